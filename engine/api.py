@@ -1,0 +1,147 @@
+"""`connect(dsn)` and the Engine facade an app holds: enqueue (sync and async), cancel, read."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from engine.clock import Clock, SystemClock, utc
+from engine.codec import check_json
+from engine.drivers.base import Driver
+from engine.errors import X_INVALID_ARGUMENT, X_MALFORMED_ID, X_NOT_FOUND, JobsError
+from engine.ids import IdFactory, parse_id
+from engine.jobs import JobDefinition
+from engine.syncbridge import LoopThread
+from engine.types import CancelResult, EnqueueResult, JobRow, NewJob
+
+
+@dataclass(frozen=True)
+class Enqueue:
+    """One job of a batch: ``eng.enqueue_many([Enqueue(send_email, {...}), ...])``."""
+
+    job: JobDefinition
+    input: Any
+    tenant: str | None = None
+    delay: float | None = None
+    run_at: datetime | None = None
+    priority: int | None = None
+
+
+def open_driver(dsn: str, **options: Any) -> Driver:
+    if dsn.startswith("memory:"):
+        from engine.drivers.memory import MemoryDriver
+
+        return MemoryDriver()
+    from engine.drivers.postgres import PostgresDriver
+
+    return PostgresDriver(dsn, **options)
+
+
+class Engine:
+    def __init__(self, driver: Driver, *, clock: Clock | None = None, ids: IdFactory | None = None) -> None:
+        self.driver = driver
+        self.clock = clock or SystemClock()
+        self.ids = ids or IdFactory(self.clock)
+        self._bridge = LoopThread()
+        self._opened: set[int] = set()
+
+    # --- building rows ---------------------------------------------------------------------
+
+    def _new_job(self, spec: Enqueue, now: datetime) -> NewJob:
+        h = spec.job
+        if not isinstance(h, JobDefinition):
+            raise JobsError("X_NOT_A_JOB", cause=f"{h!r} is not a job handle", fix="pass the function decorated with @job(...)")
+        if spec.delay is not None and spec.run_at is not None:
+            raise JobsError(X_INVALID_ARGUMENT, cause="both delay and run_at were given", fix="pass one of delay=SECONDS or run_at=DATETIME")
+        if spec.delay is not None and not spec.delay >= 0:
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"delay={spec.delay!r} must be >= 0 seconds", fix="delay=10")
+        if spec.tenant is not None and (not isinstance(spec.tenant, str) or not spec.tenant):
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"tenant={spec.tenant!r} must be a non-empty string or None", fix="tenant='acme'")
+        inp = check_json(spec.input, job=h.name)
+        run_at = utc(spec.run_at) if spec.run_at else (now + timedelta(seconds=spec.delay) if spec.delay else None)
+        return NewJob(
+            id=self.ids.new(), name=h.name, queue=h.queue, idempotency_key=h.key_for(inp), input=inp,
+            max_attempts=h.retry.attempts, tenant=spec.tenant, run_at=run_at,
+            priority=h.priority if spec.priority is None else spec.priority,
+        )
+
+    async def _ensure_open(self) -> None:
+        loop_id = id(asyncio.get_running_loop())
+        if loop_id not in self._opened:
+            await self.driver.open()
+            self._opened.add(loop_id)
+
+    # --- async API -------------------------------------------------------------------------
+
+    async def aenqueue_many(self, specs: Sequence[Enqueue]) -> list[EnqueueResult]:
+        now = self.clock.now()
+        rows = [self._new_job(s, now) for s in specs]  # every row is checked before any is written
+        await self._ensure_open()
+        return await self.driver.job_enqueue(jobs=rows, now=now)
+
+    async def aenqueue(self, job: JobDefinition, input: Any, *, tenant: str | None = None,
+                       delay: float | None = None, run_at: datetime | None = None,
+                       priority: int | None = None) -> EnqueueResult:
+        return (await self.aenqueue_many([Enqueue(job, input, tenant, delay, run_at, priority)]))[0]
+
+    async def aget(self, job_id: str) -> JobRow:
+        jid = self._id(job_id)
+        await self._ensure_open()
+        row = await self.driver.job_get(job_id=jid)
+        if row is None:
+            raise JobsError(X_NOT_FOUND, cause=f"no job has id {jid}", fix="jobs ls --json")
+        return row
+
+    async def acancel(self, job_id: str, *, tenant: str | None = None, actor: str | None = None,
+                      note: str | None = None) -> CancelResult:
+        jid = self._id(job_id)
+        await self._ensure_open()
+        res = await self.driver.job_cancel(job_id=jid, tenant=tenant, now=self.clock.now(), actor=actor, note=note)
+        if res is None:
+            who = f" for tenant {tenant!r}" if tenant is not None else ""
+            raise JobsError(X_NOT_FOUND, cause=f"no job has id {jid}{who}", fix="jobs ls --json")
+        return res
+
+    # --- sync API (a private loop on a thread) ---------------------------------------------
+
+    def enqueue_many(self, specs: Sequence[Enqueue]) -> list[EnqueueResult]:
+        return self._bridge.run(self.aenqueue_many(specs))
+
+    def enqueue(self, job: JobDefinition, input: Any, *, tenant: str | None = None,
+                delay: float | None = None, run_at: datetime | None = None,
+                priority: int | None = None) -> EnqueueResult:
+        return self._bridge.run(self.aenqueue(job, input, tenant=tenant, delay=delay, run_at=run_at, priority=priority))
+
+    def get(self, job_id: str) -> JobRow:
+        return self._bridge.run(self.aget(job_id))
+
+    def cancel(self, job_id: str, *, tenant: str | None = None, actor: str | None = None, note: str | None = None) -> CancelResult:
+        return self._bridge.run(self.acancel(job_id, tenant=tenant, actor=actor, note=note))
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    @staticmethod
+    def _id(job_id: str) -> str:
+        jid = parse_id(job_id)
+        if jid is None:
+            raise JobsError(X_MALFORMED_ID, cause=f"{job_id!r} is not a job id (a UUID)", fix="jobs ls --json")
+        return jid
+
+    async def aclose(self) -> None:
+        await self.driver.close()
+
+    def close(self) -> None:
+        try:
+            self._bridge.run(self.driver.close())
+        finally:
+            self._bridge.stop()
+
+
+def connect(dsn: str, *, clock: Clock | None = None, ids: IdFactory | None = None, **driver_options: Any) -> Engine:
+    """``connect("postgresql://app@db/app")``, or ``connect("memory://")`` for tests and demos."""
+    if not isinstance(dsn, str) or not dsn.strip():
+        raise JobsError("X_DSN_INVALID", cause=f"dsn={dsn!r} is empty", fix="connect('postgresql://USER@HOST/DB') or connect('memory://')")
+    return Engine(open_driver(dsn, **driver_options), clock=clock, ids=ids)

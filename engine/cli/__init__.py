@@ -1,0 +1,43 @@
+"""`jobs`: the operator CLI (typer). Each command group lives in its own module and registers
+itself on `app`; this file only wires them and turns a JobsError into code, cause and fix."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+
+from engine.errors import JobsError
+
+app = typer.Typer(
+    name="jobs",
+    help="Operate a jobs deployment: install the schema, run workers, inspect and act on queues.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Exit codes scripts can use.
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_DRIFT = 0, 1, 2, 3, 4
+
+
+def fail(err: JobsError, *, as_json: bool = False) -> None:
+    """Print an engine error as code, cause and fix (JSON on stderr with --json) and exit."""
+    if as_json:
+        sys.stderr.write(json.dumps({"error": err.as_dict()}) + "\n")
+    else:
+        sys.stderr.write(f"error {err.code}: {err.cause}\n  fix: {err.fix}\n  docs: {err.docs}\n")
+    raise typer.Exit(EXIT_NOT_FOUND if err.code in ("X_NOT_FOUND", "X_UNKNOWN_JOB") else EXIT_ERROR)
+
+
+def _register() -> None:
+    # Imported for their side effect: each module adds its commands to `app`.
+    from engine.cli import admin  # noqa: F401
+
+
+_register()
+
+
+def main() -> None:
+    app()

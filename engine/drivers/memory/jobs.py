@@ -1,0 +1,170 @@
+"""MemoryDriver's core queue: the same semantics as sql/queries/jobs.sql, on the injected clock."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from engine.codec import check_json
+from engine.drivers.memory.state import LIVE, MemoryState, dedupe_key
+from engine.types import (
+    Ack,
+    AttemptRecord,
+    CancelResult,
+    Claim,
+    ClaimedJob,
+    EnqueueResult,
+    HistoryEntry,
+    JobRow,
+    JobState,
+    Nack,
+    NewJob,
+    Renewal,
+)
+
+_CLAIMABLE = frozenset({JobState.READY, JobState.DELAYED, JobState.PARKED, JobState.SUSPENDED})
+_NACK_STATE = {"dead": JobState.DEAD, "park": JobState.PARKED, "suspend": JobState.SUSPENDED}
+_ATTEMPT_OUTCOME = {"retry": "retried", "dead": "dead", "park": "parked", "suspend": "suspended", "release": "released"}
+
+
+class MemoryJobs:
+    state: MemoryState
+
+    def _held(self, claim: Claim) -> JobRow | None:
+        row = self.state.jobs.get(claim.job_id)
+        if row is None or row.state is not JobState.RUNNING:
+            return None
+        if row.claimed_by != claim.worker or row.run != claim.run:
+            return None
+        return row
+
+    async def job_enqueue(self, *, jobs: Sequence[NewJob], now: datetime) -> list[EnqueueResult]:
+        out: list[EnqueueResult] = []
+        with self.state.lock:
+            for new in jobs:
+                k = dedupe_key(new.name, new.tenant, new.idempotency_key)
+                live_id = self.state.live_keys.get(k)
+                if live_id is not None:
+                    out.append(EnqueueResult(live_id, True, self.state.jobs[live_id].state))
+                    continue
+                run_at = new.run_at or now
+                row = JobRow(
+                    id=new.id, name=new.name, queue=new.queue, tenant=new.tenant,
+                    idempotency_key=new.idempotency_key, input=check_json(new.input),
+                    state=JobState.DELAYED if run_at > now else JobState.READY,
+                    priority=new.priority, attempt=0, max_attempts=new.max_attempts, run=0,
+                    run_at=run_at, created_at=now, updated_at=now,
+                )
+                self.state.put(row)
+                out.append(EnqueueResult(row.id, False, row.state))
+        return out
+
+    async def job_claim(
+        self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
+    ) -> list[ClaimedJob]:
+        wanted = set(queues) - set(self.state.paused)
+        with self.state.lock:
+            due = [
+                r for r in self.state.jobs.values()
+                if r.queue in wanted and r.state in _CLAIMABLE and r.run_at <= now
+            ]
+            due.sort(key=lambda r: (-r.priority, r.run_at, r.id))
+            out = []
+            for r in due[:limit]:
+                row = replace(
+                    r, state=JobState.RUNNING, run=r.run + 1, attempt=r.attempt + 1,
+                    claimed_by=worker, claimed_at=now,
+                    lease_until=now + timedelta(seconds=lease_seconds), updated_at=now,
+                )
+                self.state.put(row)
+                out.append(ClaimedJob(row))
+            return out
+
+    def _record(self, row: JobRow, now: datetime, outcome: str, *, attempt: int, code: str | None = None, error: str | None = None) -> None:
+        assert row.claimed_by is not None and row.claimed_at is not None
+        self.state.attempts.setdefault(row.id, []).append(
+            AttemptRecord(row.id, row.run, attempt, row.claimed_by, row.claimed_at, now, outcome, code, error)
+        )
+
+    async def job_ack_many(self, *, acks: Sequence[Ack], now: datetime) -> list[str]:
+        done: list[str] = []
+        with self.state.lock:
+            for ack in acks:
+                row = self._held(ack.claim)
+                if row is None:
+                    continue
+                self.state.put(replace(
+                    row, state=JobState.COMPLETED, result=check_json(ack.result, what="result"),
+                    finished_at=now, updated_at=now, lease_until=None, wait=None,
+                ))
+                self._record(row, now, "completed", attempt=row.attempt)
+                done.append(row.id)
+        return done
+
+    async def job_nack(self, *, nack: Nack, now: datetime) -> bool:
+        with self.state.lock:
+            row = self._held(nack.claim)
+            if row is None:
+                return False
+            counts = nack.outcome in ("retry", "dead")
+            run_at = nack.run_at or row.run_at
+            if nack.outcome in ("retry", "release"):
+                state = JobState.DELAYED if run_at > now else JobState.READY
+            else:
+                state = _NACK_STATE[nack.outcome]
+            self.state.put(replace(
+                row, state=state, run_at=run_at,
+                attempt=row.attempt if counts else row.attempt - 1,
+                last_error=nack.error if counts else row.last_error,
+                error_code=nack.error_code if counts else row.error_code,
+                stop_reason=nack.stop_reason, wait=nack.wait,
+                finished_at=now if state is JobState.DEAD else None,
+                lease_until=None, updated_at=now,
+            ))
+            self._record(row, now, _ATTEMPT_OUTCOME[nack.outcome], attempt=row.attempt, code=nack.error_code, error=nack.error)
+            return True
+
+    async def job_renew_many(
+        self, *, claims: Sequence[Claim], now: datetime, lease_seconds: float
+    ) -> list[Renewal]:
+        out: list[Renewal] = []
+        with self.state.lock:
+            for c in claims:
+                row = self._held(c)
+                if row is not None:
+                    until = now + timedelta(seconds=lease_seconds)
+                    self.state.put(replace(row, lease_until=until))
+                    out.append(Renewal(c, "ok", until))
+                    continue
+                cur = self.state.jobs.get(c.job_id)
+                cancelled = (
+                    cur is not None and cur.state is JobState.CANCELLED
+                    and cur.claimed_by == c.worker and cur.run == c.run
+                )
+                out.append(Renewal(c, "cancelled" if cancelled else "lost"))
+        return out
+
+    async def job_cancel(
+        self, *, job_id: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
+    ) -> CancelResult | None:
+        with self.state.lock:
+            row = self.state.jobs.get(job_id)
+            if row is None or (tenant is not None and row.tenant != tenant):
+                return None
+            if row.state not in LIVE:
+                return CancelResult(job_id, row.state, False)
+            self.state.put(replace(row, state=JobState.CANCELLED, finished_at=now, updated_at=now, lease_until=None))
+            self.state.add_history(HistoryEntry(job_id, now, "cancelled", actor, note, {"from": row.state.value}))
+            return CancelResult(job_id, row.state, True, was_running=row.state is JobState.RUNNING)
+
+    async def job_get(self, *, job_id: str) -> JobRow | None:
+        return self.state.jobs.get(job_id)
+
+    async def job_history(self, *, job_id: str) -> list[HistoryEntry]:
+        with self.state.lock:
+            return list(self.state.history.get(job_id, []))
+
+    async def job_attempts(self, *, job_id: str) -> list[AttemptRecord]:
+        with self.state.lock:
+            return list(self.state.attempts.get(job_id, []))

@@ -1,0 +1,157 @@
+"""PostgresDriver's core queue: each method runs named statements from sql/queries/jobs.sql."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from engine.codec import dumps
+from engine.drivers.postgres.pool import LoopPools
+from engine.drivers.postgres.rows import attempt_record, history_entry, job_row
+from engine.drivers.sqlfiles import Q
+from engine.types import (
+    Ack,
+    AttemptRecord,
+    CancelResult,
+    Claim,
+    ClaimedJob,
+    EnqueueResult,
+    HistoryEntry,
+    JobRow,
+    JobState,
+    Nack,
+    NewJob,
+    Renewal,
+)
+
+_NACK_STATE = {"dead": "dead", "park": "parked", "suspend": "suspended"}
+_ATTEMPT_OUTCOME = {"retry": "retried", "dead": "dead", "park": "parked", "suspend": "suspended", "release": "released"}
+
+
+class PostgresJobs:
+    pools: LoopPools
+
+    async def _all(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        pool = await self.pools.get()
+        async with pool.connection() as conn:
+            cur = await conn.execute(sql, params)  # type: ignore[arg-type]
+            return await cur.fetchall()  # type: ignore[return-value]
+
+    async def _one(self, sql: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        rows = await self._all(sql, params)
+        return rows[0] if rows else None
+
+    async def job_enqueue(self, *, jobs: Sequence[NewJob], now: datetime) -> list[EnqueueResult]:
+        if not jobs:
+            return []
+        # Two rows of one batch with the same dedupe key: the statement's snapshot cannot see the
+        # first from the second's lookup, so the batch is collapsed here to its first holder.
+        first: dict[tuple[str, str, str], int] = {}
+        unique: list[NewJob] = []
+        slot: list[int] = []  # per input row: its index in `unique`
+        first_index: list[int] = []  # per input row: the input index of its key's first holder
+        holder: dict[tuple[str, str, str], int] = {}
+        for i, j in enumerate(jobs):
+            k = (j.name, j.tenant or "", j.idempotency_key)
+            if k not in first:
+                first[k] = len(unique)
+                holder[k] = i
+                unique.append(j)
+            slot.append(first[k])
+            first_index.append(holder[k])
+        params = {
+            "ids": [j.id for j in unique], "names": [j.name for j in unique],
+            "queues": [j.queue for j in unique], "tenants": [j.tenant for j in unique],
+            "keys": [j.idempotency_key for j in unique],
+            "inputs": [dumps(j.input, job=j.name) for j in unique],
+            "max_attempts": [j.max_attempts for j in unique],
+            "run_ats": [j.run_at or now for j in unique],
+            "priorities": [j.priority for j in unique], "now": now,
+        }
+        rows = await self._all(Q.job_enqueue.text, params)
+        results: list[EnqueueResult] = []
+        for new, r in zip(unique, rows):
+            if r["id"] is None:
+                # The conflicting row committed after this statement's snapshot: look it up now.
+                live = await self._one(Q.job_find_live.text, {"name": new.name, "tenant": new.tenant, "key": new.idempotency_key})
+                if live is None:  # it went final in between: insert again
+                    results.append((await self.job_enqueue(jobs=[new], now=now))[0])
+                    continue
+                r = {"id": live["id"], "deduped": True, "state": live["state"]}
+            results.append(EnqueueResult(str(r["id"]), bool(r["deduped"]), JobState(r["state"])))
+        # A later row of the batch holding an earlier row's key answers that row, deduped.
+        return [
+            results[s] if i == seen else EnqueueResult(results[s].id, True, results[s].state)
+            for i, (s, seen) in enumerate(zip(slot, first_index))
+        ]
+
+    async def job_claim(
+        self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
+    ) -> list[ClaimedJob]:
+        rows = await self._all(Q.job_claim.text, {
+            "queues": list(queues), "limit": limit, "worker": worker, "now": now,
+            "lease_seconds": lease_seconds,
+        })
+        claimed = [job_row(r) for r in rows]
+        claimed.sort(key=lambda r: (-r.priority, r.run_at, r.id))
+        return [ClaimedJob(r) for r in claimed]
+
+    async def job_ack_many(self, *, acks: Sequence[Ack], now: datetime) -> list[str]:
+        if not acks:
+            return []
+        rows = await self._all(Q.job_ack_many.text, {
+            "ids": [a.claim.job_id for a in acks], "workers": [a.claim.worker for a in acks],
+            "runs": [a.claim.run for a in acks],
+            "results": [dumps(a.result, what="result") for a in acks], "now": now,
+        })
+        return [str(r["id"]) for r in rows]
+
+    async def job_nack(self, *, nack: Nack, now: datetime) -> bool:
+        counts = nack.outcome in ("retry", "dead")
+        if nack.outcome in ("retry", "release"):
+            run_at = nack.run_at or now
+            state = "delayed" if run_at > now else "ready"
+        else:
+            run_at = nack.run_at
+            state = _NACK_STATE[nack.outcome]
+        row = await self._one(Q.job_nack.text, {
+            "id": nack.claim.job_id, "worker": nack.claim.worker, "run": nack.claim.run,
+            "state": state, "run_at": run_at, "counts": counts, "writes_error": counts,
+            "error": nack.error, "error_code": nack.error_code, "stop_reason": nack.stop_reason,
+            "wait": None if nack.wait is None else json.dumps(nack.wait),
+            "attempt_outcome": _ATTEMPT_OUTCOME[nack.outcome], "now": now,
+        })
+        return row is not None
+
+    async def job_renew_many(
+        self, *, claims: Sequence[Claim], now: datetime, lease_seconds: float
+    ) -> list[Renewal]:
+        if not claims:
+            return []
+        rows = await self._all(Q.job_renew_many.text, {
+            "ids": [c.job_id for c in claims], "workers": [c.worker for c in claims],
+            "runs": [c.run for c in claims], "now": now, "lease_seconds": lease_seconds,
+        })
+        by_id = {str(r["id"]): r for r in rows}
+        return [Renewal(c, by_id[c.job_id]["status"], by_id[c.job_id]["lease_until"]) for c in claims]
+
+    async def job_cancel(
+        self, *, job_id: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
+    ) -> CancelResult | None:
+        row = await self._one(Q.job_cancel.text, {"id": job_id, "tenant": tenant, "now": now, "actor": actor, "note": note})
+        if row is None:
+            return None
+        prev = JobState(row["previous"])
+        return CancelResult(job_id, prev, bool(row["cancelled"]), was_running=bool(row["cancelled"]) and prev is JobState.RUNNING)
+
+    async def job_get(self, *, job_id: str) -> JobRow | None:
+        row = await self._one(Q.job_get.text, {"id": job_id})
+        return None if row is None else job_row(row)
+
+    async def job_history(self, *, job_id: str) -> list[HistoryEntry]:
+        return [history_entry(r) for r in await self._all(Q.job_history.text, {"id": job_id})]
+
+    async def job_attempts(self, *, job_id: str) -> list[AttemptRecord]:
+        return [attempt_record(r) for r in await self._all(Q.job_attempts.text, {"id": job_id})]

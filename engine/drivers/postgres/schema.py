@@ -1,0 +1,24 @@
+"""Installing the schema: sql/schema.sql whole, in one transaction, re-runnable (I3)."""
+
+from __future__ import annotations
+
+import psycopg
+
+from engine.drivers.postgres.pool import check_dsn, unreachable
+from engine.drivers.sqlfiles import schema_sql
+
+SCHEMA_VERSION = 1
+_INSTALL_LOCK = 7_201_100  # an advisory lock so two installers never interleave
+
+
+def install_schema(dsn: str) -> None:
+    conninfo = check_dsn(dsn)
+    try:
+        conn = psycopg.connect(conninfo)
+    except psycopg.OperationalError as exc:
+        raise unreachable(conninfo, exc) from None
+    with conn:
+        with conn.transaction():
+            conn.execute("select pg_advisory_xact_lock(%s)", (_INSTALL_LOCK,))
+            conn.execute(schema_sql())  # type: ignore[arg-type]
+    conn.close()

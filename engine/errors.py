@@ -1,0 +1,109 @@
+"""The one error type of the engine and the one registry of its codes.
+
+Every error carries ``code`` (stable, greppable), ``cause`` (what happened, with the values),
+``fix`` (ONE line a person can run or apply verbatim: never a command with prose appended) and
+``docs`` (where the code is explained). Codes are declared here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+DOCS_BASE = "README.md#error-codes"
+
+
+@dataclass(frozen=True)
+class ErrorCode:
+    code: str
+    title: str
+
+
+# The engine's own codes. An app's codes are registered with `register_error_codes`.
+_CODES: dict[str, ErrorCode] = {}
+
+
+def _declare(code: str, title: str) -> str:
+    _CODES[code] = ErrorCode(code, title)
+    return code
+
+
+X_IDEMPOTENCY_REQUIRED = _declare("X_IDEMPOTENCY_REQUIRED", "a job definition has no idempotency key")
+X_INVALID_DEFINITION = _declare("X_INVALID_DEFINITION", "a job definition has an invalid option")
+X_DUPLICATE_JOB = _declare("X_DUPLICATE_JOB", "two job definitions share one name")
+X_NOT_A_JOB = _declare("X_NOT_A_JOB", "something that is not a job handle was registered")
+X_UNKNOWN_JOB = _declare("X_UNKNOWN_JOB", "no job of that name is registered")
+X_INPUT_NOT_JSON = _declare("X_INPUT_NOT_JSON", "a job input or result is not a JSON value")
+X_INVALID_ARGUMENT = _declare("X_INVALID_ARGUMENT", "an argument is out of range or malformed")
+X_INVARIANT = _declare("X_INVARIANT", "a value breaks an invariant the engine relies on")
+X_DSN_INVALID = _declare("X_DSN_INVALID", "the database address cannot be used")
+X_DB_UNREACHABLE = _declare("X_DB_UNREACHABLE", "the database did not accept a connection")
+X_SCHEMA_MISSING = _declare("X_SCHEMA_MISSING", "the jobs schema is not installed")
+X_SCHEMA_OUTDATED = _declare("X_SCHEMA_OUTDATED", "the jobs schema is older than this engine")
+X_SQL_CATALOG = _declare("X_SQL_CATALOG", "the named SQL statements are inconsistent")
+X_NOT_FOUND = _declare("X_NOT_FOUND", "no job has that id (for this tenant)")
+X_MALFORMED_ID = _declare("X_MALFORMED_ID", "a job id is not a UUID")
+X_TENANT_MISMATCH = _declare("X_TENANT_MISMATCH", "the job belongs to another tenant")
+X_INVALID_STATE = _declare("X_INVALID_STATE", "the job is not in a state that allows the action")
+X_UNKNOWN_STATE = _declare("X_UNKNOWN_STATE", "a filter names a state that does not exist")
+X_UNKNOWN_STEP = _declare("X_UNKNOWN_STEP", "a job has no step of that name")
+X_DUPLICATE_STEP = _declare("X_DUPLICATE_STEP", "two steps of one run share a name")
+X_ABORTED = _declare("X_ABORTED", "a write was attempted after the run was cancelled or timed out")
+X_TIMEOUT = _declare("X_TIMEOUT", "an attempt or a step ran past its ceiling")
+X_STEP_TIMEOUT = _declare("X_STEP_TIMEOUT", "a step ran past its step_timeout")
+X_CANCELLED = _declare("X_CANCELLED", "the job was cancelled while it ran")
+X_LEASE_LOST = _declare("X_LEASE_LOST", "the worker no longer holds the job's lease")
+X_READ_ONLY = _declare("X_READ_ONLY", "a mutating action was refused in read-only mode")
+X_OUTBOX_NO_TX = _declare("X_OUTBOX_NO_TX", "stage() was called outside a transaction in required mode")
+X_EMBEDDED_PG = _declare("X_EMBEDDED_PG", "the embedded PostgreSQL server could not start")
+X_WORKER_TARGET = _declare("X_WORKER_TARGET", "the worker's module or attribute cannot be loaded")
+X_NOT_IMPLEMENTED = _declare("X_NOT_IMPLEMENTED", "the capability is not available in this driver")
+X_HANDLER_FAILED = _declare("X_HANDLER_FAILED", "a handler raised a non-engine exception")
+
+
+def register_error_codes(codes: dict[str, str]) -> None:
+    """Declare an app's own codes ({code: title}) so they render with a title."""
+    for code, title in codes.items():
+        if not code or not code.isupper():
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"error code {code!r} is not an upper-case identifier",
+                fix="register_error_codes({'X_MY_CODE': 'what it means'})",
+            )
+        _CODES[code] = ErrorCode(code, title)
+
+
+def known_code(code: str) -> ErrorCode | None:
+    return _CODES.get(code)
+
+
+def docs_for(code: str) -> str:
+    return f"{DOCS_BASE}-{code.lower()}"
+
+
+class JobsError(Exception):
+    """The one error type the engine raises. ``retry_after`` (seconds) is read by retry-after codes."""
+
+    def __init__(
+        self,
+        code: str,
+        *,
+        cause: str,
+        fix: str,
+        docs: str | None = None,
+        retry_after: float | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(f"{code}: {cause}")
+        self.code = code
+        self.cause = cause
+        self.fix = fix
+        self.docs = docs or docs_for(code)
+        self.retry_after = retry_after
+        self.meta = dict(meta or {})
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "cause": self.cause, "fix": self.fix, "docs": self.docs}
+
+    def render(self) -> str:
+        return f"{self.code}: {self.cause}\n  fix: {self.fix}\n  docs: {self.docs}"

@@ -1,0 +1,237 @@
+"""Job declarations, the registry of handles, and the manifest (`describe_jobs`).
+
+A definition is checked whole at declaration: a missing idempotency key (I1), a non-positive
+ceiling (I11) or an unknown option is refused there, never at the first run.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import types as pytypes
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from engine.errors import (
+    X_DUPLICATE_JOB,
+    X_IDEMPOTENCY_REQUIRED,
+    X_INVALID_DEFINITION,
+    X_NOT_A_JOB,
+    X_UNKNOWN_JOB,
+    JobsError,
+)
+from engine.retry import RetryPolicy
+
+DEFAULT_QUEUE = "default"
+DEFAULT_EVENT_POLL = 30.0
+
+Handler = Callable[..., Any]
+KeyFn = Callable[[Any], str]
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """At most ``limit`` starts per ``per`` seconds, per key (``key(input, tenant)``) or global."""
+
+    limit: int
+    per: float
+    key: Callable[[Any, str | None], str] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.limit, int) or self.limit < 1 or not self.per > 0:
+            raise JobsError(
+                X_INVALID_DEFINITION,
+                cause=f"RateLimit(limit={self.limit!r}, per={self.per!r}) needs limit >= 1 and per > 0",
+                fix="RateLimit(limit=10, per=1.0)",
+            )
+
+
+@dataclass(frozen=True, eq=False)
+class JobDefinition:
+    name: str
+    fn: Handler
+    queue: str
+    idempotency_key: KeyFn
+    retry: RetryPolicy
+    timeout: float | None
+    step_timeout: float | None
+    event_poll: float
+    concurrency: int | None
+    rate_limit: RateLimit | None
+    priority: int
+    is_async: bool
+
+    def key_for(self, inp: Any) -> str:
+        key = self.idempotency_key(inp)
+        if not isinstance(key, str) or not key:
+            raise JobsError(
+                X_INVALID_DEFINITION,
+                cause=f"idempotency_key of job {self.name!r} returned {key!r}, not a non-empty string",
+                fix=f"@job(name={self.name!r}, idempotency_key=lambda inp: f\"order:{{inp['id']}}\")",
+            )
+        return key
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Calling the handle calls the handler itself (handy in unit tests of app code)."""
+        return self.fn(*args, **kwargs)
+
+
+_OPTIONS = (
+    "name", "queue", "idempotency_key", "retry", "timeout", "step_timeout",
+    "event_poll", "concurrency", "rate_limit", "priority",
+)
+
+
+def _positive(name: str, value: float | None, job_name: str, *, allow_none: bool = True) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise JobsError(
+            X_INVALID_DEFINITION,
+            cause=f"job {job_name!r} declares {name}={value!r}; it must be a positive number of seconds"
+            " (zero would read as 'no ceiling at all')",
+            fix=f"@job(name={job_name!r}, {name}=60)",
+        )
+
+
+def job(
+    name: str | None = None,
+    *,
+    queue: str = DEFAULT_QUEUE,
+    idempotency_key: KeyFn | None = None,
+    retry: RetryPolicy | None = None,
+    timeout: float | None = None,
+    step_timeout: float | None = None,
+    event_poll: float = DEFAULT_EVENT_POLL,
+    concurrency: int | None = None,
+    rate_limit: RateLimit | None = None,
+    priority: int = 0,
+    **unknown: Any,
+) -> Callable[[Handler], JobDefinition]:
+    """Declare a job: ``@job(name=..., idempotency_key=lambda inp: ...)`` over a handler
+    ``(ctx, inp)``. ``async def`` handlers run on the worker's loop; plain ones in a thread."""
+    label = name or "<unnamed>"
+    if unknown:
+        bad = sorted(unknown)[0]
+        near = difflib.get_close_matches(bad, _OPTIONS, n=1)
+        raise JobsError(
+            X_INVALID_DEFINITION,
+            cause=f"job {label!r} declares unknown option {bad!r}"
+            + (f" (did you mean {near[0]!r}?)" if near else f"; known: {', '.join(_OPTIONS)}"),
+            fix=f"@job(name={label!r}, {near[0] if near else 'queue'}=...)",
+        )
+    if idempotency_key is None or not callable(idempotency_key):
+        raise JobsError(
+            X_IDEMPOTENCY_REQUIRED,
+            cause=f"job {label!r} has no idempotency_key function; a replayed enqueue would run the work twice",
+            fix=f"@job(name={label!r}, idempotency_key=lambda inp: f\"user:{{inp['user_id']}}\")",
+        )
+    if not isinstance(queue, str) or not queue.strip():
+        raise JobsError(X_INVALID_DEFINITION, cause=f"job {label!r} declares queue={queue!r}", fix=f"@job(name={label!r}, queue='default')")
+    _positive("timeout", timeout, label)
+    _positive("step_timeout", step_timeout, label)
+    _positive("event_poll", event_poll, label, allow_none=False)
+    if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1):
+        raise JobsError(
+            X_INVALID_DEFINITION,
+            cause=f"job {label!r} declares concurrency={concurrency!r}; it must be a whole number >= 1",
+            fix=f"@job(name={label!r}, concurrency=10)",
+        )
+    if rate_limit is not None and not isinstance(rate_limit, RateLimit):
+        raise JobsError(X_INVALID_DEFINITION, cause=f"job {label!r}: rate_limit must be a RateLimit", fix="rate_limit=RateLimit(limit=10, per=1.0)")
+    if not isinstance(priority, int):
+        raise JobsError(X_INVALID_DEFINITION, cause=f"job {label!r} declares priority={priority!r}", fix=f"@job(name={label!r}, priority=0)")
+
+    def wrap(fn: Handler) -> JobDefinition:
+        if not callable(fn):
+            raise JobsError(X_INVALID_DEFINITION, cause=f"@job({label!r}) decorates {fn!r}, which is not callable", fix="put @job(...) above a def")
+        return JobDefinition(
+            name=name or fn.__name__,
+            fn=fn,
+            queue=queue,
+            idempotency_key=idempotency_key,
+            retry=retry or RetryPolicy(),
+            timeout=float(timeout) if timeout is not None else None,
+            step_timeout=float(step_timeout) if step_timeout is not None else None,
+            event_poll=float(event_poll),
+            concurrency=concurrency,
+            rate_limit=rate_limit,
+            priority=priority,
+            is_async=inspect.iscoroutinefunction(fn),
+        )
+
+    return wrap
+
+
+class Registry:
+    """The jobs a worker or an app knows, by name. Only real handles register (I23)."""
+
+    def __init__(self, handles: Iterable[JobDefinition] = ()) -> None:
+        self._jobs: dict[str, JobDefinition] = {}
+        for h in handles:
+            self.register(h)
+
+    def register(self, handle: object) -> JobDefinition:
+        if not isinstance(handle, JobDefinition):
+            raise JobsError(
+                X_NOT_A_JOB,
+                cause=f"{handle!r} is not a job handle (made by @job); look-alikes are never registered",
+                fix="decorate the handler with @job(name=..., idempotency_key=...) and register that",
+            )
+        existing = self._jobs.get(handle.name)
+        if existing is not None and existing is not handle:
+            raise JobsError(X_DUPLICATE_JOB, cause=f"two definitions are named {handle.name!r}", fix=f"rename one: @job(name='{handle.name}_v2', ...)")
+        self._jobs[handle.name] = handle
+        return handle
+
+    @classmethod
+    def from_module(cls, module: pytypes.ModuleType) -> Registry:
+        """Every job handle a module holds; anything else in it (helpers, imports) is skipped."""
+        return cls(v for v in vars(module).values() if isinstance(v, JobDefinition))
+
+    def get(self, name: str) -> JobDefinition:
+        try:
+            return self._jobs[name]
+        except KeyError:
+            near = difflib.get_close_matches(name, self._jobs, n=1)
+            raise JobsError(
+                X_UNKNOWN_JOB,
+                cause=f"no job named {name!r} is registered" + (f" (did you mean {near[0]!r}?)" if near else f"; known: {', '.join(self.names()) or 'none'}"),
+                fix="jobs describe --app MODULE",
+            ) from None
+
+    def names(self) -> list[str]:
+        return sorted(self._jobs)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._jobs[n] for n in self.names())
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._jobs
+
+    def queues(self) -> list[str]:
+        return sorted({h.queue for h in self._jobs.values()})
+
+
+def describe_job(handle: JobDefinition) -> dict[str, Any]:
+    """The manifest entry: declared facts only. ``idempotent`` is published; the key never is."""
+    return {
+        "name": handle.name,
+        "queue": handle.queue,
+        "retry": {"attempts": handle.retry.attempts, "backoff": handle.retry.backoff},
+        "timeout": handle.timeout,
+        "step_timeout": handle.step_timeout,
+        "event_poll": handle.event_poll,
+        "concurrency": handle.concurrency,
+        "rate_limit": None if handle.rate_limit is None else {"limit": handle.rate_limit.limit, "per": handle.rate_limit.per},
+        "idempotent": callable(handle.idempotency_key),
+    }
+
+
+def describe_jobs(handles: Iterable[JobDefinition]) -> list[dict[str, Any]]:
+    """Sorted by code points (Python's str order), never by locale (I23)."""
+    return [describe_job(h) for h in sorted(handles, key=lambda h: h.name)]

@@ -1,0 +1,183 @@
+"""Leaf module: job states and the frozen rows that cross the driver seam.
+
+Nothing here imports anything of ours, so every layer can depend on it.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+JSON = Any  # a JSON value: dict, list, str, int, float, bool or None
+
+
+class JobState(enum.StrEnum):
+    READY = "ready"  # claimable now
+    DELAYED = "delayed"  # claimable at run_at
+    RUNNING = "running"  # claimed and leased
+    SUSPENDED = "suspended"  # waiting on a sleep or an event: not an attempt
+    PARKED = "parked"  # shed by a limit: WAITING, counts as ready for depth and age
+    COMPLETED = "completed"
+    DEAD = "dead"  # dead letter, with a stop reason
+    CANCELLED = "cancelled"
+
+
+LIVE_STATES: tuple[JobState, ...] = (
+    JobState.READY,
+    JobState.DELAYED,
+    JobState.RUNNING,
+    JobState.SUSPENDED,
+    JobState.PARKED,
+)
+FINAL_STATES: tuple[JobState, ...] = (JobState.COMPLETED, JobState.DEAD, JobState.CANCELLED)
+# A claim takes these once run_at has come. A suspended row's run_at is its wake-up (the sleep's
+# end, or the next poll of an event wait); a parked row's is when the limit that shed it may free.
+CLAIMABLE_STATES: tuple[JobState, ...] = (
+    JobState.READY,
+    JobState.DELAYED,
+    JobState.PARKED,
+    JobState.SUSPENDED,
+)
+
+StopReason = Literal["terminal", "attempts-exhausted"]
+Classification = Literal["terminal", "retry-after", "retryable"]
+NackOutcome = Literal["retry", "dead", "park", "suspend", "release"]
+RenewStatus = Literal["ok", "lost", "cancelled"]
+
+
+@dataclass(frozen=True)
+class NewJob:
+    """One job to insert. ``run_at`` None means now."""
+
+    id: str
+    name: str
+    queue: str
+    idempotency_key: str
+    input: JSON
+    max_attempts: int
+    tenant: str | None = None
+    run_at: datetime | None = None
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class EnqueueResult:
+    id: str
+    deduped: bool
+    state: JobState
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """A job row as stored, the same from every driver."""
+
+    id: str
+    name: str
+    queue: str
+    tenant: str | None
+    idempotency_key: str
+    input: JSON
+    state: JobState
+    priority: int
+    attempt: int  # attempts burned so far (a suspension or a shed burns none)
+    max_attempts: int
+    run: int  # claims so far: with claimed_by, the fence token of the current claim
+    run_at: datetime
+    created_at: datetime
+    updated_at: datetime
+    claimed_by: str | None = None
+    claimed_at: datetime | None = None
+    lease_until: datetime | None = None
+    finished_at: datetime | None = None
+    result: JSON = None
+    last_error: str | None = None
+    error_code: str | None = None
+    stop_reason: StopReason | None = None
+    wait: dict[str, Any] | None = None  # why a suspended/parked row waits (sleep, event, limit)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The claimant token every mutation of a claimed row is fenced on (I15)."""
+
+    job_id: str
+    worker: str
+    run: int
+
+
+@dataclass(frozen=True)
+class ClaimedJob:
+    row: JobRow
+
+    @property
+    def claim(self) -> Claim:
+        assert self.row.claimed_by is not None
+        return Claim(self.row.id, self.row.claimed_by, self.row.run)
+
+
+@dataclass(frozen=True)
+class Ack:
+    claim: Claim
+    result: JSON = None
+
+
+@dataclass(frozen=True)
+class Nack:
+    """Hand a claimed job back.
+
+    ``retry``: ready again at ``run_at``, the attempt burned, ``error`` recorded.
+    ``dead``: a dead letter with ``stop_reason``. ``park``: shed by a limit, no attempt, no error.
+    ``suspend``: waiting on a sleep or an event, no attempt. ``release``: drained, no attempt.
+    """
+
+    claim: Claim
+    outcome: NackOutcome
+    run_at: datetime | None = None
+    error: str | None = None
+    error_code: str | None = None
+    stop_reason: StopReason | None = None
+    wait: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class CancelResult:
+    job_id: str
+    previous: JobState
+    cancelled: bool  # False: a clear no-op (already final)
+    was_running: bool = False
+
+
+@dataclass(frozen=True)
+class Renewal:
+    claim: Claim
+    status: RenewStatus
+    lease_until: datetime | None = None
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One line of a job's history: lifecycle facts and operator actions (who, when, what)."""
+
+    job_id: str
+    at: datetime
+    kind: str
+    actor: str | None = None
+    note: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One settled claim of a job: who ran it, when, and how it ended."""
+
+    job_id: str
+    run: int
+    attempt: int
+    worker: str
+    started_at: datetime
+    finished_at: datetime
+    outcome: str  # completed | retried | dead | suspended | parked | released | lost | cancelled
+    error_code: str | None = None
+    error: str | None = None

@@ -1,0 +1,164 @@
+-- The core queue's statements: enqueue, claim, settle, renew, cancel, read one job.
+-- Every time-comparing statement takes %(now)s: time is a parameter (the engine's clock).
+-- Every mutation of a claimed row is fenced on the claimant: claimed_by + run (I15).
+
+-- name: schema_version :one
+-- The installed schema version; fails with undefined_table when nothing is installed.
+select value from jobs.meta where key = 'schema_version';
+
+-- name: job_enqueue :many
+-- Insert a batch in one round trip; a row whose (name, tenant or '', key) is live answers that
+-- live row as deduped. The conflict target spells the unique index expression exactly (I2).
+with input as (
+    select *
+    from unnest(%(ids)s::uuid[], %(names)s::text[], %(queues)s::text[], %(tenants)s::text[],
+                %(keys)s::text[], %(inputs)s::text[], %(max_attempts)s::int[],
+                %(run_ats)s::timestamptz[], %(priorities)s::int[])
+         with ordinality as t(id, name, queue, tenant, key, input, max_attempts, run_at, priority, ord)
+), ins as (
+    insert into jobs.job (id, name, queue, tenant, idempotency_key, input, state, priority,
+                          max_attempts, run_at, created_at, updated_at)
+    select id, name, queue, tenant, key, input::jsonb,
+           case when run_at > %(now)s then 'delayed' else 'ready' end,
+           priority, max_attempts, run_at, %(now)s, %(now)s
+    from input order by ord
+    on conflict (name, (coalesce(tenant, '')), idempotency_key)
+        where state in ('ready','delayed','running','suspended','parked')
+        do nothing
+    returning id, state
+)
+select i.ord, coalesce(ins.id, live.id) as id, ins.id is null as deduped,
+       coalesce(ins.state, live.state) as state
+from input i
+left join ins on ins.id = i.id
+left join lateral (
+    select j.id, j.state from jobs.job j
+    where ins.id is null
+      and j.name = i.name and coalesce(j.tenant, '') = coalesce(i.tenant, '')
+      and j.idempotency_key = i.key
+      and j.state in ('ready','delayed','running','suspended','parked')
+    limit 1
+) live on true
+order by i.ord;
+
+-- name: job_find_live :one
+-- The live row holding a dedupe key: the same namespace as the unique index (I2).
+select id, state from jobs.job
+where name = %(name)s and coalesce(tenant, '') = coalesce(%(tenant)s::text, '')
+  and idempotency_key = %(key)s
+  and state in ('ready','delayed','running','suspended','parked')
+limit 1;
+
+-- name: job_claim :many
+-- Lock and lease up to %(limit)s due rows in one statement (SKIP LOCKED), stamping the claimant.
+with picked as (
+    select id from jobs.job
+    where queue = any(%(queues)s::text[])
+      and state in ('ready','delayed','parked','suspended')
+      and run_at <= %(now)s
+      and queue <> all (array(select name from jobs.queue where paused))
+    order by priority desc, run_at, id
+    limit %(limit)s
+    for update skip locked
+)
+update jobs.job j
+set state = 'running', run = j.run + 1, attempt = j.attempt + 1,
+    claimed_by = %(worker)s, claimed_at = %(now)s,
+    lease_until = %(now)s + %(lease_seconds)s * interval '1 second', updated_at = %(now)s
+from picked where j.id = picked.id
+returning j.*;
+
+-- name: job_ack_many :many
+-- Complete a batch of claims, fenced per row, and record each settled attempt.
+with a as (
+    select * from unnest(%(ids)s::uuid[], %(workers)s::text[], %(runs)s::int[], %(results)s::text[])
+        as t(id, worker, run, result)
+), done as (
+    update jobs.job j
+    set state = 'completed', result = a.result::jsonb, finished_at = %(now)s,
+        updated_at = %(now)s, lease_until = null, wait = null
+    from a
+    where j.id = a.id and j.state = 'running' and j.claimed_by = a.worker and j.run = a.run
+    returning j.id, j.run, j.attempt, j.claimed_by, j.claimed_at
+), rec as (
+    insert into jobs.attempt (job_id, run, attempt, worker, started_at, finished_at, outcome)
+    select id, run, attempt, claimed_by, claimed_at, %(now)s, 'completed' from done
+)
+select id from done;
+
+-- name: job_nack :one
+-- Hand one claim back (retry, dead, park, suspend, release), fenced, recording the attempt.
+-- A shed, a suspension and a release burn no attempt (I7, I8); only retry and dead write an error.
+with done as (
+    update jobs.job j
+    set state = %(state)s,
+        run_at = coalesce(%(run_at)s, j.run_at),
+        attempt = case when %(counts)s then j.attempt else j.attempt - 1 end,
+        last_error = case when %(writes_error)s then %(error)s else j.last_error end,
+        error_code = case when %(writes_error)s then %(error_code)s else j.error_code end,
+        stop_reason = %(stop_reason)s,
+        wait = %(wait)s::jsonb,
+        finished_at = case when %(state)s = 'dead' then %(now)s else null end,
+        lease_until = null, updated_at = %(now)s
+    where j.id = %(id)s and j.state = 'running' and j.claimed_by = %(worker)s and j.run = %(run)s
+    returning j.id, j.run, j.attempt, j.claimed_by, j.claimed_at
+), rec as (
+    insert into jobs.attempt (job_id, run, attempt, worker, started_at, finished_at, outcome, error_code, error)
+    select id, run, attempt + case when %(counts)s then 0 else 1 end, claimed_by, claimed_at, %(now)s,
+           %(attempt_outcome)s, %(error_code)s, %(error)s
+    from done
+)
+select id from done;
+
+-- name: job_renew_many :many
+-- Extend the leases of a batch of claims, fenced; answer per claim ok | cancelled | lost.
+with r as (
+    select * from unnest(%(ids)s::uuid[], %(workers)s::text[], %(runs)s::int[]) as t(id, worker, run)
+), upd as (
+    update jobs.job j
+    set lease_until = %(now)s + %(lease_seconds)s * interval '1 second'
+    from r
+    where j.id = r.id and j.state = 'running' and j.claimed_by = r.worker and j.run = r.run
+    returning j.id, j.lease_until
+)
+select r.id,
+       case when upd.id is not null then 'ok'
+            when j.state = 'cancelled' and j.claimed_by = r.worker and j.run = r.run then 'cancelled'
+            else 'lost' end as status,
+       upd.lease_until
+from r
+left join upd on upd.id = r.id
+left join jobs.job j on j.id = r.id;
+
+-- name: job_cancel :one
+-- Cancel one live job, for this tenant only when a tenant is given (I25); answer its old state.
+with old as (
+    select id, state from jobs.job
+    where id = %(id)s and (%(tenant)s::text is null or tenant = %(tenant)s::text)
+    for update
+), upd as (
+    update jobs.job j
+    set state = 'cancelled', finished_at = %(now)s, updated_at = %(now)s, lease_until = null
+    from old
+    where j.id = old.id and old.state in ('ready','delayed','running','suspended','parked')
+    returning j.id
+), hist as (
+    insert into jobs.history (job_id, at, kind, actor, note, data)
+    select id, %(now)s, 'cancelled', %(actor)s, %(note)s, jsonb_build_object('from', (select state from old))
+    from upd
+)
+select old.id, old.state as previous, upd.id is not null as cancelled
+from old left join upd on upd.id = old.id;
+
+-- name: job_get :one
+-- One job row by id.
+select * from jobs.job where id = %(id)s;
+
+-- name: job_history :many
+-- A job's history, oldest first.
+select job_id, at, kind, actor, note, data from jobs.history where job_id = %(id)s order by id;
+
+-- name: job_attempts :many
+-- A job's settled attempts, in claim order.
+select job_id, run, attempt, worker, started_at, finished_at, outcome, error_code, error
+from jobs.attempt where job_id = %(id)s order by run;

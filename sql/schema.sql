@@ -1,0 +1,214 @@
+-- The ONE install point (I3): every durable table the engine owns, re-runnable on a live
+-- database. `jobs install` runs this file whole, in one transaction. Superseded indexes are
+-- dropped here, because an old, narrower unique index left in place keeps enforcing exactly the
+-- collision its successor fixes.
+
+create schema if not exists jobs;
+
+create table if not exists jobs.meta (
+    key   text primary key,
+    value text not null
+);
+
+-- Jobs -------------------------------------------------------------------------------------------
+
+create table if not exists jobs.job (
+    id              uuid primary key,          -- UUIDv7, minted by the engine: time-ordered
+    name            text not null,
+    queue           text not null,
+    tenant          text,
+    idempotency_key text not null,
+    input           jsonb not null default 'null',
+    result          jsonb,
+    state           text not null check (state in
+                      ('ready','delayed','running','suspended','parked','completed','dead','cancelled')),
+    priority        integer not null default 0,
+    attempt         integer not null default 0,   -- attempts burned
+    max_attempts    integer not null check (max_attempts >= 1),
+    run             integer not null default 0,   -- claims so far: the fence token with claimed_by
+    run_at          timestamptz not null,
+    created_at      timestamptz not null,
+    updated_at      timestamptz not null,
+    claimed_by      text,
+    claimed_at      timestamptz,
+    lease_until     timestamptz,
+    finished_at     timestamptz,
+    last_error      text,
+    error_code      text,
+    stop_reason     text check (stop_reason in ('terminal','attempts-exhausted')),
+    wait            jsonb                          -- why a suspended/parked row waits
+);
+
+-- I2: the dedupe namespace is (name, tenant or '', key) over the live states. The insert's
+-- conflict target spells this expression exactly, or Postgres cannot infer the index.
+create unique index if not exists job_dedupe_live_v3 on jobs.job
+    (name, (coalesce(tenant, '')), idempotency_key)
+    where state in ('ready','delayed','running','suspended','parked');
+-- Superseded: the key alone (two job names collided), then (name, key) (two tenants collided).
+drop index if exists jobs.job_dedupe_live_v1;
+drop index if exists jobs.job_dedupe_live_v2;
+
+-- The claim: per queue, priority then due time then id, over the claimable states only.
+create index if not exists job_claim on jobs.job (queue, priority desc, run_at, id)
+    where state in ('ready','delayed','parked','suspended');
+-- Lease rescue: running rows by lease end.
+create index if not exists job_running_lease on jobs.job (lease_until) where state = 'running';
+-- Projections: newest-first lists by queue/state, dead letters, and finished-row retention.
+create index if not exists job_queue_state_id on jobs.job (queue, state, id desc);
+create index if not exists job_state_id on jobs.job (state, id desc);
+create index if not exists job_name_id on jobs.job (name, id desc);
+create index if not exists job_tenant_id on jobs.job (tenant, id desc) where tenant is not null;
+create index if not exists job_dead on jobs.job (name, error_code, finished_at) where state = 'dead';
+create index if not exists job_finished on jobs.job (queue, finished_at)
+    where state in ('completed','cancelled','dead');
+create index if not exists job_key on jobs.job (idempotency_key);
+
+-- One row per settled claim: worker, start, end, outcome, error.
+create table if not exists jobs.attempt (
+    job_id      uuid not null references jobs.job (id) on delete cascade,
+    run         integer not null,
+    attempt     integer not null,
+    worker      text not null,
+    started_at  timestamptz not null,
+    finished_at timestamptz not null,
+    outcome     text not null,    -- completed | retried | dead | suspended | parked | released | lost | cancelled
+    error_code  text,
+    error       text,
+    primary key (job_id, run)
+);
+
+-- Durable steps: a result is persisted before the step returns (I9).
+create table if not exists jobs.step (
+    job_id      uuid not null references jobs.job (id) on delete cascade,
+    name        text not null,
+    seq         integer not null,
+    kind        text not null default 'run',   -- run | sleep | event
+    status      text not null,                 -- completed | failed | waiting
+    attempt     integer not null,
+    run         integer not null,
+    started_at  timestamptz not null,
+    finished_at timestamptz,
+    result      jsonb,
+    error       text,
+    result_size integer,
+    primary key (job_id, name)
+);
+
+-- Events sent to waiting jobs. Durable, so an event sent before the wait is reached is not lost.
+create table if not exists jobs.event (
+    id      uuid primary key,
+    name    text not null,
+    tenant  text,
+    payload jsonb not null default '{}',
+    sent_at timestamptz not null,
+    sent_by text
+);
+create index if not exists event_name_sent on jobs.event (name, sent_at, id);
+
+-- A job's history: lifecycle facts and operator actions (who, when, what, the incident note).
+create table if not exists jobs.history (
+    id      bigint generated always as identity primary key,
+    job_id  uuid not null references jobs.job (id) on delete cascade,
+    at      timestamptz not null,
+    kind    text not null,
+    actor   text,
+    note    text,
+    data    jsonb not null default '{}'
+);
+create index if not exists history_job on jobs.history (job_id, id);
+
+-- Workers, queues, limits, leaders -------------------------------------------------------------
+
+create table if not exists jobs.worker (
+    id           text primary key,
+    host         text not null,
+    pid          integer not null,
+    queues       text[] not null,
+    concurrency  integer not null,
+    in_use       integer not null default 0,
+    started_at   timestamptz not null,
+    heartbeat_at timestamptz not null,
+    stopping     boolean not null default false
+);
+
+create table if not exists jobs.queue (
+    name      text primary key,
+    paused    boolean not null default false,
+    paused_by text,
+    paused_at timestamptz,
+    note      text
+);
+
+-- Fleet-wide concurrency slots: one row per (key, slot), held by a job under a lease.
+create table if not exists jobs.slot (
+    key         text not null,
+    slot        integer not null,
+    job_id      uuid,
+    worker      text,
+    lease_until timestamptz,
+    primary key (key, slot)
+);
+
+-- Rate-limit buckets (token bucket per key).
+create table if not exists jobs.rate_bucket (
+    key         text primary key,
+    tokens      double precision not null,
+    refilled_at timestamptz not null
+);
+
+-- Leader leases (maintenance, scheduler), fenced by a term that grows on every change of holder.
+create table if not exists jobs.leader (
+    name        text primary key,
+    holder      text not null,
+    term        bigint not null,
+    lease_until timestamptz not null
+);
+
+-- Transactional outbox (I16-I20) ------------------------------------------------------------------
+
+create table if not exists jobs.outbox (
+    id              uuid primary key,            -- UUIDv7: (staged_at, id) is stage order
+    staged_at       timestamptz not null,
+    name            text not null,
+    queue           text not null,
+    tenant          text,
+    idempotency_key text not null,
+    input           jsonb not null default 'null',
+    run_at          timestamptz,
+    max_attempts    integer not null default 1,
+    priority        integer not null default 0,
+    claimed_at      timestamptz,
+    claimed_by      text,
+    published_at    timestamptz,
+    job_id          uuid,
+    last_error      text
+);
+create index if not exists outbox_unpublished on jobs.outbox (staged_at, id) where published_at is null;
+
+-- Scheduler (I21) ----------------------------------------------------------------------------------
+
+create table if not exists jobs.schedule_state (
+    task       text primary key,
+    watermark  timestamptz not null,            -- last scheduled instant enqueued
+    updated_at timestamptz not null
+);
+
+-- Backfills (I22) ----------------------------------------------------------------------------------
+
+create table if not exists jobs.backfill (
+    id           uuid primary key,
+    name         text not null,
+    environment  text not null,
+    status       text not null check (status in ('running','completed','failed')),
+    forced       boolean not null default false,
+    job_id       uuid,
+    started_at   timestamptz not null,
+    completed_at timestamptz,
+    swept        bigint not null default 0,
+    error        text
+);
+create index if not exists backfill_name_env on jobs.backfill (name, environment, completed_at);
+
+insert into jobs.meta (key, value) values ('schema_version', '1')
+    on conflict (key) do update set value = excluded.value
+    where jobs.meta.value::int < excluded.value::int;

@@ -1,0 +1,63 @@
+"""Shared fixtures: the fake clock, a seeded id factory, and a `driver` over memory and postgres.
+
+The Postgres half runs on a real throwaway cluster the suite starts itself (tests/pg_fixtures.py).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from engine.clock import FakeClock
+from engine.drivers.base import Driver
+from engine.ids import IdFactory
+
+pytest_plugins = ["tests.pg_fixtures"]
+
+# Snapshots are rendered with colour; NO_COLOR in the caller's environment would change them.
+os.environ.pop("NO_COLOR", None)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def ids(clock: FakeClock) -> IdFactory:
+    return IdFactory(clock, seed=7)
+
+
+@pytest.fixture(params=["memory", "postgres"])
+async def driver(request: pytest.FixtureRequest) -> AsyncIterator[Driver]:
+    """The same behaviour suite runs against every driver (STYLE.md, convention 3)."""
+    d: Driver
+    if request.param == "memory":
+        from engine.drivers.memory import MemoryDriver
+
+        d = MemoryDriver()
+    else:
+        from engine.drivers.postgres import PostgresDriver
+
+        d = PostgresDriver(request.getfixturevalue("pg_dsn"))
+    await d.open()
+    try:
+        yield d
+    finally:
+        await d.close()
+
+
+@pytest.fixture
+def pg_server_empty_dsn(pg_server: str) -> Iterator[str]:
+    """A fresh database with NO schema installed (for the 'jobs install' errors)."""
+    from engine.embedded_pg import create_database, drop_database
+
+    name = f"empty_{os.getpid()}_{next(_empty)}"
+    yield create_database(pg_server, name)
+    drop_database(pg_server, name)
+
+
+_empty = itertools.count(1)

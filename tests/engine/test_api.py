@@ -1,0 +1,112 @@
+"""The Engine facade: sync and async enqueue, batches, and bad input that loses nothing."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from engine import Enqueue, FakeClock, JobsError, JobState, connect, job
+from engine.drivers.postgres.pool import safe_dsn
+from engine.ids import IdFactory
+
+
+@job(name="send_email", queue="mail", idempotency_key=lambda inp: f"user:{inp['user_id']}")
+async def send_email(ctx, inp):  # type: ignore[no-untyped-def]
+    return None
+
+
+@job(name="provision_workspace", idempotency_key=lambda inp: f"user:{inp['user_id']}")
+def provision_workspace(ctx, inp):  # type: ignore[no-untyped-def]
+    return None
+
+
+def test_sync_enqueue_answers_id_and_deduped(clock: FakeClock) -> None:
+    eng = connect("memory://", clock=clock, ids=IdFactory(clock, seed=1))
+    try:
+        a = eng.enqueue(send_email, {"user_id": 7})
+        b = eng.enqueue(send_email, {"user_id": 7})
+        c = eng.enqueue(provision_workspace, {"user_id": 7})
+        assert not a.deduped and b.deduped and b.id == a.id
+        assert not c.deduped and c.id != a.id
+        row = eng.get(a.id)
+        assert (row.queue, row.idempotency_key, row.state, row.max_attempts) == ("mail", "user:7", JobState.READY, 3)
+    finally:
+        eng.close()
+
+
+async def test_async_batch_enqueue_is_one_call_with_delay_and_tenant(clock: FakeClock) -> None:
+    eng = connect("memory://", clock=clock)
+    rs = await eng.aenqueue_many([
+        Enqueue(send_email, {"user_id": 1}, tenant="acme"),
+        Enqueue(send_email, {"user_id": 1}, tenant="globex", delay=60),
+    ])
+    assert [r.deduped for r in rs] == [False, False]
+    later = await eng.aget(rs[1].id)
+    assert later.state is JobState.DELAYED and later.run_at == clock.now() + timedelta(seconds=60)
+    assert later.tenant == "globex"
+
+
+async def test_ids_are_uuid7_and_time_ordered(clock: FakeClock) -> None:
+    eng = connect("memory://", clock=clock)
+    first = await eng.aenqueue(send_email, {"user_id": 1})
+    clock.advance(0.001)
+    second = await eng.aenqueue(send_email, {"user_id": 2})
+    assert first.id[14] == "7" and first.id < second.id
+
+
+async def test_an_unserialisable_input_is_refused_and_nothing_is_written(clock: FakeClock) -> None:
+    eng = connect("memory://", clock=clock)
+    with pytest.raises(JobsError) as e:
+        await eng.aenqueue_many([Enqueue(send_email, {"user_id": 1}), Enqueue(send_email, {"user_id": object()})])
+    assert e.value.code == "X_INPUT_NOT_JSON" and "send_email" in e.value.cause
+    assert eng.driver.state.jobs == {}  # type: ignore[attr-defined]
+    with pytest.raises(JobsError) as nan:
+        await eng.aenqueue(send_email, {"user_id": float("nan")})
+    assert nan.value.code == "X_INPUT_NOT_JSON"
+
+
+@pytest.mark.parametrize("kw, code", [
+    ({"delay": -1}, "X_INVALID_ARGUMENT"),
+    ({"tenant": ""}, "X_INVALID_ARGUMENT"),
+])
+async def test_bad_enqueue_arguments_are_refused(clock: FakeClock, kw: dict, code: str) -> None:  # type: ignore[type-arg]
+    eng = connect("memory://", clock=clock)
+    with pytest.raises(JobsError) as e:
+        await eng.aenqueue(send_email, {"user_id": 1}, **kw)
+    assert e.value.code == code and e.value.fix
+
+
+async def test_a_malformed_or_unknown_id_is_a_clear_error(clock: FakeClock) -> None:
+    eng = connect("memory://", clock=clock)
+    with pytest.raises(JobsError) as bad:
+        await eng.aget("not-a-uuid")
+    assert bad.value.code == "X_MALFORMED_ID"
+    with pytest.raises(JobsError) as missing:
+        await eng.acancel("019b796d-d600-7022-b63c-5ab791b7584a")
+    assert missing.value.code == "X_NOT_FOUND"
+
+
+async def test_a_dsn_that_does_not_connect_names_host_and_database_never_the_password() -> None:
+    eng = connect("postgresql://app:hunter2@127.0.0.1:1/appdb?connect_timeout=2")
+    with pytest.raises(JobsError) as e:
+        await eng.aenqueue(send_email, {"user_id": 1})
+    assert e.value.code == "X_DB_UNREACHABLE"
+    assert "appdb" in e.value.cause and "127.0.0.1:1" in e.value.cause
+    assert "hunter2" not in e.value.cause + e.value.fix + str(e.value)
+    await eng.aclose()
+
+
+def test_a_malformed_dsn_is_refused_without_echoing_the_password() -> None:
+    with pytest.raises(JobsError) as e:
+        connect("host=db password=hunter2 bogus_option=1")
+    assert e.value.code == "X_DSN_INVALID" and "hunter2" not in str(e.value)
+    assert "hunter2" not in safe_dsn("postgresql://app:hunter2@db/app")
+
+
+async def test_a_schema_that_is_not_installed_says_jobs_install(pg_server_empty_dsn: str) -> None:
+    eng = connect(pg_server_empty_dsn)
+    with pytest.raises(JobsError) as e:
+        await eng.aenqueue(send_email, {"user_id": 1})
+    assert e.value.code == "X_SCHEMA_MISSING" and e.value.fix.startswith("jobs install")
+    await eng.aclose()

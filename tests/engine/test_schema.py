@@ -1,0 +1,60 @@
+"""The schema's one install point (I3) and the catalog of named statements."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from engine.drivers.sqlfiles import load_queries, parse_queries
+from engine.errors import JobsError
+from engine.schema import install_schema
+
+SUPERSEDED = {
+    # the key alone: two job names deriving one natural key collided
+    "job_dedupe_live_v1": "(idempotency_key)",
+    # name + key: two tenants sharing a natural key collided
+    "job_dedupe_live_v2": "(name, idempotency_key)",
+}
+
+
+def _indexes(dsn: str) -> dict[str, str]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute("select indexname, indexdef from pg_indexes where schemaname = 'jobs'").fetchall()
+    return {name: d for name, d in rows}
+
+
+def test_i3_install_is_rerunnable_and_drops_superseded_narrower_indexes(pg_server_empty_dsn: str) -> None:
+    dsn = pg_server_empty_dsn
+    install_schema(dsn)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        # A database that shipped an older version still carries the narrower unique indexes.
+        for name, cols in SUPERSEDED.items():
+            conn.execute(f"create unique index {name} on jobs.job {cols} where state in ('ready','delayed','running','suspended')")
+    install_schema(dsn)
+    install_schema(dsn)  # twice more: a no-op
+    idx = _indexes(dsn)
+    assert not set(SUPERSEDED) & set(idx)
+    live = idx["job_dedupe_live_v3"]
+    assert "UNIQUE" in live and "COALESCE(tenant, ''::text)" in live and "parked" in live
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("select value from jobs.meta where key = 'schema_version'").fetchone() == ("1",)
+
+
+def test_every_named_statement_is_used_by_the_postgres_driver() -> None:
+    root = Path(__file__).resolve().parents[2] / "engine"
+    code = "\n".join(p.read_text() for p in root.rglob("*.py"))
+    unused = [name for name in load_queries() if f"Q.{name}." not in code]
+    assert unused == []
+
+
+def test_the_catalog_refuses_duplicates_and_empty_bodies() -> None:
+    with pytest.raises(JobsError) as dup:
+        parse_queries("-- name: a :one\nselect 1;\n-- name: a :one\nselect 2;\n", "x.sql")
+    assert dup.value.code == "X_SQL_CATALOG"
+    with pytest.raises(JobsError) as empty:
+        parse_queries("-- name: a :one\n-- purpose only\n", "x.sql")
+    assert "no body" in empty.value.cause
+    q = parse_queries("-- name: job_x :many\n-- Reads x.\nselect 1;\n", "x.sql")["job_x"]
+    assert (q.cardinality, q.purpose, q.text) == ("many", "Reads x.", "select 1")
