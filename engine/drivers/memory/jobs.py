@@ -108,10 +108,11 @@ class MemoryJobs:
             if row is None:
                 return False
             counts = nack.outcome in ("retry", "dead")
-            run_at = nack.run_at or row.run_at
             if nack.outcome in ("retry", "release"):
+                run_at = nack.run_at or now
                 state = JobState.DELAYED if run_at > now else JobState.READY
             else:
+                run_at = nack.run_at or row.run_at
                 state = _NACK_STATE[nack.outcome]
             self.state.put(replace(
                 row, state=state, run_at=run_at,

@@ -110,11 +110,11 @@ class PostgresJobs:
 
     async def job_nack(self, *, nack: Nack, now: datetime) -> bool:
         counts = nack.outcome in ("retry", "dead")
+        run_at: datetime | None = nack.run_at
         if nack.outcome in ("retry", "release"):
-            run_at = nack.run_at or now
+            run_at = run_at or now
             state = "delayed" if run_at > now else "ready"
         else:
-            run_at = nack.run_at
             state = _NACK_STATE[nack.outcome]
         row = await self._one(Q.job_nack.text, {
             "id": nack.claim.job_id, "worker": nack.claim.worker, "run": nack.claim.run,

@@ -25,7 +25,7 @@ def safe_dsn(dsn: str) -> str:
     except psycopg.ProgrammingError:
         return "<unparseable dsn>"
     parts.pop("password", None)
-    return ci.make_conninfo(**{k: v for k, v in parts.items() if v is not None})
+    return ci.make_conninfo("", **{k: v for k, v in parts.items() if v is not None})
 
 
 def describe_target(dsn: str) -> str:
