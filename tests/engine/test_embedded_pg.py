@@ -7,7 +7,10 @@ server that cannot start) pay for one initdb each.
 from __future__ import annotations
 
 import importlib.util
+import os
+import select
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -84,6 +87,33 @@ def test_a_copied_binary_tree_runs_from_the_copy() -> None:
         assert "copy" in pg.timings
         directory = pg.directory
     assert not directory.exists()  # close() leaves nothing behind
+
+
+OWNER = """
+import sys
+from engine.embedded_pg import EmbeddedPostgres
+pg = EmbeddedPostgres()
+pg.start()
+print(pg.directory, pg._watchdog.pid, flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="waiting on a non-child process needs a Linux pidfd")
+def test_a_killed_owner_leaves_no_server_and_no_directory() -> None:
+    # SIGKILL skips atexit; the watchdog beside the cluster notices its stdin close instead.
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    owner = subprocess.Popen([sys.executable, "-c", OWNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    assert owner.stdout is not None
+    directory, watchdog = owner.stdout.readline().decode().split()
+    postmaster = int((Path(directory) / "data" / "postmaster.pid").read_text().split()[0])
+    ended = [os.pidfd_open(int(watchdog)), os.pidfd_open(postmaster)]  # opened before the kill: no pid reuse
+    owner.kill()
+    owner.communicate()
+    for fd in ended:  # a pidfd turns readable when its process exits: a wait, not a poll
+        assert select.select([fd], [], [], 30)[0] == [fd]
+        os.close(fd)
+    assert not Path(directory).exists()
 
 
 def test_a_missing_bindir_fails_at_locating_the_binaries(tmp_path: Path) -> None:
