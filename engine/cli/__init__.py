@@ -18,6 +18,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+@app.callback()
+def _root() -> None:
+    """Operate a jobs deployment: install the schema, run workers, inspect and act on queues."""
+
+
 # Exit codes scripts can use.
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_DRIFT = 0, 1, 2, 3, 4
 
