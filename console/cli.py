@@ -1,0 +1,200 @@
+"""`jobs-console`: open the console on a database, or `jobs-console demo` on the embedded demo.
+
+Everything a user can get wrong is checked before the terminal is taken over (no DSN, a malformed
+one, an unreachable server, a missing schema, a bad --refresh), and answered as code, cause and a
+one-line fix on stderr with a non-zero exit. A DSN's password is never printed (I25).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import typer
+
+from engine.errors import X_DSN_INVALID, X_INVALID_ARGUMENT, JobsError
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+REFRESH_MIN, REFRESH_MAX = 0.25, 3600.0
+DSN_HELP = "PostgreSQL DSN (URL or key=value); defaults to $JOBS_DSN"
+
+app = typer.Typer(
+    name="jobs-console",
+    help="The jobs operations console. `jobs-console demo` opens it on a live embedded demo.",
+    invoke_without_command=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@dataclass(frozen=True)
+class Options:
+    read_only: bool = False
+    refresh: float = 2.0
+    queue: str | None = None
+
+
+# --- checking input ---------------------------------------------------------------------------
+
+_REFRESH = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_KV_PASSWORD = re.compile(r"password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+
+
+def parse_refresh(text: str) -> float:
+    """'2s', '500ms', '1m' or a bare number of seconds, between 0.25 s and one hour."""
+    m = _REFRESH.match(text or "")
+    if not m:
+        raise JobsError(X_INVALID_ARGUMENT, cause=f"--refresh {text!r} is not a duration like 2s, 500ms or 1m",
+                        fix="jobs-console --refresh 2s")
+    seconds = float(m.group(1)) * {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}[m.group(2)]
+    if not REFRESH_MIN <= seconds <= REFRESH_MAX:
+        raise JobsError(X_INVALID_ARGUMENT,
+                        cause=f"--refresh {text!r} is {seconds:g}s; it must be between {REFRESH_MIN:g}s and 1h",
+                        fix="jobs-console --refresh 2s")
+    return seconds
+
+
+def password_of(dsn: str) -> str | None:
+    """The password a DSN carries (URL or key=value form), found without parsing it for real, so
+    even a DSN too malformed to parse has its password kept out of every message."""
+    if "://" in dsn:
+        netloc = dsn.split("://", 1)[1].split("/", 1)[0]
+        if "@" in netloc:
+            userinfo = netloc.rsplit("@", 1)[0]
+            if ":" in userinfo:
+                return userinfo.split(":", 1)[1] or None
+        try:
+            return urlsplit(dsn).password
+        except ValueError:
+            return None
+    m = _KV_PASSWORD.search(dsn)
+    if m:
+        value = m.group(1)
+        return value[1:-1] if value.startswith("'") else value
+    return None
+
+
+def scrub(text: str, dsn: str | None) -> str:
+    """Replace the DSN's password (raw and URL-decoded) wherever it appears in ``text``."""
+    from urllib.parse import unquote
+
+    secret = password_of(dsn) if dsn else None
+    for s in {secret, unquote(secret) if secret else None}:
+        if s:
+            text = text.replace(s, "***")
+    return text
+
+
+def resolve_dsn(dsn: str | None) -> str:
+    value = dsn if dsn is not None else os.environ.get("JOBS_DSN")
+    if value is None or not value.strip():
+        where = "--dsn is empty" if dsn is not None else "no --dsn was given and $JOBS_DSN is not set"
+        raise JobsError(X_DSN_INVALID, cause=where, fix="jobs-console --dsn postgresql://USER@HOST:5432/DBNAME")
+    if value.strip().startswith("memory:"):
+        # A memory engine in a fresh process holds nothing: the console would watch an empty shelf.
+        raise JobsError(X_DSN_INVALID, cause="a memory:// engine lives inside one process; this console would see no jobs",
+                        fix="jobs-console demo")
+    check_port(value.strip())
+    return value.strip()
+
+
+_KV_PORT = re.compile(r"(?:^|\s)port\s*=\s*('[^']*'|\S*)")
+
+
+def check_port(dsn: str) -> None:
+    """libpq parses a DSN with ``port=notaport`` happily and fails only when connecting (after a
+    DNS lookup): refuse it here as the malformed DSN it is."""
+    if "://" in dsn:
+        netloc = dsn.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0].rsplit("@", 1)[-1]
+        ports = [h.rsplit(":", 1)[1] for h in netloc.split(",") if ":" in h and not h.endswith("]")]
+        ports += re.findall(r"[?&]port=([^&]*)", dsn)
+    else:
+        ports = [m.strip("'") for m in _KV_PORT.findall(dsn)]
+    for value in (p for group in ports for p in group.split(",")):
+        if value and not (value.isdigit() and 0 < int(value) < 65536):
+            raise JobsError(X_DSN_INVALID, cause=f"the DSN's port {value!r} is not a port number",
+                            fix="jobs-console --dsn postgresql://USER@HOST:5432/DBNAME")
+
+
+def report(err: JobsError, dsn: str | None = None) -> None:
+    sys.stderr.write(scrub(f"error {err.code}: {err.cause}\n  fix: {err.fix}\n  docs: {err.docs}\n", dsn))
+
+
+# --- opening ----------------------------------------------------------------------------------
+
+
+def open_source(dsn: str, opts: Options):  # type: ignore[no-untyped-def]
+    """Connect, check the schema, and answer the console's Source (raises JobsError)."""
+    from console.source import open_source as source_for_dsn
+
+    try:
+        return source_for_dsn(dsn, read_only=opts.read_only)
+    except JobsError as err:
+        if err.code == X_DSN_INVALID:  # the driver's fix names `jobs install`; ours names this command
+            raise JobsError(X_DSN_INVALID, cause=err.cause, fix="jobs-console --dsn postgresql://USER@HOST:5432/DBNAME") from None
+        raise
+
+
+def make_app(source, opts: Options):  # type: ignore[no-untyped-def]
+    from console.app import JobsConsole
+
+    return JobsConsole(source, refresh=opts.refresh, queue=opts.queue)
+
+
+@app.callback()
+def main_command(
+    ctx: typer.Context,
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP, show_default=False),
+    read_only: bool = typer.Option(False, "--read-only", help="offer no mutating action (the engine refuses them too)"),
+    refresh: str = typer.Option("2s", "--refresh", help="refresh interval: 2s, 500ms, 1m (adjustable live with + and -)"),
+    queue: str = typer.Option(None, "--queue", help="open with the jobs list filtered to this queue", show_default=False),
+) -> None:
+    """Open the console on a jobs database (`--dsn` or $JOBS_DSN)."""
+    try:
+        opts = Options(read_only=read_only, refresh=parse_refresh(refresh), queue=queue)
+    except JobsError as err:
+        report(err)
+        raise typer.Exit(EXIT_USAGE) from None
+    ctx.obj = opts
+    if ctx.invoked_subcommand is not None:
+        return
+    target: str | None = None
+    try:
+        target = resolve_dsn(dsn)
+        source = open_source(target, opts)
+    except JobsError as err:
+        report(err, target or dsn)
+        raise typer.Exit(EXIT_USAGE if err.code == X_DSN_INVALID else EXIT_ERROR) from None
+    try:
+        make_app(source, opts).run()
+    finally:
+        source.engine.close()
+
+
+@app.command()
+def demo(
+    ctx: typer.Context,
+    memory: bool = typer.Option(False, "--memory", help="use the memory driver instead of the embedded PostgreSQL"),
+    seed: int = typer.Option(7, "--seed", help="the traffic generator's seed"),
+) -> None:
+    """Open the console on a live demo: a real engine and worker on a throwaway PostgreSQL."""
+    from console.demo import Demo
+
+    opts: Options = ctx.obj or Options()
+    try:
+        running = Demo(seed=seed, force_memory=memory, read_only=opts.read_only).start()
+    except JobsError as err:
+        report(err)
+        raise typer.Exit(EXIT_ERROR) from None
+    try:
+        running.run(lambda source: make_app(source, opts))
+    finally:
+        running.stop()
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,214 @@
+"""`jobs-console demo`: a real engine and a real worker, in this process, on a throwaway PostgreSQL.
+
+Start: the embedded server (engine/embedded_pg.py) is initialised in a fresh directory, the schema
+installed, the demo application's first burst enqueued, and a worker plus a traffic generator
+started on their own thread and event loop, so handlers never compete with the console's input.
+Only when no server can start does the demo fall back to the memory driver, and the header says so.
+
+Stop: the traffic ends, the worker drains (in-flight jobs get a short grace, then their leases are
+released), the engine closes its pools, and the server is stopped and its directory deleted. If
+this process dies without stopping (SIGKILL), the cluster's watchdog stops the server anyway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from console.demo_jobs import APPROVAL_EVENT, DEMO_JOBS, PACE, QUEUES, Traffic
+from engine import Engine, connect
+from engine.errors import JobsError
+
+log = logging.getLogger("jobs.console.demo")
+
+DRAIN_GRACE = 2.0  # seconds in-flight demo jobs get on quit before their leases are released
+TICK = 2.0  # seconds between beats of traffic
+CONCURRENCY = 8
+
+
+@dataclass
+class Demo:
+    seed: int = 7
+    force_memory: bool = False
+    tick: float = TICK
+    concurrency: int = CONCURRENCY
+    traffic: bool = True  # False: the first burst only (tests)
+    pace: float = 1.0  # how long the pretend work takes (0: none)
+    read_only: bool = False
+
+    engine: Engine | None = field(default=None, init=False)
+    source: Any = field(default=None, init=False)
+    backend: str = field(default="", init=False)  # "postgres" | "memory"
+    fallback: str | None = field(default=None, init=False)  # why the memory driver is used
+    timings: dict[str, float] = field(default_factory=dict, init=False)
+    _cluster: Any = field(default=None, init=False)
+    _thread: threading.Thread | None = field(default=None, init=False)
+    _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False)
+    _stop: asyncio.Event | None = field(default=None, init=False)
+    _ready: threading.Event = field(default_factory=threading.Event, init=False)
+    _failure: BaseException | None = field(default=None, init=False)
+    _stopped: bool = field(default=False, init=False)
+
+    # --- the header's words -------------------------------------------------------------------
+
+    @property
+    def database(self) -> str:
+        if self.backend == "postgres":
+            return "demo on embedded PostgreSQL (throwaway, deleted on quit)"
+        return "demo in memory (nothing is stored)"
+
+    @property
+    def driver_label(self) -> str:
+        if self.backend == "memory" and self.fallback:
+            return "memory (no PostgreSQL server could start)"
+        return self.backend
+
+    @property
+    def title(self) -> str:
+        return f"jobs-console demo · {self.driver_label}"
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> Demo:
+        started = time.perf_counter()
+        PACE.scale = self.pace
+        try:
+            self.engine = self._open_engine()
+            self.timings["engine"] = time.perf_counter() - started
+            if self.backend == "postgres":
+                self._start_background()
+            self.source = self._make_source()
+        except BaseException:
+            self.stop()
+            raise
+        self.timings["start"] = time.perf_counter() - started
+        return self
+
+    def _open_engine(self) -> Engine:
+        if not self.force_memory:
+            from engine.embedded_pg import EmbeddedPostgres
+            from engine.schema import install_schema
+
+            cluster = EmbeddedPostgres(max_connections=60)
+            try:
+                dsn = cluster.start()
+                install_schema(dsn)
+            except (JobsError, OSError) as err:
+                cluster.close()
+                self.fallback = getattr(err, "cause", str(err))
+                log.warning("demo: no PostgreSQL server could start (%s); using the memory driver", self.fallback)
+            else:
+                self._cluster = cluster
+                self.timings.update({f"pg_{k}": v for k, v in cluster.timings.items()})
+                self.backend = "postgres"
+                return connect(dsn)
+        self.backend = "memory"
+        return connect("memory://")
+
+    def _make_source(self) -> Any:
+        from console.source import Source
+
+        return Source(self.engine, database=self.database, driver=self.driver_label, read_only=self.read_only)
+
+    def run(self, make_app: Callable[[Any], Any]) -> None:
+        """Run the console built by ``make_app(source)`` until the user quits.
+
+        On Postgres the worker already runs on its own thread and loop. The memory driver is
+        plain Python collections that only one event loop may touch, so there the worker and the
+        traffic share the console's loop."""
+        app = make_app(self.source)
+        if self.backend == "postgres":
+            app.run()
+            return
+
+        async def together() -> None:
+            background = asyncio.create_task(self._serve())
+            try:
+                await app.run_async()
+            finally:
+                self._halt()
+                await background
+
+        asyncio.run(together())
+
+    def _start_background(self) -> None:
+        self._thread = threading.Thread(target=self._thread_main, name="jobs-demo", daemon=True)
+        self._thread.start()
+        self._ready.wait(timeout=30)
+        if self._failure is not None:
+            raise self._failure
+
+    def _thread_main(self) -> None:
+        try:
+            asyncio.run(self._serve())
+        except BaseException as exc:  # reported by start() or logged at stop()
+            self._failure = exc
+            self._ready.set()
+
+    async def _serve(self) -> None:
+        assert self.engine is not None
+        eng = self.engine
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        traffic = Traffic(seed=self.seed)
+        await eng.aenqueue_many(traffic.first_burst(eng.clock.now()))
+        async with self._worker(eng):
+            self._ready.set()
+            while not self._stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), timeout=self.tick)
+                if self._stop.is_set() or not self.traffic:
+                    continue
+                try:
+                    await eng.aenqueue_many(traffic.tick())
+                    for ws in traffic.approvals_due():
+                        await self._send_approval(eng, ws)
+                except JobsError as err:  # a lost connection must not end the demo's traffic
+                    log.warning("demo traffic: %s", err)
+        if self.backend == "postgres":
+            await eng.aclose()  # this loop's pool; the memory driver has nothing to close
+
+    def _worker(self, eng: Engine) -> Any:
+        worker = getattr(eng, "worker", None)
+        if worker is None:  # the worker has not landed in this build: the first burst stays ready
+            return contextlib.nullcontext()
+        return worker(jobs=DEMO_JOBS, queues=list(QUEUES), concurrency=self.concurrency, drain_grace=DRAIN_GRACE)
+
+    async def _send_approval(self, eng: Engine, workspace: str) -> None:
+        send = getattr(eng, "asend_event", None)
+        if send is not None:
+            await send(APPROVAL_EVENT, {"workspace": workspace, "by": "demo-approver"})
+
+    def stop(self) -> None:
+        """Idempotent: end the traffic, drain the worker, close the engine, delete the server."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._halt()
+        if self._thread is not None:
+            self._thread.join(timeout=DRAIN_GRACE + 10)
+            if self._thread.is_alive():
+                log.warning("demo: the worker did not stop within %.0fs", DRAIN_GRACE + 10)
+        if self.engine is not None:
+            with contextlib.suppress(Exception):
+                self.engine.close()
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+    def _halt(self) -> None:
+        if self._loop is not None and self._stop is not None and not self._loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop finished on its own
+                self._loop.call_soon_threadsafe(self._stop.set)
+
+    def __enter__(self) -> Demo:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
