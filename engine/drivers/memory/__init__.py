@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from engine.drivers.memory.actions import MemoryActions
+from engine.drivers.memory.introspect import MemoryIntrospect
 from engine.drivers.memory.jobs import MemoryJobs
 from engine.drivers.memory.state import MemoryState
 
 
-class MemoryDriver(MemoryJobs):
+class MemoryDriver(MemoryJobs, MemoryIntrospect, MemoryActions):
     kind = "memory"
 
     def __init__(self) -> None:

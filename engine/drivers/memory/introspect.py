@@ -1,0 +1,220 @@
+"""MemoryDriver's read models: the same meaning as sql/queries/introspect.sql, on plain collections.
+
+``budget_ms`` bounds a database statement; the memory driver has no statement to cut off, and
+answers from memory at once, so it accepts the budget and has nothing to enforce.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from engine.drivers.memory.state import LIVE, MemoryState, dedupe_key
+from engine.projections import (
+    Count,
+    DeadGroup,
+    DeadLetters,
+    JobFilter,
+    JobPage,
+    JobSummary,
+    LimitState,
+    QueuePause,
+    QueueStats,
+    SlotHolder,
+)
+from engine.types import JobRow, JobState
+
+_COUNTED = (JobState.READY, JobState.DELAYED, JobState.RUNNING, JobState.SUSPENDED, JobState.PARKED, JobState.DEAD)
+_HOUR = timedelta(hours=1)
+
+
+def capped(n: int, cap: int) -> Count:
+    return Count(n) if n <= cap else Count(cap, "at-least")
+
+
+def id_range(search: str) -> tuple[str, str] | None:
+    """A hex prefix of a UUID as the [low, high] ids it spans (UUIDv7 sorts by time), else None."""
+    hexpart = search.replace("-", "").lower()
+    if not 4 <= len(hexpart) <= 32 or any(c not in "0123456789abcdef" for c in hexpart):
+        return None
+    return str(uuid.UUID(hexpart.ljust(32, "0"))), str(uuid.UUID(hexpart.ljust(32, "f")))
+
+
+def matches(row: JobRow, where: JobFilter) -> bool:
+    """The WHERE clause of job_page, in Python."""
+    if where.queue is not None and row.queue != where.queue:
+        return False
+    if where.state is not None and row.state is not where.state:
+        return False
+    if where.name is not None and row.name != where.name:
+        return False
+    if where.tenant is not None and row.tenant != where.tenant:
+        return False
+    if where.error_code is not None and row.error_code != where.error_code:
+        return False
+    if where.since is not None and row.created_at < where.since:
+        return False
+    if where.until is not None and row.created_at >= where.until:
+        return False
+    if where.input_fields:
+        if not isinstance(row.input, dict):
+            return False
+        for k, v in where.input_fields:
+            # jsonb containment: 42 matches 42 and 42.0, never "42"; True is not 1.
+            if k not in row.input or not _json_eq(row.input[k], v):
+                return False
+    if where.search is not None:
+        s = where.search
+        span = id_range(s)
+        by_id = span is not None and span[0] <= row.id <= span[1]
+        if not (by_id or row.idempotency_key.startswith(s)):
+            return False
+    return True
+
+
+def _json_eq(a: object, b: object) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return all(k in a and _json_eq(a[k], v) for k, v in b.items())  # containment
+    return a == b
+
+
+def summary(row: JobRow) -> JobSummary:
+    return JobSummary(
+        id=row.id, name=row.name, queue=row.queue, tenant=row.tenant, state=row.state,
+        idempotency_key=row.idempotency_key, priority=row.priority, attempt=row.attempt,
+        max_attempts=row.max_attempts, run_at=row.run_at, created_at=row.created_at,
+        updated_at=row.updated_at, finished_at=row.finished_at, error_code=row.error_code,
+        stop_reason=row.stop_reason,
+    )
+
+
+def ready_since(row: JobRow, now: datetime) -> datetime | None:
+    """When a waiting row became claimable; None when it is not waiting. A parked row counts as
+    ready (I8), from the claim that shed it: its run_at is when the limit may free, not the past."""
+    if row.state is JobState.READY or (row.state is JobState.DELAYED and row.run_at <= now):
+        return row.run_at
+    if row.state is JobState.PARKED:
+        return row.claimed_at or row.run_at
+    return None
+
+
+def _known_queues(state: MemoryState) -> set[str]:
+    """Queues named by a pause or resume (jobs.queue rows), even with no job in them yet."""
+    return state.extra.setdefault("queues", set())  # type: ignore[no-any-return]
+
+
+class MemoryIntrospect:
+    state: MemoryState
+
+    async def queue_stats(self, *, now: datetime, count_cap: int, budget_ms: int | None) -> list[QueueStats]:
+        with self.state.lock:
+            names = {r.queue for r in self.state.jobs.values()} | set(self.state.paused) | _known_queues(self.state)
+            counts: dict[str, dict[JobState, int]] = defaultdict(lambda: defaultdict(int))
+            oldest: dict[str, datetime] = {}
+            done: dict[str, list[int]] = defaultdict(lambda: [0] * 60)
+            for r in self.state.jobs.values():
+                counts[r.queue][r.state] += 1
+                since = ready_since(r, now)
+                if since is not None and (r.queue not in oldest or since < oldest[r.queue]):
+                    oldest[r.queue] = since
+                if r.state is JobState.COMPLETED and r.finished_at is not None and now - _HOUR < r.finished_at <= now:
+                    minute = int((now - r.finished_at).total_seconds() // 60)
+                    done[r.queue][59 - min(minute, 59)] += 1
+            out = []
+            for q in sorted(names):
+                c = counts[q]
+                pause = self.state.paused.get(q)
+                out.append(QueueStats(
+                    q, *(capped(c[s], count_cap) for s in _COUNTED),
+                    completed_last_hour=capped(sum(done[q]), count_cap),
+                    oldest_ready_at=oldest.get(q),
+                    oldest_ready_age=(now - oldest[q]).total_seconds() if q in oldest else None,
+                    throughput=tuple(done[q]), workers=0, slots_total=0, slots_in_use=0,
+                    paused=pause is not None, paused_by=(pause or {}).get("by"),
+                    paused_at=(pause or {}).get("at"), pause_note=(pause or {}).get("note"),
+                ))
+            return out
+
+    async def job_page(
+        self, *, where: JobFilter, limit: int, cursor: str | None, count_cap: int, budget_ms: int | None
+    ) -> JobPage:
+        with self.state.lock:
+            hits = sorted((r for r in self.state.jobs.values() if matches(r, where)), key=lambda r: r.id, reverse=True)
+        total = capped(len(hits), count_cap)
+        if cursor is not None:
+            hits = [r for r in hits if r.id < cursor]
+        page = hits[:limit]
+        nxt = page[-1].id if len(hits) > limit else None
+        return JobPage(tuple(summary(r) for r in page), nxt, total)
+
+    async def dead_groups(self, *, where: JobFilter, now: datetime, count_cap: int, budget_ms: int | None) -> DeadLetters:
+        with self.state.lock:
+            dead = [r for r in self.state.jobs.values() if r.state is JobState.DEAD and matches(r, where)]
+        groups: dict[tuple[str, str | None, str | None], list[JobRow]] = defaultdict(list)
+        for r in dead:
+            groups[(r.name, r.error_code, r.stop_reason)].append(r)
+        out = []
+        for (name, code, reason), rows in groups.items():
+            seen = [r.finished_at or r.updated_at for r in rows]
+            last = max(rows, key=lambda r: (r.finished_at or r.updated_at, r.id))
+            out.append(DeadGroup(
+                name=name, error_code=code, stop_reason=reason, count=len(rows),
+                first_seen=min(seen), last_seen=max(seen), last_error=last.last_error,
+                last_job_id=last.id, attempt=last.attempt, max_attempts=last.max_attempts,
+                tenants=len({r.tenant or "" for r in rows}),
+            ))
+        out.sort(key=lambda g: (g.last_seen, g.name, g.error_code or ""), reverse=True)
+        return DeadLetters(now, tuple(out), capped(len(dead), count_cap))
+
+    async def job_duplicate(self, *, job_id: str) -> JobSummary | None:
+        with self.state.lock:
+            row = self.state.jobs.get(job_id)
+            if row is None:
+                return None
+            holder = self.state.live_keys.get(dedupe_key(row.name, row.tenant, row.idempotency_key))
+            if holder is None or holder == job_id:
+                return None
+            return summary(self.state.jobs[holder])
+
+    async def queue_pause(
+        self, *, queue: str, paused: bool, actor: str | None, note: str | None, now: datetime
+    ) -> QueuePause:
+        with self.state.lock:
+            _known_queues(self.state).add(queue)
+            cur = self.state.paused.get(queue)
+            if paused:
+                if cur is not None:
+                    return QueuePause(queue, True, cur.get("by"), cur.get("at"), cur.get("note"), changed=False)
+                self.state.paused[queue] = {"by": actor, "at": now, "note": note}
+                return QueuePause(queue, True, actor, now, note)
+            if cur is None:
+                return QueuePause(queue, False, changed=False)
+            del self.state.paused[queue]
+            return QueuePause(queue, False, actor, now, note)
+
+    async def queue_get(self, *, queue: str) -> QueuePause:
+        with self.state.lock:
+            p = self.state.paused.get(queue)
+        if p is None:
+            return QueuePause(queue, False, changed=False)
+        return QueuePause(queue, True, p.get("by"), p.get("at"), p.get("note"), changed=False)
+
+    async def limit_state(self, *, keys: Sequence[str], now: datetime) -> list[LimitState]:
+        """The stored slot rows and rate bucket of each key (jobs.slot, jobs.rate_bucket)."""
+        with self.state.lock:
+            slots = self.state.extra.get("slots", {})
+            buckets = self.state.extra.get("rate_buckets", {})
+            out = []
+            for key in keys:
+                held = tuple(SlotHolder(v[0], v[1], v[2]) for (k, _), v in sorted(slots.items()) if k == key)
+                tokens, at = buckets.get(key, (None, None))
+                if held or tokens is not None:
+                    out.append(LimitState(key, held, tokens, at))
+            return out
+
+
+__all__ = ["MemoryIntrospect", "LIVE", "matches", "summary"]

@@ -1,0 +1,133 @@
+"""Building and checking a JobFilter: from keywords (the console) or from `key=value` words (the
+CLI's --filter, the console's filter bar). Bad input is refused here, before any query runs."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from engine.errors import X_INVALID_ARGUMENT, X_TENANT_MISMATCH, X_UNKNOWN_STATE, JobsError
+from engine.projections import JobFilter
+from engine.types import JobState
+
+_KEYS = ("queue", "state", "name", "tenant", "code", "error_code", "search", "since", "until")
+_STATES = ", ".join(s.value for s in JobState)
+
+
+def parse_state(value: str | JobState | None) -> JobState | None:
+    if value is None or isinstance(value, JobState):
+        return value
+    try:
+        return JobState(str(value).strip().lower())
+    except ValueError:
+        raise JobsError(
+            X_UNKNOWN_STATE,
+            cause=f"there is no job state {value!r}; states are {_STATES}",
+            fix="jobs ls --filter state=dead",
+        ) from None
+
+
+def _time(key: str, value: str) -> datetime:
+    try:
+        dt = datetime.fromisoformat(value)
+    except ValueError:
+        dt = None
+    if dt is None or dt.tzinfo is None:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"{key}={value!r} is not an ISO time with a zone",
+            fix=f"jobs ls --filter {key}=2026-01-01T12:00:00+00:00",
+        )
+    return dt
+
+
+def _json_value(raw: str) -> Any:
+    # input.invoice_id=42 means the number 42; input.sku=ab-1 the string (not valid JSON).
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def make_filter(
+    *,
+    queue: str | None = None,
+    state: str | JobState | None = None,
+    name: str | None = None,
+    tenant: str | None = None,
+    error_code: str | None = None,
+    input_fields: dict[str, Any] | None = None,
+    search: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> JobFilter:
+    """A checked JobFilter from keywords; empty strings mean 'not filtered'."""
+    for label, dt in (("since", since), ("until", until)):
+        if dt is not None and dt.tzinfo is None:
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"{label}={dt.isoformat()} has no time zone", fix=f"{label}=datetime(2026, 1, 1, tzinfo=UTC)")
+    if since is not None and until is not None and until <= since:
+        raise JobsError(X_INVALID_ARGUMENT, cause=f"until ({until.isoformat()}) is not after since ({since.isoformat()})", fix="swap since and until")
+    fields = tuple(sorted((input_fields or {}).items()))
+    for k, _ in fields:
+        if not k or "." in k:
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"input field {k!r} must be one top-level key", fix="jobs ls --filter input.invoice_id=42")
+    return JobFilter(
+        queue=queue or None, state=parse_state(state or None), name=name or None,
+        tenant=tenant or None, error_code=error_code or None, input_fields=fields,
+        search=(search or "").strip() or None, since=since, until=until,
+    )
+
+
+def parse_filter(text: str | list[str] | tuple[str, ...] | None) -> JobFilter:
+    """``"queue=emails state=dead code=X_SMTP input.invoice_id=42 tenant=acme search=inv:"``.
+
+    Words may be given as one string or a list (repeated --filter options)."""
+    if not text:
+        return JobFilter()
+    words: list[str] = []
+    for part in [text] if isinstance(text, str) else list(text):
+        words.extend(shlex.split(part))
+    kw: dict[str, Any] = {}
+    fields: dict[str, Any] = {}
+    for word in words:
+        key, sep, value = word.partition("=")
+        key = key.strip().lower()
+        if not sep or not key:
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"filter word {word!r} is not key=value", fix="jobs ls --filter state=dead --filter queue=emails")
+        if key.startswith("input."):
+            fields[key.removeprefix("input.")] = _json_value(value)
+        elif key in ("since", "until"):
+            kw[key] = _time(key, value)
+        elif key in _KEYS:
+            kw["error_code" if key == "code" else key] = value
+        else:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"unknown filter key {key!r}; keys are {', '.join(_KEYS)}, input.FIELD",
+                fix="jobs ls --filter state=dead",
+            )
+    return make_filter(input_fields=fields, **kw)
+
+
+def scoped(where: JobFilter, tenant: str | None) -> JobFilter:
+    """Narrow a filter to a tenant scope (I25): a filter naming another tenant is refused."""
+    if tenant is None:
+        return where
+    if where.tenant is not None and where.tenant != tenant:
+        raise JobsError(X_TENANT_MISMATCH, cause=f"the filter names tenant {where.tenant!r} outside this scope ({tenant!r})", fix=f"--filter tenant={tenant}")
+    return replace(where, tenant=tenant)
+
+
+def describe_filter(where: JobFilter) -> str:
+    """The filter as the words parse_filter reads back (for a confirmation prompt and the audit)."""
+    out: list[str] = []
+    for key in ("queue", "state", "name", "tenant", "error_code", "search"):
+        v = getattr(where, key)
+        if v is not None:
+            out.append(f"{'code' if key == 'error_code' else key}={v.value if isinstance(v, JobState) else v}")
+    out += [f"input.{k}={json.dumps(v)}" for k, v in where.input_fields]
+    out += [f"{k}={getattr(where, k).isoformat()}" for k in ("since", "until") if getattr(where, k) is not None]
+    return " ".join(shlex.quote(w) for w in out) or "(everything)"

@@ -1,0 +1,212 @@
+"""The Introspector: the read models the CLI and the console share.
+
+Every read runs under a time budget (a statement timeout on Postgres), so watching a database
+never loads it; a count that would be expensive answers capped and says so (`Count.kind`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import X_INVALID_ARGUMENT, JobsError
+from engine.introspect.base import EngineView, load_job
+from engine.introspect.filters import scoped
+from engine.introspect.why import job_causes, queue_causes
+from engine.projections import (
+    DeadLetters,
+    JobDetail,
+    JobFilter,
+    JobPage,
+    LimitState,
+    NextRetry,
+    QueuePause,
+    QueueStats,
+    QueuesView,
+    WhyReport,
+    WorkersView,
+    WorkerView,
+)
+from engine.types import JobRow, JobState
+
+if TYPE_CHECKING:  # the worker area's registry row; only named in annotations here
+    from engine.types import WorkerRecord
+
+DEFAULT_BUDGET = 0.5  # seconds a projection may take: the console's default
+DEFAULT_COUNT_CAP = 10_000  # past this a count answers "at least" instead of counting on
+DEFAULT_STALE_AFTER = 30.0  # seconds without a heartbeat before a worker is shown stale
+MAX_PAGE = 500
+
+
+class Introspector(EngineView):
+    """``Introspector(engine, budget=0.5)``: ``await intro.queues()``, ``.jobs(where)``, ``.job(id)``,
+    ``.dead_letters(where)``, ``.workers()``, ``.why_job(id)``, ``.why_queue(name)``.
+
+    ``registry``: the app's jobs (engine.jobs.Registry), when known, lets job detail say when the
+    next retry would run. ``tenant``: a scope; every read sees only that tenant's jobs (I25).
+    """
+
+    def __init__(
+        self,
+        engine: Any,
+        *,
+        budget: float = DEFAULT_BUDGET,
+        count_cap: int = DEFAULT_COUNT_CAP,
+        stale_after: float = DEFAULT_STALE_AFTER,
+        registry: Any = None,
+        tenant: str | None = None,
+        clock: Any = None,
+    ) -> None:
+        super().__init__(engine, clock=clock, tenant=tenant)
+        if not budget > 0:
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"budget={budget!r} must be a positive number of seconds", fix="Introspector(engine, budget=0.5)")
+        if not isinstance(count_cap, int) or count_cap < 1:
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"count_cap={count_cap!r} must be a whole number >= 1", fix="Introspector(engine, count_cap=10000)")
+        self.budget = float(budget)
+        self.count_cap = count_cap
+        self.stale_after = float(stale_after)
+        self.registry = registry
+
+    @property
+    def budget_ms(self) -> int:
+        return max(1, int(self.budget * 1000))
+
+    # --- helpers from other areas (workers, steps, limits), when the driver has them ----------
+
+    async def _workers(self, now: datetime) -> list[WorkerRecord] | None:
+        if not self._has("worker_list"):
+            return None
+        return list(await self.driver.worker_list(now=now))  # type: ignore[attr-defined]
+
+    async def _pause(self, queue: str) -> QueuePause:
+        return await self.driver.queue_get(queue=queue)  # type: ignore[attr-defined, no-any-return]
+
+    # --- queues --------------------------------------------------------------------------------
+
+    async def queues(self) -> QueuesView:
+        await self._open()
+        now = self.clock.now()
+        stats = await self.driver.queue_stats(now=now, count_cap=self.count_cap, budget_ms=self.budget_ms)  # type: ignore[attr-defined]
+        workers = await self._workers(now)
+        if workers is not None:
+            stats = [self._with_workers(q, workers) for q in stats]
+            named = {q.name for q in stats}
+            extra = sorted({name for w in workers for name in w.queues} - named)
+            stats += [self._with_workers(_empty_queue(name), workers) for name in extra]
+            stats.sort(key=lambda q: q.name)
+        return QueuesView(now, tuple(stats))
+
+    def _with_workers(self, q: QueueStats, workers: list[WorkerRecord]) -> QueueStats:
+        live = [w for w in workers if q.name in w.queues and w.heartbeat_age <= self.stale_after]
+        return replace(q, workers=len(live), slots_total=sum(w.concurrency for w in live), slots_in_use=sum(w.in_use for w in live))
+
+    # --- jobs ------------------------------------------------------------------------------------
+
+    async def jobs(self, where: JobFilter | None = None, *, limit: int = 50, cursor: str | None = None) -> JobPage:
+        if not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"limit={limit!r} must be between 1 and {MAX_PAGE}", fix="jobs ls --limit 50")
+        if cursor is not None:
+            from engine.introspect.base import job_id_of
+
+            try:
+                cursor = job_id_of(cursor)
+            except JobsError:
+                raise JobsError(X_INVALID_ARGUMENT, cause=f"cursor {cursor!r} is not one a page answered", fix="jobs ls (start from the first page)") from None
+        await self._open()
+        return await self.driver.job_page(  # type: ignore[attr-defined]
+            where=scoped(where or JobFilter(), self.tenant), limit=limit, cursor=cursor,
+            count_cap=self.count_cap, budget_ms=self.budget_ms,
+        )
+
+    async def job(self, job_id: str, *, tenant: str | None = None) -> JobDetail:
+        tenant = self._tenant(tenant)
+        row = await load_job(self, job_id, tenant)
+        attempts = await self.driver.job_attempts(job_id=row.id)
+        history = await self.driver.job_history(job_id=row.id)
+        steps: tuple[Any, ...] = ()
+        if self._has("step_list"):
+            steps = tuple(await self.driver.step_list(job_id=row.id))  # type: ignore[attr-defined]
+        why = await self._why(row)
+        return JobDetail(
+            job=row, attempts=tuple(attempts), steps=steps, history=tuple(history),
+            next_retry=self._next_retry(row, why.at), why=why, steps_available=self._has("step_list"),
+        )
+
+    def _next_retry(self, row: JobRow, now: datetime) -> NextRetry | None:
+        if row.state in (JobState.COMPLETED, JobState.CANCELLED):
+            return None
+        if row.state is JobState.DEAD:
+            return NextRetry(1, row.max_attempts, None, row.max_attempts <= 1,
+                             f"dead ({row.stop_reason}); an operator retry starts again at attempt 1 of {row.max_attempts}")
+        # Attempts burned so far; a running job's current attempt is already counted.
+        nxt = row.attempt + 1
+        last = nxt >= row.max_attempts
+        policy = None
+        if self.registry is not None and row.name in self.registry:
+            policy = self.registry.get(row.name).retry
+        if row.state is JobState.RUNNING:
+            if row.attempt >= row.max_attempts:
+                return NextRetry(row.attempt, row.max_attempts, None, True, f"attempt {row.attempt} of {row.max_attempts} is the last: a failure makes it dead")
+            at = now + timedelta(seconds=policy.base_delay(row.attempt)) if policy is not None else None
+            when = f" at about {at:%H:%M:%S}" if at else ""
+            return NextRetry(nxt, row.max_attempts, at, last, f"if this attempt fails: attempt {nxt} of {row.max_attempts}{when}")
+        return NextRetry(nxt, row.max_attempts, row.run_at, last, f"next run is attempt {nxt} of {row.max_attempts}, due {row.run_at:%Y-%m-%d %H:%M:%S}")
+
+    # --- dead letters and workers --------------------------------------------------------------
+
+    async def dead_letters(self, where: JobFilter | None = None) -> DeadLetters:
+        where = scoped(where or JobFilter(), self.tenant)
+        if where.state is not None and where.state is not JobState.DEAD:
+            where = replace(where, state=None)  # dead letters are dead by definition
+        await self._open()
+        return await self.driver.dead_groups(  # type: ignore[attr-defined]
+            where=where, now=self.clock.now(), count_cap=self.count_cap, budget_ms=self.budget_ms,
+        )
+
+    async def workers(self) -> WorkersView:
+        await self._open()
+        now = self.clock.now()
+        recs = await self._workers(now)
+        views = tuple(
+            WorkerView(w.id, w.host, w.pid, tuple(w.queues), w.concurrency, w.in_use, w.started_at,
+                       w.heartbeat_at, w.heartbeat_age, w.heartbeat_age > self.stale_after, w.stopping)
+            for w in recs or ()
+        )
+        return WorkersView(now, views, self.stale_after, available=recs is not None)
+
+    # --- why -------------------------------------------------------------------------------------
+
+    async def _limits(self, row: JobRow, now: datetime) -> list[LimitState]:
+        key = (row.wait or {}).get("key")
+        if not key or not self._has("limit_state"):
+            return []
+        return list(await self.driver.limit_state(keys=[str(key)], now=now))  # type: ignore[attr-defined]
+
+    async def _why(self, row: JobRow) -> WhyReport:
+        now = self.clock.now()
+        dup = None
+        if row.state in (JobState.DEAD, JobState.COMPLETED, JobState.CANCELLED):
+            dup = await self.driver.job_duplicate(job_id=row.id)  # type: ignore[attr-defined]
+        causes = job_causes(
+            row, now=now, pause=await self._pause(row.queue), workers=await self._workers(now),
+            stale_after=self.stale_after, duplicate=dup, limits=await self._limits(row, now),
+        )
+        return WhyReport("job", row.id, row.state, tuple(causes), now)
+
+    async def why_job(self, job_id: str, *, tenant: str | None = None) -> WhyReport:
+        row = await load_job(self, job_id, self._tenant(tenant))
+        return await self._why(row)
+
+    async def why_queue(self, queue: str) -> WhyReport:
+        view = await self.queues()
+        q = next((q for q in view.queues if q.name == queue), None) or _empty_queue(queue)
+        workers = await self._workers(view.at)
+        return WhyReport("queue", queue, None, tuple(queue_causes(q, workers=workers, stale_after=self.stale_after)), view.at)
+
+
+def _empty_queue(name: str) -> QueueStats:
+    from engine.projections import Count
+
+    zero = Count(0)
+    return QueueStats(name, zero, zero, zero, zero, zero, zero, zero, None, None, (0,) * 60, 0, 0, 0)

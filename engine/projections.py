@@ -1,0 +1,382 @@
+"""Leaf module: the introspection projections the CLI and the console share.
+
+Frozen dataclasses only, the same from every driver. Nothing here imports anything of ours but
+engine.types, so the console can depend on these names without touching a driver.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from engine.types import JSON, AttemptRecord, HistoryEntry, JobRow, JobState, StopReason
+
+if TYPE_CHECKING:  # the durable-steps area's trace row; only named in an annotation here
+    from engine.types import StepRecord
+
+CountKind = Literal["exact", "at-least", "estimate"]
+BulkAction = Literal["retry", "cancel"]
+
+
+@dataclass(frozen=True)
+class Count:
+    """A count that SAYS how it was taken: ``exact``; ``at-least`` (counting stopped at a cap, so
+    the real number is >= value); ``estimate`` (from planner statistics)."""
+
+    value: int
+    kind: CountKind = "exact"
+
+    @property
+    def exact(self) -> bool:
+        return self.kind == "exact"
+
+    def __str__(self) -> str:
+        return {"exact": f"{self.value}", "at-least": f"≥{self.value}", "estimate": f"~{self.value}"}[self.kind]
+
+
+# --- queues -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    """One queue now. ``depth`` is ready + parked (a shed job is waiting, I8)."""
+
+    name: str
+    ready: Count
+    delayed: Count
+    running: Count
+    suspended: Count
+    parked: Count
+    dead: Count
+    completed_last_hour: Count
+    oldest_ready_at: datetime | None  # parked counts as ready; None: nothing waiting
+    oldest_ready_age: float | None  # seconds, from the caller's clock
+    throughput: tuple[int, ...]  # completions per minute over the last hour, oldest minute first
+    workers: int  # live (non-stale) workers serving this queue
+    slots_total: int  # their concurrency, summed
+    slots_in_use: int
+    paused: bool = False
+    paused_by: str | None = None
+    paused_at: datetime | None = None
+    pause_note: str | None = None
+
+    @property
+    def depth(self) -> int:
+        return self.ready.value + self.parked.value
+
+    @property
+    def estimated(self) -> bool:
+        return any(not c.exact for c in (self.ready, self.delayed, self.running, self.suspended,
+                                         self.parked, self.dead, self.completed_last_hour))
+
+
+@dataclass(frozen=True)
+class QueuesView:
+    at: datetime
+    queues: tuple[QueueStats, ...]
+
+    @property
+    def estimated(self) -> bool:
+        return any(q.estimated for q in self.queues)
+
+
+@dataclass(frozen=True)
+class QueuePause:
+    """The durable pause state of one queue (jobs.queue)."""
+
+    queue: str
+    paused: bool
+    by: str | None = None
+    at: datetime | None = None
+    note: str | None = None
+    changed: bool = True  # False: a clear no-op (already in that state)
+
+
+# --- the jobs list ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    """What a list, a dead-letter view or a bulk action matches. Every field narrows (AND).
+
+    ``input_fields``: top-level input keys and the JSON values they must equal
+    (``input.invoice_id=42`` is ``(("invoice_id", 42),)``). ``search``: a job id, or a prefix of
+    the idempotency key. ``since``/``until``: created_at in [since, until).
+    """
+
+    queue: str | None = None
+    state: JobState | None = None
+    name: str | None = None
+    tenant: str | None = None
+    error_code: str | None = None
+    input_fields: tuple[tuple[str, JSON], ...] = ()
+    search: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self == JobFilter()
+
+
+@dataclass(frozen=True)
+class JobSummary:
+    """One line of the jobs list."""
+
+    id: str
+    name: str
+    queue: str
+    tenant: str | None
+    state: JobState
+    idempotency_key: str
+    priority: int
+    attempt: int
+    max_attempts: int
+    run_at: datetime
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None = None
+    error_code: str | None = None
+    stop_reason: StopReason | None = None
+
+
+@dataclass(frozen=True)
+class JobPage:
+    """Newest first. ``next_cursor`` continues after the last item (keyset on id, so rows
+    inserted meanwhile never shift a page); None: this is the last page."""
+
+    items: tuple[JobSummary, ...]
+    next_cursor: str | None
+    total: Count  # how many match the filter (capped: kind "at-least")
+
+
+# --- one job ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NextRetry:
+    """What happens on the next failure (or, for a waiting job, when it next runs)."""
+
+    attempt: int  # the attempt number the next run would be
+    max_attempts: int
+    at: datetime | None  # when the retry would run (None: unknown without the job's declaration)
+    dead_if_fails: bool  # True: the next failure is the last (attempts exhausted)
+    note: str  # one sentence, e.g. "attempt 3 of 5 at 12:04:10 if this one fails"
+
+
+# --- why --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SlotHolder:
+    job_id: str | None
+    worker: str | None
+    lease_until: datetime | None
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One reason, as data. ``kind`` says which fields matter:
+
+    delayed (until), paused (by, at, note), slots (key, holders, limit), rate_limit (key, tokens,
+    refill_at), sleep (until), event (event, match, until = timeout), stale_worker (worker,
+    heartbeat_at), no_worker (queue), duplicate (job_id, state), running (worker, until = lease
+    end), dead (code, stop_reason, attempt, max_attempts), finished (state, at), ready (nothing is
+    wrong: it is next for a worker), backlog (count, workers).
+    """
+
+    kind: str
+    text: str  # the plain sentence the console shows
+    queue: str | None = None
+    until: datetime | None = None
+    at: datetime | None = None
+    by: str | None = None
+    note: str | None = None
+    key: str | None = None
+    limit: int | None = None
+    holders: tuple[SlotHolder, ...] = ()
+    tokens: float | None = None
+    refill_at: datetime | None = None
+    event: str | None = None
+    match: dict[str, Any] | None = None
+    worker: str | None = None
+    heartbeat_at: datetime | None = None
+    job_id: str | None = None
+    state: JobState | None = None
+    code: str | None = None
+    stop_reason: StopReason | None = None
+    attempt: int | None = None
+    max_attempts: int | None = None
+    count: int | None = None
+
+
+@dataclass(frozen=True)
+class WhyReport:
+    """Why a job is in its state now, or why a queue's oldest-ready age grows."""
+
+    subject: Literal["job", "queue"]
+    target: str  # job id or queue name
+    state: JobState | None  # the job's state (None for a queue)
+    causes: tuple[Cause, ...]
+    at: datetime
+
+    @property
+    def summary(self) -> str:
+        return " ".join(c.text for c in self.causes) if self.causes else "nothing is holding it back."
+
+
+@dataclass(frozen=True)
+class JobDetail:
+    job: JobRow
+    attempts: tuple[AttemptRecord, ...]
+    steps: tuple[StepRecord, ...]  # the step trace (engine.types.StepRecord), in seq order
+    history: tuple[HistoryEntry, ...]  # lifecycle facts and operator actions (who, when, what)
+    next_retry: NextRetry | None
+    why: WhyReport
+    steps_available: bool = True  # False: this driver has no durable steps yet
+
+    @property
+    def stop_reason(self) -> StopReason | None:
+        return self.job.stop_reason
+
+
+# --- dead letters -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DeadGroup:
+    """Dead letters of one (job name, error code, stop reason)."""
+
+    name: str
+    error_code: str | None
+    stop_reason: StopReason | None
+    count: int
+    first_seen: datetime
+    last_seen: datetime
+    last_error: str | None  # of the most recent one
+    last_job_id: str
+    attempt: int  # the most recent one's: "attempt n of m"
+    max_attempts: int
+    tenants: int  # distinct tenants in the group ('' counts as one)
+
+
+@dataclass(frozen=True)
+class DeadLetters:
+    at: datetime
+    groups: tuple[DeadGroup, ...]  # most recent last_seen first
+    total: Count
+
+
+# --- workers ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WorkerView:
+    id: str
+    host: str
+    pid: int
+    queues: tuple[str, ...]
+    concurrency: int
+    in_use: int
+    started_at: datetime
+    heartbeat_at: datetime
+    heartbeat_age: float  # seconds, from the caller's clock
+    stale: bool  # no heartbeat within the staleness window
+    stopping: bool = False
+
+
+@dataclass(frozen=True)
+class WorkersView:
+    at: datetime
+    workers: tuple[WorkerView, ...]
+    stale_after: float  # seconds
+    available: bool = True  # False: this deployment has no worker registry yet
+
+
+# --- actions ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    """The answer of one id-addressed action. ``changed`` False is a clear no-op, with ``reason``."""
+
+    action: str  # retry | retry_from_step | cancel
+    job_id: str
+    changed: bool
+    previous: JobState
+    state: JobState
+    reason: str | None = None
+    duplicate_of: str | None = None  # a live job holding the same dedupe key
+
+
+@dataclass(frozen=True)
+class BulkGroup:
+    stop_reason: StopReason | None
+    error_code: str | None
+    tenant: str | None
+    count: int
+
+
+@dataclass(frozen=True)
+class BulkPlan:
+    """A bulk action's dry run: what it would touch, before anything changes."""
+
+    action: BulkAction
+    filter: JobFilter
+    matched: int  # jobs the action applies to (retry: dead ones; cancel: live ones)
+    groups: tuple[BulkGroup, ...]
+    deduped: int  # retry only: how many a live duplicate holding the key would dedupe away
+    at: datetime
+
+    @property
+    def would_change(self) -> int:
+        return self.matched - self.deduped
+
+
+@dataclass(frozen=True)
+class BulkResult:
+    action: BulkAction
+    filter: JobFilter
+    changed: int
+    skipped: int  # matched at plan time but no longer eligible, or deduped
+    started_at: datetime
+    finished_at: datetime
+    per_second: float | None = None  # the pace it was run at (None: unpaced)
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class EventSent:
+    id: str
+    name: str
+    tenant: str | None
+    sent_at: datetime
+    woken: int = 0  # jobs waiting for it that it woke (when the driver reports it)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BulkBatch:
+    """One batch of a bulk action, as a driver answers it (the Operator paces the batches).
+
+    Rows are taken newest first below ``before``; ``last_id`` is where the next batch starts."""
+
+    changed: tuple[str, ...]
+    skipped: int  # scanned but left alone (deduped by a live holder of its key)
+    scanned: int
+    last_id: str | None
+
+
+@dataclass(frozen=True)
+class LimitState:
+    """A fleet limit as stored: the slot rows of a concurrency key, or a rate bucket."""
+
+    key: str
+    slots: tuple[SlotHolder, ...] = ()  # every slot row of the key (job_id None: free)
+    tokens: float | None = None  # a rate bucket's tokens at refilled_at (None: no bucket)
+    refilled_at: datetime | None = None
+
+    @property
+    def slots_held(self) -> int:
+        return sum(1 for s in self.slots if s.job_id is not None)
