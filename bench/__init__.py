@@ -1,0 +1,1 @@
+"""Benchmarks: `python -m bench [--quick]` (see bench/README.md). Never imported by the engine."""

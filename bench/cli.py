@@ -1,0 +1,85 @@
+"""`python -m bench [--quick] [--only enqueue,drain,...] [--runs N] [--json PATH]`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+from bench.cluster import BenchCluster
+from bench.plan import FULL, QUICK
+from bench.report import table, write_json
+from bench.stats import Results
+from bench.suites import SUITES
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def best_of(res: Results) -> None:
+    """`drain.p1@200`, `drain.p1@400` ...: the best median becomes `drain.p1` (its settings noted)."""
+    swept: dict[tuple[str, str], list[str]] = {}
+    for key, system in list(res.figures):
+        if "@" in key:
+            swept.setdefault((key.split("@")[0], system), []).append(key)
+    for (base, system), keys in swept.items():
+        figs = [res.figures.pop((k, system)) for k in keys]
+        best = max(figs, key=lambda f: f.median)
+        others = ", ".join(f"{f.note}: {f.median:,.0f}" for f in figs if f is not best)
+        best.key = base
+        best.note = f"best of sweep, {best.note}" + (f" (also {others})" if others else "")
+        res.put(best)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="reduced sizes, one run: for CI (never judged on speed)")
+    ap.add_argument("--only", default=",".join(SUITES), help=f"comma-separated suites: {','.join(SUITES)}")
+    ap.add_argument("--runs", type=int, default=None, help="runs per figure (default 3, quick 1)")
+    ap.add_argument("--json", type=Path, default=None, help="where to write the JSON (default bench/results/)")
+    args = ap.parse_args(argv)
+    plan = QUICK if args.quick else FULL
+    if args.runs is not None:
+        if args.runs < 1:
+            ap.error("--runs must be >= 1")
+        from dataclasses import replace
+
+        plan = replace(plan, runs=args.runs)
+    chosen = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = [s for s in chosen if s not in SUITES]
+    if unknown:
+        ap.error(f"unknown suite {unknown[0]!r}; choose from {','.join(SUITES)}")
+    res = Results()
+    cluster = BenchCluster()
+    started = time.time()
+    try:
+        cluster.start()
+        timings: dict[str, float] = {}
+        for name in chosen:
+            t0 = time.perf_counter()
+            SUITES[name](cluster, plan, res)
+            timings[name] = round(time.perf_counter() - t0, 2)
+            print(f"# {name}: {timings[name]:.1f} s", file=sys.stderr, flush=True)
+        best_of(res)
+        meta = {
+            "command": " ".join(["python -m bench", *(argv if argv is not None else sys.argv[1:])]),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+            "quick": args.quick, "plan": plan.__dict__, "suite_seconds": timings,
+            "python": platform.python_version(), "postgres": cluster.server_version(),
+            "psycopg": _version("psycopg"), "pgqueuer": _version("pgqueuer"), "asyncpg": _version("asyncpg"),
+            "uvloop": _version("uvloop"), "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
+        }
+    finally:
+        cluster.close()
+    print(table(res))
+    path = write_json(res, meta, args.json)
+    print(f"\nJSON: {path}")
+    return 0

@@ -1,0 +1,69 @@
+"""Timing a drain: worker processes spawned, the clock stopped when no job is left unsettled.
+
+The clock starts before the first process is spawned (process start is included) and stops at
+the first poll (every POLL seconds, on a connection opened beforehand) that finds nothing left.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+
+POLL = 0.01
+
+
+def spawn(argv: Sequence[str], env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], Any]:
+    log = tempfile.TemporaryFile()
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.Popen(list(argv), stdout=log, stderr=log, env=full_env, start_new_session=True), log
+
+
+def stop(procs: Sequence[tuple[subprocess.Popen[bytes], Any]]) -> None:
+    for p, _ in procs:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)  # the figure is taken: no need for a graceful end
+    for p, log in procs:
+        p.wait()
+        log.close()
+
+
+def _failure(procs: Sequence[tuple[subprocess.Popen[bytes], Any]], what: str) -> RuntimeError:
+    tails = []
+    for p, log in procs:
+        log.seek(0)
+        tails.append(f"[pid {p.pid} rc {p.returncode}] " + log.read().decode(errors="replace")[-1500:])
+    return RuntimeError(f"{what}\n" + "\n".join(tails))
+
+
+def timed_drain(dsn: str, commands: Sequence[Sequence[str]], remaining_sql: str, params: dict[str, Any],
+                total: int, *, env: dict[str, str] | None = None, timeout: float = 120.0) -> float:
+    """Jobs per second from the first spawn to the poll that sees zero unsettled jobs."""
+    with psycopg.connect(dsn, autocommit=True, prepare_threshold=0) as conn:
+        conn.execute(remaining_sql, params)  # type: ignore[arg-type]  # prepared before the clock
+        started = time.perf_counter()
+        procs = [spawn(cmd, env) for cmd in commands]
+        try:
+            while True:
+                row = conn.execute(remaining_sql, params).fetchone()  # type: ignore[arg-type]
+                if row is not None and row[0] == 0:
+                    elapsed = time.perf_counter() - started
+                    break
+                if all(p.poll() is not None for p, _ in procs):
+                    row = conn.execute(remaining_sql, params).fetchone()  # type: ignore[arg-type]
+                    if row is not None and row[0] == 0:
+                        elapsed = time.perf_counter() - started
+                        break
+                    raise _failure(procs, f"every worker process exited with {row[0] if row else '?'} jobs left")
+                if time.perf_counter() - started > timeout:
+                    raise _failure(procs, f"drain did not finish in {timeout:.0f} s ({row[0] if row else '?'} left)")
+                time.sleep(POLL)
+        finally:
+            stop(procs)
+    return total / elapsed

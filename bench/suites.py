@@ -1,0 +1,136 @@
+"""The measured suites. Each takes the cluster, the plan and the results, and adds one sample
+per run to every figure it owns; systems are interleaved within a run to spread the noise."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from bench import ours, peer, raw
+from bench.cluster import BenchCluster
+from bench.drain import timed_drain
+from bench.latency import steady
+from bench.limit import pgbench
+from bench.plan import QUICK, Plan
+from bench.stats import Figure, Results
+
+Suite = Callable[[BenchCluster, Plan, Results], None]
+
+
+def arun(coro: Coroutine[Any, Any, Any]) -> Any:
+    """The parent's loop is uvloop, as pgqueuer's CLI uses: the same loop for every system."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    return uvloop.run(coro)
+
+
+def enqueue(c: BenchCluster, plan: Plan, res: Results) -> None:
+    for _ in range(plan.runs):
+        for system, mod in (("ours", ours), ("peer", peer)):
+            res.add("enqueue.single", system, arun(mod.enqueue_single(c.fresh(), plan.enqueue_single)))
+            for size in (100, 1000):
+                res.add(f"enqueue.batch{size}", system, arun(mod.enqueue_batch(c.fresh(), plan.enqueue_batched, size)))
+        res.add("enqueue.single", "raw", pgbench(c.fresh(), "pgb_insert", batch=1, clients=1,
+                                                 transactions=plan.enqueue_single), note="pgbench, 1 client")
+        for size in (100, 1000):
+            txns = max(5, plan.enqueue_batched // size)
+            res.add(f"enqueue.batch{size}", "raw", pgbench(c.fresh(), "pgb_insert", batch=size, clients=1,
+                                                          transactions=txns), note="pgbench, 1 client")
+
+
+def limit(c: BenchCluster, plan: Plan, res: Results) -> None:
+    """The raw life cycle (insert, claim SKIP LOCKED, fenced ack) at 1 and 4 clients."""
+    for _ in range(plan.runs):
+        for batch, clients in ((1, 1), (100, 1), (100, 4)):
+            txns = plan.lifecycle_txns * (10 if batch == 1 else 1)
+            key = f"lifecycle.{'single' if batch == 1 else f'batch{batch}'}.c{clients}"
+            res.add(key, "raw", pgbench(c.fresh(), "pgb_lifecycle", batch=batch, clients=clients, transactions=txns),
+                    note=f"pgbench, {clients} client(s)")
+
+
+def _drain_ours(c: BenchCluster, plan: Plan, procs: int, concurrency: int) -> float:
+    dsn = c.fresh()
+    arun(ours.seed(dsn, plan.drain))
+    cmds = [ours.worker_command(dsn, concurrency=concurrency) for _ in range(procs)]
+    return timed_drain(dsn, cmds, ours.REMAINING, ours.PARAMS, plan.drain)
+
+
+def drain(c: BenchCluster, plan: Plan, res: Results) -> None:
+    for _ in range(plan.runs):
+        for procs in (1, 2):
+            key = f"drain.p{procs}"
+            dsn = c.fresh()
+            arun(peer.seed(dsn, plan.drain))
+            res.add(key, "peer", timed_drain(dsn, [peer.worker_command(dsn) for _ in range(procs)], peer.REMAINING, {},
+                                             plan.drain), note=f"batch_size={peer.BATCH}, uvloop")
+            dsn = c.fresh()
+            raw.seed(dsn, plan.drain)
+            res.add(key, "raw", timed_drain(dsn, [raw.worker_command("loop", dsn) for _ in range(procs)], raw.REMAINING, {},
+                                            plan.drain), note=f"bare psycopg loop, claim {raw.BATCH}")
+            dsn = c.fresh()
+            arun(ours.seed(dsn, plan.drain))
+            res.add(key, "sql", timed_drain(dsn, [raw.worker_command("loopq", dsn) for _ in range(procs)], ours.REMAINING,
+                                            ours.PARAMS, plan.drain), note=f"bare loop over our SQL, claim {raw.BATCH}")
+            if ours.worker_available():
+                for conc in plan.our_concurrency:
+                    res.add(f"{key}@{conc}", "ours", _drain_ours(c, plan, procs, conc), note=f"concurrency={conc}")
+
+
+def latency(c: BenchCluster, plan: Plan, res: Results) -> None:
+    for _ in range(plan.runs):
+        for rate in plan.rates:
+            p50, p99 = arun(steady(c.fresh(), lambda dsn, udp: peer.worker_command(dsn, udp=udp), peer.producer,
+                                   rate=rate, seconds=plan.latency_seconds))
+            res.add(f"latency.r{rate}.p50", "peer", p50, unit="ms", higher_is_better=False)
+            res.add(f"latency.r{rate}.p99", "peer", p99, unit="ms", higher_is_better=False)
+            if ours.worker_available():
+                conc = plan.our_concurrency[0]
+                p50, p99 = arun(steady(c.fresh(), lambda dsn, udp, conc=conc: ours.worker_command(dsn, concurrency=conc),
+                                       ours.producer, rate=rate, seconds=plan.latency_seconds,
+                                       env=lambda udp: {"BENCH_UDP": udp}))
+                res.add(f"latency.r{rate}.p50", "ours", p50, unit="ms", higher_is_better=False)
+                res.add(f"latency.r{rate}.p99", "ours", p99, unit="ms", higher_is_better=False)
+
+
+def steps(c: BenchCluster, plan: Plan, res: Results) -> None:
+    if not ours.steps_available():
+        return
+    for _ in range(plan.runs):
+        dsn = c.fresh()
+        arun(ours.seed(dsn, plan.steps_jobs, job=ours.workload.steps5))
+        conc = plan.our_concurrency[0]
+        rate = timed_drain(dsn, [ours.worker_command(dsn, concurrency=conc)], ours.REMAINING, ours.PARAMS, plan.steps_jobs)
+        res.add("steps5.jobs", "ours", rate, note=f"1 process, concurrency={conc}")
+        res.add("steps5.steps", "ours", rate * 5, unit="steps/s")
+
+
+def console(c: BenchCluster, plan: Plan, res: Results) -> None:
+    """The introspection engineer's projection timings (bench/projections.py), when present."""
+    try:
+        projections = importlib.import_module("bench.projections")
+    except ImportError:
+        return
+    run = getattr(projections, "run", None)
+    if run is None:
+        return
+    offered = {"dsn": c.fresh(), "jobs": plan.console_jobs, "runs": plan.runs, "quick": plan is QUICK,
+               "cluster": c, "admin": c.admin}
+    names = inspect.signature(run).parameters
+    out = run(**{k: v for k, v in offered.items() if k in names})
+    for key, value in (out.items() if isinstance(out, dict) else []):
+        samples = value if isinstance(value, list) else [value]
+        for v in samples:
+            res.add(f"console.{key}", "ours", float(v), unit="ms", higher_is_better=False)
+    for fig in out if isinstance(out, list) else []:
+        if isinstance(fig, Figure):
+            res.put(fig)
+
+
+SUITES: dict[str, Suite] = {
+    "enqueue": enqueue, "limit": limit, "drain": drain, "latency": latency, "steps": steps, "console": console,
+}

@@ -1,0 +1,37 @@
+"""`python -m bench --quick` runs end to end and produces every figure (speed is never asserted:
+it is judged from the table, on a quiet machine, never by a timed test)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pgqueuer", reason="the bench extra is not installed: pip install -e '.[bench]'")
+
+from bench import ours  # noqa: E402
+from bench.report import expected_figures  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_quick_bench_produces_every_figure(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--only", "enqueue,limit,drain,latency,steps", "--json", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=240, check=False,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    doc = json.loads(out.read_text())
+    got = {(f["key"], f["system"]) for f in doc["figures"]}
+    want = expected_figures(worker=ours.worker_available(), steps=ours.steps_available())
+    missing = [w for w in want if w not in got]
+    assert not missing, f"the quick bench did not produce {missing}"
+    for f in doc["figures"]:
+        assert f["runs"] >= 1 and f["min"] <= f["median"] <= f["max"], f
+        assert f["median"] > 0, f  # a zero throughput or latency means the figure was not measured
+    assert {t["key"] for t in doc["targets"]} >= {"drain.p1", "enqueue.single", "latency.r100.p99"}
+    assert "| ours" not in done.stdout and "ours/peer" in done.stdout  # the table was printed
