@@ -14,8 +14,9 @@ from engine.drivers.base import Driver
 from engine.errors import X_INVALID_ARGUMENT, X_MALFORMED_ID, X_NOT_FOUND, JobsError
 from engine.ids import IdFactory, parse_id
 from engine.jobs import JobDefinition
+from engine.runtime.steps import check_event, checked_step_retry
 from engine.syncbridge import LoopThread
-from engine.types import CancelResult, EnqueueResult, JobRow, NewJob
+from engine.types import CancelResult, EnqueueResult, JobRow, NewJob, SentEvent, StepRetry
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,25 @@ class Engine:
             raise JobsError(X_NOT_FOUND, cause=f"no job has id {jid}{who}", fix="jobs ls --json")
         return res
 
+    async def asend_event(self, name: str, payload: dict[str, Any] | None = None, *, tenant: str | None = None,
+                          actor: str | None = None) -> SentEvent:
+        """Send a durable event: every wait of ``name`` and this tenant whose match the payload
+        contains takes it, including waits reached later (``.woken``: waits made claimable now)."""
+        name, body, tenant = check_event(name, payload, tenant)
+        await self._ensure_open()
+        return await self.driver.event_send(id=self.ids.new(), name=name, payload=body, tenant=tenant, actor=actor, now=self.clock.now())
+
+    async def aretry_from_step(self, job_id: str, step_name: str, *, tenant: str | None = None,
+                               actor: str | None = None, note: str | None = None) -> StepRetry:
+        """Re-run a dead or completed job from ``step_name``: that step and the later ones run
+        again, earlier ones answer their stored results. A refusal is a clear error; nothing changes."""
+        jid = self._id(job_id)
+        if not isinstance(step_name, str) or not step_name:
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"step_name={step_name!r} must be a non-empty string", fix=f"jobs retry {jid} --from-step STEP")
+        await self._ensure_open()
+        res = await self.driver.job_retry_from_step(job_id=jid, step_name=step_name, tenant=tenant, now=self.clock.now(), actor=actor, note=note)
+        return checked_step_retry(res, tenant=tenant)
+
     # --- sync API (a private loop on a thread) ---------------------------------------------
 
     def enqueue_many(self, specs: Sequence[Enqueue]) -> list[EnqueueResult]:
@@ -120,6 +140,14 @@ class Engine:
 
     def cancel(self, job_id: str, *, tenant: str | None = None, actor: str | None = None, note: str | None = None) -> CancelResult:
         return self._bridge.run(self.acancel(job_id, tenant=tenant, actor=actor, note=note))
+
+    def send_event(self, name: str, payload: dict[str, Any] | None = None, *, tenant: str | None = None,
+                   actor: str | None = None) -> SentEvent:
+        return self._bridge.run(self.asend_event(name, payload, tenant=tenant, actor=actor))
+
+    def retry_from_step(self, job_id: str, step_name: str, *, tenant: str | None = None,
+                        actor: str | None = None, note: str | None = None) -> StepRetry:
+        return self._bridge.run(self.aretry_from_step(job_id, step_name, tenant=tenant, actor=actor, note=note))
 
     # --- lifecycle -------------------------------------------------------------------------
 

@@ -181,3 +181,84 @@ class AttemptRecord:
     outcome: str  # completed | retried | dead | suspended | parked | released | lost | cancelled
     error_code: str | None = None
     error: str | None = None
+
+
+# --- durable steps and events ------------------------------------------------------------------
+
+StepKind = Literal["run", "sleep", "event"]
+# completed | failed (a run step that raised) | waiting (a sleep or an event wait not yet over)
+# | timed-out (an event wait whose timeout passed with no matching event: it replays as None)
+StepStatus = Literal["completed", "failed", "waiting", "timed-out"]
+
+
+@dataclass(frozen=True)
+class StoredStep:
+    """One step of a job as the step store holds it: what a replay reads and a run writes."""
+
+    job_id: str
+    name: str
+    seq: int  # order of first reach within the job: retry-from-step discards by it
+    kind: StepKind
+    status: StepStatus
+    attempt: int
+    run: int
+    started_at: datetime
+    finished_at: datetime | None = None
+    result: JSON = None
+    error: str | None = None
+    wait: dict[str, Any] | None = None  # a waiting sleep's end, or the event wait it describes
+    event_id: str | None = None  # the event a completed wait consumed (never consumed twice per job)
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One line of a job's step trace, the projection the console's job detail timeline reads."""
+
+    job_id: str
+    name: str
+    seq: int
+    kind: StepKind
+    status: StepStatus
+    attempt: int
+    started_at: datetime
+    finished_at: datetime | None
+    duration: float | None  # seconds
+    error: str | None
+    result_size: int | None  # bytes of the stored JSON result
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    """A durable event: a wait of the same name and tenant whose match its payload contains takes it."""
+
+    id: str
+    name: str
+    tenant: str | None
+    payload: dict[str, Any]
+    sent_at: datetime
+    sent_by: str | None = None
+
+
+@dataclass(frozen=True)
+class SentEvent:
+    id: str
+    name: str
+    tenant: str | None
+    sent_at: datetime
+    woken: int  # suspended waits made claimable now
+
+
+StepRetryOutcome = Literal["retried", "not-found", "invalid-state", "unknown-step", "duplicate"]
+
+
+@dataclass(frozen=True)
+class StepRetry:
+    """What `job_retry_from_step` did; anything but ``retried`` changed nothing."""
+
+    job_id: str
+    outcome: StepRetryOutcome
+    state: JobState | None = None  # the job's state before (or, refused, now)
+    step: str | None = None
+    discarded: tuple[str, ...] = ()  # the steps whose stored results were dropped, in seq order
+    holder_id: str | None = None  # duplicate: the live job holding the dedupe key
+    known_steps: tuple[str, ...] = ()  # unknown-step: the names that exist

@@ -83,7 +83,7 @@ create table if not exists jobs.step (
     name        text not null,
     seq         integer not null,
     kind        text not null default 'run',   -- run | sleep | event
-    status      text not null,                 -- completed | failed | waiting
+    status      text not null,                 -- completed | failed | waiting | timed-out
     attempt     integer not null,
     run         integer not null,
     started_at  timestamptz not null,
@@ -93,6 +93,12 @@ create table if not exists jobs.step (
     result_size integer,
     primary key (job_id, name)
 );
+-- A waiting sleep's end or the event wait it describes; the event a completed wait consumed (one
+-- event is taken once per job, so two waits on one event name in a loop each take their own).
+alter table jobs.step add column if not exists wait jsonb;
+alter table jobs.step add column if not exists event_id uuid;
+-- Sending an event wakes the suspended waits on its name at once (event_poll is the fallback).
+create index if not exists job_event_wait on jobs.job ((wait->>'event')) where state = 'suspended';
 
 -- Events sent to waiting jobs. Durable, so an event sent before the wait is reached is not lost.
 create table if not exists jobs.event (

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from engine.types import (
     Ack,
@@ -18,11 +18,16 @@ from engine.types import (
     Claim,
     ClaimedJob,
     EnqueueResult,
+    EventRecord,
     HistoryEntry,
     JobRow,
     Nack,
     NewJob,
     Renewal,
+    SentEvent,
+    StepRecord,
+    StepRetry,
+    StoredStep,
 )
 
 
@@ -75,3 +80,93 @@ class Driver(Protocol):
     async def job_history(self, *, job_id: str) -> list[HistoryEntry]: ...
 
     async def job_attempts(self, *, job_id: str) -> list[AttemptRecord]: ...
+
+    # --- durable steps and events (engine/drivers/*/steps.py) ----------------------------------
+
+    async def step_load(self, *, job_id: str) -> list[StoredStep]:
+        """Every stored step of a job with its result, in seq order: what a replay answers from."""
+        ...
+
+    async def step_save(self, *, claim: Claim, step: StoredStep) -> bool:
+        """Upsert one step by (job, name), fenced on the claim (running, claimed_by + run); False
+        when the claimant no longer holds the row: a stale run never writes (I10, I15)."""
+        ...
+
+    async def step_list(self, *, job_id: str) -> list[StepRecord]:
+        """A job's step trace in seq order (no results, their sizes only)."""
+        ...
+
+    async def event_send(
+        self, *, id: str, name: str, payload: dict[str, Any], tenant: str | None, actor: str | None, now: datetime
+    ) -> SentEvent:
+        """Store a durable event and make the suspended waits it matches claimable at ``now``."""
+        ...
+
+    async def event_find(
+        self, *, job_id: str, name: str, tenant: str | None, match: dict[str, Any], since: datetime, now: datetime
+    ) -> EventRecord | None:
+        """The earliest event of ``name`` and ``tenant`` whose payload contains ``match`` (jsonb @>),
+        sent in [since, now], that no step of the job has taken."""
+        ...
+
+    async def job_retry_from_step(
+        self, *, job_id: str, step_name: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
+    ) -> StepRetry:
+        """Re-run a dead or completed job from ``step_name``: drop that step's and later steps'
+        results (by seq), reset it to ready with attempts reset, record who. Refusals change nothing."""
+        ...
+
+    # --- introspection (engine/drivers/*/introspect.py): each read bounded by budget_ms --------
+
+    async def queue_stats(self, *, now: datetime, count_cap: int, budget_ms: int | None) -> list[QueueStats]:
+        """Per queue: counts by state (each capped at count_cap: kind at-least past it), completed
+        in the hour before ``now`` with its per-minute series, oldest ready, pause. Workers zero."""
+        ...
+
+    async def job_page(
+        self, *, where: JobFilter, limit: int, cursor: str | None, count_cap: int, budget_ms: int | None
+    ) -> JobPage:
+        """One page of the filtered list, newest first, keyset below ``cursor`` (an id)."""
+        ...
+
+    async def dead_groups(self, *, where: JobFilter, now: datetime, count_cap: int, budget_ms: int | None) -> DeadLetters:
+        """Dead letters matching ``where``, grouped by (name, error code, stop reason)."""
+        ...
+
+    async def job_duplicate(self, *, job_id: str) -> JobSummary | None:
+        """Another live row holding this job's dedupe key (I2's namespace), if any."""
+        ...
+
+    async def queue_get(self, *, queue: str) -> QueuePause:
+        """One queue's durable pause state (not paused when it has no row)."""
+        ...
+
+    async def limit_state(self, *, keys: Sequence[str], now: datetime) -> list[LimitState]:
+        """The stored slot rows and rate buckets of these limit keys (keys with neither: left out)."""
+        ...
+
+    # --- operator actions (engine/drivers/*/actions.py): fenced on state, audited -----------------
+
+    async def job_retry_dead(
+        self, *, job_id: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
+    ) -> ActionResult | None:
+        """Make a dead job ready (attempts reset) and write the audit entry; a live holder of its
+        key changes nothing and is named. None when no job has that id for that tenant (I25)."""
+        ...
+
+    async def job_bulk_plan(self, *, action: BulkAction, where: JobFilter, now: datetime, budget_ms: int | None) -> BulkPlan:
+        """A bulk action's dry run: matched jobs grouped by stop reason, code, tenant; deduped."""
+        ...
+
+    async def job_bulk_apply(
+        self, *, action: BulkAction, where: JobFilter, now: datetime, actor: str | None, note: str | None,
+        label: str, limit: int, before: str | None,
+    ) -> BulkBatch:
+        """One batch of a bulk action: up to ``limit`` matching rows below ``before``, newest first."""
+        ...
+
+    async def queue_pause(
+        self, *, queue: str, paused: bool, actor: str | None, note: str | None, now: datetime
+    ) -> QueuePause:
+        """Pause or resume a queue durably; already in that state: ``changed`` False."""
+        ...

@@ -1,16 +1,42 @@
-"""Durable steps (placeholder until the durable-steps issue lands: every call refuses clearly)."""
+"""Durable steps and suspension: ``ctx.step.run / sleep / sleep_until / wait_for_event``.
+
+A step's result is persisted BEFORE the step returns (I9), so a replay (a retry, or a resume after
+a sleep or an event) runs the handler from the top and every completed step answers its stored
+result without running again. A sleep or a wait raises `StepSuspension` (I7), which the runner
+turns into the driver's "suspend" nack. Every write is refused once the run's signal is aborted,
+and the driver fences it on the claim too, so a stale run can never write (I10).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+import math
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from engine.clock import Clock
+from engine.clock import Clock, utc
+from engine.codec import check_json
 from engine.drivers.base import Driver
-from engine.errors import X_NOT_IMPLEMENTED, JobsError
+from engine.errors import (
+    X_ABORTED,
+    X_DUPLICATE_STEP,
+    X_INVALID_ARGUMENT,
+    X_INVALID_STATE,
+    X_KEY_HELD,
+    X_NOT_FOUND,
+    X_STEP_TIMEOUT,
+    X_UNKNOWN_STEP,
+    JobsError,
+)
+from engine.retry import register_error_retry
 from engine.runtime.signal import RunSignal
-from engine.types import Claim, JobRow
+from engine.runtime.suspend import StepSuspension
+from engine.types import Claim, JobRow, StepKind, StepRetry, StepStatus, StoredStep
+
+# A duplicate step name is a bug in the handler: every retry would hit it again.
+register_error_retry({X_DUPLICATE_STEP: "terminal"})
 
 
 class StepApi:
@@ -27,18 +53,292 @@ class StepApi:
     ) -> None:
         self.driver, self.claim, self.row, self.clock = driver, claim, row, clock
         self.signal, self.step_timeout, self.event_poll = signal, step_timeout, event_poll
+        self._stored: dict[str, StoredStep] | None = None
+        self._load_lock = asyncio.Lock()
+        self._seen: list[str] = []  # step names reached by this run, in call order
+        self._next_seq = 1
 
-    def _refuse(self, what: str) -> JobsError:
-        return JobsError(X_NOT_IMPLEMENTED, cause=f"ctx.step.{what} is not available yet", fix="upgrade jobs")
+    @property
+    def reached(self) -> tuple[str, ...]:
+        """The steps this run has reached so far, in call order."""
+        return tuple(self._seen)
+
+    # --- the store -------------------------------------------------------------------------
+
+    async def _load(self) -> dict[str, StoredStep]:
+        # One read per run: only this claimant writes the job's steps, so the cache stays true.
+        async with self._load_lock:
+            if self._stored is None:
+                steps = await self.driver.step_load(job_id=self.claim.job_id)
+                self._stored = {s.name: s for s in steps}
+                self._next_seq = max((s.seq for s in steps), default=0) + 1
+        return self._stored
+
+    async def _begin(self, name: str, kind: StepKind) -> tuple[StoredStep | None, int]:
+        """Claim ``name`` for this run; answer its stored record (if any) and its seq."""
+        check_step_name(name)
+        if name in self._seen:
+            raise JobsError(
+                X_DUPLICATE_STEP,
+                cause=f"job {self.row.name!r} reached step {name!r} twice in one run; step names are unique within a run",
+                fix=f"ctx.step.run(f\"{name}-{{i}}\", ...)",
+            )
+        self._seen.append(name)
+        stored = await self._load()
+        s = stored.get(name)
+        if s is not None and s.kind != kind:
+            raise JobsError(
+                X_DUPLICATE_STEP,
+                cause=f"step {name!r} of job {self.claim.job_id} was recorded as a {s.kind} step; this run calls it as a {kind} step",
+                fix=f"give the {kind} step its own name: ctx.step.{_CALL[kind]}(\"{name}-{kind}\", ...)",
+            )
+        if s is not None:
+            return s, s.seq
+        seq = self._next_seq
+        self._next_seq += 1
+        return None, seq
+
+    def _step(
+        self, name: str, seq: int, kind: StepKind, status: StepStatus, started_at: datetime, *,
+        finished: bool = True, result: Any = None, error: str | None = None,
+        wait: dict[str, Any] | None = None, event_id: str | None = None,
+    ) -> StoredStep:
+        return StoredStep(
+            job_id=self.claim.job_id, name=name, seq=seq, kind=kind, status=status,
+            attempt=self.row.attempt, run=self.claim.run, started_at=started_at,
+            finished_at=self.clock.now() if finished else None, result=result, error=error,
+            wait=wait, event_id=event_id,
+        )
+
+    async def _write(self, step: StoredStep) -> None:
+        self.signal.raise_if_aborted(f"write of step {step.name!r}")
+        if not await self.driver.step_save(claim=self.claim, step=step):
+            raise JobsError(
+                X_ABORTED,
+                cause=f"step {step.name!r} of job {self.claim.job_id} was not written: run {self.claim.run} of "
+                f"{self.claim.worker} no longer holds the job (cancelled, timed out or re-delivered)",
+                fix="check ctx.signal.aborted in long handlers and return early",
+            )
+        assert self._stored is not None
+        self._stored[step.name] = step
+
+    # --- run -------------------------------------------------------------------------------
 
     async def run(self, name: str, fn: Callable[[], Any]) -> Any:
-        raise self._refuse("run")
+        """Run ``fn`` (sync, async, or returning an awaitable) once per job: its JSON result is
+        stored before this returns, and a replay answers it without calling ``fn`` again.
+        A plain function runs in a thread, so blocking I/O does not stall the worker's loop."""
+        if not callable(fn):
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"step {name!r} was given {fn!r}, not a callable", fix=f"ctx.step.run({name!r}, lambda: work())")
+        s, seq = await self._begin(name, "run")
+        if s is not None and s.status == "completed":
+            return s.result
+        self.signal.raise_if_aborted(f"start of step {name!r}")
+        started = self.clock.now()
+        try:
+            value = check_json(await self._call(name, fn), what=f"result of step {name!r}", job=self.row.name)
+        except Exception as exc:
+            # Recorded, then propagated: it is this attempt's failure under the job's retry policy.
+            await self._write(self._step(name, seq, "run", "failed", started, error=error_text(exc)))
+            raise
+        await self._write(self._step(name, seq, "run", "completed", started, result=value))
+        return value
+
+    async def _call(self, name: str, fn: Callable[[], Any]) -> Any:
+        """``fn`` raced against the run's signal and the step's ceiling; the loser is cancelled."""
+        # The timer is scheduled first so that its deadline is armed before the step starts.
+        timer = asyncio.ensure_future(self.clock.sleep(self.step_timeout)) if self.step_timeout else None
+        aborted = asyncio.ensure_future(self.signal.wait())
+        task = asyncio.ensure_future(_invoke(fn))
+        try:
+            done, _ = await asyncio.wait([t for t in (task, aborted, timer) if t is not None], return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            aborted.cancel()
+            if timer is not None:
+                timer.cancel()
+        if task in done:
+            return task.result()
+        task.cancel()
+        task.add_done_callback(_retrieve)  # a sync step's thread cannot be stopped: it is abandoned
+        if aborted in done:
+            self.signal.raise_if_aborted(f"step {name!r}")
+        raise JobsError(
+            X_STEP_TIMEOUT,
+            cause=f"step {name!r} of job {self.row.name!r} ran past step_timeout={self.step_timeout:g}s and was cancelled",
+            fix=f"@job(name={self.row.name!r}, step_timeout={2 * (self.step_timeout or 1):g})",
+        )
+
+    # --- sleep -----------------------------------------------------------------------------
 
     async def sleep(self, name: str, seconds: float) -> None:
-        raise self._refuse("sleep")
+        """Suspend the run for ``seconds`` (no attempt burned); the end is fixed when first reached."""
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds < 0:
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"step {name!r}: sleep of {seconds!r} seconds must be a finite number >= 0", fix=f"await ctx.step.sleep({name!r}, 30)")
+        s, seq = await self._begin(name, "sleep")
+        if s is not None:
+            return await self._sleep_resume(s)
+        await self._sleep_first(name, seq, self.clock.now() + timedelta(seconds=seconds))
 
     async def sleep_until(self, name: str, when: datetime) -> None:
-        raise self._refuse("sleep_until")
+        """Suspend the run until ``when`` (an aware datetime)."""
+        if not isinstance(when, datetime) or when.tzinfo is None:
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"step {name!r}: sleep_until({when!r}) needs an aware datetime", fix=f"await ctx.step.sleep_until({name!r}, datetime.now(UTC) + timedelta(days=1))")
+        s, seq = await self._begin(name, "sleep")
+        if s is not None:
+            return await self._sleep_resume(s)
+        await self._sleep_first(name, seq, utc(when))
 
-    async def wait_for_event(self, name: str, *, event: str, match: dict[str, Any] | None = None, timeout: float | None = None) -> Any:
-        raise self._refuse("wait_for_event")
+    async def _sleep_first(self, name: str, seq: int, until: datetime) -> None:
+        now = self.clock.now()
+        wait = {"kind": "sleep", "step": name, "until": until.isoformat()}
+        if until <= now:
+            await self._write(self._step(name, seq, "sleep", "completed", now, wait=wait))
+            return
+        await self._write(self._step(name, seq, "sleep", "waiting", now, finished=False, wait=wait))
+        raise StepSuspension(run_at=until, wait=wait)
+
+    async def _sleep_resume(self, s: StoredStep) -> None:
+        if s.status == "completed":
+            return
+        assert s.wait is not None
+        until = datetime.fromisoformat(s.wait["until"])
+        if self.clock.now() < until:
+            raise StepSuspension(run_at=until, wait=s.wait)
+        await self._write(self._step(s.name, s.seq, "sleep", "completed", s.started_at, wait=s.wait))
+
+    # --- wait for an event -----------------------------------------------------------------
+
+    async def wait_for_event(
+        self, name: str, *, event: str, match: dict[str, Any] | None = None, timeout: float | None = None
+    ) -> Any:
+        """Suspend until an event named ``event`` of this job's tenant whose payload contains
+        ``match`` exists (sent at or after the job was created, so one sent early is not lost);
+        answer its payload, or None once ``timeout`` seconds pass without one."""
+        check_event_name(event)
+        pattern = check_match(match)
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0 or not math.isfinite(timeout)):
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"step {name!r}: timeout={timeout!r} must be a positive number of seconds", fix=f"await ctx.step.wait_for_event({name!r}, event={event!r}, timeout=86400)")
+        s, seq = await self._begin(name, "event")
+        if s is not None and s.status == "completed":
+            return s.result
+        if s is not None and s.status == "timed-out":
+            return None
+        now = self.clock.now()
+        if s is None:
+            timeout_at = None if timeout is None else now + timedelta(seconds=timeout)
+            wait = {
+                "kind": "event", "step": name, "event": event, "match": pattern,
+                "timeout_at": None if timeout_at is None else timeout_at.isoformat(),
+            }
+            started = now
+        else:  # the wait as first reached: its timeout does not restart on every poll
+            assert s.wait is not None
+            wait, started = s.wait, s.started_at
+            timeout_at = None if wait["timeout_at"] is None else datetime.fromisoformat(wait["timeout_at"])
+        found = await self.driver.event_find(
+            job_id=self.claim.job_id, name=wait["event"], tenant=self.row.tenant, match=wait["match"],
+            since=self.row.created_at, now=now,
+        )
+        if found is not None:
+            await self._write(self._step(name, seq, "event", "completed", started, result=found.payload, wait=wait, event_id=found.id))
+            return found.payload
+        if timeout_at is not None and now >= timeout_at:
+            await self._write(self._step(name, seq, "event", "timed-out", started, wait=wait))
+            return None
+        if s is None:
+            await self._write(self._step(name, seq, "event", "waiting", started, finished=False, wait=wait))
+        wake = now + timedelta(seconds=self.event_poll)
+        raise StepSuspension(run_at=wake if timeout_at is None else min(wake, timeout_at), wait=wait)
+
+
+_CALL: dict[str, str] = {"run": "run", "sleep": "sleep", "event": "wait_for_event"}
+
+
+async def _invoke(fn: Callable[[], Any]) -> Any:
+    if _is_async(fn):
+        out = fn()
+    else:
+        out = await asyncio.to_thread(fn)
+    if inspect.isawaitable(out):  # `lambda: fetch(url)` over an async fetch
+        out = await out
+    return out
+
+
+def _is_async(fn: Any) -> bool:
+    # iscoroutinefunction sees through functools.partial; an object may have an async __call__.
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # read, so a late failure of an abandoned step is not reported as unhandled
+
+
+# --- argument checks shared by the step API and the engine's send_event ---------------------------
+
+_MAX_NAME = 200
+
+
+def check_step_name(name: Any) -> None:
+    if not isinstance(name, str) or not name.strip() or len(name) > _MAX_NAME:
+        raise JobsError(X_INVALID_ARGUMENT, cause=f"step name {name!r} must be a non-empty string of at most {_MAX_NAME} characters", fix="await ctx.step.run(\"charge-card\", lambda: charge(order))")
+
+
+def check_event_name(name: Any) -> str:
+    if not isinstance(name, str) or not name.strip() or len(name) > _MAX_NAME:
+        raise JobsError(X_INVALID_ARGUMENT, cause=f"event name {name!r} must be a non-empty string of at most {_MAX_NAME} characters", fix="eng.send_event(\"workspace.approved\", {\"workspace\": 7})")
+    return name
+
+
+def check_match(match: Any) -> dict[str, Any]:
+    """A wait's match is a JSON object its event's payload must contain (jsonb @>); None is {}."""
+    if match is None:
+        return {}
+    if not isinstance(match, dict):
+        raise JobsError(X_INVALID_ARGUMENT, cause=f"match={match!r} must be a JSON object (a dict)", fix="match={\"workspace\": 7}")
+    out: dict[str, Any] = check_json(match, what="event match")
+    return out
+
+
+def check_event(name: Any, payload: Any, tenant: Any) -> tuple[str, dict[str, Any], str | None]:
+    """The arguments of ``send_event``: checked before anything is written."""
+    check_event_name(name)
+    if payload is None:
+        payload = {}
+    if not isinstance(payload, dict):
+        raise JobsError(X_INVALID_ARGUMENT, cause=f"event payload {payload!r} must be a JSON object (a dict), so a wait can match its fields", fix=f"eng.send_event({name!r}, {{\"value\": {payload!r}}})")
+    if tenant is not None and (not isinstance(tenant, str) or not tenant):
+        raise JobsError(X_INVALID_ARGUMENT, cause=f"tenant={tenant!r} must be a non-empty string or None", fix="tenant='acme'")
+    return name, check_json(payload, what="event payload"), tenant
+
+
+def error_text(exc: BaseException) -> str:
+    code = getattr(exc, "code", None)
+    if isinstance(code, str):
+        return f"{code}: {getattr(exc, 'cause', exc)}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def checked_step_retry(res: StepRetry, *, tenant: str | None) -> StepRetry:
+    """The driver's answer to a retry from a step, or the clear error of a refusal (nothing changed)."""
+    jid, step = res.job_id, res.step
+    if res.outcome == "retried":
+        return res
+    if res.outcome == "not-found":
+        who = f" for tenant {tenant!r}" if tenant is not None else ""
+        raise JobsError(X_NOT_FOUND, cause=f"no job has id {jid}{who}", fix="jobs ls --json")
+    if res.outcome == "invalid-state":
+        state = res.state.value if res.state is not None else "?"
+        raise JobsError(X_INVALID_STATE, cause=f"job {jid} is {state}; only a dead or completed job is retried from a step", fix=f"jobs show {jid}")
+    if res.outcome == "unknown-step":
+        known = ", ".join(repr(n) for n in res.known_steps) or "none recorded"
+        fix = f"jobs retry {jid} --from-step {res.known_steps[0]}" if res.known_steps else f"jobs show {jid}"
+        raise JobsError(X_UNKNOWN_STEP, cause=f"job {jid} has no step {step!r}; its steps: {known}", fix=fix)
+    raise JobsError(
+        X_KEY_HELD,
+        cause=f"job {res.holder_id} is live with the same idempotency key as {jid}; retrying would run the work twice",
+        fix=f"jobs cancel {res.holder_id}",
+    )

@@ -6,9 +6,10 @@ from engine.drivers.memory.actions import MemoryActions
 from engine.drivers.memory.introspect import MemoryIntrospect
 from engine.drivers.memory.jobs import MemoryJobs
 from engine.drivers.memory.state import MemoryState
+from engine.drivers.memory.steps import MemorySteps
 
 
-class MemoryDriver(MemoryJobs, MemoryIntrospect, MemoryActions):
+class MemoryDriver(MemoryJobs, MemoryIntrospect, MemoryActions, MemorySteps):
     kind = "memory"
 
     def __init__(self) -> None:

@@ -7,11 +7,12 @@ import psycopg
 from engine.drivers.postgres.jobs import PostgresJobs
 from engine.drivers.postgres.pool import LoopPools, check_dsn, safe_dsn
 from engine.drivers.postgres.schema import SCHEMA_VERSION, install_schema
+from engine.drivers.postgres.steps import PostgresSteps
 from engine.drivers.sqlfiles import Q
 from engine.errors import X_SCHEMA_MISSING, X_SCHEMA_OUTDATED, JobsError
 
 
-class PostgresDriver(PostgresJobs):
+class PostgresDriver(PostgresJobs, PostgresSteps):
     kind = "postgres"
 
     def __init__(self, dsn: str, *, pool_size: int = 10, statement_timeout_ms: int | None = None) -> None:

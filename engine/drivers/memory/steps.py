@@ -1,0 +1,159 @@
+"""MemoryDriver's step store and events: the same semantics as sql/queries/steps.sql."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from engine.codec import check_json, dumps
+from engine.drivers.memory.state import MemoryState, dedupe_key
+from engine.types import (
+    Claim,
+    EventRecord,
+    HistoryEntry,
+    JobState,
+    SentEvent,
+    StepRecord,
+    StepRetry,
+    StoredStep,
+)
+
+_RETRYABLE = (JobState.DEAD, JobState.COMPLETED)
+
+
+def jsonb_contains(value: Any, pattern: Any) -> bool:
+    """jsonb's ``value @> pattern``: objects by key (recursively), arrays by element, scalars equal.
+
+    A boolean is never a number here, as in jsonb (Python would say True == 1).
+    """
+    if isinstance(pattern, dict):
+        return isinstance(value, dict) and all(k in value and jsonb_contains(value[k], v) for k, v in pattern.items())
+    if isinstance(pattern, list):
+        if not isinstance(value, list):
+            return False
+        return all(any(jsonb_contains(v, p) for v in value) for p in pattern)
+    if isinstance(value, (dict, list)):
+        return False
+    if isinstance(pattern, bool) or isinstance(value, bool):
+        return isinstance(pattern, bool) and isinstance(value, bool) and pattern is value
+    return bool(value == pattern)
+
+
+def _size(step: StoredStep) -> int | None:
+    if step.status not in ("completed", "timed-out"):
+        return None
+    return len(dumps(step.result, what="step result").encode())
+
+
+class MemorySteps:
+    state: MemoryState
+
+    async def _notify(self, queues: list[str]) -> None:
+        # The SQL's pg_notify on jobs_enqueue: wake idle workers of these queues (MemoryWorkers).
+        notify = getattr(self, "queue_notify", None)
+        if notify is not None:
+            await notify(queues=queues)
+
+    def _steps(self, job_id: str) -> dict[str, StoredStep]:
+        table: dict[str, dict[str, StoredStep]] = self.state.extra.setdefault("steps", {})
+        return table.setdefault(job_id, {})
+
+    def _events(self) -> list[EventRecord]:
+        events: list[EventRecord] = self.state.extra.setdefault("events", [])
+        return events
+
+    async def step_load(self, *, job_id: str) -> list[StoredStep]:
+        with self.state.lock:
+            return sorted(self._steps(job_id).values(), key=lambda s: (s.seq, s.name))
+
+    async def step_save(self, *, claim: Claim, step: StoredStep) -> bool:
+        with self.state.lock:
+            row = self.state.jobs.get(claim.job_id)
+            if row is None or row.state is not JobState.RUNNING or row.claimed_by != claim.worker or row.run != claim.run:
+                return False
+            keeps = step.status in ("completed", "timed-out")
+            self._steps(claim.job_id)[step.name] = replace(
+                step, job_id=claim.job_id, run=claim.run,
+                result=check_json(step.result, what="step result") if keeps else None,
+                wait=None if step.wait is None else check_json(step.wait, what="step wait"),
+            )
+            return True
+
+    async def step_list(self, *, job_id: str) -> list[StepRecord]:
+        with self.state.lock:
+            steps = sorted(self._steps(job_id).values(), key=lambda s: (s.seq, s.name))
+        return [
+            StepRecord(
+                s.job_id, s.name, s.seq, s.kind, s.status, s.attempt, s.started_at, s.finished_at,
+                None if s.finished_at is None else (s.finished_at - s.started_at).total_seconds(),
+                s.error, _size(s),
+            )
+            for s in steps
+        ]
+
+    async def event_send(
+        self, *, id: str, name: str, payload: dict[str, Any], tenant: str | None, actor: str | None, now: datetime
+    ) -> SentEvent:
+        ev = EventRecord(id, name, tenant, check_json(payload, what="event payload"), now, actor)
+        woken: set[str] = set()  # their queues
+        count = 0
+        with self.state.lock:
+            self._events().append(ev)
+            for row in list(self.state.jobs.values()):
+                w = row.wait or {}
+                if (
+                    row.state is JobState.SUSPENDED and w.get("kind") == "event" and w.get("event") == name
+                    and row.tenant == tenant and jsonb_contains(ev.payload, w.get("match") or {})
+                    and row.created_at <= now and row.run_at > now
+                ):
+                    self.state.put(replace(row, run_at=now, updated_at=now))
+                    woken.add(row.queue)
+                    count += 1
+        if woken:
+            await self._notify(sorted(woken))
+        return SentEvent(id, name, tenant, now, count)
+
+    async def event_find(
+        self, *, job_id: str, name: str, tenant: str | None, match: dict[str, Any], since: datetime, now: datetime
+    ) -> EventRecord | None:
+        with self.state.lock:
+            taken = {s.event_id for s in self._steps(job_id).values() if s.event_id is not None}
+            hits = [
+                e for e in self._events()
+                if e.name == name and e.tenant == tenant and jsonb_contains(e.payload, match)
+                and since <= e.sent_at <= now and e.id not in taken
+            ]
+        return min(hits, key=lambda e: (e.sent_at, e.id)) if hits else None
+
+    async def job_retry_from_step(
+        self, *, job_id: str, step_name: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
+    ) -> StepRetry:
+        with self.state.lock:
+            row = self.state.jobs.get(job_id)
+            if row is None or (tenant is not None and row.tenant != tenant):
+                return StepRetry(job_id, "not-found")
+            if row.state not in _RETRYABLE:
+                return StepRetry(job_id, "invalid-state", row.state, step_name)
+            steps = self._steps(job_id)
+            target = steps.get(step_name)
+            if target is None:
+                known = tuple(s.name for s in sorted(steps.values(), key=lambda s: (s.seq, s.name)))
+                return StepRetry(job_id, "unknown-step", row.state, step_name, known_steps=known)
+            holder = self.state.live_keys.get(dedupe_key(row.name, row.tenant, row.idempotency_key))
+            if holder is not None:
+                return StepRetry(job_id, "duplicate", row.state, step_name, holder_id=holder)
+            dropped = sorted((s for s in steps.values() if s.seq >= target.seq), key=lambda s: (s.seq, s.name))
+            for s in dropped:
+                del steps[s.name]
+            discarded = tuple(s.name for s in dropped)
+            self.state.put(replace(
+                row, state=JobState.READY, attempt=0, run_at=now, updated_at=now, finished_at=None,
+                result=None, stop_reason=None, wait=None, lease_until=None,
+            ))
+            self.state.add_history(HistoryEntry(
+                job_id, now, "retried-from-step", actor, note,
+                {"step": step_name, "from": row.state.value, "discarded": list(discarded)},
+            ))
+        await self._notify([row.queue])
+        return StepRetry(job_id, "retried", row.state, step_name, discarded=discarded)

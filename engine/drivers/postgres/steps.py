@@ -1,0 +1,138 @@
+"""PostgresDriver's step store and events: each method runs named statements of sql/queries/steps.sql."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from engine.codec import dumps
+from engine.drivers.postgres.pool import LoopPools
+from engine.drivers.sqlfiles import Q
+from engine.types import (
+    Claim,
+    EventRecord,
+    JobState,
+    SentEvent,
+    StepRecord,
+    StepRetry,
+    StoredStep,
+)
+
+_RETRYABLE = ("dead", "completed")
+
+
+def result_size(step: StoredStep) -> int | None:
+    """Bytes of the stored JSON result; a waiting or failed step holds none."""
+    if step.status not in ("completed", "timed-out"):
+        return None
+    return len(dumps(step.result, what="step result").encode())
+
+
+def _stored(d: dict[str, Any]) -> StoredStep:
+    return StoredStep(
+        job_id=str(d["job_id"]), name=d["name"], seq=d["seq"], kind=d["kind"], status=d["status"],
+        attempt=d["attempt"], run=d["run"], started_at=d["started_at"], finished_at=d["finished_at"],
+        result=d["result"], error=d["error"], wait=d["wait"],
+        event_id=None if d["event_id"] is None else str(d["event_id"]),
+    )
+
+
+def _record(d: dict[str, Any]) -> StepRecord:
+    return StepRecord(
+        job_id=str(d["job_id"]), name=d["name"], seq=d["seq"], kind=d["kind"], status=d["status"],
+        attempt=d["attempt"], started_at=d["started_at"], finished_at=d["finished_at"],
+        duration=d["duration"], error=d["error"], result_size=d["result_size"],
+    )
+
+
+class PostgresSteps:
+    pools: LoopPools
+
+    _all: Callable[[str, dict[str, Any]], Awaitable[list[dict[str, Any]]]]  # from PostgresJobs
+
+    async def step_load(self, *, job_id: str) -> list[StoredStep]:
+        return [_stored(r) for r in await self._all(Q.step_load.text, {"job_id": job_id})]
+
+    async def step_save(self, *, claim: Claim, step: StoredStep) -> bool:
+        keeps_result = step.status in ("completed", "timed-out")
+        rows = await self._all(Q.step_save.text, {
+            "job_id": claim.job_id, "worker": claim.worker, "run": claim.run,
+            "name": step.name, "seq": step.seq, "kind": step.kind, "status": step.status,
+            "attempt": step.attempt, "started_at": step.started_at, "finished_at": step.finished_at,
+            "result": dumps(step.result, what="step result") if keeps_result else None,
+            "error": step.error, "result_size": result_size(step),
+            "wait": None if step.wait is None else json.dumps(step.wait),
+            "event_id": step.event_id,
+        })
+        return bool(rows)
+
+    async def step_list(self, *, job_id: str) -> list[StepRecord]:
+        return [_record(r) for r in await self._all(Q.step_list.text, {"job_id": job_id})]
+
+    async def event_send(
+        self, *, id: str, name: str, payload: dict[str, Any], tenant: str | None, actor: str | None, now: datetime
+    ) -> SentEvent:
+        rows = await self._all(Q.event_send.text, {
+            "id": id, "name": name, "tenant": tenant, "payload": dumps(payload, what="event payload"),
+            "actor": actor, "now": now,
+        })
+        r = rows[0]
+        return SentEvent(str(r["id"]), r["name"], r["tenant"], r["sent_at"], r["woken"])
+
+    async def event_find(
+        self, *, job_id: str, name: str, tenant: str | None, match: dict[str, Any], since: datetime, now: datetime
+    ) -> EventRecord | None:
+        rows = await self._all(Q.event_find.text, {
+            "job_id": job_id, "name": name, "tenant": tenant, "match": dumps(match, what="event match"),
+            "since": since, "now": now,
+        })
+        if not rows:
+            return None
+        r = rows[0]
+        return EventRecord(str(r["id"]), r["name"], r["tenant"], r["payload"], r["sent_at"], r["sent_by"])
+
+    async def job_retry_from_step(
+        self, *, job_id: str, step_name: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
+    ) -> StepRetry:
+        pool = await self.pools.get()
+        try:
+            async with pool.connection() as conn, conn.transaction():
+                return await self._retry_from_step(conn, job_id, step_name, tenant, now, actor, note)
+        except psycopg.errors.UniqueViolation:
+            # A live duplicate committed after the lookup: the whole change rolled back.
+            job = await self._all(Q.job_get.text, {"id": job_id})
+            j = job[0]
+            live = await self._all(Q.job_find_live.text, {"name": j["name"], "tenant": j["tenant"], "key": j["idempotency_key"]})
+            return StepRetry(job_id, "duplicate", JobState(j["state"]), step_name, holder_id=str(live[0]["id"]) if live else None)
+
+    async def _retry_from_step(
+        self, conn: Any, job_id: str, step_name: str, tenant: str | None, now: datetime,
+        actor: str | None, note: str | None,
+    ) -> StepRetry:
+        async def run(sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+            cur = await conn.execute(sql, params)
+            return await cur.fetchall() if cur.description else []  # type: ignore[no-any-return]
+
+        locked = await run(Q.job_lock_for_step_retry.text, {"id": job_id, "tenant": tenant})
+        if not locked:
+            return StepRetry(job_id, "not-found")
+        job = locked[0]
+        state = JobState(job["state"])
+        if job["state"] not in _RETRYABLE:
+            return StepRetry(job_id, "invalid-state", state, step_name)
+        steps = await run(Q.step_list.text, {"job_id": job_id})
+        target = next((s for s in steps if s["name"] == step_name), None)
+        if target is None:
+            return StepRetry(job_id, "unknown-step", state, step_name, known_steps=tuple(s["name"] for s in steps))
+        live = await run(Q.job_find_live.text, {"name": job["name"], "tenant": job["tenant"], "key": job["idempotency_key"]})
+        if live:
+            return StepRetry(job_id, "duplicate", state, step_name, holder_id=str(live[0]["id"]))
+        dropped = await run(Q.step_discard_from.text, {"job_id": job_id, "seq": target["seq"]})
+        discarded = tuple(d["name"] for d in sorted(dropped, key=lambda d: (d["seq"], d["name"])))
+        data = {"step": step_name, "from": job["state"], "discarded": list(discarded)}
+        await run(Q.job_reset_from_step.text, {"id": job_id, "now": now, "actor": actor, "note": note, "data": json.dumps(data)})
+        return StepRetry(job_id, "retried", state, step_name, discarded=discarded)

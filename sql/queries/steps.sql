@@ -1,0 +1,96 @@
+-- Durable steps and events: the step store a replay reads, the fenced step write, the per-step
+-- trace, durable events (send, wake, match) and retry from a step.
+-- A step write is fenced on the claimant (claimed_by + run, state running) like every mutation
+-- of a claimed row (I10, I15): a cancelled, timed-out or re-delivered run can never write.
+
+-- name: step_load :many
+-- Every stored step of a job, with its result: what a replay returns instead of running again.
+select job_id, name, seq, kind, status, attempt, run, started_at, finished_at, result, error,
+       wait, event_id
+from jobs.step where job_id = %(job_id)s
+order by seq, name;
+
+-- name: step_save :one
+-- Write one step of a claimed job, only while the claim holds (FOR SHARE waits out a cancel).
+with held as (
+    select id from jobs.job
+    where id = %(job_id)s and state = 'running' and claimed_by = %(worker)s and run = %(run)s
+    for share
+)
+insert into jobs.step (job_id, name, seq, kind, status, attempt, run, started_at, finished_at,
+                       result, error, result_size, wait, event_id)
+select held.id, %(name)s, %(seq)s, %(kind)s, %(status)s, %(attempt)s, %(run)s, %(started_at)s,
+       %(finished_at)s, %(result)s::jsonb, %(error)s, %(result_size)s, %(wait)s::jsonb,
+       %(event_id)s::uuid
+from held
+on conflict (job_id, name) do update
+    set seq = excluded.seq, kind = excluded.kind, status = excluded.status,
+        attempt = excluded.attempt, run = excluded.run, started_at = excluded.started_at,
+        finished_at = excluded.finished_at, result = excluded.result, error = excluded.error,
+        result_size = excluded.result_size, wait = excluded.wait, event_id = excluded.event_id
+returning job_id;
+
+-- name: step_list :many
+-- A job's step trace in order (no results: the sizes only), for the console's timeline.
+select job_id, name, seq, kind, status, attempt, started_at, finished_at,
+       extract(epoch from (finished_at - started_at))::float8 as duration, error, result_size
+from jobs.step where job_id = %(job_id)s
+order by seq, name;
+
+-- name: event_send :one
+-- Store one event and make every suspended wait it matches claimable now (event_poll is the
+-- fallback bound, this is the fast path): same name, same tenant, payload contains the match.
+with ev as (
+    insert into jobs.event (id, name, tenant, payload, sent_at, sent_by)
+    values (%(id)s, %(name)s, %(tenant)s, %(payload)s::jsonb, %(now)s, %(actor)s)
+    returning id, name, tenant, payload, sent_at
+), woke as (
+    update jobs.job j
+    set run_at = %(now)s, updated_at = %(now)s
+    from ev
+    where j.state = 'suspended' and (j.wait->>'event') = ev.name and j.wait->>'kind' = 'event'
+      and j.tenant is not distinct from ev.tenant
+      and ev.payload @> coalesce(j.wait->'match', '{}'::jsonb)
+      and j.created_at <= ev.sent_at
+      and j.run_at > %(now)s
+    -- Wakes idle workers of the woken jobs' queues (the worker listens on jobs_enqueue).
+    returning j.id, pg_notify('jobs_enqueue', j.queue) as notified
+)
+select ev.id, ev.name, ev.tenant, ev.sent_at, (select count(*) from woke)::int as woken from ev;
+
+-- name: event_find :one
+-- The earliest event a wait of this job takes: same name and tenant, payload contains the match,
+-- sent at or after the job was created, and not already taken by another step of the job.
+select e.id, e.name, e.tenant, e.payload, e.sent_at, e.sent_by
+from jobs.event e
+where e.name = %(name)s and e.tenant is not distinct from %(tenant)s::text
+  and e.payload @> %(match)s::jsonb
+  and e.sent_at >= %(since)s and e.sent_at <= %(now)s
+  and not exists (select 1 from jobs.step s where s.job_id = %(job_id)s and s.event_id = e.id)
+order by e.sent_at, e.id
+limit 1;
+
+-- name: job_lock_for_step_retry :one
+-- Lock one job for a retry from a step, for this tenant only when a tenant is given (I25).
+select id, name, tenant, idempotency_key, state from jobs.job
+where id = %(id)s and (%(tenant)s::text is null or tenant = %(tenant)s::text)
+for update;
+
+-- name: step_discard_from :many
+-- Drop the stored results of a step and every later one (by seq); earlier ones are kept.
+delete from jobs.step where job_id = %(job_id)s and seq >= %(seq)s
+returning name, seq;
+
+-- name: job_reset_from_step :one
+-- Make a dead or completed job ready again with its attempts reset, and write the history entry.
+with upd as (
+    update jobs.job
+    set state = 'ready', attempt = 0, run_at = %(now)s, updated_at = %(now)s, finished_at = null,
+        result = null, stop_reason = null, wait = null, lease_until = null
+    where id = %(id)s and state in ('dead','completed')
+    returning id, pg_notify('jobs_enqueue', queue) as notified
+), hist as (
+    insert into jobs.history (job_id, at, kind, actor, note, data)
+    select id, %(now)s, 'retried-from-step', %(actor)s, %(note)s, %(data)s::jsonb from upd
+)
+select id from upd;
