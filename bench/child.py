@@ -111,7 +111,23 @@ async def peer_worker(cfg: dict[str, Any], rep: Reporter) -> None:
     await qm.run(batch_size=cfg["batch"], dequeue_timeout=timedelta(seconds=cfg.get("poll", 30.0)))
 
 
-KINDS = {"loop": loop_drain, "loopq": loopq_drain, "peer": peer_worker}
+async def ours_worker(cfg: dict[str, Any], rep: Reporter) -> None:
+    """Our worker, embedded in a process of its own (the same Worker `jobs worker` runs)."""
+    if cfg.get("udp"):
+        os.environ["BENCH_UDP"] = cfg["udp"]  # read by bench.workload when it is imported
+    from bench import workload
+    from engine.drivers.postgres import PostgresDriver
+    from engine.jobs import Registry
+    from engine.runtime.worker import Worker, WorkerConfig
+
+    settings = cfg.get("settings", {})
+    driver = PostgresDriver(cfg["dsn"], pool_size=cfg.get("pool_size", 10))
+    config = WorkerConfig(queues=(workload.QUEUE,), **settings)
+    async with Worker(driver, Registry.from_module(workload), config=config):
+        await asyncio.Event().wait()  # the parent kills the process once its figure is taken
+
+
+KINDS = {"loop": loop_drain, "loopq": loopq_drain, "peer": peer_worker, "ours": ours_worker}
 
 
 def main() -> None:

@@ -25,7 +25,8 @@ with input as (
     on conflict (name, (coalesce(tenant, '')), idempotency_key)
         where state in ('ready','delayed','running','suspended','parked')
         do nothing
-    returning id, state
+    -- Wakes idle workers listening on jobs_enqueue (Postgres folds repeats within a transaction).
+    returning id, state, pg_notify('jobs_enqueue', queue) as woke
 )
 select i.ord, coalesce(ins.id, live.id) as id, ins.id is null as deduped,
        coalesce(ins.state, live.state) as state
@@ -41,6 +42,19 @@ left join lateral (
 ) live on true
 order by i.ord;
 
+-- name: job_enqueue_one :one
+-- Insert one job: the single enqueue's statement (no unnest, no join: ~4x job_enqueue's rate).
+-- No row back means a live row holds the dedupe key: the driver then reads it (job_find_live).
+insert into jobs.job (id, name, queue, tenant, idempotency_key, input, state, priority,
+                      max_attempts, run_at, created_at, updated_at)
+values (%(id)s, %(name)s, %(queue)s, %(tenant)s, %(key)s, %(input)s::jsonb,
+        case when %(run_at)s::timestamptz > %(now)s then 'delayed' else 'ready' end,
+        %(priority)s, %(max_attempts)s, %(run_at)s, %(now)s, %(now)s)
+on conflict (name, (coalesce(tenant, '')), idempotency_key)
+    where state in ('ready','delayed','running','suspended','parked')
+    do nothing
+returning id, false as deduped, state, pg_notify('jobs_enqueue', queue) as woke;
+
 -- name: job_find_live :one
 -- The live row holding a dedupe key: the same namespace as the unique index (I2).
 select id, state from jobs.job
@@ -51,15 +65,25 @@ limit 1;
 
 -- name: job_claim :many
 -- Lock and lease up to %(limit)s due rows in one statement (SKIP LOCKED), stamping the claimant.
+-- Per queue, the job_claim index hands rows over already in (priority desc, run_at, id) order,
+-- so each queue's scan stops after %(limit)s rows; `queue = any(...)` instead made the planner
+-- read and sort every ready row of every queue on each claim (27 ms per claim at 20,000 ready).
 with picked as (
-    select id from jobs.job
-    where queue = any(%(queues)s::text[])
-      and state in ('ready','delayed','parked','suspended')
-      and run_at <= %(now)s
-      and queue <> all (array(select name from jobs.queue where paused))
-    order by priority desc, run_at, id
+    select c.id
+    from unnest(%(queues)s::text[]) as q(name)
+    cross join lateral (
+        select j.id, j.priority, j.run_at
+        from jobs.job j
+        where j.queue = q.name
+          and j.state in ('ready','delayed','parked','suspended')
+          and j.run_at <= %(now)s
+        order by j.priority desc, j.run_at, j.id
+        limit %(limit)s
+        for update skip locked
+    ) c
+    where not exists (select 1 from jobs.queue p where p.name = q.name and p.paused)
+    order by c.priority desc, c.run_at, c.id
     limit %(limit)s
-    for update skip locked
 )
 update jobs.job j
 set state = 'running', run = j.run + 1, attempt = j.attempt + 1,

@@ -61,6 +61,14 @@ class PostgresJobs:
                 unique.append(j)
             slot.append(first[k])
             first_index.append(holder[k])
+        if len(unique) == 1:  # the single enqueue: a plain VALUES insert, not the batch's CTE
+            j = unique[0]
+            one = await self._one(Q.job_enqueue_one.text, {
+                "id": j.id, "name": j.name, "queue": j.queue, "tenant": j.tenant, "key": j.idempotency_key,
+                "input": dumps(j.input, job=j.name), "max_attempts": j.max_attempts,
+                "run_at": j.run_at or now, "priority": j.priority, "now": now,
+            })
+            return await self._enqueue_results(unique, [one or {"id": None}], slot, first_index, now)
         params = {
             "ids": [j.id for j in unique], "names": [j.name for j in unique],
             "queues": [j.queue for j in unique], "tenants": [j.tenant for j in unique],
@@ -71,6 +79,10 @@ class PostgresJobs:
             "priorities": [j.priority for j in unique], "now": now,
         }
         rows = await self._all(Q.job_enqueue.text, params)
+        return await self._enqueue_results(unique, rows, slot, first_index, now)
+
+    async def _enqueue_results(self, unique: list[NewJob], rows: list[dict[str, Any]], slot: list[int],
+                               first_index: list[int], now: datetime) -> list[EnqueueResult]:
         results: list[EnqueueResult] = []
         for new, r in zip(unique, rows):
             if r["id"] is None:
