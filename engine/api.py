@@ -158,6 +158,20 @@ class Engine:
             raise JobsError(X_MALFORMED_ID, cause=f"{job_id!r} is not a job id (a UUID)", fix="jobs ls --json")
         return jid
 
+    # --- the embedded worker ------------------------------------------------------------------
+
+    def worker(self, jobs: Any, *, queues: Sequence[str] | None = None, concurrency: int = 10,
+               maintenance: bool = True, **options: Any) -> Any:
+        """``async with eng.worker([send_email], queues=["mail"], concurrency=16): ...`` runs a
+        worker inside the app's loop; leaving the block drains it (I14). ``jobs``: a Registry, a
+        module, a job handle or a list of them. ``options``: WorkerConfig fields (batch_size,
+        ack_batch, flush_interval, lease_seconds, grace, ...), maintenance_config, metrics,
+        on_execution."""
+        from engine.services.maintenance import maintained_worker
+
+        return maintained_worker(self.driver, jobs, clock=self.clock, queues=queues, concurrency=concurrency,
+                                 maintenance=maintenance, **options)
+
     async def aclose(self) -> None:
         await self.driver.close()
 

@@ -262,3 +262,32 @@ class StepRetry:
     discarded: tuple[str, ...] = ()  # the steps whose stored results were dropped, in seq order
     holder_id: str | None = None  # duplicate: the live job holding the dedupe key
     known_steps: tuple[str, ...] = ()  # unknown-step: the names that exist
+
+
+# --- workers, limits, gauges (the worker issue) ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WorkerRecord:
+    """A registered worker process, as the `workers` projection and the console read it."""
+
+    id: str
+    host: str
+    pid: int
+    queues: tuple[str, ...]
+    concurrency: int
+    in_use: int
+    started_at: datetime
+    heartbeat_at: datetime
+    stopping: bool
+    heartbeat_age: float  # seconds since the last heartbeat landed, at the `now` asked about
+
+
+@dataclass(frozen=True)
+class QueueGauges:
+    """The alertable gauges of one queue (I24): depth counts ready AND parked (I8)."""
+
+    queue: str
+    depth: int  # ready + parked + delayed rows already due
+    oldest_ready_seconds: float  # 0.0 when nothing waits
+    dead: int

@@ -62,6 +62,11 @@ create index if not exists job_dead on jobs.job (name, error_code, finished_at) 
 create index if not exists job_finished on jobs.job (queue, finished_at)
     where state in ('completed','cancelled','dead');
 create index if not exists job_key on jobs.job (idempotency_key);
+-- The worker: when an idle worker's queues next fall due, and the pruner's oldest-first batches.
+create index if not exists job_next_due on jobs.job (queue, run_at)
+    where state in ('ready','delayed','parked','suspended');
+create index if not exists job_finished_at on jobs.job (finished_at)
+    where state in ('completed','cancelled','dead');
 
 -- One row per settled claim: worker, start, end, outcome, error.
 create table if not exists jobs.attempt (

@@ -38,7 +38,7 @@ def fail(err: JobsError, *, as_json: bool = False) -> None:
 
 def _register() -> None:
     # Imported for their side effect: each module adds its commands to `app`.
-    from engine.cli import admin  # noqa: F401
+    from engine.cli import admin, worker  # noqa: F401
 
 
 _register()

@@ -21,13 +21,16 @@ from engine.types import (
     EventRecord,
     HistoryEntry,
     JobRow,
+    JobState,
     Nack,
     NewJob,
+    QueueGauges,
     Renewal,
     SentEvent,
     StepRecord,
     StepRetry,
     StoredStep,
+    WorkerRecord,
 )
 
 
@@ -80,6 +83,91 @@ class Driver(Protocol):
     async def job_history(self, *, job_id: str) -> list[HistoryEntry]: ...
 
     async def job_attempts(self, *, job_id: str) -> list[AttemptRecord]: ...
+
+    # --- workers (engine/drivers/*/workers.py) --------------------------------------------------
+
+    async def worker_register(
+        self, *, id: str, host: str, pid: int, queues: Sequence[str], concurrency: int, now: datetime
+    ) -> None:
+        """Register a worker process (re-registering an id resets its row)."""
+        ...
+
+    async def worker_heartbeat(self, *, id: str, in_use: int, stopping: bool, now: datetime) -> bool:
+        """Stamp the heartbeat and slots in use; False when the row is gone (reaped)."""
+        ...
+
+    async def worker_deregister(self, *, id: str) -> None: ...
+
+    async def worker_list(self, *, now: datetime) -> list[WorkerRecord]:
+        """Every registered worker by id, with its heartbeat age at ``now``."""
+        ...
+
+    async def worker_claim(
+        self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
+    ) -> list[ClaimedJob]:
+        """job_claim's meaning exactly (lease, claimant stamp, attempt burned), planned for the
+        worker's hot path: per queue, so the claim index gives the order."""
+        ...
+
+    async def job_next_due(self, *, queues: Sequence[str], now: datetime) -> datetime | None:
+        """The earliest run_at of a claimable row in unpaused ``queues`` (an idle worker's wake-up)."""
+        ...
+
+    async def queue_wait(self, *, queues: Sequence[str], timeout: float) -> bool:
+        """Wait up to ``timeout`` real seconds for new work in ``queues`` (LISTEN); True when woken."""
+        ...
+
+    async def queue_notify(self, *, queues: Sequence[str]) -> None:
+        """Wake idle workers of ``queues`` (NOTIFY)."""
+        ...
+
+    async def queue_gauges(self, *, now: datetime) -> list[QueueGauges]:
+        """Per queue: depth (ready + parked + due delayed, I8), oldest waiting age, dead letters."""
+        ...
+
+    # --- fleet limits (engine/drivers/*/limits.py) ----------------------------------------------
+
+    async def slot_acquire(
+        self, *, key: str, limit: int, job_id: str, worker: str, now: datetime, lease_seconds: float
+    ) -> int | None:
+        """Take one of ``limit`` fleet-wide slots of ``key`` for a job, under a lease; None: all held."""
+        ...
+
+    async def slot_release(self, *, key: str, slot: int, job_id: str) -> None: ...
+
+    async def slot_renew_many(
+        self, *, worker: str, job_ids: Sequence[str], now: datetime, lease_seconds: float
+    ) -> None: ...
+
+    async def rate_take(self, *, key: str, limit: int, per: float, now: datetime) -> float:
+        """Take a token from the bucket of ``key``: 0.0 when taken, else seconds until one refills."""
+        ...
+
+    # --- maintenance (engine/drivers/*/maintenance.py), fenced on the leader's term -------------
+
+    async def leader_acquire(self, *, name: str, holder: str, now: datetime, lease_seconds: float) -> int | None:
+        """Take or renew a leader lease; its term (grows on each change of holder), or None."""
+        ...
+
+    async def leader_release(self, *, name: str, holder: str, term: int, now: datetime) -> None: ...
+
+    async def job_rescue(
+        self, *, leader: str, holder: str, term: int, now: datetime, limit: int
+    ) -> list[tuple[str, JobState]]:
+        """Return lapsed-lease running rows to ready (dead on the last attempt), recording the loss."""
+        ...
+
+    async def job_prune(
+        self, *, leader: str, holder: str, term: int, now: datetime, before: datetime, dead_before: datetime,
+        limit: int,
+    ) -> list[str]:
+        """Delete up to ``limit`` completed/cancelled rows finished before ``before``, dead ones
+        before ``dead_before``."""
+        ...
+
+    async def worker_reap(self, *, before: datetime) -> list[str]:
+        """Delete worker rows whose heartbeat stopped before ``before``."""
+        ...
 
     # --- durable steps and events (engine/drivers/*/steps.py) ----------------------------------
 

@@ -5,11 +5,16 @@ from __future__ import annotations
 from engine.drivers.memory.actions import MemoryActions
 from engine.drivers.memory.introspect import MemoryIntrospect
 from engine.drivers.memory.jobs import MemoryJobs
+from engine.drivers.memory.limits import MemoryLimits
+from engine.drivers.memory.maintenance import MemoryMaintenance
 from engine.drivers.memory.state import MemoryState
 from engine.drivers.memory.steps import MemorySteps
+from engine.drivers.memory.workers import MemoryWorkers
 
 
-class MemoryDriver(MemoryJobs, MemoryIntrospect, MemoryActions, MemorySteps):
+# MemoryWorkers first: its job_enqueue wraps MemoryJobs' to send the wake-up the SQL sends.
+class MemoryDriver(MemoryWorkers, MemoryJobs, MemoryLimits, MemoryMaintenance, MemorySteps,
+                   MemoryIntrospect, MemoryActions):
     kind = "memory"
 
     def __init__(self) -> None:

@@ -5,14 +5,17 @@ from __future__ import annotations
 import psycopg
 
 from engine.drivers.postgres.jobs import PostgresJobs
+from engine.drivers.postgres.limits import PostgresLimits
+from engine.drivers.postgres.maintenance import PostgresMaintenance
 from engine.drivers.postgres.pool import LoopPools, check_dsn, safe_dsn
 from engine.drivers.postgres.schema import SCHEMA_VERSION, install_schema
 from engine.drivers.postgres.steps import PostgresSteps
+from engine.drivers.postgres.workers import PostgresWorkers
 from engine.drivers.sqlfiles import Q
 from engine.errors import X_SCHEMA_MISSING, X_SCHEMA_OUTDATED, JobsError
 
 
-class PostgresDriver(PostgresJobs, PostgresSteps):
+class PostgresDriver(PostgresJobs, PostgresWorkers, PostgresLimits, PostgresMaintenance, PostgresSteps):
     kind = "postgres"
 
     def __init__(self, dsn: str, *, pool_size: int = 10, statement_timeout_ms: int | None = None) -> None:
@@ -33,6 +36,7 @@ class PostgresDriver(PostgresJobs, PostgresSteps):
             raise JobsError(X_SCHEMA_OUTDATED, cause=f"schema version {row['value']} is older than {SCHEMA_VERSION}", fix="jobs install --dsn \"$JOBS_DSN\"")
 
     async def close(self) -> None:
+        await self._listeners_close()
         for pool in self.pools.forget_all():
             try:
                 await pool.close()

@@ -1,0 +1,157 @@
+"""`jobs worker MODULE[:ATTR]`: run a worker process for the jobs a module registers.
+
+Everything is checked before the database is touched: the target imports and registers jobs,
+every number is positive. SIGTERM or SIGINT drains (stop claiming, grace, release, flush); a
+second signal exits at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import signal
+import sys
+from typing import Any
+
+import typer
+
+from engine.cli import EXIT_ERROR, app, fail
+from engine.cli.admin import DSN_HELP, resolve_dsn
+from engine.errors import X_INVALID_ARGUMENT, X_WORKER_TARGET, JobsError
+from engine.jobs import Registry
+
+EXIT_SECOND_SIGNAL = 130
+
+
+def load_target(target: str) -> Registry:
+    """MODULE or MODULE:ATTR -> the registry of jobs it holds, or X_WORKER_TARGET with a fix."""
+    from engine.runtime.worker import as_registry
+
+    module_name, _, attr = target.partition(":")
+    if not module_name:
+        raise JobsError(X_WORKER_TARGET, cause=f"{target!r} names no module", fix="jobs worker myapp.jobs --dsn \"$JOBS_DSN\"")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # `jobs worker myapp.jobs` from the project's directory
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            raise JobsError(X_WORKER_TARGET, cause=f"no module named {module_name!r} on the path ({os.getcwd()})",
+                            fix=f"python -c 'import {module_name}'") from None
+        raise JobsError(X_WORKER_TARGET, cause=f"module {module_name!r} failed to import: {exc}",
+                        fix=f"python -c 'import {module_name}'") from None
+    except Exception as exc:
+        raise JobsError(X_WORKER_TARGET, cause=f"module {module_name!r} raised on import: {type(exc).__name__}: {exc}",
+                        fix=f"python -c 'import {module_name}'") from None
+    obj: Any = module
+    if attr:
+        if not hasattr(module, attr):
+            raise JobsError(X_WORKER_TARGET, cause=f"module {module_name!r} has no attribute {attr!r}",
+                            fix=f"jobs worker {module_name} --dsn \"$JOBS_DSN\"")
+        obj = getattr(module, attr)
+    try:
+        registry = as_registry(obj)
+    except JobsError as err:
+        raise JobsError(X_WORKER_TARGET, cause=f"{target!r}: {err.cause}", fix=f"jobs worker {module_name} --dsn \"$JOBS_DSN\"") from None
+    if len(registry) == 0:
+        raise JobsError(X_WORKER_TARGET, cause=f"{target!r} registers no jobs (no @job handle in it)",
+                        fix=f"add @job(name=..., idempotency_key=...) to a handler in {module_name}")
+    return registry
+
+
+def _positive(name: str, value: float | None, target: str, example: str) -> None:
+    if value is not None and not value > 0:
+        raise JobsError(X_INVALID_ARGUMENT, cause=f"--{name} {value!r} must be positive",
+                        fix=f"jobs worker {target} --{name} {example}")
+
+
+@app.command()
+def worker(
+    target: str = typer.Argument(..., help="MODULE or MODULE:ATTR holding the @job handles"),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    queues: str = typer.Option(None, "--queues", help="comma-separated queues (default: every queue the jobs use)"),
+    concurrency: int = typer.Option(10, "--concurrency", help="jobs running at once in this process"),
+    batch_size: int = typer.Option(100, "--batch-size", help="most rows one claim takes"),
+    ack_batch: int = typer.Option(200, "--ack-batch", help="completions per ack statement"),
+    flush_interval: float = typer.Option(0.005, "--flush-interval", help="longest a completion waits for its ack batch (s)"),
+    lease_seconds: float = typer.Option(30.0, "--lease-seconds", help="a claim's lease, renewed every third of it"),
+    grace: float = typer.Option(30.0, "--grace", help="drain timeout: in-flight jobs may finish for this long (s)"),
+    poll_interval: float = typer.Option(1.0, "--poll-interval", help="the fallback poll when no NOTIFY arrives (s)"),
+    maintenance_interval: float = typer.Option(5.0, "--maintenance-interval", help="seconds between rescue/prune passes"),
+    no_maintenance: bool = typer.Option(False, "--no-maintenance", help="never lead the rescuer and pruner"),
+    metrics_port: int = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
+    metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="the metrics address (loopback by default)"),
+    json_out: bool = typer.Option(False, "--json", help="errors as JSON on stderr"),
+) -> None:
+    """Run a worker for the jobs MODULE[:ATTR] registers, until SIGTERM/SIGINT drains it."""
+    try:
+        for name, value, example in (("concurrency", concurrency, "10"), ("batch-size", batch_size, "100"),
+                                     ("ack-batch", ack_batch, "200"), ("flush-interval", flush_interval, "0.005"),
+                                     ("lease-seconds", lease_seconds, "30"), ("grace", grace, "30"),
+                                     ("poll-interval", poll_interval, "1"), ("maintenance-interval", maintenance_interval, "5"),
+                                     ("metrics-port", metrics_port, "9464")):
+            _positive(name, value, target, example)
+        registry = load_target(target)
+        wanted = tuple(q.strip() for q in queues.split(",") if q.strip()) if queues else tuple(registry.queues())
+        unknown = sorted(set(wanted) - set(registry.queues()))
+        if unknown:
+            raise JobsError(X_INVALID_ARGUMENT,
+                            cause=f"--queues names {', '.join(unknown)}, which no job of {target!r} uses (it uses {', '.join(registry.queues())})",
+                            fix=f"jobs worker {target} --queues {','.join(registry.queues())}")
+        from engine.services.maintenance import MaintenanceConfig
+
+        maint = MaintenanceConfig(interval=maintenance_interval, leader_lease=max(lease_seconds, maintenance_interval * 3))
+        options: dict[str, Any] = dict(queues=wanted, concurrency=concurrency, batch_size=batch_size, ack_batch=ack_batch,
+                                       flush_interval=flush_interval, lease_seconds=lease_seconds, grace=grace,
+                                       poll_interval=poll_interval)
+        from engine.runtime.worker import WorkerConfig
+
+        WorkerConfig(**options)  # every option checked before the database is touched
+        target_dsn = resolve_dsn(dsn)
+    except JobsError as err:
+        fail(err, as_json=json_out)
+    code = asyncio.run(_serve(target_dsn, registry, options, maint, not no_maintenance, metrics_port, metrics_host))
+    if code:
+        raise typer.Exit(code)
+
+
+async def _serve(dsn: str, registry: Registry, options: dict[str, Any], maint: Any, maintenance: bool,
+                 metrics_port: int | None, metrics_host: str) -> int:
+    from engine.api import open_driver
+    from engine.runtime.logs import configure_json_logging
+    from engine.runtime.metrics import Metrics, serve_metrics
+    from engine.services.maintenance import maintained_worker
+
+    configure_json_logging()
+    metrics = Metrics()
+    driver = open_driver(dsn)
+    w = maintained_worker(driver, registry, maintenance=maintenance, maintenance_config=maint, metrics=metrics, **options)
+    server = None
+    try:
+        try:
+            await w.start()
+        except JobsError as err:
+            sys.stderr.write(f"error {err.code}: {err.cause}\n  fix: {err.fix}\n  docs: {err.docs}\n")
+            return EXIT_ERROR
+        if metrics_port:
+            server = serve_metrics(metrics, metrics_port, metrics_host)
+        loop = asyncio.get_running_loop()
+        signals = 0
+
+        def on_signal() -> None:
+            nonlocal signals
+            signals += 1
+            if signals > 1:  # the operator means it: no second drain
+                os._exit(EXIT_SECOND_SIGNAL)
+            loop.create_task(w.drain())
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, on_signal)
+        print(f"jobs worker {w.id} serving {','.join(w.queues)} (concurrency {w.config.concurrency})", flush=True)
+        await w.wait_stopped()
+        return 0
+    finally:
+        if server is not None:
+            server.shutdown()  # type: ignore[attr-defined]
+        await driver.close()

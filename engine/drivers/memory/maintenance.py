@@ -1,0 +1,102 @@
+"""MemoryDriver's maintenance: the leader lease, the rescuer, the pruner and the worker reaper,
+with the same meaning as sql/queries/maintenance.sql, on the injected clock."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from engine.drivers.memory.state import MemoryState
+from engine.types import AttemptRecord, HistoryEntry, JobState
+
+_PRUNED = (JobState.COMPLETED, JobState.CANCELLED)
+
+
+class MemoryMaintenance:
+    state: MemoryState
+
+    def _leaders(self) -> dict[str, list]:  # type: ignore[type-arg]
+        return self.state.extra.setdefault("leaders", {})  # type: ignore[no-any-return]
+
+    def _leads(self, leader: str, holder: str, term: int, now: datetime) -> bool:
+        cur = self._leaders().get(leader)
+        return cur is not None and cur[0] == holder and cur[1] == term and cur[2] >= now
+
+    async def leader_acquire(self, *, name: str, holder: str, now: datetime, lease_seconds: float) -> int | None:
+        with self.state.lock:
+            until = now + timedelta(seconds=lease_seconds)
+            cur = self._leaders().get(name)
+            if cur is None:
+                self._leaders()[name] = [holder, 1, until]
+                return 1
+            if cur[0] != holder and cur[2] >= now:
+                return None
+            term = cur[1] if cur[0] == holder else cur[1] + 1
+            self._leaders()[name] = [holder, term, until]
+            return int(term)
+
+    async def leader_release(self, *, name: str, holder: str, term: int, now: datetime) -> None:
+        with self.state.lock:
+            cur = self._leaders().get(name)
+            if cur is not None and cur[0] == holder and cur[1] == term:
+                cur[2] = now - timedelta(milliseconds=1)
+
+    async def job_rescue(self, *, leader: str, holder: str, term: int, now: datetime, limit: int) -> list[tuple[str, JobState]]:
+        out: list[tuple[str, JobState]] = []
+        with self.state.lock:
+            if not self._leads(leader, holder, term, now):
+                return out
+            lapsed = sorted(
+                (r for r in self.state.jobs.values()
+                 if r.state is JobState.RUNNING and r.lease_until is not None and r.lease_until < now),
+                key=lambda r: r.lease_until,  # type: ignore[arg-type, return-value]
+            )[:limit]
+            for r in lapsed:
+                dead = r.attempt >= r.max_attempts
+                err = f"X_LEASE_LOST: worker {r.claimed_by or '?'} stopped renewing the lease of run {r.run}"
+                if dead:
+                    err += f" [stop: attempts-exhausted at attempt {r.attempt} of {r.max_attempts}]"
+                state = JobState.DEAD if dead else JobState.READY
+                self.state.put(replace(
+                    r, state=state, run_at=r.run_at if dead else now,
+                    stop_reason="attempts-exhausted" if dead else None, finished_at=now if dead else None,
+                    last_error=err, error_code="X_LEASE_LOST", lease_until=None, updated_at=now,
+                ))
+                recs = self.state.attempts.setdefault(r.id, [])
+                if all(a.run != r.run for a in recs):
+                    recs.append(AttemptRecord(r.id, r.run, r.attempt, r.claimed_by or "?", r.claimed_at or now, now, "lost", "X_LEASE_LOST", err))
+                self.state.add_history(HistoryEntry(r.id, now, "lease_lost", "rescuer", None, {
+                    "worker": r.claimed_by, "run": r.run, "attempt": r.attempt, "to": state.value,
+                }))
+                out.append((r.id, state))
+        return out
+
+    async def job_prune(
+        self, *, leader: str, holder: str, term: int, now: datetime, before: datetime, dead_before: datetime, limit: int
+    ) -> list[str]:
+        with self.state.lock:
+            if not self._leads(leader, holder, term, now):
+                return []
+            doomed = sorted(
+                (r for r in self.state.jobs.values() if r.finished_at is not None and (
+                    (r.state in _PRUNED and r.finished_at < before)
+                    or (r.state is JobState.DEAD and r.finished_at < dead_before))),
+                key=lambda r: r.finished_at,  # type: ignore[arg-type, return-value]
+            )[:limit]
+            for r in doomed:
+                # The foreign keys cascade in SQL: attempts, history and steps go with the row.
+                del self.state.jobs[r.id]
+                self.state.attempts.pop(r.id, None)
+                self.state.history.pop(r.id, None)
+                for table in self.state.extra.values():
+                    if isinstance(table, dict) and r.id in table:
+                        table.pop(r.id, None)
+            return [r.id for r in doomed]
+
+    async def worker_reap(self, *, before: datetime) -> list[str]:
+        with self.state.lock:
+            workers = self.state.extra.setdefault("workers", {})
+            gone = [w.id for w in workers.values() if w.heartbeat_at < before]
+            for wid in gone:
+                del workers[wid]
+            return gone

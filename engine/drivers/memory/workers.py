@@ -1,0 +1,125 @@
+"""MemoryDriver's worker area: registration rows, wake-ups, next due time and queue gauges, with
+the same meaning as sql/queries/worker.sql, on the injected clock."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from engine.drivers.memory.state import MemoryState
+from engine.types import ClaimedJob, EnqueueResult, JobState, NewJob, QueueGauges, WorkerRecord
+
+_CLAIMABLE = frozenset({JobState.READY, JobState.DELAYED, JobState.PARKED, JobState.SUSPENDED})
+
+
+class _Wakeups:
+    """LISTEN/NOTIFY for one process: waiters on any loop, woken thread-safely."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.waiters: list[tuple[frozenset[str], asyncio.AbstractEventLoop, asyncio.Future[bool]]] = []
+
+    def notify(self, queues: set[str]) -> None:
+        with self.lock:
+            hit = [w for w in self.waiters if w[0] & queues]
+            self.waiters = [w for w in self.waiters if not (w[0] & queues)]
+        for _, loop, fut in hit:
+            loop.call_soon_threadsafe(_resolve, fut)
+
+
+def _resolve(fut: asyncio.Future[bool]) -> None:
+    if not fut.done():
+        fut.set_result(True)
+
+
+class MemoryWorkers:
+    state: MemoryState
+
+    def _workers(self) -> dict[str, WorkerRecord]:
+        return self.state.extra.setdefault("workers", {})  # type: ignore[no-any-return]
+
+    def _wakeups(self) -> _Wakeups:
+        with self.state.lock:
+            return self.state.extra.setdefault("wakeups", _Wakeups())  # type: ignore[no-any-return]
+
+    async def job_enqueue(self, *, jobs: Sequence[NewJob], now: datetime) -> list[EnqueueResult]:
+        # The SQL statement sends pg_notify for the queues it inserted into; this is the same.
+        out: list[EnqueueResult] = await super().job_enqueue(jobs=jobs, now=now)  # type: ignore[misc]
+        fresh = {j.queue for j, r in zip(jobs, out) if not r.deduped}
+        if fresh:
+            self._wakeups().notify(fresh)
+        return out
+
+    async def worker_register(
+        self, *, id: str, host: str, pid: int, queues: Sequence[str], concurrency: int, now: datetime
+    ) -> None:
+        with self.state.lock:
+            self._workers()[id] = WorkerRecord(id, host, pid, tuple(queues), concurrency, 0, now, now, False, 0.0)
+
+    async def worker_heartbeat(self, *, id: str, in_use: int, stopping: bool, now: datetime) -> bool:
+        with self.state.lock:
+            w = self._workers().get(id)
+            if w is None:
+                return False
+            self._workers()[id] = replace(w, in_use=in_use, stopping=stopping, heartbeat_at=now)
+            return True
+
+    async def worker_deregister(self, *, id: str) -> None:
+        with self.state.lock:
+            self._workers().pop(id, None)
+
+    async def worker_list(self, *, now: datetime) -> list[WorkerRecord]:
+        with self.state.lock:
+            ws = sorted(self._workers().values(), key=lambda w: w.id)
+        return [replace(w, heartbeat_age=max(0.0, (now - w.heartbeat_at).total_seconds())) for w in ws]
+
+    async def worker_claim(
+        self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
+    ) -> list[ClaimedJob]:
+        # The same lease as job_claim: the SQL differs only in how Postgres plans it.
+        return await self.job_claim(queues=queues, limit=limit, worker=worker, now=now,  # type: ignore[attr-defined, no-any-return]
+                                    lease_seconds=lease_seconds)
+
+    async def job_next_due(self, *, queues: Sequence[str], now: datetime) -> datetime | None:
+        wanted = set(queues) - set(self.state.paused)
+        with self.state.lock:
+            due = [r.run_at for r in self.state.jobs.values() if r.queue in wanted and r.state in _CLAIMABLE]
+        return min(due) if due else None
+
+    async def queue_wait(self, *, queues: Sequence[str], timeout: float) -> bool:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[bool] = loop.create_future()
+        entry = (frozenset(queues), loop, fut)
+        wake = self._wakeups()
+        with wake.lock:
+            wake.waiters.append(entry)
+        # Not asyncio.wait_for: on 3.11 it swallows a cancellation that races the wake-up.
+        timer = loop.call_later(timeout, lambda: fut.done() or fut.set_result(False))
+        try:
+            return await fut
+        finally:
+            timer.cancel()
+            with wake.lock:
+                if entry in wake.waiters:
+                    wake.waiters.remove(entry)
+
+    async def queue_notify(self, *, queues: Sequence[str]) -> None:
+        self._wakeups().notify(set(queues))
+
+    async def queue_gauges(self, *, now: datetime) -> list[QueueGauges]:
+        acc: dict[str, list[float]] = {}
+        with self.state.lock:
+            for r in self.state.jobs.values():
+                waiting = r.state in (JobState.READY, JobState.PARKED) or (r.state is JobState.DELAYED and r.run_at <= now)
+                if not waiting and r.state is not JobState.DEAD:
+                    continue
+                g = acc.setdefault(r.queue, [0, 0.0, 0])
+                if r.state is JobState.DEAD:
+                    g[2] += 1
+                else:
+                    g[0] += 1
+                    g[1] = max(g[1], (now - min(r.run_at, r.updated_at)).total_seconds())
+        return [QueueGauges(q, int(g[0]), float(g[1]), int(g[2])) for q, g in sorted(acc.items())]

@@ -1,0 +1,110 @@
+"""PostgresDriver's worker area: registration rows, LISTEN/NOTIFY wake-ups, next due time and
+queue gauges; each method runs named statements from sql/queries/worker.sql."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from engine.drivers.postgres.pool import LoopPools
+from engine.drivers.postgres.rows import job_row
+from engine.drivers.sqlfiles import Q
+from engine.types import ClaimedJob, QueueGauges, WorkerRecord
+
+
+class PostgresWorkers:
+    pools: LoopPools
+    dsn: str
+
+    if TYPE_CHECKING:  # provided by PostgresJobs (and _exec by PostgresWorkers)
+        async def _all(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]: ...
+        async def _one(self, sql: str, params: dict[str, Any]) -> dict[str, Any] | None: ...
+
+    async def _exec(self, sql: str, params: dict[str, Any]) -> None:
+        pool = await self.pools.get()
+        async with pool.connection() as conn:
+            await conn.execute(sql, params)  # type: ignore[arg-type]
+
+    async def worker_register(
+        self, *, id: str, host: str, pid: int, queues: Sequence[str], concurrency: int, now: datetime
+    ) -> None:
+        await self._exec(Q.worker_register.text, {
+            "id": id, "host": host, "pid": pid, "queues": list(queues), "concurrency": concurrency, "now": now,
+        })
+
+    async def worker_heartbeat(self, *, id: str, in_use: int, stopping: bool, now: datetime) -> bool:
+        row = await self._one(Q.worker_heartbeat.text, {"id": id, "in_use": in_use, "stopping": stopping, "now": now})
+        return row is not None
+
+    async def worker_deregister(self, *, id: str) -> None:
+        await self._exec(Q.worker_deregister.text, {"id": id})
+
+    async def worker_list(self, *, now: datetime) -> list[WorkerRecord]:
+        rows = await self._all(Q.worker_list.text, {"now": now})
+        return [
+            WorkerRecord(r["id"], r["host"], r["pid"], tuple(r["queues"]), r["concurrency"], r["in_use"],
+                         r["started_at"], r["heartbeat_at"], r["stopping"], float(r["heartbeat_age"]))
+            for r in rows
+        ]
+
+    async def worker_claim(
+        self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
+    ) -> list[ClaimedJob]:
+        rows = await self._all(Q.worker_claim.text, {
+            "queues": list(queues), "limit": limit, "worker": worker, "now": now, "lease_seconds": lease_seconds,
+        })
+        claimed = [job_row(r) for r in rows]
+        claimed.sort(key=lambda r: (-r.priority, r.run_at, r.id))
+        return [ClaimedJob(r) for r in claimed]
+
+    async def job_next_due(self, *, queues: Sequence[str], now: datetime) -> datetime | None:
+        row = await self._one(Q.job_next_due.text, {"queues": list(queues), "now": now})
+        return None if row is None else row["run_at"]
+
+    # --- LISTEN/NOTIFY: one dedicated connection per event loop, outside the pool -------------
+
+    def _listeners(self) -> dict[asyncio.AbstractEventLoop, psycopg.AsyncConnection[Any]]:
+        if not hasattr(self, "_listen_conns"):
+            self._listen_conns: dict[asyncio.AbstractEventLoop, psycopg.AsyncConnection[Any]] = {}
+        return self._listen_conns
+
+    async def _listen_conn(self) -> psycopg.AsyncConnection[Any]:
+        loop = asyncio.get_running_loop()
+        conn = self._listeners().get(loop)
+        if conn is not None and not conn.closed:
+            return conn
+        # A new connection re-subscribes: after a restart of the server the old one is gone.
+        conn = await psycopg.AsyncConnection.connect(self.dsn, autocommit=True)
+        await conn.execute(Q.queue_listen.text)  # type: ignore[arg-type]
+        self._listeners()[loop] = conn
+        return conn
+
+    async def queue_wait(self, *, queues: Sequence[str], timeout: float) -> bool:
+        conn = await self._listen_conn()
+        wanted = set(queues)
+        try:
+            async for note in conn.notifies(timeout=timeout):
+                if note.payload in wanted:
+                    return True
+            return False
+        except psycopg.Error:
+            self._listeners().pop(asyncio.get_running_loop(), None)
+            await conn.close()
+            raise
+
+    async def _listeners_close(self) -> None:
+        # Only this loop's connection can be closed from here; another loop's goes with its loop.
+        conn = self._listeners().pop(asyncio.get_running_loop(), None)
+        if conn is not None:
+            await conn.close()
+
+    async def queue_notify(self, *, queues: Sequence[str]) -> None:
+        await self._exec(Q.queue_notify.text, {"queues": list(queues)})
+
+    async def queue_gauges(self, *, now: datetime) -> list[QueueGauges]:
+        rows = await self._all(Q.queue_gauges.text, {"now": now})
+        return [QueueGauges(r["queue"], r["depth"], float(r["oldest_ready_seconds"]), r["dead"]) for r in rows]

@@ -1,0 +1,266 @@
+"""One claimed job, run and settled: limits, context, handler, timeout, cancel, classification.
+
+This is the ONE place `timeout`, `step_timeout` and `event_poll` are forwarded from the job's
+declaration to the run (I11): `step_api_for` builds the step runner, `Runner.run` arms the
+attempt's deadline. Every stop of a run goes through `ctx.signal` (timeout, an operator's cancel,
+lease loss, drain); a body that finishes after its signal was aborted is logged as abandoned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from engine.clock import Clock
+from engine.codec import dumps
+from engine.drivers.base import Driver
+from engine.errors import X_HANDLER_FAILED, X_TIMEOUT, JobsError
+from engine.jobs import JobDefinition, Registry
+from engine.retry import RetryPolicy, decide_retry, error_code_of, failure_text
+from engine.runtime import logs
+from engine.runtime.context import JobContext
+from engine.runtime.leases import Lease, LeaseKeeper
+from engine.runtime.limits import Limits, Shed
+from engine.runtime.metrics import Metrics
+from engine.runtime.settle import AckBuffer, Pending, SettleFailed, settle_failed, while_leased
+from engine.runtime.signal import RunSignal
+from engine.runtime.steps import StepApi
+from engine.runtime.suspend import StepSuspension
+from engine.types import Ack, Claim, ClaimedJob, JobRow, Nack, StopReason
+
+
+@dataclass(frozen=True)
+class Execution:
+    """What one claimed run came to. ``stop_reason`` is published here as on the log event (I5).
+
+    outcome: completed | retried | dead | suspended | parked | released | cancelled | lost |
+    settle-failed. A completion is ``completed`` once handed to the ack buffer; the buffer's
+    ``on_settled`` tells when (and whether) the ack landed.
+    """
+
+    job_id: str
+    name: str
+    queue: str
+    attempt: int
+    outcome: str
+    stop_reason: StopReason | None = None
+    error: str | None = None
+    error_code: str | None = None
+    duration: float = 0.0
+    abort_reason: str | None = None  # timeout | cancelled | lease-lost | drain
+
+
+def step_api_for(d: JobDefinition, driver: Driver, cj: ClaimedJob, claim: Claim, clock: Clock, signal: RunSignal) -> StepApi:
+    """The step runner of one run, with the job's declared ceilings (I11: forwarded only here)."""
+    return StepApi(
+        driver=driver, claim=claim, row=cj.row, clock=clock, signal=signal,
+        step_timeout=d.step_timeout, event_poll=d.event_poll,
+    )
+
+
+def _sync_body(fn: Callable[..., Any], ctx: JobContext, inp: Any, row: JobRow) -> Any:
+    # In the thread: the loop stopped waiting for us when the signal was aborted, so a body that
+    # returns after that did its work for nothing, and says so.
+    result = fn(ctx, inp)
+    if ctx.signal.aborted:
+        _abandoned(row, ctx.signal.reason)
+    return result
+
+
+def _abandoned(row: JobRow, reason: str | None) -> None:
+    logs.emit(logs.TIMEOUT_ABANDONED, logging.WARNING, job_id=row.id, name=row.name, queue=row.queue,
+              attempt=row.attempt, reason=reason)
+
+
+class Runner:
+    """Runs claimed jobs for one worker. One instance; `run` is called once per claimed job."""
+
+    def __init__(
+        self, *, driver: Driver, registry: Registry, clock: Clock, worker: str, keeper: LeaseKeeper,
+        acks: AckBuffer, limits: Limits, metrics: Metrics, executor: Executor,
+        poke: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.driver, self.registry, self.clock, self.worker = driver, registry, clock, worker
+        self.keeper, self.acks, self.limits, self.metrics = keeper, acks, limits, metrics
+        self.executor, self.poke = executor, poke
+        self.signals: dict[str, RunSignal] = {}  # job id -> the signal of its run (drain aborts them)
+        self.aborts: dict[str, Callable[[str], None]] = {}
+
+    async def run(self, cj: ClaimedJob) -> Execution:
+        row = cj.row
+        lease = self.keeper.hold(cj.claim, row.queue, row.name)  # lease.claim: built once per run
+        try:
+            d = self.registry.get(row.name)
+        except JobsError as exc:  # another release of the app enqueued it: an attempt, with the reason
+            return await self._failed(cj, lease, RetryPolicy(attempts=row.max_attempts), exc, 0.0)
+        try:
+            if d.concurrency is not None or d.rate_limit is not None:
+                shed = await self.limits.admit(d, row, lease)
+                if shed is not None:
+                    return await self._shed(cj, lease, shed)
+            return await self._execute(cj, d, lease)
+        finally:
+            if lease.slot_key is not None:
+                try:
+                    await self.limits.release(lease)
+                except Exception:  # the slot's lease lapses on its own; nothing to settle
+                    pass
+
+    async def _execute(self, cj: ClaimedJob, d: JobDefinition, lease: Lease) -> Execution:
+        row = cj.row
+        signal = RunSignal()
+        ctx = JobContext(job=row, signal=signal, step=step_api_for(d, self.driver, cj, lease.claim, self.clock, signal))
+        task = asyncio.current_task()
+        running = True
+
+        def abort(reason: str) -> None:
+            if signal.aborted:
+                return
+            signal.abort(reason)
+            if running and task is not None:
+                task.cancel()  # the handler stops at its next await; a sync body is left behind
+
+        lease.abort = abort
+        self.signals[row.id] = signal
+        self.aborts[row.id] = abort
+        deadline = asyncio.ensure_future(self._deadline(d.timeout, abort)) if d.timeout is not None else None
+        t0 = self.clock.monotonic()
+        outcome_exc: BaseException | None = None
+        result: Any = None
+        try:
+            try:
+                if d.is_async:
+                    result = await d.fn(ctx, row.input)
+                    if signal.aborted:
+                        _abandoned(row, signal.reason)
+                else:
+                    loop = asyncio.get_running_loop()
+                    result = await loop.run_in_executor(self.executor, _sync_body, d.fn, ctx, row.input, row)
+            except asyncio.CancelledError:
+                if not signal.aborted:
+                    raise  # the worker itself is being torn down
+                if task is not None:
+                    task.uncancel()
+            except StepSuspension as s:
+                outcome_exc = s
+            except Exception as exc:
+                outcome_exc = exc
+            finally:
+                running = False
+                if deadline is not None:
+                    deadline.cancel()
+        finally:
+            self.signals.pop(row.id, None)
+            self.aborts.pop(row.id, None)
+        duration = self.clock.monotonic() - t0
+        self.metrics.observe(row.queue, duration)
+        if signal.aborted:
+            return await self._aborted(cj, d, lease, signal.reason or "aborted", duration)
+        if isinstance(outcome_exc, StepSuspension):
+            return await self._suspend(cj, lease, outcome_exc, duration)
+        if outcome_exc is not None:
+            return await self._failed(cj, lease, d.retry, outcome_exc, duration)
+        if result is not None:
+            try:
+                dumps(result, what="result", job=row.name)  # one bad result must not fail a whole ack batch
+            except JobsError as exc:
+                return await self._failed(cj, lease, d.retry, exc, duration)
+        self.acks.add(Pending(Ack(lease.claim, result), lease, row, duration))
+        return Execution(row.id, row.name, row.queue, row.attempt, "completed", duration=duration)
+
+    async def _deadline(self, seconds: float, abort: Callable[[str], None]) -> None:
+        await self.clock.sleep(seconds)
+        abort("timeout")
+
+    async def _aborted(self, cj: ClaimedJob, d: JobDefinition, lease: Lease, reason: str, duration: float) -> Execution:
+        row = cj.row
+        if reason == "timeout":
+            exc = JobsError(X_TIMEOUT, cause=f"job {row.name!r} ran past its timeout={d.timeout}s (attempt {row.attempt})",
+                            fix=f"@job(name={row.name!r}, timeout={int((d.timeout or 1) * 2)})")
+            return await self._failed(cj, lease, d.retry, exc, duration, abort_reason=reason)
+        if reason == "drain":
+            ok = await self._nack(lease, Nack(lease.claim, "release"))
+            if ok:
+                self.metrics.outcome(row.queue, "released")
+            return Execution(row.id, row.name, row.queue, row.attempt, "released" if ok else "settle-failed",
+                             duration=duration, abort_reason=reason)
+        # cancelled (the row is already final) or lease-lost (already reported): nothing to settle.
+        self.keeper.release(lease)
+        outcome = "cancelled" if reason == "cancelled" else "lost"
+        if outcome == "cancelled":
+            logs.emit(logs.JOB_CANCELLED, job_id=row.id, name=row.name, queue=row.queue, attempt=row.attempt)
+        self.metrics.outcome(row.queue, outcome)
+        return Execution(row.id, row.name, row.queue, row.attempt, outcome, duration=duration, abort_reason=reason)
+
+    async def _shed(self, cj: ClaimedJob, lease: Lease, shed: Shed) -> Execution:
+        row = cj.row
+        wait = {"kind": "limit", "limit": shed.limit, "key": shed.key}
+        nack = Nack(lease.claim, "park", run_at=self.clock.now() + timedelta(seconds=shed.wait), wait=wait)
+        logs.emit(logs.WORKER_SHED, job_id=row.id, name=row.name, queue=row.queue, limit=shed.limit,
+                  key=shed.key, retry_in=round(shed.wait, 3))
+        ok = await self._nack(lease, nack)
+        if ok:
+            self.metrics.outcome(row.queue, "parked")
+        return Execution(row.id, row.name, row.queue, row.attempt, "parked" if ok else "settle-failed")
+
+    async def _suspend(self, cj: ClaimedJob, lease: Lease, s: StepSuspension, duration: float) -> Execution:
+        row = cj.row
+        logs.emit(logs.JOB_SUSPENDED, logging.DEBUG, job_id=row.id, name=row.name, queue=row.queue,
+                  until=s.run_at.isoformat(), wait=s.wait)
+        ok = await self._nack(lease, Nack(lease.claim, "suspend", run_at=s.run_at, wait=s.wait))
+        if ok:
+            self.metrics.outcome(row.queue, "suspended")
+        return Execution(row.id, row.name, row.queue, row.attempt, "suspended" if ok else "settle-failed", duration=duration)
+
+    async def _failed(
+        self, cj: ClaimedJob, lease: Lease, policy: RetryPolicy, exc: BaseException, duration: float,
+        abort_reason: str | None = None,
+    ) -> Execution:
+        row = cj.row
+        decision = decide_retry(policy, row.attempt, exc, max_attempts=row.max_attempts)
+        text = failure_text(exc, decision, row.attempt, row.max_attempts)
+        code = error_code_of(exc) or X_HANDLER_FAILED
+        outcome = "retried" if decision.outcome == "retry" else "dead"
+        run_at = self.clock.now() + timedelta(seconds=decision.delay) if decision.outcome == "retry" else None
+        logs.emit(logs.ATTEMPT_FAILED, logging.WARNING if outcome == "retried" else logging.ERROR,
+                  job_id=row.id, name=row.name, queue=row.queue, attempt=row.attempt,
+                  max_attempts=row.max_attempts, error_code=code, error=text, outcome=outcome,
+                  stop=decision.stop_reason, retry_in=round(decision.delay, 3) if run_at else None)
+        nack = Nack(lease.claim, decision.outcome, run_at=run_at, error=text, error_code=code, stop_reason=decision.stop_reason)
+        ok = await self._nack(lease, nack)
+        if ok:
+            self.metrics.outcome(row.queue, outcome)
+        return Execution(row.id, row.name, row.queue, row.attempt, outcome if ok else "settle-failed",
+                         stop_reason=decision.stop_reason, error=text, error_code=code, duration=duration,
+                         abort_reason=abort_reason)
+
+    async def _nack(self, lease: Lease, nack: Nack) -> bool:
+        """One fenced nack; a failure to write it is a settle failure, not a job failure (I6)."""
+        try:
+            ok = await while_leased(self.keeper, lease, "nack", lambda: self.driver.job_nack(nack=nack, now=self.clock.now()))
+        except SettleFailed as exc:
+            settle_failed(self.keeper, lease, "nack", str(exc))
+            return False
+        if not ok:  # the fence refused: cancelled meanwhile, or the row is someone else's now
+            if not lease.stopped:
+                row = await self._get(lease.claim.job_id)
+                if row is not None and row.state.value == "cancelled" and row.run == lease.claim.run:
+                    self.keeper.release(lease)
+                else:
+                    self.keeper.report_lost(lease, f"the {nack.outcome} nack was refused: another claim holds the row")
+            return False
+        self.keeper.release(lease)
+        if nack.outcome != "dead":
+            self.poke()  # the row is due again at some time: an idle claim loop re-reads when
+        return True
+
+    async def _get(self, job_id: str) -> JobRow | None:
+        try:
+            return await self.driver.job_get(job_id=job_id)
+        except Exception:
+            return None

@@ -1,0 +1,125 @@
+"""The leases of the jobs one worker runs: renewed together on an interval, and the loss reported
+only when it is real (I13).
+
+One `LeaseKeeper` per worker renews every held claim in ONE batched statement per tick (and the
+fleet slots those jobs hold). Each `Lease` carries the `stopped` latch: set the moment its job is
+settled (or given up), and re-read after every await, because a renewal already on the wire when
+the job settles comes back "lost" (the ack moved the row out of `running`) and that answer is
+not a loss. A lease is measured from the last renewal that LANDED, on this process's clock, so a
+database that hangs or refuses is caught the same way as one that answers "lost".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from engine.clock import Clock
+from engine.drivers.base import Driver
+from engine.runtime import logs
+from engine.runtime.metrics import Metrics
+from engine.types import Claim
+
+
+def _no_abort(reason: str) -> None:
+    return None
+
+
+class Lease:
+    """One claimed job's lease. ``stopped`` is the latch every branch after an await re-reads."""
+
+    __slots__ = ("claim", "queue", "name", "landed", "stopped", "abort", "slot_key", "slot", "lost")
+
+    def __init__(self, claim: Claim, queue: str, name: str, landed: float) -> None:
+        self.claim = claim
+        self.queue = queue
+        self.name = name
+        self.landed = landed  # monotonic time of the last renewal that landed (the claim first)
+        self.stopped = False
+        self.lost = False
+        self.abort: Callable[[str], None] = _no_abort  # set by the run: aborts ctx.signal
+        self.slot_key: str | None = None
+        self.slot: int | None = None
+
+
+class LeaseKeeper:
+    def __init__(
+        self, driver: Driver, clock: Clock, *, worker: str, lease_seconds: float, interval: float, metrics: Metrics
+    ) -> None:
+        self.driver, self.clock, self.worker = driver, clock, worker
+        self.lease_seconds, self.interval, self.metrics = lease_seconds, interval, metrics
+        self.leases: dict[str, Lease] = {}
+        self.failing = False
+
+    def hold(self, claim: Claim, queue: str, name: str) -> Lease:
+        lease = Lease(claim, queue, name, self.clock.monotonic())
+        self.leases[claim.job_id] = lease
+        return lease
+
+    def release(self, lease: Lease) -> None:
+        """The job is settled (or given up): stop renewing, and ignore any answer on the wire."""
+        lease.stopped = True
+        if self.leases.get(lease.claim.job_id) is lease:
+            del self.leases[lease.claim.job_id]
+
+    def expired(self, lease: Lease) -> bool:
+        return self.clock.monotonic() - lease.landed >= self.lease_seconds
+
+    def report_lost(self, lease: Lease, why: str) -> None:
+        """The one place a loss is reported (log at error + counter), and only for a live lease."""
+        if lease.stopped:  # re-read inside the reporter too: a settled job lost nothing
+            return
+        lease.lost = True
+        self.release(lease)
+        self.metrics.lease_lost.labels(lease.queue).inc()
+        logs.emit(logs.LEASE_LOST, logging.ERROR, job_id=lease.claim.job_id, name=lease.name, queue=lease.queue,
+                  run=lease.claim.run, worker=self.worker, why=why)
+        lease.abort("lease-lost")
+
+    async def run(self) -> None:
+        while True:
+            await self.clock.sleep(self.interval)
+            await self.renew_once()
+
+    async def renew_once(self) -> None:
+        live = [lease for lease in self.leases.values() if not lease.stopped]
+        if not live:
+            return
+        now = self.clock.now()
+        try:
+            renewals = await self.driver.job_renew_many(
+                claims=[lease.claim for lease in live], now=now, lease_seconds=self.lease_seconds
+            )
+            slotted = [lease.claim.job_id for lease in live if lease.slot_key is not None and not lease.stopped]
+            if slotted:
+                await self.driver.slot_renew_many(worker=self.worker, job_ids=slotted, now=now, lease_seconds=self.lease_seconds)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.failing = True
+            self.metrics.reconnects.labels("renew").inc()
+            logs.emit(logs.WORKER_RECONNECTING, logging.WARNING, what="renew", worker=self.worker, error=_short(exc))
+            for lease in live:
+                if not lease.stopped and self.expired(lease):
+                    self.report_lost(lease, "no renewal landed within the lease")
+            return
+        if self.failing:
+            self.failing = False
+            logs.emit(logs.WORKER_RECONNECTED, what="renew", worker=self.worker)
+        landed = self.clock.monotonic()
+        for lease, r in zip(live, renewals):
+            if lease.stopped:  # settled while the renewal was on the wire (I13): not a loss
+                continue
+            if r.status == "ok":
+                lease.landed = landed
+            elif r.status == "cancelled":
+                self.release(lease)
+                lease.abort("cancelled")
+            else:
+                self.report_lost(lease, "the row is no longer held by this claim")
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"

@@ -1,0 +1,61 @@
+"""Prometheus metrics (I24): jobs_total{queue,outcome}, queue_depth (ready + parked),
+queue_oldest_ready_seconds, queue_dead_jobs, lease_lost_total, job duration, reconnects.
+
+Each Worker owns a `Metrics` on its own registry (two workers in one process never collide);
+`serve_metrics` exposes it, on loopback unless told otherwise.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from engine.types import QueueGauges
+
+_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0, 600.0)
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.jobs_total = Counter("jobs_total", "Settled attempts by outcome", ["queue", "outcome"], registry=r)
+        self.duration = Histogram("job_duration_seconds", "Handler run time", ["queue"], buckets=_BUCKETS, registry=r)
+        self.lease_lost = Counter("lease_lost_total", "Leases lost while this process still ran the job", ["queue"], registry=r)
+        self.settle_failed = Counter("jobs_settle_failed_total", "Acks or nacks that failed (never a job failure, I6)", ["queue"], registry=r)
+        self.reconnects = Counter("jobs_worker_reconnects_total", "Database calls retried after a connection error", ["what"], registry=r)
+        self.depth = Gauge("queue_depth", "Ready + parked + due jobs (I8)", ["queue"], registry=r)
+        self.oldest = Gauge("queue_oldest_ready_seconds", "Age of the oldest waiting job", ["queue"], registry=r)
+        self.dead = Gauge("queue_dead_jobs", "Dead letters", ["queue"], registry=r)
+        self.in_use = Gauge("jobs_worker_slots_in_use", "Claim slots holding a job", registry=r)
+        # Label children cached: .labels() takes a lock and hashes every call, per job.
+        self._outcomes: dict[tuple[str, str], Counter] = {}
+        self._durations: dict[str, Histogram] = {}
+
+    def outcome(self, queue: str, outcome: str, n: int = 1) -> None:
+        child = self._outcomes.get((queue, outcome))
+        if child is None:
+            child = self._outcomes[(queue, outcome)] = self.jobs_total.labels(queue, outcome)
+        child.inc(n)
+
+    def observe(self, queue: str, seconds: float) -> None:
+        child = self._durations.get(queue)
+        if child is None:
+            child = self._durations[queue] = self.duration.labels(queue)
+        child.observe(seconds)
+
+    def count(self, queue: str, outcome: str) -> float:
+        """The current value of jobs_total{queue,outcome} (tests and the bench read it)."""
+        value = self.registry.get_sample_value("jobs_total", {"queue": queue, "outcome": outcome})
+        return value or 0.0
+
+    def set_gauges(self, gauges: list[QueueGauges]) -> None:
+        for g in gauges:
+            self.depth.labels(g.queue).set(g.depth)
+            self.oldest.labels(g.queue).set(g.oldest_ready_seconds)
+            self.dead.labels(g.queue).set(g.dead)
+
+
+def serve_metrics(metrics: Metrics, port: int, host: str = "127.0.0.1") -> object:
+    """Start the exposition on ``host:port`` (loopback by default); answers the server."""
+    server, _thread = start_http_server(port, addr=host, registry=metrics.registry)
+    return server

@@ -1,0 +1,210 @@
+"""Settling claimed jobs: completions buffered and acked in batches (one statement per batch),
+nacks one by one, and what a failure to settle means (I6).
+
+A settle that fails on a connection error is retried with backoff while the job's lease still
+holds (the database is back soon after a restart, and the fenced statement is safe to repeat).
+Any other failure, or a lease that lapsed meanwhile, is a SETTLE FAILURE: logged as
+`jobs.worker.settle-failed`, never counted as a job failure, the lease left to lapse so the
+rescuer re-delivers the row. Completed work is never nacked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import psycopg
+import psycopg_pool
+
+from engine.clock import Clock
+from engine.drivers.base import Driver
+from engine.runtime import logs
+from engine.runtime.leases import Lease, LeaseKeeper, _short
+from engine.runtime.metrics import Metrics
+from engine.types import Ack, JobRow, JobState
+
+T = TypeVar("T")
+_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
+    psycopg.OperationalError, psycopg.InterfaceError, psycopg_pool.PoolTimeout, ConnectionError, OSError,
+)
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    return isinstance(exc, _CONNECTION_ERRORS)
+
+
+class Backoff:
+    """Reconnect pacing: 50 ms doubling to 2 s. Real time on purpose: it waits on the network,
+    not on a deadline of the domain (a fake clock would freeze the retry)."""
+
+    def __init__(self, first: float = 0.05, ceiling: float = 2.0) -> None:
+        self.first, self.ceiling, self.next = first, ceiling, first
+
+    async def wait(self) -> None:
+        delay, self.next = self.next, min(self.ceiling, self.next * 2)
+        await asyncio.sleep(delay)
+
+    def reset(self) -> None:
+        self.next = self.first
+
+
+class SettleFailed(Exception):
+    """The ack or nack could not be written; the lease is left to lapse."""
+
+
+async def while_leased(keeper: LeaseKeeper, lease: Lease, what: str, call: Callable[[], Awaitable[T]]) -> T:
+    """Run a fenced settle call, retrying connection errors while the lease holds."""
+    backoff = Backoff()
+    while True:
+        try:
+            return await call()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if not is_connection_error(exc) or lease.stopped or keeper.expired(lease):
+                raise SettleFailed(_short(exc)) from exc
+            keeper.metrics.reconnects.labels(what).inc()
+            logs.emit(logs.WORKER_RECONNECTING, logging.WARNING, what=what, worker=keeper.worker, error=_short(exc))
+            await backoff.wait()
+
+
+def settle_failed(keeper: LeaseKeeper, lease: Lease, what: str, error: str) -> None:
+    """I6: reported, not a job failure; stop renewing so the lease lapses and the row is re-delivered."""
+    keeper.release(lease)
+    keeper.metrics.settle_failed.labels(lease.queue).inc()
+    logs.emit(logs.WORKER_SETTLE_FAILED, logging.ERROR, job_id=lease.claim.job_id, name=lease.name,
+              queue=lease.queue, run=lease.claim.run, what=what, error=error, worker=keeper.worker)
+
+
+@dataclass
+class Pending:
+    ack: Ack
+    lease: Lease
+    row: JobRow
+    duration: float
+
+
+class AckBuffer:
+    """Completions wait here and are acked in one `job_ack_many` per batch: when the buffer
+    holds ``batch_size``, after ``interval`` seconds, and at drain. The interval is a batching
+    window on the event loop, not a domain time, so it runs on real time even under a fake clock."""
+
+    def __init__(
+        self, driver: Driver, clock: Clock, keeper: LeaseKeeper, metrics: Metrics, *,
+        batch_size: int, interval: float, on_settled: Callable[[Pending, str], Any] | None = None,
+    ) -> None:
+        self.driver, self.clock, self.keeper, self.metrics = driver, clock, keeper, metrics
+        self.batch_size, self.interval, self.on_settled = batch_size, interval, on_settled
+        self._buf: list[Pending] = []
+        self._full = asyncio.Event()
+        self._any = asyncio.Event()
+        self._closing = False
+
+    def __len__(self) -> int:
+        return len(self._buf)
+
+    def add(self, p: Pending) -> None:
+        self._buf.append(p)
+        self._any.set()
+        if len(self._buf) >= self.batch_size:
+            self._full.set()
+
+    async def run(self) -> None:
+        while not self._closing:
+            await self._any.wait()
+            if len(self._buf) < self.batch_size and not self._closing:
+                try:
+                    await asyncio.wait_for(self._full.wait(), self.interval)
+                except TimeoutError:
+                    pass
+            await self.flush()
+
+    async def close(self) -> None:
+        """Flush everything left (the drain); the run loop ends."""
+        self._closing = True
+        self._any.set()
+        while self._buf:
+            await self.flush()
+
+    async def flush(self) -> None:
+        batch = self._buf[: self.batch_size]
+        del self._buf[: len(batch)]
+        if not self._buf:
+            self._any.clear()
+            self._full.clear()
+        elif len(self._buf) < self.batch_size:
+            self._full.clear()
+        if not batch:
+            return
+        backoff = Backoff()
+        while True:
+            live = [p for p in batch if not p.lease.stopped]
+            if not live:
+                return
+            try:
+                landed = set(await self.driver.job_ack_many(acks=[p.ack for p in live], now=self.clock.now()))
+                break
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if not is_connection_error(exc):
+                    await self._one_by_one(live)
+                    return
+                self.metrics.reconnects.labels("ack").inc()
+                logs.emit(logs.WORKER_RECONNECTING, logging.WARNING, what="ack", worker=self.keeper.worker, error=_short(exc))
+                for p in live:
+                    if self.keeper.expired(p.lease):
+                        settle_failed(self.keeper, p.lease, "ack", f"lease lapsed while the ack waited: {_short(exc)}")
+                        self._report(p, "settle-failed")
+                batch = live
+                await backoff.wait()
+        await self._landed(live, landed)
+
+    async def _one_by_one(self, batch: list[Pending]) -> None:
+        # A batch that failed for a reason other than the connection: find the row(s) at fault,
+        # so one bad ack does not become a settle failure for the whole batch.
+        for p in batch:
+            try:
+                landed = set(await self.driver.job_ack_many(acks=[p.ack], now=self.clock.now()))
+            except Exception as exc:
+                settle_failed(self.keeper, p.lease, "ack", _short(exc))
+                self._report(p, "settle-failed")
+                continue
+            await self._landed([p], landed)
+
+    async def _landed(self, batch: list[Pending], landed: set[str]) -> None:
+        completed: dict[str, int] = {}
+        for p in batch:
+            lease = p.lease
+            if p.row.id in landed:
+                self.keeper.release(lease)
+                completed[p.row.queue] = completed.get(p.row.queue, 0) + 1
+                outcome = "completed"
+            elif lease.stopped:  # already reported (lost, cancelled or a settle failure)
+                outcome = "lost" if lease.lost else "settle-failed"
+            else:
+                outcome = await self._refused(p)
+            self._report(p, outcome)
+        for queue, n in completed.items():  # one increment per queue and batch, not per job
+            self.metrics.outcome(queue, "completed", n)
+
+    def _report(self, p: Pending, outcome: str) -> None:
+        if self.on_settled is not None:
+            self.on_settled(p, outcome)
+
+    async def _refused(self, p: Pending) -> str:
+        """The fence refused the ack: an operator cancelled the row, or another claim holds it."""
+        try:
+            row = await self.driver.job_get(job_id=p.row.id)
+        except Exception:
+            row = None
+        if row is not None and row.state is JobState.CANCELLED and row.run == p.row.run:
+            self.keeper.release(p.lease)
+            self.metrics.outcome(p.row.queue, "cancelled")
+            return "cancelled"
+        self.keeper.report_lost(p.lease, "the ack was refused: another claim holds the row")
+        self.metrics.outcome(p.row.queue, "lost")
+        return "lost"

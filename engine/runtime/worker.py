@@ -1,0 +1,382 @@
+"""The worker: a fixed number of claim slots, batched claims, wake-ups, heartbeats and drain.
+
+- Each slot belongs to its own job and is free the moment that job settles (I12): the claim loop
+  re-arms on free slots, never on a whole batch, so one slow job never holds the pool.
+- When several slots are free one claim takes them all (up to ``batch_size``); completions are
+  acked in batches by the `AckBuffer`; leases are renewed in one statement per tick.
+- Idle, the loop sleeps until new work is NOTIFYed, the next delayed row falls due, or the poll
+  interval passes (the fallback), whichever is first: no busy loop.
+- A database that goes away never ends the worker: every loop retries with backoff (logged and
+  counted), running jobs keep running and are settled when it is back, if their lease holds.
+- Drain (I14): stop claiming, give in-flight work ``grace`` seconds, release what is left (nack
+  "release", and NOTIFY so another worker takes it at once), flush the acks, then await every
+  background loop before the caller closes the pools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from engine.clock import Clock, SystemClock
+from engine.drivers.base import Driver
+from engine.errors import X_INVALID_ARGUMENT, JobsError
+from engine.jobs import Registry
+from engine.runtime import logs
+from engine.runtime.execute import Execution, Runner
+from engine.runtime.leases import LeaseKeeper, _short
+from engine.runtime.limits import Limits
+from engine.runtime.metrics import Metrics
+from engine.runtime.settle import AckBuffer, Backoff, Pending
+from engine.types import ClaimedJob
+
+
+def _bad(name: str, value: object, fix: str) -> JobsError:
+    return JobsError(X_INVALID_ARGUMENT, cause=f"worker option {name}={value!r} must be positive", fix=fix)
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    queues: tuple[str, ...] = ()  # empty: every queue the registry's jobs use
+    concurrency: int = 10  # claim slots: jobs running at once in this process
+    batch_size: int = 100  # most rows one claim takes
+    ack_batch: int = 200  # completions per ack statement
+    flush_interval: float = 0.005  # longest a completion waits for its batch (seconds)
+    lease_seconds: float = 30.0
+    renew_interval: float | None = None  # default lease_seconds / 3
+    poll_interval: float = 1.0  # the fallback when no NOTIFY arrives
+    heartbeat_interval: float = 5.0
+    grace: float = 30.0  # drain: how long in-flight jobs may finish before they are released
+    shed_delay: float = 1.0  # a concurrency shed is claimable again after this
+    gauges_interval: float = 10.0
+    id: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("concurrency", "batch_size", "ack_batch"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise _bad(name, v, f"jobs worker MODULE --{name.replace('_', '-')} 10")
+        for name in ("flush_interval", "lease_seconds", "poll_interval", "heartbeat_interval", "grace",
+                     "shed_delay", "gauges_interval"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                raise _bad(name, v, f"jobs worker MODULE --{name.replace('_', '-')} 30")
+        if self.renew_interval is not None and not (0 < self.renew_interval < self.lease_seconds):
+            raise JobsError(X_INVALID_ARGUMENT,
+                            cause=f"renew_interval={self.renew_interval!r} must be > 0 and shorter than lease_seconds={self.lease_seconds}",
+                            fix=f"renew_interval={self.lease_seconds / 3:g}")
+
+
+class Worker:
+    """``async with Worker(driver, registry, config=...)``: started on enter, drained on exit."""
+
+    def __init__(
+        self, driver: Driver, registry: Registry, *, config: WorkerConfig | None = None, clock: Clock | None = None,
+        metrics: Metrics | None = None, on_execution: Callable[[Execution], Any] | None = None,
+        services: Sequence[Callable[[], Awaitable[None]]] = (),
+        on_drain: Sequence[Callable[[], Awaitable[None]]] = (),
+    ) -> None:
+        self.config = cfg = config or WorkerConfig()
+        if len(registry) == 0:
+            raise JobsError(X_INVALID_ARGUMENT, cause="the worker was given a registry with no jobs",
+                            fix="decorate a handler with @job(name=..., idempotency_key=...) in the module")
+        self.driver, self.registry = driver, registry
+        self.clock = clock or SystemClock()
+        self.metrics = metrics or Metrics()
+        self.on_execution = on_execution
+        self.id = cfg.id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.queues = tuple(cfg.queues) or tuple(registry.queues())
+        self.keeper = LeaseKeeper(driver, self.clock, worker=self.id, lease_seconds=cfg.lease_seconds,
+                                  interval=cfg.renew_interval or cfg.lease_seconds / 3, metrics=self.metrics)
+        self._services, self._on_drain = list(services), list(on_drain)
+        self._running: dict[str, asyncio.Task[Execution]] = {}
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._stopping = False
+        self._closing = False
+        self._started = False
+        self._drained = False
+        self.released: list[str] = []
+        self.maintenance: Any = None  # set by services.maintenance.maintained_worker
+
+    def add_service(self, run: Callable[[], Awaitable[None]], *, on_drain: Callable[[], Awaitable[None]] | None = None) -> None:
+        """A background loop started with the worker and awaited by its drain (I14)."""
+        self._services.append(run)
+        if on_drain is not None:
+            self._on_drain.append(on_drain)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def in_use(self) -> int:
+        return len(self._running)
+
+    async def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        cfg = self.config
+        self._woken = asyncio.Event()
+        self._slot_freed = asyncio.Event()
+        self._stopped = asyncio.Event()
+        self._executor = ThreadPoolExecutor(max_workers=cfg.concurrency, thread_name_prefix="jobs-handler")
+        self.acks = AckBuffer(self.driver, self.clock, self.keeper, self.metrics, batch_size=cfg.ack_batch,
+                              interval=cfg.flush_interval, on_settled=self._ack_settled)
+        self.limits = Limits(self.driver, self.clock, worker=self.id, lease_seconds=cfg.lease_seconds, shed_delay=cfg.shed_delay)
+        self.runner = Runner(driver=self.driver, registry=self.registry, clock=self.clock, worker=self.id,
+                             keeper=self.keeper, acks=self.acks, limits=self.limits, metrics=self.metrics,
+                             executor=self._executor, poke=self._woken.set)
+        await self.driver.open()
+        await self.driver.worker_register(id=self.id, host=socket.gethostname(), pid=os.getpid(), queues=self.queues,
+                                          concurrency=cfg.concurrency, now=self.clock.now())
+        spawn = asyncio.get_running_loop().create_task
+        self._claimer = spawn(self._claim_loop(), name="jobs-claim")
+        self._tasks = [
+            spawn(self.keeper.run(), name="jobs-renew"),
+            spawn(self.acks.run(), name="jobs-ack"),
+            spawn(self._listen_loop(), name="jobs-listen"),
+            spawn(self._heartbeat_loop(), name="jobs-heartbeat"),
+            spawn(self._gauges_loop(), name="jobs-gauges"),
+        ] + [spawn(svc(), name="jobs-service") for svc in self._services]
+        logs.emit(logs.WORKER_STARTED, worker=self.id, queues=list(self.queues), concurrency=cfg.concurrency)
+
+    async def __aenter__(self) -> Worker:
+        await self.start()
+        return self
+
+    async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        await self.drain()
+
+    def stop_claiming(self) -> None:
+        self._stopping = True
+        if self._started:
+            self._woken.set()
+            self._slot_freed.set()
+
+    async def drain(self, grace: float | None = None) -> None:
+        """Stop claiming, let in-flight work finish up to ``grace``, release the rest, flush, and
+        await every background loop (I14). Safe to call twice."""
+        if not self._started or self._drained:
+            return
+        self._drained = True
+        grace = self.config.grace if grace is None else grace
+        logs.emit(logs.WORKER_DRAINING, worker=self.id, in_flight=len(self._running), grace=grace)
+        self.stop_claiming()
+        await _finish(self._claimer)
+        pending = list(self._running.values())
+        if pending:
+            # asyncio.wait, not gather: cancelling the wait at the deadline must not cancel the jobs.
+            await _first(asyncio.wait(pending), self.clock.sleep(grace))
+        left = [jid for jid, t in self._running.items() if not t.done()]
+        for jid in left:
+            abort = self.runner.aborts.get(jid)
+            if abort is not None:
+                abort("drain")
+        if left:
+            await asyncio.gather(*(self._running[j] for j in left if j in self._running), return_exceptions=True)
+        await self.acks.close()
+        if self.released:
+            try:
+                await self.driver.queue_notify(queues=self.queues)
+            except Exception:  # they are ready rows: the other workers' poll finds them
+                pass
+        for hook in self._on_drain:
+            try:
+                await hook()
+            except Exception:
+                pass
+        self._closing = True
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            await _finish(t)
+        try:
+            await self.driver.worker_deregister(id=self.id)
+        except Exception:  # the reaper removes the row once its heartbeat is old
+            pass
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._stopped.set()
+        logs.emit(logs.WORKER_STOPPED, worker=self.id, released=len(self.released))
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+
+    # --- the claim loop ------------------------------------------------------------------------
+
+    async def _claim_loop(self) -> None:
+        cfg = self.config
+        backoff, failing = Backoff(), False
+        while not self._stopping:
+            free = cfg.concurrency - len(self._running)
+            if free <= 0:
+                self._slot_freed.clear()
+                await self._slot_freed.wait()
+                continue
+            self._woken.clear()
+            limit = min(free, cfg.batch_size)
+            try:
+                jobs = await self.driver.worker_claim(queues=self.queues, limit=limit, worker=self.id,
+                                                   now=self.clock.now(), lease_seconds=cfg.lease_seconds)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                failing = True
+                self.metrics.reconnects.labels("claim").inc()
+                logs.emit(logs.WORKER_RECONNECTING, logging.WARNING, what="claim", worker=self.id, error=_short(exc))
+                await backoff.wait()
+                continue
+            if failing:
+                failing = False
+                backoff.reset()
+                logs.emit(logs.WORKER_RECONNECTED, what="claim", worker=self.id)
+            for cj in jobs:
+                self._start_job(cj)
+            if self._stopping:
+                break
+            if len(jobs) < limit:
+                await self._idle()
+            else:
+                await asyncio.sleep(0)  # let the jobs just started run before the next claim
+
+    def _start_job(self, cj: ClaimedJob) -> None:
+        task = asyncio.get_running_loop().create_task(self.runner.run(cj))
+        self._running[cj.row.id] = task
+        task.add_done_callback(lambda t, jid=cj.row.id: self._job_done(jid, t))  # type: ignore[misc]
+
+    def _job_done(self, job_id: str, task: asyncio.Task[Execution]) -> None:
+        self._running.pop(job_id, None)
+        self._slot_freed.set()
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            logs.emit(logs.WORKER_SETTLE_FAILED, logging.ERROR, job_id=job_id, what="run", error=_short(exc), worker=self.id)
+            return
+        ex = task.result()
+        if ex.outcome == "released":
+            self.released.append(ex.job_id)
+        if self.on_execution is not None and ex.outcome != "completed":
+            self.on_execution(ex)  # a completion is reported once its ack lands (_ack_settled)
+
+    def _ack_settled(self, p: Pending, outcome: str) -> None:
+        if self.on_execution is not None:
+            r = p.row
+            self.on_execution(Execution(r.id, r.name, r.queue, r.attempt, outcome, duration=p.duration))
+
+    async def _idle(self) -> None:
+        """Sleep until NOTIFY, the next due row, or the poll interval, whichever comes first."""
+        if self._woken.is_set() or self._stopping:
+            return
+        wait = self.config.poll_interval
+        now = self.clock.now()
+        try:
+            due = await self.driver.job_next_due(queues=self.queues, now=now)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            due = None
+        if due is not None:
+            # A row due already but not claimed is locked by another worker's claim right now.
+            wait = min(wait, max(0.01, (due - now).total_seconds()))
+        if self._woken.is_set() or self._stopping:
+            return
+        await _first(self._woken.wait(), self.clock.sleep(wait))
+
+    # --- background loops ----------------------------------------------------------------------
+
+    async def _listen_loop(self) -> None:
+        backoff, failing = Backoff(), False
+        while not self._closing:  # re-read: a cancellation can be swallowed by a racing wake-up
+            try:
+                woke = await self.driver.queue_wait(queues=self.queues, timeout=self.config.poll_interval)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                failing = True
+                self.metrics.reconnects.labels("listen").inc()
+                logs.emit(logs.WORKER_RECONNECTING, logging.WARNING, what="listen", worker=self.id, error=_short(exc))
+                await backoff.wait()
+                continue
+            if failing:  # re-subscribed: whatever was sent meanwhile is unknown, so look now
+                failing = False
+                backoff.reset()
+                logs.emit(logs.WORKER_RECONNECTED, what="listen", worker=self.id)
+                woke = True
+            if woke:
+                self._woken.set()
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await self.clock.sleep(self.config.heartbeat_interval)
+            self.metrics.in_use.set(len(self._running))
+            try:
+                alive = await self.driver.worker_heartbeat(id=self.id, in_use=len(self._running),
+                                                           stopping=self._stopping, now=self.clock.now())
+                if not alive:  # reaped while the database was away: register again
+                    await self.driver.worker_register(id=self.id, host=socket.gethostname(), pid=os.getpid(),
+                                                      queues=self.queues, concurrency=self.config.concurrency,
+                                                      now=self.clock.now())
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.metrics.reconnects.labels("heartbeat").inc()
+                logs.emit(logs.WORKER_RECONNECTING, logging.WARNING, what="heartbeat", worker=self.id, error=_short(exc))
+
+    async def _gauges_loop(self) -> None:
+        while True:
+            try:
+                self.metrics.set_gauges(await self.driver.queue_gauges(now=self.clock.now()))
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the next tick tries again; gauges are not worth a log line each
+                pass
+            await self.clock.sleep(self.config.gauges_interval)
+
+
+async def _first(*aws: Awaitable[Any]) -> None:
+    """Wait for the first of ``aws`` to finish; cancel the rest."""
+    tasks = [asyncio.ensure_future(a) for a in aws]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for t in tasks:
+            if not t.done():
+                t.cancel()
+
+
+async def _finish(task: asyncio.Task[Any]) -> None:
+    try:
+        await task
+    except asyncio.CancelledError:
+        if not task.cancelled():
+            raise
+    except Exception:
+        pass
+
+
+
+def as_registry(jobs: object) -> Registry:
+    """A Registry from what an app hands the worker: a Registry, a module, one job handle or an
+    iterable of them. Anything else is refused (only real handles register, I23)."""
+    import types as pytypes
+
+    from engine.jobs import JobDefinition
+
+    if isinstance(jobs, Registry):
+        return jobs
+    if isinstance(jobs, pytypes.ModuleType):
+        return Registry.from_module(jobs)
+    if isinstance(jobs, JobDefinition):
+        return Registry([jobs])
+    if isinstance(jobs, (list, tuple, set, frozenset)):
+        return Registry(jobs)
+    raise JobsError(X_INVALID_ARGUMENT, cause=f"the worker cannot serve {jobs!r}: not a Registry, module or job handles",
+                    fix="eng.worker([send_email, provision_workspace], concurrency=16)")

@@ -1,0 +1,85 @@
+-- Maintenance under a leader lease (one leader per fleet, fenced by its term): the rescuer, the
+-- pruner and the reaper of dead worker rows. Every statement takes %(now)s.
+
+-- name: leader_acquire :one
+-- Take or renew the named leader lease; the term grows on every change of holder. No row: held
+-- by someone else whose lease has not lapsed.
+insert into jobs.leader as l (name, holder, term, lease_until)
+values (%(name)s, %(holder)s, 1, %(now)s + %(lease_seconds)s * interval '1 second')
+on conflict (name) do update
+set term = case when l.holder = excluded.holder then l.term else l.term + 1 end,
+    holder = excluded.holder,
+    lease_until = excluded.lease_until
+where l.holder = excluded.holder or l.lease_until < %(now)s
+returning term;
+
+-- name: leader_release :exec
+-- Give the lease up at once (fenced on holder and term) so another process can lead.
+update jobs.leader
+set lease_until = %(now)s - interval '1 millisecond'
+where name = %(name)s and holder = %(holder)s and term = %(term)s;
+
+-- name: job_rescue :many
+-- Return running rows whose lease lapsed to ready (dead when that was the last attempt): the
+-- lost attempt stays burned, is recorded as 'lost', and the history says 'lease_lost'. Fenced on
+-- the leader's term, in bounded batches.
+with leader as (
+    select 1 from jobs.leader
+    where name = %(leader)s and holder = %(holder)s and term = %(term)s and lease_until >= %(now)s
+), lapsed as (
+    select id from jobs.job
+    where state = 'running' and lease_until < %(now)s and exists (select 1 from leader)
+    order by lease_until
+    limit %(limit)s
+    for update skip locked
+), upd as (
+    update jobs.job j
+    set state = case when j.attempt >= j.max_attempts then 'dead' else 'ready' end,
+        run_at = case when j.attempt >= j.max_attempts then j.run_at else %(now)s end,
+        stop_reason = case when j.attempt >= j.max_attempts then 'attempts-exhausted' end,
+        finished_at = case when j.attempt >= j.max_attempts then %(now)s end,
+        last_error = 'X_LEASE_LOST: worker ' || coalesce(j.claimed_by, '?') || ' stopped renewing the lease of run '
+                     || j.run || case when j.attempt >= j.max_attempts
+                                      then ' [stop: attempts-exhausted at attempt ' || j.attempt || ' of ' || j.max_attempts || ']'
+                                      else '' end,
+        error_code = 'X_LEASE_LOST',
+        lease_until = null, updated_at = %(now)s
+    from lapsed
+    where j.id = lapsed.id
+    returning j.id, j.run, j.attempt, j.claimed_by, j.claimed_at, j.state, j.last_error
+), rec as (
+    insert into jobs.attempt (job_id, run, attempt, worker, started_at, finished_at, outcome, error_code, error)
+    select id, run, attempt, coalesce(claimed_by, '?'), coalesce(claimed_at, %(now)s), %(now)s, 'lost', 'X_LEASE_LOST', last_error
+    from upd
+    on conflict (job_id, run) do nothing
+), hist as (
+    insert into jobs.history (job_id, at, kind, actor, note, data)
+    select id, %(now)s, 'lease_lost', 'rescuer', null,
+           jsonb_build_object('worker', claimed_by, 'run', run, 'attempt', attempt, 'to', state)
+    from upd
+)
+select id, state from upd;
+
+-- name: job_prune :many
+-- Delete finished rows past retention (their steps, attempts and history cascade), in a bounded
+-- batch: completed and cancelled after %(before)s, dead letters after their own %(dead_before)s.
+with leader as (
+    select 1 from jobs.leader
+    where name = %(leader)s and holder = %(holder)s and term = %(term)s and lease_until >= %(now)s
+), doomed as (
+    select id from jobs.job
+    where exists (select 1 from leader)
+      and ((state in ('completed','cancelled') and finished_at < %(before)s)
+           or (state = 'dead' and finished_at < %(dead_before)s))
+    order by finished_at
+    limit %(limit)s
+    for update skip locked
+)
+delete from jobs.job j
+using doomed
+where j.id = doomed.id
+returning j.id;
+
+-- name: worker_reap :many
+-- Delete the rows of workers whose heartbeat stopped before %(before)s (killed processes).
+delete from jobs.worker where heartbeat_at < %(before)s returning id;

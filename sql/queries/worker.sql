@@ -1,0 +1,86 @@
+-- The worker's statements: its registration row, wake-ups, and when the next job falls due.
+-- Every time-comparing statement takes %(now)s.
+
+-- name: worker_register :exec
+-- Register (or re-register after a restart under the same id) one worker process.
+insert into jobs.worker (id, host, pid, queues, concurrency, in_use, started_at, heartbeat_at, stopping)
+values (%(id)s, %(host)s, %(pid)s, %(queues)s::text[], %(concurrency)s, 0, %(now)s, %(now)s, false)
+on conflict (id) do update
+set host = excluded.host, pid = excluded.pid, queues = excluded.queues,
+    concurrency = excluded.concurrency, in_use = 0, started_at = excluded.started_at,
+    heartbeat_at = excluded.heartbeat_at, stopping = false;
+
+-- name: worker_heartbeat :one
+-- Stamp a worker's heartbeat and slots in use; no row when the worker was reaped meanwhile.
+update jobs.worker
+set in_use = %(in_use)s, heartbeat_at = %(now)s, stopping = %(stopping)s
+where id = %(id)s
+returning id;
+
+-- name: worker_deregister :exec
+-- Remove a worker's row at the end of its drain.
+delete from jobs.worker where id = %(id)s;
+
+-- name: worker_list :many
+-- Every registered worker with its heartbeat age at %(now)s, by id.
+select id, host, pid, queues, concurrency, in_use, started_at, heartbeat_at, stopping,
+       greatest(0, extract(epoch from (%(now)s - heartbeat_at)))::float8 as heartbeat_age
+from jobs.worker
+order by id;
+
+-- name: job_next_due :one
+-- The earliest run_at among claimable rows of unpaused queues: when an idle worker next wakes.
+select min(run_at) as run_at
+from jobs.job
+where queue = any(%(queues)s::text[])
+  and state in ('ready','delayed','parked','suspended')
+  and queue <> all (array(select name from jobs.queue where paused));
+
+-- name: queue_listen :exec
+-- Subscribe the wake-up connection to new work (job_enqueue and queue_notify send on it).
+listen jobs_enqueue;
+
+-- name: queue_notify :exec
+-- Wake idle workers of these queues at once (a drain's released jobs, a parked row freed).
+select pg_notify('jobs_enqueue', q) from unnest(%(queues)s::text[]) as t(q);
+
+-- name: queue_gauges :many
+-- Per queue: depth (ready + parked + due delayed, I8), the oldest waiting row's age, dead letters.
+select queue,
+       count(*) filter (where state in ('ready','parked') or (state = 'delayed' and run_at <= %(now)s))::int as depth,
+       coalesce(extract(epoch from (%(now)s - min(least(run_at, updated_at))
+           filter (where state in ('ready','parked') or (state = 'delayed' and run_at <= %(now)s)))), 0)::float8
+           as oldest_ready_seconds,
+       count(*) filter (where state = 'dead')::int as dead
+from jobs.job
+where state in ('ready','parked','delayed','dead')
+group by queue
+order by queue;
+
+-- name: worker_claim :many
+-- The worker's batched claim: job_claim's lease (lock, stamp the claimant, burn an attempt) in
+-- one statement, planned per queue through a lateral so the claim index hands rows over in
+-- order (an `= any(array)` over queues sorts every due row instead), and updated by id array so
+-- the planner never hashes the whole table.
+with picked as (
+    select c.id
+    from unnest(%(queues)s::text[]) as q(name)
+    cross join lateral (
+        select id, priority, run_at from jobs.job
+        where queue = q.name
+          and state in ('ready','delayed','parked','suspended')
+          and run_at <= %(now)s
+        order by priority desc, run_at, id
+        limit %(limit)s
+        for update skip locked
+    ) c
+    where q.name <> all (array(select name from jobs.queue where paused))
+    order by c.priority desc, c.run_at, c.id
+    limit %(limit)s
+)
+update jobs.job j
+set state = 'running', run = j.run + 1, attempt = j.attempt + 1,
+    claimed_by = %(worker)s, claimed_at = %(now)s,
+    lease_until = %(now)s + %(lease_seconds)s * interval '1 second', updated_at = %(now)s
+where j.id = any(array(select id from picked))
+returning j.*;
