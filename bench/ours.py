@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
 import sys
 import time
@@ -61,9 +62,24 @@ def jobs_cli() -> list[str]:
     return [found] if found else [sys.executable, "-c", "from engine.cli import main; main()"]
 
 
-def worker_command(dsn: str, *, concurrency: int, extra: list[str] | None = None) -> list[str]:
+# Our worker's settings swept by the drain (the best median is kept, its settings noted): the
+# real `jobs worker` CLI at two slot counts, and the same Worker embedded in a process on uvloop
+# (the loop pgqueuer's CLI runs on).
+DRAIN_SETTINGS: dict[str, dict[str, Any]] = {
+    "cli c200": {"concurrency": 200, "batch_size": 200, "ack_batch": 200},
+    "cli c400": {"concurrency": 400, "batch_size": 200, "ack_batch": 200},
+    "embedded uvloop c200": {"concurrency": 200, "batch_size": 200, "ack_batch": 200, "embedded": True},
+}
+
+
+def worker_command(dsn: str, *, concurrency: int, batch_size: int = 200, ack_batch: int = 200,
+                   embedded: bool = False, udp: str | None = None) -> list[str]:
+    if embedded:
+        cfg = {"kind": "ours", "dsn": dsn, "uvloop": True, "udp": udp,
+               "settings": {"concurrency": concurrency, "batch_size": batch_size, "ack_batch": ack_batch}}
+        return [sys.executable, "-m", "bench.child", json.dumps(cfg)]
     return [*jobs_cli(), "worker", "bench.workload", "--dsn", dsn, "--queues", workload.QUEUE,
-            "--concurrency", str(concurrency), *(extra or [])]
+            "--concurrency", str(concurrency), "--batch-size", str(batch_size), "--ack-batch", str(ack_batch)]
 
 
 async def producer(dsn: str) -> tuple[Callable[[dict[str, Any]], Awaitable[Any]], Callable[[], Awaitable[None]]]:

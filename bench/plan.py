@@ -15,13 +15,12 @@ class Plan:
     latency_seconds: float  # steady-rate window per rate
     rates: tuple[int, ...]
     steps_jobs: int  # 5-step jobs drained
-    our_concurrency: tuple[int, ...]  # our worker's slots per process, swept: the best is kept
     console_jobs: int  # rows for the console's projection timings
 
 
 FULL = Plan(runs=3, enqueue_single=2000, enqueue_batched=20_000, drain=20_000, lifecycle_txns=400,
-            latency_seconds=5.0, rates=(100, 1000), steps_jobs=2000, our_concurrency=(200, 400),
+            latency_seconds=5.0, rates=(100, 1000), steps_jobs=2000,
             console_jobs=1_000_000)
-QUICK = Plan(runs=1, enqueue_single=200, enqueue_batched=2000, drain=2000, lifecycle_txns=20,
-             latency_seconds=0.5, rates=(100, 1000), steps_jobs=100, our_concurrency=(200,),
+QUICK = Plan(runs=1, enqueue_single=200, enqueue_batched=2000, drain=1000, lifecycle_txns=20,
+             latency_seconds=0.3, rates=(100, 1000), steps_jobs=50,
              console_jobs=10_000)

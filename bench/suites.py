@@ -53,11 +53,13 @@ def limit(c: BenchCluster, plan: Plan, res: Results) -> None:
                     note=f"pgbench, {clients} client(s)")
 
 
-def _drain_ours(c: BenchCluster, plan: Plan, procs: int, concurrency: int) -> float:
+def _drain_ours(c: BenchCluster, plan: Plan, procs: int, settings: dict[str, Any], job: Any = None,
+                total: int | None = None) -> float:
     dsn = c.fresh()
-    arun(ours.seed(dsn, plan.drain))
-    cmds = [ours.worker_command(dsn, concurrency=concurrency) for _ in range(procs)]
-    return timed_drain(dsn, cmds, ours.REMAINING, ours.PARAMS, plan.drain)
+    n = total or plan.drain
+    arun(ours.seed(dsn, n, job=job))
+    cmds = [ours.worker_command(dsn, **settings) for _ in range(procs)]
+    return timed_drain(dsn, cmds, ours.REMAINING, ours.PARAMS, n)
 
 
 def drain(c: BenchCluster, plan: Plan, res: Results) -> None:
@@ -77,8 +79,10 @@ def drain(c: BenchCluster, plan: Plan, res: Results) -> None:
             res.add(key, "sql", timed_drain(dsn, [raw.worker_command("loopq", dsn) for _ in range(procs)], ours.REMAINING,
                                             ours.PARAMS, plan.drain), note=f"bare loop over our SQL, claim {raw.BATCH}")
             if ours.worker_available():
-                for conc in plan.our_concurrency:
-                    res.add(f"{key}@{conc}", "ours", _drain_ours(c, plan, procs, conc), note=f"concurrency={conc}")
+                for label, settings in ours.DRAIN_SETTINGS.items():
+                    if plan is QUICK and label != "cli c200":
+                        continue
+                    res.add(f"{key}@{label}", "ours", _drain_ours(c, plan, procs, settings), note=label)
 
 
 def latency(c: BenchCluster, plan: Plan, res: Results) -> None:
@@ -89,8 +93,7 @@ def latency(c: BenchCluster, plan: Plan, res: Results) -> None:
             res.add(f"latency.r{rate}.p50", "peer", p50, unit="ms", higher_is_better=False)
             res.add(f"latency.r{rate}.p99", "peer", p99, unit="ms", higher_is_better=False)
             if ours.worker_available():
-                conc = plan.our_concurrency[0]
-                p50, p99 = arun(steady(c.fresh(), lambda dsn, udp, conc=conc: ours.worker_command(dsn, concurrency=conc),
+                p50, p99 = arun(steady(c.fresh(), lambda dsn, udp: ours.worker_command(dsn, concurrency=200),
                                        ours.producer, rate=rate, seconds=plan.latency_seconds,
                                        env=lambda udp: {"BENCH_UDP": udp}))
                 res.add(f"latency.r{rate}.p50", "ours", p50, unit="ms", higher_is_better=False)
@@ -101,11 +104,9 @@ def steps(c: BenchCluster, plan: Plan, res: Results) -> None:
     if not ours.steps_available():
         return
     for _ in range(plan.runs):
-        dsn = c.fresh()
-        arun(ours.seed(dsn, plan.steps_jobs, job=ours.workload.steps5))
-        conc = plan.our_concurrency[0]
-        rate = timed_drain(dsn, [ours.worker_command(dsn, concurrency=conc)], ours.REMAINING, ours.PARAMS, plan.steps_jobs)
-        res.add("steps5.jobs", "ours", rate, note=f"1 process, concurrency={conc}")
+        settings = ours.DRAIN_SETTINGS["cli c200"]
+        rate = _drain_ours(c, plan, 1, settings, job=ours.workload.steps5, total=plan.steps_jobs)
+        res.add("steps5.jobs", "ours", rate, note="1 process, cli c200")
         res.add("steps5.steps", "ours", rate * 5, unit="steps/s")
 
 

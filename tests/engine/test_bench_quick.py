@@ -18,6 +18,7 @@ from bench.report import expected_figures  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.timeout(300)  # a whole (reduced) bench: worker processes start a dozen times
 def test_quick_bench_produces_every_figure(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     done = subprocess.run(
