@@ -1,0 +1,38 @@
+"""`jobs worker` refuses bad input before it touches the database: a clear error with a fix
+line and a non-zero exit. The DSN points at a server that does not exist, so any attempt to
+connect would answer X_DB_UNREACHABLE instead of the error under test."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from engine.cli import app
+
+NOWHERE = "host=/nonexistent-socket-dir dbname=nothing user=nobody"
+APP = "tests.engine.test_worker_app"
+
+
+@pytest.mark.parametrize(("args", "code", "fix"), [
+    (["no_such_module_xyz"], "X_WORKER_TARGET", "fix: python -c 'import no_such_module_xyz'"),
+    ([f"{APP}:missing"], "X_WORKER_TARGET", f"fix: jobs worker {APP} --dsn"),
+    ([f"{APP}:not_a_job"], "X_WORKER_TARGET", f"fix: jobs worker {APP} --dsn"),
+    (["engine.clock"], "X_WORKER_TARGET", "fix: add @job(name=..., idempotency_key=...) to a handler in engine.clock"),
+    ([APP, "--concurrency", "0"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --concurrency 10"),
+    ([APP, "--concurrency", "-3"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --concurrency 10"),
+    ([APP, "--grace", "0"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --grace 30"),
+    ([APP, "--lease-seconds", "-1"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --lease-seconds 30"),
+    ([APP, "--queues", "nope"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --queues pg-workers"),
+])
+def test_bad_worker_input_is_refused_before_the_database(args: list[str], code: str, fix: str) -> None:
+    result = CliRunner().invoke(app, ["worker", *args, "--dsn", NOWHERE])
+    assert result.exit_code != 0
+    err = result.stderr if hasattr(result, "stderr") else result.output
+    assert f"error {code}:" in err and fix in err
+    assert "X_DB_UNREACHABLE" not in err
+
+
+def test_a_missing_dsn_is_refused_with_the_export_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("JOBS_DSN", raising=False)
+    result = CliRunner().invoke(app, ["worker", APP])
+    assert result.exit_code != 0 and "export JOBS_DSN=" in result.stderr
