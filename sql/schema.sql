@@ -58,10 +58,23 @@ create index if not exists job_queue_state_id on jobs.job (queue, state, id desc
 create index if not exists job_state_id on jobs.job (state, id desc);
 create index if not exists job_name_id on jobs.job (name, id desc);
 create index if not exists job_tenant_id on jobs.job (tenant, id desc) where tenant is not null;
-create index if not exists job_dead on jobs.job (name, error_code, finished_at) where state = 'dead';
-create index if not exists job_finished on jobs.job (queue, finished_at)
+-- Dead letters grouped by (name, code, stop reason), read index-only (tenant for the group's
+-- tenant count). Supersedes job_dead, which lacked stop_reason and sent every group to the heap.
+create index if not exists job_dead_v2 on jobs.job (name, error_code, stop_reason, finished_at)
+    include (tenant, id) where state = 'dead';
+drop index if exists jobs.job_dead;
+-- Throughput per queue per minute: state included so the count of completions is index-only.
+create index if not exists job_finished_v2 on jobs.job (queue, finished_at) include (state)
     where state in ('completed','cancelled','dead');
-create index if not exists job_key on jobs.job (idempotency_key);
+drop index if exists jobs.job_finished;
+-- Search by key prefix (LIKE 'inv:%') in any collation; equality too. Supersedes job_key.
+create index if not exists job_key_v2 on jobs.job (idempotency_key text_pattern_ops);
+drop index if exists jobs.job_key;
+-- A queue's oldest waiting row: ready, parked and due delayed rows, least(run_at, updated_at).
+create index if not exists job_waiting on jobs.job (queue, state, run_at) include (updated_at)
+    where state in ('ready','delayed','parked');
+-- The jobs list filtered by a field of the input (input.invoice_id=42): jsonb containment.
+create index if not exists job_input on jobs.job using gin (input jsonb_path_ops);
 -- The worker: when an idle worker's queues next fall due, and the pruner's oldest-first batches.
 create index if not exists job_next_due on jobs.job (queue, run_at)
     where state in ('ready','delayed','parked','suspended');

@@ -11,6 +11,19 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
+from engine.projections import (
+    ActionResult,
+    BulkAction,
+    BulkBatch,
+    BulkPlan,
+    DeadLetters,
+    JobFilter,
+    JobPage,
+    JobSummary,
+    LimitState,
+    QueuePause,
+    QueueStats,
+)
 from engine.types import (
     Ack,
     AttemptRecord,
@@ -202,4 +215,59 @@ class Driver(Protocol):
     ) -> StepRetry:
         """Re-run a dead or completed job from ``step_name``: drop that step's and later steps'
         results (by seq), reset it to ready with attempts reset, record who. Refusals change nothing."""
+        ...
+
+    # --- introspection (engine/drivers/*/introspect.py): each read bounded by budget_ms --------
+
+    async def queue_stats(self, *, now: datetime, count_cap: int, budget_ms: int | None) -> list[QueueStats]:
+        """Per queue: counts by state (each capped at count_cap: kind at-least past it), completed
+        in the hour before ``now`` with its per-minute series, oldest ready, pause. Workers zero."""
+        ...
+
+    async def job_page(
+        self, *, where: JobFilter, limit: int, cursor: str | None, count_cap: int, budget_ms: int | None
+    ) -> JobPage:
+        """One page of the filtered list, newest first, keyset below ``cursor`` (an id)."""
+        ...
+
+    async def dead_groups(self, *, where: JobFilter, now: datetime, count_cap: int, budget_ms: int | None) -> DeadLetters:
+        """Dead letters matching ``where``, grouped by (name, error code, stop reason)."""
+        ...
+
+    async def job_duplicate(self, *, job_id: str) -> JobSummary | None:
+        """Another live row holding this job's dedupe key (I2's namespace), if any."""
+        ...
+
+    async def queue_get(self, *, queue: str) -> QueuePause:
+        """One queue's durable pause state (not paused when it has no row)."""
+        ...
+
+    async def limit_state(self, *, keys: Sequence[str], now: datetime) -> list[LimitState]:
+        """The stored slot rows and rate buckets of these limit keys (keys with neither: left out)."""
+        ...
+
+    # --- operator actions (engine/drivers/*/actions.py): fenced on state, audited -----------------
+
+    async def job_retry_dead(
+        self, *, job_id: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
+    ) -> ActionResult | None:
+        """Make a dead job ready (attempts reset) and write the audit entry; a live holder of its
+        key changes nothing and is named. None when no job has that id for that tenant (I25)."""
+        ...
+
+    async def job_bulk_plan(self, *, action: BulkAction, where: JobFilter, now: datetime, budget_ms: int | None) -> BulkPlan:
+        """A bulk action's dry run: matched jobs grouped by stop reason, code, tenant; deduped."""
+        ...
+
+    async def job_bulk_apply(
+        self, *, action: BulkAction, where: JobFilter, now: datetime, actor: str | None, note: str | None,
+        label: str, limit: int, before: str | None,
+    ) -> BulkBatch:
+        """One batch of a bulk action: up to ``limit`` matching rows below ``before``, newest first."""
+        ...
+
+    async def queue_pause(
+        self, *, queue: str, paused: bool, actor: str | None, note: str | None, now: datetime
+    ) -> QueuePause:
+        """Pause or resume a queue durably; already in that state: ``changed`` False."""
         ...

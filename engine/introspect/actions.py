@@ -32,6 +32,7 @@ from engine.projections import (
 from engine.types import LIVE_STATES, JobState
 
 DEFAULT_BATCH = 500
+DEFAULT_PLAN_BUDGET = 5.0  # seconds a bulk action's dry run may take
 _ACTIONS = ("retry", "cancel")
 
 
@@ -39,8 +40,14 @@ class Operator(EngineView):
     """``Operator(engine, actor="alice")``: retry, retry_from_step, cancel, plan, bulk, pause,
     resume, send_event. ``tenant``: a scope every action is held to (I25)."""
 
-    def __init__(self, engine: Any, *, actor: str, read_only: bool = False, tenant: str | None = None, clock: Any = None) -> None:
+    def __init__(
+        self, engine: Any, *, actor: str, read_only: bool = False, tenant: str | None = None,
+        budget: float = DEFAULT_PLAN_BUDGET, clock: Any = None,
+    ) -> None:
         super().__init__(engine, clock=clock, tenant=tenant)
+        if not budget > 0:
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"budget={budget!r} must be a positive number of seconds", fix="Operator(engine, actor=..., budget=5.0)")
+        self.budget_ms = max(1, int(budget * 1000))  # bounds the dry run, a read over many rows
         if not isinstance(actor, str) or not actor.strip():
             raise JobsError(X_INVALID_ARGUMENT, cause=f"actor={actor!r}: every action names who took it", fix="Operator(engine, actor='alice')")
         self.actor = actor.strip()
@@ -126,7 +133,7 @@ class Operator(EngineView):
         and tenant, and (retry) how many a live duplicate would dedupe away. Changes nothing."""
         where = self._bulk_filter(action, where or JobFilter())
         await self._open()
-        return await self.driver.job_bulk_plan(action=action, where=where, now=self.clock.now(), budget_ms=None)  # type: ignore[attr-defined, no-any-return]
+        return await self.driver.job_bulk_plan(action=action, where=where, now=self.clock.now(), budget_ms=self.budget_ms)  # type: ignore[attr-defined, no-any-return]
 
     async def bulk(
         self,

@@ -82,14 +82,12 @@ def make_filter(
 
 
 def parse_filter(text: str | list[str] | tuple[str, ...] | None) -> JobFilter:
-    """``"queue=emails state=dead code=X_SMTP input.invoice_id=42 tenant=acme search=inv:"``.
-
-    Words may be given as one string or a list (repeated --filter options)."""
+    """``"queue=emails state=dead code=X_SMTP input.invoice_id=42 tenant=acme search=inv:"``."""
     if not text:
         return JobFilter()
-    words: list[str] = []
-    for part in [text] if isinstance(text, str) else list(text):
-        words.extend(shlex.split(part))
+    # A string is split like a shell line; a list (repeated --filter options) is taken word by
+    # word as the shell already split it, so input.sku="42" keeps its quotes (the string "42").
+    words = shlex.split(text) if isinstance(text, str) else [w for part in text for w in ([part] if "=" in part else part.split())]
     kw: dict[str, Any] = {}
     fields: dict[str, Any] = {}
     for word in words:

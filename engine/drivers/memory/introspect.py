@@ -6,11 +6,11 @@ answers from memory at once, so it accepts the budget and has nothing to enforce
 
 from __future__ import annotations
 
-import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+from engine.drivers.jobfilter import id_range
 from engine.drivers.memory.state import LIVE, MemoryState, dedupe_key
 from engine.projections import (
     Count,
@@ -32,14 +32,6 @@ _HOUR = timedelta(hours=1)
 
 def capped(n: int, cap: int) -> Count:
     return Count(n) if n <= cap else Count(cap, "at-least")
-
-
-def id_range(search: str) -> tuple[str, str] | None:
-    """A hex prefix of a UUID as the [low, high] ids it spans (UUIDv7 sorts by time), else None."""
-    hexpart = search.replace("-", "").lower()
-    if not 4 <= len(hexpart) <= 32 or any(c not in "0123456789abcdef" for c in hexpart):
-        return None
-    return str(uuid.UUID(hexpart.ljust(32, "0"))), str(uuid.UUID(hexpart.ljust(32, "f")))
 
 
 def matches(row: JobRow, where: JobFilter) -> bool:
@@ -93,12 +85,10 @@ def summary(row: JobRow) -> JobSummary:
 
 
 def ready_since(row: JobRow, now: datetime) -> datetime | None:
-    """When a waiting row became claimable; None when it is not waiting. A parked row counts as
-    ready (I8), from the claim that shed it: its run_at is when the limit may free, not the past."""
-    if row.state is JobState.READY or (row.state is JobState.DELAYED and row.run_at <= now):
-        return row.run_at
-    if row.state is JobState.PARKED:
-        return row.claimed_at or row.run_at
+    """When a waiting row became claimable; None when it is not waiting. Ready, parked (a shed
+    job waits, I8) and due delayed rows count, from least(run_at, updated_at) as the gauges do."""
+    if row.state in (JobState.READY, JobState.PARKED) or (row.state is JobState.DELAYED and row.run_at <= now):
+        return min(row.run_at, row.updated_at)
     return None
 
 

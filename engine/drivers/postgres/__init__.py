@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import psycopg
 
+from engine.drivers.postgres.actions import PostgresActions
 from engine.drivers.postgres.jobs import PostgresJobs
 from engine.drivers.postgres.limits import PostgresLimits
 from engine.drivers.postgres.maintenance import PostgresMaintenance
@@ -15,7 +16,7 @@ from engine.drivers.sqlfiles import Q
 from engine.errors import X_SCHEMA_MISSING, X_SCHEMA_OUTDATED, JobsError
 
 
-class PostgresDriver(PostgresJobs, PostgresWorkers, PostgresLimits, PostgresMaintenance, PostgresSteps):
+class PostgresDriver(PostgresJobs, PostgresWorkers, PostgresLimits, PostgresMaintenance, PostgresSteps, PostgresActions):
     kind = "postgres"
 
     def __init__(self, dsn: str, *, pool_size: int = 10, statement_timeout_ms: int | None = None) -> None:

@@ -1,0 +1,184 @@
+"""PostgresDriver's read models: each runs named statements of sql/queries/introspect.sql inside
+one transaction bounded by the caller's budget (SET LOCAL statement_timeout via set_config)."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+import psycopg
+
+from engine.drivers.jobfilter import id_range
+from engine.drivers.postgres.pool import LoopPools
+from engine.drivers.sqlfiles import Q
+from engine.errors import X_QUERY_BUDGET, JobsError
+from engine.projections import (
+    Count,
+    DeadGroup,
+    DeadLetters,
+    JobFilter,
+    JobPage,
+    JobSummary,
+    LimitState,
+    QueuePause,
+    QueueStats,
+    SlotHolder,
+)
+from engine.types import JobState
+
+T = TypeVar("T")
+Conn = psycopg.AsyncConnection[Any]
+_COUNTED = ("ready", "delayed", "running", "suspended", "parked", "dead")
+_EMPTY_LO, _EMPTY_HI = "ffffffff-ffff-ffff-ffff-ffffffffffff", "00000000-0000-0000-0000-000000000000"
+
+
+def _like_prefix(s: str) -> str:
+    return s.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def filter_params(where: JobFilter) -> dict[str, Any]:
+    """The filter as statement parameters; None leaves a condition out (custom plans fold it)."""
+    lo = hi = None
+    key_like = None
+    if where.search is not None:
+        key_like = _like_prefix(where.search)
+        span = id_range(where.search)
+        lo, hi = span if span is not None else (_EMPTY_LO, _EMPTY_HI)
+    return {
+        "queue": where.queue, "state": where.state.value if where.state else None, "name": where.name,
+        "tenant": where.tenant, "code": where.error_code,
+        "input": json.dumps(dict(where.input_fields)) if where.input_fields else None,
+        "key_like": key_like, "id_lo": lo, "id_hi": hi, "since": where.since, "until": where.until,
+    }
+
+
+def capped(n: int, cap: int) -> Count:
+    return Count(n) if n <= cap else Count(cap, "at-least")
+
+
+def summary_row(d: dict[str, Any]) -> JobSummary:
+    return JobSummary(
+        id=str(d["id"]), name=d["name"], queue=d["queue"], tenant=d["tenant"], state=JobState(d["state"]),
+        idempotency_key=d["idempotency_key"], priority=d["priority"], attempt=d["attempt"],
+        max_attempts=d["max_attempts"], run_at=d["run_at"], created_at=d["created_at"],
+        updated_at=d["updated_at"], finished_at=d["finished_at"], error_code=d["error_code"],
+        stop_reason=d["stop_reason"],
+    )
+
+
+def pause_row(queue: str, d: dict[str, Any] | None, *, changed: bool = False) -> QueuePause:
+    if d is None:
+        return QueuePause(queue, False, changed=changed)
+    return QueuePause(d["name"], bool(d["paused"]), d["paused_by"], d["paused_at"], d["note"], changed=changed)
+
+
+class PostgresIntrospect:
+    pools: LoopPools
+
+    async def _budgeted(self, budget_ms: int | None, what: str, fn: Callable[[Conn], Awaitable[T]]) -> T:
+        """Run ``fn`` in one transaction whose every statement is cut off past ``budget_ms``."""
+        ms = budget_ms if budget_ms is not None else (self.pools.statement_timeout_ms or 0)
+        pool = await self.pools.get()
+        async with pool.connection() as conn:
+            try:
+                async with conn.transaction():
+                    await conn.execute(Q.budget_set.text, {"ms": int(ms)})
+                    return await fn(conn)
+            except psycopg.errors.QueryCanceled:
+                raise JobsError(
+                    X_QUERY_BUDGET,
+                    cause=f"the {what} query ran past its {ms} ms budget and was cut off (nothing was changed)",
+                    fix=f"jobs {what} --budget {max(1000, int(ms) * 4)}",
+                ) from None
+
+    @staticmethod
+    async def _rows(conn: Conn, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        cur = await conn.execute(sql, params)  # type: ignore[arg-type]
+        return await cur.fetchall()  # type: ignore[return-value]
+
+    async def queue_stats(self, *, now: datetime, count_cap: int, budget_ms: int | None) -> list[QueueStats]:
+        async def read(conn: Conn) -> list[QueueStats]:
+            names = [r["name"] for r in await self._rows(conn, Q.queue_names.text, {})]
+            if not names:
+                return []
+            p = {"queues": names, "now": now, "cap": count_cap}
+            counts: dict[str, dict[str, int]] = defaultdict(dict)
+            for r in await self._rows(conn, Q.queue_counts.text, p):
+                counts[r["name"]][r["state"]] = r["n"]
+            oldest = {r["name"]: r["oldest"] for r in await self._rows(conn, Q.queue_oldest_ready.text, p)}
+            done: dict[str, list[int]] = defaultdict(lambda: [0] * 60)
+            for r in await self._rows(conn, Q.queue_throughput.text, p):
+                done[r["name"]][59 - min(max(r["minute"], 0), 59)] += r["n"]
+            pauses = {r["name"]: r for r in await self._rows(conn, Q.queue_pauses.text, {})}
+            out = []
+            for q in names:
+                c, pz, old = counts[q], pauses.get(q), oldest.get(q)
+                paused = bool(pz and pz["paused"])
+                out.append(QueueStats(
+                    q, *(capped(c.get(s, 0), count_cap) for s in _COUNTED),
+                    completed_last_hour=capped(sum(done[q]), count_cap),
+                    oldest_ready_at=old, oldest_ready_age=(now - old).total_seconds() if old else None,
+                    throughput=tuple(done[q]), workers=0, slots_total=0, slots_in_use=0,
+                    paused=paused, paused_by=pz["paused_by"] if paused and pz else None,
+                    paused_at=pz["paused_at"] if paused and pz else None, pause_note=pz["note"] if paused and pz else None,
+                ))
+            return out
+
+        return await self._budgeted(budget_ms, "queues", read)
+
+    async def job_page(
+        self, *, where: JobFilter, limit: int, cursor: str | None, count_cap: int, budget_ms: int | None
+    ) -> JobPage:
+        p = filter_params(where) | {"cursor": cursor, "limit": limit + 1, "cap": count_cap}
+
+        async def read(conn: Conn) -> JobPage:
+            rows = await self._rows(conn, Q.job_page.text, p)
+            n = (await self._rows(conn, Q.job_page_count.text, p))[0]["n"]
+            items = tuple(summary_row(r) for r in rows[:limit])
+            return JobPage(items, items[-1].id if len(rows) > limit else None, capped(n, count_cap))
+
+        return await self._budgeted(budget_ms, "ls", read)
+
+    async def dead_groups(self, *, where: JobFilter, now: datetime, count_cap: int, budget_ms: int | None) -> DeadLetters:
+        async def read(conn: Conn) -> DeadLetters:
+            rows = await self._rows(conn, Q.dead_groups.text, filter_params(where))
+            groups = tuple(
+                DeadGroup(r["name"], r["error_code"], r["stop_reason"], r["n"], r["first_seen"], r["last_seen"],
+                          r["last_error"], str(r["last_job_id"]), r["attempt"], r["max_attempts"], r["tenants"])
+                for r in rows
+            )
+            return DeadLetters(now, groups, capped(sum(g.count for g in groups), count_cap))
+
+        return await self._budgeted(budget_ms, "dead", read)
+
+    async def job_duplicate(self, *, job_id: str) -> JobSummary | None:
+        async def read(conn: Conn) -> JobSummary | None:
+            rows = await self._rows(conn, Q.job_duplicate.text, {"id": job_id})
+            return summary_row(rows[0]) if rows else None
+
+        return await self._budgeted(None, "show", read)
+
+    async def queue_get(self, *, queue: str) -> QueuePause:
+        async def read(conn: Conn) -> QueuePause:
+            rows = await self._rows(conn, Q.queue_get.text, {"queue": queue})
+            return pause_row(queue, rows[0] if rows else None)
+
+        return await self._budgeted(None, "queues", read)
+
+    async def limit_state(self, *, keys: Sequence[str], now: datetime) -> list[LimitState]:
+        async def read(conn: Conn) -> list[LimitState]:
+            slots: dict[str, list[SlotHolder]] = defaultdict(list)
+            for r in await self._rows(conn, Q.limit_slots.text, {"keys": list(keys)}):
+                slots[r["key"]].append(SlotHolder(None if r["job_id"] is None else str(r["job_id"]), r["worker"], r["lease_until"]))
+            buckets = {r["key"]: r for r in await self._rows(conn, Q.limit_buckets.text, {"keys": list(keys)})}
+            out = []
+            for key in keys:
+                b = buckets.get(key)
+                if key in slots or b is not None:
+                    out.append(LimitState(key, tuple(slots.get(key, ())), b["tokens"] if b else None, b["refilled_at"] if b else None))
+            return out
+
+        return await self._budgeted(None, "why", read)

@@ -1,0 +1,158 @@
+-- The introspection read models: queues, the jobs list, dead letters, limits, pause state.
+-- Each runs inside a transaction whose statement_timeout is the caller's budget (budget_set),
+-- with custom plans forced, so a filter's `%(x)s is null or ...` arms fold away and every
+-- filtered list reads an index. The job filter is spelled identically wherever it appears
+-- (between `-- filter:begin` and `-- filter:end`); a test pins the copies together.
+
+-- name: budget_set :one
+-- Bound every later statement of this transaction to the caller's budget, with custom plans.
+select set_config('statement_timeout', %(ms)s::text, true) as timeout,
+       set_config('plan_cache_mode', 'force_custom_plan', true) as plans;
+
+-- name: queue_names :many
+-- Every queue: a skip scan over the queue column (one probe per queue), plus paused ones.
+with recursive q as (
+    (select queue from jobs.job order by queue limit 1)
+    union all
+    select (select j.queue from jobs.job j where j.queue > q.queue order by j.queue limit 1)
+    from q where q.queue is not null
+)
+select queue as name from q where queue is not null
+union
+select name from jobs.queue
+order by 1;
+
+-- name: queue_counts :many
+-- Rows per (queue, state), each count stopping at %(cap)s + 1 (an index-only scan apiece).
+select n.name, s.state, c.n
+from unnest(%(queues)s::text[]) as n(name)
+cross join unnest(array['ready','delayed','running','suspended','parked','dead']) as s(state)
+cross join lateral (
+    select count(*)::int as n
+    from (select 1 from jobs.job j where j.queue = n.name and j.state = s.state limit %(cap)s + 1) x
+) c;
+
+-- name: queue_oldest_ready :many
+-- Per queue, when its longest-waiting row became claimable: ready, parked (a shed job waits, I8)
+-- and delayed rows already due, each from least(run_at, updated_at) as the gauges measure it.
+select n.name,
+       (select min(least(j.run_at, j.updated_at)) from jobs.job j
+        where j.queue = n.name and j.state in ('ready','parked','delayed')
+          and (j.state <> 'delayed' or j.run_at <= %(now)s)) as oldest
+from unnest(%(queues)s::text[]) as n(name);
+
+-- name: queue_throughput :many
+-- Completions per queue per minute over the hour before %(now)s (minute 0 is the latest).
+select n.name, b.minute, b.n
+from unnest(%(queues)s::text[]) as n(name)
+cross join lateral (
+    select floor(extract(epoch from (%(now)s - j.finished_at)) / 60)::int as minute, count(*)::int as n
+    from jobs.job j
+    where j.queue = n.name and j.state = 'completed'
+      and j.finished_at > %(now)s - interval '1 hour' and j.finished_at <= %(now)s
+    group by 1
+) b;
+
+-- name: queue_pauses :many
+-- The durable pause state of every queue that has a row.
+select name, paused, paused_by, paused_at, note from jobs.queue order by name;
+
+-- name: queue_get :one
+-- One queue's pause state.
+select name, paused, paused_by, paused_at, note from jobs.queue where name = %(queue)s;
+
+-- name: job_page :many
+-- One page of the filtered list, newest first, keyset on id (below %(cursor)s).
+select id, name, queue, tenant, state, idempotency_key, priority, attempt, max_attempts, run_at,
+       created_at, updated_at, finished_at, error_code, stop_reason
+from jobs.job
+where (%(cursor)s::uuid is null or id < %(cursor)s::uuid)
+  -- filter:begin
+  and (%(queue)s::text is null or queue = %(queue)s::text)
+  and (%(state)s::text is null or state = %(state)s::text)
+  and (%(name)s::text is null or name = %(name)s::text)
+  and (%(tenant)s::text is null or tenant = %(tenant)s::text)
+  and (%(code)s::text is null or error_code = %(code)s::text)
+  and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
+  and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text
+       or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
+  and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
+  and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
+  -- filter:end
+order by id desc
+limit %(limit)s;
+
+-- name: job_page_count :one
+-- How many rows the filter matches, counting no further than %(cap)s + 1.
+select count(*)::int as n from (
+    select 1 from jobs.job
+    where true
+      -- filter:begin
+      and (%(queue)s::text is null or queue = %(queue)s::text)
+      and (%(state)s::text is null or state = %(state)s::text)
+      and (%(name)s::text is null or name = %(name)s::text)
+      and (%(tenant)s::text is null or tenant = %(tenant)s::text)
+      and (%(code)s::text is null or error_code = %(code)s::text)
+      and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
+      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text
+           or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
+      and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
+      and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
+      -- filter:end
+    limit %(cap)s + 1
+) x;
+
+-- name: dead_groups :many
+-- Dead letters grouped by (name, error code, stop reason): count, first/last seen, tenants, and
+-- the most recent one (its id, last error, attempt n of m). Read from the dead-letter index.
+with m as (
+    select id, name, error_code, stop_reason, finished_at, tenant
+    from jobs.job
+    where state = 'dead'
+      -- filter:begin
+      and (%(queue)s::text is null or queue = %(queue)s::text)
+      and (%(state)s::text is null or state = %(state)s::text)
+      and (%(name)s::text is null or name = %(name)s::text)
+      and (%(tenant)s::text is null or tenant = %(tenant)s::text)
+      and (%(code)s::text is null or error_code = %(code)s::text)
+      and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
+      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text
+           or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
+      and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
+      and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
+      -- filter:end
+), g as (
+    select name, error_code, stop_reason, count(*)::int as n, min(finished_at) as first_seen,
+           max(finished_at) as last_seen, count(distinct coalesce(tenant, ''))::int as tenants
+    from m group by name, error_code, stop_reason
+), latest as (
+    select distinct on (name, error_code, stop_reason) name, error_code, stop_reason, id
+    from m order by name desc, error_code desc, stop_reason desc, finished_at desc, id desc
+)
+select g.name, g.error_code, g.stop_reason, g.n, g.first_seen, g.last_seen, g.tenants,
+       j.id as last_job_id, j.last_error, j.attempt, j.max_attempts
+from g
+join latest l on l.name = g.name and l.error_code is not distinct from g.error_code
+             and l.stop_reason is not distinct from g.stop_reason
+join jobs.job j on j.id = l.id
+order by g.last_seen desc, g.name, g.error_code;
+
+-- name: job_duplicate :one
+-- Another live row holding this job's dedupe key (name, tenant or '', key), the I2 namespace.
+select l.id, l.name, l.queue, l.tenant, l.state, l.idempotency_key, l.priority, l.attempt,
+       l.max_attempts, l.run_at, l.created_at, l.updated_at, l.finished_at, l.error_code, l.stop_reason
+from jobs.job j
+join jobs.job l on l.name = j.name and coalesce(l.tenant, '') = coalesce(j.tenant, '')
+               and l.idempotency_key = j.idempotency_key
+               and l.state in ('ready','delayed','running','suspended','parked')
+where j.id = %(id)s and l.id <> j.id
+limit 1;
+
+-- name: limit_slots :many
+-- The slot rows of these concurrency keys (who holds each, until when).
+select key, slot, job_id, worker, lease_until from jobs.slot
+where key = any(%(keys)s::text[]) order by key, slot;
+
+-- name: limit_buckets :many
+-- The token buckets of these rate-limit keys.
+select key, tokens, refilled_at from jobs.rate_bucket where key = any(%(keys)s::text[]);

@@ -1,0 +1,271 @@
+"""The introspection projections, the same from every driver (memory and postgres)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from engine.clock import FakeClock
+from engine.drivers.base import Driver
+from engine.errors import JobsError
+from engine.ids import IdFactory
+from engine.introspect import Introspector, make_filter, parse_filter
+from engine.projections import Count, JobFilter
+from engine.types import Ack, JobState, NewJob
+from tests.factory import make_job
+
+
+def intro(driver: Driver, clock: FakeClock, **kw) -> Introspector:  # type: ignore[no-untyped-def]
+    return Introspector(driver, clock=clock, **kw)
+
+
+async def test_i24_queue_stats_count_by_state_and_parked_counts_as_ready(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+    t0 = clock.now()
+    for st in (JobState.READY, JobState.READY, JobState.DELAYED, JobState.RUNNING, JobState.SUSPENDED, JobState.DEAD, JobState.COMPLETED):
+        await make_job(driver, ids, t0, state=st, queue="emails")
+    await make_job(driver, ids, t0, state=JobState.READY, queue="reports")
+    clock.advance(30)
+    parked = await make_job(driver, ids, clock.now(), state=JobState.PARKED, queue="reports")
+    clock.advance(90)
+    view = await intro(driver, clock).queues()
+    by = {q.name: q for q in view.queues}
+    assert sorted(by) == ["emails", "reports"]
+    e = by["emails"]
+    assert (e.ready, e.delayed, e.running, e.suspended, e.parked, e.dead) == tuple(Count(n) for n in (2, 1, 1, 1, 0, 1))
+    assert e.completed_last_hour == Count(1) and e.depth == 2
+    r = by["reports"]
+    # A shed job waits: it is in the depth and the oldest-ready age (I8, I24).
+    assert r.parked == Count(1) and r.depth == 2
+    assert r.oldest_ready_at == t0 and r.oldest_ready_age == 120.0
+    assert parked.state is JobState.PARKED and not view.estimated
+
+
+async def test_queue_throughput_is_completions_per_minute_over_the_last_hour(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+    await make_job(driver, ids, clock.now(), state=JobState.COMPLETED)  # will fall out of the hour
+    clock.advance(3600 - 150)
+    for _ in range(3):
+        await make_job(driver, ids, clock.now(), state=JobState.COMPLETED)
+    clock.advance(120)
+    await make_job(driver, ids, clock.now(), state=JobState.COMPLETED)
+    await make_job(driver, ids, clock.now(), state=JobState.DEAD)  # not a completion
+    clock.advance(31)  # the first one finished 3601 s ago now
+    (q,) = (await intro(driver, clock).queues()).queues
+    assert len(q.throughput) == 60
+    assert q.throughput[-1] == 1 and q.throughput[-3] == 3 and sum(q.throughput) == 4
+    assert q.completed_last_hour == Count(4)
+
+
+async def test_counts_past_the_cap_answer_at_least_and_say_so(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+    for _ in range(5):
+        await make_job(driver, ids, clock.now())
+    i = intro(driver, clock, count_cap=3)
+    (q,) = (await i.queues()).queues
+    assert q.ready == Count(3, "at-least") and str(q.ready) == "≥3" and q.estimated
+    page = await i.jobs(limit=2)
+    assert page.total == Count(3, "at-least")
+
+
+async def test_job_page_filters_newest_first(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+    now = clock.now()
+    a = await make_job(driver, ids, now, name="send_invoice", queue="billing", tenant="acme", key="inv:42", input={"invoice_id": 42})
+    clock.advance(1)
+    b = await make_job(driver, ids, clock.now(), name="send_invoice", queue="billing", tenant="globex", key="inv:43", input={"invoice_id": 43})
+    clock.advance(1)
+    c = await make_job(driver, ids, clock.now(), state=JobState.DEAD, name="send_email", tenant="acme", key="user:7", input={"invoice_id": "42"})
+    i = intro(driver, clock)
+
+    async def hits(text: str) -> list[str]:
+        return [j.id for j in (await i.jobs(parse_filter(text))).items]
+
+    assert await hits("") == [c.id, b.id, a.id]
+    assert await hits("queue=billing") == [b.id, a.id]
+    assert await hits("state=dead") == [c.id]
+    assert await hits("name=send_invoice tenant=acme") == [a.id]
+    assert await hits("code=X_BOOM") == [c.id]
+    # A field of the input compares as JSON: 42 is not "42".
+    assert await hits("input.invoice_id=42") == [a.id]
+    assert [j.id for j in (await i.jobs(parse_filter(['input.invoice_id="42"']))).items] == [c.id]
+    assert await hits("search=inv:") == [b.id, a.id]
+    assert await hits(f"search={a.id}") == [a.id]
+    assert await hits(f"search={b.id[:13]}") == [b.id]  # a hex prefix of an id: the ids it spans
+    assert await hits("search=inv%") == []  # LIKE wildcards in the text are literal
+    since = (now + timedelta(seconds=1)).isoformat()
+    assert await hits(f"since={since}") == [c.id, b.id]
+    page = await i.jobs(make_filter(until=now + timedelta(seconds=1), since=now))
+    assert [j.id for j in page.items] == [a.id] and page.total == Count(1)
+    row = page.items[0]
+    assert (row.name, row.queue, row.tenant, row.state, row.idempotency_key) == ("send_invoice", "billing", "acme", JobState.READY, "inv:42")
+
+
+async def test_job_page_is_keyset_paginated_and_stable_under_concurrent_inserts(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+    made = []
+    for _ in range(5):
+        made.append((await make_job(driver, ids, clock.now())).id)
+        clock.advance(0.01)
+    i = intro(driver, clock)
+    p1 = await i.jobs(limit=2)
+    assert [j.id for j in p1.items] == made[::-1][:2] and p1.next_cursor == made[3]
+    # New jobs land while the operator reads page 1: page 2 neither repeats nor skips a row.
+    for _ in range(3):
+        await make_job(driver, ids, clock.now())
+    p2 = await i.jobs(limit=2, cursor=p1.next_cursor)
+    p3 = await i.jobs(limit=2, cursor=p2.next_cursor)
+    assert [j.id for j in p2.items] == made[::-1][2:4]
+    assert [j.id for j in p3.items] == made[:1] and p3.next_cursor is None
+
+
+async def test_bad_filters_and_ids_are_clear_errors(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+    i = intro(driver, clock)
+    with pytest.raises(JobsError) as e:
+        parse_filter("state=stuck")
+    assert e.value.code == "X_UNKNOWN_STATE" and "ready" in e.value.cause
+    with pytest.raises(JobsError) as e:
+        parse_filter("colour=red")
+    assert e.value.code == "X_INVALID_ARGUMENT"
+    with pytest.raises(JobsError) as e:
+        parse_filter("since=yesterday")
+    assert e.value.code == "X_INVALID_ARGUMENT"
+    with pytest.raises(JobsError) as e:
+        await i.job("not-a-uuid")
+    assert e.value.code == "X_MALFORMED_ID"
+    with pytest.raises(JobsError) as e:
+        await i.job(ids.new())
+    assert e.value.code == "X_NOT_FOUND"
+    with pytest.raises(JobsError) as e:
+        await i.jobs(cursor="garbage")
+    assert e.value.code == "X_INVALID_ARGUMENT"
+    with pytest.raises(JobsError) as e:
+        await i.jobs(limit=0)
+    assert e.value.code == "X_INVALID_ARGUMENT"
+
+
+async def test_dead_letters_grouped_by_name_code_and_stop_reason(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+    first = await make_job(driver, ids, clock.now(), state=JobState.DEAD, name="charge", tenant="acme", max_attempts=5)
+    clock.advance(60)
+    last = await make_job(driver, ids, clock.now(), state=JobState.DEAD, name="charge", tenant="globex", max_attempts=5)
+    clock.advance(60)
+    other = await make_job(driver, ids, clock.now(), state=JobState.DEAD, name="mail")
+    await make_job(driver, ids, clock.now(), state=JobState.READY, name="charge")
+    dl = await intro(driver, clock).dead_letters()
+    assert dl.total == Count(3)
+    assert [(g.name, g.error_code, g.stop_reason, g.count) for g in dl.groups] == [
+        ("mail", "X_BOOM", "terminal", 1), ("charge", "X_BOOM", "terminal", 2)]
+    g = dl.groups[1]
+    assert (g.first_seen, g.last_seen) == (first.finished_at, last.finished_at)
+    assert g.last_job_id == last.id and (g.attempt, g.max_attempts) == (1, 5) and g.tenants == 2
+    assert g.last_error == "X_BOOM: boom"
+    only = await intro(driver, clock).dead_letters(parse_filter("name=mail"))
+    assert [x.last_job_id for x in only.groups] == [other.id]
+
+
+async def test_job_detail_has_attempts_history_next_retry_and_why(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+    dead = await make_job(driver, ids, clock.now(), state=JobState.DEAD, max_attempts=5)
+    d = await intro(driver, clock).job(dead.id)
+    assert d.job.id == dead.id and d.stop_reason == "terminal"
+    (att,) = d.attempts
+    assert (att.worker, att.outcome, att.error_code) == ("w-factory", "dead", "X_BOOM")
+    assert d.next_retry is not None and d.next_retry.attempt == 1 and d.next_retry.max_attempts == 5
+    assert d.why.causes[0].kind == "dead" and "attempt 1 of 5" in d.why.summary
+    assert d.history == ()
+    running = await make_job(driver, ids, clock.now(), state=JobState.RUNNING, max_attempts=3)
+    r = await intro(driver, clock).job(running.id)
+    assert r.next_retry is not None and (r.next_retry.attempt, r.next_retry.dead_if_fails) == (2, False)
+    assert r.why.causes[0].kind == "running" and r.why.causes[0].until == running.lease_until
+
+
+async def test_job_detail_for_another_tenant_is_not_found(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+    job = await make_job(driver, ids, clock.now(), tenant="acme")
+    with pytest.raises(JobsError) as e:
+        await intro(driver, clock, tenant="globex").job(job.id)
+    assert e.value.code == "X_NOT_FOUND"
+    page = await intro(driver, clock, tenant="globex").jobs()
+    assert page.items == ()
+    with pytest.raises(JobsError) as e:
+        await intro(driver, clock, tenant="globex").jobs(JobFilter(tenant="acme"))
+    assert e.value.code == "X_TENANT_MISMATCH"
+
+
+async def test_why_names_the_sleep_the_event_the_delay_and_the_duplicate(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+    i = intro(driver, clock)
+    delayed = await make_job(driver, ids, clock.now(), state=JobState.DELAYED)
+    why = await i.why_job(delayed.id)
+    assert why.causes[0].kind == "delayed" and why.causes[0].until == delayed.run_at
+    sleeping = await make_job(driver, ids, clock.now(), state=JobState.SUSPENDED)
+    why = await i.why_job(sleeping.id)
+    assert why.causes[0].kind == "sleep" and why.causes[0].until == sleeping.run_at
+    # No worker registered for the queue: said as a cause too.
+    assert "no_worker" in [c.kind for c in why.causes]
+    dead = await make_job(driver, ids, clock.now(), state=JobState.DEAD, key="user:7")
+    live = await make_job(driver, ids, clock.now(), key="user:7")
+    why = await i.why_job(dead.id)
+    dup = next(c for c in why.causes if c.kind == "duplicate")
+    assert dup.job_id == live.id and dup.state is JobState.READY
+
+
+async def test_why_waiting_for_an_event(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+    from engine.types import Nack
+    from tests.factory import _claim_of
+
+    row = await make_job(driver, ids, clock.now(), state=JobState.RUNNING)
+    wait = {"kind": "event", "event": "invoice.paid", "match": {"invoice": 42}}
+    assert await driver.job_nack(nack=Nack(_claim_of(row), "suspend", run_at=clock.now() + timedelta(hours=1), wait=wait), now=clock.now())
+    why = await intro(driver, clock).why_job(row.id)
+    c = why.causes[0]
+    assert (c.kind, c.event, c.match) == ("event", "invoice.paid", {"invoice": 42}) and "invoice.paid" in c.text
+
+
+async def test_why_a_parked_job_names_the_slot_holders_and_their_lease_ends(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+    from engine.types import Nack
+    from tests.factory import _claim_of
+
+    holder = await make_job(driver, ids, clock.now(), state=JobState.RUNNING, name="render")
+    assert await driver.slot_acquire(key="job:render", limit=1, job_id=holder.id, worker="w-1", now=clock.now(), lease_seconds=30) == 0  # type: ignore[attr-defined]
+    shed = await make_job(driver, ids, clock.now(), state=JobState.RUNNING, name="render")
+    wait = {"kind": "limit", "limit": "concurrency", "key": "job:render"}
+    assert await driver.job_nack(nack=Nack(_claim_of(shed), "park", run_at=clock.now() + timedelta(seconds=5), wait=wait), now=clock.now())
+    why = await intro(driver, clock).why_job(shed.id)
+    slots = next(c for c in why.causes if c.kind == "slots")
+    assert slots.key == "job:render" and slots.limit == 1
+    assert [h.job_id for h in slots.holders] == [holder.id] and slots.until == clock.now() + timedelta(seconds=30)
+
+
+async def test_workers_view_marks_stale_heartbeats_and_why_says_so(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+    await driver.worker_register(id="w-1", host="h1", pid=11, queues=["default"], concurrency=4, now=clock.now())  # type: ignore[attr-defined]
+    await driver.worker_register(id="w-2", host="h2", pid=22, queues=["default"], concurrency=2, now=clock.now())  # type: ignore[attr-defined]
+    clock.advance(60)
+    await driver.worker_heartbeat(id="w-2", in_use=1, stopping=False, now=clock.now())  # type: ignore[attr-defined]
+    i = intro(driver, clock, stale_after=30)
+    wv = await i.workers()
+    assert [(w.id, w.stale, w.in_use) for w in wv.workers] == [("w-1", True, 0), ("w-2", False, 1)]
+    job = await make_job(driver, ids, clock.now())
+    (q,) = (await i.queues()).queues
+    assert (q.workers, q.slots_total, q.slots_in_use) == (1, 2, 1)
+    why = await i.why_job(job.id)
+    stale = next(c for c in why.causes if c.kind == "stale_worker")
+    assert stale.worker == "w-1"
+    wq = await i.why_queue("default")
+    assert "stale_worker" in [c.kind for c in wq.causes]
+
+
+async def test_why_queue_names_the_pause(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+    await driver.queue_pause(queue="default", paused=True, actor="alice", note="deploy", now=clock.now())  # type: ignore[attr-defined]
+    await make_job(driver, ids, clock.now())
+    why = await intro(driver, clock).why_queue("default")
+    p = why.causes[0]
+    assert (p.kind, p.by, p.note, p.at) == ("paused", "alice", "deploy", clock.now())
+
+
+async def test_enqueued_jobs_show_in_the_list_with_their_state(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+    new = NewJob(id=ids.new(), name="n", queue="q", idempotency_key="k", input={}, max_attempts=1, run_at=clock.now() + timedelta(minutes=5))
+    await driver.job_enqueue(jobs=[new], now=clock.now())
+    page = await intro(driver, clock).jobs(parse_filter("state=delayed"))
+    assert [j.id for j in page.items] == [new.id]
+
+
+async def test_completed_job_detail_has_no_next_retry(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+    job = await make_job(driver, ids, clock.now(), state=JobState.COMPLETED)
+    d = await intro(driver, clock).job(job.id)
+    assert d.next_retry is None and d.job.result == {"ok": True}
+    assert d.why.causes[0].kind == "finished"
+    assert Ack  # the factory completes through job_ack_many
