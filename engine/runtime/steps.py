@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from engine.clock import Clock, utc
 from engine.codec import check_json
@@ -34,6 +34,8 @@ from engine.retry import register_error_retry
 from engine.runtime.signal import RunSignal
 from engine.runtime.suspend import StepSuspension
 from engine.types import Claim, JobRow, StepKind, StepRetry, StepStatus, StoredStep
+
+T = TypeVar("T")
 
 # A duplicate step name is a bug in the handler: every retry would hit it again.
 register_error_retry({X_DUPLICATE_STEP: "terminal"})
@@ -55,8 +57,27 @@ class StepApi:
         self.signal, self.step_timeout, self.event_poll = signal, step_timeout, event_poll
         self._stored: dict[str, StoredStep] | None = None
         self._load_lock = asyncio.Lock()
+        try:  # the run's loop: a sync handler's thread hands its step calls to it
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
         self._seen: list[str] = []  # step names reached by this run, in call order
         self._next_seq = 1
+
+    def _dispatch(self, coro: Coroutine[Any, Any, T]) -> Any:
+        """On the run's loop: the awaitable (``await ctx.step.run(...)``). In a sync handler's
+        thread: the answer, blocking that thread while the loop runs the step, so a sync handler
+        writes ``ctx.step.run(...)`` and no call can silently do nothing."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            return coro
+        if self._loop is None or self._loop.is_closed():
+            coro.close()
+            raise JobsError(X_INVALID_ARGUMENT, cause="ctx.step was called outside its run (no event loop holds the run)", fix="call ctx.step.* only inside the handler it was given to")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     @property
     def reached(self) -> tuple[str, ...]:
@@ -124,10 +145,13 @@ class StepApi:
 
     # --- run -------------------------------------------------------------------------------
 
-    async def run(self, name: str, fn: Callable[[], Any]) -> Any:
+    def run(self, name: str, fn: Callable[[], Any]) -> Any:
         """Run ``fn`` (sync, async, or returning an awaitable) once per job: its JSON result is
         stored before this returns, and a replay answers it without calling ``fn`` again.
         A plain function runs in a thread, so blocking I/O does not stall the worker's loop."""
+        return self._dispatch(self._run(name, fn))
+
+    async def _run(self, name: str, fn: Callable[[], Any]) -> Any:
         if not callable(fn):
             raise JobsError(X_INVALID_ARGUMENT, cause=f"step {name!r} was given {fn!r}, not a callable", fix=f"ctx.step.run({name!r}, lambda: work())")
         s, seq = await self._begin(name, "run")
@@ -173,8 +197,11 @@ class StepApi:
 
     # --- sleep -----------------------------------------------------------------------------
 
-    async def sleep(self, name: str, seconds: float) -> None:
+    def sleep(self, name: str, seconds: float) -> Any:
         """Suspend the run for ``seconds`` (no attempt burned); the end is fixed when first reached."""
+        return self._dispatch(self._sleep(name, seconds))
+
+    async def _sleep(self, name: str, seconds: float) -> None:
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds < 0:
             raise JobsError(X_INVALID_ARGUMENT, cause=f"step {name!r}: sleep of {seconds!r} seconds must be a finite number >= 0", fix=f"await ctx.step.sleep({name!r}, 30)")
         s, seq = await self._begin(name, "sleep")
@@ -182,8 +209,11 @@ class StepApi:
             return await self._sleep_resume(s)
         await self._sleep_first(name, seq, self.clock.now() + timedelta(seconds=seconds))
 
-    async def sleep_until(self, name: str, when: datetime) -> None:
+    def sleep_until(self, name: str, when: datetime) -> Any:
         """Suspend the run until ``when`` (an aware datetime)."""
+        return self._dispatch(self._sleep_until(name, when))
+
+    async def _sleep_until(self, name: str, when: datetime) -> None:
         if not isinstance(when, datetime) or when.tzinfo is None:
             raise JobsError(X_INVALID_ARGUMENT, cause=f"step {name!r}: sleep_until({when!r}) needs an aware datetime", fix=f"await ctx.step.sleep_until({name!r}, datetime.now(UTC) + timedelta(days=1))")
         s, seq = await self._begin(name, "sleep")
@@ -211,12 +241,17 @@ class StepApi:
 
     # --- wait for an event -----------------------------------------------------------------
 
-    async def wait_for_event(
+    def wait_for_event(
         self, name: str, *, event: str, match: dict[str, Any] | None = None, timeout: float | None = None
     ) -> Any:
         """Suspend until an event named ``event`` of this job's tenant whose payload contains
         ``match`` exists (sent at or after the job was created, so one sent early is not lost);
         answer its payload, or None once ``timeout`` seconds pass without one."""
+        return self._dispatch(self._wait_for_event(name, event=event, match=match, timeout=timeout))
+
+    async def _wait_for_event(
+        self, name: str, *, event: str, match: dict[str, Any] | None, timeout: float | None
+    ) -> Any:
         check_event_name(event)
         pattern = check_match(match)
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0 or not math.isfinite(timeout)):
