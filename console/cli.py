@@ -7,9 +7,11 @@ one-line fix on stderr with a non-zero exit. A DSN's password is never printed (
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import sys
+import threading
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -185,11 +187,15 @@ def demo(
     from console.demo import Demo
 
     opts: Options = ctx.obj or Options()
+    # The console's imports (Textual, the screens: ~0.3 s) overlap initdb, a subprocess.
+    warm = threading.Thread(target=importlib.import_module, args=("console.app",), daemon=True)
+    warm.start()
     try:
         running = Demo(seed=seed, force_memory=memory, read_only=opts.read_only).start()
     except JobsError as err:
         report(err)
         raise typer.Exit(EXIT_ERROR) from None
+    warm.join()
     try:
         running.run(lambda source: make_app(source, opts))
     finally:

@@ -17,6 +17,7 @@ import contextlib
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,15 @@ TICK = 2.0  # seconds between beats of traffic
 CONCURRENCY = 8
 
 
+class _Recent(logging.Handler):
+    def __init__(self, lines: deque[str]) -> None:
+        super().__init__(logging.INFO)
+        self.lines = lines
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(f"{record.levelname} {record.name}: {record.getMessage()}")
+
+
 @dataclass
 class Demo:
     seed: int = 7
@@ -41,6 +51,7 @@ class Demo:
     traffic: bool = True  # False: the first burst only (tests)
     pace: float = 1.0  # how long the pretend work takes (0: none)
     read_only: bool = False
+    on_execution: Callable[[Any], Any] | None = None  # the worker's report of each run (tests)
 
     engine: Engine | None = field(default=None, init=False)
     source: Any = field(default=None, init=False)
@@ -54,13 +65,14 @@ class Demo:
     _ready: threading.Event = field(default_factory=threading.Event, init=False)
     _failure: BaseException | None = field(default=None, init=False)
     _stopped: bool = field(default=False, init=False)
+    recent_logs: deque[str] = field(default_factory=lambda: deque(maxlen=200), init=False)
 
     # --- the header's words -------------------------------------------------------------------
 
     @property
     def database(self) -> str:
         if self.backend == "postgres":
-            return "demo on embedded PostgreSQL (throwaway, deleted on quit)"
+            return "demo · embedded PostgreSQL (throwaway)"
         return "demo in memory (nothing is stored)"
 
     @property
@@ -78,6 +90,7 @@ class Demo:
     def start(self) -> Demo:
         started = time.perf_counter()
         PACE.scale = self.pace
+        self._quiet_engine_logs()
         try:
             self.engine = self._open_engine()
             self.timings["engine"] = time.perf_counter() - started
@@ -89,6 +102,15 @@ class Demo:
             raise
         self.timings["start"] = time.perf_counter() - started
         return self
+
+    def _quiet_engine_logs(self) -> None:
+        """The worker logs every failed attempt (the demo fails on purpose); written to stderr
+        they would tear through the console's screen, so the demo keeps the latest in memory."""
+        engine_log = logging.getLogger("jobs")
+        for old in [h for h in engine_log.handlers if isinstance(h, _Recent)]:
+            engine_log.removeHandler(old)
+        engine_log.addHandler(_Recent(self.recent_logs))
+        engine_log.propagate = False
 
     def _open_engine(self) -> Engine:
         if not self.force_memory:
@@ -167,23 +189,19 @@ class Demo:
                     continue
                 try:
                     await eng.aenqueue_many(traffic.tick())
-                    for ws in traffic.approvals_due():
-                        await self._send_approval(eng, ws)
+                    for ws, tenant in traffic.approvals_due():
+                        await self._send_approval(eng, ws, tenant)
                 except JobsError as err:  # a lost connection must not end the demo's traffic
                     log.warning("demo traffic: %s", err)
         if self.backend == "postgres":
             await eng.aclose()  # this loop's pool; the memory driver has nothing to close
 
     def _worker(self, eng: Engine) -> Any:
-        worker = getattr(eng, "worker", None)
-        if worker is None:  # the worker has not landed in this build: the first burst stays ready
-            return contextlib.nullcontext()
-        return worker(jobs=DEMO_JOBS, queues=list(QUEUES), concurrency=self.concurrency, drain_grace=DRAIN_GRACE)
+        return eng.worker(list(DEMO_JOBS), queues=list(QUEUES), concurrency=self.concurrency, grace=DRAIN_GRACE,
+                          poll_interval=0.5, heartbeat_interval=2.0, on_execution=self.on_execution)
 
-    async def _send_approval(self, eng: Engine, workspace: str) -> None:
-        send = getattr(eng, "asend_event", None)
-        if send is not None:
-            await send(APPROVAL_EVENT, {"workspace": workspace, "by": "demo-approver"})
+    async def _send_approval(self, eng: Engine, workspace: str, tenant: str) -> None:
+        await eng.asend_event(APPROVAL_EVENT, {"workspace": workspace, "by": "demo-approver"}, tenant=tenant, actor="demo")
 
     def stop(self) -> None:
         """Idempotent: end the traffic, drain the worker, close the engine, delete the server."""

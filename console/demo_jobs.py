@@ -194,7 +194,7 @@ class Traffic:
     seed: int = 7
     rng: random.Random = field(init=False)
     _n: itertools.count = field(init=False)  # type: ignore[type-arg]
-    _pending: list[tuple[int, str]] = field(init=False, default_factory=list)
+    _pending: list[tuple[int, str, str]] = field(init=False, default_factory=list)
     _ticks: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
@@ -216,11 +216,11 @@ class Traffic:
 
     def workspace(self, settle: float = 20.0, approve_after: int | None = 3) -> Enqueue:
         n = next(self._n)
-        ws = f"ws-{n}"
+        ws, tenant = f"ws-{n}", self._tenant()
         if approve_after is not None:
-            self._pending.append((self._ticks + approve_after, ws))
+            self._pending.append((self._ticks + approve_after, ws, tenant))
         return Enqueue(provision_workspace, {"workspace": ws, "settle": settle, "owner": f"owner{n}@demo.example"},
-                       tenant=self._tenant())
+                       tenant=tenant)
 
     def contact(self, crm: str = "ok", tenant: str | None = None) -> Enqueue:
         n = next(self._n)
@@ -276,7 +276,8 @@ class Traffic:
             specs.append(self.contact_import(broken=r() < 0.5))
         return specs
 
-    def approvals_due(self) -> list[str]:
-        due = [ws for at, ws in self._pending if at <= self._ticks]
-        self._pending = [(at, ws) for at, ws in self._pending if at > self._ticks]
+    def approvals_due(self) -> list[tuple[str, str]]:
+        """(workspace, tenant) pairs whose approval event is due (an event reaches its tenant's waits)."""
+        due = [(ws, tenant) for at, ws, tenant in self._pending if at <= self._ticks]
+        self._pending = [p for p in self._pending if p[0] > self._ticks]
         return due

@@ -47,13 +47,13 @@ def test_idempotency_keys_of_the_traffic_never_collide() -> None:
 def test_approvals_are_due_a_few_ticks_after_their_workspace() -> None:
     t = d.Traffic()
     burst = t.first_burst(NOW)
-    first = next(s.input["workspace"] for s in burst if s.job is d.provision_workspace)
+    first = next(s for s in burst if s.job is d.provision_workspace)
     assert t.approvals_due() == []
-    seen: list[str] = []
+    seen: list[tuple[str, str]] = []
     for _ in range(3):
         t.tick()
         seen += t.approvals_due()
-    assert first in seen
+    assert (first.input["workspace"], first.tenant) in seen
 
 
 def _raised(fn, *args) -> JobsError | Exception:  # type: ignore[no-untyped-def]

@@ -1,0 +1,100 @@
+"""`jobs-console demo`: the embedded demo starts on a real PostgreSQL, says which driver it runs
+on, falls back to memory only when no server can start, runs the real worker, and leaves no
+server process or directory behind when it stops."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from console import demo_jobs
+from console.demo import Demo
+from engine.projections import JobFilter
+from engine.types import JobState
+
+
+@pytest.fixture(autouse=True)
+def no_pretend_work() -> Iterator[None]:
+    before = demo_jobs.PACE.scale
+    yield
+    demo_jobs.PACE.scale = before
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"  # a zombie is dead; only its parent's reaping is missing
+
+
+def test_the_demo_runs_on_embedded_postgres_and_stops_without_orphans() -> None:
+    demo = Demo(traffic=False, pace=0).start()
+    try:
+        assert demo.backend == "postgres" and demo.fallback is None
+        assert demo.source.driver == "postgres"
+        assert "embedded PostgreSQL" in demo.source.database
+        directory = demo._cluster.directory
+        postmaster = int((directory / "data" / "postmaster.pid").read_text().split()[0])
+        assert _alive(postmaster)
+        burst = asyncio.run(demo.source.jobs(JobFilter(), limit=200))
+        assert len(burst.items) == len(demo_jobs.Traffic().first_burst(demo.engine.clock.now()))
+    finally:
+        demo.stop()
+    assert not _alive(postmaster)
+    assert not directory.exists()
+    demo.stop()  # idempotent
+
+
+def test_the_demo_falls_back_to_memory_only_when_no_server_can_start(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("JOBS_PG_BINARIES", str(tmp_path / "no-server-here"))
+    demo = Demo(traffic=False, pace=0).start()
+    try:
+        assert demo.backend == "memory"
+        assert demo.fallback and "no initdb/pg_ctl/postgres" in demo.fallback
+        assert demo.source.driver == "memory (no PostgreSQL server could start)"
+        assert demo.source.database == "demo in memory (nothing is stored)"
+    finally:
+        demo.stop()
+
+
+def test_a_forced_memory_demo_is_labelled_plainly() -> None:
+    demo = Demo(force_memory=True, traffic=False, pace=0).start()
+    try:
+        assert (demo.backend, demo.fallback, demo.source.driver) == ("memory", None, "memory")
+    finally:
+        demo.stop()
+
+
+async def test_the_memory_demo_runs_its_worker_on_the_consoles_loop() -> None:
+    """On memory the worker shares the console's loop (only one loop may touch the collections):
+    the console sees the first burst worked, and quitting drains the worker."""
+    from console.cli import Options, make_app
+
+    outcomes: set[str] = set()
+    both = asyncio.Event()
+
+    def seen(ex) -> None:  # type: ignore[no-untyped-def]
+        outcomes.add(ex.outcome)
+        if {"dead", "completed"} <= outcomes:
+            both.set()
+
+    demo = Demo(force_memory=True, traffic=False, pace=0, on_execution=seen)
+    await asyncio.to_thread(demo.start)
+    app = make_app(demo.source, Options(refresh=60.0))
+    background = asyncio.create_task(demo._serve())  # what Demo.run does around app.run_async()
+    try:
+        async with app.run_test(size=(120, 36)):
+            await asyncio.wait_for(both.wait(), timeout=60)
+            view = await demo.source.queues()
+            assert sum(q.dead.value for q in view.queues) >= 1
+            assert sum(getattr(q.completed_last_hour, "value", q.completed_last_hour) for q in view.queues) >= 1
+    finally:
+        demo._halt()
+        await asyncio.wait_for(background, timeout=30)
+        await asyncio.to_thread(demo.stop)
+    page = await demo.source.jobs(JobFilter(state=JobState.RUNNING), limit=50)
+    assert not page.items  # the drain finished or released everything it held
