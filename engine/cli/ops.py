@@ -1,0 +1,218 @@
+"""`jobs retry | cancel | pause | resume | event | enqueue`: the operator actions. Each is audited
+(who: --actor, default $JOBS_ACTOR or user@host); a bulk action prints its dry run and asks
+before it changes anything (--yes skips the question). Exit 0: done; 5: a clear no-op."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import re
+import socket
+import sys
+from typing import Any
+
+import typer
+
+from engine.cli import app, fail
+from engine.cli.admin import DSN_HELP
+from engine.cli.reads import FILTER_HELP, console, emit, run
+from engine.errors import X_INVALID_ARGUMENT, JobsError
+
+EXIT_NOOP = 5  # the action changed nothing (already final, already paused, a live duplicate)
+ACTOR_HELP = "who the audit trail names (default $JOBS_ACTOR or user@host)"
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+
+
+def actor_of(value: str | None) -> str:
+    if value:
+        return value
+    if os.environ.get("JOBS_ACTOR"):
+        return os.environ["JOBS_ACTOR"]
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return f"{user}@{socket.gethostname()}"
+
+
+def parse_duration(text: str) -> float:
+    m = _DURATION.match(text or "")
+    if not m:
+        raise JobsError(X_INVALID_ARGUMENT, cause=f"{text!r} is not a duration", fix="--delay 10s")
+    scale = {"ms": 0.001, "s": 1, None: 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+    return float(m.group(1)) * scale
+
+
+def _json_arg(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise JobsError(X_INVALID_ARGUMENT, cause=f"{what} is not JSON: {exc}", fix=f"{what} '{{\"invoice\": 42}}'") from None
+
+
+def operator(eng: Any, actor: str | None) -> Any:
+    from engine.introspect import Operator
+
+    return Operator(eng, actor=actor_of(actor))
+
+
+def _result(res: Any, json_out: bool) -> None:
+    if json_out:
+        emit(res)
+    else:
+        verb = "done" if res.changed else "nothing changed"
+        console().print(f"{res.action} {res.job_id}: {verb} ({res.previous.value} -> {res.state.value})" + (f"; {res.reason}" if res.reason else ""))
+    if not res.changed:
+        raise typer.Exit(EXIT_NOOP)
+
+
+def _bulk(action: str, filters: list[str], yes: bool, rate: float | None, note: str | None,
+          dsn: str | None, actor: str | None, json_out: bool) -> None:
+    from engine.introspect import describe_filter, parse_filter
+
+    try:
+        where = parse_filter(filters)
+    except JobsError as err:
+        fail(err, as_json=json_out)
+    plan = run(dsn, json_out, lambda e: operator(e, actor).plan(action, where))  # type: ignore[arg-type]
+    if not json_out:
+        out = console()
+        out.print(f"dry run: {action} {plan.matched} jobs matching {describe_filter(where)}")
+        for g in plan.groups:
+            out.print(f"  {g.count:>8}  stop={g.stop_reason or '-'}  code={g.error_code or '-'}  tenant={g.tenant or '-'}")
+        if action == "retry":
+            out.print(f"  {plan.deduped} would dedupe away (a live job holds their key); {plan.would_change} would run again")
+    if plan.matched == 0:
+        if json_out:
+            emit({"plan": plan, "result": None})
+        raise typer.Exit(EXIT_NOOP)
+    if not yes:
+        # --json is for scripts: they say --yes; a person answers the question.
+        if json_out or not typer.confirm(f"{action} {plan.would_change} jobs?", default=False):
+            sys.stderr.write("error: not confirmed; nothing changed\n  fix: add --yes\n")
+            raise typer.Exit(EXIT_NOOP)
+    res = run(dsn, json_out, lambda e: operator(e, actor).bulk(action, where, note=note, per_second=rate))  # type: ignore[arg-type]
+    if json_out:
+        emit({"plan": plan, "result": res})
+    else:
+        console().print(f"{action}: {res.changed} changed, {res.skipped} skipped")
+
+
+@app.command()
+def retry(
+    job_id: str = typer.Argument(None, help="the dead job's id (or --all with --filter)"),
+    from_step: str = typer.Option(None, "--from-step", help="re-run from this step; earlier steps replay"),
+    all_: bool = typer.Option(False, "--all", help="every dead job matching --filter"),
+    filters: list[str] = typer.Option([], "--filter", "-f", help=FILTER_HELP),
+    yes: bool = typer.Option(False, "--yes", help="skip the confirmation"),
+    rate: float = typer.Option(None, "--rate", help="pace a bulk retry: at most this many jobs a second"),
+    tenant: str = typer.Option(None, "--tenant"), note: str = typer.Option(None, "--note", help="the incident note kept in the audit"),
+    actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Retry a dead job (attempts reset), from a step, or every dead job matching a filter."""
+    if all_:
+        if job_id or from_step:
+            fail(JobsError(X_INVALID_ARGUMENT, cause="--all takes a --filter, not an id or --from-step", fix="jobs retry --all --filter code=X_SMTP"), as_json=json_out)
+        return _bulk("retry", filters + ([f"tenant={tenant}"] if tenant else []), yes, rate, note, dsn, actor, json_out)
+    if not job_id:
+        fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobs retry JOB_ID"), as_json=json_out)
+    if from_step:
+        res = run(dsn, json_out, lambda e: operator(e, actor).retry_from_step(job_id, from_step, tenant=tenant, note=note))
+    else:
+        res = run(dsn, json_out, lambda e: operator(e, actor).retry(job_id, tenant=tenant, note=note))
+    _result(res, json_out)
+
+
+@app.command()
+def cancel(
+    job_id: str = typer.Argument(None, help="the job's id (or --all with --filter)"),
+    all_: bool = typer.Option(False, "--all", help="every live job matching --filter"),
+    filters: list[str] = typer.Option([], "--filter", "-f", help=FILTER_HELP),
+    yes: bool = typer.Option(False, "--yes", help="skip the confirmation"),
+    rate: float = typer.Option(None, "--rate", help="pace a bulk cancel: at most this many jobs a second"),
+    tenant: str = typer.Option(None, "--tenant"), note: str = typer.Option(None, "--note"),
+    actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Cancel a live job (a running one stops at its next lease renewal), or all matching a filter."""
+    if all_:
+        if job_id:
+            fail(JobsError(X_INVALID_ARGUMENT, cause="--all takes a --filter, not an id", fix="jobs cancel --all --filter queue=imports"), as_json=json_out)
+        return _bulk("cancel", filters + ([f"tenant={tenant}"] if tenant else []), yes, rate, note, dsn, actor, json_out)
+    if not job_id:
+        fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobs cancel JOB_ID"), as_json=json_out)
+    _result(run(dsn, json_out, lambda e: operator(e, actor).cancel(job_id, tenant=tenant, note=note)), json_out)
+
+
+def _pause(queue: str, paused: bool, note: str | None, actor: str | None, dsn: str | None, json_out: bool) -> None:
+    async def call(e: Any) -> Any:
+        o = operator(e, actor)
+        return await (o.pause(queue, note=note) if paused else o.resume(queue, note=note))
+
+    p = run(dsn, json_out, call)
+    if json_out:
+        emit(p)
+    else:
+        console().print(f"queue {p.queue}: {'paused' if p.paused else 'running'}" + ("" if p.changed else " (already)"))
+    if not p.changed:
+        raise typer.Exit(EXIT_NOOP)
+
+
+@app.command()
+def pause(
+    queue: str = typer.Argument(...), note: str = typer.Option(None, "--note"), actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Pause a queue: durable, shown in `jobs queues`; workers claim nothing more from it."""
+    _pause(queue, True, note, actor, dsn, json_out)
+
+
+@app.command()
+def resume(
+    queue: str = typer.Argument(...), note: str = typer.Option(None, "--note"), actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Resume a paused queue."""
+    _pause(queue, False, note, actor, dsn, json_out)
+
+
+@app.command()
+def event(
+    name: str = typer.Argument(...), payload: str = typer.Option("{}", "--payload", help="a JSON object"),
+    tenant: str = typer.Option(None, "--tenant"), actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Send a durable event; the suspended waits it matches wake now."""
+    try:
+        body = _json_arg(payload, "--payload")
+    except JobsError as err:
+        fail(err, as_json=json_out)
+    sent = run(dsn, json_out, lambda e: operator(e, actor).send_event(name, body, tenant=tenant))
+    if json_out:
+        return emit(sent)
+    console().print(f"event {sent.name} {sent.id}: woke {sent.woken}")
+
+
+@app.command()
+def enqueue(
+    name: str = typer.Argument(..., help="a declared job's name"),
+    app_module: str = typer.Option(..., "--app", help="the module holding the @job handles"),
+    input_: str = typer.Option("{}", "--input", help="the job's input as JSON"),
+    tenant: str = typer.Option(None, "--tenant"), delay: str = typer.Option(None, "--delay", help="e.g. 10s, 5m, 1h"),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Enqueue one job of a declared name; answers its id and whether it deduped."""
+    from engine.cli.worker import load_target
+
+    try:
+        handle = load_target(app_module).get(name)
+        inp = _json_arg(input_, "--input")
+        secs = parse_duration(delay) if delay else None
+    except JobsError as err:
+        fail(err, as_json=json_out)
+    res = run(dsn, json_out, lambda e: e.aenqueue(handle, inp, tenant=tenant, delay=secs))
+    if json_out:
+        return emit(res)
+    console().print(f"{res.id} {'deduped (a live job holds the key)' if res.deduped else 'enqueued'} state={res.state.value}")

@@ -1,0 +1,243 @@
+"""`jobs queues | ls | show | dead | workers | why | describe`: the read commands. Each prints a
+rich table, or JSON with --json; an error prints as code, cause and fix (JSON on stderr)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from engine.cli import EXIT_DRIFT, app, fail
+from engine.cli.admin import DSN_HELP, resolve_dsn
+from engine.errors import X_INVALID_ARGUMENT, JobsError
+
+T = TypeVar("T")
+BUDGET_HELP = "seconds each query may take before it is cut off"
+FILTER_HELP = "key=value: queue, state, name, tenant, code, search, since, until, input.FIELD (repeatable)"
+
+
+def to_json(value: Any) -> Any:
+    """Projections as plain JSON: dataclasses by field, datetimes ISO, enums by value."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, (list, tuple)):
+        return [to_json(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_json(v) for k, v in value.items()}
+    return value
+
+
+def emit(value: Any) -> None:
+    sys.stdout.write(json.dumps(to_json(value), ensure_ascii=False) + "\n")
+
+
+def run(dsn: str | None, as_json: bool, call: Callable[[Any], Awaitable[T]]) -> T:
+    """Connect, run ``call(engine)`` on a fresh loop, close; a JobsError exits with its code."""
+    from engine.api import connect
+
+    try:
+        eng = connect(resolve_dsn(dsn))
+    except JobsError as err:
+        fail(err, as_json=as_json)
+
+    async def go() -> T:
+        try:
+            return await call(eng)
+        finally:
+            await eng.driver.close()
+
+    try:
+        return asyncio.run(go())
+    except JobsError as err:
+        fail(err, as_json=as_json)
+        raise  # unreachable: fail exits
+
+
+def console() -> Console:
+    # Piped output (a script, a log) gets a wide table instead of one squeezed into 80 columns.
+    width = None if sys.stdout.isatty() else 200
+    return Console(no_color=bool(os.environ.get("NO_COLOR")), highlight=False, soft_wrap=True, width=width)
+
+
+def _t(dt: datetime | None) -> str:
+    return "" if dt is None else dt.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def intro(eng: Any, budget: float) -> Any:
+    from engine.introspect import Introspector
+
+    return Introspector(eng, budget=budget)
+
+
+@app.command()
+def queues(
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+    budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
+) -> None:
+    """Per queue: counts by state, oldest ready age, completions in the last hour, workers, pause."""
+    view = run(dsn, json_out, lambda e: intro(e, budget).queues())
+    if json_out:
+        return emit(view)
+    t = Table("queue", "ready", "parked", "delayed", "running", "suspended", "dead", "done/1h", "oldest ready", "workers", "paused")
+    for q in view.queues:
+        t.add_row(q.name, str(q.ready), str(q.parked), str(q.delayed), str(q.running), str(q.suspended), str(q.dead),
+                  str(q.completed_last_hour), "" if q.oldest_ready_age is None else f"{q.oldest_ready_age:.0f}s",
+                  f"{q.workers} ({q.slots_in_use}/{q.slots_total})", f"by {q.paused_by}" if q.paused else "")
+    console().print(t)
+
+
+@app.command("ls")
+def list_jobs(
+    filters: list[str] = typer.Option([], "--filter", "-f", help=FILTER_HELP),
+    limit: int = typer.Option(50, "--limit"), cursor: str = typer.Option(None, "--cursor", help="continue after a page"),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+    budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
+) -> None:
+    """The jobs matching a filter, newest first, one page at a time."""
+    from engine.introspect import parse_filter
+
+    async def call(e: Any) -> Any:
+        return await intro(e, budget).jobs(parse_filter(filters), limit=limit, cursor=cursor)
+
+    page = run(dsn, json_out, call)
+    if json_out:
+        return emit(page)
+    t = Table("id", "name", "queue", "tenant", "state", "attempt", "created", "error")
+    for j in page.items:
+        t.add_row(j.id, j.name, j.queue, j.tenant or "", j.state.value, f"{j.attempt}/{j.max_attempts}", _t(j.created_at), j.error_code or "")
+    out = console()
+    out.print(t)
+    out.print(f"{page.total} matching" + (f"; next page: --cursor {page.next_cursor}" if page.next_cursor else ""))
+
+
+@app.command()
+def show(
+    job_id: str = typer.Argument(..., help="the job's id"), tenant: str = typer.Option(None, "--tenant"),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+    budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
+) -> None:
+    """One job: input, result, attempts, step trace, history (audit), next retry and why."""
+    d = run(dsn, json_out, lambda e: intro(e, budget).job(job_id, tenant=tenant))
+    if json_out:
+        return emit(d)
+    out, j = console(), d.job
+    out.print(f"[bold]{j.id}[/bold]  {j.name}  queue={j.queue}  tenant={j.tenant or '-'}  state={j.state.value}  attempt {j.attempt} of {j.max_attempts}")
+    out.print(f"why: {d.why.summary}")
+    if d.next_retry:
+        out.print(f"next: {d.next_retry.note}")
+    if j.last_error:
+        out.print(f"last error: {j.last_error}")
+    out.print(f"input: {json.dumps(j.input)[:2000]}")
+    if j.result is not None:
+        out.print(f"result: {json.dumps(j.result)[:2000]}")
+    for a in d.attempts:
+        out.print(f"  attempt {a.attempt} (run {a.run}) on {a.worker}: {_t(a.started_at)} -> {_t(a.finished_at)} {a.outcome} {a.error_code or ''}")
+    for s in d.steps:
+        out.print(f"  step {s.seq} {s.name} [{s.kind}] {s.status} {'' if s.duration is None else f'{s.duration:.3f}s'} {s.error or ''}")
+    for h in d.history:
+        out.print(f"  {_t(h.at)} {h.kind} by {h.actor or '?'}{f' — {h.note}' if h.note else ''}")
+
+
+@app.command()
+def dead(
+    filters: list[str] = typer.Option([], "--filter", "-f", help=FILTER_HELP),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+    budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
+) -> None:
+    """Dead letters grouped by job name, error code and stop reason."""
+    from engine.introspect import parse_filter
+
+    async def call(e: Any) -> Any:
+        return await intro(e, budget).dead_letters(parse_filter(filters))
+
+    dl = run(dsn, json_out, call)
+    if json_out:
+        return emit(dl)
+    t = Table("name", "code", "stop", "count", "attempt", "first seen", "last seen", "last error")
+    for g in dl.groups:
+        t.add_row(g.name, g.error_code or "", g.stop_reason or "", str(g.count), f"{g.attempt} of {g.max_attempts}",
+                  _t(g.first_seen), _t(g.last_seen), (g.last_error or "")[:80])
+    out = console()
+    out.print(t)
+    out.print(f"{dl.total} dead")
+
+
+@app.command()
+def workers(
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+    budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
+) -> None:
+    """Registered workers: host, pid, queues, slots in use, last heartbeat (stale ones marked)."""
+    wv = run(dsn, json_out, lambda e: intro(e, budget).workers())
+    if json_out:
+        return emit(wv)
+    t = Table("id", "host", "pid", "queues", "slots", "heartbeat", "")
+    for w in wv.workers:
+        t.add_row(w.id, w.host, str(w.pid), ",".join(w.queues), f"{w.in_use}/{w.concurrency}", f"{w.heartbeat_age:.0f}s ago", "STALE" if w.stale else "")
+    console().print(t)
+
+
+@app.command()
+def why(
+    target: str = typer.Argument(..., help="a job id, or a queue name"),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+    budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
+) -> None:
+    """Why a job is not running, or why a queue's oldest-ready age grows: the causes."""
+    from engine.ids import parse_id
+
+    async def call(e: Any) -> Any:
+        i = intro(e, budget)
+        return await (i.why_job(target) if parse_id(target) else i.why_queue(target))
+
+    rep = run(dsn, json_out, call)
+    if json_out:
+        return emit(rep)
+    for c in rep.causes:
+        console().print(f"- [{c.kind}] {c.text}")
+
+
+@app.command()
+def describe(
+    app_module: str = typer.Option(..., "--app", help="the module holding the @job handles"),
+    check: Path = typer.Option(None, "--check", help="a committed manifest: exit 4 and print a diff when it drifted"),
+) -> None:
+    """The manifest of declared jobs as JSON (sorted by code points; `idempotent`, never a key)."""
+    import difflib
+
+    from engine.cli.worker import load_target
+    from engine.jobs import describe_jobs
+
+    try:
+        registry = load_target(app_module)
+    except JobsError as err:
+        fail(err)
+    text = json.dumps(describe_jobs(registry), indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+    if check is None:
+        sys.stdout.write(text)
+        return
+    try:
+        committed = check.read_text(encoding="utf-8")
+    except OSError as exc:
+        fail(JobsError(X_INVALID_ARGUMENT, cause=f"cannot read {check}: {exc.strerror}", fix=f"jobs describe --app {app_module} > {check}"))
+    if committed == text:
+        sys.stdout.write(f"{check}: up to date\n")
+        return
+    sys.stdout.writelines(difflib.unified_diff(committed.splitlines(True), text.splitlines(True), str(check), "declared"))
+    sys.stderr.write(f"error: {check} has drifted from the declared jobs\n  fix: jobs describe --app {app_module} > {check}\n")
+    raise typer.Exit(EXIT_DRIFT)

@@ -1,0 +1,155 @@
+"""The `jobs` read and action commands against the real Postgres: tables, --json, exit codes,
+errors as code/cause/fix (JSON on stderr with --json), dry runs before bulk actions."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from engine.cli import app
+from engine.clock import SystemClock
+from engine.drivers.postgres import PostgresDriver
+from engine.ids import IdFactory
+from engine.types import JobRow, JobState
+from tests.factory import make_job
+
+runner = CliRunner()
+
+APP = textwrap.dedent('''
+    from engine import job
+
+    @job(name="zeta_report", idempotency_key=lambda inp: f"r:{inp['day']}")
+    async def zeta(ctx, inp):
+        return None
+
+    @job(name="Alpha_mail", queue="emails", idempotency_key=lambda inp: f"u:{inp['user']}")
+    async def alpha(ctx, inp):
+        return None
+''')
+
+
+def seed(dsn: str, *states: JobState, **kw) -> list[JobRow]:  # type: ignore[no-untyped-def]
+    async def go() -> list[JobRow]:
+        d = PostgresDriver(dsn)
+        clock = SystemClock()
+        try:
+            return [await make_job(d, IdFactory(clock), clock.now(), state=s, **kw) for s in states]
+        finally:
+            await d.close()
+
+    return asyncio.run(go())
+
+
+def cli(*args: str, input: str | None = None):  # type: ignore[no-untyped-def]
+    return runner.invoke(app, list(args), input=input)
+
+
+@pytest.fixture
+def app_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    (tmp_path / "cli_demo_app.py").write_text(APP)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    return "cli_demo_app"
+
+
+def test_queues_ls_show_dead_read_with_json(pg_dsn: str) -> None:
+    dead, ready = seed(pg_dsn, JobState.DEAD, JobState.READY, tenant="acme")
+    r = cli("queues", "--dsn", pg_dsn, "--json")
+    assert r.exit_code == 0, r.output
+    (q,) = json.loads(r.stdout)["queues"]
+    assert q["name"] == "default" and q["ready"] == {"value": 1, "kind": "exact"} and len(q["throughput"]) == 60
+    r = cli("ls", "--dsn", pg_dsn, "--json", "--filter", "state=dead")
+    assert r.exit_code == 0 and [j["id"] for j in json.loads(r.stdout)["items"]] == [dead.id]
+    r = cli("show", dead.id, "--dsn", pg_dsn, "--json")
+    d = json.loads(r.stdout)
+    assert d["job"]["state"] == "dead" and d["attempts"][0]["outcome"] == "dead" and d["why"]["causes"][0]["kind"] == "dead"
+    r = cli("dead", "--dsn", pg_dsn, "--json")
+    assert json.loads(r.stdout)["groups"][0]["count"] == 1
+    r = cli("queues", "--dsn", pg_dsn)
+    assert r.exit_code == 0 and "default" in r.stdout
+    r = cli("show", ready.id, "--dsn", pg_dsn)
+    assert r.exit_code == 0 and ready.id in r.stdout and "why:" in r.stdout
+
+
+def test_bad_input_is_code_cause_fix_and_json_on_stderr(pg_dsn: str) -> None:
+    r = cli("ls", "--dsn", pg_dsn, "--filter", "state=stuck")
+    assert r.exit_code == 1 and "X_UNKNOWN_STATE" in r.stderr and "fix:" in r.stderr
+    r = cli("ls", "--dsn", pg_dsn, "--filter", "state=stuck", "--json")
+    assert r.exit_code == 1 and json.loads(r.stderr)["error"]["code"] == "X_UNKNOWN_STATE" and r.stdout == ""
+    r = cli("show", "not-an-id", "--dsn", pg_dsn)
+    assert r.exit_code == 1 and "X_MALFORMED_ID" in r.stderr
+    r = cli("show", "019b796d-d600-7027-a9b3-b30678e51061", "--dsn", pg_dsn, "--json")
+    assert r.exit_code == 3 and json.loads(r.stderr)["error"]["code"] == "X_NOT_FOUND"
+
+
+def test_retry_cancel_and_their_no_ops(pg_dsn: str) -> None:
+    dead, done, ready = seed(pg_dsn, JobState.DEAD, JobState.COMPLETED, JobState.READY)
+    r = cli("retry", ready.id, "--dsn", pg_dsn)
+    assert r.exit_code == 1 and "X_INVALID_STATE" in r.stderr
+    r = cli("retry", dead.id, "--dsn", pg_dsn, "--actor", "alice", "--note", "INC-1", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["state"] == "ready"
+    hist = json.loads(cli("show", dead.id, "--dsn", pg_dsn, "--json").stdout)["history"]
+    assert [(h["kind"], h["actor"], h["note"]) for h in hist] == [("retried", "alice", "INC-1")]
+    r = cli("cancel", done.id, "--dsn", pg_dsn)
+    assert r.exit_code == 5 and "nothing changed" in r.stdout  # a clear no-op
+    r = cli("cancel", ready.id, "--dsn", pg_dsn)
+    assert r.exit_code == 0 and "cancelled" in r.stdout
+
+
+def test_bulk_retry_prints_the_dry_run_and_asks(pg_dsn: str) -> None:
+    seed(pg_dsn, JobState.DEAD, JobState.DEAD, JobState.DEAD, tenant="acme")
+    r = cli("retry", "--all", "--filter", "tenant=acme", "--dsn", pg_dsn, input="n\n")
+    assert r.exit_code == 5 and "dry run: retry 3 jobs" in r.stdout and "tenant=acme" in r.stdout
+    assert json.loads(cli("queues", "--dsn", pg_dsn, "--json").stdout)["queues"][0]["dead"]["value"] == 3
+    r = cli("retry", "--all", "--filter", "tenant=acme", "--dsn", pg_dsn, "--json")
+    assert r.exit_code == 5 and "--yes" in r.stderr  # a script must say --yes
+    r = cli("retry", "--all", "--filter", "tenant=acme", "--dsn", pg_dsn, input="y\n")
+    assert r.exit_code == 0 and "3 changed" in r.stdout
+    r = cli("cancel", "--all", "--filter", "tenant=acme", "--yes", "--rate", "100", "--dsn", pg_dsn, "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["result"]["changed"] == 3
+
+
+def test_pause_resume_and_event(pg_dsn: str) -> None:
+    r = cli("pause", "emails", "--note", "smtp down", "--actor", "bob", "--dsn", pg_dsn, "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["by"] == "bob"
+    assert cli("pause", "emails", "--dsn", pg_dsn).exit_code == 5
+    q = json.loads(cli("queues", "--dsn", pg_dsn, "--json").stdout)["queues"]
+    assert [(x["name"], x["paused"], x["paused_by"]) for x in q] == [("emails", True, "bob")]
+    assert cli("resume", "emails", "--dsn", pg_dsn).exit_code == 0
+    r = cli("event", "invoice.paid", "--payload", '{"invoice": 42}', "--dsn", pg_dsn, "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["woken"] == 0
+    r = cli("event", "invoice.paid", "--payload", "{nope", "--dsn", pg_dsn)
+    assert r.exit_code == 1 and "X_INVALID_ARGUMENT" in r.stderr
+
+
+def test_i23_describe_sorts_by_code_points_and_check_fails_on_drift(app_module: str, tmp_path: Path) -> None:
+    r = cli("describe", "--app", app_module)
+    assert r.exit_code == 0
+    manifest = json.loads(r.stdout)
+    # Code points: upper case sorts before lower case (a locale would put alpha first either way).
+    assert [m["name"] for m in manifest] == ["Alpha_mail", "zeta_report"]
+    assert all(m["idempotent"] is True and "idempotency_key" not in m for m in manifest)
+    committed = tmp_path / "jobs.manifest.json"
+    committed.write_text(r.stdout)
+    assert cli("describe", "--app", app_module, "--check", str(committed)).exit_code == 0
+    committed.write_text(r.stdout.replace("emails", "mail"))
+    r = cli("describe", "--app", app_module, "--check", str(committed))
+    assert r.exit_code == 4 and '-    "queue": "mail"' in r.stdout and "drifted" in r.stderr
+
+
+def test_enqueue_answers_id_and_deduped(app_module: str, pg_dsn: str) -> None:
+    args = ("enqueue", "Alpha_mail", "--app", app_module, "--input", '{"user": 7}', "--tenant", "acme", "--dsn", pg_dsn, "--json")
+    first = json.loads(cli(*args).stdout)
+    again = json.loads(cli(*args).stdout)
+    assert not first["deduped"] and again["deduped"] and again["id"] == first["id"]
+    r = cli("enqueue", "zeta_report", "--app", app_module, "--input", '{"day": 1}', "--delay", "10s", "--dsn", pg_dsn, "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["state"] == "delayed"
+    r = cli("enqueue", "nope", "--app", app_module, "--dsn", pg_dsn)
+    assert r.exit_code == 3 and "X_UNKNOWN_JOB" in r.stderr
+    r = cli("enqueue", "zeta_report", "--app", app_module, "--delay", "soon", "--dsn", pg_dsn)
+    assert r.exit_code == 1 and "X_INVALID_ARGUMENT" in r.stderr
