@@ -1,0 +1,125 @@
+"""The one table of console actions: it drives the key bindings, the command palette and the
+help screen, so a key, its palette entry and its help line cannot disagree.
+
+``scope`` is "global" (bound on the App) or a screen's name (bound on that screen). A mutating
+action is never offered in read-only mode (hidden from the footer, the palette and refused by
+``check_action``); the engine refuses it too. A ``coming`` entry reserves a key for a screen a
+later issue brings: pressing it says plainly that it is not available yet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True)
+class Action:
+    key: str
+    action: str  # the Textual action string, e.g. "goto('jobs')"
+    title: str  # the palette entry and the footer label
+    help: str  # one line for the help screen and the palette
+    scope: str = "global"
+    mutating: bool = False
+    coming: str | None = None  # the issue that brings it; the key answers "not available yet"
+    footer: bool = True
+    key_display: str | None = None
+
+    @property
+    def mode(self) -> str | None:
+        """The screen a NAV entry goes to (``goto('jobs')`` -> ``jobs``)."""
+        if not self.action.startswith("goto("):
+            return None
+        return self.action[len("goto('"):-2]
+
+    @property
+    def name(self) -> str:
+        """The action's method name without parameters (what ``check_action`` receives)."""
+        return self.action.split("(", 1)[0]
+
+
+# Screens reachable from anywhere, in nav order. A new screen is one entry here plus its class in
+# console/screens/__init__.py.
+NAV: tuple[Action, ...] = (
+    Action("1", "goto('overview')", "Overview", "queues: counts by state, oldest ready, throughput, workers", footer=False),
+    Action("2", "goto('jobs')", "Jobs", "filterable, paginated list of jobs; Enter opens one", footer=False),
+    Action("3", "goto('dead_letters')", "Dead letters", "dead jobs grouped by name and error code; retry or cancel", footer=False),
+    Action("4", "goto('workers')", "Workers", "hosts, pids, queues, slots, heartbeats (stale marked)", footer=False),
+    Action("5", "coming('Scheduler')", "Scheduler", "cron tasks and their next runs", coming="the scheduler issue", footer=False),
+    Action("6", "coming('Outbox')", "Outbox", "staged rows waiting for the relay", coming="the outbox issue", footer=False),
+    Action("7", "coming('Backfills')", "Backfills", "declared sweeps and their ledger", coming="the backfills issue", footer=False),
+)
+
+ACTIONS: tuple[Action, ...] = NAV + (
+    Action("question_mark", "help", "Help", "this list of keys", key_display="?"),
+    Action("r", "refresh_now", "Refresh", "reload the screen now", footer=False),
+    Action("plus", "interval(1)", "Slower", "refresh less often (interval steps up)", key_display="+", footer=False),
+    Action("minus", "interval(-1)", "Faster", "refresh more often (interval steps down)", key_display="-", footer=False),
+    Action("q", "quit", "Quit", "leave the console"),
+    # overview
+    Action("enter", "open_queue", "Jobs of queue", "list the selected queue's jobs", scope="overview"),
+    Action("y", "why_queue", "Why", "why is the selected queue not draining?", scope="overview"),
+    Action("p", "toggle_pause", "Pause/resume", "pause or resume the selected queue", scope="overview", mutating=True),
+    # jobs
+    Action("escape", "back", "Back", "leave the filter bar, or go back", scope="jobs"),
+    Action("enter", "open_job", "Open", "open the selected job", scope="jobs"),
+    Action("slash", "filter", "Filter", "filter: queue= state= name= tenant= code= input.FIELD=V, or an id/key", scope="jobs", key_display="/"),
+    Action("n", "page(1)", "Next page", "the next (older) page", scope="jobs"),
+    Action("b", "page(-1)", "Prev page", "the previous (newer) page", scope="jobs"),
+    Action("x", "retry", "Retry", "retry the selected dead job", scope="jobs", mutating=True),
+    Action("c", "cancel", "Cancel", "cancel the selected live job", scope="jobs", mutating=True),
+    Action("y", "why", "Why", "why is the selected job not running?", scope="jobs"),
+    # job detail
+    Action("escape", "back", "Back", "back to the previous screen", scope="job_detail"),
+    Action("y", "why", "Why", "why is this job not running?", scope="job_detail"),
+    Action("x", "retry", "Retry", "retry this dead job", scope="job_detail", mutating=True),
+    Action("f", "retry_from_step", "Retry from step", "re-run from a chosen step", scope="job_detail", mutating=True),
+    Action("c", "cancel", "Cancel", "cancel this live job", scope="job_detail", mutating=True),
+    Action("e", "send_event", "Send event", "send the event this job waits for", scope="job_detail", mutating=True),
+    Action("u", "unfold", "Unfold", "show long input and result whole", scope="job_detail"),
+    # dead letters
+    Action("escape", "back", "Back", "leave the filter bar, or go back", scope="dead_letters"),
+    Action("enter", "open_group", "Jobs of group", "list the dead jobs of the selected group", scope="dead_letters"),
+    Action("slash", "filter", "Filter", "filter: queue= name= tenant= code=", scope="dead_letters", key_display="/"),
+    Action("x", "bulk('retry', 'group')", "Retry group", "retry every job of the selected group (dry run first)", scope="dead_letters", mutating=True),
+    Action("c", "bulk('cancel', 'group')", "Cancel group", "cancel the live jobs still failing like the selected group (dry run first)", scope="dead_letters", mutating=True),
+    Action("X", "bulk('retry', 'all')", "Retry all", "retry everything matching the filter (dry run first)", scope="dead_letters", mutating=True, key_display="X"),
+    Action("C", "bulk('cancel', 'all')", "Cancel all", "cancel every live job matching the filter (dry run first)", scope="dead_letters", mutating=True, key_display="C"),
+    # why and workers
+    Action("escape", "back", "Back", "back to the previous screen", scope="why"),
+    Action("escape", "back", "Back", "back to the previous screen", scope="workers"),
+    Action("escape", "back", "Back", "back to the previous screen", scope="help"),
+)
+
+SCOPES: tuple[tuple[str, str], ...] = (
+    ("global", "Everywhere"),
+    ("overview", "Overview"),
+    ("jobs", "Jobs"),
+    ("job_detail", "Job detail"),
+    ("dead_letters", "Dead letters"),
+    ("why", "Why is it not running?"),
+)
+
+
+def for_scope(scope: str) -> tuple[Action, ...]:
+    return tuple(a for a in ACTIONS if a.scope == scope)
+
+
+def bindings(scope: str) -> list[Binding]:
+    return [
+        Binding(a.key, a.action, a.title, show=a.footer, key_display=a.key_display) for a in for_scope(scope)
+    ]
+
+
+def mutating_names(scope: str) -> frozenset[str]:
+    return frozenset(a.name for a in for_scope(scope) if a.mutating)
+
+
+def offered(scope: str, *, read_only: bool) -> tuple[Action, ...]:
+    """The actions a screen offers: its own and the global ones, mutating ones only when writable."""
+    return tuple(a for a in for_scope(scope) + for_scope("global") if not (read_only and a.mutating))
+
+
+def key_label(a: Action) -> str:
+    return a.key_display or a.key

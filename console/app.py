@@ -1,0 +1,126 @@
+"""The jobs console App: screens, bindings, command palette. Wiring only.
+
+Constructing it (stable; the demo and the CLI build it this way)::
+
+    from console.app import JobsConsole
+    from console.source import Source
+
+    source = Source(engine, read_only=False)   # engine: engine.api.Engine (any driver)
+    app = JobsConsole(source, read_only=False, refresh=2.0, queue=None, title=None)
+    app.run()
+
+``source``: the console's only door to the engine (console/source.py; ``open_source(dsn)``
+builds one). ``read_only``: True makes the source read-only (one way: a read-only source stays
+so). ``refresh``: seconds between refreshes of the screen on top (adjustable live with + and -).
+``queue``: start focused on one queue (Jobs and Dead letters open filtered on it, Overview's
+cursor on it). ``title``: a label for the header (the demo says which backend it runs on).
+For tests and snapshots, ``console.seed.seeded_source()`` builds a deterministic Source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from textual.app import App, SystemCommand
+from textual.reactive import reactive
+from textual.screen import Screen
+
+from console import actions
+from console.messages import LoadFailed
+from console.screens import MODES
+from console.screens.help import HelpScreen
+from console.source import Source
+
+INTERVALS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
+MAX_BACKOFF = 30.0
+
+
+class JobsConsole(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "jobs-console"
+    BINDINGS = actions.bindings("global")
+    MODES = MODES
+    ENABLE_COMMAND_PALETTE = True
+
+    # Watched by the header and the banner.
+    last_refresh: reactive[datetime | None] = reactive(None)
+    refresh_interval: reactive[float] = reactive(2.0)
+    db_error: reactive[tuple[str, str, float] | None] = reactive(None)
+
+    def __init__(self, source: Source, *, read_only: bool = False, refresh: float = 2.0,
+                 queue: str | None = None, title: str | None = None) -> None:
+        super().__init__()
+        if read_only and not source.read_only:
+            source.set_read_only()
+        self.source = source
+        self.focus_queue = queue
+        self.label = title
+        self.set_reactive(JobsConsole.refresh_interval, float(refresh))
+        self.failures = 0
+
+    def on_mount(self) -> None:
+        self.switch_mode("overview")
+
+    # --- the refresh loop's bookkeeping (called by DataScreen) -----------------------------
+
+    def load_succeeded(self) -> float:
+        self.failures = 0
+        self.db_error = None
+        self.last_refresh = self.source.now()
+        return self.refresh_interval
+
+    def load_failed(self, failure: LoadFailed) -> float:
+        self.failures += 1
+        delay = min(MAX_BACKOFF, max(self.refresh_interval, 2.0 ** (self.failures - 1)))
+        self.db_error = (failure.title, failure.detail, delay)
+        return delay
+
+    # --- global actions --------------------------------------------------------------------
+
+    def action_goto(self, mode: str) -> None:
+        self.switch_mode(mode)
+
+    def action_coming(self, what: str) -> None:
+        entry = next(a for a in actions.NAV if a.title == what)
+        self.notify(f"The {what} screen is not available yet: it comes with {entry.coming}.",
+                    title="Not available yet", severity="warning")
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_refresh_now(self) -> None:
+        reload = getattr(self.screen, "reload", None)
+        if reload is not None:
+            reload()
+
+    def action_interval(self, step: int) -> None:
+        now = min(range(len(INTERVALS)), key=lambda i: abs(INTERVALS[i] - self.refresh_interval))
+        self.refresh_interval = INTERVALS[max(0, min(len(INTERVALS) - 1, now + step))]
+        self.notify(f"Refreshing every {self.refresh_interval:g}s", timeout=2)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        scope = getattr(screen, "SCOPE", "global")
+        for a in actions.offered(scope, read_only=self.source.read_only):
+            if a.action in ("help", "quit") or screen.check_action(a.name, ()) is False:
+                continue
+            label = f"{a.title}  [{actions.key_label(a)}]" + (" (coming)" if a.coming else "")
+            yield SystemCommand(label, a.help, _runner(screen, a))
+        yield SystemCommand("Help  [?]", "every key of every screen", self.action_help)
+        yield SystemCommand("Quit  [q]", "leave the console", self.action_quit)
+
+
+def _runner(screen: Screen, a: actions.Action):  # type: ignore[no-untyped-def]
+    target = screen if a.scope != "global" else screen.app
+
+    async def run() -> None:
+        await target.run_action(a.action)
+
+    return run
+
+
+def main() -> None:  # kept until console/cli.py takes the entry point
+    from console.seed import seeded_source
+
+    JobsConsole(seeded_source()).run()

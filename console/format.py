@@ -1,0 +1,142 @@
+"""Turning data into safe, short text for the screen.
+
+Everything that came from a job (input, result, errors, names, keys) passes through here. It comes
+back as a rich ``Text`` (never markup, so ``[bold]`` in data stays literal) with every control
+character replaced by a visible escape (so no terminal sequence from data reaches the terminal),
+and truncated to a bound the screen can afford.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from typing import Any
+
+from rich.text import Text
+
+# C0 controls except none (tab and newline are escaped too: a cell is one line), DEL, the C1
+# range, and the bidi overrides that can reorder what a reader sees.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_MULTILINE_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_PASSWORD_KV = re.compile(r"(password\s*=\s*)('[^']*'|\S+)", re.IGNORECASE)
+_PASSWORD_URL = re.compile(r"(://[^:/@\s]+):[^@\s]*@")
+
+CELL_LIMIT = 60  # a table cell
+LINE_LIMIT = 300  # one line of a detail panel
+JSON_LINES = 30  # a JSON document folds past this many lines
+JSON_LINE = 200  # one line of a JSON document (a long string is cut here)
+JSON_CHARS = 20_000  # and is never rendered past this many characters
+
+
+def _escape(match: re.Match[str]) -> str:
+    ch = match.group(0)
+    return {"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(ch, f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+
+
+def clean(value: object, *, limit: int = LINE_LIMIT, multiline: bool = False) -> str:
+    """A plain string with control characters escaped and a length bound."""
+    s = value if isinstance(value, str) else str(value)
+    if len(s) > limit * 4:  # never run the regex over a megabyte to show sixty characters
+        s = s[: limit * 4]
+    s = (_MULTILINE_CONTROL if multiline else _CONTROL).sub(_escape, s)
+    if len(s) > limit:
+        s = s[: max(1, limit - 1)] + "…"
+    return s
+
+
+def safe(value: object, *, limit: int = LINE_LIMIT, style: str = "") -> Text:
+    """Data as a one-line Text: escaped, bounded, never parsed as markup."""
+    if value is None:
+        return Text("—", style="dim")
+    return Text(clean(value, limit=limit), style=style)
+
+
+def cell(value: object, *, limit: int = CELL_LIMIT, style: str = "") -> Text:
+    return safe(value, limit=limit, style=style)
+
+
+def redact_dsn(text: str) -> str:
+    """Belt and braces over the driver's own redaction: no password ever reaches the screen (I25)."""
+    return _PASSWORD_URL.sub(r"\1:***@", _PASSWORD_KV.sub(r"\1***", text))
+
+
+def looks_binary(s: str) -> bool:
+    if not s:
+        return False
+    sample = s[:2000]
+    bad = sum(1 for ch in sample if _CONTROL.match(ch) and ch not in "\n\t")
+    return bad / len(sample) > 0.1
+
+
+def pretty_json(value: Any, *, max_lines: int = JSON_LINES, unfold: bool = False) -> tuple[Text, int]:
+    """Indented JSON, escaped; answers the text and how many lines were folded away."""
+    if value is None:
+        return Text("null", style="dim"), 0
+    try:
+        doc = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+    except (TypeError, ValueError):
+        doc = repr(value)
+    if isinstance(value, str) and looks_binary(value):
+        doc = json.dumps(value[: JSON_CHARS // 4])  # ensure_ascii: every byte shown as an escape
+    total = len(doc)
+    if total > JSON_CHARS:
+        doc = doc[:JSON_CHARS]
+    lines = doc.splitlines()
+    folded = 0
+    if not unfold and len(lines) > max_lines:
+        folded = len(lines) - max_lines
+        lines = lines[:max_lines]
+    body = "\n".join(clean(line, limit=JSON_LINE, multiline=True) for line in lines)
+    text = Text(body)
+    if total > JSON_CHARS:
+        text.append(f"\n… {total - JSON_CHARS:,} more characters not shown", style="dim italic")
+    return text, folded
+
+
+def duration(seconds: float | None) -> str:
+    """A compact duration: 45s, 3m20s, 2h05m, 4d02h; sub-second as ms."""
+    if seconds is None:
+        return "—"
+    s = float(seconds)
+    neg = s < 0
+    s = abs(s)
+    if s < 1:
+        out = f"{int(s * 1000)}ms"
+    elif s < 60:
+        out = f"{s:.0f}s" if s >= 10 else f"{s:.1f}s".replace(".0s", "s")
+    elif s < 3600:
+        out = f"{int(s // 60)}m{int(s % 60):02d}s"
+    elif s < 86400:
+        out = f"{int(s // 3600)}h{int(s % 3600 // 60):02d}m"
+    else:
+        out = f"{int(s // 86400)}d{int(s % 86400 // 3600):02d}h"
+    return f"-{out}" if neg else out
+
+
+def ago(when: datetime | None, now: datetime) -> str:
+    if when is None:
+        return "—"
+    d = (now - when).total_seconds()
+    return "now" if abs(d) < 1 else (f"{duration(d)} ago" if d > 0 else f"in {duration(-d)}")
+
+
+def until(when: datetime | None, now: datetime) -> str:
+    if when is None:
+        return "—"
+    d = (when - now).total_seconds()
+    return "now" if abs(d) < 1 else (f"in {duration(d)}" if d > 0 else f"{duration(-d)} ago")
+
+
+def stamp(when: datetime | None, now: datetime | None = None) -> str:
+    """A UTC time: HH:MM:SS today, else the date as well."""
+    if when is None:
+        return "—"
+    if now is not None and when.date() == now.date():
+        return when.strftime("%H:%M:%S")
+    return when.strftime("%Y-%m-%d %H:%M")
+
+
+def short_id(job_id: str) -> str:
+    """The tail of a UUIDv7: its head is a timestamp that jobs enqueued together share."""
+    return job_id[-12:] if len(job_id) > 12 else job_id

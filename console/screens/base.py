@@ -1,0 +1,108 @@
+"""What every data screen shares: the header and banner, its bindings from the action table, and
+the refresh loop.
+
+The loop (dolphie's rule): a refresh runs in an exclusive Textual worker, and the next one is armed
+only when it has finished, so refreshes never pile up behind a slow database. A failed refresh
+raises the app's banner and re-arms with backoff; the first success clears it. Only the screen
+on top refreshes on its timer; a screen coming back to the top refreshes at once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from textual import work
+from textual.app import ComposeResult
+from textual.message import Message
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer
+
+from console import actions
+from console.messages import LoadFailed
+from console.widgets.banner import Banner
+from console.widgets.header import StatusHeader
+from console.widgets.nav import NavBar
+
+if TYPE_CHECKING:
+    from console.app import JobsConsole
+    from console.source import Source
+
+
+class ConsoleScreen(Screen[None]):
+    """A screen with the console's header, banner and footer, bound from the action table."""
+
+    SCOPE: ClassVar[str] = "global"
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        if "BINDINGS" not in cls.__dict__:  # before Textual merges the class's bindings
+            cls.BINDINGS = actions.bindings(cls.SCOPE)  # type: ignore[assignment]
+        super().__init_subclass__(**kwargs)
+
+    @property
+    def console(self) -> JobsConsole:
+        return self.app  # type: ignore[return-value]
+
+    @property
+    def source(self) -> Source:
+        return self.console.source
+
+    def compose_top(self) -> ComposeResult:
+        yield StatusHeader(id="status")
+        yield NavBar(id="nav")
+        yield Banner(id="banner")
+
+    def compose_bottom(self) -> ComposeResult:
+        yield Footer()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in actions.mutating_names(self.SCOPE) and self.source.read_only:
+            return False  # not offered: hidden from the footer and refused (the engine refuses too)
+        if action == "back" and len(self.app.screen_stack) <= 1:
+            return False
+        return True
+
+    def action_back(self) -> None:
+        if len(self.app.screen_stack) > 1:
+            self.app.pop_screen()
+
+
+class DataScreen(ConsoleScreen):
+    """A ConsoleScreen that loads data on a re-arming timer."""
+
+    _timer: Timer | None = None
+
+    async def fetch(self) -> Message:
+        """Read the screen's data from the source and answer the message that carries it."""
+        raise NotImplementedError
+
+    def on_mount(self) -> None:
+        self.reload()
+
+    def on_screen_resume(self) -> None:
+        if self.is_mounted:
+            self.reload()
+
+    def reload(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        self._load()
+
+    @work(exclusive=True, group="refresh", exit_on_error=False)
+    async def _load(self) -> None:
+        try:
+            message = await self.fetch()
+        except Exception as exc:  # the console never crashes on a lost connection or a bad answer
+            delay = self.console.load_failed(LoadFailed(*self.source.describe_failure(exc)))
+        else:
+            self.post_message(message)
+            delay = self.console.load_succeeded()
+        if self.is_attached:
+            self._timer = self.set_timer(delay, self._tick)
+
+    def _tick(self) -> None:
+        self._timer = None
+        if self.is_current:
+            self._load()
+        # else: on_screen_resume reloads when the screen is back on top

@@ -1,0 +1,110 @@
+"""The confirmation modal every mutating action goes through.
+
+It names exactly what will change (and, for a bulk action, how many jobs and how they group). The
+operator may attach an incident note (kept in the job's audit trail) and, for a bulk retry, pace
+it through the queue's limiter. ``y`` or the Confirm button confirms; ``n`` or Escape cancels;
+nothing is changed until then.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Checkbox, Input, Label, Static
+
+from console.format import clean
+
+
+@dataclass(frozen=True)
+class Confirmed:
+    note: str | None = None
+    paced: bool = False
+    per_second: float | None = None
+
+
+class ConfirmScreen(ModalScreen[Confirmed | None]):
+    BINDINGS = [
+        Binding("y", "confirm", "Confirm"),
+        Binding("n", "cancel", "Cancel"),
+        Binding("escape", "cancel", "Cancel"),
+    ]
+
+    def __init__(self, title: str, body: Text | str, *, verb: str = "Confirm", note: bool = True,
+                 pace: float | None = None, danger: bool = True) -> None:
+        super().__init__()
+        self.title_text = title
+        self.body = body
+        self.verb = verb
+        self.with_note = note
+        self.pace = pace  # the pacing rate offered (jobs per second), None: no pacing option
+        self.danger = danger
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm-box", classes="danger" if self.danger else ""):
+            yield Label(Text(clean(self.title_text, limit=100), style="bold"), id="confirm-title")
+            yield Static(self.body, id="confirm-body")
+            if self.pace is not None:
+                yield Checkbox(f"pace it: {self.pace:g} jobs per second through the queue's limiter", id="confirm-pace")
+            if self.with_note:
+                yield Input(placeholder="incident note for the audit trail (optional)", id="confirm-note", max_length=500)
+            with Horizontal(id="confirm-buttons"):
+                yield Button(Text(f"{clean(self.verb, limit=40)} [y]"), id="confirm-yes", variant="error" if self.danger else "primary")
+                yield Button(Text("Cancel [n]"), id="confirm-no")
+
+    def on_mount(self) -> None:
+        self.query_one("#confirm-no", Button).focus()
+
+    def _result(self) -> Confirmed:
+        note = None
+        if self.with_note:
+            note = self.query_one("#confirm-note", Input).value.strip() or None
+        paced = self.pace is not None and self.query_one("#confirm-pace", Checkbox).value
+        return Confirmed(note=note, paced=paced, per_second=self.pace if paced else None)
+
+    def action_confirm(self) -> None:
+        self.dismiss(self._result())
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "confirm-yes":
+            self.action_confirm()
+        else:
+            self.action_cancel()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_confirm()
+
+
+class ResultScreen(ModalScreen[None]):
+    """What an action did, shown until dismissed (any of Enter, Escape, o)."""
+
+    BINDINGS = [Binding("escape,enter,o", "close", "OK")]
+
+    def __init__(self, title: str, body: Text | str, *, failed: bool = False) -> None:
+        super().__init__()
+        self.title_text, self.body, self.failed = title, body, failed
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="result-box", classes="failed" if self.failed else ""):
+            yield Label(Text(clean(self.title_text, limit=100), style="bold"), id="result-title")
+            yield Static(self.body, id="result-body")
+            yield Button(Text("OK [enter]"), id="result-ok")
+
+    def on_mount(self) -> None:
+        self.query_one("#result-ok", Button).focus()
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(None)

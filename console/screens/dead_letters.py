@@ -1,0 +1,166 @@
+"""Dead letters, grouped by job name and error code (and stop reason), with bulk actions that
+act on everything matching, not just what is visible, after a dry run."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import Input, Static
+
+from console.format import ago, cell, clean
+from console.messages import DeadLettersLoaded
+from console.screens.base import DataScreen
+from console.screens.flows import Flows
+from console.widgets.keyed_table import KeyedTable
+from engine.errors import JobsError
+from engine.introspect.filters import describe_filter, parse_filter
+from engine.projections import DeadGroup, DeadLetters, JobFilter
+from engine.types import JobState
+
+COLUMNS = (
+    ("job name", "name"), ("error code", "code"), ("stop reason", "stop"), ("count", "count"),
+    ("attempt", "attempt"), ("tenants", "tenants"), ("first seen", "first"), ("last seen", "last"), ("last error", "error"),
+)
+
+
+def group_key(g: DeadGroup) -> str:
+    return f"{g.name}\x1f{g.error_code or ''}\x1f{g.stop_reason or ''}"
+
+
+def group_row(g: DeadGroup, now) -> tuple[Text, ...]:  # type: ignore[no-untyped-def]
+    return (
+        cell(g.name, limit=26, style="bold"),
+        cell(g.error_code, limit=22, style="red"),
+        cell(g.stop_reason, limit=18),
+        Text(f"{g.count:,}", justify="right", style="bold"),
+        Text(f"{g.attempt} of {g.max_attempts}", justify="right"),
+        Text(str(g.tenants), justify="right"),
+        Text(ago(g.first_seen, now), style="dim"),
+        Text(ago(g.last_seen, now), style="dim"),
+        cell(g.last_error, limit=40, style="dim"),
+    )
+
+
+class DeadLettersScreen(DataScreen, Flows):
+    SCOPE = "dead_letters"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.where = JobFilter()
+        self.groups: dict[str, DeadGroup] = {}
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_top()
+        yield Static("Dead letters", classes="screen-title", id="dead-title")
+        yield Input(placeholder="filter: queue=Q name=N tenant=T code=X input.F=V", id="filter", compact=True)
+        yield KeyedTable(COLUMNS, id="groups")
+        yield Static("", id="empty", classes="empty")
+        yield Static("", id="detail", classes="note")
+        yield from self.compose_bottom()
+
+    def on_mount(self) -> None:
+        if self.console.focus_queue:
+            self.where = JobFilter(queue=self.console.focus_queue)
+        flt = self.query_one("#filter", Input)
+        flt.value = "" if self.where.empty else describe_filter(self.where)
+        flt.display = not self.where.empty
+        self.query_one("#groups", KeyedTable).focus()
+        super().on_mount()
+
+    def _dead(self) -> JobFilter:
+        return replace(self.where, state=JobState.DEAD)
+
+    async def fetch(self) -> DeadLettersLoaded:
+        return DeadLettersLoaded(await self.source.dead_letters(self._dead()))
+
+    def on_dead_letters_loaded(self, message: DeadLettersLoaded) -> None:
+        view: DeadLetters = message.data
+        now = self.source.now()
+        self.groups = {group_key(g): g for g in view.groups}
+        self.query_one("#groups", KeyedTable).sync([(group_key(g), group_row(g, now)) for g in view.groups])
+        title = Text("Dead letters", style="bold")
+        title.append(f"  {view.total} jobs in {len(view.groups)} groups")
+        if not self.where.empty:
+            title.append(f"  · {clean(describe_filter(self.where), limit=80)}")
+        self.query_one("#dead-title", Static).update(title)
+        empty = self.query_one("#empty", Static)
+        empty.display = not view.groups
+        empty.update("No dead letters." + (" (for this filter)" if not self.where.empty else ""))
+        self._show_selected()
+
+    def on_data_table_row_highlighted(self, event: KeyedTable.RowHighlighted) -> None:
+        self._show_selected()
+
+    def _show_selected(self) -> None:
+        g = self._selected()
+        note = self.query_one("#detail", Static)
+        if g is None:
+            note.update("")
+            return
+        t = Text("last error: ", style="dim")
+        t.append(clean(g.last_error or "—", limit=220))
+        t.append("\nEnter: its jobs · x/c: retry/cancel this group · X/C: everything matching the filter", style="dim")
+        note.update(t)
+
+    def _selected(self) -> DeadGroup | None:
+        key = self.query_one("#groups", KeyedTable).selected_key
+        return self.groups.get(key) if key else None
+
+    def _group_filter(self, g: DeadGroup) -> JobFilter:
+        return replace(self._dead(), name=g.name, error_code=g.error_code)
+
+    # --- actions ---------------------------------------------------------------------------------
+
+    def action_filter(self) -> None:
+        flt = self.query_one("#filter", Input)
+        flt.display = True
+        flt.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        try:
+            where = parse_filter(event.value) if event.value.strip() else JobFilter()
+        except JobsError as err:
+            self.notify(f"{err.cause}\nfix: {err.fix}", title=err.code, severity="error", timeout=6)
+            return
+        self.where = replace(where, state=None)
+        event.input.display = not self.where.empty
+        self.query_one("#groups", KeyedTable).focus()
+        self.reload()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "back" and self.is_mounted and self.query_one("#filter", Input).has_focus:
+            return True
+        return super().check_action(action, parameters)
+
+    def action_back(self) -> None:
+        flt = self.query_one("#filter", Input)
+        if flt.has_focus:
+            flt.display = not self.where.empty
+            self.query_one("#groups", KeyedTable).focus()
+        else:
+            super().action_back()
+
+    def on_data_table_row_selected(self, event: KeyedTable.RowSelected) -> None:
+        event.stop()
+        self.action_open_group()
+
+    def action_open_group(self) -> None:
+        g = self._selected()
+        if g:
+            f = self._group_filter(g)
+            self.open_jobs(**{k: getattr(f, k) for k in ("queue", "state", "name", "tenant", "error_code", "input_fields")})
+
+    def action_bulk(self, action: str, scope: str) -> None:
+        if scope == "group":
+            g = self._selected()
+            if g is None:
+                return
+            where = self._group_filter(g)
+        else:
+            where = self._dead()
+        # A dead job is final: cancelling a group means cancelling the LIVE jobs that match it
+        # (retries still failing with that code), so they stop adding to the dead letters.
+        self.bulk_flow(action, where if action == "retry" else replace(where, state=None))

@@ -1,0 +1,210 @@
+"""The flows screens share: drilling into a job or a queue, and every mutating action.
+
+Each action is one linear worker: (dry run) -> a confirmation modal naming exactly what changes ->
+the engine call -> the result shown -> the screen refreshed. Nothing changes unless the operator
+confirms; an engine refusal (read-only, wrong state, another tenant) is shown with its fix.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual import work
+
+from console.format import clean, short_id
+from console.messages import ActionFailed, ActionSucceeded
+from console.screens.confirm import Confirmed, ConfirmScreen, ResultScreen
+from console.screens.steps import StepChooser
+from engine.errors import JobsError
+from engine.introspect.filters import describe_filter
+from engine.projections import ActionResult, BulkPlan, BulkResult, JobFilter
+
+if TYPE_CHECKING:
+    from console.screens.base import DataScreen
+
+BULK_PACE = 10.0  # jobs per second offered as the paced alternative to landing all at once
+
+
+def plan_text(plan: BulkPlan) -> Text:
+    t = Text()
+    verb = "retried" if plan.action == "retry" else "cancelled"
+    t.append(f"{plan.matched:,}", style="bold")
+    t.append(f" job{'s' if plan.matched != 1 else ''} match ")
+    t.append(clean(describe_filter(plan.filter), limit=120), style="bold")
+    t.append(".\n")
+    if plan.action == "retry":
+        t.append(f"{plan.deduped:,}", style="bold")
+        t.append(" would dedupe away (a live duplicate holds the key); ")
+    t.append(f"{plan.would_change:,}", style="bold")
+    t.append(f" would be {verb}.\n\n")
+    t.append(f"{'count':>7}  {'stop reason':<19} {'error code':<22} tenant\n", style="underline")
+    for g in plan.groups[:8]:
+        t.append(f"{g.count:>7,}  {clean(g.stop_reason or '—', limit=19):<19} "
+                 f"{clean(g.error_code or '—', limit=22):<22} {clean(g.tenant or '—', limit=20)}\n")
+    if len(plan.groups) > 8:
+        t.append(f"… and {len(plan.groups) - 8} more groups\n", style="dim")
+    return t
+
+
+def result_text(r: ActionResult) -> str:
+    if not r.changed:
+        return f"No change to {short_id(r.job_id)}: {r.reason or r.state.value}."
+    msg = f"{r.action.replace('_', ' ')} {short_id(r.job_id)}: {r.previous.value} → {r.state.value}"
+    if r.duplicate_of:
+        msg += f" (deduped onto live job {short_id(r.duplicate_of)})"
+    return msg + "."
+
+
+class Flows:
+    """Mixed into data screens; ``self`` is a DataScreen."""
+
+    # --- navigation ------------------------------------------------------------------------------
+
+    def open_jobs(self: DataScreen, **where: Any) -> None:
+        from console.screens.jobs import JobsScreen
+
+        self.app.push_screen(JobsScreen(JobFilter(**where), drill=True))
+
+    def open_job(self: DataScreen, job_id: str) -> None:
+        from console.screens.job_detail import JobDetailScreen
+
+        self.app.push_screen(JobDetailScreen(job_id))
+
+    def open_why_job(self: DataScreen, job_id: str) -> None:
+        from console.screens.why import WhyScreen
+
+        self.app.push_screen(WhyScreen(job_id=job_id))
+
+    def open_why_queue(self: DataScreen, queue: str) -> None:
+        from console.screens.why import WhyScreen
+
+        self.app.push_screen(WhyScreen(queue=queue))
+
+    # --- actions ---------------------------------------------------------------------------------
+
+    @work(group="action", exclusive=True, exit_on_error=False)
+    async def confirm_and_run(self: DataScreen, title: str, body: Text | str, verb: str,
+                              call: Callable[[Confirmed], Awaitable[str]]) -> None:
+        await self.confirm_then_run(title, body, verb, call)  # type: ignore[attr-defined]
+
+    async def confirm_then_run(self: DataScreen, title: str, body: Text | str, verb: str,
+                               call: Callable[[Confirmed], Awaitable[str]]) -> None:
+        confirmed = await self.app.push_screen(ConfirmScreen(title, body, verb=verb), wait_for_dismiss=True)
+        if confirmed is None:
+            self.notify("Cancelled: nothing changed.", timeout=3)
+            return
+        try:
+            summary = await call(confirmed)
+        except JobsError as err:
+            self.post_message(ActionFailed(f"{err.code}: {err.cause}", err.fix))
+            self.notify(f"{clean(err.cause, limit=200)}\nfix: {clean(err.fix, limit=120)}", title=err.code, severity="error", timeout=8)
+        except Exception as exc:  # a lost connection mid-action: say so, never crash
+            self.post_message(ActionFailed(f"{type(exc).__name__}: {exc}"))
+            self.notify(clean(f"{type(exc).__name__}: {exc}", limit=200), title="Action failed; it may not have landed", severity="error", timeout=8)
+        else:
+            self.post_message(ActionSucceeded(summary))
+            self.notify(clean(summary, limit=300), title="Done", timeout=5)
+        self.reload()
+
+    def retry_job(self: DataScreen, job_id: str, name: str) -> None:
+        async def call(c: Confirmed) -> str:
+            return result_text(await self.source.retry(job_id, note=c.note))
+
+        body = Text.assemble("Retry dead job ", (short_id(job_id), "bold"), " (", clean(name, limit=40),
+                             "): it becomes ready now with a fresh attempt budget.")
+        self.confirm_and_run("Retry this job?", body, "Retry", call)
+
+    def cancel_job(self: DataScreen, job_id: str, name: str, state: str) -> None:
+        async def call(c: Confirmed) -> str:
+            return result_text(await self.source.cancel(job_id, note=c.note))
+
+        body = Text.assemble("Cancel ", (state, "bold"), " job ", (short_id(job_id), "bold"), " (",
+                             clean(name, limit=40), "): it becomes cancelled and will not run",
+                             " (a running handler is signalled to stop)." if state == "running" else ".")
+        self.confirm_and_run("Cancel this job?", body, "Cancel job", call)
+
+    @work(group="action", exclusive=True, exit_on_error=False)
+    async def retry_from_step_flow(self: DataScreen, job_id: str, steps: Sequence[str]) -> None:
+        step = await self.app.push_screen(StepChooser(steps), wait_for_dismiss=True)
+        if step is None:
+            self.notify("Cancelled: nothing changed.", timeout=3)
+            return
+
+        async def call(c: Confirmed) -> str:
+            return result_text(await self.source.retry_from_step(job_id, step, note=c.note))
+
+        later = list(steps)[list(steps).index(step):]
+        body = Text.assemble("Re-run job ", (short_id(job_id), "bold"), " from step ", (clean(step, limit=40), "bold"),
+                             f": the stored results of {len(later)} step{'s' if len(later) != 1 else ''} (",
+                             clean(", ".join(later), limit=120), ") are discarded; earlier steps keep theirs.")
+        await self.confirm_then_run("Retry from a step?", body, "Retry from step", call)  # type: ignore[attr-defined]
+
+    def send_event(self: DataScreen, event: str, payload: Any, tenant: str | None) -> None:
+        async def call(c: Confirmed) -> str:
+            sent = await self.source.send_event(event, payload, tenant=tenant)
+            return f"Sent event {sent.name}" + (f"; it woke {sent.woken} job(s)." if sent.woken else ".")
+
+        body = Text.assemble("Send event ", (clean(event, limit=60), "bold"), " with payload ",
+                             (clean(json.dumps(payload, default=str), limit=200), "bold"),
+                             f" (tenant {clean(tenant, limit=30)})" if tenant else "", ": every job waiting for a match wakes.")
+        self.confirm_and_run("Send this event?", body, "Send", call)
+
+    def toggle_pause(self: DataScreen, queue: str, paused: bool) -> None:
+        async def call(c: Confirmed) -> str:
+            p = await (self.source.resume(queue) if paused else self.source.pause(queue, note=c.note))
+            if not p.changed:
+                return f"Queue {queue} was already {'paused' if p.paused else 'running'}."
+            return f"Queue {queue} {'paused' if p.paused else 'resumed'}."
+
+        if paused:
+            body = Text.assemble("Resume queue ", (clean(queue, limit=40), "bold"), ": workers claim its jobs again.")
+            self.confirm_and_run("Resume this queue?", body, "Resume", call)
+        else:
+            body = Text.assemble("Pause queue ", (clean(queue, limit=40), "bold"),
+                                 ": no worker claims its jobs until it is resumed (running jobs finish).")
+            self.confirm_and_run("Pause this queue?", body, "Pause", call)
+
+    @work(group="action", exclusive=True, exit_on_error=False)
+    async def bulk_flow(self: DataScreen, action: str, where: JobFilter) -> None:
+        try:
+            plan = await self.source.plan(action, where)  # type: ignore[arg-type]
+        except Exception as exc:
+            title, detail = self.source.describe_failure(exc)
+            self.notify(detail, title=f"Dry run failed: {title}", severity="error", timeout=8)
+            return
+        if plan.matched == 0:
+            self.notify(f"Nothing to {action}: no job matches {describe_filter(where)}.", timeout=5)
+            return
+        verb = "Retry" if action == "retry" else "Cancel"
+        confirmed = await self.app.push_screen(
+            ConfirmScreen(f"{verb} {plan.would_change:,} jobs?", plan_text(plan), verb=f"{verb} {plan.would_change:,}",
+                          pace=BULK_PACE if action == "retry" else None),
+            wait_for_dismiss=True,
+        )
+        if confirmed is None:
+            self.notify("Cancelled: nothing changed.", timeout=3)
+            return
+        try:
+            res: BulkResult = await self.source.bulk(action, where, per_second=confirmed.per_second, note=confirmed.note)  # type: ignore[arg-type]
+        except JobsError as err:
+            self.post_message(ActionFailed(f"{err.code}: {err.cause}", err.fix))
+            await self.app.push_screen(ResultScreen(f"{verb} refused", f"{err.code}: {err.cause}\nfix: {err.fix}", failed=True),
+                                       wait_for_dismiss=True)
+        except Exception as exc:
+            self.post_message(ActionFailed(f"{type(exc).__name__}: {exc}"))
+            await self.app.push_screen(ResultScreen(f"{verb} failed part-way", clean(f"{type(exc).__name__}: {exc}", limit=300)
+                                                    + "\nSome jobs may have changed: the view below is re-read.", failed=True),
+                                       wait_for_dismiss=True)
+        else:
+            done = "retried" if action == "retry" else "cancelled"
+            summary = f"{res.changed:,} {done}, {res.skipped:,} skipped (no longer eligible or deduped)."
+            if res.per_second:
+                summary += f" Paced at {res.per_second:g}/s."
+            if res.note:
+                summary += f"\nNote in the audit trail: {clean(res.note, limit=200)}"
+            self.post_message(ActionSucceeded(summary))
+            await self.app.push_screen(ResultScreen(f"{verb}: done", summary), wait_for_dismiss=True)
+        self.reload()

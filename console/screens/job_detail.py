@@ -1,0 +1,202 @@
+"""Job detail: what the job is, why it is in its state now, its steps, attempts, input, result
+and history. Everything from the job is escaped and bounded (console/format.py)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from console.format import ago, clean, duration, pretty_json, safe, short_id, stamp, until
+from console.messages import JobLoaded
+from console.screens.base import DataScreen
+from console.screens.flows import Flows
+from console.widgets.state_bar import state_text
+from console.widgets.timeline import StepTimeline
+from engine.projections import JobDetail
+from engine.types import LIVE_STATES, JobState
+
+_LIVE = set(LIVE_STATES)
+
+
+def facts_text(d: JobDetail, now: datetime) -> Text:
+    j = d.job
+    rows: list[tuple[str, Text | str]] = [
+        ("name", safe(j.name, limit=60)),
+        ("queue", safe(j.queue, limit=40)),
+        ("tenant", safe(j.tenant, limit=40)),
+        ("key", safe(j.idempotency_key, limit=70)),
+        ("attempt", f"{j.attempt} of {j.max_attempts}" + (f"  (priority {j.priority})" if j.priority else "")),
+        ("created", f"{stamp(j.created_at, now)}  ({ago(j.created_at, now)})"),
+        ("run at", f"{stamp(j.run_at, now)}  ({until(j.run_at, now)})" if j.state in _LIVE else "—"),
+    ]
+    if j.claimed_by:
+        rows.append(("worker", safe(j.claimed_by, limit=50)))
+    if j.state is JobState.RUNNING and j.lease_until:
+        left = (j.lease_until - now).total_seconds()
+        rows.append(("lease", f"until {stamp(j.lease_until, now)} ({duration(left)} left)" if left > 0 else f"lapsed {duration(-left)} ago"))
+    if j.finished_at:
+        rows.append(("finished", f"{stamp(j.finished_at, now)}  ({ago(j.finished_at, now)})"))
+    if j.error_code or j.stop_reason:
+        rows.append(("error", Text.assemble((clean(j.error_code or "—", limit=40), "red"),
+                                            f"  stop reason: {j.stop_reason}" if j.stop_reason else "")))
+    if d.next_retry is not None:
+        rows.append(("next", safe(d.next_retry.note, limit=100)))
+    t = Text()
+    for i, (label, value) in enumerate(rows):
+        if i:
+            t.append("\n")
+        t.append(f"{label:>9}  ", style="dim")
+        t.append(value if isinstance(value, Text) else Text(value))
+    return t
+
+
+def why_text(d: JobDetail) -> Text:
+    t = Text()
+    t.append("Why: ", style="bold")
+    t.append(clean(d.why.summary, limit=600))
+    return t
+
+
+def attempts_text(d: JobDetail, now: datetime) -> Text:
+    if not d.attempts:
+        return Text("No attempt has been made yet.", style="dim italic")
+    t = Text()
+    t.append(f"{'#':>3} {'outcome':<10} {'worker':<20} {'started':<9} {'took':>7}  error\n", style="underline")
+    for a in d.attempts[-10:]:
+        took = (a.finished_at - a.started_at).total_seconds()
+        style = "red" if a.outcome in ("dead", "retried", "lost") else ("green" if a.outcome == "completed" else "")
+        t.append(f"{a.attempt:>3} ")
+        t.append(f"{clean(a.outcome, limit=10):<10} ", style=style)
+        t.append(f"{clean(a.worker, limit=20):<20} {stamp(a.started_at, now):<9} {duration(took):>7}  ")
+        t.append(clean(a.error_code or a.error or "", limit=60), style="red")
+        t.append("\n")
+    if len(d.attempts) > 10:
+        t.append(f"(the last 10 of {len(d.attempts)} attempts)", style="dim")
+    t.rstrip()
+    return t
+
+
+def history_text(d: JobDetail, now: datetime) -> Text:
+    if not d.history:
+        return Text("No operator action or lifecycle event recorded.", style="dim italic")
+    t = Text()
+    for i, h in enumerate(d.history[-12:]):
+        if i:
+            t.append("\n")
+        t.append(f"{stamp(h.at, now):<9} ", style="dim")
+        t.append(f"{clean(h.kind, limit=20):<14}", style="bold")
+        t.append(f" by {clean(h.actor, limit=30)}" if h.actor else "")
+        if h.note:
+            t.append(f"  note: {clean(h.note, limit=120)}", style="italic")
+    return t
+
+
+def json_block(label: str, value: object, unfold: bool) -> Text:
+    body, folded = pretty_json(value, unfold=unfold)
+    t = Text()
+    t.append(f"{label}\n", style="bold")
+    t.append_text(body)
+    if folded:
+        t.append(f"\n… {folded} more lines folded (u: unfold)", style="dim italic")
+    return t
+
+
+class JobDetailScreen(DataScreen, Flows):
+    SCOPE = "job_detail"
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__()
+        self.job_id = job_id
+        self.detail: JobDetail | None = None
+        self.unfolded = False
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_top()
+        with VerticalScroll(id="detail"):
+            yield Static(Text(f"Job {self.job_id}", style="bold"), id="detail-title", classes="screen-title")
+            yield Static("", id="why-line")
+            yield Static("", id="facts")
+            yield Static(Text("Steps", style="bold"), classes="section")
+            yield StepTimeline(id="steps")
+            yield Static(Text("Attempts", style="bold"), classes="section")
+            yield Static("", id="attempts")
+            yield Static("", id="input", classes="json")
+            yield Static("", id="result", classes="json")
+            yield Static(Text("History", style="bold"), classes="section")
+            yield Static("", id="history")
+        yield from self.compose_bottom()
+
+    def on_mount(self) -> None:
+        self.query_one("#detail", VerticalScroll).focus()
+        super().on_mount()
+
+    async def fetch(self) -> JobLoaded:
+        return JobLoaded(await self.source.job(self.job_id))
+
+    def on_job_loaded(self, message: JobLoaded) -> None:
+        d: JobDetail = message.data
+        self.detail = d
+        now = self.source.now()
+        title = Text.assemble(("Job ", "bold"), (d.job.id, "bold"), "  ", state_text(d.job.state.value))
+        self.query_one("#detail-title", Static).update(title)
+        self.query_one("#why-line", Static).update(why_text(d))
+        self.query_one("#facts", Static).update(facts_text(d, now))
+        self.query_one("#steps", StepTimeline).show(d.steps, now, available=d.steps_available)
+        self.query_one("#attempts", Static).update(attempts_text(d, now))
+        self.query_one("#input", Static).update(json_block("Input", d.job.input, self.unfolded))
+        result = self.query_one("#result", Static)
+        result.display = d.job.result is not None
+        result.update(json_block("Result", d.job.result, self.unfolded))
+        self.query_one("#history", Static).update(history_text(d, now))
+        self.refresh_bindings()
+
+    # --- actions ---------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        allowed = super().check_action(action, parameters)
+        if not allowed or action in ("back", "why", "unfold") or self.detail is None:
+            return allowed
+        j = self.detail.job
+        if action == "retry":
+            return j.state is JobState.DEAD
+        if action == "retry_from_step":
+            return j.state in (JobState.DEAD, JobState.COMPLETED) and bool(self.detail.steps)
+        if action == "cancel":
+            return j.state in _LIVE
+        if action == "send_event":
+            return j.state is JobState.SUSPENDED and (j.wait or {}).get("kind") == "event"
+        return allowed
+
+    def action_why(self) -> None:
+        self.open_why_job(self.job_id)
+
+    def action_unfold(self) -> None:
+        self.unfolded = not self.unfolded
+        if self.detail is not None:
+            self.on_job_loaded(JobLoaded(self.detail))
+
+    def action_retry(self) -> None:
+        if self.detail:
+            self.retry_job(self.detail.job.id, self.detail.job.name)
+
+    def action_cancel(self) -> None:
+        if self.detail:
+            j = self.detail.job
+            self.cancel_job(j.id, j.name, j.state.value)
+
+    def action_retry_from_step(self) -> None:
+        if self.detail:
+            names = [s.name for s in sorted(self.detail.steps, key=lambda s: s.seq)]
+            self.retry_from_step_flow(self.detail.job.id, list(dict.fromkeys(names)))
+
+    def action_send_event(self) -> None:
+        if self.detail:
+            wait = self.detail.job.wait or {}
+            self.send_event(str(wait.get("event", "")), wait.get("match") or {}, self.detail.job.tenant)
+
+
+__all__ = ["JobDetailScreen", "short_id"]

@@ -1,0 +1,185 @@
+"""Jobs: a filterable, keyset-paginated list, newest first; Enter opens a job."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import Input, Static
+
+from console.format import ago, cell, clean, short_id
+from console.messages import JobsLoaded
+from console.screens.base import DataScreen
+from console.screens.flows import Flows
+from console.widgets.keyed_table import KeyedTable
+from console.widgets.state_bar import state_text
+from engine.errors import JobsError
+from engine.introspect.filters import describe_filter, parse_filter
+from engine.projections import JobFilter, JobPage, JobSummary
+from engine.types import LIVE_STATES, JobState
+
+COLUMNS = (
+    ("id", "id"), ("name", "name"), ("queue", "queue"), ("tenant", "tenant"), ("state", "state"),
+    ("attempt", "attempt"), ("error", "error"), ("run at", "run_at"), ("created", "created"),
+)
+_LIVE = {s.value for s in LIVE_STATES}
+
+
+def job_row(j: JobSummary, now) -> tuple[Text, ...]:  # type: ignore[no-untyped-def]
+    return (
+        Text(short_id(j.id), style="dim"),
+        cell(j.name, limit=28),
+        cell(j.queue, limit=16),
+        cell(j.tenant, limit=14),
+        state_text(j.state.value),
+        Text(f"{j.attempt}/{j.max_attempts}", justify="right"),
+        cell(j.error_code, limit=22, style="red") if j.error_code else Text("—", style="dim"),
+        Text(ago(j.run_at, now) if j.state.value in _LIVE else "—", style="dim"),
+        Text(ago(j.created_at, now), style="dim"),
+    )
+
+
+def filter_from_text(text: str) -> JobFilter:
+    """The filter bar: key=value words (queue= state= name= tenant= code= input.F=V search=);
+    a bare word is a search on the id or the idempotency key."""
+    words, bare = [], []
+    for w in text.split():
+        (words if "=" in w else bare).append(w)
+    where = parse_filter(" ".join(words)) if words else JobFilter()
+    if bare:
+        where = replace(where, search=" ".join(bare))
+    return where
+
+
+class JobsScreen(DataScreen, Flows):
+    SCOPE = "jobs"
+
+    def __init__(self, where: JobFilter | None = None, *, drill: bool = False) -> None:
+        super().__init__()
+        self.where = where if where is not None else JobFilter()
+        self.drill = drill  # pushed from another screen (Escape goes back)
+        self.cursors: list[str | None] = [None]  # keyset cursors of the pages seen so far
+        self.page: JobPage | None = None
+        self.rows: dict[str, JobSummary] = {}
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_top()
+        yield Static("Jobs", classes="screen-title", id="jobs-title")
+        yield Input(placeholder="filter: queue=Q state=dead name=N tenant=T code=X input.invoice_id=42, or an id/key",
+                    id="filter", compact=True)
+        yield KeyedTable(COLUMNS, id="jobs")
+        yield Static("", id="empty", classes="empty")
+        yield Static("", id="pager", classes="note")
+        yield from self.compose_bottom()
+
+    def on_mount(self) -> None:
+        if not self.drill and self.where.empty and self.console.focus_queue:
+            self.where = JobFilter(queue=self.console.focus_queue)
+        flt = self.query_one("#filter", Input)
+        flt.value = "" if self.where.empty else describe_filter(self.where)
+        flt.display = False
+        self.query_one("#jobs", KeyedTable).focus()
+        super().on_mount()
+
+    async def fetch(self) -> JobsLoaded:
+        return JobsLoaded(await self.source.jobs(self.where, cursor=self.cursors[-1]))
+
+    def on_jobs_loaded(self, message: JobsLoaded) -> None:
+        page: JobPage = message.data
+        self.page = page
+        now = self.source.now()
+        self.rows = {j.id: j for j in page.items}
+        self.query_one("#jobs", KeyedTable).sync([(j.id, job_row(j, now)) for j in page.items])
+        title = Text("Jobs", style="bold")
+        title.append(f"  {clean(describe_filter(self.where), limit=100)}" if not self.where.empty else "  all", style="")
+        self.query_one("#jobs-title", Static).update(title)
+        empty = self.query_one("#empty", Static)
+        empty.display = not page.items
+        empty.update("No job matches this filter." if not self.where.empty else "No jobs yet.")
+        n = len(self.cursors)
+        pager = f"page {n} · {len(page.items)} shown of {page.total} matching"
+        pager += " · n: next page" if page.next_cursor else " · last page"
+        if n > 1:
+            pager += " · b: previous page"
+        self.query_one("#pager", Static).update(Text(pager + " · /: filter · Enter: open", style="dim"))
+
+    # --- filter and pages ------------------------------------------------------------------------
+
+    def action_filter(self) -> None:
+        flt = self.query_one("#filter", Input)
+        flt.display = True
+        flt.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        try:
+            where = filter_from_text(event.value)
+        except JobsError as err:
+            self.notify(f"{err.cause}\nfix: {err.fix}", title=err.code, severity="error", timeout=6)
+            return
+        self.where = where
+        self.cursors = [None]
+        event.input.display = not where.empty
+        self.query_one("#jobs", KeyedTable).focus()
+        self.reload()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "back" and self.is_mounted and self.query_one("#filter", Input).has_focus:
+            return True
+        return super().check_action(action, parameters)
+
+    def action_back(self) -> None:
+        flt = self.query_one("#filter", Input)
+        if flt.has_focus:  # Escape leaves the filter bar first
+            flt.display = not self.where.empty
+            self.query_one("#jobs", KeyedTable).focus()
+        else:
+            super().action_back()
+
+    def action_page(self, step: int) -> None:
+        if step > 0 and self.page is not None and self.page.next_cursor:
+            self.cursors.append(self.page.next_cursor)
+        elif step < 0 and len(self.cursors) > 1:
+            self.cursors.pop()
+        else:
+            return
+        self.reload()
+
+    # --- a job -----------------------------------------------------------------------------------
+
+    def _selected(self) -> JobSummary | None:
+        key = self.query_one("#jobs", KeyedTable).selected_key
+        return self.rows.get(key) if key else None
+
+    def on_data_table_row_selected(self, event: KeyedTable.RowSelected) -> None:
+        event.stop()
+        self.action_open_job()
+
+    def action_open_job(self) -> None:
+        j = self._selected()
+        if j:
+            self.open_job(j.id)
+
+    def action_why(self) -> None:
+        j = self._selected()
+        if j:
+            self.open_why_job(j.id)
+
+    def action_retry(self) -> None:
+        j = self._selected()
+        if j is None:
+            return
+        if j.state is not JobState.DEAD:
+            self.notify(f"Only a dead job can be retried; this one is {j.state.value}.", severity="warning", timeout=4)
+            return
+        self.retry_job(j.id, j.name)
+
+    def action_cancel(self) -> None:
+        j = self._selected()
+        if j is None:
+            return
+        if j.state.value not in _LIVE:
+            self.notify(f"Only a live job can be cancelled; this one is {j.state.value}.", severity="warning", timeout=4)
+            return
+        self.cancel_job(j.id, j.name, j.state.value)

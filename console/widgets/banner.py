@@ -1,0 +1,25 @@
+"""The database-down banner: shown while refreshes fail, gone on the first one that lands."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from console.format import clean
+
+
+class Banner(Static):
+    def on_mount(self) -> None:
+        self.watch(self.app, "db_error", self._changed)
+
+    def _changed(self, error: tuple[str, str, float] | None) -> None:
+        if error is None:
+            self.display = False
+            return
+        title, detail, retry_in = error
+        text = Text()
+        text.append(f" ✗ {clean(title, limit=60)} ", style="bold")
+        text.append(clean(detail, limit=160))
+        text.append(f"  · retrying in {retry_in:.0f}s (r: now)", style="italic")
+        self.update(text)
+        self.display = True

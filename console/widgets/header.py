@@ -1,0 +1,42 @@
+"""The header line: which database, which driver, read-only or not, when the data was read."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich.text import Text
+from textual.widgets import Static
+
+from console.format import clean, duration, stamp
+
+
+class StatusHeader(Static):
+    def on_mount(self) -> None:
+        for attr in ("last_refresh", "refresh_interval", "db_error"):
+            self.watch(self.app, attr, self._changed, init=False)
+        self._changed()
+
+    def _changed(self, *_: object) -> None:
+        app = self.app
+        source = app.source  # type: ignore[attr-defined]
+        last: datetime | None = app.last_refresh  # type: ignore[attr-defined]
+        text = Text()
+        text.append(" jobs-console ", style="bold reverse")
+        # What matters most first, so an 80-column terminal still shows it: how fresh, whether
+        # writable, whether connected; then which database.
+        text.append(f" {stamp(last, last) if last else '—'}", style="bold")
+        text.append(f" every {duration(app.refresh_interval)}", style="dim")  # type: ignore[attr-defined]
+        text.append("  ")
+        if source.read_only:
+            text.append(" READ-ONLY ", style="bold reverse yellow")
+        else:
+            text.append("read-write", style="dim")
+        if app.db_error is not None:  # type: ignore[attr-defined]
+            text.append("  DISCONNECTED (data as of the time shown)", style="bold red")
+        text.append("  ")
+        text.append(clean(source.database, limit=50), style="bold")
+        text.append(f"  {source.driver}", style="dim")
+        label = getattr(app, "label", None)
+        if label:
+            text.append(f"  {clean(label, limit=40)}", style="italic")
+        self.update(text)

@@ -1,0 +1,46 @@
+"""A one-line bar of counts by state. Labels carry the meaning, colour only helps (NO_COLOR)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual.widgets import Static
+
+# The style of each state's number: the tcss cannot reach inside a Text, so it lives here.
+STATE_STYLE = {
+    "ready": "bold green",
+    "delayed": "cyan",
+    "running": "bold blue",
+    "suspended": "magenta",
+    "parked": "yellow",
+    "dead": "bold red",
+    "completed": "green",
+    "cancelled": "dim",
+}
+
+
+def state_text(state: str) -> Text:
+    return Text(state, style=STATE_STYLE.get(state, ""))
+
+
+def counts_text(counts: Sequence[tuple[str, object]]) -> Text:
+    """``ready 12 · delayed 3 · dead 1``: a state whose count is zero is shown dim."""
+    out = Text()
+    for i, (state, count) in enumerate(counts):
+        if i:
+            out.append(" · ", style="dim")
+        zero = str(count) in ("0", "~0", "≥0")
+        out.append(f"{state} ", style="dim" if zero else "")
+        out.append(str(count), style="dim" if zero else STATE_STYLE.get(state, "bold"))
+    return out
+
+
+class StateBar(Static):
+    """Totals across queues; ``counts`` is set by the screen that owns it."""
+
+    def show(self, counts: Sequence[tuple[str, object]], *, note: str | None = None) -> None:
+        text = counts_text(counts)
+        if note:
+            text.append(f"   {note}", style="italic dim")
+        self.update(text)

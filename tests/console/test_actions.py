@@ -1,0 +1,453 @@
+"""Every console action through the keyboard: the key, the confirmation, the engine call, the
+refreshed view. The engine is the seeded memory driver; its state is checked through the Source,
+never through the screen alone."""
+
+from __future__ import annotations
+
+import pytest
+from textual.pilot import Pilot
+
+from console.app import JobsConsole
+from console.screens.confirm import ConfirmScreen, ResultScreen
+from console.screens.dead_letters import DeadLettersScreen
+from console.screens.help import HelpScreen
+from console.screens.job_detail import JobDetailScreen
+from console.screens.jobs import JobsScreen
+from console.screens.steps import StepChooser
+from console.screens.why import WhyScreen
+from console.seed import seeded_source
+from console.widgets.keyed_table import KeyedTable
+from engine.projections import JobFilter
+from engine.types import JobState
+from tests.console.conftest import SIZE, settle
+
+
+def console() -> JobsConsole:
+    return JobsConsole(seeded_source(), refresh=60)
+
+
+async def keys(pilot: Pilot, *names: str) -> None:
+    for k in names:
+        await pilot.press(k)
+        await settle(pilot)
+
+
+async def filter_jobs(pilot: Pilot, text: str) -> None:
+    await keys(pilot, "2", "slash")
+    await pilot.press(*text)
+    await keys(pilot, "enter")
+
+
+async def ids(app: JobsConsole, **where: object) -> list[str]:
+    page = await app.source.jobs(JobFilter(**where))  # type: ignore[arg-type]
+    return [j.id for j in page.items]
+
+
+async def state_of(app: JobsConsole, job_id: str) -> JobState:
+    return (await app.source.job(job_id)).job.state
+
+
+def table(app: JobsConsole) -> KeyedTable:
+    return app.screen.query_one(KeyedTable)
+
+
+# --- navigation ---------------------------------------------------------------------------------
+
+
+async def test_number_keys_reach_every_screen() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for key, mode in (("2", "jobs"), ("3", "dead_letters"), ("4", "workers"), ("1", "overview")):
+            await keys(pilot, key)
+            assert app.current_mode == mode
+        assert table(app).keys == ["accounts", "billing", "emails", "reports", "webhooks"]
+
+
+async def test_a_reserved_key_says_plainly_it_is_not_available() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "5")
+        assert app.current_mode == "overview"
+        (note,) = list(app._notifications)
+        assert "Scheduler screen is not available yet" in note.message
+
+
+async def test_help_lists_every_key_and_closes() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        text = str(app.screen.query_one("#help-table").render())
+        for needle in ("Retry from step", "Pause/resume", "coming with the scheduler issue", "ctrl+p"):
+            assert needle in text
+        await keys(pilot, "escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_refresh_interval_is_adjustable_live() -> None:
+    app = JobsConsole(seeded_source(), refresh=2)
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "plus")
+        assert app.refresh_interval == 5.0
+        await keys(pilot, "minus", "minus")
+        assert app.refresh_interval == 1.0
+        assert "every 1s" in str(app.screen.query_one("#status").render())
+
+
+async def test_overview_enter_opens_the_queue_jobs_and_escape_returns() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await keys(pilot, "down", "enter")  # billing
+        assert isinstance(app.screen, JobsScreen)
+        assert app.screen.where.queue == "billing"
+        assert {j.queue for j in app.screen.rows.values()} == {"billing"}
+        await keys(pilot, "escape")
+        assert app.current_mode == "overview" and not isinstance(app.screen, JobsScreen)
+
+
+async def test_why_queue_names_the_pause() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "end", "y")  # webhooks, paused by alice
+        assert isinstance(app.screen, WhyScreen)
+        text = str(app.screen.query_one("#causes").render())
+        assert "paused by alice" in text and "INC-2041" in text
+
+
+async def test_queue_selected_at_start_with_focus_queue() -> None:
+    app = JobsConsole(seeded_source(), refresh=60, queue="reports")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert table(app).selected_key == "reports"
+        await keys(pilot, "2")
+        assert app.screen.where.queue == "reports"
+
+
+# --- pause / resume -----------------------------------------------------------------------------
+
+
+async def test_pause_asks_then_pauses_with_the_note() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "down", "down", "p")  # emails
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "Pause queue emails" in str(app.screen.query_one("#confirm-body").render())
+        await pilot.click("#confirm-note")
+        await pilot.press(*"INC-1")
+        await keys(pilot, "enter")
+        view = await app.source.queues()
+        emails = next(q for q in view.queues if q.name == "emails")
+        assert emails.paused and emails.pause_note == "INC-1" and emails.paused_by == "console:test"
+        assert "PAUSED" in str(table(app).get_row("emails")[-1])
+
+
+async def test_declining_a_confirmation_changes_nothing() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "down", "down", "p", "n")
+        assert not isinstance(app.screen, ConfirmScreen)
+        view = await app.source.queues()
+        assert not next(q for q in view.queues if q.name == "emails").paused
+        await keys(pilot, "p", "escape")
+        view = await app.source.queues()
+        assert not next(q for q in view.queues if q.name == "emails").paused
+
+
+async def test_resume_a_paused_queue() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "end", "p")
+        assert "Resume queue webhooks" in str(app.screen.query_one("#confirm-body").render())
+        await keys(pilot, "y")
+        view = await app.source.queues()
+        assert not next(q for q in view.queues if q.name == "webhooks").paused
+
+
+# --- jobs list ----------------------------------------------------------------------------------
+
+
+async def test_filter_by_state_and_by_input_field() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await filter_jobs(pilot, "state=dead")
+        assert {j.state for j in app.screen.rows.values()} == {JobState.DEAD}
+        await keys(pilot, "slash", "ctrl+a", "ctrl+k")
+        await pilot.press(*"input.invoice_id=41")
+        await keys(pilot, "enter")
+        (only,) = app.screen.rows.values()
+        assert (await app.source.job(only.id)).job.input["invoice_id"] == 41
+
+
+async def test_a_bad_filter_is_refused_and_the_list_kept() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await filter_jobs(pilot, "state=sleeping")
+        assert app.screen.where == JobFilter()
+        assert any("X_UNKNOWN_STATE" in (n.title or "") for n in app._notifications)
+        assert len(app.screen.rows) == 50
+
+
+async def test_bare_word_searches_the_key() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await filter_jobs(pilot, "user:7")
+        (only,) = app.screen.rows.values()
+        assert only.idempotency_key == "user:7"
+
+
+async def test_pages_forward_and_back() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "2")
+        first = table(app).keys
+        await keys(pilot, "n")
+        second = table(app).keys
+        assert len(second) == 50 and not set(first) & set(second)
+        await keys(pilot, "b")
+        assert table(app).keys == first
+
+
+async def test_retry_a_dead_job_from_the_list() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await filter_jobs(pilot, "state=dead name=charge_card")
+        target = table(app).selected_key
+        await keys(pilot, "x")
+        assert isinstance(app.screen, ConfirmScreen)
+        await keys(pilot, "y")
+        assert await state_of(app, target) is JobState.READY
+        assert target not in table(app).keys  # the list re-read: it is no longer dead
+
+
+async def test_retry_is_refused_on_a_live_job_without_a_modal() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await filter_jobs(pilot, "state=ready")
+        target = table(app).selected_key
+        await keys(pilot, "x")
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert await state_of(app, target) is JobState.READY
+
+
+async def test_cancel_a_live_job_from_the_list() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await filter_jobs(pilot, "state=delayed queue=emails")
+        target = table(app).selected_key
+        await keys(pilot, "c")
+        assert "Cancel delayed job" in str(app.screen.query_one("#confirm-body").render())
+        await keys(pilot, "y")
+        assert await state_of(app, target) is JobState.CANCELLED
+        history = (await app.source.job(target)).history
+        assert history[-1].actor == "console:test"
+
+
+async def test_enter_opens_a_job_and_y_explains_it() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await filter_jobs(pilot, "state=parked")
+        await keys(pilot, "enter")
+        assert isinstance(app.screen, JobDetailScreen)
+        await keys(pilot, "y")
+        assert isinstance(app.screen, WhyScreen)
+        text = str(app.screen.query_one("#causes").render())
+        assert "slots of concurrency:generate_report are held" in text
+
+
+# --- job detail ---------------------------------------------------------------------------------
+
+
+async def open_job(pilot: Pilot, text: str) -> JobDetailScreen:
+    await filter_jobs(pilot, text)
+    await keys(pilot, "enter")
+    screen = pilot.app.screen
+    assert isinstance(screen, JobDetailScreen)
+    return screen
+
+
+async def test_detail_retry_from_a_chosen_step() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_job(pilot, "name=send_receipt")
+        job_id = screen.job_id
+        await keys(pilot, "f")
+        assert isinstance(app.screen, StepChooser)
+        await keys(pilot, "down", "enter")  # "send"
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "from step send" in str(app.screen.query_one("#confirm-body").render())
+        await keys(pilot, "y")
+        detail = await app.source.job(job_id)
+        assert detail.job.state is JobState.READY
+        assert [s.name for s in detail.steps] == ["render"]  # render kept, send discarded
+
+
+async def test_detail_retry_and_its_audit_note() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_job(pilot, "name=send_receipt")
+        await keys(pilot, "x")
+        await pilot.click("#confirm-note")
+        await pilot.press(*"smtp fixed")
+        await keys(pilot, "enter")
+        detail = await app.source.job(screen.job_id)
+        assert detail.job.state is JobState.READY
+        assert detail.history[-1].note == "smtp fixed"
+        assert "smtp fixed" in str(app.screen.query_one("#history").render())
+
+
+async def test_detail_cancel_a_sleeping_job() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_job(pilot, "user:7")
+        assert "Sleeping until" in str(screen.query_one("#why-line").render())
+        await keys(pilot, "c", "y")
+        assert await state_of(app, screen.job_id) is JobState.CANCELLED
+
+
+async def test_detail_send_the_awaited_event() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_job(pilot, "user:8")
+        assert "workspace.approved" in str(screen.query_one("#why-line").render())
+        await keys(pilot, "e")
+        assert "Send event workspace.approved" in str(app.screen.query_one("#confirm-body").render())
+        await keys(pilot, "y")
+        row = (await app.source.job(screen.job_id)).job
+        assert row.state is JobState.SUSPENDED and row.run_at <= app.source.now()  # woken: due now
+
+
+async def test_detail_offers_only_what_the_state_allows() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_job(pilot, "user:8")  # suspended
+        assert screen.check_action("cancel", ()) and screen.check_action("send_event", ())
+        assert not screen.check_action("retry", ()) and not screen.check_action("retry_from_step", ())
+        await keys(pilot, "x")
+        assert not isinstance(app.screen, ConfirmScreen)
+
+
+async def test_detail_unfolds_long_input() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_job(pilot, "input.to=sam@example.com")
+        assert "more lines folded" in str(screen.query_one("#input").render())
+        await keys(pilot, "u")
+        assert "more lines folded" not in str(screen.query_one("#input").render())
+
+
+# --- dead letters -------------------------------------------------------------------------------
+
+
+async def test_bulk_retry_of_a_group_shows_the_dry_run_then_retries_all_of_it() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "3")
+        await keys(pilot, "down")  # charge_card / X_CARD_DECLINED, 5 jobs
+        assert app.screen.groups[table(app).selected_key].count == 5
+        await keys(pilot, "x")
+        body = str(app.screen.query_one("#confirm-body").render())
+        assert "5 jobs match" in body and "X_CARD_DECLINED" in body and "terminal" in body
+        await keys(pilot, "y")
+        assert isinstance(app.screen, ResultScreen)
+        assert "5 retried" in str(app.screen.query_one("#result-body").render())
+        await keys(pilot, "enter")
+        assert isinstance(app.screen, DeadLettersScreen)
+        assert not await ids(app, state=JobState.DEAD, name="charge_card")
+        assert "charge_card" not in " ".join(table(app).keys)
+
+
+async def test_bulk_retry_everything_matching_the_filter_paced_with_a_note() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "3", "slash")
+        await pilot.press(*"queue=emails")
+        await keys(pilot, "enter", "X")
+        body = str(app.screen.query_one("#confirm-body").render())
+        assert "4 jobs match" in body and "queue=emails" in body
+        await pilot.click("#confirm-pace")
+        await pilot.click("#confirm-note")
+        await pilot.press(*"INC-9")
+        await keys(pilot, "enter")
+        text = str(app.screen.query_one("#result-body").render())
+        assert "4 retried" in text and "Paced at 10/s" in text and "INC-9" in text
+        await keys(pilot, "enter")
+        assert not await ids(app, state=JobState.DEAD, queue="emails")
+        assert len(await ids(app, state=JobState.DEAD)) == 7  # the other queues untouched
+
+
+async def test_bulk_cancel_with_nothing_live_says_so_without_a_modal() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "3", "down", "c")  # charge_card: no live job fails with X_CARD_DECLINED
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert any("Nothing to cancel" in n.message for n in app._notifications)
+
+
+async def test_bulk_cancel_of_a_group_cancels_its_live_retries() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "3")
+        key = next(k for k, g in app.screen.groups.items() if g.name == "send_email")
+        table(app).move_cursor(row=table(app).keys.index(key))
+        await keys(pilot, "c")  # the delayed send_email retrying on X_SMTP_TIMEOUT
+        assert "1 job match" in str(app.screen.query_one("#confirm-body").render())
+        await keys(pilot, "y", "enter")
+        live = await app.source.jobs(JobFilter(name="send_email", error_code="X_SMTP_TIMEOUT"))
+        assert {j.state for j in live.items} == {JobState.DEAD, JobState.CANCELLED}
+
+
+async def test_enter_on_a_group_lists_its_jobs() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "3", "down", "enter")
+        assert isinstance(app.screen, JobsScreen)
+        assert len(app.screen.rows) == 5
+        assert {(j.name, j.error_code) for j in app.screen.rows.values()} == {("charge_card", "X_CARD_DECLINED")}
+
+
+# --- read-only ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", [("1", "p"), ("3", "x"), ("3", "X"), ("2", "c")])
+async def test_read_only_offers_no_mutating_action(path: tuple[str, ...]) -> None:
+    app = JobsConsole(seeded_source(read_only=True), refresh=60)
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, *path)
+        assert not isinstance(app.screen, ConfirmScreen)
+        footer = " ".join(b.binding.description for b in app.screen.active_bindings.values() if b.binding.show and b.enabled)
+        assert "Retry" not in footer and "Pause" not in footer and "Cancel" not in footer
+
+
+async def test_read_only_flag_on_the_app_makes_the_source_refuse() -> None:
+    from engine.errors import JobsError
+
+    source = seeded_source()
+    app = JobsConsole(source, read_only=True, refresh=60)
+    assert source.read_only
+    dead = (await source.jobs(JobFilter(state=JobState.DEAD))).items[0].id
+    with pytest.raises(JobsError) as err:
+        await source.retry(dead)
+    assert err.value.code == "X_READ_ONLY"
+    assert app.source is source
+
+
+async def test_palette_lists_actions_of_the_screen_but_not_mutating_ones_read_only() -> None:
+    app = JobsConsole(seeded_source(read_only=True), refresh=60)
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "3")
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert any(t.startswith("Filter") for t in titles) and any(t.startswith("Workers") for t in titles)
+        assert not any("Retry" in t for t in titles)
+        assert any("Scheduler" in t and "coming" in t for t in titles)
+
+
+async def test_palette_runs_an_action() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        cmd = next(c for c in app.get_system_commands(app.screen) if c.title.startswith("Dead letters"))
+        await cmd.callback()
+        await settle(pilot)
+        assert app.current_mode == "dead_letters"
