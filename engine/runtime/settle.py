@@ -95,6 +95,7 @@ class AckBuffer:
     def __init__(
         self, driver: Driver, clock: Clock, keeper: LeaseKeeper, metrics: Metrics, *,
         batch_size: int, interval: float, on_settled: Callable[[Pending, str], Any] | None = None,
+        parallel: int = 1,
     ) -> None:
         self.driver, self.clock, self.keeper, self.metrics = driver, clock, keeper, metrics
         self.batch_size, self.interval, self.on_settled = batch_size, interval, on_settled
@@ -102,6 +103,8 @@ class AckBuffer:
         self._full = asyncio.Event()
         self._any = asyncio.Event()
         self._closing = False
+        self._slots = asyncio.Semaphore(parallel)
+        self._inflight: set[asyncio.Future[None]] = set()
 
     def __len__(self) -> int:
         return len(self._buf)
@@ -113,6 +116,8 @@ class AckBuffer:
             self._full.set()
 
     async def run(self) -> None:
+        # Up to ``parallel`` batches in flight, each on its own pooled connection: one ack
+        # statement at a time made the database's ack latency the worker's ceiling.
         while not self._closing:
             await self._any.wait()
             if len(self._buf) < self.batch_size and not self._closing:
@@ -120,14 +125,23 @@ class AckBuffer:
                     await asyncio.wait_for(self._full.wait(), self.interval)
                 except TimeoutError:
                     pass
-            await self.flush()
+            await self._slots.acquire()
+            task = asyncio.ensure_future(self.flush())
+            self._inflight.add(task)
+            task.add_done_callback(self._flushed)
+
+    def _flushed(self, task: asyncio.Future[None]) -> None:
+        self._inflight.discard(task)
+        self._slots.release()
 
     async def close(self) -> None:
-        """Flush everything left (the drain); the run loop ends."""
+        """Flush everything left (the drain) and wait for every batch in flight."""
         self._closing = True
         self._any.set()
         while self._buf:
             await self.flush()
+        if self._inflight:
+            await asyncio.gather(*self._inflight, return_exceptions=True)
 
     async def flush(self) -> None:
         batch = self._buf[: self.batch_size]

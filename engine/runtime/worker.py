@@ -49,6 +49,7 @@ class WorkerConfig:
     concurrency: int = 10  # claim slots: jobs running at once in this process
     batch_size: int = 100  # most rows one claim takes
     ack_batch: int = 200  # completions per ack statement
+    ack_parallel: int = 1  # ack statements in flight at once (each on its own pooled connection)
     flush_interval: float = 0.005  # longest a completion waits for its batch (seconds)
     lease_seconds: float = 30.0
     renew_interval: float | None = None  # default lease_seconds / 3
@@ -61,7 +62,7 @@ class WorkerConfig:
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("concurrency", "batch_size", "ack_batch"):
+        for name in ("concurrency", "batch_size", "ack_batch", "ack_parallel"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise _bad(name, v, f"jobs worker MODULE --{name.replace('_', '-')} 10")
@@ -129,7 +130,8 @@ class Worker:
         self._stopped = asyncio.Event()
         self._executor = ThreadPoolExecutor(max_workers=cfg.concurrency, thread_name_prefix="jobs-handler")
         self.acks = AckBuffer(self.driver, self.clock, self.keeper, self.metrics, batch_size=cfg.ack_batch,
-                              interval=cfg.flush_interval, on_settled=self._ack_settled)
+                              interval=cfg.flush_interval, on_settled=self._ack_settled,
+                              parallel=cfg.ack_parallel)
         self.limits = Limits(self.driver, self.clock, worker=self.id, lease_seconds=cfg.lease_seconds, shed_delay=cfg.shed_delay)
         self.runner = Runner(driver=self.driver, registry=self.registry, clock=self.clock, worker=self.id,
                              keeper=self.keeper, acks=self.acks, limits=self.limits, metrics=self.metrics,
