@@ -60,9 +60,11 @@ create index if not exists job_name_id on jobs.job (name, id desc);
 create index if not exists job_tenant_id on jobs.job (tenant, id desc) where tenant is not null;
 -- Dead letters grouped by (name, code, stop reason), read index-only (tenant for the group's
 -- tenant count). Supersedes job_dead, which lacked stop_reason and sent every group to the heap.
-create index if not exists job_dead_v2 on jobs.job (name, error_code, stop_reason, finished_at)
+create index if not exists job_dead_v3 on jobs.job
+    (name, (coalesce(error_code, '')), (coalesce(stop_reason, '')), finished_at)
     include (tenant, id) where state = 'dead';
 drop index if exists jobs.job_dead;
+drop index if exists jobs.job_dead_v2;
 -- Throughput per queue per minute: state included so the count of completions is index-only.
 create index if not exists job_finished_v2 on jobs.job (queue, finished_at) include (state)
     where state in ('completed','cancelled','dead');

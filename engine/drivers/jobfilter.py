@@ -12,3 +12,9 @@ def id_range(search: str) -> tuple[str, str] | None:
     if not 4 <= len(hexpart) <= 32 or any(c not in "0123456789abcdef" for c in hexpart):
         return None
     return str(uuid.UUID(hexpart.ljust(32, "0"))), str(uuid.UUID(hexpart.ljust(32, "f")))
+
+
+def search_terms(search: str) -> tuple[str | None, tuple[str, str] | None]:
+    """A search names ids (a hex prefix of one, 4+ digits) or else a key prefix: one index each."""
+    span = id_range(search)
+    return (None, span) if span is not None else (search, None)

@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the worker area's registry row; only named in annotations h
 
 DEFAULT_BUDGET = 0.5  # seconds a projection may take: the console's default
 DEFAULT_COUNT_CAP = 10_000  # past this a count answers "at least" instead of counting on
+DEFAULT_PAGE_COUNT_CAP = 1_000  # a list's "N matching": a page must stay cheap (< 20 ms)
 DEFAULT_STALE_AFTER = 30.0  # seconds without a heartbeat before a worker is shown stale
 MAX_PAGE = 500
 
@@ -53,6 +54,7 @@ class Introspector(EngineView):
         *,
         budget: float = DEFAULT_BUDGET,
         count_cap: int = DEFAULT_COUNT_CAP,
+        page_count_cap: int = DEFAULT_PAGE_COUNT_CAP,
         stale_after: float = DEFAULT_STALE_AFTER,
         registry: Any = None,
         tenant: str | None = None,
@@ -65,6 +67,7 @@ class Introspector(EngineView):
             raise JobsError(X_INVALID_ARGUMENT, cause=f"count_cap={count_cap!r} must be a whole number >= 1", fix="Introspector(engine, count_cap=10000)")
         self.budget = float(budget)
         self.count_cap = count_cap
+        self.page_count_cap = min(page_count_cap, count_cap)
         self.stale_after = float(stale_after)
         self.registry = registry
 
@@ -116,7 +119,7 @@ class Introspector(EngineView):
         await self._open()
         return await self.driver.job_page(  # type: ignore[attr-defined]
             where=scoped(where or JobFilter(), self.tenant), limit=limit, cursor=cursor,
-            count_cap=self.count_cap, budget_ms=self.budget_ms,
+            count_cap=self.page_count_cap, budget_ms=self.budget_ms,
         )
 
     async def job(self, job_id: str, *, tenant: str | None = None) -> JobDetail:

@@ -46,8 +46,8 @@ where (case when %(action)s = 'retry' then state = 'dead'
   and (%(tenant)s::text is null or tenant = %(tenant)s::text)
   and (%(code)s::text is null or error_code = %(code)s::text)
   and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
-  and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text
-       or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
+  and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
+  and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
   and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
   and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
   -- filter:end
@@ -68,8 +68,8 @@ select count(*)::int as n from (
       and (%(tenant)s::text is null or tenant = %(tenant)s::text)
       and (%(code)s::text is null or error_code = %(code)s::text)
       and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
-      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text
-           or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
+      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
+      and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
       and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
       and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
       -- filter:end
@@ -94,8 +94,8 @@ with batch as (
       and (%(tenant)s::text is null or tenant = %(tenant)s::text)
       and (%(code)s::text is null or error_code = %(code)s::text)
       and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
-      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text
-           or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
+      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
+      and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
       and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
       and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
       -- filter:end
@@ -141,8 +141,8 @@ with batch as (
       and (%(tenant)s::text is null or tenant = %(tenant)s::text)
       and (%(code)s::text is null or error_code = %(code)s::text)
       and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
-      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text
-           or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
+      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
+      and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
       and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
       and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
       -- filter:end

@@ -74,8 +74,8 @@ where (%(cursor)s::uuid is null or id < %(cursor)s::uuid)
   and (%(tenant)s::text is null or tenant = %(tenant)s::text)
   and (%(code)s::text is null or error_code = %(code)s::text)
   and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
-  and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text
-       or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
+  and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
+  and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
   and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
   and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
   -- filter:end
@@ -94,19 +94,22 @@ select count(*)::int as n from (
       and (%(tenant)s::text is null or tenant = %(tenant)s::text)
       and (%(code)s::text is null or error_code = %(code)s::text)
       and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
-      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text
-           or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
+      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
+      and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
       and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
       and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
       -- filter:end
+    order by id desc  -- the page's own order: an index walk that stops at the cap, never a seq scan
     limit %(cap)s + 1
 ) x;
 
 -- name: dead_groups :many
--- Dead letters grouped by (name, error code, stop reason): count, first/last seen, tenants, and
--- the most recent one (its id, last error, attempt n of m). Read from the dead-letter index.
-with m as (
-    select id, name, error_code, stop_reason, finished_at, tenant
+-- Dead letters grouped by (name, error code, stop reason): count, first/last seen, tenants from
+-- the dead-letter index; the most recent one (id, last error, attempt n of m) by one probe each.
+with g as (
+    select name, coalesce(error_code, '') as code, coalesce(stop_reason, '') as reason,
+           count(*)::int as n, min(finished_at) as first_seen, max(finished_at) as last_seen,
+           count(distinct coalesce(tenant, ''))::int as tenants
     from jobs.job
     where state = 'dead'
       -- filter:begin
@@ -116,26 +119,37 @@ with m as (
       and (%(tenant)s::text is null or tenant = %(tenant)s::text)
       and (%(code)s::text is null or error_code = %(code)s::text)
       and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
-      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text
-           or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
+      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
+      and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
       and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
       and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
       -- filter:end
-), g as (
-    select name, error_code, stop_reason, count(*)::int as n, min(finished_at) as first_seen,
-           max(finished_at) as last_seen, count(distinct coalesce(tenant, ''))::int as tenants
-    from m group by name, error_code, stop_reason
-), latest as (
-    select distinct on (name, error_code, stop_reason) name, error_code, stop_reason, id
-    from m order by name desc, error_code desc, stop_reason desc, finished_at desc, id desc
+    group by 1, 2, 3
 )
-select g.name, g.error_code, g.stop_reason, g.n, g.first_seen, g.last_seen, g.tenants,
-       j.id as last_job_id, j.last_error, j.attempt, j.max_attempts
+select g.name, l.error_code, l.stop_reason, g.n, g.first_seen, g.last_seen, g.tenants,
+       l.id as last_job_id, l.last_error, l.attempt, l.max_attempts
 from g
-join latest l on l.name = g.name and l.error_code is not distinct from g.error_code
-             and l.stop_reason is not distinct from g.stop_reason
-join jobs.job j on j.id = l.id
-order by g.last_seen desc, g.name, g.error_code;
+cross join lateral (
+    select id, error_code, stop_reason, last_error, attempt, max_attempts
+    from jobs.job
+    where state = 'dead' and name = g.name and coalesce(error_code, '') = g.code
+      and coalesce(stop_reason, '') = g.reason
+          -- filter:begin
+          and (%(queue)s::text is null or queue = %(queue)s::text)
+          and (%(state)s::text is null or state = %(state)s::text)
+          and (%(name)s::text is null or name = %(name)s::text)
+          and (%(tenant)s::text is null or tenant = %(tenant)s::text)
+          and (%(code)s::text is null or error_code = %(code)s::text)
+          and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
+          and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
+          and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
+          and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
+          and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
+          -- filter:end
+    order by finished_at desc, id desc
+    limit 1
+) l
+order by g.last_seen desc, g.name, g.code;
 
 -- name: job_duplicate :one
 -- Another live row holding this job's dedupe key (name, tenant or '', key), the I2 namespace.

@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from engine.drivers.jobfilter import id_range
+from engine.drivers.jobfilter import search_terms
 from engine.drivers.memory.state import LIVE, MemoryState, dedupe_key
 from engine.projections import (
     Count,
@@ -58,10 +58,10 @@ def matches(row: JobRow, where: JobFilter) -> bool:
             if k not in row.input or not _json_eq(row.input[k], v):
                 return False
     if where.search is not None:
-        s = where.search
-        span = id_range(s)
-        by_id = span is not None and span[0] <= row.id <= span[1]
-        if not (by_id or row.idempotency_key.startswith(s)):
+        key, span = search_terms(where.search)
+        if span is not None and not span[0] <= row.id <= span[1]:
+            return False
+        if key is not None and not row.idempotency_key.startswith(key):
             return False
     return True
 

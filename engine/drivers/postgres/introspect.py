@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from engine.drivers.jobfilter import id_range
+from engine.drivers.jobfilter import search_terms
 from engine.drivers.postgres.pool import LoopPools
 from engine.drivers.sqlfiles import Q
 from engine.errors import X_QUERY_BUDGET, JobsError
@@ -32,7 +32,6 @@ from engine.types import JobState
 T = TypeVar("T")
 Conn = psycopg.AsyncConnection[Any]
 _COUNTED = ("ready", "delayed", "running", "suspended", "parked", "dead")
-_EMPTY_LO, _EMPTY_HI = "ffffffff-ffff-ffff-ffff-ffffffffffff", "00000000-0000-0000-0000-000000000000"
 
 
 def _like_prefix(s: str) -> str:
@@ -41,12 +40,11 @@ def _like_prefix(s: str) -> str:
 
 def filter_params(where: JobFilter) -> dict[str, Any]:
     """The filter as statement parameters; None leaves a condition out (custom plans fold it)."""
-    lo = hi = None
-    key_like = None
+    lo = hi = key_like = None
     if where.search is not None:
-        key_like = _like_prefix(where.search)
-        span = id_range(where.search)
-        lo, hi = span if span is not None else (_EMPTY_LO, _EMPTY_HI)
+        key, span = search_terms(where.search)
+        key_like = None if key is None else _like_prefix(key)
+        lo, hi = span if span is not None else (None, None)
     return {
         "queue": where.queue, "state": where.state.value if where.state else None, "name": where.name,
         "tenant": where.tenant, "code": where.error_code,

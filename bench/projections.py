@@ -1,0 +1,178 @@
+"""Projection timings on a big table: `python -m bench.projections [--jobs 1000000] [--runs 30]`.
+
+Seeds jobs.job with the mix of issue 6 (sql/bench/seed.sql: 95% completed, 3% dead, 2% live;
+50 names, 20 tenants, 5 queues; attempts and steps to match), then times every projection the
+console refreshes through the real path (Introspector -> PostgresDriver -> named statements,
+each under its budget), and EXPLAINs every projection statement: none may seq-scan jobs.job.
+Targets: each console projection < 50 ms, a list page < 20 ms (median). Prints a table and JSON.
+`run(dsn=..., jobs=..., runs=...)` is what `python -m bench` calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+
+from bench.sqlq import bench_queries
+
+PAGE_TARGET_MS, VIEW_TARGET_MS = 20.0, 50.0
+
+
+def seed(dsn: str, jobs: int) -> float:
+    q = bench_queries()
+    started = time.perf_counter()
+    now = datetime.now(UTC)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for first in range(1, jobs + 1, 100_000):
+            conn.execute(q["bench_seed_jobs"].text, {"first": first, "last": min(jobs, first + 99_999), "now": now})  # type: ignore[arg-type]
+        bounds = _bounds()
+        for lo, hi in zip(bounds, bounds[1:]):
+            conn.execute(q["bench_seed_attempts"].text, {"lo": lo, "hi": hi})  # type: ignore[arg-type]
+            conn.execute(q["bench_seed_steps"].text, {"lo": lo, "hi": hi})  # type: ignore[arg-type]
+        conn.execute(q["bench_seed_workers"].text, {"now": now})  # type: ignore[arg-type]
+        conn.execute(q["bench_vacuum"].text)  # type: ignore[arg-type]
+    return time.perf_counter() - started
+
+
+def _bounds() -> list[str]:
+    # Batches by id range: 16 slices of the UUID space by its first hex digit (UUIDv7 sorts by time).
+    return [f"{d:x}0000000-0000-0000-0000-000000000000" for d in range(16)] + ["ffffffff-ffff-ffff-ffff-ffffffffffff"]
+
+
+async def _measure(dsn: str, runs: int) -> tuple[dict[str, list[float]], dict[str, Any]]:
+    from engine.drivers.postgres import PostgresDriver
+    from engine.introspect import Introspector, Operator, parse_filter
+
+    driver = PostgresDriver(dsn)
+    intro = Introspector(driver, budget=2.0)
+    ops = Operator(driver, actor="bench")
+    first = await intro.jobs(parse_filter("state=dead"), limit=50)
+    dead_id = first.items[0].id
+    parked = (await intro.jobs(parse_filter("state=parked"), limit=1)).items[0].id
+    cursor = (await intro.jobs(limit=50)).next_cursor
+    cases: dict[str, Any] = {
+        "queues": lambda: intro.queues(),
+        "page.all": lambda: intro.jobs(limit=50),
+        "page.next": lambda: intro.jobs(limit=50, cursor=cursor),
+        "page.state=dead": lambda: intro.jobs(parse_filter("state=dead"), limit=50),
+        "page.queue+state": lambda: intro.jobs(parse_filter("queue=q1 state=ready"), limit=50),
+        "page.name": lambda: intro.jobs(parse_filter("name=job_7"), limit=50),
+        "page.tenant": lambda: intro.jobs(parse_filter("tenant=t3"), limit=50),
+        "page.code": lambda: intro.jobs(parse_filter("state=dead code=X_BENCH_3"), limit=50),
+        "page.input": lambda: intro.jobs(parse_filter("input.invoice_id=4242"), limit=50),
+        "page.search": lambda: intro.jobs(parse_filter("search=k:12345"), limit=50),
+        "page.id": lambda: intro.jobs(parse_filter(f"search={dead_id}"), limit=50),
+        "dead_letters": lambda: intro.dead_letters(),
+        "workers": lambda: intro.workers(),
+        "job_detail": lambda: intro.job(dead_id),
+        "why.job": lambda: intro.why_job(parked),
+        "why.queue": lambda: intro.why_queue("q1"),
+        "plan.retry": lambda: ops.plan("retry", parse_filter("code=X_BENCH_3")),
+    }
+    out: dict[str, list[float]] = {}
+    for name, call in cases.items():
+        await call()  # warm: the pool, the plan, the cache
+        samples = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            await call()
+            samples.append((time.perf_counter() - t0) * 1000)
+        out[name] = samples
+    await driver.close()
+    return out, {"dead_id": dead_id}
+
+
+def explain_all(dsn: str, dead_id: str) -> dict[str, list[str]]:
+    """EXPLAIN every projection statement with bench-like parameters: the scans each plan uses."""
+    from engine.drivers.postgres.introspect import filter_params
+    from engine.drivers.sqlfiles import load_queries
+    from engine.introspect import parse_filter
+
+    q = load_queries()
+    now = datetime.now(UTC)
+    queues = ["q0", "q1", "q2", "q3", "q4"]
+    base = {"now": now, "queues": queues, "cap": 10000, "cursor": None, "limit": 51, "id": dead_id, "keys": ["x"]}
+    cases = [("queue_names", {}), ("queue_counts", {}), ("queue_oldest_ready", {}), ("queue_throughput", {}),
+             ("dead_groups", filter_params(parse_filter(""))), ("job_duplicate", {}),
+             ("job_bulk_groups", filter_params(parse_filter("code=X_BENCH_3")) | {"action": "retry"})]
+    for text in ("", "state=dead", "queue=q1 state=ready", "name=job_7", "tenant=t3", "state=dead code=X_BENCH_3",
+                 "input.invoice_id=4242", "search=k:12345", f"search={dead_id}"):
+        cases += [("job_page", filter_params(parse_filter(text)) | {"_label": text}),
+                  ("job_page_count", filter_params(parse_filter(text)) | {"_label": text})]
+    found: dict[str, list[str]] = {}
+    with psycopg.connect(dsn) as conn:
+        conn.execute("set plan_cache_mode = force_custom_plan")
+        for name, extra in cases:
+            label = f"{name}[{extra.pop('_label', '')}]" if "_label" in extra else name
+            params = base | extra
+            plan = conn.execute(f"explain (format json) {q[name].text}", params).fetchone()[0]  # type: ignore[index, arg-type]
+            found[label] = sorted(set(_scans(plan[0]["Plan"])))
+    return found
+
+
+def _scans(node: dict[str, Any]) -> list[str]:
+    out = []
+    if "Scan" in node.get("Node Type", "") and node.get("Relation Name"):
+        out.append(f"{node['Node Type']} {node['Relation Name']}" + (f" ({node['Index Name']})" if node.get("Index Name") else ""))
+    for child in node.get("Plans", []):
+        out += _scans(child)
+    return out
+
+
+def run(dsn: str, jobs: int = 1_000_000, runs: int = 30, quick: bool = False) -> dict[str, list[float]]:
+    """Seed ``dsn`` (an installed, empty database) and answer {projection: [ms, ...]}."""
+    if quick:
+        jobs, runs = min(jobs, 100_000), min(runs, 10)
+    seed(dsn, jobs)
+    samples, _ = asyncio.run(_measure(dsn, runs))
+    return samples
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.projections")
+    ap.add_argument("--jobs", type=int, default=1_000_000)
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--dsn", help="an installed, EMPTY database (default: a throwaway embedded server)")
+    args = ap.parse_args(argv)
+    from engine.embedded_pg import EmbeddedPostgres, create_database
+    from engine.schema import install_schema
+
+    pg = None
+    dsn = args.dsn
+    if dsn is None:
+        pg = EmbeddedPostgres(settings={"shared_buffers": "256MB"})
+        dsn = create_database(pg.start(), "projections")
+        install_schema(dsn)
+    try:
+        seconds = seed(dsn, args.jobs)
+        samples, meta = asyncio.run(_measure(dsn, args.runs))
+        plans = explain_all(dsn, meta["dead_id"])
+    finally:
+        if pg is not None:
+            pg.close()
+    rows = []
+    print(f"seeded {args.jobs} jobs in {seconds:.1f} s; {args.runs} runs each (ms)")
+    print(f"{'projection':<20} {'median':>8} {'p95':>8} {'max':>8} {'target':>7}  ok")
+    for name, xs in samples.items():
+        xs = sorted(xs)
+        med, p95 = statistics.median(xs), xs[min(len(xs) - 1, int(len(xs) * 0.95))]
+        target = PAGE_TARGET_MS if name.startswith("page.") else VIEW_TARGET_MS if not name.startswith("plan.") else None
+        ok = "-" if target is None else ("yes" if med < target else "NO")
+        print(f"{name:<20} {med:8.2f} {p95:8.2f} {xs[-1]:8.2f} {target or '':>7}  {ok}")
+        rows.append({"projection": name, "median_ms": round(med, 3), "p95_ms": round(p95, 3), "max_ms": round(xs[-1], 3), "target_ms": target})
+    seq = {k: v for k, v in plans.items() if any(s.startswith("Seq Scan job") for s in v)}
+    print("EXPLAIN: " + ("no sequential scan of jobs.job" if not seq else f"SEQ SCAN in {sorted(seq)}"))
+    print(json.dumps({"jobs": args.jobs, "runs": args.runs, "seed_seconds": round(seconds, 1), "results": rows, "plans": plans}, indent=1))
+    return 1 if seq or any(r["target_ms"] and r["median_ms"] >= r["target_ms"] for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+-- Seeding for the projections bench (python -m bench.projections): the mix issue 6 names, made
+-- set-based (generate_series) so a million rows take seconds. One row every 2 seconds back from
+-- %(now)s, so the last hour holds ~1,700 completions; 95% completed, 3% dead (both stop
+-- reasons), 2% spread over the live states; 50 names, 20 tenants (every 21st row none), 5 queues.
+
+-- name: bench_seed_jobs :exec
+-- Insert job rows %(first)s..%(last)s (UUIDv7 ids minted for each row's own time).
+insert into jobs.job (id, name, queue, tenant, idempotency_key, input, result, state, priority, attempt,
+                      max_attempts, run, run_at, created_at, updated_at, claimed_by, claimed_at,
+                      lease_until, finished_at, last_error, error_code, stop_reason, wait)
+select uuidv7(at - %(now)s::timestamptz), 'job_' || (g %% 50), 'q' || (g %% 5),
+       case when g %% 21 = 0 then null else 't' || (g %% 20) end,
+       'k:' || g, jsonb_build_object('n', g, 'invoice_id', g %% 100000),
+       case when state = 'completed' then jsonb_build_object('ok', true) end,
+       state, 0,
+       case when state in ('ready', 'delayed', 'parked', 'suspended') then 0
+            when state = 'dead' and g %% 2 = 0 then 1 else 3 end,
+       3,
+       case when state in ('ready', 'delayed', 'parked', 'suspended') then 0
+            when state = 'dead' and g %% 2 = 0 then 1 else 3 end,
+       case when state = 'delayed' then %(now)s::timestamptz + interval '1 hour' else at end,
+       at, at,
+       case when state in ('running', 'completed', 'dead') then 'bench-worker-' || (g %% 4) end,
+       case when state = 'running' then %(now)s::timestamptz when state in ('completed', 'dead') then at end,
+       case when state = 'running' then %(now)s::timestamptz + interval '30 seconds' end,
+       case when state in ('completed', 'dead') then at + interval '1 second' end,
+       case when state = 'dead' then 'X_BENCH_' || (g %% 7) || ': failed [stop: '
+            || case when g %% 2 = 0 then 'terminal at attempt 1' else 'attempts-exhausted at attempt 3' end || ' of 3]' end,
+       case when state = 'dead' then 'X_BENCH_' || (g %% 7) end,
+       case when state = 'dead' then case when g %% 2 = 0 then 'terminal' else 'attempts-exhausted' end end,
+       case when state = 'suspended' then jsonb_build_object('kind', 'sleep')
+            when state = 'parked' then jsonb_build_object('kind', 'limit', 'key', 'concurrency:job_' || (g %% 50)) end
+from (
+    select g, %(now)s::timestamptz - g * interval '2 seconds' as at,
+           case when g %% 100 < 95 then 'completed' when g %% 100 < 98 then 'dead' else 'live' end as kind
+    from generate_series(%(first)s::int, %(last)s::int) as g
+) s,
+lateral (select case when kind = 'live' then (array['ready', 'delayed', 'running', 'suspended', 'parked'])[1 + g / 100 %% 5]
+                     else kind end as state) st;
+
+-- name: bench_seed_attempts :exec
+-- One settled attempt per claim each finished job had (a dead-at-3 job has three).
+insert into jobs.attempt (job_id, run, attempt, worker, started_at, finished_at, outcome, error_code, error)
+select j.id, r, r, j.claimed_by, j.claimed_at, j.finished_at,
+       case when r < j.run then 'retried' when j.state = 'dead' then 'dead' else 'completed' end,
+       case when j.state = 'dead' or r < j.run then j.error_code end,
+       case when j.state = 'dead' or r < j.run then j.last_error end
+from jobs.job j, generate_series(1, j.run) as r
+where j.state in ('completed', 'dead') and j.id >= %(lo)s::uuid and j.id < %(hi)s::uuid;
+
+-- name: bench_seed_steps :exec
+-- Two durable steps for every tenth finished job (fetch, then send).
+insert into jobs.step (job_id, name, seq, kind, status, attempt, run, started_at, finished_at, result, result_size)
+select j.id, s.name, s.seq, 'run', 'completed', 1, 1, j.claimed_at, j.finished_at, '{"ok":true}', 11
+from jobs.job j, (values ('fetch', 0), ('send', 1)) as s(name, seq)
+where j.state in ('completed', 'dead') and j.id >= %(lo)s::uuid and j.id < %(hi)s::uuid
+  and get_byte(uuid_send(j.id), 15) %% 10 = 0;
+
+-- name: bench_seed_workers :exec
+-- Four live workers over the five queues.
+insert into jobs.worker (id, host, pid, queues, concurrency, in_use, started_at, heartbeat_at)
+select 'bench-worker-' || w, 'host-' || w, 1000 + w, array['q0','q1','q2','q3','q4'], 16, 4, %(now)s, %(now)s
+from generate_series(0, 3) as w
+on conflict (id) do nothing;
+
+-- name: bench_vacuum :exec
+-- Planner statistics and the visibility map, as autovacuum leaves a live system.
+vacuum analyze jobs.job;
