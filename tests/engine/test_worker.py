@@ -229,3 +229,37 @@ def test_a_worker_with_no_jobs_is_refused(mem: MemoryDriver) -> None:
     with pytest.raises(JobsError) as err:
         Worker(mem, Registry())
     assert err.value.code == X_INVALID_ARGUMENT
+
+
+async def test_the_embedded_worker_runs_inside_the_app_and_drains_on_exit(mem: MemoryDriver, clock: FakeClock, eng: Engine) -> None:
+    seen: asyncio.Queue[Execution] = asyncio.Queue()
+    async with eng.worker([fast], queues=[Q], concurrency=2, on_execution=seen.put_nowait, flush_interval=0.001) as w:
+        r = await eng.aenqueue(fast, {"n": 9})
+        assert (await next_of(seen)).job_id == r.id
+        assert [x.id for x in await mem.worker_list(now=clock.now())] == [w.id]
+        assert w.maintenance is not None
+    assert (await eng.aget(r.id)).state is JobState.COMPLETED
+    assert await mem.worker_list(now=clock.now()) == []
+
+
+async def test_maintenance_under_its_leader_rescues_a_lapsed_lease_and_prunes(mem: MemoryDriver, clock: FakeClock, eng: Engine) -> None:
+    from engine.services.maintenance import Maintenance, MaintenanceConfig
+
+    lapsed = await eng.aenqueue(fast, {"n": 1})
+    await mem.job_claim(queues=[Q], limit=1, worker="gone", now=clock.now(), lease_seconds=30)
+    done = await eng.aenqueue(fast, {"n": 2})
+    (c,) = await mem.job_claim(queues=[Q], limit=1, worker="w", now=clock.now(), lease_seconds=30)
+    from engine.types import Ack
+
+    await mem.job_ack_many(acks=[Ack(c.claim, None)], now=clock.now())
+    leader = Maintenance(mem, clock, holder="m1", config=MaintenanceConfig(retention=60, dead_retention=120))
+    other = Maintenance(mem, clock, holder="m2", config=MaintenanceConfig(retention=60, dead_retention=120))
+    clock.advance(61)
+    first = await leader.run_once()
+    assert (first.leader, first.rescued, first.pruned) == (True, (lapsed.id,), 1)
+    assert (await other.run_once()).leader is False  # one leader per fleet
+    assert (await eng.aget(lapsed.id)).state is JobState.READY
+    with pytest.raises(JobsError):
+        await eng.aget(done.id)
+    await leader.step_down()
+    assert (await other.run_once()).term == 2  # handed over at once, under a new term
