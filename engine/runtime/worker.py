@@ -172,6 +172,10 @@ class Worker:
         grace = self.config.grace if grace is None else grace
         logs.emit(logs.WORKER_DRAINING, worker=self.id, in_flight=len(self._running), grace=grace)
         self.stop_claiming()
+        try:  # the Workers screen shows it draining at once, not at the next heartbeat
+            await self.driver.worker_heartbeat(id=self.id, in_use=len(self._running), stopping=True, now=self.clock.now())
+        except Exception:
+            pass
         await _finish(self._claimer)
         pending = list(self._running.values())
         if pending:
