@@ -76,7 +76,7 @@ class StepApi:
             return coro
         if self._loop is None or self._loop.is_closed():
             coro.close()
-            raise JobsError(X_INVALID_ARGUMENT, cause="ctx.step was called outside its run (no event loop holds the run)", fix="call ctx.step.* only inside the handler it was given to")
+            raise JobsError(X_INVALID_ARGUMENT, cause="ctx.step was called outside its run (no event loop holds the run)", fix="async def handler(ctx, inp): return await ctx.step.run(\"fetch\", fetch)")
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     @property
@@ -111,7 +111,7 @@ class StepApi:
             raise JobsError(
                 X_DUPLICATE_STEP,
                 cause=f"step {name!r} of job {self.claim.job_id} was recorded as a {s.kind} step; this run calls it as a {kind} step",
-                fix=f"give the {kind} step its own name: ctx.step.{_CALL[kind]}(\"{name}-{kind}\", ...)",
+                fix=f"ctx.step.{_CALL[kind]}(\"{name}-{kind}\", ...)",
             )
         if s is not None:
             return s, s.seq
@@ -138,7 +138,7 @@ class StepApi:
                 X_ABORTED,
                 cause=f"step {step.name!r} of job {self.claim.job_id} was not written: run {self.claim.run} of "
                 f"{self.claim.worker} no longer holds the job (cancelled, timed out or re-delivered)",
-                fix="check ctx.signal.aborted in long handlers and return early",
+                fix="if ctx.signal.aborted: return",
             )
         assert self._stored is not None
         self._stored[step.name] = step
@@ -264,7 +264,7 @@ class StepApi:
         now = self.clock.now()
         if s is None:
             timeout_at = None if timeout is None else now + timedelta(seconds=timeout)
-            wait = {
+            wait: dict[str, Any] = {
                 "kind": "event", "step": name, "event": event, "match": pattern,
                 "timeout_at": None if timeout_at is None else timeout_at.isoformat(),
             }
