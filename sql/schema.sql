@@ -65,6 +65,8 @@ create index if not exists job_dead_v3 on jobs.job
     include (tenant, id) where state = 'dead';
 drop index if exists jobs.job_dead;
 drop index if exists jobs.job_dead_v2;
+-- Dead letters of one error code, newest first (the list's code filter, a bulk retry's plan).
+create index if not exists job_dead_code on jobs.job (error_code, id desc) where state = 'dead';
 -- Throughput reads job_finished_at (below): a per-queue copy of it only cost every ack a write.
 drop index if exists jobs.job_finished;
 drop index if exists jobs.job_finished_v2;
