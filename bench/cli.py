@@ -65,7 +65,11 @@ def main(argv: list[str] | None = None) -> int:
         timings: dict[str, float] = {}
         for name in chosen:
             t0 = time.perf_counter()
-            SUITES[name](cluster, plan, res)
+            try:
+                SUITES[name](cluster, plan, res)
+            except Exception as exc:  # what was measured so far is still printed and written
+                res.errors.append(f"suite {name}: {type(exc).__name__}: {str(exc).strip()[:300]}")
+                print(f"# suite {name} FAILED: {exc!r}"[:400], file=sys.stderr, flush=True)
             timings[name] = round(time.perf_counter() - t0, 2)
             print(f"# {name}: {timings[name]:.1f} s", file=sys.stderr, flush=True)
         best_of(res)

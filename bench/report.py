@@ -85,6 +85,7 @@ def table(res: Results) -> str:
         mark = {True: "met ", False: "MISS", None: "n/a "}[t["met"]]
         value = "-" if t["value"] is None else f"{t['value']:.2f}"
         lines.append(f"[{mark}] {t['target']}: {value} ({t['bound']})")
+    lines.extend(f"FAILED RUN {e}" for e in res.errors)
     notes = sorted({f"{f.key} {f.system}: {f.note}" for f in res.figures.values() if f.note})
     if notes:
         lines.append("")
@@ -95,7 +96,8 @@ def table(res: Results) -> str:
 def write_json(res: Results, meta: dict[str, Any], path: Path | None = None) -> Path:
     RESULTS_DIR.mkdir(exist_ok=True)
     path = path or RESULTS_DIR / time.strftime("bench-%Y%m%dT%H%M%SZ.json", time.gmtime())
-    doc = {"meta": meta, "figures": [f.as_json() for f in res.figures.values()], "targets": check(res)}
+    doc = {"meta": meta, "figures": [f.as_json() for f in res.figures.values()], "targets": check(res),
+           "errors": res.errors}
     text = json.dumps(doc, indent=2, default=str)
     path.write_text(text, encoding="utf-8")
     (RESULTS_DIR / "latest.json").write_text(text, encoding="utf-8")

@@ -39,6 +39,7 @@ class Figure:
 class Results:
     def __init__(self) -> None:
         self.figures: dict[tuple[str, str], Figure] = {}
+        self.errors: list[str] = []  # runs that failed (the invocation went on without them)
 
     def add(self, key: str, system: str, value: float, *, unit: str = "jobs/s",
             higher_is_better: bool = True, note: str = "") -> None:
