@@ -3,6 +3,7 @@ it is judged from the table, on a quiet machine, never by a timed test)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -22,13 +23,15 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_quick_bench_produces_every_figure(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     done = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--only", "enqueue,limit,drain,latency,steps", "--json", str(out)],
+        [sys.executable, "-m", "bench", "--quick", "--only", "enqueue,limit,drain,latency,steps,console", "--json", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=240, check=False,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     doc = json.loads(out.read_text())
     got = {(f["key"], f["system"]) for f in doc["figures"]}
     want = expected_figures(worker=ours.worker_available(), steps=ours.steps_available())
+    if importlib.util.find_spec("bench.projections") is not None:  # the introspection bench's figures
+        assert any(key.startswith("console.") for key, _ in got), "no console.* figure from bench/projections.py"
     missing = [w for w in want if w not in got]
     assert not missing, f"the quick bench did not produce {missing}"
     for f in doc["figures"]:
