@@ -70,6 +70,8 @@ ACTIONS: tuple[Action, ...] = NAV + (
     Action("x", "retry", "Retry", "retry the selected dead job", scope="jobs", mutating=True),
     Action("c", "cancel", "Cancel", "cancel the selected live job", scope="jobs", mutating=True),
     Action("y", "why", "Why", "why is the selected job not running?", scope="jobs"),
+    Action("X", "bulk('retry')", "Retry all", "retry every dead job matching the filter, every page (dry run first)", scope="jobs", mutating=True, key_display="X"),
+    Action("C", "bulk('cancel')", "Cancel all", "cancel every live job matching the filter, every page (dry run first)", scope="jobs", mutating=True, key_display="C"),
     # job detail
     Action("escape", "back", "Back", "back to the previous screen", scope="job_detail"),
     Action("y", "why", "Why", "why is this job not running?", scope="job_detail"),

@@ -146,6 +146,11 @@ class JobsScreen(DataScreen, Flows):
             return
         self.reload()
 
+    def action_bulk(self, action: str) -> None:
+        # Everything the filter matches, not just this page; a retry only ever touches dead jobs.
+        where = self.where if action != "retry" or self.where.state is not None else replace(self.where, state=JobState.DEAD)
+        self.bulk_flow(action, where)
+
     # --- a job -----------------------------------------------------------------------------------
 
     def _selected(self) -> JobSummary | None:

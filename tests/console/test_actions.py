@@ -451,3 +451,16 @@ async def test_palette_runs_an_action() -> None:
         await cmd.callback()
         await settle(pilot)
         assert app.current_mode == "dead_letters"
+
+
+async def test_jobs_bulk_cancel_reaches_every_page_of_the_filter() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await filter_jobs(pilot, "queue=emails state=delayed")
+        shown = len(app.screen.rows)
+        await keys(pilot, "C")
+        body = str(app.screen.query_one("#confirm-body").render())
+        assert f"{shown} jobs match" in body and "queue=emails" in body
+        await keys(pilot, "y", "enter")
+        assert not await ids(app, queue="emails", state=JobState.DELAYED)
+        assert len(await ids(app, queue="emails", state=JobState.CANCELLED)) == shown
