@@ -21,6 +21,18 @@ pytest_plugins = ["tests.pg_fixtures"]
 os.environ.pop("NO_COLOR", None)
 
 
+@pytest.fixture(autouse=True)
+def _restore_jobs_logger() -> Iterator[None]:
+    """`jobs worker` and the demo configure the `jobs` logger for a process (JSON lines, no
+    propagation); run in-process by a test, that would hide every later test's log events."""
+    import logging
+
+    log = logging.getLogger("jobs")
+    saved = (list(log.handlers), log.level, log.propagate, log.disabled)
+    yield
+    log.handlers[:], log.level, log.propagate, log.disabled = saved[0], saved[1], saved[2], saved[3]
+
+
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
