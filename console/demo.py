@@ -66,6 +66,7 @@ class Demo:
     _failure: BaseException | None = field(default=None, init=False)
     _stopped: bool = field(default=False, init=False)
     recent_logs: deque[str] = field(default_factory=lambda: deque(maxlen=200), init=False)
+    _log_state: tuple[bool, logging.Handler] | None = field(default=None, init=False)
 
     # --- the header's words -------------------------------------------------------------------
 
@@ -109,7 +110,8 @@ class Demo:
         engine_log = logging.getLogger("jobs")
         for old in [h for h in engine_log.handlers if isinstance(h, _Recent)]:
             engine_log.removeHandler(old)
-        engine_log.addHandler(_Recent(self.recent_logs))
+        self._log_state = (engine_log.propagate, _Recent(self.recent_logs))
+        engine_log.addHandler(self._log_state[1])
         engine_log.propagate = False
 
     def _open_engine(self) -> Engine:
@@ -219,6 +221,11 @@ class Demo:
         if self._cluster is not None:
             self._cluster.close()
             self._cluster = None
+        if self._log_state is not None:  # the logger is the process's: hand it back as it was
+            engine_log = logging.getLogger("jobs")
+            engine_log.propagate, handler = self._log_state
+            engine_log.removeHandler(handler)
+            self._log_state = None
 
     def _halt(self) -> None:
         if self._loop is not None and self._stop is not None and not self._loop.is_closed():

@@ -5,6 +5,7 @@ server process or directory behind when it stops."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,6 +47,7 @@ def test_the_demo_runs_on_embedded_postgres_and_stops_without_orphans() -> None:
         demo.stop()
     assert not _alive(postmaster)
     assert not directory.exists()
+    assert logging.getLogger("jobs").propagate  # the process's logger is handed back
     demo.stop()  # idempotent
 
 
