@@ -57,6 +57,7 @@ ACTIONS: tuple[Action, ...] = NAV + (
     Action("plus", "interval(1)", "Slower", "refresh less often (interval steps up)", key_display="+", footer=False),
     Action("minus", "interval(-1)", "Faster", "refresh more often (interval steps down)", key_display="-", footer=False),
     Action("q", "quit", "Quit", "leave the console"),
+    Action("ctrl+c", "quit", "Quit", "leave the console (as in any terminal program)", footer=False, key_display="^c"),
     # overview
     Action("enter", "open_queue", "Jobs of queue", "list the selected queue's jobs", scope="overview"),
     Action("y", "why_queue", "Why", "why is the selected queue not draining?", scope="overview"),

@@ -101,7 +101,8 @@ class DeadLettersScreen(DataScreen, Flows):
             return
         t = Text("last error: ", style="dim")
         t.append(clean(g.last_error or "—", limit=220))
-        t.append("\nEnter: its jobs · x/c: retry/cancel this group · X/C: everything matching the filter", style="dim")
+        hint = "Enter: its jobs" if self.source.read_only else "Enter: its jobs · x/c: retry/cancel this group · X/C: everything matching the filter"
+        t.append("\n" + hint, style="dim")  # read-only offers no action, so it names none
         note.update(t)
 
     def _selected(self) -> DeadGroup | None:

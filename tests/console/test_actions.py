@@ -464,3 +464,32 @@ async def test_jobs_bulk_cancel_reaches_every_page_of_the_filter() -> None:
         await keys(pilot, "y", "enter")
         assert not await ids(app, queue="emails", state=JobState.DELAYED)
         assert len(await ids(app, queue="emails", state=JobState.CANCELLED)) == shown
+
+
+async def test_ctrl_c_quits_like_q() -> None:
+    from console.app import JobsConsole
+    from console.seed import seeded_source
+
+    app = JobsConsole(seeded_source())
+    async with app.run_test(size=(120, 36)) as pilot:
+        assert app.return_code is None
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.return_code == 0
+
+
+async def test_read_only_dead_letters_name_no_action_keys() -> None:
+    from textual.widgets import Static
+
+    from console.app import JobsConsole
+    from console.seed import seeded_source
+
+    for read_only in (False, True):
+        app = JobsConsole(seeded_source(read_only=read_only), read_only=read_only)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.press("3")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            hint = str(app.screen.query_one("#detail", Static).render())
+            assert "last error" in hint
+            assert ("x/c: retry/cancel" in hint) is (not read_only)

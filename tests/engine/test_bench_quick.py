@@ -9,9 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pgqueuer  # noqa: E402,F401  (the test extra installs it: the peer runs in the same invocation)
 import pytest
-
-pytest.importorskip("pgqueuer", reason="the bench extra is not installed: pip install -e '.[bench]'")
 
 from bench import ours  # noqa: E402
 from bench.report import expected_figures  # noqa: E402
