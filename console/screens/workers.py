@@ -28,7 +28,7 @@ def worker_row(w: WorkerView, now) -> tuple[Text, ...]:  # type: ignore[no-untyp
         cell(", ".join(w.queues), limit=30),
         Text(f"{w.in_use}/{w.concurrency}", justify="right"),
         Text(ago(w.started_at, now), style="dim"),
-        Text(f"{duration(w.heartbeat_age)} ago", style="bold red" if w.stale else ""),
+        Text("now" if w.heartbeat_age < 1 else f"{duration(w.heartbeat_age)} ago", style="bold red" if w.stale else ""),
         status,
     )
 
