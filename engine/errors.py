@@ -63,6 +63,10 @@ X_NOT_IMPLEMENTED = _declare("X_NOT_IMPLEMENTED", "the capability is not availab
 X_HANDLER_FAILED = _declare("X_HANDLER_FAILED", "a handler raised a non-engine exception")
 
 
+# The engine's own codes, before any app registers its codes (the README documents these).
+ENGINE_CODES: frozenset[str] = frozenset(_CODES)
+
+
 def register_error_codes(codes: dict[str, str]) -> None:
     """Declare an app's own codes ({code: title}) so they render with a title."""
     for code, title in codes.items():
