@@ -12,6 +12,7 @@ from textual.widgets import Input, Static
 from console.format import ago, cell, clean
 from console.messages import DeadLettersLoaded
 from console.screens.base import DataScreen
+from console.screens.filter_bar import FilterBar
 from console.screens.flows import Flows
 from console.widgets.keyed_table import KeyedTable
 from engine.errors import JobsError
@@ -43,7 +44,8 @@ def group_row(g: DeadGroup, now) -> tuple[Text, ...]:  # type: ignore[no-untyped
     )
 
 
-class DeadLettersScreen(DataScreen, Flows):
+class DeadLettersScreen(FilterBar, DataScreen, Flows):
+    TABLE_ID = "groups"
     SCOPE = "dead_letters"
 
     def __init__(self) -> None:
@@ -124,25 +126,13 @@ class DeadLettersScreen(DataScreen, Flows):
         try:
             where = parse_filter(event.value) if event.value.strip() else JobFilter()
         except JobsError as err:
-            self.notify(f"{err.cause}\nfix: {err.fix}", title=err.code, severity="error", timeout=6)
+            self.filter_refused(err)
             return
         self.where = replace(where, state=None)
-        event.input.display = not self.where.empty
-        self.query_one("#groups", KeyedTable).focus()
+        self.leave_filter(not self.where.empty)
         self.reload()
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "back" and self.is_mounted and self.query_one("#filter", Input).has_focus:
-            return True
-        return super().check_action(action, parameters)
 
-    def action_back(self) -> None:
-        flt = self.query_one("#filter", Input)
-        if flt.has_focus:
-            flt.display = not self.where.empty
-            self.query_one("#groups", KeyedTable).focus()
-        else:
-            super().action_back()
 
     def on_data_table_row_selected(self, event: KeyedTable.RowSelected) -> None:
         event.stop()

@@ -11,6 +11,7 @@ from textual.widgets import Input, Static
 from console.format import ago, cell, clean, short_id
 from console.messages import JobsLoaded
 from console.screens.base import DataScreen
+from console.screens.filter_bar import FilterBar
 from console.screens.flows import Flows
 from console.widgets.keyed_table import KeyedTable
 from console.widgets.state_bar import state_text
@@ -52,7 +53,8 @@ def filter_from_text(text: str) -> JobFilter:
     return where
 
 
-class JobsScreen(DataScreen, Flows):
+class JobsScreen(FilterBar, DataScreen, Flows):
+    TABLE_ID = "jobs"
     SCOPE = "jobs"
 
     def __init__(self, where: JobFilter | None = None, *, drill: bool = False) -> None:
@@ -116,26 +118,14 @@ class JobsScreen(DataScreen, Flows):
         try:
             where = filter_from_text(event.value)
         except JobsError as err:
-            self.notify(f"{err.cause}\nfix: {err.fix}", title=err.code, severity="error", timeout=6)
+            self.filter_refused(err)
             return
         self.where = where
         self.cursors = [None]
-        event.input.display = not where.empty
-        self.query_one("#jobs", KeyedTable).focus()
+        self.leave_filter(not where.empty)
         self.reload()
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "back" and self.is_mounted and self.query_one("#filter", Input).has_focus:
-            return True
-        return super().check_action(action, parameters)
 
-    def action_back(self) -> None:
-        flt = self.query_one("#filter", Input)
-        if flt.has_focus:  # Escape leaves the filter bar first
-            flt.display = not self.where.empty
-            self.query_one("#jobs", KeyedTable).focus()
-        else:
-            super().action_back()
 
     def action_page(self, step: int) -> None:
         if step > 0 and self.page is not None and self.page.next_cursor:
