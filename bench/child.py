@@ -65,8 +65,9 @@ async def loop_drain(cfg: dict[str, Any], rep: Reporter) -> None:
 
 
 async def loopq_drain(cfg: dict[str, Any], rep: Reporter) -> None:
-    """The engine's statements (claim with lease, fenced ack + attempt row), no engine code."""
-    claim, ack = Q.job_claim.text, Q.job_ack_many.text
+    """The worker's statements (its claim with lease, the fenced ack + attempt row), no engine code."""
+    # An experiment may pass its own statements (bench scripts comparing SQL variants in one run).
+    claim, ack = cfg.get("claim_sql") or Q.worker_claim.text, cfg.get("ack_sql") or Q.job_ack_many.text
 
     async def one(i: int) -> None:
         worker = f"loopq-{os.getpid()}-{i}"

@@ -60,9 +60,9 @@ def timed_drain(dsn: str, commands: Sequence[Sequence[str]], remaining_sql: str,
                     if row is not None and row[0] == 0:
                         elapsed = time.perf_counter() - started
                         break
-                    raise _failure(procs, f"every worker process exited with {row[0] if row else '?'} jobs left")
+                    raise _failure(procs, "every worker process exited with jobs still unsettled")
                 if time.perf_counter() - started > timeout:
-                    raise _failure(procs, f"drain did not finish in {timeout:.0f} s ({row[0] if row else '?'} left)")
+                    raise _failure(procs, f"drain did not finish in {timeout:.0f} s (jobs still unsettled)")
                 time.sleep(POLL)
         finally:
             stop(procs)
