@@ -2,8 +2,8 @@
 
 - the rescuer returns running rows whose lease lapsed to `ready` (a killed worker's jobs), the
   lost attempt counted and recorded as a lease loss on the job's history;
-- the pruner deletes completed and cancelled rows (their steps cascade) past a retention, in
-  bounded batches so it never holds long locks; dead letters are kept for their own, longer
+- the pruner deletes completed and cancelled rows past a retention, with their steps, attempts
+  and history, in bounded batches so it never holds long locks; dead letters are kept for their own, longer
   retention (an operator acts on them first);
 - the reaper deletes the registration rows of workers whose heartbeat stopped.
 

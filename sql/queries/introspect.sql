@@ -10,14 +10,28 @@ select set_config('statement_timeout', %(ms)s::text, true) as timeout,
        set_config('plan_cache_mode', 'force_custom_plan', true) as plans;
 
 -- name: queue_names :many
--- Every queue: a skip scan over the queue column (one probe per queue), plus paused ones.
-with recursive q as (
-    (select queue from jobs.job order by queue limit 1)
+-- Every queue: a skip scan (one probe per queue) over the finished rows' queue index and one over
+-- the claimable rows' (the claim index), the queues of running rows, plus paused ones.
+with recursive done as (
+    (select queue from jobs.job where state in ('completed','dead','cancelled') order by queue limit 1)
     union all
-    select (select j.queue from jobs.job j where j.queue > q.queue order by j.queue limit 1)
-    from q where q.queue is not null
+    select (select j.queue from jobs.job j
+            where j.state in ('completed','dead','cancelled') and j.queue > d.queue
+            order by j.queue limit 1)
+    from done d where d.queue is not null
+), waiting as (
+    (select queue from jobs.job where state in ('ready','delayed','parked','suspended') order by queue limit 1)
+    union all
+    select (select j.queue from jobs.job j
+            where j.state in ('ready','delayed','parked','suspended') and j.queue > w.queue
+            order by j.queue limit 1)
+    from waiting w where w.queue is not null
 )
-select queue as name from q where queue is not null
+select queue as name from done where queue is not null
+union
+select queue from waiting where queue is not null
+union
+select queue from jobs.job where state = 'running'
 union
 select name from jobs.queue
 order by 1;
@@ -62,31 +76,15 @@ select name, paused, paused_by, paused_at, note from jobs.queue order by name;
 select name, paused, paused_by, paused_at, note from jobs.queue where name = %(queue)s;
 
 -- name: job_page :many
--- One page of the filtered list, newest first, keyset on id (below %(cursor)s).
-select id, name, queue, tenant, state, idempotency_key, priority, attempt, max_attempts, run_at,
-       created_at, updated_at, finished_at, error_code, stop_reason
-from jobs.job
-where (%(cursor)s::uuid is null or id < %(cursor)s::uuid)
-  -- filter:begin
-  and (%(queue)s::text is null or queue = %(queue)s::text)
-  and (%(state)s::text is null or state = %(state)s::text)
-  and (%(name)s::text is null or name = %(name)s::text)
-  and (%(tenant)s::text is null or tenant = %(tenant)s::text)
-  and (%(code)s::text is null or error_code = %(code)s::text)
-  and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
-  and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
-  and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
-  and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
-  and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
-  -- filter:end
-order by id desc
-limit %(limit)s;
-
--- name: job_page_count :one
--- How many rows the filter matches, counting no further than %(cap)s + 1.
-select count(*)::int as n from (
-    select 1 from jobs.job
-    where true
+-- One page of the filtered list, newest first, keyset on id (below %(cursor)s). Two arms, finished
+-- rows and live rows, because the list indexes are split so (schema.sql): each arm reads its own
+-- index newest first and stops at the page size, and the merge keeps the newest of both.
+select * from (
+    (select id, name, queue, tenant, state, idempotency_key, priority, attempt, max_attempts, run_at,
+           created_at, updated_at, finished_at, error_code, stop_reason
+     from jobs.job
+     where state in ('completed','dead','cancelled')
+       and (%(cursor)s::uuid is null or id < %(cursor)s::uuid)
       -- filter:begin
       and (%(queue)s::text is null or queue = %(queue)s::text)
       and (%(state)s::text is null or state = %(state)s::text)
@@ -99,9 +97,71 @@ select count(*)::int as n from (
       and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
       and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
       -- filter:end
-    order by id desc  -- the page's own order: an index walk that stops at the cap, never a seq scan
-    limit %(cap)s + 1
-) x;
+     order by id desc
+     limit %(limit)s)
+    union all
+    (select id, name, queue, tenant, state, idempotency_key, priority, attempt, max_attempts, run_at,
+           created_at, updated_at, finished_at, error_code, stop_reason
+     from jobs.job
+     where state in ('ready','delayed','running','suspended','parked')
+       and (%(cursor)s::uuid is null or id < %(cursor)s::uuid)
+      -- filter:begin
+      and (%(queue)s::text is null or queue = %(queue)s::text)
+      and (%(state)s::text is null or state = %(state)s::text)
+      and (%(name)s::text is null or name = %(name)s::text)
+      and (%(tenant)s::text is null or tenant = %(tenant)s::text)
+      and (%(code)s::text is null or error_code = %(code)s::text)
+      and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
+      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
+      and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
+      and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
+      and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
+      -- filter:end
+     order by id desc
+     limit %(limit)s)
+) page
+order by id desc
+limit %(limit)s;
+
+-- name: job_page_count :one
+-- How many rows the filter matches, counting no further than %(cap)s + 1: each arm (finished,
+-- live) is an index walk in the page's own order that stops at the cap, never a seq scan.
+select least(
+    (select count(*) from (
+        select 1 from jobs.job
+        where state in ('completed','dead','cancelled')
+      -- filter:begin
+      and (%(queue)s::text is null or queue = %(queue)s::text)
+      and (%(state)s::text is null or state = %(state)s::text)
+      and (%(name)s::text is null or name = %(name)s::text)
+      and (%(tenant)s::text is null or tenant = %(tenant)s::text)
+      and (%(code)s::text is null or error_code = %(code)s::text)
+      and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
+      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
+      and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
+      and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
+      and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
+      -- filter:end
+        order by id desc
+        limit %(cap)s + 1) done)
+  + (select count(*) from (
+        select 1 from jobs.job
+        where state in ('ready','delayed','running','suspended','parked')
+      -- filter:begin
+      and (%(queue)s::text is null or queue = %(queue)s::text)
+      and (%(state)s::text is null or state = %(state)s::text)
+      and (%(name)s::text is null or name = %(name)s::text)
+      and (%(tenant)s::text is null or tenant = %(tenant)s::text)
+      and (%(code)s::text is null or error_code = %(code)s::text)
+      and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
+      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
+      and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
+      and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
+      and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
+      -- filter:end
+        order by id desc
+        limit %(cap)s + 1) live),
+    %(cap)s + 1)::int as n;
 
 -- name: dead_groups :many
 -- Dead letters grouped by (name, error code, stop reason): count, first/last seen, tenants from

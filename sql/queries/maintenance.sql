@@ -61,8 +61,9 @@ with leader as (
 select id, state from upd;
 
 -- name: job_prune :many
--- Delete finished rows past retention (their steps, attempts and history cascade), in a bounded
--- batch: completed and cancelled after %(before)s, dead letters after their own %(dead_before)s.
+-- Delete finished rows past retention with their steps, attempts and history (no foreign key
+-- cascades them: schema.sql says why), in a bounded batch: completed and cancelled after
+-- %(before)s, dead letters after their own %(dead_before)s.
 with leader as (
     select 1 from jobs.leader
     where name = %(leader)s and holder = %(holder)s and term = %(term)s and lease_until >= %(now)s
@@ -74,11 +75,19 @@ with leader as (
     order by finished_at
     limit %(limit)s
     for update skip locked
+), gone as (
+    delete from jobs.job j
+    using doomed
+    where j.id = doomed.id
+    returning j.id
+), attempts as (
+    delete from jobs.attempt where job_id in (select id from gone)
+), steps as (
+    delete from jobs.step where job_id in (select id from gone)
+), history as (
+    delete from jobs.history where job_id in (select id from gone)
 )
-delete from jobs.job j
-using doomed
-where j.id = doomed.id
-returning j.id;
+select id from gone;
 
 -- name: worker_reap :many
 -- Delete the rows of workers whose heartbeat stopped before %(before)s (killed processes).

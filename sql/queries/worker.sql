@@ -83,4 +83,9 @@ set state = 'running', run = j.run + 1, attempt = j.attempt + 1,
     claimed_by = %(worker)s, claimed_at = %(now)s,
     lease_until = %(now)s + %(lease_seconds)s * interval '1 second', updated_at = %(now)s
 where j.id = any(array(select id from picked))
-returning j.*;
+-- Exactly JobRow's fields in its order, the id as text: the driver builds each row by position
+-- (decoding `j.*` into dicts and mapping them by name was ~15 percent of a draining worker's CPU).
+returning j.id::text, j.name, j.queue, j.tenant, j.idempotency_key, j.input, j.state, j.priority,
+          j.attempt, j.max_attempts, j.run, j.run_at, j.created_at, j.updated_at, j.claimed_by,
+          j.claimed_at, j.lease_until, j.finished_at, j.result, j.last_error, j.error_code,
+          j.stop_reason, j.wait;

@@ -177,3 +177,32 @@ async def test_prune_deletes_past_retention_in_batches_and_keeps_dead_longer(dri
     assert await driver.job_get(job_id=live.id) is not None
     assert await driver.job_attempts(job_id=dead.id) == []
 
+
+
+async def test_prune_takes_a_jobs_attempts_steps_and_history_with_it(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+    # No foreign key cascades these in SQL (schema.sql says why): the pruner's one statement must.
+    from engine.types import Claim, StoredStep
+
+    ran = await make_job(driver, ids, clock.now(), state=JobState.READY)
+    [claimed] = await driver.job_claim(queues=[ran.queue], limit=1, worker="w", now=clock.now(), lease_seconds=30)
+    claim = Claim(ran.id, "w", claimed.row.run)
+    step = StoredStep(ran.id, "fetch", 0, "run", "completed", 1, claim.run, clock.now(), clock.now(), {"n": 1})
+    assert await driver.step_save(claim=claim, step=step)
+    assert await driver.job_ack_many(acks=[Ack(claim, None)], now=clock.now()) == [ran.id]
+    cancelled = await make_job(driver, ids, clock.now(), state=JobState.READY)
+    await driver.job_cancel(job_id=cancelled.id, tenant=None, now=clock.now(), actor="ops")
+    kept = await make_job(driver, ids, clock.now(), state=JobState.READY)
+    await driver.job_cancel(job_id=kept.id, tenant=None, now=clock.now() + timedelta(days=30), actor="ops")
+    assert await driver.job_attempts(job_id=ran.id) and await driver.step_list(job_id=ran.id)
+    assert await driver.job_history(job_id=cancelled.id)
+    clock.advance(86400 * 8)
+    term = await driver.leader_acquire(name="maintenance", holder="m", now=clock.now(), lease_seconds=60)
+    assert term is not None
+    pruned = await driver.job_prune(leader="maintenance", holder="m", term=term, now=clock.now(),
+                                    before=clock.now() - timedelta(days=7), dead_before=clock.now() - timedelta(days=30), limit=10)
+    assert sorted(pruned) == sorted([ran.id, cancelled.id])
+    for jid in pruned:
+        assert await driver.job_attempts(job_id=jid) == []
+        assert await driver.step_list(job_id=jid) == []
+        assert await driver.job_history(job_id=jid) == []
+    assert [h.kind for h in await driver.job_history(job_id=kept.id)] == ["cancelled"]  # another job's are kept

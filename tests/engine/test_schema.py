@@ -58,3 +58,32 @@ def test_the_catalog_refuses_duplicates_and_empty_bodies() -> None:
     assert "no body" in empty.value.cause
     q = parse_queries("-- name: job_x :many\n-- Reads x.\nselect 1;\n", "x.sql")["job_x"]
     assert (q.cardinality, q.purpose, q.text) == ("many", "Reads x.", "select 1")
+
+
+def test_i3_install_replaces_the_all_state_list_indexes_and_the_job_foreign_keys(pg_server_empty_dsn: str) -> None:
+    dsn = pg_server_empty_dsn
+    install_schema(dsn)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        # What an install of the first schema left: list indexes over every state, and foreign keys.
+        conn.execute("create index job_state_id on jobs.job (state, id desc)")
+        conn.execute("create index job_name_id on jobs.job (name, id desc)")
+        conn.execute("create index job_input on jobs.job using gin (input jsonb_path_ops)")
+        conn.execute("create index job_running_lease_old on jobs.job (lease_until) where state = 'running'")
+        conn.execute("alter table jobs.attempt add constraint attempt_job_id_fkey foreign key (job_id) references jobs.job (id) on delete cascade")
+    install_schema(dsn)
+    idx = _indexes(dsn)
+    assert not {"job_state_id", "job_name_id", "job_input"} & set(idx)
+    for name in ("job_done_state", "job_done_name", "job_done_input", "job_done_key", "job_live_id"):
+        assert name in idx
+    assert "WHERE (state = ANY (ARRAY['completed'::text, 'dead'::text, 'cancelled'::text]))" in idx["job_done_name"]
+    with psycopg.connect(dsn) as conn:
+        fks = conn.execute("select conname from pg_constraint where contype = 'f' and connamespace = 'jobs'::regnamespace").fetchall()
+    assert fks == []
+
+
+def test_no_named_statement_holds_a_bare_percent_sign() -> None:
+    # psycopg reads every % as a placeholder, even in a comment: "~15%" failed the worker's claim.
+    import re
+
+    bad = [name for name, q in load_queries().items() if re.search(r"%(?![(%])", q.text.replace("%%", ""))]
+    assert bad == []

@@ -84,7 +84,7 @@ class MemoryMaintenance:
                 key=lambda r: r.finished_at,  # type: ignore[arg-type, return-value]
             )[:limit]
             for r in doomed:
-                # The foreign keys cascade in SQL: attempts, history and steps go with the row.
+                # As job_prune in SQL: attempts, history and steps go with the row, in one step.
                 del self.state.jobs[r.id]
                 self.state.attempts.pop(r.id, None)
                 self.state.history.pop(r.id, None)

@@ -16,6 +16,20 @@ def job_row(d: dict[str, Any]) -> JobRow:
     return JobRow(**kw)
 
 
+_STATE_AT = _JOB_FIELDS.index("state")
+
+
+def job_rows_by_position(rows: list[tuple[Any, ...]]) -> list[JobRow]:
+    """JobRows from tuples holding exactly JobRow's fields in order (worker_claim's RETURNING,
+    the id already text): positional construction, the claim's hot path."""
+    out = []
+    for r in rows:
+        v = list(r)
+        v[_STATE_AT] = JobState(v[_STATE_AT])
+        out.append(JobRow(*v))
+    return out
+
+
 def history_entry(d: dict[str, Any]) -> HistoryEntry:
     return HistoryEntry(str(d["job_id"]), d["at"], d["kind"], d["actor"], d["note"], d["data"] or {})
 

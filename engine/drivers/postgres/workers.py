@@ -9,9 +9,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import psycopg
+from psycopg.rows import tuple_row
 
 from engine.drivers.postgres.pool import LoopPools
-from engine.drivers.postgres.rows import job_row
+from engine.drivers.postgres.rows import job_rows_by_position
 from engine.drivers.sqlfiles import Q
 from engine.types import ClaimedJob, QueueGauges, WorkerRecord
 
@@ -54,10 +55,13 @@ class PostgresWorkers:
     async def worker_claim(
         self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
     ) -> list[ClaimedJob]:
-        rows = await self._all(Q.worker_claim.text, {
-            "queues": list(queues), "limit": limit, "worker": worker, "now": now, "lease_seconds": lease_seconds,
-        })
-        claimed = [job_row(r) for r in rows]
+        pool = await self.pools.get()
+        async with pool.connection() as conn:
+            cur = conn.cursor(row_factory=tuple_row)
+            await cur.execute(Q.worker_claim.text, {  # type: ignore[arg-type]
+                "queues": list(queues), "limit": limit, "worker": worker, "now": now, "lease_seconds": lease_seconds,
+            })
+            claimed = job_rows_by_position(await cur.fetchall())
         claimed.sort(key=lambda r: (-r.priority, r.run_at, r.id))
         return [ClaimedJob(r) for r in claimed]
 
