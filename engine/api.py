@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from engine.clock import Clock, SystemClock, utc
-from engine.codec import check_json
+from engine.codec import check_json_text
 from engine.drivers.base import Driver
 from engine.errors import X_INVALID_ARGUMENT, X_MALFORMED_ID, X_NOT_FOUND, JobsError
 from engine.ids import IdFactory, parse_id
@@ -61,12 +61,12 @@ class Engine:
             raise JobsError(X_INVALID_ARGUMENT, cause=f"delay={spec.delay!r} must be >= 0 seconds", fix="delay=10")
         if spec.tenant is not None and (not isinstance(spec.tenant, str) or not spec.tenant):
             raise JobsError(X_INVALID_ARGUMENT, cause=f"tenant={spec.tenant!r} must be a non-empty string or None", fix="tenant='acme'")
-        inp = check_json(spec.input, job=h.name)
+        inp, text = check_json_text(spec.input, job=h.name)
         run_at = utc(spec.run_at) if spec.run_at else (now + timedelta(seconds=spec.delay) if spec.delay else None)
         return NewJob(
             id=self.ids.new(), name=h.name, queue=h.queue, idempotency_key=h.key_for(inp), input=inp,
             max_attempts=h.retry.attempts, tenant=spec.tenant, run_at=run_at,
-            priority=h.priority if spec.priority is None else spec.priority,
+            priority=h.priority if spec.priority is None else spec.priority, input_text=text,
         )
 
     async def _ensure_open(self) -> None:

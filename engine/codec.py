@@ -25,5 +25,11 @@ def check_json(value: Any, *, what: str = "input", job: str = "") -> Any:
     return json.loads(dumps(value, what=what, job=job))
 
 
+def check_json_text(value: Any, *, what: str = "input", job: str = "") -> tuple[Any, str]:
+    """check_json, and the JSON text too, so the driver writes it without dumping it again."""
+    text = dumps(value, what=what, job=job)
+    return json.loads(text), text
+
+
 def loads(text: str | bytes | None) -> Any:
     return None if text is None else json.loads(text)

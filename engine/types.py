@@ -60,6 +60,9 @@ class NewJob:
     tenant: str | None = None
     run_at: datetime | None = None
     priority: int = 0
+    # ``input`` as JSON text when the caller already dumped it (the engine does, checking it): the
+    # Postgres driver writes it as is instead of dumping it again. None: the driver dumps ``input``.
+    input_text: str | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

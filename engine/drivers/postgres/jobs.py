@@ -65,7 +65,7 @@ class PostgresJobs:
             j = unique[0]
             one = await self._one(Q.job_enqueue_one.text, {
                 "id": j.id, "name": j.name, "queue": j.queue, "tenant": j.tenant, "key": j.idempotency_key,
-                "input": dumps(j.input, job=j.name), "max_attempts": j.max_attempts,
+                "input": j.input_text or dumps(j.input, job=j.name), "max_attempts": j.max_attempts,
                 "run_at": j.run_at or now, "priority": j.priority, "now": now,
             })
             return await self._enqueue_results(unique, [one or {"id": None}], slot, first_index, now)
@@ -73,7 +73,7 @@ class PostgresJobs:
             "ids": [j.id for j in unique], "names": [j.name for j in unique],
             "queues": [j.queue for j in unique], "tenants": [j.tenant for j in unique],
             "keys": [j.idempotency_key for j in unique],
-            "inputs": [dumps(j.input, job=j.name) for j in unique],
+            "inputs": [j.input_text or dumps(j.input, job=j.name) for j in unique],
             "max_attempts": [j.max_attempts for j in unique],
             "run_ats": [j.run_at or now for j in unique],
             "priorities": [j.priority for j in unique], "now": now,
@@ -113,9 +113,12 @@ class PostgresJobs:
     async def job_ack_many(self, *, acks: Sequence[Ack], now: datetime) -> list[str]:
         if not acks:
             return []
+        # ids and runs go as array literals (uuids and ints need no quoting): dumping them as
+        # Python lists element by element was ~5% of a draining worker's CPU.
         rows = await self._all(Q.job_ack_many.text, {
-            "ids": [a.claim.job_id for a in acks], "workers": [a.claim.worker for a in acks],
-            "runs": [a.claim.run for a in acks],
+            "ids": "{" + ",".join([a.claim.job_id for a in acks]) + "}",
+            "workers": [a.claim.worker for a in acks],
+            "runs": "{" + ",".join([str(a.claim.run) for a in acks]) + "}",
             "results": [dumps(a.result, what="result") for a in acks], "now": now,
         })
         return [str(r["id"]) for r in rows]
