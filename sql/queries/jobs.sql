@@ -9,11 +9,13 @@ select value from jobs.meta where key = 'schema_version';
 -- name: job_enqueue :many
 -- Insert a batch in one round trip; a row whose (name, tenant or '', key) is live answers that
 -- live row as deduped. The conflict target spells the unique index expression exactly (I2).
+-- The arrays go in binary (%%(x)b): dumping them as text quoted every element through a regex, 70
+-- percent of the batch's Python.
 with input as (
     select *
-    from unnest(%(ids)s::uuid[], %(names)s::text[], %(queues)s::text[], %(tenants)s::text[],
-                %(keys)s::text[], %(inputs)s::text[], %(max_attempts)s::int[],
-                %(run_ats)s::timestamptz[], %(priorities)s::int[])
+    from unnest(%(ids)b::uuid[], %(names)b::text[], %(queues)b::text[], %(tenants)b::text[],
+                %(keys)b::text[], %(inputs)b::text[], %(max_attempts)b::int[],
+                %(run_ats)b::timestamptz[], %(priorities)b::int[])
          with ordinality as t(id, name, queue, tenant, key, input, max_attempts, run_at, priority, ord)
 ), ins as (
     insert into jobs.job (id, name, queue, tenant, idempotency_key, input, state, priority,
