@@ -88,6 +88,14 @@ class Introspector(EngineView):
     # --- queues --------------------------------------------------------------------------------
 
     async def queues(self) -> QueuesView:
+        if self.tenant is not None:
+            # Queue counts, ages and throughput are the fleet's: a tenant scope would leak the
+            # other tenants' work through them (I25), so it is refused rather than ignored.
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"queue counts are fleet-wide; this view is scoped to tenant {self.tenant!r} and would show other tenants' work",
+                fix="Introspector(engine) for the fleet, or intro.jobs(JobFilter(queue='billing')) for this tenant's jobs",
+            )
         await self._open()
         now = self.clock.now()
         stats = await self.driver.queue_stats(now=now, count_cap=self.count_cap, budget_ms=self.budget_ms)  # type: ignore[attr-defined]

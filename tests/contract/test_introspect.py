@@ -269,3 +269,13 @@ async def test_completed_job_detail_has_no_next_retry(driver: Driver, ids: IdFac
     assert d.next_retry is None and d.job.result == {"ok": True}
     assert d.why.causes[0].kind == "finished"
     assert Ack  # the factory completes through job_ack_many
+
+
+async def test_i25_a_tenant_scoped_view_refuses_the_fleet_wide_queue_counts(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+    await make_job(driver, ids, clock.now(), queue="billing", tenant="globex")
+    scoped = intro(driver, clock, tenant="acme")
+    for read in (scoped.queues, lambda: scoped.why_queue("billing")):
+        with pytest.raises(JobsError) as e:
+            await read()
+        assert e.value.code == "X_INVALID_ARGUMENT" and "fleet-wide" in e.value.cause and "'acme'" in e.value.cause
+    assert [q.name for q in (await intro(driver, clock).queues()).queues] == ["billing"]  # the fleet view still answers
