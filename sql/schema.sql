@@ -53,22 +53,25 @@ create index if not exists job_claim on jobs.job (queue, priority desc, run_at, 
     where state in ('ready','delayed','parked','suspended');
 -- Lease rescue: running rows by lease end.
 create index if not exists job_running_lease on jobs.job (lease_until) where state = 'running';
--- Projections. The lists' indexes cover finished rows only (completed, dead, cancelled): a row
--- enters them once, when it settles, and the enqueue and the claim never write them. Every state
--- change rewrites every index the new row version matches (state is indexed, so no update is
--- HOT), and with these on all rows each job wrote ~26 index entries between enqueue and ack; now
--- it writes ~17. The live rows, few by comparison, are listed newest first from job_live_id.
--- Superseded: the same indexes over every state.
-create index if not exists job_live_id on jobs.job (id)
-    where state in ('ready','delayed','running','suspended','parked');
-create index if not exists job_done_queue_state on jobs.job (queue, state, id desc)
-    where state in ('completed','dead','cancelled');
-create index if not exists job_done_state on jobs.job (state, id desc)
-    where state in ('completed','dead','cancelled');
-create index if not exists job_done_name on jobs.job (name, id desc)
-    where state in ('completed','dead','cancelled');
-create index if not exists job_done_tenant on jobs.job (tenant, id desc)
-    where tenant is not null and state in ('completed','dead','cancelled');
+-- Projections. The lists' indexes leave out running rows: the claim (ready -> running) writes
+-- none of them, so a drain's claim touches only the primary key, the dedupe and the lease
+-- indexes. (State is indexed, so no update is HOT: every state change writes every index the new
+-- row version matches.) Running rows, bounded by the fleet's slots, are listed from the lease
+-- index. Superseded: the same indexes over every state (job_*_id), then over finished rows only
+-- (job_done_*, which sent each live-row page through a heap walk of every live row).
+create index if not exists job_list_queue_state on jobs.job (queue, state, id desc) where state <> 'running';
+create index if not exists job_list_state on jobs.job (state, id desc) where state <> 'running';
+create index if not exists job_list_name on jobs.job (name, id desc) where state <> 'running';
+create index if not exists job_list_tenant on jobs.job (tenant, id desc)
+    where tenant is not null and state <> 'running';
+drop index if exists jobs.job_live_id;
+drop index if exists jobs.job_done_queue_state;
+drop index if exists jobs.job_done_state;
+drop index if exists jobs.job_done_name;
+drop index if exists jobs.job_done_tenant;
+-- Suspended rows per queue (the overview's count): written only when a job suspends, never on
+-- the enqueue-claim-ack path.
+create index if not exists job_suspended on jobs.job (queue, id) where state = 'suspended';
 drop index if exists jobs.job_queue_state_id;
 drop index if exists jobs.job_state_id;
 drop index if exists jobs.job_name_id;
@@ -85,19 +88,19 @@ create index if not exists job_dead_code on jobs.job (error_code, id desc) where
 -- Throughput reads job_finished_at (below): a per-queue copy of it only cost every ack a write.
 drop index if exists jobs.job_finished;
 drop index if exists jobs.job_finished_v2;
--- Search by key prefix (LIKE 'inv:%') in any collation; equality too, over finished rows (the live
--- ones are matched from job_live_id). Supersedes job_key and job_key_v2 (every state).
-create index if not exists job_done_key on jobs.job (idempotency_key text_pattern_ops)
-    where state in ('completed','dead','cancelled');
+-- Search by key prefix (LIKE 'inv:%') in any collation; equality too (running rows: the lease
+-- index). Supersedes job_key, job_key_v2 (every state) and job_done_key (finished rows).
+create index if not exists job_list_key on jobs.job (idempotency_key text_pattern_ops) where state <> 'running';
+drop index if exists jobs.job_done_key;
 drop index if exists jobs.job_key;
 drop index if exists jobs.job_key_v2;
 -- A queue's oldest waiting row: ready, parked and due delayed rows, least(run_at, updated_at).
 create index if not exists job_waiting on jobs.job (queue, state, run_at) include (updated_at)
     where state in ('ready','delayed','parked');
--- The jobs list filtered by a field of the input (input.invoice_id=42): jsonb containment over
--- finished rows (live ones from job_live_id). Supersedes job_input (every state).
-create index if not exists job_done_input on jobs.job using gin (input jsonb_path_ops)
-    where state in ('completed','dead','cancelled');
+-- The jobs list filtered by a field of the input (input.invoice_id=42): jsonb containment (running
+-- rows: the lease index). Supersedes job_input (every state) and job_done_input (finished rows).
+create index if not exists job_list_input on jobs.job using gin (input jsonb_path_ops) where state <> 'running';
+drop index if exists jobs.job_done_input;
 drop index if exists jobs.job_input;
 -- The worker: when an idle worker's queues next fall due, and the pruner's oldest-first batches.
 create index if not exists job_next_due on jobs.job (queue, run_at)

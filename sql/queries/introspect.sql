@@ -10,26 +10,16 @@ select set_config('statement_timeout', %(ms)s::text, true) as timeout,
        set_config('plan_cache_mode', 'force_custom_plan', true) as plans;
 
 -- name: queue_names :many
--- Every queue: a skip scan (one probe per queue) over the finished rows' queue index and one over
--- the claimable rows' (the claim index), the queues of running rows, plus paused ones.
-with recursive done as (
-    (select queue from jobs.job where state in ('completed','dead','cancelled') order by queue limit 1)
+-- Every queue: a skip scan (one probe per queue) over the list index that holds every row but the
+-- running ones, the queues of running rows (the lease index), plus paused ones.
+with recursive q as (
+    (select queue from jobs.job where state <> 'running' order by queue limit 1)
     union all
-    select (select j.queue from jobs.job j
-            where j.state in ('completed','dead','cancelled') and j.queue > d.queue
+    select (select j.queue from jobs.job j where j.state <> 'running' and j.queue > q.queue
             order by j.queue limit 1)
-    from done d where d.queue is not null
-), waiting as (
-    (select queue from jobs.job where state in ('ready','delayed','parked','suspended') order by queue limit 1)
-    union all
-    select (select j.queue from jobs.job j
-            where j.state in ('ready','delayed','parked','suspended') and j.queue > w.queue
-            order by j.queue limit 1)
-    from waiting w where w.queue is not null
+    from q where q.queue is not null
 )
-select queue as name from done where queue is not null
-union
-select queue from waiting where queue is not null
+select queue as name from q where queue is not null
 union
 select queue from jobs.job where state = 'running'
 union
@@ -37,14 +27,29 @@ select name from jobs.queue
 order by 1;
 
 -- name: queue_counts :many
--- Rows per (queue, state), each count stopping at %(cap)s + 1 (an index-only scan apiece).
-select n.name, s.state, c.n
+-- Rows per (queue, state), each count stopping at %(cap)s + 1. Each state is spelled as a constant
+-- so the planner can match its partial index (waiting, suspended, finished lists); a state taken
+-- from an unnest matched none of them and counted by a sequential scan (6 s at 1M rows). Running
+-- rows, bounded by the fleet's slots, are counted in one pass over the lease index.
+select n.name, c.state, c.n
 from unnest(%(queues)s::text[]) as n(name)
-cross join unnest(array['ready','delayed','running','suspended','parked','dead']) as s(state)
-cross join lateral (
-    select count(*)::int as n
-    from (select 1 from jobs.job j where j.queue = n.name and j.state = s.state limit %(cap)s + 1) x
-) c;
+cross join lateral (values
+    ('ready', (select count(*) from (select 1 from jobs.job j where j.queue = n.name and j.state = 'ready'
+                                limit %(cap)s + 1) x)::int),
+    ('delayed', (select count(*) from (select 1 from jobs.job j where j.queue = n.name and j.state = 'delayed'
+                                limit %(cap)s + 1) x)::int),
+    ('suspended', (select count(*) from (select 1 from jobs.job j where j.queue = n.name and j.state = 'suspended'
+                                limit %(cap)s + 1) x)::int),
+    ('parked', (select count(*) from (select 1 from jobs.job j where j.queue = n.name and j.state = 'parked'
+                                limit %(cap)s + 1) x)::int),
+    ('dead', (select count(*) from (select 1 from jobs.job j where j.queue = n.name and j.state = 'dead'
+                                limit %(cap)s + 1) x)::int)
+) as c(state, n)
+union all
+select queue, 'running', count(*)::int
+from jobs.job
+where state = 'running' and queue = any(%(queues)s::text[])
+group by queue;
 
 -- name: queue_oldest_ready :many
 -- Per queue, when its longest-waiting row became claimable: ready, parked (a shed job waits, I8)
@@ -76,14 +81,15 @@ select name, paused, paused_by, paused_at, note from jobs.queue order by name;
 select name, paused, paused_by, paused_at, note from jobs.queue where name = %(queue)s;
 
 -- name: job_page :many
--- One page of the filtered list, newest first, keyset on id (below %(cursor)s). Two arms, finished
--- rows and live rows, because the list indexes are split so (schema.sql): each arm reads its own
--- index newest first and stops at the page size, and the merge keeps the newest of both.
+-- One page of the filtered list, newest first, keyset on id (below %(cursor)s). Two arms because
+-- the list indexes leave out running rows (schema.sql): every other row from those indexes,
+-- newest first, stopping at the page size; running rows (few: the fleet's slots) from the lease
+-- index. An arm the state filter rules out folds away at plan time (custom plans).
 select * from (
     (select id, name, queue, tenant, state, idempotency_key, priority, attempt, max_attempts, run_at,
            created_at, updated_at, finished_at, error_code, stop_reason
      from jobs.job
-     where state in ('completed','dead','cancelled')
+     where state <> 'running' and (%(state)s::text is null or %(state)s::text <> 'running')
        and (%(cursor)s::uuid is null or id < %(cursor)s::uuid)
       -- filter:begin
       and (%(queue)s::text is null or queue = %(queue)s::text)
@@ -103,7 +109,7 @@ select * from (
     (select id, name, queue, tenant, state, idempotency_key, priority, attempt, max_attempts, run_at,
            created_at, updated_at, finished_at, error_code, stop_reason
      from jobs.job
-     where state in ('ready','delayed','running','suspended','parked')
+     where state = 'running' and (%(state)s::text is null or %(state)s::text = 'running')
        and (%(cursor)s::uuid is null or id < %(cursor)s::uuid)
       -- filter:begin
       and (%(queue)s::text is null or queue = %(queue)s::text)
@@ -124,12 +130,12 @@ order by id desc
 limit %(limit)s;
 
 -- name: job_page_count :one
--- How many rows the filter matches, counting no further than %(cap)s + 1: each arm (finished,
--- live) is an index walk in the page's own order that stops at the cap, never a seq scan.
+-- How many rows the filter matches, counting no further than %(cap)s + 1: each arm (running rows,
+-- every other row) is an index walk that stops at the cap, never a seq scan.
 select least(
     (select count(*) from (
         select 1 from jobs.job
-        where state in ('completed','dead','cancelled')
+        where state <> 'running' and (%(state)s::text is null or %(state)s::text <> 'running')
       -- filter:begin
       and (%(queue)s::text is null or queue = %(queue)s::text)
       and (%(state)s::text is null or state = %(state)s::text)
@@ -143,10 +149,10 @@ select least(
       and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
       -- filter:end
         order by id desc
-        limit %(cap)s + 1) done)
+        limit %(cap)s + 1) rest)
   + (select count(*) from (
         select 1 from jobs.job
-        where state in ('ready','delayed','running','suspended','parked')
+        where state = 'running' and (%(state)s::text is null or %(state)s::text = 'running')
       -- filter:begin
       and (%(queue)s::text is null or queue = %(queue)s::text)
       and (%(state)s::text is null or state = %(state)s::text)
@@ -160,7 +166,7 @@ select least(
       and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
       -- filter:end
         order by id desc
-        limit %(cap)s + 1) live),
+        limit %(cap)s + 1) running),
     %(cap)s + 1)::int as n;
 
 -- name: dead_groups :many

@@ -60,7 +60,7 @@ def test_the_catalog_refuses_duplicates_and_empty_bodies() -> None:
     assert (q.cardinality, q.purpose, q.text) == ("many", "Reads x.", "select 1")
 
 
-def test_i3_install_replaces_the_all_state_list_indexes_and_the_job_foreign_keys(pg_server_empty_dsn: str) -> None:
+def test_i3_install_replaces_the_all_state_list_indexes_with_ones_the_claim_never_writes(pg_server_empty_dsn: str) -> None:
     dsn = pg_server_empty_dsn
     install_schema(dsn)
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -73,9 +73,8 @@ def test_i3_install_replaces_the_all_state_list_indexes_and_the_job_foreign_keys
     install_schema(dsn)
     idx = _indexes(dsn)
     assert not {"job_state_id", "job_name_id", "job_input"} & set(idx)
-    for name in ("job_done_state", "job_done_name", "job_done_input", "job_done_key", "job_live_id"):
-        assert name in idx
-    assert "WHERE (state = ANY (ARRAY['completed'::text, 'dead'::text, 'cancelled'::text]))" in idx["job_done_name"]
+    for name in ("job_list_state", "job_list_name", "job_list_input", "job_list_key", "job_list_tenant"):
+        assert name in idx and "(state <> 'running'::text)" in idx[name]
     with psycopg.connect(dsn) as conn:
         fks = conn.execute("select conname from pg_constraint where contype = 'f' and connamespace = 'jobs'::regnamespace").fetchall()
     assert fks == []
