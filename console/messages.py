@@ -16,8 +16,9 @@ class Loaded(Message):
     data: Any
 
 
+@dataclass
 class QueuesLoaded(Loaded):
-    pass
+    workers: Any = None  # engine.projections.WorkersView: the fleet's slots, once for all queues
 
 
 class JobsLoaded(Loaded):

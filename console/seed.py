@@ -30,6 +30,7 @@ from engine.api import Engine
 from engine.clock import FakeClock
 from engine.drivers.base import Driver
 from engine.ids import IdFactory
+from engine.jobs import DEFAULT_EVENT_POLL
 from engine.types import Ack, Claim, ClaimedJob, Nack, NewJob, StoredStep
 
 T = TypeVar("T")
@@ -202,9 +203,12 @@ class _Seeder:
         await self.step(claim, "create", 1, took=0.9, result={"workspace": "ws-8"})
         timeout = self.now + timedelta(hours=24)
         wait = {"kind": "event", "step": "approved", "event": "workspace.approved", "match": {"workspace": "ws-8"},
-                "until": timeout.isoformat()}
+                "timeout_at": timeout.isoformat()}  # the wait the engine writes (engine/runtime/steps.py)
         await self.step(claim, "approved", 2, kind="event", status="waiting", took=0.0, wait=wait)
-        await self.d.job_nack(nack=Nack(claim, "suspend", run_at=timeout, wait=wait), now=self.now)
+        # As the engine suspends it: until its next poll for the event, not until the timeout (its
+        # last poll was 10 s before NOW).
+        poll = NOW - timedelta(seconds=10) + timedelta(seconds=DEFAULT_EVENT_POLL)
+        await self.d.job_nack(nack=Nack(claim, "suspend", run_at=min(poll, timeout), wait=wait), now=self.now)
         # A retrying email: failed once, delayed until its backoff ends.
         (retrying,) = await self.enqueue(self.new("send_email", {"to": "lee@example.com", "template": "welcome"}, tenant="globex"))
         claim = await self.claim_one(retrying, app1)
@@ -217,6 +221,12 @@ class _Seeder:
         (ledger,) = await self.enqueue(self.new("sync_ledger", {"account": 31337, "since": "2025-12-31"}, tenant="initech"))
         await self.claim_one(ledger, app1)
         self.clock.set(NOW)
+        # app2 renews the reports it runs, as a live worker does: their job and slot leases end
+        # after NOW, so the parked report's "why" names live holders and when their leases end.
+        renewed = NOW - timedelta(seconds=10)
+        await self.d.job_renew_many(claims=running, now=renewed, lease_seconds=LEASE)
+        await self.d.slot_renew_many(worker=app2, job_ids=[c.job_id for c in running], now=renewed,  # type: ignore[attr-defined]
+                                     lease_seconds=LEASE)
         # Waiting work: an old backlog in billing (the oldest-ready age crosses the alert), a delayed batch,
         # hostile and huge inputs, and a paused queue holding webhooks.
         await self.enqueue(*(self.new("charge_card", {"invoice_id": 40 + i, "amount": 19.99 + i}, tenant=TENANTS[i % 3],

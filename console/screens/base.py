@@ -62,6 +62,10 @@ class ConsoleScreen(Screen[None]):
             return False
         return True
 
+    def on_screen_resume(self) -> None:
+        for header in self.query(StatusHeader):  # it skipped the app's changes while hidden
+            header._changed()
+
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 1:
             self.app.pop_screen()
@@ -80,6 +84,7 @@ class DataScreen(ConsoleScreen):
         self.reload()
 
     def on_screen_resume(self) -> None:
+        super().on_screen_resume()
         if self.is_mounted:
             self.reload()
 

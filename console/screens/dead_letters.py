@@ -14,6 +14,7 @@ from console.messages import DeadLettersLoaded
 from console.screens.base import DataScreen
 from console.screens.filter_bar import FilterBar
 from console.screens.flows import Flows
+from console.widgets.fresh import update_changed
 from console.widgets.keyed_table import KeyedTable
 from engine.errors import JobsError
 from engine.introspect.filters import describe_filter, parse_filter
@@ -86,10 +87,10 @@ class DeadLettersScreen(FilterBar, DataScreen, Flows):
         title.append(f"  {view.total} jobs in {len(view.groups)} groups")
         if not self.where.empty:
             title.append(f"  · {clean(describe_filter(self.where), limit=80)}")
-        self.query_one("#dead-title", Static).update(title)
+        update_changed(self.query_one("#dead-title", Static), title)
         empty = self.query_one("#empty", Static)
         empty.display = not view.groups
-        empty.update("No dead letters." + (" (for this filter)" if not self.where.empty else ""))
+        update_changed(empty, "No dead letters." + (" (for this filter)" if not self.where.empty else ""))
         self._show_selected()
 
     def on_data_table_row_highlighted(self, event: KeyedTable.RowHighlighted) -> None:
@@ -99,13 +100,13 @@ class DeadLettersScreen(FilterBar, DataScreen, Flows):
         g = self._selected()
         note = self.query_one("#detail", Static)
         if g is None:
-            note.update("")
+            update_changed(note, "")
             return
         t = Text("last error: ", style="dim")
         t.append(clean(g.last_error or "—", limit=220))
         hint = "Enter: its jobs" if self.source.read_only else "Enter: its jobs · x/c: retry/cancel this group · X/C: everything matching the filter"
         t.append("\n" + hint, style="dim")  # read-only offers no action, so it names none
-        note.update(t)
+        update_changed(note, t)
 
     def _selected(self) -> DeadGroup | None:
         key = self.query_one("#groups", KeyedTable).selected_key

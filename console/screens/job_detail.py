@@ -3,6 +3,7 @@ and history. Everything from the job is escaped and bounded (console/format.py).
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from rich.text import Text
@@ -14,8 +15,9 @@ from console.format import ago, clean, duration, pretty_json, safe, short_id, st
 from console.messages import JobLoaded
 from console.screens.base import DataScreen
 from console.screens.flows import Flows
+from console.widgets.fresh import update_changed
 from console.widgets.state_bar import state_text
-from console.widgets.timeline import StepTimeline
+from console.widgets.timeline import StepTimeline, timeline_text
 from engine.projections import JobDetail
 from engine.types import LIVE_STATES, JobState
 
@@ -54,10 +56,32 @@ def facts_text(d: JobDetail, now: datetime) -> Text:
     return t
 
 
-def why_text(d: JobDetail) -> Text:
+def event_sentence(d: JobDetail, now: datetime) -> str | None:
+    """A job waiting for an event, said from its wait: sending the event wakes it at once, else its
+    worker looks again at run_at (the job's event poll; the interval itself is the app's
+    declaration, which a console on a DSN cannot see), and it gives up at the wait's timeout."""
+    j = d.job
+    wait = j.wait or {}
+    if j.state is not JobState.SUSPENDED or wait.get("kind") != "event":
+        return None
+    match = wait.get("match")
+    what = f"Waiting for event {clean(str(wait.get('event')), limit=80)!r}"
+    what += f" matching {clean(json.dumps(match, default=str), limit=160)}" if match else ""
+    try:
+        timeout = datetime.fromisoformat(str(wait["timeout_at"])) if wait.get("timeout_at") else None
+    except ValueError:
+        timeout = None
+    if timeout is not None and j.run_at >= timeout:
+        return f"{what}. Sending it wakes the job at once; otherwise it times out at {stamp(timeout, now)} ({until(timeout, now)})."
+    check = "is due now" if j.run_at <= now else f"is at {stamp(j.run_at, now)} ({until(j.run_at, now)})"
+    end = f"it times out at {stamp(timeout, now)} ({until(timeout, now)})" if timeout else "it never times out"
+    return f"{what}. Sending it wakes the job at once; otherwise the next check for it {check}, and {end}."
+
+
+def why_text(d: JobDetail, now: datetime) -> Text:
     t = Text()
     t.append("Why: ", style="bold")
-    t.append(clean(d.why.summary, limit=600))
+    t.append(event_sentence(d, now) or clean(d.why.summary, limit=600))
     return t
 
 
@@ -113,6 +137,7 @@ class JobDetailScreen(DataScreen, Flows):
         self.job_id = job_id
         self.detail: JobDetail | None = None
         self.unfolded = False
+        self._offered: tuple[object, ...] | None = None
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
@@ -141,18 +166,26 @@ class JobDetailScreen(DataScreen, Flows):
         d: JobDetail = message.data
         self.detail = d
         now = self.source.now()
-        title = Text.assemble(("Job ", "bold"), (d.job.id, "bold"), "  ", state_text(d.job.state.value))
-        self.query_one("#detail-title", Static).update(title)
-        self.query_one("#why-line", Static).update(why_text(d))
-        self.query_one("#facts", Static).update(facts_text(d, now))
-        self.query_one("#steps", StepTimeline).show(d.steps, now, available=d.steps_available)
-        self.query_one("#attempts", Static).update(attempts_text(d, now))
-        self.query_one("#input", Static).update(json_block("Input", d.job.input, self.unfolded))
+        put = self._put
+        put("#detail-title", Text.assemble(("Job ", "bold"), (d.job.id, "bold"), "  ", state_text(d.job.state.value)))
+        put("#why-line", why_text(d, now))
+        put("#facts", facts_text(d, now))
+        put("#steps", timeline_text(d.steps, now, available=d.steps_available))
+        put("#attempts", attempts_text(d, now))
+        put("#input", json_block("Input", d.job.input, self.unfolded))
         result = self.query_one("#result", Static)
         result.display = d.job.result is not None
-        result.update(json_block("Result", d.job.result, self.unfolded))
-        self.query_one("#history", Static).update(history_text(d, now))
-        self.refresh_bindings()
+        put("#result", json_block("Result", d.job.result, self.unfolded))
+        put("#history", history_text(d, now))
+        # The footer is rebuilt (recomposed) on every refresh_bindings: only when what
+        # check_action answers can have changed.
+        offered = (d.job.state, (d.job.wait or {}).get("kind"), bool(d.steps))
+        if offered != self._offered:
+            self._offered = offered
+            self.refresh_bindings()
+
+    def _put(self, selector: str, content: Text) -> None:
+        update_changed(self.query_one(selector, Static), content)
 
     # --- actions ---------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from console.messages import JobsLoaded
 from console.screens.base import DataScreen
 from console.screens.filter_bar import FilterBar
 from console.screens.flows import Flows
+from console.widgets.fresh import update_changed
 from console.widgets.keyed_table import KeyedTable
 from console.widgets.state_bar import state_text
 from engine.errors import JobsError
@@ -95,16 +96,16 @@ class JobsScreen(FilterBar, DataScreen, Flows):
         self.query_one("#jobs", KeyedTable).sync([(j.id, job_row(j, now)) for j in page.items])
         title = Text("Jobs", style="bold")
         title.append(f"  {clean(describe_filter(self.where), limit=100)}" if not self.where.empty else "  all", style="")
-        self.query_one("#jobs-title", Static).update(title)
+        update_changed(self.query_one("#jobs-title", Static), title)
         empty = self.query_one("#empty", Static)
         empty.display = not page.items
-        empty.update("No job matches this filter." if not self.where.empty else "No jobs yet.")
+        update_changed(empty, "No job matches this filter." if not self.where.empty else "No jobs yet.")
         n = len(self.cursors)
         pager = f"page {n} · {len(page.items)} shown of {page.total} matching"
         pager += " · n: next page" if page.next_cursor else " · last page"
         if n > 1:
             pager += " · b: previous page"
-        self.query_one("#pager", Static).update(Text(pager + " · /: filter · Enter: open", style="dim"))
+        update_changed(self.query_one("#pager", Static), Text(pager + " · /: filter · Enter: open", style="dim"))
 
     # --- filter and pages ------------------------------------------------------------------------
 

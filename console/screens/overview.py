@@ -10,10 +10,11 @@ from console.format import cell, duration
 from console.messages import QueuesLoaded
 from console.screens.base import DataScreen
 from console.screens.flows import Flows
+from console.widgets.fresh import update_changed
 from console.widgets.keyed_table import KeyedTable
 from console.widgets.sparkline import bucket, spark
 from console.widgets.state_bar import STATE_STYLE, StateBar
-from engine.projections import QueueStats, QueuesView
+from engine.projections import QueueStats, QueuesView, WorkersView
 
 AGE_WARN = 60.0  # seconds: the oldest ready job has waited longer than this (yellow)
 AGE_ALERT = 300.0  # and this (red)
@@ -21,7 +22,16 @@ SPARK = 12
 COLUMNS = (
     ("queue", "queue"), ("ready", "ready"), ("parked", "parked"), ("delayed", "delayed"),
     ("running", "running"), ("susp.", "suspended"), ("dead", "dead"), ("done/h", "completed"),
-    ("oldest", "oldest"), ("per min (1h)", "spark"), ("workers", "workers"), ("slots", "slots"), ("paused", "paused"),
+    ("oldest", "oldest"), ("per min (1h)", "spark"), ("workers", "workers"), ("paused", "paused"),
+)
+# Under NARROW_BELOW columns (an 80x24 terminal) the table drops the sparkline and the paused
+# column (a paused queue is marked on its name and named in the totals) and shortens the labels,
+# so it fits without scrolling sideways.
+NARROW_BELOW = 110
+NARROW = (
+    ("queue", "queue"), ("ready", "ready"), ("park.", "parked"), ("delay", "delayed"),
+    ("run", "running"), ("susp.", "suspended"), ("dead", "dead"), ("done/h", "completed"),
+    ("oldest", "oldest"), ("wkrs", "workers"),
 )
 STATES = ("ready", "parked", "delayed", "running", "suspended", "dead")
 
@@ -39,55 +49,93 @@ def count_cell(state: str, count: object) -> Text:
     return Text(s, style="dim" if s in ("0", "~0") else STATE_STYLE.get(state, ""), justify="right")
 
 
-def queue_row(q: QueueStats) -> tuple[Text, ...]:
-    return (
-        cell(q.name, limit=24, style="bold"),
-        *(count_cell(s, getattr(q, s)) for s in STATES),
-        count_cell("completed", q.completed_last_hour),
-        age_text(q.oldest_ready_age),
-        Text(spark(bucket(q.throughput, SPARK), SPARK), style="green"),
-        Text(str(q.workers), justify="right", style="" if q.workers else "dim"),
-        Text(f"{q.slots_in_use}/{q.slots_total}", justify="right"),
-        Text("PAUSED", style="bold reverse yellow") if q.paused else Text("—", style="dim"),
-    )
+def queue_cells(q: QueueStats, *, narrow: bool = False) -> dict[str, Text]:
+    """Every cell of a queue's row by column key. The slots of the workers serving a queue are
+    not a per-queue figure (a worker serving three queues counts in each), so the fleet's slots
+    are in the totals line; a queue's own jobs in slots are its running count."""
+    name = cell(q.name, limit=16 if narrow else 24, style="bold")
+    if narrow and q.paused:
+        name.append(" ‖", style="bold reverse yellow")  # the paused column is dropped when narrow
+    return {
+        "queue": name,
+        **{s: count_cell(s, getattr(q, s)) for s in STATES},
+        "completed": count_cell("completed", q.completed_last_hour),
+        "oldest": age_text(q.oldest_ready_age),
+        "spark": Text(spark(bucket(q.throughput, SPARK), SPARK), style="green"),
+        "workers": Text(str(q.workers), justify="right", style="" if q.workers else "dim"),
+        "paused": Text("PAUSED", style="bold reverse yellow") if q.paused else Text("—", style="dim"),
+    }
+
+
+def queue_row(q: QueueStats, columns: tuple[tuple[str, str], ...] = COLUMNS) -> tuple[Text, ...]:
+    cells = queue_cells(q, narrow=columns is NARROW)
+    return tuple(cells[key] for _, key in columns)
+
+
+def fleet_text(workers: WorkersView | None) -> str | None:
+    """The fleet's live workers and their slots in use, once for all queues."""
+    if workers is None or not workers.available:
+        return None
+    live = [w for w in workers.workers if not w.stale]
+    return (f"fleet: {len(live)} workers, {sum(w.in_use for w in live)}/{sum(w.concurrency for w in live)} slots busy"
+            + (f", {len(workers.workers) - len(live)} stale" if len(live) < len(workers.workers) else ""))
 
 
 class OverviewScreen(DataScreen, Flows):
     SCOPE = "overview"
     _view: QueuesView | None = None
+    _workers: WorkersView | None = None
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
         yield Static("Queues", classes="screen-title")
         yield StateBar(id="totals")
-        yield KeyedTable(COLUMNS, id="queues")
+        yield KeyedTable(NARROW if self.app.size.width < NARROW_BELOW else COLUMNS, id="queues")
         yield Static("", id="empty", classes="empty")
         yield Static("", id="note", classes="note")
         yield from self.compose_bottom()
 
     async def fetch(self) -> QueuesLoaded:
-        return QueuesLoaded(await self.source.queues())
+        view = await self.source.queues()
+        try:
+            workers: WorkersView | None = await self.source.workers()
+        except Exception:  # the queues are what this screen is for; the fleet line is extra
+            workers = None
+        return QueuesLoaded(view, workers)
+
+    def _columns(self) -> tuple[tuple[str, str], ...]:
+        return NARROW if self.size.width < NARROW_BELOW else COLUMNS
+
+    def on_resize(self) -> None:
+        if self.query_one("#queues", KeyedTable).set_columns(self._columns()) and self._view is not None:
+            self.on_queues_loaded(QueuesLoaded(self._view, self._workers))
 
     def on_queues_loaded(self, message: QueuesLoaded) -> None:
         view: QueuesView = message.data
-        self._view = view
+        self._view, self._workers = view, message.workers
         table = self.query_one("#queues", KeyedTable)
+        columns = self._columns()
+        table.set_columns(columns)
         first = not table.keys
-        table.sync([(q.name, queue_row(q)) for q in view.queues])
+        table.sync([(q.name, queue_row(q, columns)) for q in view.queues])
         if first and self.console.focus_queue in table.keys:
             table.move_cursor(row=table.keys.index(self.console.focus_queue), animate=False)
         totals = [(s, sum(getattr(q, s).value for q in view.queues)) for s in STATES]
         totals.append(("completed/h", sum(q.completed_last_hour.value for q in view.queues)))
         paused = [q.name for q in view.queues if q.paused]
-        self.query_one("#totals", StateBar).show(totals, note=f"paused: {', '.join(paused)}" if paused else None)
+        notes = [f"paused: {', '.join(paused)}"] if paused else []
+        fleet = fleet_text(message.workers)
+        if fleet:
+            notes.append(fleet)
+        self.query_one("#totals", StateBar).show(totals, note="   ".join(notes) or None)
         empty = self.query_one("#empty", Static)
         empty.display = not view.queues
-        empty.update("No queues yet: nothing has been enqueued. Jobs appear here as soon as an app enqueues one.")
+        update_changed(empty, "No queues yet: nothing has been enqueued. Jobs appear here as soon as an app enqueues one.")
         notes = []
         if view.estimated:
             notes.append("~ an estimate, ≥ a capped count: large tables are not counted exactly")
         notes.append(f"oldest: ! past {duration(AGE_WARN)}, red past {duration(AGE_ALERT)} · Enter: jobs of queue · y: why")
-        self.query_one("#note", Static).update(Text(" · ".join(notes), style="dim"))
+        update_changed(self.query_one("#note", Static), Text(" · ".join(notes), style="dim"))
 
     def _selected(self) -> str | None:
         return self.query_one("#queues", KeyedTable).selected_key

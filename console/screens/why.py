@@ -15,6 +15,7 @@ from textual.widgets import Static
 from console.format import ago, clean, short_id, stamp, until
 from console.messages import WhyLoaded
 from console.screens.base import DataScreen
+from console.widgets.fresh import update_changed
 from engine.projections import Cause, WhyReport
 
 TITLES = {
@@ -25,12 +26,26 @@ TITLES = {
 }
 
 
+def slots_sentence(c: Cause, now: datetime) -> str:
+    """The slots cause said from its own numbers: the engine's sentence can say "all held" next to
+    a smaller count of live holders (a lease lapsed since the job was parked)."""
+    held, limit, key = len(c.holders), c.limit or len(c.holders), clean(c.key or "a limit", limit=60)
+    ends = [h.lease_until for h in c.holders if h.lease_until is not None]
+    first = min(ends) if ends else c.until
+    if held >= limit:
+        end = f"the first lease ends {until(first, now)} ({stamp(first, now)})" if first else "no holder's lease end is known"
+        return f"All {limit} slots of {key} are held by running jobs; {end}, then a slot frees up."
+    free = limit - held
+    return (f"{held} of {limit} slots of {key} are held now; {free} {'is' if free == 1 else 'are'} free again "
+            "(a holder finished or its lease lapsed), so the job takes one when it is next tried.")
+
+
 def cause_text(c: Cause, now: datetime) -> Text:
     t = Text()
     t.append(f"● {TITLES.get(c.kind, clean(c.kind, limit=30))}\n", style="bold")
-    t.append("  " + clean(c.text, limit=400))
+    t.append("  " + (slots_sentence(c, now) if c.kind == "slots" else clean(c.text, limit=400)))
     facts: list[str] = []
-    if c.until:
+    if c.until and c.kind != "slots":  # the slots sentence names the first lease end
         facts.append(f"until {stamp(c.until, now)} ({until(c.until, now)})")
     if c.by or c.at:
         facts.append(f"by {clean(c.by or '?', limit=30)} {ago(c.at, now)}")
@@ -53,7 +68,8 @@ def cause_text(c: Cause, now: datetime) -> Text:
     for h in c.holders[:10]:
         t.append("\n    holder ")
         t.append(short_id(h.job_id) if h.job_id else "—", style="bold")
-        t.append(f" on {clean(h.worker or '?', limit=30)}, lease ends {until(h.lease_until, now)}", style="")
+        end = f"lease ends {until(h.lease_until, now)} ({stamp(h.lease_until, now)})" if h.lease_until else "lease end unknown"
+        t.append(f" on {clean(h.worker or '?', limit=30)}, {end}", style="")
     if len(c.holders) > 10:
         t.append(f"\n    … {len(c.holders) - 10} more holders", style="dim")
     return t
@@ -98,6 +114,6 @@ class WhyScreen(DataScreen):
     def on_why_loaded(self, message: WhyLoaded) -> None:
         r: WhyReport = message.data
         if r.state is not None:
-            self.query_one("#why-title", Static).update(Text.assemble(
+            update_changed(self.query_one("#why-title", Static), Text.assemble(
                 ("Why is job ", "bold"), (short_id(r.target), "bold"), (f" {r.state.value}?", "bold")))
-        self.query_one("#causes", Static).update(report_text(r, self.source.now()))
+        update_changed(self.query_one("#causes", Static), report_text(r, self.source.now()))

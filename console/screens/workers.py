@@ -9,6 +9,7 @@ from textual.widgets import Static
 from console.format import ago, cell, clean, duration
 from console.messages import WorkersLoaded
 from console.screens.base import DataScreen
+from console.widgets.fresh import update_changed
 from console.widgets.keyed_table import KeyedTable
 from engine.projections import WorkersView, WorkerView
 
@@ -58,10 +59,10 @@ class WorkersScreen(DataScreen):
         stale = sum(1 for w in view.workers if w.stale)
         title = Text("Workers", style="bold")
         title.append(f"  {len(view.workers)} registered" + (f", {stale} stale" if stale else ""))
-        self.query_one("#workers-title", Static).update(title)
+        update_changed(self.query_one("#workers-title", Static), title)
         empty = self.query_one("#empty", Static)
         empty.display = not view.workers
-        empty.update("No worker registry in this deployment yet." if not view.available
+        update_changed(empty, "No worker registry in this deployment yet." if not view.available
                      else "No worker has registered: nothing is claiming jobs. Start one with `jobs worker MODULE`.")
-        self.query_one("#note", Static).update(Text(
+        update_changed(self.query_one("#note", Static), Text(
             f"stale: no heartbeat for {clean(duration(view.stale_after))}", style="dim"))

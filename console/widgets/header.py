@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from console.format import clean, duration, stamp
+from console.widgets.fresh import update_changed
 
 
 class StatusHeader(Static):
@@ -17,6 +18,10 @@ class StatusHeader(Static):
         self._changed()
 
     def _changed(self, *_: object) -> None:
+        # Every screen has a header watching the app; only the one on top is seen, and a screen
+        # coming back to the top redraws its header (ConsoleScreen.on_screen_resume).
+        if self.screen is not self.app.screen and self.screen.is_mounted:
+            return
         app = self.app
         source = app.source  # type: ignore[attr-defined]
         last: datetime | None = app.last_refresh  # type: ignore[attr-defined]
@@ -39,4 +44,4 @@ class StatusHeader(Static):
         label = getattr(app, "label", None)
         if label:
             text.append(f"  {clean(label, limit=40)}", style="italic")
-        self.update(text)
+        update_changed(self, text, layout=False)  # one line, always: no layout to redo

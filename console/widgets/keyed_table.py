@@ -30,6 +30,7 @@ class KeyedTable(DataTable[Text | str]):
         self._columns = list(columns)
         self._keys: list[str] = []
         self._cells: dict[str, Cells] = {}
+        self._reselect: str | None = None  # the row the cursor was on before the columns changed
 
     def on_mount(self) -> None:
         for label, key, *width in self._columns:
@@ -43,6 +44,25 @@ class KeyedTable(DataTable[Text | str]):
         if [c.get_render_width(self) for c in self.ordered_columns] != before:
             self._clear_caches()
             self.refresh()
+
+    @property
+    def column_keys(self) -> list[str]:
+        return [key for _, key, *_ in self._columns]
+
+    def set_columns(self, columns: Sequence[Column]) -> bool:
+        """Swap the columns (a narrower set for a narrow terminal); the next ``sync`` refills the
+        rows, the cursor following its row by key. Answers whether anything changed."""
+        if list(columns) == self._columns:
+            return False
+        self._columns = list(columns)
+        if self.is_mounted:
+            selected = self.selected_key
+            self.clear(columns=True)
+            for label, key, *width in self._columns:
+                self.add_column(label, key=key, width=width[0] if width else None)
+            self._keys, self._cells = [], {}
+            self._reselect = selected
+        return True
 
     @property
     def keys(self) -> list[str]:
@@ -66,7 +86,8 @@ class KeyedTable(DataTable[Text | str]):
                         self.update_cell(key, col, value, update_width=True)
                 self._cells[key] = cells
             return
-        selected = self.selected_key
+        selected = self.selected_key or self._reselect
+        self._reselect = None
         index = self.cursor_row
         scroll_y = self.scroll_y
         self.clear()

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.widgets import Static
 
+from console.widgets.fresh import update_changed
+
 # The style of each state's number: the tcss cannot reach inside a Text, so it lives here.
 STATE_STYLE = {
     "ready": "bold green",
@@ -43,4 +45,4 @@ class StateBar(Static):
         text = counts_text(counts)
         if note:
             text.append(f"   {note}", style="italic dim")
-        self.update(text)
+        update_changed(self, text)
