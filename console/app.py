@@ -4,6 +4,8 @@ Constructing it (stable; the demo and the CLI build it this way)::
 
     from console.app import JobsConsole
     from console.source import Source
+from console.widgets.banner import Banner
+from console.widgets.header import StatusHeader
 
     source = Source(engine, read_only=False)   # engine: engine.api.Engine (any driver)
     app = JobsConsole(source, read_only=False, refresh=2.0, queue=None, title=None)
@@ -31,6 +33,8 @@ from console.messages import LoadFailed
 from console.screens import MODES
 from console.screens.help import HelpScreen
 from console.source import Source
+from console.widgets.banner import Banner
+from console.widgets.header import StatusHeader
 
 INTERVALS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 MAX_BACKOFF = 30.0
@@ -61,6 +65,29 @@ class JobsConsole(App[None]):
 
     def on_mount(self) -> None:
         self.switch_mode("overview")
+
+    # --- the header and banner --------------------------------------------------------------
+    # One watcher here instead of one per screen's header and banner: Textual (8.2.8) drops a
+    # widget's watch on another object only when that attribute next changes, so every popped
+    # screen's banner (db_error rarely changes) stayed alive in the app's watcher list.
+
+    def watch_last_refresh(self) -> None:
+        self._redraw_status()
+
+    def watch_refresh_interval(self) -> None:
+        self._redraw_status()
+
+    def watch_db_error(self) -> None:
+        self._redraw_status()
+
+    def _redraw_status(self) -> None:
+        if not self.is_running:
+            return
+        for screen in self.screen_stack:  # a header not on top skips it (StatusHeader._changed)
+            for header in screen.query(StatusHeader):
+                header._changed()
+            for banner in screen.query(Banner):
+                banner._changed(self.db_error)
 
     # --- the refresh loop's bookkeeping (called by DataScreen) -----------------------------
 

@@ -1,16 +1,36 @@
 """One screen per file. MODES are the screens reachable from anywhere (keys 1-4, the action
-table's NAV); the others are pushed on top of them (job detail, why, help, the modals)."""
+table's NAV); the others are pushed on top of them (job detail, why, help, the modals).
+
+Each mode is a factory that imports its screen's module on first use: opening the console draws
+the Overview without paying for the imports of the screens not shown yet.
+"""
 
 from __future__ import annotations
 
-from console.screens.dead_letters import DeadLettersScreen
-from console.screens.jobs import JobsScreen
-from console.screens.overview import OverviewScreen
-from console.screens.workers import WorkersScreen
+import importlib
+from collections.abc import Callable
 
-MODES = {
-    "overview": OverviewScreen,
-    "jobs": JobsScreen,
-    "dead_letters": DeadLettersScreen,
-    "workers": WorkersScreen,
+from textual.screen import Screen
+
+_SCREENS = {
+    "overview": ("console.screens.overview", "OverviewScreen"),
+    "jobs": ("console.screens.jobs", "JobsScreen"),
+    "dead_letters": ("console.screens.dead_letters", "DeadLettersScreen"),
+    "workers": ("console.screens.workers", "WorkersScreen"),
 }
+
+
+def screen_class(mode: str) -> type[Screen[None]]:
+    module, name = _SCREENS[mode]
+    return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+
+
+def _factory(mode: str) -> Callable[[], Screen[None]]:
+    def make() -> Screen[None]:
+        return screen_class(mode)()
+
+    make.__name__ = f"make_{mode}_screen"
+    return make
+
+
+MODES: dict[str, Callable[[], Screen[None]]] = {mode: _factory(mode) for mode in _SCREENS}

@@ -16,11 +16,11 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer
 
 from console import actions
 from console.messages import LoadFailed
 from console.widgets.banner import Banner
+from console.widgets.footer import ConsoleFooter
 from console.widgets.header import StatusHeader
 from console.widgets.nav import NavBar
 
@@ -53,7 +53,7 @@ class ConsoleScreen(Screen[None]):
         yield Banner(id="banner")
 
     def compose_bottom(self) -> ComposeResult:
-        yield Footer()
+        yield ConsoleFooter()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in actions.mutating_names(self.SCOPE) and self.source.read_only:
@@ -65,6 +65,8 @@ class ConsoleScreen(Screen[None]):
     def on_screen_resume(self) -> None:
         for header in self.query(StatusHeader):  # it skipped the app's changes while hidden
             header._changed()
+        for banner in self.query(Banner):
+            banner._changed(self.console.db_error)
 
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 1:

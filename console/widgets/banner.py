@@ -9,8 +9,8 @@ from console.format import clean
 
 
 class Banner(Static):
-    def on_mount(self) -> None:
-        self.watch(self.app, "db_error", self._changed)
+    def on_mount(self) -> None:  # then redrawn by the app (JobsConsole._redraw_status)
+        self._changed(self.app.db_error)  # type: ignore[attr-defined]
 
     def _changed(self, error: tuple[str, str, float] | None) -> None:
         if error is None:

@@ -12,9 +12,9 @@ from console.widgets.fresh import update_changed
 
 
 class StatusHeader(Static):
+    # Redrawn by the app when what it shows changes (JobsConsole._redraw_status), not by a watch
+    # of its own: a widget's watch on the app outlives the widget (see the app).
     def on_mount(self) -> None:
-        for attr in ("last_refresh", "refresh_interval", "db_error"):
-            self.watch(self.app, attr, self._changed, init=False)
         self._changed()
 
     def _changed(self, *_: object) -> None:

@@ -88,3 +88,27 @@ def _dead():  # type: ignore[no-untyped-def]
     from engine.types import JobState
 
     return JobFilter(state=JobState.DEAD)
+
+
+async def test_screens_and_footer_rebuilds_leave_no_widget_behind() -> None:
+    # Textual keeps a widget alive in the watcher list of what it watched (the app, the footer)
+    # until that attribute next changes: popped screens and rebuilt footer keys must not pile up.
+    from console.widgets.footer import ConsoleFooter
+
+    source = seeded_source()
+    app = JobsConsole(source, refresh=60)
+    async with app.run_test(size=SIZE) as pilot:
+        job = next(iter((await source.jobs(_dead())).items))
+        await settle(pilot)
+        for _ in range(5):
+            await app.push_screen(JobDetailScreen(job.id))
+            await settle(pilot)
+            app.screen.refresh_bindings()  # a footer rebuild
+            await settle(pilot)
+            await app.pop_screen()
+            await settle(pilot)
+        app_watchers = getattr(app, "__watchers", {})
+        assert all(node is app or node.is_attached for entries in app_watchers.values() for node, _ in entries)
+        footer = app.screen.query_one(ConsoleFooter)
+        footer_watchers = getattr(footer, "__watchers", {})
+        assert all(node is footer or node.is_attached for entries in footer_watchers.values() for node, _ in entries)
