@@ -77,7 +77,7 @@ def fleet_text(workers: WorkersView | None) -> str | None:
     if workers is None or not workers.available:
         return None
     live = [w for w in workers.workers if not w.stale]
-    return (f"fleet: {len(live)} workers, {sum(w.in_use for w in live)}/{sum(w.concurrency for w in live)} slots busy"
+    return (f"fleet: {len(live)} worker{'' if len(live) == 1 else 's'}, {sum(w.in_use for w in live)}/{sum(w.concurrency for w in live)} slots busy"
             + (f", {len(workers.workers) - len(live)} stale" if len(live) < len(workers.workers) else ""))
 
 
