@@ -57,7 +57,7 @@ def limit_causes(row: JobRow, limits: Sequence[LimitState], now: datetime) -> li
             ends = [s.lease_until for s in held if s.lease_until is not None]
             first = min(ends) if ends else None
             out.append(Cause(
-                "slots", f"All {len(lim.slots)} slots of {lim.key} are held ({len(held)} in use); the first lease ends {_in((first - now).total_seconds()) if first else 'when a holder settles'}.",
+                "slots", _slots_sentence(lim.key, len(lim.slots), len(held), _in((first - now).total_seconds()) if first else None),
                 key=lim.key, limit=len(lim.slots), holders=held, until=first,
             ))
         if lim.tokens is not None:
@@ -107,7 +107,7 @@ def job_causes(
         if wait.get("kind") == "event":
             match = wait.get("match")
             matching = f" matching {match}" if match else ""
-            out.append(Cause("event", f"Waiting for event {wait.get('event')!r}{matching}; it times out or is checked again {_in((row.run_at - now).total_seconds())}.",
+            out.append(Cause("event", f"Waiting for event {wait.get('event')!r}{matching}: sending it wakes the job at once; otherwise it is looked for again {_in((row.run_at - now).total_seconds())} (or the wait times out then, if its timeout comes first).",
                              event=wait.get("event"), match=match, until=row.run_at))
         else:
             out.append(Cause("sleep", f"Sleeping until {_t(row.run_at)} ({_in((row.run_at - now).total_seconds())}).", until=row.run_at))
@@ -147,3 +147,12 @@ def queue_causes(
 
 
 __all__ = ["job_causes", "queue_causes", "SlotHolder"]
+
+
+def _slots_sentence(key: str, limit: int, held: int, first_end: str | None) -> str:
+    """The slots cause, true to its numbers: all held, or some free again (a lease lapsed)."""
+    end = f"the first lease ends {first_end}" if first_end else "a slot frees when a holder settles"
+    if held >= limit:
+        return f"All {limit} slots of {key} are held; {end}."
+    free = limit - held
+    return f"{held} of {limit} slots of {key} are held now; {free} {'is' if free == 1 else 'are'} free again (a lease lapsed), taken at the next claim."

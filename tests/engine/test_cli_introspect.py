@@ -153,3 +153,11 @@ def test_enqueue_answers_id_and_deduped(app_module: str, pg_dsn: str) -> None:
     assert r.exit_code == 3 and "X_UNKNOWN_JOB" in r.stderr
     r = cli("enqueue", "zeta_report", "--app", app_module, "--delay", "soon", "--dsn", pg_dsn)
     assert r.exit_code == 1 and "X_INVALID_ARGUMENT" in r.stderr
+
+
+def test_the_slots_cause_agrees_with_its_own_numbers() -> None:
+    from engine.introspect.why import _slots_sentence
+
+    assert _slots_sentence("concurrency:r", 2, 2, "in 5s") == "All 2 slots of concurrency:r are held; the first lease ends in 5s."
+    some = _slots_sentence("concurrency:r", 3, 1, None)
+    assert some.startswith("1 of 3 slots of concurrency:r are held now; 2 are free again") and "All" not in some
