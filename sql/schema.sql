@@ -122,11 +122,6 @@ create table if not exists jobs.attempt (
     primary key (job_id, run)
 );
 
--- No foreign key from attempt, step or history to jobs.job: its check ran a trigger per attempt
--- row (~15% of a drain). Their rows are written in the statement that fences on the job row, and
--- the pruner deletes them with the job in one statement (maintenance.sql job_prune).
-alter table jobs.attempt drop constraint if exists attempt_job_id_fkey;
-
 -- Durable steps: a result is persisted before the step returns (I9).
 create table if not exists jobs.step (
     job_id      uuid not null,
@@ -172,6 +167,11 @@ create table if not exists jobs.history (
     data    jsonb not null default '{}'
 );
 create index if not exists history_job on jobs.history (job_id, id);
+
+-- No foreign key from attempt, step or history to jobs.job: its check ran a trigger per attempt
+-- row (~15% of a drain). Their rows are written in the statement that fences on the job row, and
+-- the pruner deletes them with the job in one statement (maintenance.sql job_prune).
+alter table jobs.attempt drop constraint if exists attempt_job_id_fkey;
 alter table jobs.step drop constraint if exists step_job_id_fkey;
 alter table jobs.history drop constraint if exists history_job_id_fkey;
 
