@@ -76,13 +76,16 @@ drop index if exists jobs.job_queue_state_id;
 drop index if exists jobs.job_state_id;
 drop index if exists jobs.job_name_id;
 drop index if exists jobs.job_tenant_id;
--- Dead letters grouped by (name, code, stop reason), read index-only (tenant for the group's
--- tenant count). Supersedes job_dead, which lacked stop_reason and sent every group to the heap.
-create index if not exists job_dead_v3 on jobs.job
-    (name, (coalesce(error_code, '')), (coalesce(stop_reason, '')), finished_at)
-    include (tenant, id) where state = 'dead';
+-- Dead letters grouped by (name, code, stop reason, tenant), first/last seen: read index-only.
+-- Plain columns only: Postgres reads an index-only scan only when every column the query names is
+-- in the index, and an expression (coalesce(error_code, '')) does not count, so v3's expressions
+-- sent all 30k dead rows to the heap (21 -> 11 ms at 1M). Supersedes job_dead (no stop_reason),
+-- job_dead_v2 and job_dead_v3 (expressions).
+create index if not exists job_dead_v4 on jobs.job (name, error_code, stop_reason, tenant, finished_at)
+    where state = 'dead';
 drop index if exists jobs.job_dead;
 drop index if exists jobs.job_dead_v2;
+drop index if exists jobs.job_dead_v3;
 -- Dead letters of one error code, newest first (the list's code filter, a bulk retry's plan).
 create index if not exists job_dead_code on jobs.job (error_code, id desc) where state = 'dead';
 -- Throughput reads job_finished_at (below): a per-queue copy of it only cost every ack a write.

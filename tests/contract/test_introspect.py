@@ -159,6 +159,18 @@ async def test_dead_letters_grouped_by_name_code_and_stop_reason(driver: Driver,
     assert [x.last_job_id for x in only.groups] == [other.id]
 
 
+async def test_dead_letters_settled_together_order_by_name_and_name_the_newest_id(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    # One batch of nacks shares its `now`: groups tie on last seen, rows tie on finished_at.
+    b1 = await make_job(driver, ids, clock.now(), state=JobState.DEAD, name="b")
+    b2 = await make_job(driver, ids, clock.now(), state=JobState.DEAD, name="b")
+    a = await make_job(driver, ids, clock.now(), state=JobState.DEAD, name="a")
+    assert b1.finished_at == b2.finished_at == a.finished_at
+    dl = await intro(driver, clock).dead_letters()
+    assert [(g.name, g.count, g.last_job_id) for g in dl.groups] == [("a", 1, a.id), ("b", 2, max(b1.id, b2.id))]
+
+
 async def test_job_detail_has_attempts_history_next_retry_and_why(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
     dead = await make_job(driver, ids, clock.now(), state=JobState.DEAD, max_attempts=5)
     d = await intro(driver, clock).job(dead.id)

@@ -7,8 +7,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from engine.drivers.sqlfiles import load_queries, parse_queries
+from engine.drivers.postgres.introspect import filter_params
+from engine.drivers.sqlfiles import Q, load_queries, parse_queries
 from engine.errors import JobsError
+from engine.projections import JobFilter
 from engine.schema import install_schema
 
 SUPERSEDED = {
@@ -86,3 +88,19 @@ def test_no_named_statement_holds_a_bare_percent_sign() -> None:
 
     bad = [name for name, q in load_queries().items() if re.search(r"%(?![(%])", q.text.replace("%%", ""))]
     assert bad == []
+
+
+def test_dead_letters_are_grouped_from_an_index_only_scan(pg_server_empty_dsn: str) -> None:
+    # Postgres scans index-only only when every column the query names is in the index: an
+    # expression index (coalesce(error_code, '')) sent every dead row to the heap.
+    dsn = pg_server_empty_dsn
+    install_schema(dsn)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("create index job_dead_v3 on jobs.job (name, (coalesce(error_code, ''))) where state = 'dead'")
+    install_schema(dsn)
+    assert "job_dead_v3" not in _indexes(dsn)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("set enable_seqscan = off")
+        conn.execute("set enable_bitmapscan = off")
+        plan = "\n".join(r[0] for r in conn.execute("explain " + Q.dead_groups.text, filter_params(JobFilter())).fetchall())
+    assert "Index Only Scan using job_dead_v4" in plan

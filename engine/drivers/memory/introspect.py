@@ -157,7 +157,9 @@ class MemoryIntrospect:
                 last_job_id=last.id, attempt=last.attempt, max_attempts=last.max_attempts,
                 tenants=len({r.tenant or "" for r in rows}),
             ))
-        out.sort(key=lambda g: (g.last_seen, g.name, g.error_code or ""), reverse=True)
+        # The SQL's order: last seen newest first, then name and code ascending (no code first).
+        out.sort(key=lambda g: (g.name, g.error_code or ""))
+        out.sort(key=lambda g: g.last_seen, reverse=True)
         return DeadLetters(now, tuple(out), capped(len(dead), count_cap))
 
     async def job_duplicate(self, *, job_id: str) -> JobSummary | None:
