@@ -51,8 +51,14 @@ drop index if exists jobs.job_dedupe_live_v2;
 -- The claim: per queue, priority then due time then id, over the claimable states only.
 create index if not exists job_claim on jobs.job (queue, priority desc, run_at, id)
     where state in ('ready','delayed','parked','suspended');
--- Lease rescue: running rows by lease end.
-create index if not exists job_running_lease on jobs.job (lease_until) where state = 'running';
+-- Running rows by id: the ack's and the fence's probes, the lists' running arm (newest first) and
+-- the rescuer's scan (running rows are bounded by the fleet's slots). Keyed by id, not lease_until:
+-- no index names lease_until, so a lease renewal is a HOT update that writes no index at all, and
+-- an ack's `id = any(...) and state = 'running'` can only probe by id. Supersedes
+-- job_running_lease (lease_until), which a bitmap scan in the ack read whole, dead entries and
+-- all, on every batch: an ack's cost grew with every job the table had ever run.
+create index if not exists job_running on jobs.job (id) where state = 'running';
+drop index if exists jobs.job_running_lease;
 -- Projections. The lists' indexes leave out running rows: the claim (ready -> running) writes
 -- none of them, so a drain's claim touches only the primary key, the dedupe and the lease
 -- indexes. (State is indexed, so no update is HOT: every state change writes every index the new
@@ -105,9 +111,14 @@ create index if not exists job_waiting on jobs.job (queue, state, run_at) includ
 create index if not exists job_list_input on jobs.job using gin (input jsonb_path_ops) where state <> 'running';
 drop index if exists jobs.job_done_input;
 drop index if exists jobs.job_input;
--- The worker: when an idle worker's queues next fall due, and the pruner's oldest-first batches.
-create index if not exists job_next_due on jobs.job (queue, run_at)
-    where state in ('ready','delayed','parked','suspended');
+-- The worker: when an idle worker's queues next fall due (ready rows are due: the claim index
+-- answers for them). Not over ready rows: an enqueue does not write it, and the claim cannot pick
+-- it over job_claim. Supersedes job_next_due (every claimable state), which the planner chose for
+-- the claim on a table whose statistics predate a burst of enqueues, then sorted the whole
+-- backlog on every claim (61 ms a claim at 60,000 ready rows, against 5 ms on job_claim).
+create index if not exists job_due on jobs.job (queue, run_at) where state in ('delayed','parked','suspended');
+drop index if exists jobs.job_next_due;
+-- The pruner's oldest-first batches and the throughput sparkline.
 create index if not exists job_finished_at on jobs.job (finished_at)
     where state in ('completed','cancelled','dead');
 

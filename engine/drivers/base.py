@@ -123,7 +123,8 @@ class Driver(Protocol):
         ...
 
     async def job_next_due(self, *, queues: Sequence[str], now: datetime) -> datetime | None:
-        """The earliest run_at of a claimable row in unpaused ``queues`` (an idle worker's wake-up)."""
+        """When an idle worker next has work in unpaused ``queues``: per queue, the run_at of the
+        first ready row in claim order, else the earliest run_at of a delayed, parked or suspended row."""
         ...
 
     async def queue_wait(self, *, queues: Sequence[str], timeout: float) -> bool:

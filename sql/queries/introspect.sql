@@ -11,7 +11,7 @@ select set_config('statement_timeout', %(ms)s::text, true) as timeout,
 
 -- name: queue_names :many
 -- Every queue: a skip scan (one probe per queue) over the list index that holds every row but the
--- running ones, the queues of running rows (the lease index), plus paused ones.
+-- running ones, the queues of running rows (job_running), plus paused ones.
 with recursive q as (
     (select queue from jobs.job where state <> 'running' order by queue limit 1)
     union all
@@ -30,7 +30,7 @@ order by 1;
 -- Rows per (queue, state), each count stopping at %(cap)s + 1. Each state is spelled as a constant
 -- so the planner can match its partial index (waiting, suspended, finished lists); a state taken
 -- from an unnest matched none of them and counted by a sequential scan (6 s at 1M rows). Running
--- rows, bounded by the fleet's slots, are counted in one pass over the lease index.
+-- rows, bounded by the fleet's slots, are counted in one pass over job_running.
 select n.name, c.state, c.n
 from unnest(%(queues)s::text[]) as n(name)
 cross join lateral (values
@@ -83,8 +83,9 @@ select name, paused, paused_by, paused_at, note from jobs.queue where name = %(q
 -- name: job_page :many
 -- One page of the filtered list, newest first, keyset on id (below %(cursor)s). Two arms because
 -- the list indexes leave out running rows (schema.sql): every other row from those indexes,
--- newest first, stopping at the page size; running rows (few: the fleet's slots) from the lease
--- index. An arm the state filter rules out folds away at plan time (custom plans).
+-- newest first, stopping at the page size; running rows (few: the fleet's slots) from
+-- job_running, newest first too. An arm the state filter rules out folds away at plan time
+-- (custom plans).
 select * from (
     (select id, name, queue, tenant, state, idempotency_key, priority, attempt, max_attempts, run_at,
            created_at, updated_at, finished_at, error_code, stop_reason

@@ -97,26 +97,24 @@ where j.id = any(array(select id from picked))
 returning j.*;
 
 -- name: job_ack_many :many
--- Complete a batch of claims, fenced per row, and record each settled attempt.
+-- Complete a batch of claims, fenced per row. A completed attempt is recorded on the row itself
+-- (claimed_by, claimed_at, finished_at, run, attempt: job_attempts reads it back), so the ack
+-- writes no attempt row: failed, lost, parked and suspended attempts each get one (job_nack,
+-- job_rescue), and a completed row that leaves 'completed' writes its own first
+-- (job_reset_from_step).
 -- No join to an unnest of the batch: with the running rows' statistics stale (they always are in
--- a busy queue), the planner nested-looped the unnest inside the running-lease scan and rescanned
+-- a busy queue), the planner nested-looped the unnest inside the running-row scan and rescanned
 -- it per row (10 ms for 200 acks). Each row finds its own claimant, run and result by its position
--- in the id array instead, so the only plan is one probe per id. The text arrays go in binary
--- (%%(x)b): text dumping quotes every element through a regex.
-with done as (
-    update jobs.job j
-    set state = 'completed',
-        result = (%(results)b::text[])[array_position(%(ids)s::uuid[], j.id)]::jsonb,
-        finished_at = %(now)s, updated_at = %(now)s, lease_until = null, wait = null
-    where j.id = any(%(ids)s::uuid[]) and j.state = 'running'
-      and j.claimed_by = (%(workers)b::text[])[array_position(%(ids)s::uuid[], j.id)]
-      and j.run = (%(runs)s::int[])[array_position(%(ids)s::uuid[], j.id)]
-    returning j.id, j.run, j.attempt, j.claimed_by, j.claimed_at
-), rec as (
-    insert into jobs.attempt (job_id, run, attempt, worker, started_at, finished_at, outcome)
-    select id, run, attempt, claimed_by, claimed_at, %(now)s, 'completed' from done
-)
-select id from done;
+-- in the id array instead, so the only plan is one probe of job_running per id. The text arrays
+-- go in binary (%%(x)b): text dumping quotes every element through a regex.
+update jobs.job j
+set state = 'completed',
+    result = (%(results)b::text[])[array_position(%(ids)s::uuid[], j.id)]::jsonb,
+    finished_at = %(now)s, updated_at = %(now)s, lease_until = null, wait = null
+where j.id = any(%(ids)s::uuid[]) and j.state = 'running'
+  and j.claimed_by = (%(workers)b::text[])[array_position(%(ids)s::uuid[], j.id)]
+  and j.run = (%(runs)s::int[])[array_position(%(ids)s::uuid[], j.id)]
+returning j.id;
 
 -- name: job_nack :one
 -- Hand one claim back (retry, dead, park, suspend, release), fenced, recording the attempt.
@@ -191,6 +189,13 @@ select * from jobs.job where id = %(id)s;
 select job_id, at, kind, actor, note, data from jobs.history where job_id = %(id)s order by id;
 
 -- name: job_attempts :many
--- A job's settled attempts, in claim order.
+-- A job's settled attempts, in claim order: the attempt rows, and a completed job's last attempt
+-- from the row itself (the ack writes no attempt row; one written before it stopped is not doubled).
 select job_id, run, attempt, worker, started_at, finished_at, outcome, error_code, error
-from jobs.attempt where job_id = %(id)s order by run;
+from jobs.attempt where job_id = %(id)s
+union all
+select j.id, j.run, j.attempt, j.claimed_by, j.claimed_at, j.finished_at, 'completed', null, null
+from jobs.job j
+where j.id = %(id)s and j.state = 'completed' and j.claimed_by is not null
+  and not exists (select 1 from jobs.attempt a where a.job_id = j.id and a.run = j.run)
+order by run;

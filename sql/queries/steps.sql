@@ -83,12 +83,21 @@ returning name, seq;
 
 -- name: job_reset_from_step :one
 -- Make a dead or completed job ready again with its attempts reset, and write the history entry.
-with upd as (
+-- A completed job's last attempt lived on the row (job_ack_many): it is written out first.
+with prior as (
+    select id, run, attempt, claimed_by, claimed_at, finished_at from jobs.job
+    where id = %(id)s and state = 'completed' and claimed_by is not null
+), upd as (
     update jobs.job
     set state = 'ready', attempt = 0, run_at = %(now)s, updated_at = %(now)s, finished_at = null,
         result = null, stop_reason = null, wait = null, lease_until = null
     where id = %(id)s and state in ('dead','completed')
     returning id, pg_notify('jobs_enqueue', queue) as notified
+), att as (
+    insert into jobs.attempt (job_id, run, attempt, worker, started_at, finished_at, outcome)
+    select id, run, attempt, claimed_by, coalesce(claimed_at, finished_at), finished_at, 'completed'
+    from prior where exists (select 1 from upd)
+    on conflict (job_id, run) do nothing
 ), hist as (
     insert into jobs.history (job_id, at, kind, actor, note, data)
     select id, %(now)s, 'retried-from-step', %(actor)s, %(note)s, %(data)s::jsonb from upd

@@ -29,12 +29,21 @@ from jobs.worker
 order by id;
 
 -- name: job_next_due :one
--- The earliest run_at among claimable rows of unpaused queues: when an idle worker next wakes.
-select min(run_at) as run_at
-from jobs.job
-where queue = any(%(queues)s::text[])
-  and state in ('ready','delayed','parked','suspended')
-  and queue <> all (array(select name from jobs.queue where paused));
+-- When an idle worker next has work in its unpaused queues: the run_at of the first ready row in
+-- claim order (job_claim), else the earliest run_at of the other claimable states (job_due). Two
+-- index probes a queue, whatever the backlog.
+select min(t.run_at) as run_at
+from unnest(%(queues)s::text[]) as q(name)
+cross join lateral (
+    (select run_at from jobs.job
+     where queue = q.name and state = 'ready'
+     order by priority desc, run_at, id
+     limit 1)
+    union all
+    (select min(run_at) from jobs.job
+     where queue = q.name and state in ('delayed','parked','suspended'))
+) as t(run_at)
+where q.name <> all (array(select name from jobs.queue where paused));
 
 -- name: queue_listen :exec
 -- Subscribe the wake-up connection to new work (job_enqueue and queue_notify send on it).

@@ -60,6 +60,21 @@ async def test_retry_from_a_step_reruns_exactly_that_step_and_the_ones_after_it(
         ("fetch", 1), ("transform", 2), ("load", 3), ("notify", 4)]
 
 
+async def test_a_completed_jobs_attempt_outlives_its_retry_from_a_step(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+    # The ack records a completion on the row itself (Postgres writes no attempt row for it), so
+    # the retry must write that attempt out before the row leaves 'completed'.
+    jid = await enqueue(driver, ids, clock)
+    calls: Counter[str] = Counter()
+    assert (await attempt(driver, clock, pipeline(calls))).kind == "completed"
+    (first,) = await driver.job_attempts(job_id=jid)
+    clock.advance(60)
+    await driver.job_retry_from_step(job_id=jid, step_name="notify", tenant=None, now=clock.now(), actor="ann")
+    assert await driver.job_attempts(job_id=jid) == [first]
+    assert (await attempt(driver, clock, pipeline(calls))).kind == "completed"
+    runs = [(a.run, a.attempt, a.outcome) for a in await driver.job_attempts(job_id=jid)]
+    assert runs == [(first.run, 1, "completed"), (first.run + 1, 1, "completed")]
+
+
 async def test_retry_from_a_step_revives_a_dead_job_with_its_attempts_reset(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
     jid = await enqueue(driver, ids, clock, max_attempts=1)
     calls: Counter[str] = Counter()

@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from engine.drivers.memory.state import MemoryState
-from engine.types import ClaimedJob, EnqueueResult, JobState, NewJob, QueueGauges, WorkerRecord
+from engine.types import ClaimedJob, EnqueueResult, JobRow, JobState, NewJob, QueueGauges, WorkerRecord
 
 _CLAIMABLE = frozenset({JobState.READY, JobState.DELAYED, JobState.PARKED, JobState.SUSPENDED})
 
@@ -86,7 +86,17 @@ class MemoryWorkers:
     async def job_next_due(self, *, queues: Sequence[str], now: datetime) -> datetime | None:
         wanted = set(queues) - set(self.state.paused)
         with self.state.lock:
-            due = [r.run_at for r in self.state.jobs.values() if r.queue in wanted and r.state in _CLAIMABLE]
+            rows = [r for r in self.state.jobs.values() if r.queue in wanted and r.state in _CLAIMABLE]
+        # As job_next_due's SQL: per queue, the first ready row in claim order, else the earliest
+        # other claimable row.
+        due = [r.run_at for r in rows if r.state is not JobState.READY]
+        first_ready: dict[str, JobRow] = {}
+        for r in rows:
+            if r.state is JobState.READY:
+                best = first_ready.get(r.queue)
+                if best is None or (-r.priority, r.run_at, r.id) < (-best.priority, best.run_at, best.id):
+                    first_ready[r.queue] = r
+        due += [r.run_at for r in first_ready.values()]
         return min(due) if due else None
 
     async def queue_wait(self, *, queues: Sequence[str], timeout: float) -> bool:
