@@ -12,6 +12,7 @@ import random
 import threading
 import uuid
 import weakref
+from datetime import datetime
 
 from engine.clock import Clock
 
@@ -33,8 +34,9 @@ class IdFactory:
         self._rng.seed(_entropy())
         self._lock = threading.Lock()
 
-    def new(self) -> str:
-        ms = int(self._clock.now().timestamp() * 1000)
+    def new(self, at: datetime | None = None) -> str:
+        """A new id; ``at`` (default: the clock's now) is its time, so a batch can share one."""
+        ms = int((at or self._clock.now()).timestamp() * 1000)
         with self._lock:
             # Monotonic within one millisecond: a 12-bit counter in rand_a (RFC 9562, method 1).
             if ms <= self._last_ms:
@@ -49,7 +51,9 @@ class IdFactory:
             rand_b = self._rng.getrandbits(62)
             seq = self._seq
         value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | seq << 64 | 0b10 << 62 | rand_b
-        return str(uuid.UUID(int=value))
+        # str(uuid.UUID(int=value)), without building and validating a UUID (~40% of this call).
+        h = f"{value:032x}"
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _entropy() -> int:

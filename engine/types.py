@@ -124,6 +124,9 @@ class ClaimedJob:
 class Ack:
     claim: Claim
     result: JSON = None
+    # ``result`` as JSON text when the runner already dumped it (checking that it serialises): the
+    # Postgres driver writes it as is instead of dumping it again.
+    result_text: str | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

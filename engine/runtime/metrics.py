@@ -7,11 +7,52 @@ Each Worker owns a `Metrics` on its own registry (two workers in one process nev
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from bisect import bisect_left
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+from prometheus_client.core import HistogramMetricFamily, Metric
 
 from engine.types import QueueGauges
 
 _BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0, 600.0)
+
+
+class DurationHistogram:
+    """job_duration_seconds{queue}, observed once per job on the worker's loop without a lock.
+
+    prometheus_client's Histogram takes a lock for the sum and another for the bucket on every
+    observation (~2 us a job, ~4% of a draining worker). Here an observation is a bisect and two
+    additions on plain lists, and the exposition (another thread) reads a copy of them: a scrape
+    may see a sum one observation ahead of its buckets, never a torn bucket.
+    """
+
+    name, doc = "job_duration_seconds", "Handler run time"
+
+    def __init__(self, registry: CollectorRegistry, buckets: tuple[float, ...] = _BUCKETS) -> None:
+        self.bounds = buckets
+        self._queues: dict[str, list[float]] = {}  # per queue: a count per bucket, +Inf, then the sum
+        registry.register(self)
+
+    def observe(self, queue: str, seconds: float) -> None:
+        row = self._queues.get(queue)
+        if row is None:
+            row = self._queues[queue] = [0.0] * (len(self.bounds) + 2)
+        row[bisect_left(self.bounds, seconds)] += 1
+        row[-1] += seconds
+
+    def describe(self) -> list[Metric]:
+        return [HistogramMetricFamily(self.name, self.doc, labels=["queue"])]
+
+    def collect(self) -> Iterator[Metric]:
+        family = HistogramMetricFamily(self.name, self.doc, labels=["queue"])
+        for queue, row in list(self._queues.items()):
+            snap, running, buckets = list(row), 0.0, []
+            for bound, n in zip((*(repr(float(b)) for b in self.bounds), "+Inf"), snap[:-1]):
+                running += n
+                buckets.append((bound, running))
+            family.add_metric([queue], buckets, sum_value=snap[-1])
+        yield family
 
 
 class Metrics:
@@ -19,7 +60,7 @@ class Metrics:
         self.registry = registry or CollectorRegistry()
         r = self.registry
         self.jobs_total = Counter("jobs_total", "Settled attempts by outcome", ["queue", "outcome"], registry=r)
-        self.duration = Histogram("job_duration_seconds", "Handler run time", ["queue"], buckets=_BUCKETS, registry=r)
+        self.duration = DurationHistogram(r)
         self.lease_lost = Counter("lease_lost_total", "Leases lost while this process still ran the job", ["queue"], registry=r)
         self.settle_failed = Counter("jobs_settle_failed_total", "Acks or nacks that failed (never a job failure, I6)", ["queue"], registry=r)
         self.reconnects = Counter("jobs_worker_reconnects_total", "Database calls retried after a connection error", ["what"], registry=r)
@@ -29,7 +70,6 @@ class Metrics:
         self.in_use = Gauge("jobs_worker_slots_in_use", "Claim slots holding a job", registry=r)
         # Label children cached: .labels() takes a lock and hashes every call, per job.
         self._outcomes: dict[tuple[str, str], Counter] = {}
-        self._durations: dict[str, Histogram] = {}
 
     def outcome(self, queue: str, outcome: str, n: int = 1) -> None:
         child = self._outcomes.get((queue, outcome))
@@ -38,10 +78,7 @@ class Metrics:
         child.inc(n)
 
     def observe(self, queue: str, seconds: float) -> None:
-        child = self._durations.get(queue)
-        if child is None:
-            child = self._durations[queue] = self.duration.labels(queue)
-        child.observe(seconds)
+        self.duration.observe(queue, seconds)
 
     def count(self, queue: str, outcome: str) -> float:
         """The current value of jobs_total{queue,outcome} (tests and the bench read it)."""

@@ -52,15 +52,20 @@ class StepApi:
         signal: RunSignal,
         step_timeout: float | None,
         event_poll: float,
+        loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         self.driver, self.claim, self.row, self.clock = driver, claim, row, clock
         self.signal, self.step_timeout, self.event_poll = signal, step_timeout, event_poll
         self._stored: dict[str, StoredStep] | None = None
         self._load_lock = asyncio.Lock()
-        try:  # the run's loop: a sync handler's thread hands its step calls to it
-            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            self._loop = None
+        # The run's loop: a sync handler's thread hands its step calls to it. Given by the runner,
+        # which builds this on first use of ctx.step, possibly from that thread.
+        self._loop: asyncio.AbstractEventLoop | None = loop
+        if loop is None:
+            try:
+                self._loop = asyncio.get_running_loop()
+            except RuntimeError:
+                self._loop = None
         self._seen: list[str] = []  # step names reached by this run, in call order
         self._next_seq = 1
 

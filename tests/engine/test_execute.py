@@ -31,7 +31,7 @@ logging.getLogger("jobs").setLevel(logging.DEBUG)
 
 @job(name="x.ok", queue=Q, idempotency_key=lambda inp: str(inp["n"]), step_timeout=7, event_poll=3, timeout=40)
 async def ok(ctx, inp):  # type: ignore[no-untyped-def]
-    return {"ok": inp["n"]}
+    return {"ok": inp["n"], "steps": len(ctx.step.reached)}
 
 
 @job(name="x.fails", queue=Q, idempotency_key=lambda inp: str(inp["n"]), retry=RetryPolicy(attempts=3, delay=1))
@@ -139,7 +139,26 @@ async def test_i11_ceilings_are_forwarded_from_the_declaration_in_one_place(
         assert (await next_of(seen)).outcome == "completed"
     (kw,) = built
     assert (kw["step_timeout"], kw["event_poll"]) == (7.0, 3.0)
-    assert set(kw) == {"driver", "claim", "row", "clock", "signal", "step_timeout", "event_poll"}
+    assert set(kw) == {"driver", "claim", "row", "clock", "signal", "step_timeout", "event_poll", "loop"}
+    assert kw["loop"] is asyncio.get_running_loop()  # a sync handler's thread hands its steps to it
+
+
+async def test_the_step_runner_is_built_only_for_a_run_that_takes_a_step(
+    mem: MemoryDriver, clock: FakeClock, eng: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[str] = []
+    real = execute_mod.StepApi
+
+    def recording(**kw: Any) -> Any:
+        built.append(kw["row"].name)
+        return real(**kw)
+
+    monkeypatch.setattr(execute_mod, "StepApi", recording)
+    async with running(mem, clock, ok, fails) as (w, seen):
+        await eng.aenqueue(fails, {"n": 1})
+        await eng.aenqueue(ok, {"n": 2})
+        assert sorted(e.outcome for e in (await next_of(seen), await next_of(seen))) == ["completed", "retried"]
+    assert built == ["x.ok"]
 
 
 async def test_i11_timeout_bounds_the_attempt(mem: MemoryDriver, clock: FakeClock, eng: Engine) -> None:

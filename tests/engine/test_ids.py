@@ -34,3 +34,13 @@ def test_a_seeded_factory_is_reproducible_and_time_ordered() -> None:
     first = [a.new() for _ in range(50)]
     assert first == [b.new() for _ in range(50)]
     assert first == sorted(first) and all(uuid.UUID(i).version == 7 for i in first)
+
+
+def test_an_id_is_the_canonical_uuidv7_text_of_its_time() -> None:
+    clock = FakeClock()
+    ids = IdFactory(clock, seed=3)
+    at = clock.now()
+    for got in [ids.new(at) for _ in range(20)] + [ids.new() for _ in range(20)]:
+        u = uuid.UUID(got)
+        assert got == str(u) and u.version == 7 and u.variant == uuid.RFC_4122
+        assert u.int >> 80 == int(at.timestamp() * 1000)  # the 48-bit unix-ms timestamp

@@ -23,6 +23,7 @@ APP = "tests.engine.test_worker_app"
     ([APP, "--grace", "0"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --grace 30"),
     ([APP, "--lease-seconds", "-1"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --lease-seconds 30"),
     ([APP, "--queues", "nope"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --queues pg-workers"),
+    ([APP, "--loop", "tokio"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --loop auto"),
 ])
 def test_bad_worker_input_is_refused_before_the_database(args: list[str], code: str, fix: str) -> None:
     result = CliRunner().invoke(app, ["worker", *args, "--dsn", NOWHERE])
@@ -36,3 +37,14 @@ def test_a_missing_dsn_is_refused_with_the_export_line(monkeypatch: pytest.Monke
     monkeypatch.delenv("JOBS_DSN", raising=False)
     result = CliRunner().invoke(app, ["worker", APP])
     assert result.exit_code != 0 and "export JOBS_DSN=" in result.stderr
+
+
+def test_the_worker_runs_on_uvloop_when_it_is_installed_unless_told_otherwise() -> None:
+    import asyncio
+
+    import uvloop
+
+    from engine.cli.worker import event_loop_runner
+
+    assert event_loop_runner("auto", APP) is uvloop.run and event_loop_runner("uvloop", APP) is uvloop.run
+    assert event_loop_runner("asyncio", APP) is asyncio.run

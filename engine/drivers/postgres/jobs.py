@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 from engine.codec import dumps
 from engine.drivers.postgres.pool import LoopPools
 from engine.drivers.postgres.rows import attempt_record, history_entry, job_row
@@ -27,6 +29,8 @@ from engine.types import (
 )
 
 _NACK_STATE = {"dead": "dead", "park": "parked", "suspend": "suspended"}
+_STATES = {s.value: s for s in JobState}
+_READY, _DELAYED = JobState.READY, JobState.DELAYED
 _ATTEMPT_OUTCOME = {"retry": "retried", "dead": "dead", "park": "parked", "suspend": "suspended", "release": "released"}
 
 
@@ -61,6 +65,9 @@ class PostgresJobs:
                 unique.append(j)
             slot.append(first[k])
             first_index.append(holder[k])
+        # Inserted as given unless the statement says otherwise: ready, or delayed when due later.
+        results = [EnqueueResult(j.id, False, _DELAYED if j.run_at is not None and j.run_at > now else _READY)
+                   for j in unique]
         if len(unique) == 1:  # the single enqueue: a plain VALUES insert, not the batch's CTE
             j = unique[0]
             one = await self._one(Q.job_enqueue_one.text, {
@@ -68,36 +75,35 @@ class PostgresJobs:
                 "input": j.input_text or dumps(j.input, job=j.name), "max_attempts": j.max_attempts,
                 "run_at": j.run_at or now, "priority": j.priority, "now": now,
             })
-            return await self._enqueue_results(unique, [one or {"id": None}], slot, first_index, now)
-        params = {
-            "ids": [j.id for j in unique], "names": [j.name for j in unique],
-            "queues": [j.queue for j in unique], "tenants": [j.tenant for j in unique],
-            "keys": [j.idempotency_key for j in unique],
-            "inputs": [j.input_text or dumps(j.input, job=j.name) for j in unique],
-            "max_attempts": [j.max_attempts for j in unique],
-            "run_ats": [j.run_at or now for j in unique],
-            "priorities": [j.priority for j in unique], "now": now,
-        }
-        rows = await self._all(Q.job_enqueue.text, params)
-        return await self._enqueue_results(unique, rows, slot, first_index, now)
-
-    async def _enqueue_results(self, unique: list[NewJob], rows: list[dict[str, Any]], slot: list[int],
-                               first_index: list[int], now: datetime) -> list[EnqueueResult]:
-        results: list[EnqueueResult] = []
-        for new, r in zip(unique, rows):
-            if r["id"] is None:
-                # The conflicting row committed after this statement's snapshot: look it up now.
-                live = await self._one(Q.job_find_live.text, {"name": new.name, "tenant": new.tenant, "key": new.idempotency_key})
-                if live is None:  # it went final in between: insert again
-                    results.append((await self.job_enqueue(jobs=[new], now=now))[0])
+            if one is None:
+                results[0] = await self._live_holder(j, now)
+        else:
+            batch = orjson.dumps([
+                [j.id, j.name, j.queue, j.tenant, j.idempotency_key, orjson.Fragment(j.input_text or dumps(j.input, job=j.name)),
+                 j.max_attempts, j.run_at or now, j.priority]
+                for j in unique
+            ]).decode()
+            for r in await self._all(Q.job_enqueue.text, {"rows": batch, "now": now}):
+                at = r["ord"] - 1
+                if at < 0:  # the wake-up's row
                     continue
-                r = {"id": live["id"], "deduped": True, "state": live["state"]}
-            results.append(EnqueueResult(str(r["id"]), bool(r["deduped"]), JobState(r["state"])))
+                if r["id"] is None:
+                    results[at] = await self._live_holder(unique[at], now)
+                else:
+                    results[at] = EnqueueResult(str(r["id"]), True, _STATES[r["state"]])
         # A later row of the batch holding an earlier row's key answers that row, deduped.
         return [
             results[s] if i == seen else EnqueueResult(results[s].id, True, results[s].state)
             for i, (s, seen) in enumerate(zip(slot, first_index))
         ]
+
+    async def _live_holder(self, new: NewJob, now: datetime) -> EnqueueResult:
+        """A row that was not inserted: the live row holding its key committed after the insert's
+        snapshot, so look it up now; if it went final in between, insert again."""
+        live = await self._one(Q.job_find_live.text, {"name": new.name, "tenant": new.tenant, "key": new.idempotency_key})
+        if live is None:
+            return (await self.job_enqueue(jobs=[new], now=now))[0]
+        return EnqueueResult(str(live["id"]), True, _STATES[live["state"]])
 
     async def job_claim(
         self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
@@ -119,7 +125,8 @@ class PostgresJobs:
             "ids": "{" + ",".join([a.claim.job_id for a in acks]) + "}",
             "workers": [a.claim.worker for a in acks],
             "runs": "{" + ",".join([str(a.claim.run) for a in acks]) + "}",
-            "results": [dumps(a.result, what="result") for a in acks], "now": now,
+            "results": [a.result_text if a.result_text is not None else dumps(a.result, what="result") for a in acks],
+            "now": now,
         })
         return [str(r["id"]) for r in rows]
 

@@ -13,8 +13,10 @@ from typing import Any
 import psycopg
 from psycopg import conninfo as ci
 from psycopg.rows import dict_row
+from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool
 
+from engine.codec import loads
 from engine.errors import X_DB_UNREACHABLE, X_DSN_INVALID, JobsError
 
 
@@ -68,6 +70,9 @@ def unreachable(dsn: str, exc: BaseException) -> JobsError:
 
 async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
     conn.row_factory = dict_row  # type: ignore[assignment]
+    # json/jsonb columns read through engine.codec (orjson, exact past 64 bits), on this
+    # connection only: the app's own psycopg connections keep their loader.
+    set_json_loads(loads, conn)
 
 
 class LoopPools:

@@ -17,16 +17,22 @@ def job_row(d: dict[str, Any]) -> JobRow:
 
 
 _STATE_AT = _JOB_FIELDS.index("state")
+_STATES = {s.value: s for s in JobState}
+_new = object.__new__
 
 
 def job_rows_by_position(rows: list[tuple[Any, ...]]) -> list[JobRow]:
     """JobRows from tuples holding exactly JobRow's fields in order (worker_claim's RETURNING,
-    the id already text): positional construction, the claim's hot path."""
+    the id already text): the claim's hot path. The frozen dataclass's __init__ sets each of its
+    23 fields through object.__setattr__ (~9 us a row); filling the instance's dict builds an
+    equal row in a third of that (JobRow has no __post_init__ to skip)."""
     out = []
     for r in rows:
-        v = list(r)
-        v[_STATE_AT] = JobState(v[_STATE_AT])
-        out.append(JobRow(*v))
+        row = _new(JobRow)
+        d = row.__dict__
+        d.update(zip(_JOB_FIELDS, r))
+        d["state"] = _STATES[r[_STATE_AT]]
+        out.append(row)
     return out
 
 

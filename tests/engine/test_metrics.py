@@ -1,0 +1,23 @@
+"""The worker's metrics: the lock-free duration histogram exposes what prometheus's own would."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
+
+from engine.runtime.metrics import _BUCKETS, Metrics
+
+
+def _lines(registry: CollectorRegistry) -> list[str]:
+    text = generate_latest(registry).decode()
+    return [line for line in text.splitlines() if line.startswith("job_duration_seconds") and "_created" not in line]
+
+
+def test_i24_the_duration_histogram_exposes_what_a_prometheus_histogram_would() -> None:
+    ours = Metrics()
+    reference = CollectorRegistry()
+    theirs = Histogram("job_duration_seconds", "Handler run time", ["queue"], buckets=_BUCKETS, registry=reference)
+    for queue, seconds in (("mail", 0.0005), ("mail", 0.001), ("mail", 0.002), ("bills", 0.3), ("mail", 900.0)):
+        ours.observe(queue, seconds)
+        theirs.labels(queue).observe(seconds)
+    assert _lines(ours.registry) == _lines(reference)
+    assert 'job_duration_seconds_bucket{le="0.001",queue="mail"} 2.0' in _lines(ours.registry)
