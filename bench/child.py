@@ -78,7 +78,8 @@ async def loopq_drain(cfg: dict[str, Any], rep: Reporter) -> None:
                     "queues": [cfg["queue"]], "limit": cfg["batch"], "worker": worker, "now": now,
                     "lease_seconds": 30.0,
                 })
-                rows = await cur.fetchall()
+                # worker_claim's last row (id null) says when work is next due: not a job.
+                rows = [r for r in await cur.fetchall() if r[0] is not None]
                 if not rows:
                     return
                 names = [d.name for d in cur.description or []]

@@ -121,6 +121,17 @@ class ClaimedJob:
 
 
 @dataclass(frozen=True)
+class ClaimBatch:
+    """What one worker claim took, and when its queues next have work it did not take: the run_at
+    of the first ready row left in claim order, else the earliest delayed, parked or suspended
+    row, of unpaused queues (None: nothing claimable waits). ``next_due`` is worked out only
+    when the claim came back short of its limit; a full claim is followed by another at once."""
+
+    jobs: list[ClaimedJob]
+    next_due: datetime | None = None
+
+
+@dataclass(frozen=True)
 class Ack:
     claim: Claim
     result: JSON = None

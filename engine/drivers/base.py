@@ -29,6 +29,7 @@ from engine.types import (
     AttemptRecord,
     CancelResult,
     Claim,
+    ClaimBatch,
     ClaimedJob,
     EnqueueResult,
     EventRecord,
@@ -117,14 +118,10 @@ class Driver(Protocol):
 
     async def worker_claim(
         self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
-    ) -> list[ClaimedJob]:
+    ) -> ClaimBatch:
         """job_claim's meaning exactly (lease, claimant stamp, attempt burned), planned for the
-        worker's hot path: per queue, so the claim index gives the order."""
-        ...
-
-    async def job_next_due(self, *, queues: Sequence[str], now: datetime) -> datetime | None:
-        """When an idle worker next has work in unpaused ``queues``: per queue, the run_at of the
-        first ready row in claim order, else the earliest run_at of a delayed, parked or suspended row."""
+        worker's hot path: per queue, so the claim index gives the order. With a claim short of
+        ``limit``, also when the queues next have work it did not take (an idle worker's wake-up)."""
         ...
 
     async def queue_wait(self, *, queues: Sequence[str], timeout: float) -> bool:

@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 from types import TracebackType
 from typing import Any
 
@@ -229,8 +230,8 @@ class Worker:
             self._woken.clear()
             limit = min(free, cfg.batch_size)
             try:
-                jobs = await self.driver.worker_claim(queues=self.queues, limit=limit, worker=self.id,
-                                                   now=self.clock.now(), lease_seconds=cfg.lease_seconds)
+                batch = await self.driver.worker_claim(queues=self.queues, limit=limit, worker=self.id,
+                                                    now=self.clock.now(), lease_seconds=cfg.lease_seconds)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -243,12 +244,12 @@ class Worker:
                 failing = False
                 backoff.reset()
                 logs.emit(logs.WORKER_RECONNECTED, what="claim", worker=self.id)
-            for cj in jobs:
+            for cj in batch.jobs:
                 self._start_job(cj)
             if self._stopping:
                 break
-            if len(jobs) < limit:
-                await self._idle()
+            if len(batch.jobs) < limit:
+                await self._idle(batch.next_due)
             else:
                 await asyncio.sleep(0)  # let the jobs just started run before the next claim
 
@@ -277,23 +278,15 @@ class Worker:
             r = p.row
             self.on_execution(Execution(r.id, r.name, r.queue, r.attempt, outcome, duration=p.duration))
 
-    async def _idle(self) -> None:
-        """Sleep until NOTIFY, the next due row, or the poll interval, whichever comes first."""
+    async def _idle(self, due: datetime | None) -> None:
+        """Sleep until NOTIFY, the next due row (the short claim said when), or the poll interval,
+        whichever comes first."""
         if self._woken.is_set() or self._stopping:
             return
         wait = self.config.poll_interval
-        now = self.clock.now()
-        try:
-            due = await self.driver.job_next_due(queues=self.queues, now=now)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            due = None
         if due is not None:
             # A row due already but not claimed is locked by another worker's claim right now.
-            wait = min(wait, max(0.01, (due - now).total_seconds()))
-        if self._woken.is_set() or self._stopping:
-            return
+            wait = min(wait, max(0.01, (due - self.clock.now()).total_seconds()))
         await _first(self._woken.wait(), self.clock.sleep(wait))
 
     # --- background loops ----------------------------------------------------------------------

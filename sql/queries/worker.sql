@@ -28,23 +28,6 @@ select id, host, pid, queues, concurrency, in_use, started_at, heartbeat_at, sto
 from jobs.worker
 order by id;
 
--- name: job_next_due :one
--- When an idle worker next has work in its unpaused queues: the run_at of the first ready row in
--- claim order (job_claim), else the earliest run_at of the other claimable states (job_due). Two
--- index probes a queue, whatever the backlog.
-select min(t.run_at) as run_at
-from unnest(%(queues)s::text[]) as q(name)
-cross join lateral (
-    (select run_at from jobs.job
-     where queue = q.name and state = 'ready'
-     order by priority desc, run_at, id
-     limit 1)
-    union all
-    (select min(run_at) from jobs.job
-     where queue = q.name and state in ('delayed','parked','suspended'))
-) as t(run_at)
-where q.name <> all (array(select name from jobs.queue where paused));
-
 -- name: queue_listen :exec
 -- Subscribe the wake-up connection to new work (job_enqueue and queue_notify send on it).
 listen jobs_enqueue;
@@ -70,7 +53,13 @@ order by queue;
 -- The worker's batched claim: job_claim's lease (lock, stamp the claimant, burn an attempt) in
 -- one statement, planned per queue through a lateral so the claim index hands rows over in
 -- order (an `= any(array)` over queues sorts every due row instead), and updated by id array so
--- the planner never hashes the whole table.
+-- the planner never hashes the whole table. Exactly JobRow's fields come back in its order, the id
+-- as text: the driver builds each row by position (decoding `j.*` into dicts and mapping them by
+-- name was ~15 percent of a draining worker's CPU).
+-- One more row, its id null, says when these queues next have work this claim did not take (its
+-- run_at): the first ready row in claim order, else the earliest delayed, parked or suspended
+-- row, of unpaused queues, leaving out the rows just taken. An idle worker sleeps until then (or
+-- a NOTIFY): asked in the claim's own round trip, and only when the claim came back short.
 with picked as (
     select c.id
     from unnest(%(queues)s::text[]) as q(name)
@@ -86,15 +75,31 @@ with picked as (
     where q.name <> all (array(select name from jobs.queue where paused))
     order by c.priority desc, c.run_at, c.id
     limit %(limit)s
+), upd as (
+    update jobs.job j
+    set state = 'running', run = j.run + 1, attempt = j.attempt + 1,
+        claimed_by = %(worker)s, claimed_at = %(now)s,
+        lease_until = %(now)s + %(lease_seconds)s * interval '1 second', updated_at = %(now)s
+    where j.id = any(array(select id from picked))
+    returning j.id::text, j.name, j.queue, j.tenant, j.idempotency_key, j.input, j.state, j.priority,
+              j.attempt, j.max_attempts, j.run, j.run_at, j.created_at, j.updated_at, j.claimed_by,
+              j.claimed_at, j.lease_until, j.finished_at, j.result, j.last_error, j.error_code,
+              j.stop_reason, j.wait
 )
-update jobs.job j
-set state = 'running', run = j.run + 1, attempt = j.attempt + 1,
-    claimed_by = %(worker)s, claimed_at = %(now)s,
-    lease_until = %(now)s + %(lease_seconds)s * interval '1 second', updated_at = %(now)s
-where j.id = any(array(select id from picked))
--- Exactly JobRow's fields in its order, the id as text: the driver builds each row by position
--- (decoding `j.*` into dicts and mapping them by name was ~15 percent of a draining worker's CPU).
-returning j.id::text, j.name, j.queue, j.tenant, j.idempotency_key, j.input, j.state, j.priority,
-          j.attempt, j.max_attempts, j.run, j.run_at, j.created_at, j.updated_at, j.claimed_by,
-          j.claimed_at, j.lease_until, j.finished_at, j.result, j.last_error, j.error_code,
-          j.stop_reason, j.wait;
+select * from upd
+union all
+select null, null, null, null, null, null, null, null, null, null, null, min(t.run_at),
+       null, null, null, null, null, null, null, null, null, null, null
+from unnest(%(queues)s::text[]) as q(name)
+cross join lateral (
+    (select run_at from jobs.job
+     where queue = q.name and state = 'ready' and id <> all (array(select id from picked))
+     order by priority desc, run_at, id
+     limit 1)
+    union all
+    (select min(run_at) from jobs.job
+     where queue = q.name and state in ('delayed','parked','suspended')
+       and id <> all (array(select id from picked)))
+) as t(run_at)
+where q.name <> all (array(select name from jobs.queue where paused))
+  and (select count(*) from picked) < %(limit)s;

@@ -46,14 +46,34 @@ async def test_worker_claim_means_job_claim(driver: Driver, ids: IdFactory, cloc
     later = _new(ids, run_at=now + timedelta(seconds=10))
     await driver.job_enqueue(jobs=[low, high, other, later], now=now)
     got = await driver.worker_claim(queues=["default", "mail"], limit=10, worker="w1", now=now, lease_seconds=LEASE)
-    assert [c.row.id for c in got] == [high.id, low.id, other.id]  # priority, then run_at, then id
-    assert all(c.row.state is JobState.RUNNING and c.row.attempt == 1 and c.row.claimed_by == "w1" for c in got)
-    assert await driver.worker_claim(queues=["default"], limit=10, worker="w2", now=now, lease_seconds=LEASE) == []
-    assert await driver.job_next_due(queues=["default"], now=now) == later.run_at
+    assert [c.row.id for c in got.jobs] == [high.id, low.id, other.id]  # priority, then run_at, then id
+    assert all(c.row.state is JobState.RUNNING and c.row.attempt == 1 and c.row.claimed_by == "w1" for c in got.jobs)
+    assert got.next_due == later.run_at  # short of its limit: when the queues next have work
+    empty = await driver.worker_claim(queues=["default"], limit=10, worker="w2", now=now, lease_seconds=LEASE)
+    assert (empty.jobs, empty.next_due) == ([], later.run_at)
     clock.advance(10)
-    (c,) = await driver.worker_claim(queues=["default"], limit=1, worker="w2", now=clock.now(), lease_seconds=LEASE)
-    assert c.row.id == later.id
-    assert await driver.job_next_due(queues=["default"], now=clock.now()) is None
+    last = await driver.worker_claim(queues=["default"], limit=1, worker="w2", now=clock.now(), lease_seconds=LEASE)
+    assert [c.row.id for c in last.jobs] == [later.id] and last.next_due is None  # a full claim does not ask
+    assert (await driver.worker_claim(queues=["default"], limit=1, worker="w2", now=clock.now(), lease_seconds=LEASE)).next_due is None
+
+
+async def test_a_short_claim_says_when_work_it_did_not_take_falls_due(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+    # When the queues next have work the claim did not take: the first ready row left in claim
+    # order (locked by another worker's claim right now, say), else the earliest delayed, parked
+    # or suspended row; paused queues and the rows just taken never count.
+    now = clock.now()
+    soon = _new(ids, run_at=now + timedelta(seconds=5))
+    paused_soon = _new(ids, queue="held", run_at=now + timedelta(seconds=1))
+    ready = _new(ids, priority=3)
+    await driver.job_enqueue(jobs=[soon, paused_soon, ready], now=now)
+    await driver.queue_pause(queue="held", paused=True, actor="ops", note=None, now=now)
+    first = await driver.worker_claim(queues=["default", "held"], limit=5, worker="w1", now=now, lease_seconds=LEASE)
+    assert [c.row.id for c in first.jobs] == [ready.id] and first.next_due == soon.run_at
+    late = await make_job(driver, ids, now - timedelta(seconds=9), state=JobState.READY)
+    other = await driver.worker_claim(queues=["mail"], limit=5, worker="w2", now=now, lease_seconds=LEASE)
+    assert (other.jobs, other.next_due) == ([], None)
+    taken = await driver.worker_claim(queues=["default"], limit=5, worker="w3", now=now, lease_seconds=LEASE)
+    assert [c.row.id for c in taken.jobs] == [late.id] and taken.next_due == soon.run_at
 
 
 async def test_enqueue_wakes_a_listening_worker(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:

@@ -72,12 +72,13 @@ def test_the_ack_probes_running_rows_by_id_however_many_ran_before(pg_dsn: str) 
             rows = conn.execute(Q.worker_claim.text, _claim(conn, now)).fetchall()
             conn.execute(Q.job_ack_many.text, _ack(rows, now))
         rows = conn.execute(Q.worker_claim.text, _claim(conn, now)).fetchall()
-        assert len(rows) == BATCH
+        assert len([r for r in rows if r[0] is not None]) == BATCH
         scans = _explain(conn, Q.job_ack_many.text, _ack(rows, now))
     assert scans and all(rows_read <= BATCH for _, _, rows_read in scans), scans
 
 
 def _ack(rows: list[tuple[Any, ...]], now: datetime) -> dict[str, Any]:
+    rows = [r for r in rows if r[0] is not None]  # worker_claim's last row says when work is next due
     return {"ids": "{" + ",".join(r[0] for r in rows) + "}", "workers": ["w1"] * len(rows),
             "runs": "{" + ",".join(str(r[10]) for r in rows) + "}", "results": ["null"] * len(rows), "now": now}
 

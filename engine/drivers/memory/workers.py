@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from engine.drivers.memory.state import MemoryState
-from engine.types import ClaimedJob, EnqueueResult, JobRow, JobState, NewJob, QueueGauges, WorkerRecord
+from engine.types import ClaimBatch, EnqueueResult, JobRow, JobState, NewJob, QueueGauges, WorkerRecord
 
 _CLAIMABLE = frozenset({JobState.READY, JobState.DELAYED, JobState.PARKED, JobState.SUSPENDED})
 
@@ -78,17 +78,18 @@ class MemoryWorkers:
 
     async def worker_claim(
         self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
-    ) -> list[ClaimedJob]:
+    ) -> ClaimBatch:
         # The same lease as job_claim: the SQL differs only in how Postgres plans it.
-        return await self.job_claim(queues=queues, limit=limit, worker=worker, now=now,  # type: ignore[attr-defined, no-any-return]
+        jobs = await self.job_claim(queues=queues, limit=limit, worker=worker, now=now,  # type: ignore[attr-defined]
                                     lease_seconds=lease_seconds)
+        return ClaimBatch(jobs, self._next_due(queues) if len(jobs) < limit else None)
 
-    async def job_next_due(self, *, queues: Sequence[str], now: datetime) -> datetime | None:
+    def _next_due(self, queues: Sequence[str]) -> datetime | None:
+        # As worker_claim's SQL: per unpaused queue, the first ready row in claim order, else the
+        # earliest other claimable row (the rows just claimed are running now, so left out).
         wanted = set(queues) - set(self.state.paused)
         with self.state.lock:
             rows = [r for r in self.state.jobs.values() if r.queue in wanted and r.state in _CLAIMABLE]
-        # As job_next_due's SQL: per queue, the first ready row in claim order, else the earliest
-        # other claimable row.
         due = [r.run_at for r in rows if r.state is not JobState.READY]
         first_ready: dict[str, JobRow] = {}
         for r in rows:

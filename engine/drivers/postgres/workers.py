@@ -14,7 +14,9 @@ from psycopg.rows import tuple_row
 from engine.drivers.postgres.pool import LoopPools
 from engine.drivers.postgres.rows import job_rows_by_position
 from engine.drivers.sqlfiles import Q
-from engine.types import ClaimedJob, QueueGauges, WorkerRecord
+from engine.types import ClaimBatch, ClaimedJob, JobRow, QueueGauges, WorkerRecord
+
+_RUN_AT = tuple(JobRow.__dataclass_fields__).index("run_at")
 
 
 class PostgresWorkers:
@@ -54,20 +56,19 @@ class PostgresWorkers:
 
     async def worker_claim(
         self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
-    ) -> list[ClaimedJob]:
+    ) -> ClaimBatch:
         pool = await self.pools.get()
         async with pool.connection() as conn:
             cur = conn.cursor(row_factory=tuple_row)
             await cur.execute(Q.worker_claim.text, {  # type: ignore[arg-type]
                 "queues": list(queues), "limit": limit, "worker": worker, "now": now, "lease_seconds": lease_seconds,
             })
-            claimed = job_rows_by_position(await cur.fetchall())
+            rows = await cur.fetchall()
+        # The last row, its id null, is when the queues next have work (worker.sql).
+        next_due = rows.pop()[_RUN_AT] if rows and rows[-1][0] is None else None
+        claimed = job_rows_by_position(rows)
         claimed.sort(key=lambda r: (-r.priority, r.run_at, r.id))
-        return [ClaimedJob(r) for r in claimed]
-
-    async def job_next_due(self, *, queues: Sequence[str], now: datetime) -> datetime | None:
-        row = await self._one(Q.job_next_due.text, {"queues": list(queues), "now": now})
-        return None if row is None else row["run_at"]
+        return ClaimBatch([ClaimedJob(r) for r in claimed], next_due)
 
     # --- LISTEN/NOTIFY: one dedicated connection per event loop, outside the pool -------------
 
