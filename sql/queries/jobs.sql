@@ -116,7 +116,7 @@ set state = 'completed',
 where j.id = any(%(ids)s::uuid[]) and j.state = 'running'
   and j.claimed_by = (%(workers)b::text[])[array_position(%(ids)s::uuid[], j.id)]
   and j.run = (%(runs)s::int[])[array_position(%(ids)s::uuid[], j.id)]
-returning j.id;
+returning j.id::text;
 
 -- name: job_nack :one
 -- Hand one claim back (retry, dead, park, suspend, release), fenced, recording the attempt.

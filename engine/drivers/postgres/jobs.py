@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 import orjson
+from psycopg.rows import tuple_row
 
 from engine.codec import dumps
 from engine.drivers.postgres.pool import LoopPools
@@ -121,14 +122,17 @@ class PostgresJobs:
             return []
         # ids and runs go as array literals (uuids and ints need no quoting): dumping them as
         # Python lists element by element was ~5% of a draining worker's CPU.
-        rows = await self._all(Q.job_ack_many.text, {
-            "ids": "{" + ",".join([a.claim.job_id for a in acks]) + "}",
-            "workers": [a.claim.worker for a in acks],
-            "runs": "{" + ",".join([str(a.claim.run) for a in acks]) + "}",
-            "results": [a.result_text if a.result_text is not None else dumps(a.result, what="result") for a in acks],
-            "now": now,
-        })
-        return [str(r["id"]) for r in rows]
+        pool = await self.pools.get()
+        async with pool.connection() as conn:
+            cur = conn.cursor(row_factory=tuple_row)  # the ids come back as text: no UUID objects
+            await cur.execute(Q.job_ack_many.text, {  # type: ignore[arg-type]
+                "ids": "{" + ",".join([a.claim.job_id for a in acks]) + "}",
+                "workers": [a.claim.worker for a in acks],
+                "runs": "{" + ",".join([str(a.claim.run) for a in acks]) + "}",
+                "results": [a.result_text if a.result_text is not None else dumps(a.result, what="result") for a in acks],
+                "now": now,
+            })
+            return [r[0] for r in await cur.fetchall()]
 
     async def job_nack(self, *, nack: Nack, now: datetime) -> bool:
         counts = nack.outcome in ("retry", "dead")
