@@ -79,8 +79,7 @@ class PostgresIntrospect:
     async def _budgeted(self, budget_ms: int | None, what: str, fn: Callable[[Conn], Awaitable[T]]) -> T:
         """Run ``fn`` in one transaction whose every statement is cut off past ``budget_ms``."""
         ms = budget_ms if budget_ms is not None else (self.pools.statement_timeout_ms or 0)
-        pool = await self.pools.get()
-        async with pool.connection() as conn:
+        async with self.pools.connection() as conn:
             try:
                 async with conn.transaction():
                     await conn.execute(Q.budget_set.text, {"ms": int(ms)})

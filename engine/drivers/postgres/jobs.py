@@ -39,8 +39,7 @@ class PostgresJobs:
     pools: LoopPools
 
     async def _all(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        pool = await self.pools.get()
-        async with pool.connection() as conn:
+        async with self.pools.connection() as conn:
             cur = await conn.execute(sql, params)  # type: ignore[arg-type]
             return await cur.fetchall()  # type: ignore[return-value]
 
@@ -122,8 +121,7 @@ class PostgresJobs:
             return []
         # ids and runs go as array literals (uuids and ints need no quoting): dumping them as
         # Python lists element by element was ~5% of a draining worker's CPU.
-        pool = await self.pools.get()
-        async with pool.connection() as conn:
+        async with self.pools.connection() as conn:
             cur = conn.cursor(row_factory=tuple_row)  # the ids come back as text: no UUID objects
             await cur.execute(Q.job_ack_many.text, {  # type: ignore[arg-type]
                 "ids": "{" + ",".join([a.claim.job_id for a in acks]) + "}",

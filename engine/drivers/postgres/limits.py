@@ -20,16 +20,14 @@ class PostgresLimits:
         params: dict[str, Any] = {
             "key": key, "limit": limit, "job_id": job_id, "worker": worker, "now": now, "lease_seconds": lease_seconds,
         }
-        pool = await self.pools.get()
-        async with pool.connection() as conn:
+        async with self.pools.connection() as conn:
             await conn.execute(Q.slot_seed.text, params)  # type: ignore[arg-type]
             cur = await conn.execute(Q.slot_acquire.text, params)  # type: ignore[arg-type]
             row = await cur.fetchone()
         return None if row is None else int(row["slot"])  # type: ignore[call-overload]
 
     async def slot_release(self, *, key: str, slot: int, job_id: str) -> None:
-        pool = await self.pools.get()
-        async with pool.connection() as conn:
+        async with self.pools.connection() as conn:
             await conn.execute(Q.slot_release.text, {"key": key, "slot": slot, "job_id": job_id})
 
     async def slot_renew_many(
@@ -37,15 +35,13 @@ class PostgresLimits:
     ) -> None:
         if not job_ids:
             return
-        pool = await self.pools.get()
-        async with pool.connection() as conn:
+        async with self.pools.connection() as conn:
             await conn.execute(Q.slot_renew_many.text, {
                 "worker": worker, "job_ids": list(job_ids), "now": now, "lease_seconds": lease_seconds,
             })
 
     async def rate_take(self, *, key: str, limit: int, per: float, now: datetime) -> float:
-        pool = await self.pools.get()
-        async with pool.connection() as conn:
+        async with self.pools.connection() as conn:
             cur = await conn.execute(Q.rate_take.text, {"key": key, "limit": limit, "per": per, "now": now})
             rows = await cur.fetchall()
         if not rows:  # a first take raced another for a new key: try again at once

@@ -98,9 +98,8 @@ class PostgresSteps:
     async def job_retry_from_step(
         self, *, job_id: str, step_name: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
     ) -> StepRetry:
-        pool = await self.pools.get()
         try:
-            async with pool.connection() as conn, conn.transaction():
+            async with self.pools.connection() as conn, conn.transaction():
                 return await self._retry_from_step(conn, job_id, step_name, tenant, now, actor, note)
         except psycopg.errors.UniqueViolation:
             # A live duplicate committed after the lookup: the whole change rolled back.

@@ -28,8 +28,7 @@ class PostgresWorkers:
         async def _one(self, sql: str, params: dict[str, Any]) -> dict[str, Any] | None: ...
 
     async def _exec(self, sql: str, params: dict[str, Any]) -> None:
-        pool = await self.pools.get()
-        async with pool.connection() as conn:
+        async with self.pools.connection() as conn:
             await conn.execute(sql, params)  # type: ignore[arg-type]
 
     async def worker_register(
@@ -57,8 +56,7 @@ class PostgresWorkers:
     async def worker_claim(
         self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
     ) -> ClaimBatch:
-        pool = await self.pools.get()
-        async with pool.connection() as conn:
+        async with self.pools.connection() as conn:
             cur = conn.cursor(row_factory=tuple_row)
             await cur.execute(Q.worker_claim.text, {  # type: ignore[arg-type]
                 "queues": list(queues), "limit": limit, "worker": worker, "now": now, "lease_seconds": lease_seconds,

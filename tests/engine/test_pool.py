@@ -1,0 +1,72 @@
+"""The Postgres driver's connections: each loop's lead connection serves a caller that is alone,
+concurrent callers take pooled ones, and a lead connection that breaks is replaced."""
+
+from __future__ import annotations
+
+import asyncio
+
+import psycopg
+import pytest
+
+from engine.drivers.postgres import PostgresDriver
+
+
+def _lead(driver: PostgresDriver) -> psycopg.AsyncConnection:  # type: ignore[type-arg]
+    lead = driver.pools._leads[asyncio.get_running_loop()]
+    assert lead.conn is not None
+    return lead.conn
+
+
+async def _backend(driver: PostgresDriver) -> int:
+    async with driver.pools.connection() as conn:
+        row = await (await conn.execute("select pg_backend_pid() as pid")).fetchone()
+    return int(row["pid"])  # type: ignore[index]
+
+
+async def test_a_caller_alone_takes_the_lead_connection_and_concurrent_ones_the_pool(pg_dsn: str) -> None:
+    driver = PostgresDriver(pg_dsn)
+    try:
+        await driver.open()
+        lead_pid = _lead(driver).info.backend_pid
+        assert {await _backend(driver) for _ in range(5)} == {lead_pid}
+
+        async def held(seconds: float) -> int:
+            async with driver.pools.connection() as conn:
+                row = await (await conn.execute("select pg_backend_pid() as pid, pg_sleep(%s)", [seconds])).fetchone()
+            return int(row["pid"])  # type: ignore[index]
+
+        pids = await asyncio.gather(held(0.2), held(0.2), held(0.2))
+        assert pids[0] == lead_pid and len(set(pids)) == 3  # the lead was busy: the others pooled
+    finally:
+        await driver.close()
+
+
+async def test_a_lead_connection_left_in_a_transaction_is_handed_back_idle(pg_dsn: str) -> None:
+    driver = PostgresDriver(pg_dsn)
+    try:
+        await driver.open()
+        async with driver.pools.connection() as conn:
+            await conn.execute("begin")
+            await conn.execute("select 1")
+        assert _lead(driver).info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        await driver.open()  # the next caller gets a usable connection
+    finally:
+        await driver.close()
+
+
+async def test_a_broken_lead_connection_is_replaced_and_work_goes_on(pg_dsn: str) -> None:
+    driver = PostgresDriver(pg_dsn)
+    try:
+        await driver.open()
+        old = _lead(driver).info.backend_pid
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            admin.execute("select pg_terminate_backend(%s)", [old])
+        with pytest.raises(psycopg.OperationalError):  # the one caller that held it sees the break
+            await driver.open()
+        await driver.open()  # from the pool while the lead reconnects
+        lead = driver.pools._leads[asyncio.get_running_loop()]
+        await asyncio.gather(*driver.pools._revivals)  # the reconnection, in the background on this loop
+        assert lead.conn is not None and lead.conn.info.backend_pid != old
+        assert await _backend(driver) == lead.conn.info.backend_pid
+    finally:
+        await driver.close()
