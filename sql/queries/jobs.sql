@@ -24,7 +24,7 @@ with input as (
     select id, name, queue, tenant, key, input,
            case when run_at > %(now)s then 'delayed' else 'ready' end,
            priority, max_attempts, run_at, %(now)s, %(now)s
-    from input order by ord
+    from input
     on conflict (name, (coalesce(tenant, '')), idempotency_key)
         where state in ('ready','delayed','running','suspended','parked')
         do nothing
