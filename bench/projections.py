@@ -100,7 +100,7 @@ def explain_all(dsn: str, dead_id: str) -> dict[str, list[str]]:
     now = datetime.now(UTC)
     queues = ["q0", "q1", "q2", "q3", "q4"]
     base = {"now": now, "queues": queues, "cap": 10000, "cursor": None, "limit": 51, "id": dead_id, "keys": ["x"]}
-    cases = [("queue_names", {}), ("queue_counts", {}), ("queue_oldest_ready", {}), ("queue_throughput", {}),
+    cases = [("queue_names", {}), ("queue_running", {}), ("queue_counts", {}), ("queue_oldest_ready", {}), ("queue_throughput", {}),
              ("dead_groups", filter_params(parse_filter(""))), ("job_duplicate", {}),
              ("job_bulk_groups", filter_params(parse_filter("code=X_BENCH_3")) | {"action": "retry"})]
     for text in ("", "state=dead", "queue=q1 state=ready", "name=job_7", "tenant=t3", "state=dead code=X_BENCH_3",

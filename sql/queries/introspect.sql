@@ -10,8 +10,9 @@ select set_config('statement_timeout', %(ms)s::text, true) as timeout,
        set_config('plan_cache_mode', 'force_custom_plan', true) as plans;
 
 -- name: queue_names :many
--- Every queue: a skip scan (one probe per queue) over the list index that holds every row but the
--- running ones, the queues of running rows (job_running), plus paused ones.
+-- Every queue with a row that is not running: a skip scan (one probe per queue) over the list
+-- index that holds every row but the running ones, plus paused queues. The queues of running rows
+-- come from queue_running, so the running rows are read once.
 with recursive q as (
     (select queue from jobs.job where state <> 'running' order by queue limit 1)
     union all
@@ -21,16 +22,21 @@ with recursive q as (
 )
 select queue as name from q where queue is not null
 union
-select queue from jobs.job where state = 'running'
-union
 select name from jobs.queue
 order by 1;
+
+-- name: queue_running :many
+-- Running rows per queue, in one pass over job_running (bounded by the fleet's slots).
+select queue as name, count(*)::int as n
+from jobs.job
+where state = 'running'
+group by queue;
 
 -- name: queue_counts :many
 -- Rows per (queue, state), each count stopping at %(cap)s + 1. Each state is spelled as a constant
 -- so the planner can match its partial index (waiting, suspended, finished lists); a state taken
 -- from an unnest matched none of them and counted by a sequential scan (6 s at 1M rows). Running
--- rows, bounded by the fleet's slots, are counted in one pass over job_running.
+-- rows are queue_running's.
 select n.name, c.state, c.n
 from unnest(%(queues)s::text[]) as n(name)
 cross join lateral (values
@@ -44,12 +50,7 @@ cross join lateral (values
                                 limit %(cap)s + 1) x)::int),
     ('dead', (select count(*) from (select 1 from jobs.job j where j.queue = n.name and j.state = 'dead'
                                 limit %(cap)s + 1) x)::int)
-) as c(state, n)
-union all
-select queue, 'running', count(*)::int
-from jobs.job
-where state = 'running' and queue = any(%(queues)s::text[])
-group by queue;
+) as c(state, n);
 
 -- name: queue_oldest_ready :many
 -- Per queue, when its longest-waiting row became claimable: ready, parked (a shed job waits, I8)
@@ -61,16 +62,15 @@ select n.name,
 from unnest(%(queues)s::text[]) as n(name);
 
 -- name: queue_throughput :many
--- Completions per queue per minute over the hour before %(now)s (minute 0 is the latest).
-select n.name, b.minute, b.n
-from unnest(%(queues)s::text[]) as n(name)
-cross join lateral (
-    select floor(extract(epoch from (%(now)s - j.finished_at)) / 60)::int as minute, count(*)::int as n
-    from jobs.job j
-    where j.queue = n.name and j.state = 'completed'
-      and j.finished_at > %(now)s - interval '1 hour' and j.finished_at <= %(now)s
-    group by 1
-) b;
+-- Completions per queue per minute over the hour before %(now)s (minute 0 is the latest), in one
+-- pass over the hour's finished rows (a pass per queue read each of them once per queue).
+select j.queue as name, floor(extract(epoch from (%(now)s - j.finished_at)) / 60)::int as minute,
+       count(*)::int as n
+from jobs.job j
+where j.state = 'completed'
+  and j.finished_at > %(now)s - interval '1 hour' and j.finished_at <= %(now)s
+  and j.queue = any(%(queues)s::text[])
+group by 1, 2;
 
 -- name: queue_pauses :many
 -- The durable pause state of every queue that has a row.

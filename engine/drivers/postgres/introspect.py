@@ -98,11 +98,14 @@ class PostgresIntrospect:
 
     async def queue_stats(self, *, now: datetime, count_cap: int, budget_ms: int | None) -> list[QueueStats]:
         async def read(conn: Conn) -> list[QueueStats]:
-            names = [r["name"] for r in await self._rows(conn, Q.queue_names.text, {})]
+            running = {r["name"]: r["n"] for r in await self._rows(conn, Q.queue_running.text, {})}
+            names = sorted({r["name"] for r in await self._rows(conn, Q.queue_names.text, {})} | set(running))
             if not names:
                 return []
             p = {"queues": names, "now": now, "cap": count_cap}
             counts: dict[str, dict[str, int]] = defaultdict(dict)
+            for q, n in running.items():
+                counts[q]["running"] = n
             for r in await self._rows(conn, Q.queue_counts.text, p):
                 counts[r["name"]][r["state"]] = r["n"]
             oldest = {r["name"]: r["oldest"] for r in await self._rows(conn, Q.queue_oldest_ready.text, p)}

@@ -1,0 +1,105 @@
+"""What each index costs the hot path, in server CPU: `python -m bench.indexcost [--runs 3]`.
+
+For each variant of jobs.job's index set (all of schema.sql's, then without the GIN on input,
+without the console's list indexes, and without those and job_waiting), it enqueues 12
+batches of 1,000 through the engine's own job_enqueue statement and runs 100 claim + ack cycles
+of 200 through worker_claim and job_ack_many, on one connection, and reads that backend's CPU
+time (utime + stime from /proc, so a noisy neighbour's steal does not count as ours) per row.
+Prints a table; the figures answer "what does the console's list-index set cost an enqueue and
+an ack" with numbers rather than wall-clock guesses on a shared machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import orjson
+import psycopg
+
+from bench.cluster import BenchCluster
+from engine.drivers.sqlfiles import Q
+
+LISTS = ["job_list_input", "job_list_queue_state", "job_list_state", "job_list_name", "job_list_key",
+         "job_list_tenant", "job_finished_at"]
+# The ready row's "waiting since" index: the enqueue writes it, the ack does not.
+VARIANTS: dict[str, list[str]] = {
+    "schema.sql": [],
+    "without the GIN on input": ["job_list_input"],
+    "without the list indexes": LISTS,
+    "without the list indexes and job_waiting": [*LISTS, "job_waiting"],
+}
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu(pid: int) -> float:
+    fields = open(f"/proc/{pid}/stat").read().split(")")[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _per_row(pid: int, rows: int, work: Callable[[], None]) -> float:
+    before = _cpu(pid)
+    work()
+    return (_cpu(pid) - before) / rows * 1e6
+
+
+def measure(dsn: str, drops: list[str]) -> tuple[float, float, float]:
+    """(enqueue, claim, ack) backend CPU in us a row."""
+    with psycopg.connect(dsn, autocommit=True, prepare_threshold=0) as conn:
+        for index in drops:
+            conn.execute(f"drop index jobs.{index}")  # type: ignore[arg-type]
+        pid = conn.info.backend_pid
+        now = datetime.now(UTC)
+        batches = [orjson.dumps([[str(uuid.uuid4()), "bench.noop", "bench", None, f"{b}-{i}", {"i": i}, 1, now, 0]
+                                 for i in range(1000)]).decode() for b in range(24)]
+
+        def enqueue(docs: list[str]) -> None:
+            for doc in docs:
+                conn.execute(Q.job_enqueue.text, {"rows": doc, "now": now})  # type: ignore[arg-type]
+
+        enqueue(batches[:2])  # prepared and warm
+        enq = _per_row(pid, 10_000, lambda: enqueue(batches[2:12]))
+        enqueue(batches[12:])
+        claim_cpu = ack_cpu = 0.0
+        for cycle in range(110):
+            t0 = _cpu(pid)
+            got = [r for r in conn.execute(Q.worker_claim.text, {  # type: ignore[arg-type]
+                "queues": ["bench"], "limit": 200, "worker": "w1", "now": now, "lease_seconds": 30.0}).fetchall()
+                if r[0] is not None]
+            t1 = _cpu(pid)
+            conn.execute(Q.job_ack_many.text, {  # type: ignore[arg-type]
+                "ids": "{" + ",".join(r[0] for r in got) + "}", "workers": ["w1"] * len(got),
+                "runs": "{" + ",".join(str(r[10]) for r in got) + "}", "results": ["null"] * len(got), "now": now})
+            if cycle >= 10:
+                claim_cpu += t1 - t0
+                ack_cpu += _cpu(pid) - t1
+        return enq, claim_cpu / 20_000 * 1e6, ack_cpu / 20_000 * 1e6
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.indexcost", description=__doc__)
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args(argv)
+    cluster = BenchCluster()
+    got: dict[str, list[tuple[float, float, float]]] = {}
+    try:
+        cluster.start()
+        for _ in range(args.runs):
+            for name, drops in VARIANTS.items():  # interleaved: the machine's drift hits every variant
+                got.setdefault(name, []).append(measure(cluster.fresh(), drops))
+    finally:
+        cluster.close()
+    print(f"backend CPU per row, median of {args.runs} runs (us)")
+    print(f"{'index set':44s} {'enqueue':>8s} {'claim':>8s} {'ack':>8s}")
+    for name, rows in got.items():
+        enq, claim, ack = (statistics.median(r[i] for r in rows) for i in range(3))
+        print(f"{name:44s} {enq:8.1f} {claim:8.1f} {ack:8.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
