@@ -22,6 +22,7 @@ import orjson
 import psycopg
 
 from bench.cluster import BenchCluster
+from engine.drivers.postgres.rows import CLAIM_FIELDS
 from engine.drivers.sqlfiles import Q
 
 LISTS = ["job_list_input", "job_list_queue_state", "job_list_state", "job_list_name", "job_list_key",
@@ -34,6 +35,7 @@ VARIANTS: dict[str, list[str]] = {
     "without the list indexes and job_waiting": [*LISTS, "job_waiting"],
 }
 _TICK = os.sysconf("SC_CLK_TCK")
+_RUN = CLAIM_FIELDS.index("run")
 
 
 def _cpu(pid: int) -> float:
@@ -73,7 +75,7 @@ def measure(dsn: str, drops: list[str]) -> tuple[float, float, float]:
             t1 = _cpu(pid)
             conn.execute(Q.job_ack_many.text, {  # type: ignore[arg-type]
                 "ids": "{" + ",".join(r[0] for r in got) + "}", "workers": ["w1"] * len(got),
-                "runs": "{" + ",".join(str(r[10]) for r in got) + "}", "results": ["null"] * len(got), "now": now})
+                "runs": "{" + ",".join(str(r[_RUN]) for r in got) + "}", "results": ["null"] * len(got), "now": now})
             if cycle >= 10:
                 claim_cpu += t1 - t0
                 ack_cpu += _cpu(pid) - t1

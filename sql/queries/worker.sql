@@ -53,9 +53,9 @@ order by queue;
 -- The worker's batched claim: job_claim's lease (lock, stamp the claimant, burn an attempt) in
 -- one statement, planned per queue through a lateral so the claim index hands rows over in
 -- order (an `= any(array)` over queues sorts every due row instead), and updated by id array so
--- the planner never hashes the whole table. Exactly JobRow's fields come back in its order, the id
--- as text: the driver builds each row by position (decoding `j.*` into dicts and mapping them by
--- name was ~15 percent of a draining worker's CPU).
+-- the planner never hashes the whole table. The fields the claim did not set come back, by
+-- position, the id as text (rows.CLAIM_FIELDS; decoding `j.*` into dicts and mapping them by
+-- name was ~15 percent of a draining worker's CPU); the ones it set or cleared the driver knows.
 -- One more row, its id null, says when these queues next have work this claim did not take (its
 -- run_at): the first ready row in claim order, else the earliest delayed, parked or suspended
 -- row, of unpaused queues, leaving out the rows just taken. An idle worker sleeps until then (or
@@ -79,17 +79,15 @@ with picked as (
     update jobs.job j
     set state = 'running', run = j.run + 1, attempt = j.attempt + 1,
         claimed_by = %(worker)s, claimed_at = %(now)s,
-        lease_until = %(now)s + %(lease_seconds)s * interval '1 second', updated_at = %(now)s
+        lease_until = %(now)s + %(lease_seconds)s * interval '1 second', updated_at = %(now)s,
+        finished_at = null, result = null, stop_reason = null
     where j.id = any(array(select id from picked))
-    returning j.id::text, j.name, j.queue, j.tenant, j.idempotency_key, j.input, j.state, j.priority,
-              j.attempt, j.max_attempts, j.run, j.run_at, j.created_at, j.updated_at, j.claimed_by,
-              j.claimed_at, j.lease_until, j.finished_at, j.result, j.last_error, j.error_code,
-              j.stop_reason, j.wait
+    returning j.id::text, j.name, j.queue, j.tenant, j.idempotency_key, j.input, j.priority, j.attempt,
+              j.max_attempts, j.run, j.run_at, j.created_at, j.last_error, j.error_code, j.wait
 )
 select * from upd
 union all
-select null, null, null, null, null, null, null, null, null, null, null, min(t.run_at),
-       null, null, null, null, null, null, null, null, null, null, null
+select null, null, null, null, null, null, null, null, null, null, min(t.run_at), null, null, null, null
 from unnest(%(queues)s::text[]) as q(name)
 cross join lateral (
     (select run_at from jobs.job

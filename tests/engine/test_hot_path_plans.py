@@ -10,9 +10,11 @@ from typing import Any
 
 import psycopg
 
+from engine.drivers.postgres.rows import CLAIM_FIELDS
 from engine.drivers.sqlfiles import Q
 
 BATCH = 200
+RUN = CLAIM_FIELDS.index("run")
 
 
 def _scans(plan: dict[str, Any]) -> list[tuple[str, str, float]]:
@@ -80,7 +82,7 @@ def test_the_ack_probes_running_rows_by_id_however_many_ran_before(pg_dsn: str) 
 def _ack(rows: list[tuple[Any, ...]], now: datetime) -> dict[str, Any]:
     rows = [r for r in rows if r[0] is not None]  # worker_claim's last row says when work is next due
     return {"ids": "{" + ",".join(r[0] for r in rows) + "}", "workers": ["w1"] * len(rows),
-            "runs": "{" + ",".join(str(r[10]) for r in rows) + "}", "results": ["null"] * len(rows), "now": now}
+            "runs": "{" + ",".join(str(r[RUN]) for r in rows) + "}", "results": ["null"] * len(rows), "now": now}
 
 
 def test_no_index_names_lease_until_so_a_renewal_can_be_a_hot_update(pg_dsn: str) -> None:

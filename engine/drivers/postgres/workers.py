@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.rows import tuple_row
 
 from engine.drivers.postgres.pool import LoopPools
-from engine.drivers.postgres.rows import job_rows_by_position
+from engine.drivers.postgres.rows import CLAIM_FIELDS, claimed_rows
 from engine.drivers.sqlfiles import Q
-from engine.types import ClaimBatch, ClaimedJob, JobRow, QueueGauges, WorkerRecord
+from engine.types import ClaimBatch, ClaimedJob, QueueGauges, WorkerRecord
 
-_RUN_AT = tuple(JobRow.__dataclass_fields__).index("run_at")
+_RUN_AT = CLAIM_FIELDS.index("run_at")
 
 
 class PostgresWorkers:
@@ -64,7 +64,7 @@ class PostgresWorkers:
             rows = await cur.fetchall()
         # The last row, its id null, is when the queues next have work (worker.sql).
         next_due = rows.pop()[_RUN_AT] if rows and rows[-1][0] is None else None
-        claimed = job_rows_by_position(rows)
+        claimed = claimed_rows(rows, worker=worker, now=now, lease_until=now + timedelta(seconds=lease_seconds))
         claimed.sort(key=lambda r: (-r.priority, r.run_at, r.id))
         return ClaimBatch([ClaimedJob(r) for r in claimed], next_due)
 
