@@ -8,6 +8,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any, Literal
 
 JSON = Any  # a JSON value: dict, list, str, int, float, bool or None
@@ -114,8 +115,8 @@ class Claim:
 class ClaimedJob:
     row: JobRow
 
-    @property
-    def claim(self) -> Claim:
+    @cached_property
+    def claim(self) -> Claim:  # built once per run (cached in the instance dict, past the freeze)
         assert self.row.claimed_by is not None
         return Claim(self.row.id, self.row.claimed_by, self.row.run)
 

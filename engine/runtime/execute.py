@@ -89,8 +89,6 @@ class Runner:
         self.driver, self.registry, self.clock, self.worker = driver, registry, clock, worker
         self.keeper, self.acks, self.limits, self.metrics = keeper, acks, limits, metrics
         self.executor, self.poke = executor, poke
-        self.signals: dict[str, RunSignal] = {}  # job id -> the signal of its run (drain aborts them)
-        self.aborts: dict[str, Callable[[str], None]] = {}
 
     async def run(self, cj: ClaimedJob) -> Execution:
         row = cj.row
@@ -127,39 +125,33 @@ class Runner:
             if running and task is not None:
                 task.cancel()  # the handler stops at its next await; a sync body is left behind
 
-        lease.abort = abort
-        self.signals[row.id] = signal
-        self.aborts[row.id] = abort
+        lease.abort = abort  # what the drain, a cancel and a lost lease call
         deadline = asyncio.ensure_future(self._deadline(d.timeout, abort)) if d.timeout is not None else None
         t0 = self.clock.monotonic()
         outcome_exc: BaseException | None = None
         result: Any = None
         try:
-            try:
-                if d.is_async:
-                    result = await d.fn(ctx, row.input)
-                    if signal.aborted:
-                        _abandoned(row, signal.reason)
-                else:
-                    result = await loop.run_in_executor(self.executor, _sync_body, d.fn, ctx, row.input, row)
-            except asyncio.CancelledError:
-                if not signal.aborted:
-                    raise  # the worker itself is being torn down
-                if task is not None:
-                    task.uncancel()
-            except StepSuspension as s:
-                outcome_exc = s
-            except Exception as exc:
-                outcome_exc = exc
-            finally:
-                running = False
-                if deadline is not None:
-                    deadline.cancel()
+            if d.is_async:
+                result = await d.fn(ctx, row.input)
+                if signal.aborted:
+                    _abandoned(row, signal.reason)
+            else:
+                result = await loop.run_in_executor(self.executor, _sync_body, d.fn, ctx, row.input, row)
+        except asyncio.CancelledError:
+            if not signal.aborted:
+                raise  # the worker itself is being torn down
+            if task is not None:
+                task.uncancel()
+        except StepSuspension as s:
+            outcome_exc = s
+        except Exception as exc:
+            outcome_exc = exc
         finally:
-            self.signals.pop(row.id, None)
-            self.aborts.pop(row.id, None)
+            running = False
+            if deadline is not None:
+                deadline.cancel()
         duration = self.clock.monotonic() - t0
-        self.metrics.observe(row.queue, duration)
+        self.metrics.duration.observe(row.queue, duration)
         if signal.aborted:
             return await self._aborted(cj, d, lease, signal.reason or "aborted", duration)
         if isinstance(outcome_exc, StepSuspension):

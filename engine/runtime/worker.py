@@ -184,9 +184,9 @@ class Worker:
             await _first(asyncio.wait(pending), self.clock.sleep(grace))
         left = [jid for jid, t in self._running.items() if not t.done()]
         for jid in left:
-            abort = self.runner.aborts.get(jid)
-            if abort is not None:
-                abort("drain")
+            lease = self.keeper.leases.get(jid)
+            if lease is not None:
+                lease.abort("drain")  # a run still in its handler stops; one settling already ignores it
         if left:
             await asyncio.gather(*(self._running[j] for j in left if j in self._running), return_exceptions=True)
         await self.acks.close()
