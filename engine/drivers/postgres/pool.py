@@ -201,7 +201,10 @@ class LoopPools:
             try:
                 conn = await psycopg.AsyncConnection.connect(self.dsn, **self._kwargs())
                 await _configure(conn)
-                lead.conn = conn
+                if self._leads.get(asyncio.get_running_loop()) is lead:
+                    lead.conn = conn
+                else:  # the pools were closed meanwhile: nobody would close it
+                    await conn.close()
             except psycopg.Error:  # the server is away: the pool's own reconnection reports it
                 await asyncio.sleep(1.0)
             finally:
@@ -223,7 +226,15 @@ class LoopPools:
             await pool.close()
 
     def forget_all(self) -> list[Any]:
-        """Every loop's pool and lead connection, forgotten: the caller closes them."""
+        """Every loop's pool and lead connection, forgotten: the caller closes them. A lead
+        connection's reconnection still under way on the calling loop is cancelled."""
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        for task in list(self._revivals):
+            if task.get_loop() is loop:
+                task.cancel()
         with self._lock:
             closable: list[Any] = [lead.conn for lead in self._leads.values() if lead.conn is not None]
             closable += list(self._pools.values())
