@@ -148,7 +148,7 @@ class Worker:
             spawn(self._listen_loop(), name="jobs-listen"),
             spawn(self._heartbeat_loop(), name="jobs-heartbeat"),
             spawn(self._gauges_loop(), name="jobs-gauges"),
-        ] + [spawn(svc(), name="jobs-service") for svc in self._services]
+        ] + [spawn(_run(svc), name="jobs-service") for svc in self._services]
         logs.emit(logs.WORKER_STARTED, worker=self.id, queues=list(self.queues), concurrency=cfg.concurrency)
 
     async def __aenter__(self) -> Worker:
@@ -338,6 +338,10 @@ class Worker:
             except Exception:  # the next tick tries again; gauges are not worth a log line each
                 pass
             await self.clock.sleep(self.config.gauges_interval)
+
+
+async def _run(service: Callable[[], Awaitable[None]]) -> None:
+    await service()
 
 
 async def _first(*aws: Awaitable[Any]) -> None:

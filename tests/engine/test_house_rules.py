@@ -14,6 +14,12 @@ def test_ruff_is_clean() -> None:
     assert done.returncode == 0, done.stdout[-3000:]
 
 
+def test_mypy_is_clean_on_the_engine() -> None:
+    # pyproject.toml's [tool.mypy] names the package and the settings.
+    done = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:]
+
+
 def test_no_module_of_engine_or_console_passes_450_lines() -> None:
     big = [f"{p.relative_to(ROOT)} ({n})" for p in [*ROOT.glob("engine/**/*.py"), *ROOT.glob("console/**/*.py")]
            if (n := len(p.read_text().splitlines())) > 450]

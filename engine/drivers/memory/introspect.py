@@ -24,9 +24,8 @@ from engine.projections import (
     QueueStats,
     SlotHolder,
 )
-from engine.types import JobRow, JobState
+from engine.types import JobRow, JobState, StopReason
 
-_COUNTED = (JobState.READY, JobState.DELAYED, JobState.RUNNING, JobState.SUSPENDED, JobState.PARKED, JobState.DEAD)
 _HOUR = timedelta(hours=1)
 
 
@@ -119,7 +118,9 @@ class MemoryIntrospect:
                 c = counts[q]
                 pause = self.state.paused.get(q)
                 out.append(QueueStats(
-                    q, *(capped(c[s], count_cap) for s in _COUNTED),
+                    q, ready=capped(c[JobState.READY], count_cap), delayed=capped(c[JobState.DELAYED], count_cap),
+                    running=capped(c[JobState.RUNNING], count_cap), suspended=capped(c[JobState.SUSPENDED], count_cap),
+                    parked=capped(c[JobState.PARKED], count_cap), dead=capped(c[JobState.DEAD], count_cap),
                     completed_last_hour=capped(sum(done[q]), count_cap),
                     oldest_ready_at=oldest.get(q),
                     oldest_ready_age=(now - oldest[q]).total_seconds() if q in oldest else None,
@@ -144,7 +145,7 @@ class MemoryIntrospect:
     async def dead_groups(self, *, where: JobFilter, now: datetime, count_cap: int, budget_ms: int | None) -> DeadLetters:
         with self.state.lock:
             dead = [r for r in self.state.jobs.values() if r.state is JobState.DEAD and matches(r, where)]
-        groups: dict[tuple[str, str | None, str | None], list[JobRow]] = defaultdict(list)
+        groups: dict[tuple[str, str | None, StopReason | None], list[JobRow]] = defaultdict(list)
         for r in dead:
             groups[(r.name, r.error_code, r.stop_reason)].append(r)
         out = []

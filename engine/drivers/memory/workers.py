@@ -108,7 +108,7 @@ class MemoryWorkers:
         with wake.lock:
             wake.waiters.append(entry)
         # Not asyncio.wait_for: on 3.11 it swallows a cancellation that races the wake-up.
-        timer = loop.call_later(timeout, lambda: fut.done() or fut.set_result(False))
+        timer = loop.call_later(timeout, _time_out, fut)
         try:
             return await fut
         finally:
@@ -134,3 +134,8 @@ class MemoryWorkers:
                     g[0] += 1
                     g[1] = max(g[1], (now - min(r.run_at, r.updated_at)).total_seconds())
         return [QueueGauges(q, int(g[0]), float(g[1]), int(g[2])) for q, g in sorted(acc.items())]
+
+
+def _time_out(fut: asyncio.Future[bool]) -> None:
+    if not fut.done():
+        fut.set_result(False)

@@ -31,7 +31,6 @@ from engine.types import JobState
 
 T = TypeVar("T")
 Conn = psycopg.AsyncConnection[Any]
-_COUNTED = ("ready", "delayed", "running", "suspended", "parked", "dead")
 
 
 def _like_prefix(s: str) -> str:
@@ -118,7 +117,9 @@ class PostgresIntrospect:
                 c, pz, old = counts[q], pauses.get(q), oldest.get(q)
                 paused = bool(pz and pz["paused"])
                 out.append(QueueStats(
-                    q, *(capped(c.get(s, 0), count_cap) for s in _COUNTED),
+                    q, ready=capped(c.get("ready", 0), count_cap), delayed=capped(c.get("delayed", 0), count_cap),
+                    running=capped(c.get("running", 0), count_cap), suspended=capped(c.get("suspended", 0), count_cap),
+                    parked=capped(c.get("parked", 0), count_cap), dead=capped(c.get("dead", 0), count_cap),
                     completed_last_hour=capped(sum(done[q]), count_cap),
                     oldest_ready_at=old, oldest_ready_age=(now - old).total_seconds() if old else None,
                     throughput=tuple(done[q]), workers=0, slots_total=0, slots_in_use=0,
