@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -101,6 +101,20 @@ async def test_a_batch_with_one_key_twice_inserts_once(driver: Driver, ids: IdFa
     r = await driver.job_enqueue(jobs=[a, b], now=clock.now())
     assert (r[0].id, r[0].deduped) == (a.id, False)
     assert (r[1].id, r[1].deduped) == (a.id, True)
+
+
+async def test_a_batch_takes_run_at_as_a_datetime_subclass(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+    # freezegun's FakeDatetime and pendulum's DateTime are datetime subclasses: the batch's
+    # encoder (orjson) writes plain datetimes only, so a subclass must reach the row all the same.
+    class Later(datetime):
+        pass
+
+    at = clock.now() + timedelta(seconds=30)
+    when = Later(at.year, at.month, at.day, at.hour, at.minute, at.second, at.microsecond, tzinfo=at.tzinfo)
+    r = await driver.job_enqueue(jobs=[new(ids, key="a", run_at=when), new(ids, key="b")], now=clock.now())
+    assert [x.state for x in r] == [JobState.DELAYED, JobState.READY]
+    row = await driver.job_get(job_id=r[0].id)
+    assert row is not None and row.run_at == at and row.state is JobState.DELAYED
 
 
 # --- claims and leases ----------------------------------------------------------------------------

@@ -35,6 +35,13 @@ _READY, _DELAYED = JobState.READY, JobState.DELAYED
 _ATTEMPT_OUTCOME = {"retry": "retried", "dead": "dead", "park": "parked", "suspend": "suspended", "release": "released"}
 
 
+def _iso(value: Any) -> str:
+    """orjson writes datetimes itself, but not a subclass's (freezegun's FakeDatetime, pendulum's)."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
 class PostgresJobs:
     pools: LoopPools
 
@@ -82,7 +89,7 @@ class PostgresJobs:
                 [j.id, j.name, j.queue, j.tenant, j.idempotency_key, orjson.Fragment(j.input_text or dumps(j.input, job=j.name)),
                  j.max_attempts, j.run_at or now, j.priority]
                 for j in unique
-            ]).decode()
+            ], default=_iso).decode()
             for r in await self._all(Q.job_enqueue.text, {"rows": batch, "now": now}):
                 at = r["ord"] - 1
                 if at < 0:  # the wake-up's row
