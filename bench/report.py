@@ -112,5 +112,5 @@ def expected_figures(*, worker: bool, steps: bool) -> list[tuple[str, str]]:
     out += [(f"latency.r{r}.{q}", s) for r in (100, 1000) for q in ("p50", "p99")
             for s in ("peer", *(("ours",) if worker else ()))]
     if steps:
-        out += [("steps5.jobs", "ours"), ("steps5.steps", "ours")]
+        out += [(f"{k}.{f}", "ours") for k in ("steps5", "steps5async") for f in ("jobs", "steps")]
     return out

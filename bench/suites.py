@@ -121,8 +121,11 @@ def steps(c: BenchCluster, plan: Plan, res: Results) -> None:
     for _ in range(plan.runs):
         settings = ours.DRAIN_SETTINGS["cli c200"]
         rate = _drain_ours(c, plan, 1, settings, job=ours.workload.steps5, total=plan.steps_jobs)
-        res.add("steps5.jobs", "ours", rate, note="1 process, cli c200")
+        res.add("steps5.jobs", "ours", rate, note="1 process, cli c200, sync step bodies (a thread each)")
         res.add("steps5.steps", "ours", rate * 5, unit="steps/s")
+        rate = _drain_ours(c, plan, 1, settings, job=ours.workload.steps5async, total=plan.steps_jobs)
+        res.add("steps5async.jobs", "ours", rate, note="1 process, cli c200, async step bodies")
+        res.add("steps5async.steps", "ours", rate * 5, unit="steps/s")
 
 
 def console(c: BenchCluster, plan: Plan, res: Results) -> None:

@@ -95,7 +95,8 @@ class StepApi:
         # One read per run: only this claimant writes the job's steps, so the cache stays true.
         async with self._load_lock:
             if self._stored is None:
-                steps = await self.driver.step_load(job_id=self.claim.job_id)
+                # A job's first claim has nothing stored: every step is written by a claimed run.
+                steps = [] if self.claim.run == 1 else await self.driver.step_load(job_id=self.claim.job_id)
                 self._stored = {s.name: s for s in steps}
                 self._next_seq = max((s.seq for s in steps), default=0) + 1
         return self._stored

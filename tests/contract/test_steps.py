@@ -16,7 +16,7 @@ from engine.ids import IdFactory
 from engine.retry import declared_error_retry
 from engine.runtime.signal import RunSignal
 from engine.runtime.steps import StepApi
-from engine.types import JobRow, JobState, Nack, StepRecord
+from engine.types import JobRow, JobState, Nack, StepRecord, StoredStep
 from tests.contract.test_steps_harness import attempt, claim_api, enqueue, get
 
 
@@ -282,3 +282,30 @@ async def test_step_list_is_the_trace_with_durations_and_result_sizes(driver: Dr
     cool = (await driver.step_list(job_id=jid))[2]
     assert (cool.status, cool.duration, cool.attempt) == ("completed", 3600.0, 1)
     assert cool.started_at == fetch.started_at + timedelta(seconds=2.5)
+
+
+async def test_a_jobs_first_run_reads_no_stored_steps_and_a_replay_reads_them_once(
+    driver: Driver, ids: IdFactory, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every step is written by a claimed run, so run 1 has nothing stored to read back.
+    loads: list[str] = []
+    real = driver.step_load
+
+    async def counted(*, job_id: str) -> list[StoredStep]:
+        loads.append(job_id)
+        return await real(job_id=job_id)
+
+    monkeypatch.setattr(driver, "step_load", counted)
+    jid = await enqueue(driver, ids, clock)
+    calls: Counter[str] = Counter()
+
+    async def handler(step: StepApi, row: JobRow) -> int:
+        await step.run("one", lambda: calls.update(["one"]))
+        await step.run("two", lambda: calls.update(["two"]))
+        raise RuntimeError("fail after two steps")
+
+    assert (await attempt(driver, clock, handler)).kind == "failed" and loads == []
+    clock.advance(60)
+    assert (await attempt(driver, clock, handler)).kind == "failed"
+    assert loads == [jid] and calls == Counter({"one": 1, "two": 1})  # the replay read both, ran neither
+
