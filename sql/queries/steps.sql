@@ -10,25 +10,36 @@ select job_id, name, seq, kind, status, attempt, run, started_at, finished_at, r
 from jobs.step where job_id = %(job_id)s
 order by seq, name;
 
--- name: step_save :one
--- Write one step of a claimed job, only while the claim holds (FOR SHARE waits out a cancel).
-with held as (
-    select id from jobs.job
-    where id = %(job_id)s and state = 'running' and claimed_by = %(worker)s and run = %(run)s
+-- name: step_save_many :many
+-- Write a group of steps of claimed jobs in one statement, each only while its own claim holds
+-- (FOR SHARE waits out a cancel), and answer the steps written: the writes of one loop that came
+-- in while the previous group was on the wire (group commit: a lone write goes out at once as a
+-- group of one). The rows are one jsonb array, [job_id, worker, run, name, seq, kind, status,
+-- attempt, started_at, finished_at, {"v": result} or null, error, result_size, wait or null,
+-- event_id] each: the wrapper tells a stored JSON null result from no result at all.
+with s as (
+    select (e->>0)::uuid as job_id, e->>1 as worker, (e->>2)::int as run, e->>3 as name,
+           (e->>4)::int as seq, e->>5 as kind, e->>6 as status, (e->>7)::int as attempt,
+           (e->>8)::timestamptz as started_at, (e->>9)::timestamptz as finished_at,
+           e->10->'v' as result, e->>11 as error, (e->>12)::int as result_size,
+           nullif(e->13, 'null'::jsonb) as wait, (e->>14)::uuid as event_id
+    from jsonb_array_elements(%(rows)s::jsonb) as t(e)
+), held as (
+    select j.id, j.claimed_by, j.run from jobs.job j
+    where j.id = any(array(select job_id from s)) and j.state = 'running'
     for share
 )
 insert into jobs.step (job_id, name, seq, kind, status, attempt, run, started_at, finished_at,
                        result, error, result_size, wait, event_id)
-select held.id, %(name)s, %(seq)s, %(kind)s, %(status)s, %(attempt)s, %(run)s, %(started_at)s,
-       %(finished_at)s, %(result)s::jsonb, %(error)s, %(result_size)s, %(wait)s::jsonb,
-       %(event_id)s::uuid
-from held
+select s.job_id, s.name, s.seq, s.kind, s.status, s.attempt, s.run, s.started_at, s.finished_at,
+       s.result, s.error, s.result_size, s.wait, s.event_id
+from s join held h on h.id = s.job_id and h.claimed_by = s.worker and h.run = s.run
 on conflict (job_id, name) do update
     set seq = excluded.seq, kind = excluded.kind, status = excluded.status,
         attempt = excluded.attempt, run = excluded.run, started_at = excluded.started_at,
         finished_at = excluded.finished_at, result = excluded.result, error = excluded.error,
         result_size = excluded.result_size, wait = excluded.wait, event_id = excluded.event_id
-returning job_id;
+returning job_id::text, name;
 
 -- name: step_list :many
 -- A job's step trace in order (no results: the sizes only), for the console's timeline.

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from datetime import datetime
 from typing import Any
 
+import orjson
 import psycopg
 
 from engine.codec import dumps
+from engine.drivers.postgres.groupwrite import GroupWriter
+from engine.drivers.postgres.jobs import _iso
 from engine.drivers.postgres.pool import LoopPools
 from engine.drivers.sqlfiles import Q
 from engine.types import (
@@ -23,13 +27,6 @@ from engine.types import (
 )
 
 _RETRYABLE = ("dead", "completed")
-
-
-def result_size(step: StoredStep) -> int | None:
-    """Bytes of the stored JSON result; a waiting or failed step holds none."""
-    if step.status not in ("completed", "timed-out"):
-        return None
-    return len(dumps(step.result, what="step result").encode())
 
 
 def _stored(d: dict[str, Any]) -> StoredStep:
@@ -58,17 +55,25 @@ class PostgresSteps:
         return [_stored(r) for r in await self._all(Q.step_load.text, {"job_id": job_id})]
 
     async def step_save(self, *, claim: Claim, step: StoredStep) -> bool:
-        keeps_result = step.status in ("completed", "timed-out")
-        rows = await self._all(Q.step_save.text, {
-            "job_id": claim.job_id, "worker": claim.worker, "run": claim.run,
-            "name": step.name, "seq": step.seq, "kind": step.kind, "status": step.status,
-            "attempt": step.attempt, "started_at": step.started_at, "finished_at": step.finished_at,
-            "result": dumps(step.result, what="step result") if keeps_result else None,
-            "error": step.error, "result_size": result_size(step),
-            "wait": None if step.wait is None else json.dumps(step.wait),
-            "event_id": step.event_id,
-        })
-        return bool(rows)
+        # Group commit (groupwrite.py): the writes of this loop that come in while one is on the
+        # wire share the next statement, each fenced on its own claim and answered on its own.
+        text = dumps(step.result, what="step result") if step.status in ("completed", "timed-out") else None
+        row = [claim.job_id, claim.worker, claim.run, step.name, step.seq, step.kind, step.status, step.attempt,
+               step.started_at, step.finished_at, None if text is None else {"v": orjson.Fragment(text)},
+               step.error, None if text is None else len(text.encode()), step.wait, step.event_id]
+        return await self._step_writer().write((claim.job_id, step.name), row)
+
+    def _step_writer(self) -> GroupWriter:
+        loop = asyncio.get_running_loop()
+        writers: dict[asyncio.AbstractEventLoop, GroupWriter] = self.__dict__.setdefault("_step_writers", {})
+        writer = writers.get(loop)
+        if writer is None:
+            writer = writers[loop] = GroupWriter(self._step_save_group)
+        return writer
+
+    async def _step_save_group(self, rows: list[list[Any]]) -> set[Hashable]:
+        doc = orjson.dumps(rows, default=_iso).decode()
+        return {(r["job_id"], r["name"]) for r in await self._all(Q.step_save_many.text, {"rows": doc})}
 
     async def step_list(self, *, job_id: str) -> list[StepRecord]:
         return [_record(r) for r in await self._all(Q.step_list.text, {"job_id": job_id})]
