@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -101,3 +102,11 @@ def loads(text: str | bytes | bytearray | memoryview | None) -> Any:
         return orjson.loads(text)
     except orjson.JSONDecodeError:  # what orjson refuses and json reads (a lone surrogate escape)
         return json.loads(text)
+
+
+def orjson_default(value: Any) -> str:
+    """orjson's ``default=`` for the values it refuses that the engine writes: a datetime subclass
+    (freezegun's FakeDatetime, pendulum's DateTime), as ISO text. orjson writes plain datetimes."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")

@@ -37,6 +37,7 @@ class PostgresDriver(PostgresJobs, PostgresWorkers, PostgresLimits, PostgresMain
             raise JobsError(X_SCHEMA_OUTDATED, cause=f"schema version {row['value']} is older than {SCHEMA_VERSION}", fix="jobs install --dsn \"$JOBS_DSN\"")
 
     async def close(self) -> None:
+        self.__dict__.pop("_step_writers", None)  # each loop's step writer (steps.py)
         await self._listeners_close()
         for pool in self.pools.forget_all():
             try:

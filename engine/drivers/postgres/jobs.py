@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 from psycopg.rows import tuple_row
 
-from engine.codec import dumps
+from engine.codec import dumps, orjson_default
 from engine.drivers.postgres.pool import LoopPools
 from engine.drivers.postgres.rows import attempt_record, history_entry, job_row
 from engine.drivers.sqlfiles import Q
@@ -33,13 +33,6 @@ _NACK_STATE = {"dead": "dead", "park": "parked", "suspend": "suspended"}
 _STATES = {s.value: s for s in JobState}
 _READY, _DELAYED = JobState.READY, JobState.DELAYED
 _ATTEMPT_OUTCOME = {"retry": "retried", "dead": "dead", "park": "parked", "suspend": "suspended", "release": "released"}
-
-
-def _iso(value: Any) -> str:
-    """orjson writes datetimes itself, but not a subclass's (freezegun's FakeDatetime, pendulum's)."""
-    if isinstance(value, datetime):
-        return value.isoformat()
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 class PostgresJobs:
@@ -89,7 +82,7 @@ class PostgresJobs:
                 [j.id, j.name, j.queue, j.tenant, j.idempotency_key, orjson.Fragment(j.input_text or dumps(j.input, job=j.name)),
                  j.max_attempts, j.run_at or now, j.priority]
                 for j in unique
-            ], default=_iso).decode()
+            ], default=orjson_default).decode()
             for r in await self._all(Q.job_enqueue.text, {"rows": batch, "now": now}):
                 at = r["ord"] - 1
                 if at < 0:  # the wake-up's row

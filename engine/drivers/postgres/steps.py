@@ -11,9 +11,8 @@ from typing import Any
 import orjson
 import psycopg
 
-from engine.codec import dumps
+from engine.codec import dumps, orjson_default
 from engine.drivers.postgres.groupwrite import GroupWriter
-from engine.drivers.postgres.jobs import _iso
 from engine.drivers.postgres.pool import LoopPools
 from engine.drivers.sqlfiles import Q
 from engine.types import (
@@ -64,6 +63,7 @@ class PostgresSteps:
         return await self._step_writer().write((claim.job_id, step.name), row)
 
     def _step_writer(self) -> GroupWriter:
+        """This loop's step writer (a group is committed on the loop its writers wait on)."""
         loop = asyncio.get_running_loop()
         writers: dict[asyncio.AbstractEventLoop, GroupWriter] = self.__dict__.setdefault("_step_writers", {})
         writer = writers.get(loop)
@@ -72,7 +72,7 @@ class PostgresSteps:
         return writer
 
     async def _step_save_group(self, rows: list[list[Any]]) -> set[Hashable]:
-        doc = orjson.dumps(rows, default=_iso).decode()
+        doc = orjson.dumps(rows, default=orjson_default).decode()
         return {(r["job_id"], r["name"]) for r in await self._all(Q.step_save_many.text, {"rows": doc})}
 
     async def step_list(self, *, job_id: str) -> list[StepRecord]:
