@@ -62,8 +62,13 @@ class PostgresWorkers:
                 "queues": list(queues), "limit": limit, "worker": worker, "now": now, "lease_seconds": lease_seconds,
             })
             rows = await cur.fetchall()
-        # The last row, its id null, is when the queues next have work (worker.sql).
-        next_due = rows.pop()[_RUN_AT] if rows and rows[-1][0] is None else None
+        # One row, its id null, is when the queues next have work (worker.sql): the last one, as
+        # the union's arms run in order, but looked for from the end rather than assumed.
+        next_due = None
+        for at in range(len(rows) - 1, -1, -1):
+            if rows[at][0] is None:
+                next_due = rows.pop(at)[_RUN_AT]
+                break
         claimed = claimed_rows(rows, worker=worker, now=now, lease_until=now + timedelta(seconds=lease_seconds))
         claimed.sort(key=lambda r: (-r.priority, r.run_at, r.id))
         return ClaimBatch([ClaimedJob(r) for r in claimed], next_due)
