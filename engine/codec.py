@@ -70,9 +70,25 @@ def _standard(value: Any, what: str, job: str) -> str:
         ) from exc
 
 
+# A NUL character is valid JSON (written \u0000) that PostgreSQL's jsonb refuses: an escape
+# preceded by an even number of backslashes (an odd number makes it a literal "\u0000" text).
+_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def _storable(text: str, what: str, job: str) -> str:
+    if "\\u0000" in text and _NUL.search(text):
+        where = f" of job {job!r}" if job else ""
+        raise JobsError(
+            X_INPUT_NOT_JSON,
+            cause=f"the {what}{where} holds a NUL character (\\u0000), which PostgreSQL's jsonb cannot store",
+            fix="drop or replace NUL characters first: value.replace('\\x00', '')",
+        )
+    return text
+
+
 def dumps(value: Any, *, what: str = "input", job: str = "") -> str:
     fast = _fast(value)
-    return fast.decode() if fast is not None else _standard(value, what, job)
+    return _storable(fast.decode() if fast is not None else _standard(value, what, job), what, job)
 
 
 def check_json(value: Any, *, what: str = "input", job: str = "") -> Any:
@@ -84,8 +100,9 @@ def check_json_text(value: Any, *, what: str = "input", job: str = "") -> tuple[
     """check_json, and the JSON text too, so the driver writes it without dumping it again."""
     fast = _fast(value)
     if fast is not None:
-        return orjson.loads(fast), fast.decode()  # a plain value reads back as an equal copy
-    text = _standard(value, what, job)
+        text = _storable(fast.decode(), what, job)
+        return orjson.loads(fast), text  # a plain value reads back as an equal copy
+    text = _storable(_standard(value, what, job), what, job)
     return json.loads(text), text
 
 

@@ -66,6 +66,19 @@ async def test_an_unserialisable_input_is_refused_and_nothing_is_written(clock: 
     assert nan.value.code == "X_INPUT_NOT_JSON"
 
 
+async def test_an_input_postgres_cannot_store_is_refused_before_the_database(pg_dsn: str) -> None:
+    # A NUL character is valid JSON that jsonb refuses: a clear error from the engine, not the
+    # server's UntranslatableCharacter, and nothing of the batch written.
+    eng = connect(pg_dsn)
+    try:
+        with pytest.raises(JobsError) as e:
+            await eng.aenqueue_many([Enqueue(send_email, {"user_id": 1}), Enqueue(send_email, {"user_id": 2, "note": "a\x00b"})])
+        assert e.value.code == "X_INPUT_NOT_JSON" and "NUL" in e.value.cause
+        assert (await eng.aenqueue(send_email, {"user_id": 1})).deduped is False  # the first row was not written
+    finally:
+        await eng.aclose()
+
+
 @pytest.mark.parametrize("kw, code", [
     ({"delay": -1}, "X_INVALID_ARGUMENT"),
     ({"tenant": ""}, "X_INVALID_ARGUMENT"),

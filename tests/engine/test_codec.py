@@ -31,7 +31,7 @@ ACCEPTED = [
     {"tuple": (1, 2)}, (1, [2, 3]),  # tuples become lists
     {3: "int key", 2.5: "float key", True: "bool key", None: "null key"},  # keys become strings
     {"colour": Colour.RED},  # a str subclass is written as its value
-    {"text": "héllo \"quoted\" \\ back \n line \x00 nul \u2028"},
+    {"text": "héllo \"quoted\" \\ back \n line \x01 \u2028 \\u0000"},  # NUL itself: refused (below)
 ]
 
 
@@ -82,3 +82,19 @@ def test_loads_reads_integers_past_64_bits_exactly() -> None:
     assert loads('{"n": -9223372036854775809}') == {"n": -9223372036854775809}
     assert loads(memoryview(b'[18446744073709551615, 1.5]')) == [18446744073709551615, 1.5]
     assert loads(None) is None
+
+
+@pytest.mark.parametrize("value", [{"s": "a\x00b"}, {"k\x00": 1}, ["\x00"], {"s": "\\\x00"}, {"deep": [{"x": "\x00"}]}])
+def test_a_nul_character_is_refused_with_a_clear_error_where_postgres_would_refuse_the_row(value: object) -> None:
+    # Valid JSON (written \u0000) that jsonb cannot store: refused before anything is written,
+    # on every driver, rather than failing the insert (or a whole ack batch) on the server.
+    with pytest.raises(JobsError) as err:
+        check_json_text(value, job="send_email")
+    assert err.value.code == X_INPUT_NOT_JSON and "NUL" in err.value.cause and "replace" in err.value.fix
+    with pytest.raises(JobsError):
+        dumps(value, what="result")
+
+
+def test_the_text_backslash_u0000_is_not_a_nul_character() -> None:
+    normalised, text = check_json_text({"s": "\\u0000", "t": "\\\\u0000"})
+    assert normalised == {"s": "\\u0000", "t": "\\\\u0000"} and json.loads(text) == normalised
