@@ -234,7 +234,7 @@ class _Seeder:
         await self.enqueue(*(self.new("send_email", {"to": f"batch{i}@example.com", "template": "newsletter"}, tenant="globex",
                                       run_at=NOW + timedelta(minutes=30)) for i in range(6)))
         await self.enqueue(self.new("send_email", {"to": "eve@example.com", "subject": "\x1b[2J\x1b[31mpwned\x07 [bold red]markup[/]",
-                                                   "body": "x" * 5000, "blob": "".join(chr(i % 32) for i in range(200))}, tenant="acme",
+                                                   "body": "x" * 5000, "blob": "".join(chr(i % 32 or 0x7f) for i in range(200))}, tenant="acme",
                                     run_at=NOW - timedelta(seconds=40)))
         await self.enqueue(self.new("send_email", {"to": "sam@example.com", "items": [{"sku": f"sku-{i}", "qty": i} for i in range(40)]},
                                     tenant="initech", run_at=NOW - timedelta(seconds=30)))
