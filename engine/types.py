@@ -6,6 +6,7 @@ Nothing here imports anything of ours, so every layer can depend on it.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -309,3 +310,12 @@ class QueueGauges:
     depth: int  # ready + parked + delayed rows already due
     oldest_ready_seconds: float  # 0.0 when nothing waits
     dead: int
+
+
+GaugeCount = tuple[str, int, datetime | None, int]  # queue, depth, oldest waiting since, dead
+
+
+def gauges_at(counts: Iterable[GaugeCount], now: datetime) -> list[QueueGauges]:
+    """A fleet count of queue gauges read at ``now``: each oldest age measured to ``now``."""
+    return [QueueGauges(q, depth, max(0.0, (now - since).total_seconds()) if since else 0.0, dead)
+            for q, depth, since, dead in counts]

@@ -87,8 +87,10 @@ drop index if exists jobs.job_tenant_id;
 -- in the index, and an expression (coalesce(error_code, '')) does not count, so v3's expressions
 -- sent all 30k dead rows to the heap (21 -> 11 ms at 1M). Supersedes job_dead (no stop_reason),
 -- job_dead_v2 and job_dead_v3 (expressions).
-create index if not exists job_dead_v4 on jobs.job (name, error_code, stop_reason, tenant, finished_at)
-    where state = 'dead';
+create index if not exists job_dead_v5 on jobs.job (name, error_code, stop_reason, tenant, finished_at)
+    include (queue) where state = 'dead';
+-- v4 had no queue: the worker's dead-letter gauge (per queue) read every dead row from the heap.
+drop index if exists jobs.job_dead_v4;
 drop index if exists jobs.job_dead;
 drop index if exists jobs.job_dead_v2;
 drop index if exists jobs.job_dead_v3;
@@ -235,6 +237,16 @@ create table if not exists jobs.leader (
     term        bigint not null,
     lease_until timestamptz not null
 );
+
+-- The fleet's last count of its queue gauges (I24): one row, taken at most once per
+-- gauges_interval by whichever worker finds it stale (sql/queries/worker.sql: queue_gauges).
+-- gauges: [[queue, depth, oldest waiting since, dead], ...] as of taken_at.
+create table if not exists jobs.gauge_snapshot (
+    id       smallint primary key check (id = 1),
+    taken_at timestamptz not null,
+    gauges   jsonb not null
+);
+insert into jobs.gauge_snapshot (id, taken_at, gauges) values (1, '-infinity', '[]') on conflict (id) do nothing;
 
 -- Transactional outbox (I16-I20) ------------------------------------------------------------------
 

@@ -132,8 +132,10 @@ class Driver(Protocol):
         """Wake idle workers of ``queues`` (NOTIFY)."""
         ...
 
-    async def queue_gauges(self, *, now: datetime) -> list[QueueGauges]:
-        """Per queue: depth (ready + parked + due delayed, I8), oldest waiting age, dead letters."""
+    async def queue_gauges(self, *, now: datetime, max_age: float = 0.0) -> list[QueueGauges]:
+        """Per queue: depth (ready + parked + due delayed, I8), oldest waiting age, dead letters.
+        Counted at most once per ``max_age`` seconds by the whole fleet: within it, the last count
+        answers (depth and dead as counted then, the oldest age advanced to ``now``); 0 counts now."""
         ...
 
     # --- fleet limits (engine/drivers/*/limits.py) ----------------------------------------------

@@ -70,6 +70,7 @@ class Metrics:
         self.in_use = Gauge("jobs_worker_slots_in_use", "Claim slots holding a job", registry=r)
         # Label children cached: .labels() takes a lock and hashes every call, per job.
         self._outcomes: dict[tuple[str, str], Counter] = {}
+        self._gauged: set[str] = set()  # queues a gauge reading has named
 
     def outcome(self, queue: str, outcome: str, n: int = 1) -> None:
         child = self._outcomes.get((queue, outcome))
@@ -86,10 +87,18 @@ class Metrics:
         return value or 0.0
 
     def set_gauges(self, gauges: list[QueueGauges]) -> None:
+        """A fresh reading: a queue it no longer names (nothing waiting, nothing dead) reads 0,
+        not the last value it had while it held work."""
+        named = {g.queue for g in gauges}
+        for queue in self._gauged - named:
+            self.depth.labels(queue).set(0)
+            self.oldest.labels(queue).set(0)
+            self.dead.labels(queue).set(0)
         for g in gauges:
             self.depth.labels(g.queue).set(g.depth)
             self.oldest.labels(g.queue).set(g.oldest_ready_seconds)
             self.dead.labels(g.queue).set(g.dead)
+        self._gauged |= named
 
 
 def serve_metrics(metrics: Metrics, port: int, host: str = "127.0.0.1") -> object:

@@ -332,7 +332,9 @@ class Worker:
     async def _gauges_loop(self) -> None:
         while True:
             try:
-                self.metrics.set_gauges(await self.driver.queue_gauges(now=self.clock.now()))
+                # The fleet counts once per interval, whichever worker comes first; the rest read it.
+                self.metrics.set_gauges(await self.driver.queue_gauges(now=self.clock.now(),
+                                                                       max_age=self.config.gauges_interval))
             except asyncio.CancelledError:
                 raise
             except Exception:  # the next tick tries again; gauges are not worth a log line each

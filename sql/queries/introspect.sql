@@ -172,7 +172,7 @@ select least(
 
 -- name: dead_groups :many
 -- Dead letters grouped by (name, error code, stop reason): count, first/last seen and tenants from
--- an index-only scan of job_dead_v4, grouped per tenant first (a hash aggregate: count(distinct
+-- an index-only scan of job_dead_v5, grouped per tenant first (a hash aggregate: count(distinct
 -- tenant) sorted every group); the most recent one (id, last error, attempt n of m) by one probe
 -- each of job_finished_at at the group's last_seen.
 with t as (

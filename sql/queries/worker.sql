@@ -37,17 +37,44 @@ listen jobs_enqueue;
 select pg_notify('jobs_enqueue', q) from unnest(%(queues)s::text[]) as t(q);
 
 -- name: queue_gauges :many
--- Per queue: depth (ready + parked + due delayed, I8), the oldest waiting row's age, dead letters.
-select queue,
-       count(*) filter (where state in ('ready','parked') or (state = 'delayed' and run_at <= %(now)s))::int as depth,
-       coalesce(extract(epoch from (%(now)s - min(least(run_at, updated_at))
-           filter (where state in ('ready','parked') or (state = 'delayed' and run_at <= %(now)s)))), 0)::float8
-           as oldest_ready_seconds,
-       count(*) filter (where state = 'dead')::int as dead
-from jobs.job
-where state in ('ready','parked','delayed','dead')
-group by queue
-order by queue;
+-- Per queue: depth (ready + parked + due delayed, I8), since when its oldest row waits, dead
+-- letters. Counted at most once per max_age by the whole fleet, not once per worker: the count
+-- reads every waiting and dead row, and every worker asks each gauges_interval. The caller that
+-- finds jobs.gauge_snapshot older than max_age locks it (skip locked: a caller that finds another
+-- counting takes the last snapshot rather than wait or count twice), counts and stores; the
+-- others read the snapshot. `exists (select 1 from due)` is a one-time filter: a fresh snapshot
+-- never starts the scans of jobs.job. The waiting arm reads job_waiting (queue, state, run_at,
+-- updated_at), the dead arm job_dead_v5 (queue included): both can be index-only.
+with due as (
+    select id from jobs.gauge_snapshot
+    where id = 1 and taken_at <= %(now)s - make_interval(secs => %(max_age)s)
+    for update skip locked
+), counted as (
+    select queue, sum(depth)::int as depth, min(since) as since, sum(dead)::int as dead
+    from (
+        select queue, count(*) as depth, min(least(run_at, updated_at)) as since, 0 as dead
+        from jobs.job
+        where state in ('ready','parked','delayed') and (state <> 'delayed' or run_at <= %(now)s)
+          and exists (select 1 from due)
+        group by queue
+        union all
+        select queue, 0, null, count(*)
+        from jobs.job
+        where state = 'dead' and exists (select 1 from due)
+        group by queue
+    ) arms
+    group by queue
+), stored as (
+    update jobs.gauge_snapshot s
+    set taken_at = %(now)s,
+        gauges = coalesce((select jsonb_agg(jsonb_build_array(queue, depth, since, dead) order by queue) from counted), '[]')
+    from due
+    where s.id = due.id
+    returning s.gauges
+)
+select g->>0 as queue, (g->>1)::int as depth, (g->>2)::timestamptz as since, (g->>3)::int as dead
+from jsonb_array_elements(coalesce((select gauges from stored),
+                                   (select gauges from jobs.gauge_snapshot where id = 1), '[]')) as g;
 
 -- name: worker_claim :many
 -- The worker's batched claim: job_claim's lease (lock, stamp the claimant, burn an attempt) in

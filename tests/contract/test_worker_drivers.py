@@ -8,7 +8,7 @@ from datetime import timedelta
 from engine.clock import FakeClock
 from engine.drivers.base import Driver
 from engine.ids import IdFactory
-from engine.types import Ack, JobState, NewJob
+from engine.types import Ack, JobState, NewJob, QueueGauges
 from tests.factory import make_job
 
 LEASE = 30.0
@@ -105,6 +105,27 @@ async def test_i8_queue_gauges_count_parked_as_ready(driver: Driver, ids: IdFact
     # ready + parked (I8): the shed job is waiting, not gone; the oldest is the first ready one.
     assert (g.queue, g.depth, g.dead) == ("default", 2, 1)
     assert g.oldest_ready_seconds == 90.0
+
+
+async def test_i24_a_gauge_count_answers_the_fleet_for_max_age_with_its_oldest_age_advanced(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    # Every worker asks for the gauges each interval; the fleet counts once per max_age.
+    await make_job(driver, ids, clock.now(), queue="mail")
+    await make_job(driver, ids, clock.now(), queue="mail", state=JobState.DEAD)
+    assert await driver.queue_gauges(now=clock.now(), max_age=10) == [QueueGauges("mail", 1, 0.0, 1)]
+    await make_job(driver, ids, clock.now(), queue="mail")
+    await make_job(driver, ids, clock.now(), queue="bills")
+    clock.advance(4)
+    # Within max_age: the count taken 4 s ago (one waiting, one dead), its oldest age now 4 s.
+    assert await driver.queue_gauges(now=clock.now(), max_age=10) == [QueueGauges("mail", 1, 4.0, 1)]
+    clock.advance(6)
+    # max_age has passed: counted again, every queue.
+    assert await driver.queue_gauges(now=clock.now(), max_age=10) == [
+        QueueGauges("bills", 1, 10.0, 0), QueueGauges("mail", 2, 10.0, 1)]
+    await make_job(driver, ids, clock.now(), queue="bills")
+    # max_age 0 (the default) always counts.
+    assert await driver.queue_gauges(now=clock.now()) == [QueueGauges("bills", 2, 10.0, 0), QueueGauges("mail", 2, 10.0, 1)]
 
 
 async def test_i8_concurrency_slots_are_shared_and_leased(driver: Driver, clock: FakeClock) -> None:

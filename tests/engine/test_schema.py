@@ -97,10 +97,12 @@ def test_dead_letters_are_grouped_from_an_index_only_scan(pg_server_empty_dsn: s
     install_schema(dsn)
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("create index job_dead_v3 on jobs.job (name, (coalesce(error_code, ''))) where state = 'dead'")
+        conn.execute("create index job_dead_v4 on jobs.job (name, error_code, stop_reason, tenant, finished_at) where state = 'dead'")
     install_schema(dsn)
     assert "job_dead_v3" not in _indexes(dsn)
+    assert "job_dead_v4" not in _indexes(dsn)
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("set enable_seqscan = off")
         conn.execute("set enable_bitmapscan = off")
         plan = "\n".join(r[0] for r in conn.execute("explain " + Q.dead_groups.text, filter_params(JobFilter())).fetchall())
-    assert "Index Only Scan using job_dead_v4" in plan
+    assert "Index Only Scan using job_dead_v5" in plan

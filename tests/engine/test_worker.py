@@ -263,3 +263,37 @@ async def test_maintenance_under_its_leader_rescues_a_lapsed_lease_and_prunes(me
         await eng.aget(done.id)
     await leader.step_down()
     assert (await other.run_once()).term == 2  # handed over at once, under a new term
+
+
+async def test_i24_a_fleet_of_workers_counts_the_queue_gauges_once_per_interval(
+    mem: MemoryDriver, clock: FakeClock, eng: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await eng.aenqueue(fast, {"n": 1})  # waiting: the workers below serve another queue
+    clock.advance(5)
+    counted: list[object] = []
+    asked: list[float] = []
+    both_asked = asyncio.Event()
+    count, ask = mem._count_gauges, mem.queue_gauges
+
+    def counting(now: Any) -> Any:
+        counted.append(now)
+        return count(now)
+
+    async def asking(*, now: Any, max_age: float = 0.0) -> Any:
+        asked.append(max_age)
+        got = await ask(now=now, max_age=max_age)
+        if len(asked) == 2:
+            both_asked.set()
+        return got
+
+    monkeypatch.setattr(mem, "_count_gauges", counting)
+    monkeypatch.setattr(mem, "queue_gauges", asking)
+    kw = dict(queues=("elsewhere",), gauges_interval=10.0)
+    one = Worker(mem, Registry([fast]), config=cfg(**kw), clock=clock)
+    two = Worker(mem, Registry([fast]), config=cfg(**kw), clock=clock)
+    async with one, two:
+        await both_asked.wait()
+    assert asked == [10.0, 10.0] and len(counted) == 1
+    for w in (one, two):
+        assert w.metrics.registry.get_sample_value("queue_depth", {"queue": Q}) == 1
+        assert w.metrics.registry.get_sample_value("queue_oldest_ready_seconds", {"queue": Q}) == 5

@@ -7,10 +7,20 @@ import asyncio
 import threading
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from engine.drivers.memory.state import MemoryState
-from engine.types import ClaimBatch, EnqueueResult, JobRow, JobState, NewJob, QueueGauges, WorkerRecord
+from engine.types import (
+    ClaimBatch,
+    EnqueueResult,
+    GaugeCount,
+    JobRow,
+    JobState,
+    NewJob,
+    QueueGauges,
+    WorkerRecord,
+    gauges_at,
+)
 
 _CLAIMABLE = frozenset({JobState.READY, JobState.DELAYED, JobState.PARKED, JobState.SUSPENDED})
 
@@ -120,20 +130,29 @@ class MemoryWorkers:
     async def queue_notify(self, *, queues: Sequence[str]) -> None:
         self._wakeups().notify(set(queues))
 
-    async def queue_gauges(self, *, now: datetime) -> list[QueueGauges]:
-        acc: dict[str, list[float]] = {}
+    async def queue_gauges(self, *, now: datetime, max_age: float = 0.0) -> list[QueueGauges]:
         with self.state.lock:
-            for r in self.state.jobs.values():
-                waiting = r.state in (JobState.READY, JobState.PARKED) or (r.state is JobState.DELAYED and r.run_at <= now)
-                if not waiting and r.state is not JobState.DEAD:
-                    continue
-                g = acc.setdefault(r.queue, [0, 0.0, 0])
-                if r.state is JobState.DEAD:
-                    g[2] += 1
-                else:
-                    g[0] += 1
-                    g[1] = max(g[1], (now - min(r.run_at, r.updated_at)).total_seconds())
-        return [QueueGauges(q, int(g[0]), float(g[1]), int(g[2])) for q, g in sorted(acc.items())]
+            taken_at, counts = self.state.extra.get("gauge_snapshot", (None, []))
+            if taken_at is None or taken_at <= now - timedelta(seconds=max_age):
+                counts = self._count_gauges(now)
+                self.state.extra["gauge_snapshot"] = (now, counts)
+        return gauges_at(counts, now)
+
+    def _count_gauges(self, now: datetime) -> list[GaugeCount]:
+        acc: dict[str, tuple[int, datetime | None, int]] = {}
+        for r in self.state.jobs.values():
+            waiting = r.state in (JobState.READY, JobState.PARKED) or (r.state is JobState.DELAYED and r.run_at <= now)
+            if not waiting and r.state is not JobState.DEAD:
+                continue
+            depth, since, dead = acc.get(r.queue, (0, None, 0))
+            if r.state is JobState.DEAD:
+                dead += 1
+            else:
+                depth += 1
+                began = min(r.run_at, r.updated_at)
+                since = began if since is None else min(since, began)
+            acc[r.queue] = (depth, since, dead)
+        return [(q, depth, since, dead) for q, (depth, since, dead) in sorted(acc.items())]
 
 
 def _time_out(fut: asyncio.Future[bool]) -> None:

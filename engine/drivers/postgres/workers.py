@@ -14,7 +14,7 @@ from psycopg.rows import tuple_row
 from engine.drivers.postgres.pool import LoopPools
 from engine.drivers.postgres.rows import CLAIM_FIELDS, claimed_rows
 from engine.drivers.sqlfiles import Q
-from engine.types import ClaimBatch, ClaimedJob, QueueGauges, WorkerRecord
+from engine.types import ClaimBatch, ClaimedJob, QueueGauges, WorkerRecord, gauges_at
 
 _RUN_AT = CLAIM_FIELDS.index("run_at")
 
@@ -113,6 +113,6 @@ class PostgresWorkers:
     async def queue_notify(self, *, queues: Sequence[str]) -> None:
         await self._exec(Q.queue_notify.text, {"queues": list(queues)})
 
-    async def queue_gauges(self, *, now: datetime) -> list[QueueGauges]:
-        rows = await self._all(Q.queue_gauges.text, {"now": now})
-        return [QueueGauges(r["queue"], r["depth"], float(r["oldest_ready_seconds"]), r["dead"]) for r in rows]
+    async def queue_gauges(self, *, now: datetime, max_age: float = 0.0) -> list[QueueGauges]:
+        rows = await self._all(Q.queue_gauges.text, {"now": now, "max_age": max_age})
+        return gauges_at(((r["queue"], r["depth"], r["since"], r["dead"]) for r in rows), now)
