@@ -248,6 +248,19 @@ create table if not exists jobs.gauge_snapshot (
 );
 insert into jobs.gauge_snapshot (id, taken_at, gauges) values (1, '-infinity', '[]') on conflict (id) do nothing;
 
+-- Completions per queue per calendar minute, rolled up by the maintenance leader once a minute has
+-- closed and settled (sql/queries/maintenance.sql: throughput_rollup): the queues view's sparkline
+-- reads these for every minute before jobs.meta's throughput_rolled_until and counts only the rows
+-- after it, so its cost does not grow with the completion rate (an hour at 100 jobs/s held 360,000
+-- rows to read on every refresh). Two hours kept.
+create table if not exists jobs.throughput_minute (
+    minute    timestamptz not null,
+    queue     text not null,
+    completed integer not null,
+    primary key (minute, queue)
+);
+insert into jobs.meta (key, value) values ('throughput_rolled_until', '-infinity') on conflict (key) do nothing;
+
 -- Transactional outbox (I16-I20) ------------------------------------------------------------------
 
 create table if not exists jobs.outbox (

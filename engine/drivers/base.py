@@ -178,6 +178,12 @@ class Driver(Protocol):
         before ``dead_before``."""
         ...
 
+    async def throughput_rollup(self, *, leader: str, holder: str, term: int, now: datetime, settle: float) -> int:
+        """Roll completions up per (queue, calendar minute) for every minute that ended ``settle``
+        seconds before ``now`` and is not rolled yet (two hours at most); the rows written. The
+        queues view reads rolled minutes instead of counting their rows again."""
+        ...
+
     async def worker_reap(self, *, before: datetime) -> list[str]:
         """Delete worker rows whose heartbeat stopped before ``before``."""
         ...

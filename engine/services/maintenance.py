@@ -5,6 +5,8 @@
 - the pruner deletes completed and cancelled rows past a retention, with their steps, attempts
   and history, in bounded batches so it never holds long locks; dead letters are kept for their own, longer
   retention (an operator acts on them first);
+- the throughput rollup counts each closed minute's completions per queue once, for the queues
+  view's sparkline (which then reads rolled minutes rather than an hour of rows every refresh);
 - the reaper deletes the registration rows of workers whose heartbeat stopped.
 
 A config, `run_once()` returning what it did, and a thin loop (STYLE.md, convention 5).
@@ -40,9 +42,12 @@ class MaintenanceConfig:
     retention: float = 7 * 86400.0  # completed and cancelled rows
     dead_retention: float = 30 * 86400.0  # dead letters: longer, so an operator can act first
     worker_reap_after: float = 600.0  # a worker row whose heartbeat is older than this is gone
+    # A minute's completions are rolled up this long after it ends: a completion recorded later
+    # than that (a worker clock behind the leader's by more) falls in no minute of the sparkline.
+    throughput_settle: float = 120.0
 
     def __post_init__(self) -> None:
-        for name in ("interval", "leader_lease", "retention", "dead_retention", "worker_reap_after"):
+        for name in ("interval", "leader_lease", "retention", "dead_retention", "worker_reap_after", "throughput_settle"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
                 raise JobsError(X_INVALID_ARGUMENT, cause=f"MaintenanceConfig {name}={value!r} must be > 0 seconds",
@@ -65,6 +70,7 @@ class MaintenanceResult:
     rescued: tuple[str, ...] = ()
     pruned: int = 0
     reaped: tuple[str, ...] = field(default=())
+    rolled: int = 0  # (queue, minute) rows of completions rolled up
 
 
 class Maintenance:
@@ -85,6 +91,9 @@ class Maintenance:
         rescued = await self.driver.job_rescue(leader=LEADER, holder=self.holder, term=term, now=now, limit=cfg.rescue_batch)
         if rescued:
             logs.emit(logs.MAINTENANCE_RESCUED, logging.WARNING, count=len(rescued), job_ids=[j for j, _ in rescued][:20])
+        # Before the pruner: a minute's completions are counted while their rows still exist.
+        rolled = await self.driver.throughput_rollup(leader=LEADER, holder=self.holder, term=term, now=now,
+                                                     settle=cfg.throughput_settle)
         pruned = 0
         before = now - timedelta(seconds=cfg.retention)
         dead_before = now - timedelta(seconds=cfg.dead_retention)
@@ -98,7 +107,7 @@ class Maintenance:
         if pruned:
             logs.emit(logs.MAINTENANCE_PRUNED, count=pruned)
         reaped = await self.driver.worker_reap(before=now - timedelta(seconds=cfg.worker_reap_after))
-        return MaintenanceResult(True, term, tuple(j for j, _ in rescued), pruned, tuple(reaped))
+        return MaintenanceResult(True, term, tuple(j for j, _ in rescued), pruned, tuple(reaped), rolled)
 
     async def run(self) -> None:
         while True:

@@ -66,3 +66,14 @@ on conflict (id) do nothing;
 -- name: bench_vacuum :exec
 -- Planner statistics and the visibility map, as autovacuum leaves a live system.
 vacuum analyze jobs.job;
+
+-- name: bench_seed_busy_hour :exec
+-- %(n)s more completions spread evenly over the hour before %(now)s (360,000: an hour at 100
+-- jobs/s), for the queues view's sparkline on a busy queue (queues.busy_hour).
+insert into jobs.job (id, name, queue, idempotency_key, input, result, state, attempt, max_attempts, run,
+                      run_at, created_at, updated_at, claimed_by, claimed_at, finished_at)
+select uuidv7(at - %(now)s::timestamptz), 'job_' || (g %% 50), 'q' || (g %% 5), 'busy:' || g,
+       jsonb_build_object('n', g), jsonb_build_object('ok', true), 'completed', 1, 3, 1,
+       at, at, at, 'bench-worker-' || (g %% 4), at, at
+from (select g, %(now)s::timestamptz - g * (interval '1 hour' / %(n)s::int) as at
+      from generate_series(1, %(n)s::int) as g) s;

@@ -62,15 +62,28 @@ select n.name,
 from unnest(%(queues)s::text[]) as n(name);
 
 -- name: queue_throughput :many
--- Completions per queue per minute over the hour before %(now)s (minute 0 is the latest), in one
--- pass over the hour's finished rows (a pass per queue read each of them once per queue).
-select j.queue as name, floor(extract(epoch from (%(now)s - j.finished_at)) / 60)::int as minute,
-       count(*)::int as n
-from jobs.job j
-where j.state = 'completed'
-  and j.finished_at > %(now)s - interval '1 hour' and j.finished_at <= %(now)s
-  and j.queue = any(%(queues)s::text[])
-group by 1, 2;
+-- Completions per queue per calendar minute, the 60 minutes up to %(now)s's (minute 0: the one now
+-- under way). Minutes the maintenance leader has rolled up (before throughput_rolled_until) come
+-- from jobs.throughput_minute; only the rows after it are counted, in one pass over job_finished_at.
+with w as (
+    select date_trunc('minute', %(now)s) as this_minute,
+           date_trunc('minute', %(now)s) - interval '59 minutes' as lo,
+           coalesce((select value::timestamptz from jobs.meta where key = 'throughput_rolled_until'), '-infinity') as rolled
+)
+select name, (extract(epoch from (w.this_minute - m.minute)) / 60)::int as minute, n
+from w, (
+    select t.queue as name, t.minute, t.completed as n
+    from jobs.throughput_minute t, w
+    where t.minute >= w.lo and t.minute < w.rolled and t.minute <= w.this_minute
+      and t.queue = any(%(queues)s::text[])
+    union all
+    select j.queue, date_trunc('minute', j.finished_at), count(*)::int
+    from jobs.job j, w
+    where j.state = 'completed'
+      and j.finished_at >= greatest(w.lo, w.rolled) and j.finished_at <= %(now)s
+      and j.queue = any(%(queues)s::text[])
+    group by 1, 2
+) m;
 
 -- name: queue_pauses :many
 -- The durable pause state of every queue that has a row.

@@ -92,3 +92,42 @@ select id from gone;
 -- name: worker_reap :many
 -- Delete the rows of workers whose heartbeat stopped before %(before)s (killed processes).
 delete from jobs.worker where heartbeat_at < %(before)s returning id;
+
+-- name: throughput_rollup :one
+-- Completions per (queue, calendar minute) into jobs.throughput_minute, for every minute that
+-- ended at least %(settle)s seconds before %(now)s and lies after the watermark (jobs.meta's
+-- throughput_rolled_until), the last two hours at most; then the watermark moves to the end of the
+-- last minute counted, and minutes older than two hours are dropped. The watermark row is locked
+-- for the pass, so two passes never count a minute twice, and a pass with a clock behind the
+-- watermark counts nothing. Fenced on the leader's term like the pruner. A completion whose
+-- finished_at lands in a minute already rolled (recorded more than `settle` late) is in no minute.
+with leader as (
+    select 1 from jobs.leader
+    where name = %(leader)s and holder = %(holder)s and term = %(term)s and lease_until >= %(now)s
+), mark as (
+    select value::timestamptz as since from jobs.meta
+    where key = 'throughput_rolled_until' and exists (select 1 from leader)
+    for update
+), span as (
+    select greatest(since, date_trunc('minute', %(now)s) - interval '2 hours') as lo,
+           date_trunc('minute', %(now)s - make_interval(secs => %(settle)s)) as hi
+    from mark
+), counted as (
+    insert into jobs.throughput_minute (minute, queue, completed)
+    select date_trunc('minute', j.finished_at), j.queue, count(*)
+    from jobs.job j, span
+    where j.state = 'completed' and j.finished_at >= span.lo and j.finished_at < span.hi
+    group by 1, 2
+    returning 1
+), moved as (
+    update jobs.meta m set value = span.hi::text
+    from span
+    where m.key = 'throughput_rolled_until' and span.hi > span.lo
+    returning 1
+), dropped as (
+    delete from jobs.throughput_minute
+    where minute < date_trunc('minute', %(now)s) - interval '2 hours' and exists (select 1 from leader)
+    returning 1
+)
+select (select count(*) from counted)::int as rows, (select count(*) from moved)::int as moved,
+       (select count(*) from dropped)::int as dropped;

@@ -41,18 +41,47 @@ async def test_i24_queue_stats_count_by_state_and_parked_counts_as_ready(driver:
     assert parked.state is JobState.PARKED and not view.estimated
 
 
-async def test_queue_throughput_is_completions_per_minute_over_the_last_hour(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
-    await make_job(driver, ids, clock.now(), state=JobState.COMPLETED)  # will fall out of the hour
-    clock.advance(3600 - 150)
+async def test_queue_throughput_is_completions_per_calendar_minute_over_the_last_hour(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    clock.advance(30)  # 12:00:30
+    await make_job(driver, ids, clock.now(), state=JobState.COMPLETED)  # minute 12:00: out of the hour below
+    clock.advance(3490)  # 12:58:40
     for _ in range(3):
         await make_job(driver, ids, clock.now(), state=JobState.COMPLETED)
-    clock.advance(120)
+    clock.advance(85)  # 13:00:05
     await make_job(driver, ids, clock.now(), state=JobState.COMPLETED)
     await make_job(driver, ids, clock.now(), state=JobState.DEAD)  # not a completion
-    clock.advance(31)  # the first one finished 3601 s ago now
+    clock.advance(15)  # 13:00:20: the hour is the minutes 12:01 to 13:00, the one under way last
     (q,) = (await intro(driver, clock).queues()).queues
     assert len(q.throughput) == 60
     assert q.throughput[-1] == 1 and q.throughput[-3] == 3 and sum(q.throughput) == 4
+    assert q.completed_last_hour == Count(4)
+
+
+async def test_the_sparkline_reads_rolled_up_minutes_and_counts_only_the_rows_after_them(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    start = clock.now()  # 12:00:00
+    term = await driver.leader_acquire(name="maintenance", holder="h", now=start, lease_seconds=3600)
+    assert term is not None
+    for at, n in ((10, 2), (70, 1)):  # 12:00:10 twice, 12:01:10 once
+        for _ in range(n):
+            await make_job(driver, ids, start + timedelta(seconds=at), state=JobState.COMPLETED, queue="mail")
+    clock.advance(240)  # 12:04:00: the minutes that closed two minutes ago are 12:00 and 12:01
+    rollup = dict(leader="maintenance", holder="h", term=term, now=clock.now(), settle=120.0)
+    assert await driver.throughput_rollup(**rollup) == 2  # (12:00, mail) and (12:01, mail)
+    assert await driver.throughput_rollup(**rollup) == 0  # never a minute twice
+    assert await driver.throughput_rollup(**(rollup | {"term": term + 1})) == 0  # not the leader: nothing
+    # Rolled minutes answer from the rollup: their rows pruned still count, and a completion
+    # recorded late into a rolled minute (a worker clock 2.5 minutes behind) is in none.
+    pruned = await driver.job_prune(leader="maintenance", holder="h", term=term, now=clock.now(),
+                                    before=start + timedelta(seconds=30), dead_before=start, limit=100)
+    assert len(pruned) == 2
+    await make_job(driver, ids, start + timedelta(seconds=90), state=JobState.COMPLETED, queue="mail")
+    await make_job(driver, ids, start + timedelta(seconds=180), state=JobState.COMPLETED, queue="mail")  # 12:03: not rolled
+    (q,) = (await intro(driver, clock).queues()).queues
+    assert q.throughput[-5:] == (2, 1, 0, 1, 0)  # 12:00 .. 12:04
     assert q.completed_last_hour == Count(4)
 
 

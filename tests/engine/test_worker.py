@@ -24,7 +24,7 @@ from engine.jobs import JobDefinition, RateLimit, Registry, job
 from engine.retry import RetryPolicy
 from engine.runtime.execute import Execution
 from engine.runtime.worker import Worker, WorkerConfig
-from engine.types import JobState
+from engine.types import Ack, JobState
 
 Q = "wq"
 GATE: dict[str, asyncio.Event] = {}
@@ -263,6 +263,19 @@ async def test_maintenance_under_its_leader_rescues_a_lapsed_lease_and_prunes(me
         await eng.aget(done.id)
     await leader.step_down()
     assert (await other.run_once()).term == 2  # handed over at once, under a new term
+
+
+async def test_a_maintenance_pass_rolls_up_each_closed_minutes_completions_once(mem: MemoryDriver, clock: FakeClock, eng: Engine) -> None:
+    from engine.services.maintenance import Maintenance
+
+    await eng.aenqueue(fast, {"n": 1})
+    (c,) = await mem.job_claim(queues=[Q], limit=1, worker="w", now=clock.now(), lease_seconds=30)
+    await mem.job_ack_many(acks=[Ack(c.claim, None)], now=clock.now())  # minute 12:00
+    leader = Maintenance(mem, clock, holder="m1")
+    assert (await leader.run_once()).rolled == 0  # 12:00 is under way
+    clock.advance(200)  # 12:03:20: 12:00 closed more than throughput_settle (120 s) ago
+    assert (await leader.run_once()).rolled == 1
+    assert (await leader.run_once()).rolled == 0
 
 
 async def test_i24_a_fleet_of_workers_counts_the_queue_gauges_once_per_interval(

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from engine.drivers.jobfilter import search_terms
-from engine.drivers.memory.state import LIVE, MemoryState, dedupe_key
+from engine.drivers.memory.state import LIVE, MemoryState, dedupe_key, minute_of, rollup_of
 from engine.projections import (
     Count,
     DeadGroup,
@@ -26,7 +26,7 @@ from engine.projections import (
 )
 from engine.types import JobRow, JobState, StopReason
 
-_HOUR = timedelta(hours=1)
+_HOUR, _MINUTE = timedelta(hours=1), timedelta(minutes=1)
 
 
 def capped(n: int, cap: int) -> Count:
@@ -104,15 +104,22 @@ class MemoryIntrospect:
             names = {r.queue for r in self.state.jobs.values()} | set(self.state.paused) | _known_queues(self.state)
             counts: dict[str, dict[JobState, int]] = defaultdict(lambda: defaultdict(int))
             oldest: dict[str, datetime] = {}
+            # As queue_throughput: calendar minutes, rolled ones from the rollup, later rows counted.
             done: dict[str, list[int]] = defaultdict(lambda: [0] * 60)
+            this_minute = minute_of(now)
+            lo = this_minute - _HOUR + _MINUTE
+            roll = rollup_of(self.state)
+            rolled = roll.rolled if roll.rolled is not None else datetime.min.replace(tzinfo=now.tzinfo)
+            for (minute, queue), n in roll.minutes.items():
+                if lo <= minute < rolled and minute <= this_minute:
+                    done[queue][59 - (this_minute - minute) // _MINUTE] += n
             for r in self.state.jobs.values():
                 counts[r.queue][r.state] += 1
                 since = ready_since(r, now)
                 if since is not None and (r.queue not in oldest or since < oldest[r.queue]):
                     oldest[r.queue] = since
-                if r.state is JobState.COMPLETED and r.finished_at is not None and now - _HOUR < r.finished_at <= now:
-                    minute = int((now - r.finished_at).total_seconds() // 60)
-                    done[r.queue][59 - min(minute, 59)] += 1
+                if r.state is JobState.COMPLETED and r.finished_at is not None and max(lo, rolled) <= r.finished_at <= now:
+                    done[r.queue][59 - (this_minute - minute_of(r.finished_at)) // _MINUTE] += 1
             out = []
             for q in sorted(names):
                 c = counts[q]

@@ -1,4 +1,5 @@
-"""MemoryDriver's maintenance: the leader lease, the rescuer, the pruner and the worker reaper,
+"""MemoryDriver's maintenance: the leader lease, the rescuer, the pruner, the throughput rollup and
+the worker reaper,
 with the same meaning as sql/queries/maintenance.sql, on the injected clock."""
 
 from __future__ import annotations
@@ -6,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from engine.drivers.memory.state import MemoryState
+from engine.drivers.memory.state import ROLLUP_KEPT, MemoryState, minute_of, rollup_of
 from engine.types import AttemptRecord, HistoryEntry, JobState
 
 _PRUNED = (JobState.COMPLETED, JobState.CANCELLED)
@@ -92,6 +93,28 @@ class MemoryMaintenance:
                     if isinstance(table, dict) and r.id in table:
                         table.pop(r.id, None)
             return [r.id for r in doomed]
+
+    async def throughput_rollup(self, *, leader: str, holder: str, term: int, now: datetime, settle: float) -> int:
+        with self.state.lock:
+            if not self._leads(leader, holder, term, now):
+                return 0
+            roll = rollup_of(self.state)
+            lo = minute_of(now) - ROLLUP_KEPT
+            if roll.rolled is not None:
+                lo = max(lo, roll.rolled)
+            hi = minute_of(now - timedelta(seconds=settle))
+            if hi <= lo:
+                return 0
+            before = len(roll.minutes)
+            for r in self.state.jobs.values():
+                if r.state is JobState.COMPLETED and r.finished_at is not None and lo <= r.finished_at < hi:
+                    key = (minute_of(r.finished_at), r.queue)
+                    roll.minutes[key] = roll.minutes.get(key, 0) + 1
+            written = len(roll.minutes) - before
+            roll.rolled = hi
+            for key in [k for k in roll.minutes if k[0] < minute_of(now) - ROLLUP_KEPT]:
+                del roll.minutes[key]
+            return written
 
     async def worker_reap(self, *, before: datetime) -> list[str]:
         with self.state.lock:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from engine.types import LIVE_STATES, AttemptRecord, HistoryEntry, JobRow
@@ -44,3 +45,23 @@ class MemoryState:
 
     def add_history(self, entry: HistoryEntry) -> None:
         self.history.setdefault(entry.job_id, []).append(entry)
+
+
+ROLLUP_KEPT = timedelta(hours=2)  # as throughput_rollup in SQL: rolled minutes older than this go
+
+
+def minute_of(t: datetime) -> datetime:
+    """The calendar minute ``t`` falls in (date_trunc('minute', t))."""
+    return t.replace(second=0, microsecond=0)
+
+
+@dataclass
+class Rollup:
+    """jobs.throughput_minute and its watermark (jobs.meta throughput_rolled_until)."""
+
+    rolled: datetime | None = None  # every minute before it is rolled up; None: none is
+    minutes: dict[tuple[datetime, str], int] = field(default_factory=dict)  # (minute, queue) -> completions
+
+
+def rollup_of(state: MemoryState) -> Rollup:
+    return state.extra.setdefault("throughput", Rollup())  # type: ignore[no-any-return]

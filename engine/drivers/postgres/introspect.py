@@ -110,7 +110,7 @@ class PostgresIntrospect:
             oldest = {r["name"]: r["oldest"] for r in await self._rows(conn, Q.queue_oldest_ready.text, p)}
             done: dict[str, list[int]] = defaultdict(lambda: [0] * 60)
             for r in await self._rows(conn, Q.queue_throughput.text, p):
-                done[r["name"]][59 - min(max(r["minute"], 0), 59)] += r["n"]
+                done[r["name"]][59 - r["minute"]] += r["n"]
             pauses = {r["name"]: r for r in await self._rows(conn, Q.queue_pauses.text, {})}
             out = []
             for q in names:

@@ -1,5 +1,5 @@
-"""PostgresDriver's maintenance: leader lease, rescuer, pruner and worker reaper
-(sql/queries/maintenance.sql), every mutation fenced on the leader's term."""
+"""PostgresDriver's maintenance: leader lease, rescuer, pruner, throughput rollup and worker
+reaper (sql/queries/maintenance.sql), every mutation fenced on the leader's term."""
 
 from __future__ import annotations
 
@@ -35,6 +35,10 @@ class PostgresMaintenance:
             "dead_before": dead_before, "limit": limit,
         })
         return [str(r["id"]) for r in rows]
+
+    async def throughput_rollup(self, *, leader: str, holder: str, term: int, now: datetime, settle: float) -> int:
+        row = await self._one(Q.throughput_rollup.text, {"leader": leader, "holder": holder, "term": term, "now": now, "settle": settle})
+        return int(row["rows"]) if row else 0
 
     async def worker_reap(self, *, before: datetime) -> list[str]:
         return [str(r["id"]) for r in await self._all(Q.worker_reap.text, {"before": before})]
