@@ -53,6 +53,7 @@ def _bounds() -> list[str]:
 async def _measure(dsn: str, runs: int, busy: int = BUSY_HOUR) -> tuple[dict[str, list[float]], dict[str, Any]]:
     from engine.drivers.postgres import PostgresDriver
     from engine.introspect import Introspector, Operator, parse_filter
+    from engine.services.maintenance import MaintenanceConfig
 
     driver = PostgresDriver(dsn)
     intro = Introspector(driver, budget=2.0)
@@ -87,7 +88,8 @@ async def _measure(dsn: str, runs: int, busy: int = BUSY_HOUR) -> tuple[dict[str
     now = datetime.now(UTC)
     term = await driver.leader_acquire(name="maintenance", holder="bench", now=now, lease_seconds=60)
     assert term is not None, "another maintenance leader holds this database"
-    await driver.throughput_rollup(leader="maintenance", holder="bench", term=term, now=now, settle=120.0)
+    await driver.throughput_rollup(leader="maintenance", holder="bench", term=term, now=now,
+                                   settle=MaintenanceConfig().throughput_settle)
     await driver.leader_release(name="maintenance", holder="bench", term=term, now=now)
     out["queues.busy_hour"] = await _time(cases["queues"], runs)
     await driver.close()

@@ -44,7 +44,9 @@ class MaintenanceConfig:
     worker_reap_after: float = 600.0  # a worker row whose heartbeat is older than this is gone
     # A minute's completions are rolled up this long after it ends: a completion recorded later
     # than that (a worker clock behind the leader's by more) falls in no minute of the sparkline.
-    throughput_settle: float = 120.0
+    # Leases already assume clocks agree to well under lease_seconds (30 s by default). The
+    # queues view counts the rows of the minutes not rolled yet: at most settle + 60 s of them.
+    throughput_settle: float = 30.0
 
     def __post_init__(self) -> None:
         for name in ("interval", "leader_lease", "retention", "dead_retention", "worker_reap_after", "throughput_settle"):

@@ -74,7 +74,7 @@ async def test_the_sparkline_reads_rolled_up_minutes_and_counts_only_the_rows_af
     assert await driver.throughput_rollup(**rollup) == 0  # never a minute twice
     assert await driver.throughput_rollup(**(rollup | {"term": term + 1})) == 0  # not the leader: nothing
     # Rolled minutes answer from the rollup: their rows pruned still count, and a completion
-    # recorded late into a rolled minute (a worker clock 2.5 minutes behind) is in none.
+    # recorded late into a rolled minute (a worker clock 2.5 minutes behind the leader) is in none.
     pruned = await driver.job_prune(leader="maintenance", holder="h", term=term, now=clock.now(),
                                     before=start + timedelta(seconds=30), dead_before=start, limit=100)
     assert len(pruned) == 2

@@ -273,7 +273,9 @@ async def test_a_maintenance_pass_rolls_up_each_closed_minutes_completions_once(
     await mem.job_ack_many(acks=[Ack(c.claim, None)], now=clock.now())  # minute 12:00
     leader = Maintenance(mem, clock, holder="m1")
     assert (await leader.run_once()).rolled == 0  # 12:00 is under way
-    clock.advance(200)  # 12:03:20: 12:00 closed more than throughput_settle (120 s) ago
+    clock.advance(80)  # 12:01:20: 12:00 closed 20 s ago, less than throughput_settle (30 s)
+    assert (await leader.run_once()).rolled == 0
+    clock.advance(20)  # 12:01:40: closed 40 s ago
     assert (await leader.run_once()).rolled == 1
     assert (await leader.run_once()).rolled == 0
 
