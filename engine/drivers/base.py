@@ -7,7 +7,7 @@ same behaviour tests against each.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -63,6 +63,12 @@ class Driver(Protocol):
     async def job_enqueue(self, *, jobs: Sequence[NewJob], now: datetime) -> list[EnqueueResult]:
         """Insert a batch (one round trip). A live row holding (name, tenant or '', key) answers
         as deduped with ITS id; never another tenant's or another job name's row (I2)."""
+        ...
+
+    async def job_enqueue_chunks(self, *, chunks: Iterable[Sequence[NewJob]], now: datetime) -> list[EnqueueResult]:
+        """A big batch, all or nothing: ``chunks`` is read lazily, each chunk sent while the next
+        is built, and one that raises (a row that fails its checks) leaves nothing written. The
+        answers as ``job_enqueue`` gives them, in order; a key held across chunks dedupes."""
         ...
 
     async def job_claim(

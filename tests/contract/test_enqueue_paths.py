@@ -1,15 +1,23 @@
-"""The Postgres driver's two enqueue statements (one row: job_enqueue_one; a batch: job_enqueue)
-mean the same thing; these pin the single-row path, which is the one a plain `enqueue()` takes."""
+"""The Postgres driver's enqueue paths (one row: job_enqueue_one; a batch: job_enqueue; a batch
+past engine.api.CHUNK: job_enqueue a chunk, pipelined in one transaction) mean the same thing on
+both drivers: the single-row path a plain `enqueue()` takes, and the chunked one."""
 
 from __future__ import annotations
 
 import re
 from datetime import timedelta
 
+import pytest
+
+from engine import api
+from engine.api import Engine, Enqueue
 from engine.clock import FakeClock
 from engine.drivers.base import Driver
 from engine.drivers.sqlfiles import load_queries, schema_sql
+from engine.errors import X_INPUT_NOT_JSON, JobsError
 from engine.ids import IdFactory
+from engine.jobs import job
+from engine.projections import JobFilter
 from engine.types import JobState, NewJob
 from tests.factory import make_job
 
@@ -48,3 +56,40 @@ async def test_single_enqueue_state_follows_run_at(driver: Driver, ids: IdFactor
     assert (later.state, due.state, plain.state) == (JobState.DELAYED, JobState.READY, JobState.READY)
     row = await driver.job_get(job_id=plain.id)
     assert row is not None and row.priority == 3 and row.input == {"user_id": 7} and row.run_at == now
+
+
+@job(name="chunked_email", queue="mail", idempotency_key=lambda inp: f"user:{inp['user_id']}")
+def chunked_email(inp: dict[str, int]) -> None:
+    return None
+
+
+async def test_a_batch_past_a_chunk_answers_every_row_in_order_and_dedupes_across_chunks(
+    driver: Driver, ids: IdFactory, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(api, "CHUNK", 2)  # 7 rows: four statements, one transaction (Postgres)
+    eng = Engine(driver, clock=clock, ids=ids)
+    held = await eng.aenqueue(chunked_email, {"user_id": 9})  # live before the batch
+    users = [1, 2, 3, 1, 9, 4, 3]  # 1 and 3 again in later chunks, 9 held already
+    got = await eng.aenqueue_many([Enqueue(chunked_email, {"user_id": u}) for u in users])
+    assert [r.deduped for r in got] == [False, False, False, True, True, False, True]
+    assert got[3].id == got[0].id and got[6].id == got[2].id and got[4].id == held.id
+    assert len({r.id for r in got}) == 5
+    for r, u in zip(got, users):
+        row = await driver.job_get(job_id=r.id)
+        assert row is not None and row.input == {"user_id": u} and row.state is JobState.READY
+
+
+async def test_a_row_that_fails_its_checks_in_a_later_chunk_leaves_nothing_written(
+    driver: Driver, ids: IdFactory, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(api, "CHUNK", 2)
+    eng = Engine(driver, clock=clock, ids=ids)
+    specs = [Enqueue(chunked_email, {"user_id": u}) for u in range(5)]
+    specs.append(Enqueue(chunked_email, {"user_id": 5, "ratio": float("nan")}))  # the third chunk
+    with pytest.raises(JobsError) as err:
+        await eng.aenqueue_many(specs)
+    assert err.value.code == X_INPUT_NOT_JSON
+    page = await driver.job_page(where=JobFilter(), limit=50, cursor=None, count_cap=100, budget_ms=None)
+    assert page.items == ()  # the two chunks sent before it were rolled back
+    again = await eng.aenqueue_many(specs[:5])  # and nothing holds their keys
+    assert not any(r.deduped for r in again)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -59,6 +59,11 @@ class MemoryJobs:
                 self.state.put(row)
                 out.append(EnqueueResult(row.id, False, row.state))
         return out
+
+    async def job_enqueue_chunks(self, *, chunks: Iterable[Sequence[NewJob]], now: datetime) -> list[EnqueueResult]:
+        # Every chunk is built before any row is written: one that raises leaves nothing behind.
+        rows = [j for chunk in chunks for j in chunk]
+        return await self.job_enqueue(jobs=rows, now=now)  # type: ignore[no-any-return]
 
     async def job_claim(
         self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float

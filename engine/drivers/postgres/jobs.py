@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 import orjson
+import psycopg
 from psycopg.rows import tuple_row
 
 from engine.codec import dumps, orjson_default
@@ -50,52 +51,50 @@ class PostgresJobs:
     async def job_enqueue(self, *, jobs: Sequence[NewJob], now: datetime) -> list[EnqueueResult]:
         if not jobs:
             return []
-        # Two rows of one batch with the same dedupe key: the statement's snapshot cannot see the
-        # first from the second's lookup, so the batch is collapsed here to its first holder.
-        first: dict[tuple[str, str, str], int] = {}
-        unique: list[NewJob] = []
-        slot: list[int] = []  # per input row: its index in `unique`
-        first_index: list[int] = []  # per input row: the input index of its key's first holder
-        holder: dict[tuple[str, str, str], int] = {}
-        for i, j in enumerate(jobs):
-            k = (j.name, j.tenant or "", j.idempotency_key)
-            if k not in first:
-                first[k] = len(unique)
-                holder[k] = i
-                unique.append(j)
-            slot.append(first[k])
-            first_index.append(holder[k])
-        # Inserted as given unless the statement says otherwise: ready, or delayed when due later.
-        results = [EnqueueResult(j.id, False, _DELAYED if j.run_at is not None and j.run_at > now else _READY)
-                   for j in unique]
-        if len(unique) == 1:  # the single enqueue: a plain VALUES insert, not the batch's CTE
-            j = unique[0]
+        batch = _Collapsed(jobs, now)
+        if len(batch.unique) == 1:  # the single enqueue: a plain VALUES insert, not the batch's CTE
+            j = batch.unique[0]
             one = await self._one(Q.job_enqueue_one.text, {
                 "id": j.id, "name": j.name, "queue": j.queue, "tenant": j.tenant, "key": j.idempotency_key,
                 "input": j.input_text or dumps(j.input, job=j.name), "max_attempts": j.max_attempts,
                 "run_at": j.run_at or now, "priority": j.priority, "now": now,
             })
             if one is None:
-                results[0] = await self._live_holder(j, now)
-        else:
-            batch = orjson.dumps([
-                [j.id, j.name, j.queue, j.tenant, j.idempotency_key, orjson.Fragment(j.input_text or dumps(j.input, job=j.name)),
-                 j.max_attempts, j.run_at or now, j.priority]
-                for j in unique
-            ], default=orjson_default).decode()
-            for r in await self._all(Q.job_enqueue.text, {"rows": batch, "now": now}):
-                at = r["ord"] - 1
-                if at < 0:  # the wake-up's row
-                    continue
-                if r["id"] is None:
-                    results[at] = await self._live_holder(unique[at], now)
-                else:
-                    results[at] = EnqueueResult(str(r["id"]), True, _STATES[r["state"]])
-        # A later row of the batch holding an earlier row's key answers that row, deduped.
-        return [
-            results[s] if i == seen else EnqueueResult(results[s].id, True, results[s].state)
-            for i, (s, seen) in enumerate(zip(slot, first_index))
-        ]
+                batch.results[0] = await self._live_holder(j, now)
+            return batch.answers()
+        return await self._answered(batch, await self._all(Q.job_enqueue.text, {"rows": batch.doc(), "now": now}), now)
+
+    async def job_enqueue_chunks(self, *, chunks: Iterable[Sequence[NewJob]], now: datetime) -> list[EnqueueResult]:
+        # One transaction, a statement a chunk, in pipeline mode: each statement goes out as soon
+        # as its chunk is built, so building the next one (the caller's checks included: `chunks`
+        # is lazy) overlaps the server's work on this one. A later chunk sees an earlier one's
+        # rows (one transaction), so a key held across chunks dedupes as it does within one.
+        sent: list[tuple[_Collapsed, psycopg.AsyncCursor[Any]]] = []
+        async with self.pools.connection() as conn, conn.transaction():
+            async with conn.pipeline():
+                for chunk in chunks:  # a chunk that raises rolls back the ones sent before it
+                    batch = _Collapsed(chunk, now)
+                    cur = conn.cursor()
+                    await cur.execute(Q.job_enqueue.text, {"rows": batch.doc(), "now": now})  # type: ignore[arg-type]
+                    sent.append((batch, cur))
+            answered = [(batch, await cur.fetchall()) for batch, cur in sent]
+        out: list[EnqueueResult] = []
+        for batch, rows in answered:
+            out += await self._answered(batch, rows, now)  # type: ignore[arg-type]
+        return out
+
+    async def _answered(self, batch: _Collapsed, rows: list[dict[str, Any]], now: datetime) -> list[EnqueueResult]:
+        """job_enqueue's answer for ``batch``: only the rows it did not insert, each with the live
+        row holding its key (none: that row committed after the statement's snapshot)."""
+        for r in rows:
+            at = r["ord"] - 1
+            if at < 0:  # the wake-up's row
+                continue
+            if r["id"] is None:
+                batch.results[at] = await self._live_holder(batch.unique[at], now)
+            else:
+                batch.results[at] = EnqueueResult(str(r["id"]), True, _STATES[r["state"]])
+        return batch.answers()
 
     async def _live_holder(self, new: NewJob, now: datetime) -> EnqueueResult:
         """A row that was not inserted: the live row holding its key committed after the insert's
@@ -179,3 +178,45 @@ class PostgresJobs:
 
     async def job_attempts(self, *, job_id: str) -> list[AttemptRecord]:
         return [attempt_record(r) for r in await self._all(Q.job_attempts.text, {"id": job_id})]
+
+
+class _Collapsed:
+    """A batch collapsed to the first holder of each dedupe key: the statement's snapshot cannot
+    see one of its own rows from another's lookup, so two rows with one key would both insert."""
+
+    def __init__(self, jobs: Sequence[NewJob], now: datetime) -> None:
+        first: dict[tuple[str, str, str], int] = {}
+        holder: dict[tuple[str, str, str], int] = {}
+        self.unique: list[NewJob] = []
+        self.slot: list[int] = []  # per input row: its index in `unique`
+        self.first_index: list[int] = []  # per input row: the input index of its key's first holder
+        for i, j in enumerate(jobs):
+            k = (j.name, j.tenant or "", j.idempotency_key)
+            if k not in first:
+                first[k] = len(self.unique)
+                holder[k] = i
+                self.unique.append(j)
+            self.slot.append(first[k])
+            self.first_index.append(holder[k])
+        # Inserted as given unless the statement says otherwise: ready, or delayed when due later.
+        self.results = [EnqueueResult(j.id, False, _DELAYED if j.run_at is not None and j.run_at > now else _READY)
+                        for j in self.unique]
+        self.now = now
+
+    def doc(self) -> str:
+        """job_enqueue's one parameter: a jsonb array of [id, name, queue, tenant, key, input,
+        max_attempts, run_at, priority] rows."""
+        now = self.now
+        return orjson.dumps([
+            [j.id, j.name, j.queue, j.tenant, j.idempotency_key, orjson.Fragment(j.input_text or dumps(j.input, job=j.name)),
+             j.max_attempts, j.run_at or now, j.priority]
+            for j in self.unique
+        ], default=orjson_default).decode()
+
+    def answers(self) -> list[EnqueueResult]:
+        """One answer per input row: a later row holding an earlier row's key answers that row, deduped."""
+        res = self.results
+        return [
+            res[s] if i == seen else EnqueueResult(res[s].id, True, res[s].state)
+            for i, (s, seen) in enumerate(zip(self.slot, self.first_index))
+        ]
