@@ -249,8 +249,6 @@ async def test_maintenance_under_its_leader_rescues_a_lapsed_lease_and_prunes(me
     await mem.job_claim(queues=[Q], limit=1, worker="gone", now=clock.now(), lease_seconds=30)
     done = await eng.aenqueue(fast, {"n": 2})
     (c,) = await mem.job_claim(queues=[Q], limit=1, worker="w", now=clock.now(), lease_seconds=30)
-    from engine.types import Ack
-
     await mem.job_ack_many(acks=[Ack(c.claim, None)], now=clock.now())
     leader = Maintenance(mem, clock, holder="m1", config=MaintenanceConfig(retention=60, dead_retention=120))
     other = Maintenance(mem, clock, holder="m2", config=MaintenanceConfig(retention=60, dead_retention=120))
