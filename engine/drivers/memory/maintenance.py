@@ -1,6 +1,5 @@
 """MemoryDriver's maintenance: the leader lease, the rescuer, the pruner, the throughput rollup and
-the worker reaper,
-with the same meaning as sql/queries/maintenance.sql, on the injected clock."""
+the worker reaper, with the same meaning as sql/queries/maintenance.sql, on the injected clock."""
 
 from __future__ import annotations
 
