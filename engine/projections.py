@@ -52,7 +52,9 @@ class QueueStats:
     completed_last_hour: Count
     oldest_ready_at: datetime | None  # parked counts as ready; None: nothing waiting
     oldest_ready_age: float | None  # seconds, from the caller's clock
-    throughput: tuple[int, ...]  # completions per minute over the last hour, oldest minute first
+    # Completions per calendar minute, the 60 up to now's, oldest first (the last: the minute under
+    # way); completed_last_hour is their sum.
+    throughput: tuple[int, ...]
     workers: int  # live (non-stale) workers serving this queue
     slots_total: int  # their concurrency, summed
     slots_in_use: int
