@@ -310,3 +310,24 @@ async def test_i24_a_fleet_of_workers_counts_the_queue_gauges_once_per_interval(
     for w in (one, two):
         assert w.metrics.registry.get_sample_value("queue_depth", {"queue": Q}) == 1
         assert w.metrics.registry.get_sample_value("queue_oldest_ready_seconds", {"queue": Q}) == 5
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("interval", 0), ("leader_lease", -1.0), ("retention", "7d"), ("dead_retention", True),
+    ("worker_reap_after", 0.0), ("throughput_settle", -30.0),
+    ("rescue_batch", 0), ("prune_batch", 2.5), ("prune_batches_per_pass", False),
+])
+def test_a_maintenance_setting_out_of_range_is_refused_at_declaration(field: str, value: object) -> None:
+    from engine.services.maintenance import MaintenanceConfig
+
+    with pytest.raises(JobsError) as err:
+        MaintenanceConfig(**{field: value})  # type: ignore[arg-type]
+    assert err.value.code == X_INVALID_ARGUMENT and field in err.value.cause and err.value.fix
+
+
+def test_dead_letters_kept_shorter_than_completions_is_refused() -> None:
+    from engine.services.maintenance import MaintenanceConfig
+
+    with pytest.raises(JobsError) as err:
+        MaintenanceConfig(retention=86400, dead_retention=3600)
+    assert err.value.code == X_INVALID_ARGUMENT and "dead_retention" in err.value.cause
