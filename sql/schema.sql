@@ -306,6 +306,6 @@ create table if not exists jobs.backfill (
 );
 create index if not exists backfill_name_env on jobs.backfill (name, environment, completed_at);
 
-insert into jobs.meta (key, value) values ('schema_version', '1')
+insert into jobs.meta (key, value) values ('schema_version', '2')
     on conflict (key) do update set value = excluded.value
     where jobs.meta.value::int < excluded.value::int;

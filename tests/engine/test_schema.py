@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from engine.drivers.postgres.introspect import filter_params
+from engine.drivers.postgres.schema import SCHEMA_VERSION
 from engine.drivers.sqlfiles import Q, load_queries, parse_queries
 from engine.errors import JobsError
 from engine.projections import JobFilter
@@ -41,7 +43,7 @@ def test_i3_install_is_rerunnable_and_drops_superseded_narrower_indexes(pg_serve
     live = idx["job_dedupe_live_v3"]
     assert "UNIQUE" in live and "COALESCE(tenant, ''::text)" in live and "parked" in live
     with psycopg.connect(dsn) as conn:
-        assert conn.execute("select value from jobs.meta where key = 'schema_version'").fetchone() == ("1",)
+        assert conn.execute("select value from jobs.meta where key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
 
 
 def test_every_named_statement_is_used_by_the_postgres_driver() -> None:
@@ -106,3 +108,26 @@ def test_dead_letters_are_grouped_from_an_index_only_scan(pg_server_empty_dsn: s
         conn.execute("set enable_bitmapscan = off")
         plan = "\n".join(r[0] for r in conn.execute("explain " + Q.dead_groups.text, filter_params(JobFilter())).fetchall())
     assert "Index Only Scan using job_dead_v5" in plan
+
+
+async def test_a_database_installed_by_the_previous_schema_is_refused_until_jobs_install(pg_server_empty_dsn: str) -> None:
+    # Version 1 had no gauge snapshot and no throughput rollup: the worker's gauges and the queues
+    # view would fail on their first statement, so the driver refuses the database at open instead.
+    from engine.drivers.postgres import PostgresDriver
+
+    dsn = pg_server_empty_dsn
+    install_schema(dsn)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("drop table jobs.gauge_snapshot, jobs.throughput_minute")
+        conn.execute("delete from jobs.meta where key = 'throughput_rolled_until'")
+        conn.execute("update jobs.meta set value = '1' where key = 'schema_version'")
+    driver = PostgresDriver(dsn)
+    try:
+        with pytest.raises(JobsError) as err:
+            await driver.open()
+        assert err.value.code == "X_SCHEMA_OUTDATED" and "jobs install" in err.value.fix
+        install_schema(dsn)
+        await driver.open()
+        assert await driver.queue_gauges(now=datetime.now(UTC)) == []
+    finally:
+        await driver.close()

@@ -7,7 +7,9 @@ import psycopg
 from engine.drivers.postgres.pool import check_dsn, unreachable
 from engine.drivers.sqlfiles import schema_sql
 
-SCHEMA_VERSION = 1
+# Raised when a query needs what an older install lacks: 2 added jobs.gauge_snapshot, jobs.throughput_minute
+# and the throughput_rolled_until watermark.
+SCHEMA_VERSION = 2
 _INSTALL_LOCK = 7_201_100  # an advisory lock so two installers never interleave
 
 
