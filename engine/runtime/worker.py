@@ -106,6 +106,7 @@ class Worker:
         self._closing = False
         self._started = False
         self._drained = False
+        self._gauges_failing = False
         self.released: list[str] = []
         self.maintenance: Any = None  # set by services.maintenance.maintained_worker
 
@@ -331,15 +332,27 @@ class Worker:
 
     async def _gauges_loop(self) -> None:
         while True:
-            try:
-                # The fleet counts once per interval, whichever worker comes first; the rest read it.
-                self.metrics.set_gauges(await self.driver.queue_gauges(now=self.clock.now(),
-                                                                       max_age=self.config.gauges_interval))
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # the next tick tries again; gauges are not worth a log line each
-                pass
+            await self.refresh_gauges()
             await self.clock.sleep(self.config.gauges_interval)
+
+    async def refresh_gauges(self) -> None:
+        """One reading of the queue gauges. The fleet counts once per interval, whichever worker
+        comes first; the rest read that count. A failed reading leaves the gauges as they were,
+        counts a reconnect and is logged once a streak (the next tick tries again)."""
+        try:
+            gauges = await self.driver.queue_gauges(now=self.clock.now(), max_age=self.config.gauges_interval)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.metrics.reconnects.labels("gauges").inc()
+            if not self._gauges_failing:
+                self._gauges_failing = True
+                logs.emit(logs.WORKER_RECONNECTING, logging.WARNING, what="gauges", worker=self.id, error=_short(exc))
+            return
+        self.metrics.set_gauges(gauges)
+        if self._gauges_failing:
+            self._gauges_failing = False
+            logs.emit(logs.WORKER_RECONNECTED, what="gauges", worker=self.id)
 
 
 async def _run(service: Callable[[], Awaitable[None]]) -> None:

@@ -331,3 +331,28 @@ def test_dead_letters_kept_shorter_than_completions_is_refused() -> None:
     with pytest.raises(JobsError) as err:
         MaintenanceConfig(retention=86400, dead_retention=3600)
     assert err.value.code == X_INVALID_ARGUMENT and "dead_retention" in err.value.cause
+
+
+async def test_i24_a_failed_gauge_reading_is_counted_and_logged_once_a_streak(
+    mem: MemoryDriver, clock: FakeClock, eng: Engine, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="jobs")
+    await eng.aenqueue(fast, {"n": 1})
+    answers: list[Exception | None] = [OSError("server closed the connection"), OSError("still down"), None]
+    ask = mem.queue_gauges
+
+    async def flaky(*, now: Any, max_age: float = 0.0) -> Any:
+        failure = answers.pop(0)
+        if failure is not None:
+            raise failure
+        return await ask(now=now, max_age=max_age)
+
+    monkeypatch.setattr(mem, "queue_gauges", flaky)
+    w = Worker(mem, Registry([fast]), config=cfg(), clock=clock)
+    for _ in range(3):
+        await w.refresh_gauges()
+    events = [(r.getMessage(), r.fields.get("what")) for r in caplog.records]  # type: ignore[attr-defined]
+    assert events.count(("jobs.worker.reconnecting", "gauges")) == 1  # once for the streak of two
+    assert events.count(("jobs.worker.reconnected", "gauges")) == 1
+    assert w.metrics.registry.get_sample_value("jobs_worker_reconnects_total", {"what": "gauges"}) == 2
+    assert w.metrics.registry.get_sample_value("queue_depth", {"queue": Q}) == 1  # read once it came back
