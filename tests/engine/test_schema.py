@@ -29,13 +29,20 @@ def _indexes(dsn: str) -> dict[str, str]:
     return {name: d for name, d in rows}
 
 
-def test_i3_install_is_rerunnable_and_drops_superseded_narrower_indexes(pg_server_empty_dsn: str) -> None:
-    dsn = pg_server_empty_dsn
+def _older_install(dsn: str, *statements: str) -> None:
+    """Install today's schema, then run ``statements`` to make the database look like what an
+    older release's install left behind."""
     install_schema(dsn)
     with psycopg.connect(dsn, autocommit=True) as conn:
-        # A database that shipped an older version still carries the narrower unique indexes.
-        for name, cols in SUPERSEDED.items():
-            conn.execute(f"create unique index {name} on jobs.job {cols} where state in ('ready','delayed','running','suspended')")
+        for sql in statements:
+            conn.execute(sql)  # type: ignore[arg-type]
+
+
+def test_i3_install_is_rerunnable_and_drops_superseded_narrower_indexes(pg_server_empty_dsn: str) -> None:
+    dsn = pg_server_empty_dsn
+    # A database that shipped an older version still carries the narrower unique indexes.
+    _older_install(dsn, *(f"create unique index {name} on jobs.job {cols} where state in ('ready','delayed','running','suspended')"
+                          for name, cols in SUPERSEDED.items()))
     install_schema(dsn)
     install_schema(dsn)  # twice more: a no-op
     idx = _indexes(dsn)
@@ -66,14 +73,15 @@ def test_the_catalog_refuses_duplicates_and_empty_bodies() -> None:
 
 def test_i3_install_replaces_the_all_state_list_indexes_with_ones_the_claim_never_writes(pg_server_empty_dsn: str) -> None:
     dsn = pg_server_empty_dsn
-    install_schema(dsn)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        # What an install of the first schema left: list indexes over every state, and foreign keys.
-        conn.execute("create index job_state_id on jobs.job (state, id desc)")
-        conn.execute("create index job_name_id on jobs.job (name, id desc)")
-        conn.execute("create index job_input on jobs.job using gin (input jsonb_path_ops)")
-        conn.execute("create index job_running_lease_old on jobs.job (lease_until) where state = 'running'")
-        conn.execute("alter table jobs.attempt add constraint attempt_job_id_fkey foreign key (job_id) references jobs.job (id) on delete cascade")
+    # What an install of the first schema left: list indexes over every state, and foreign keys.
+    _older_install(
+        dsn,
+        "create index job_state_id on jobs.job (state, id desc)",
+        "create index job_name_id on jobs.job (name, id desc)",
+        "create index job_input on jobs.job using gin (input jsonb_path_ops)",
+        "create index job_running_lease_old on jobs.job (lease_until) where state = 'running'",
+        "alter table jobs.attempt add constraint attempt_job_id_fkey foreign key (job_id) references jobs.job (id) on delete cascade",
+    )
     install_schema(dsn)
     idx = _indexes(dsn)
     assert not {"job_state_id", "job_name_id", "job_input"} & set(idx)
@@ -96,10 +104,11 @@ def test_dead_letters_are_grouped_from_an_index_only_scan(pg_server_empty_dsn: s
     # Postgres scans index-only only when every column the query names is in the index: an
     # expression index (coalesce(error_code, '')) sent every dead row to the heap.
     dsn = pg_server_empty_dsn
-    install_schema(dsn)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("create index job_dead_v3 on jobs.job (name, (coalesce(error_code, ''))) where state = 'dead'")
-        conn.execute("create index job_dead_v4 on jobs.job (name, error_code, stop_reason, tenant, finished_at) where state = 'dead'")
+    _older_install(
+        dsn,
+        "create index job_dead_v3 on jobs.job (name, (coalesce(error_code, ''))) where state = 'dead'",
+        "create index job_dead_v4 on jobs.job (name, error_code, stop_reason, tenant, finished_at) where state = 'dead'",
+    )
     install_schema(dsn)
     assert "job_dead_v3" not in _indexes(dsn)
     assert "job_dead_v4" not in _indexes(dsn)
@@ -116,11 +125,12 @@ async def test_a_database_installed_by_the_previous_schema_is_refused_until_jobs
     from engine.drivers.postgres import PostgresDriver
 
     dsn = pg_server_empty_dsn
-    install_schema(dsn)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("drop table jobs.gauge_snapshot, jobs.throughput_minute")
-        conn.execute("delete from jobs.meta where key = 'throughput_rolled_until'")
-        conn.execute("update jobs.meta set value = '1' where key = 'schema_version'")
+    _older_install(
+        dsn,
+        "drop table jobs.gauge_snapshot, jobs.throughput_minute",
+        "delete from jobs.meta where key = 'throughput_rolled_until'",
+        "update jobs.meta set value = '1' where key = 'schema_version'",
+    )
     driver = PostgresDriver(dsn)
     try:
         with pytest.raises(JobsError) as err:
