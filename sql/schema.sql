@@ -75,6 +75,10 @@ drop index if exists jobs.job_done_queue_state;
 drop index if exists jobs.job_done_state;
 drop index if exists jobs.job_done_name;
 drop index if exists jobs.job_done_tenant;
+-- The planner's view of how rows fall over (queue, state) together: a backlog sits in one queue's
+-- ready rows, which the per-column statistics (queue x state, as if independent) would smear over
+-- every queue. The queues view's capped counts answer this estimate (queue_count_estimate).
+create statistics if not exists jobs.job_queue_state_mcv (mcv) on queue, state from jobs.job;
 -- Suspended rows per queue (the overview's count): written only when a job suspends, never on
 -- the enqueue-claim-ack path.
 create index if not exists job_suspended on jobs.job (queue, id) where state = 'suspended';

@@ -52,6 +52,12 @@ cross join lateral (values
                                 limit %(cap)s + 1) x)::int)
 ) as c(state, n);
 
+-- name: queue_count_estimate :one
+-- The planner's estimate of one queue's rows in one state, asked only for a count that passed its
+-- cap: from the (queue, state) statistics (schema.sql: job_queue_state_mcv), as fresh as the last
+-- analyze. Planning only: nothing is read.
+explain (format json) select 1 from jobs.job where queue = %(queue)s and state = %(state)s;
+
 -- name: queue_oldest_ready :many
 -- Per queue, when its longest-waiting row became claimable: ready, parked (a shed job waits, I8)
 -- and delayed rows already due, each from least(run_at, updated_at) as the gauges measure it.

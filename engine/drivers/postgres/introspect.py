@@ -107,6 +107,19 @@ class PostgresIntrospect:
                 counts[q]["running"] = n
             for r in await self._rows(conn, Q.queue_counts.text, p):
                 counts[r["name"]][r["state"]] = r["n"]
+            # A count that passed its cap answers the planner's estimate when that says more (a
+            # backlog of 1.2M reads "~1200000", not "≥10000"); else it stays "at least the cap".
+            estimates: dict[tuple[str, str], int] = {}
+            for q, by_state in counts.items():
+                for state, n in by_state.items():
+                    if n > count_cap and state != "running":
+                        plan = await self._rows(conn, Q.queue_count_estimate.text, {"queue": q, "state": state})
+                        estimates[(q, state)] = int(plan[0]["QUERY PLAN"][0]["Plan"]["Plan Rows"])
+
+            def count(q: str, state: str) -> Count:
+                n = counts[q].get(state, 0)
+                guess = estimates.get((q, state), 0)
+                return Count(guess, "estimate") if n > count_cap and guess > count_cap else capped(n, count_cap)
             oldest = {r["name"]: r["oldest"] for r in await self._rows(conn, Q.queue_oldest_ready.text, p)}
             done: dict[str, list[int]] = defaultdict(lambda: [0] * 60)
             for r in await self._rows(conn, Q.queue_throughput.text, p):
@@ -117,9 +130,9 @@ class PostgresIntrospect:
                 c, pz, old = counts[q], pauses.get(q), oldest.get(q)
                 paused = bool(pz and pz["paused"])
                 out.append(QueueStats(
-                    q, ready=capped(c.get("ready", 0), count_cap), delayed=capped(c.get("delayed", 0), count_cap),
-                    running=capped(c.get("running", 0), count_cap), suspended=capped(c.get("suspended", 0), count_cap),
-                    parked=capped(c.get("parked", 0), count_cap), dead=capped(c.get("dead", 0), count_cap),
+                    q, ready=count(q, "ready"), delayed=count(q, "delayed"),
+                    running=capped(c.get("running", 0), count_cap), suspended=count(q, "suspended"),
+                    parked=count(q, "parked"), dead=count(q, "dead"),
                     completed_last_hour=capped(sum(done[q]), count_cap),
                     oldest_ready_at=old, oldest_ready_age=(now - old).total_seconds() if old else None,
                     throughput=tuple(done[q]), workers=0, slots_total=0, slots_in_use=0,
