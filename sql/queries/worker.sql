@@ -52,7 +52,8 @@ with due as (
 ), counted as (
     select queue, sum(depth)::int as depth, min(since) as since, sum(dead)::int as dead
     from (
-        select queue, count(*) as depth, min(least(run_at, updated_at)) as since, 0 as dead
+        select queue, count(*) as depth,
+               min(case when state = 'parked' then updated_at else run_at end) as since, 0 as dead
         from jobs.job
         where state in ('ready','parked','delayed') and (state <> 'delayed' or run_at <= %(now)s)
           and exists (select 1 from due)

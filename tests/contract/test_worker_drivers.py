@@ -8,7 +8,8 @@ from datetime import timedelta
 from engine.clock import FakeClock
 from engine.drivers.base import Driver
 from engine.ids import IdFactory
-from engine.types import Ack, JobState, NewJob, QueueGauges
+from engine.introspect import Introspector
+from engine.types import Ack, Claim, JobState, Nack, NewJob, QueueGauges
 from tests.factory import make_job
 
 LEASE = 30.0
@@ -247,3 +248,21 @@ async def test_prune_takes_a_jobs_attempts_steps_and_history_with_it(driver: Dri
         assert await driver.step_list(job_id=jid) == []
         assert await driver.job_history(job_id=jid) == []
     assert [h.kind for h in await driver.job_history(job_id=kept.id)] == ["cancelled"]  # another job's are kept
+
+
+async def test_i24_a_job_waits_from_when_it_fell_due_not_from_when_it_was_enqueued_or_failed(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    # A job delayed an hour, or retried after a 10-minute backoff, has not waited that long: an
+    # alert on the oldest age fired the moment every scheduled job fell due.
+    t0 = clock.now()
+    await make_job(driver, ids, t0, state=JobState.DELAYED, queue="later", run_at=t0 + timedelta(hours=1))
+    retried = await make_job(driver, ids, t0, state=JobState.RUNNING, queue="flaky")
+    assert retried.claimed_by is not None
+    assert await driver.job_nack(nack=Nack(Claim(retried.id, retried.claimed_by, retried.run), "retry",
+                                           run_at=t0 + timedelta(minutes=10), error="X_BOOM: boom", error_code="X_BOOM"), now=t0)
+    clock.advance(3600 + 30)
+    gauges = {g.queue: g.oldest_ready_seconds for g in await driver.queue_gauges(now=clock.now())}
+    assert gauges == {"later": 30.0, "flaky": 3030.0}
+    view = await Introspector(driver, clock=clock).queues()
+    assert {q.name: q.oldest_ready_age for q in view.queues} == {"later": 30.0, "flaky": 3030.0}

@@ -85,9 +85,12 @@ def summary(row: JobRow) -> JobSummary:
 
 def ready_since(row: JobRow, now: datetime) -> datetime | None:
     """When a waiting row became claimable; None when it is not waiting. Ready, parked (a shed
-    job waits, I8) and due delayed rows count, from least(run_at, updated_at) as the gauges do."""
-    if row.state in (JobState.READY, JobState.PARKED) or (row.state is JobState.DELAYED and row.run_at <= now):
-        return min(row.run_at, row.updated_at)
+    job waits, I8) and due delayed rows count, as queue_oldest_ready and the gauges measure it: a
+    parked row since it was shed, any other since it fell due (run_at)."""
+    if row.state is JobState.PARKED:
+        return row.updated_at
+    if row.state is JobState.READY or (row.state is JobState.DELAYED and row.run_at <= now):
+        return row.run_at
     return None
 
 

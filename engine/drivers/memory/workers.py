@@ -149,7 +149,7 @@ class MemoryWorkers:
                 dead += 1
             else:
                 depth += 1
-                began = min(r.run_at, r.updated_at)
+                began = r.updated_at if r.state is JobState.PARKED else r.run_at
                 since = began if since is None else min(since, began)
             acc[r.queue] = (depth, since, dead)
         return [(q, depth, since, dead) for q, (depth, since, dead) in sorted(acc.items())]
