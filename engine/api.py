@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -84,11 +84,13 @@ class Engine:
 
     # --- async API -------------------------------------------------------------------------
 
-    async def aenqueue_many(self, specs: Sequence[Enqueue]) -> list[EnqueueResult]:
+    async def aenqueue_many(self, specs: Iterable[Enqueue]) -> list[EnqueueResult]:
         """Enqueue a batch, all or nothing: a row that fails its checks raises and nothing is
         written. Past CHUNK rows the batch goes out a statement per CHUNK rows in one transaction,
         each chunk checked while the server inserts the one before."""
         now = self.clock.now()
+        if not isinstance(specs, Sequence):  # a generator of Enqueue is taken too
+            specs = list(specs)
         first = [self._new_job(s, now) for s in specs[:CHUNK]]  # bad input answers before the database
         await self._ensure_open()
         if len(specs) <= CHUNK:
@@ -140,7 +142,7 @@ class Engine:
 
     # --- sync API (a private loop on a thread) ---------------------------------------------
 
-    def enqueue_many(self, specs: Sequence[Enqueue]) -> list[EnqueueResult]:
+    def enqueue_many(self, specs: Iterable[Enqueue]) -> list[EnqueueResult]:
         return self._bridge.run(self.aenqueue_many(specs))
 
     def enqueue(self, job: JobDefinition, input: Any, *, tenant: str | None = None,

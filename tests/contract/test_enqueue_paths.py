@@ -93,3 +93,12 @@ async def test_a_row_that_fails_its_checks_in_a_later_chunk_leaves_nothing_writt
     assert page.items == ()  # the two chunks sent before it were rolled back
     again = await eng.aenqueue_many(specs[:5])  # and nothing holds their keys
     assert not any(r.deduped for r in again)
+
+
+async def test_a_batch_may_be_given_as_a_generator(
+    driver: Driver, ids: IdFactory, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(api, "CHUNK", 2)
+    eng = Engine(driver, clock=clock, ids=ids)
+    got = await eng.aenqueue_many(Enqueue(chunked_email, {"user_id": u}) for u in range(5))
+    assert len(got) == 5 and not any(r.deduped for r in got)
