@@ -16,24 +16,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import psycopg
-import psycopg_pool
-
 from engine.clock import Clock
 from engine.drivers.base import Driver
+from engine.drivers.transient import is_connection_error
 from engine.runtime import logs
 from engine.runtime.leases import Lease, LeaseKeeper, _short
 from engine.runtime.metrics import Metrics
 from engine.types import Ack, JobRow, JobState
 
 T = TypeVar("T")
-_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
-    psycopg.OperationalError, psycopg.InterfaceError, psycopg_pool.PoolTimeout, ConnectionError, OSError,
-)
-
-
-def is_connection_error(exc: BaseException) -> bool:
-    return isinstance(exc, _CONNECTION_ERRORS)
 
 
 class Backoff:

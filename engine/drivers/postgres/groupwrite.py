@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any
 
-import psycopg
+from engine.drivers.transient import is_connection_error
 
 GROUP_MAX = 500  # rows in one statement at most
 
@@ -66,7 +66,7 @@ class GroupWriter:
         try:
             written = await self._write([row for _, row, _ in group])
         except Exception as exc:
-            if len(group) > 1 and not isinstance(exc, _CONNECTION_ERRORS):
+            if len(group) > 1 and not is_connection_error(exc):
                 for item in group:  # one row at fault must not fail the others' writes
                     await self._commit([item])
                 return
@@ -78,5 +78,3 @@ class GroupWriter:
             if not fut.done():
                 fut.set_result(key in written)
 
-
-_CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, OSError)
