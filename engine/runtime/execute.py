@@ -151,7 +151,7 @@ class Runner:
             if deadline is not None:
                 deadline.cancel()
         duration = self.clock.monotonic() - t0
-        self.metrics.duration.observe(row.queue, duration)
+        self.metrics.observe(row.queue, duration)
         if signal.aborted:
             return await self._aborted(cj, d, lease, signal.reason or "aborted", duration)
         if isinstance(outcome_exc, StepSuspension):

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from engine.drivers.memory.introspect import ready_since
 from engine.drivers.memory.state import MemoryState
 from engine.types import (
     ClaimBatch,
@@ -141,15 +142,14 @@ class MemoryWorkers:
     def _count_gauges(self, now: datetime) -> list[GaugeCount]:
         acc: dict[str, tuple[int, datetime | None, int]] = {}
         for r in self.state.jobs.values():
-            waiting = r.state in (JobState.READY, JobState.PARKED) or (r.state is JobState.DELAYED and r.run_at <= now)
-            if not waiting and r.state is not JobState.DEAD:
+            began = ready_since(r, now)  # as the queues view measures it
+            if began is None and r.state is not JobState.DEAD:
                 continue
             depth, since, dead = acc.get(r.queue, (0, None, 0))
-            if r.state is JobState.DEAD:
+            if began is None:
                 dead += 1
             else:
                 depth += 1
-                began = r.updated_at if r.state is JobState.PARKED else r.run_at
                 since = began if since is None else min(since, began)
             acc[r.queue] = (depth, since, dead)
         return [(q, depth, since, dead) for q, (depth, since, dead) in sorted(acc.items())]
