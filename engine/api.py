@@ -42,6 +42,9 @@ def open_driver(dsn: str, **options: Any) -> Driver:
     if dsn.startswith("memory:"):
         from engine.drivers.memory import MemoryDriver
 
+        if options:  # a pool size or a statement timeout it would not honour
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"the memory driver takes no options, got {', '.join(sorted(options))}",
+                            fix="connect('memory://') without options, or pass them to a postgresql:// DSN")
         return MemoryDriver()
     from engine.drivers.postgres import PostgresDriver
 
@@ -58,23 +61,29 @@ class Engine:
 
     # --- building rows ---------------------------------------------------------------------
 
-    def _new_job(self, spec: Enqueue, now: datetime) -> NewJob:
-        h = spec.job
+    def _new_jobs(self, specs: Sequence[Enqueue], now: datetime) -> list[NewJob]:
+        """Check and build a batch's rows: the first bad one raises, before anything is written."""
+        return [self._new_job(s, now, jid) for s, jid in zip(specs, self.ids.many(len(specs), now))]
+
+    @staticmethod
+    def _new_job(spec: Enqueue, now: datetime, job_id: str) -> NewJob:
+        if not isinstance(spec, Enqueue):
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"a batch holds {spec!r}, not an Enqueue",
+                            fix="eng.enqueue_many([Enqueue(send_email, {'to': 'a@b.c'}), ...])")
+        h, value, tenant, delay, run_at, priority = spec
         if not isinstance(h, JobDefinition):
             raise JobsError("X_NOT_A_JOB", cause=f"{h!r} is not a job handle", fix="pass the function decorated with @job(...)")
-        if spec.delay is not None and spec.run_at is not None:
-            raise JobsError(X_INVALID_ARGUMENT, cause="both delay and run_at were given", fix="pass one of delay=SECONDS or run_at=DATETIME")
-        if spec.delay is not None and not spec.delay >= 0:
-            raise JobsError(X_INVALID_ARGUMENT, cause=f"delay={spec.delay!r} must be >= 0 seconds", fix="delay=10")
-        if spec.tenant is not None and (not isinstance(spec.tenant, str) or not spec.tenant):
-            raise JobsError(X_INVALID_ARGUMENT, cause=f"tenant={spec.tenant!r} must be a non-empty string or None", fix="tenant='acme'")
-        inp, text = check_json_text(spec.input, job=h.name)
-        run_at = utc(spec.run_at) if spec.run_at else (now + timedelta(seconds=spec.delay) if spec.delay else None)
-        return NewJob(
-            id=self.ids.new(now), name=h.name, queue=h.queue, idempotency_key=h.key_for(inp), input=inp,
-            max_attempts=h.retry.attempts, tenant=spec.tenant, run_at=run_at,
-            priority=h.priority if spec.priority is None else spec.priority, input_text=text,
-        )
+        if delay is not None or run_at is not None:
+            if delay is not None and run_at is not None:
+                raise JobsError(X_INVALID_ARGUMENT, cause="both delay and run_at were given", fix="pass one of delay=SECONDS or run_at=DATETIME")
+            if delay is not None and not delay >= 0:
+                raise JobsError(X_INVALID_ARGUMENT, cause=f"delay={delay!r} must be >= 0 seconds", fix="delay=10")
+            run_at = utc(run_at) if run_at else (now + timedelta(seconds=delay) if delay else None)
+        if tenant is not None and (not isinstance(tenant, str) or not tenant):
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"tenant={tenant!r} must be a non-empty string or None", fix="tenant='acme'")
+        inp, text = check_json_text(value, job=h.name)
+        return NewJob(job_id, h.name, h.queue, h.key_for(inp), inp, h.retry.attempts, tenant, run_at,
+                      h.priority if priority is None else priority, text)
 
     async def _ensure_open(self) -> None:
         loop_id = id(asyncio.get_running_loop())
@@ -91,11 +100,11 @@ class Engine:
         now = self.clock.now()
         if not isinstance(specs, Sequence):  # a generator of Enqueue is taken too
             specs = list(specs)
-        first = [self._new_job(s, now) for s in specs[:CHUNK]]  # bad input answers before the database
+        first = self._new_jobs(specs[:CHUNK], now)  # bad input answers before the database
         await self._ensure_open()
         if len(specs) <= CHUNK:
             return await self.driver.job_enqueue(jobs=first, now=now)
-        rest = ([self._new_job(s, now) for s in specs[at:at + CHUNK]] for at in range(CHUNK, len(specs), CHUNK))
+        rest = (self._new_jobs(specs[at:at + CHUNK], now) for at in range(CHUNK, len(specs), CHUNK))
         return await self.driver.job_enqueue_chunks(chunks=itertools.chain([first], rest), now=now)
 
     async def aenqueue(self, job: JobDefinition, input: Any, *, tenant: str | None = None,

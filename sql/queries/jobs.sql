@@ -46,6 +46,24 @@ union all
 select 0, null, null
 from (select count(*) from (select pg_notify('jobs_enqueue', q) from (select distinct queue from ins) as d(q)) n) w;
 
+-- name: job_enqueue_fresh :one
+-- job_enqueue for a batch expected to replay no live key: a plain INSERT, no ON CONFLICT. The
+-- dedupe index (I2) still refuses a live key, by raising unique_violation on job_dedupe_live_v3:
+-- the statement then inserts nothing and the driver sends the batch again through job_enqueue.
+-- ON CONFLICT probes the index before each insert and confirms each speculative insertion: ~10 us
+-- a row of backend CPU, a third of this statement's (bench/README.md, session 5).
+with ins as (
+    insert into jobs.job (id, name, queue, tenant, idempotency_key, input, state, priority,
+                          max_attempts, run_at, created_at, updated_at)
+    select (e->>0)::uuid, e->>1, e->>2, e->>3, e->>4, e->5,
+           case when (e->>7)::timestamptz > %(now)s then 'delayed' else 'ready' end,
+           (e->>8)::int, (e->>6)::int, (e->>7)::timestamptz, %(now)s, %(now)s
+    from jsonb_array_elements(%(rows)s::jsonb) as t(e)
+    returning queue
+)
+-- Wakes idle workers listening on jobs_enqueue: once per queue of the batch.
+select count(*) as woke from (select pg_notify('jobs_enqueue', q) from (select distinct queue from ins) as d(q)) n;
+
 -- name: job_enqueue_one :one
 -- Insert one job: the single enqueue's statement (no unnest, no join: ~4x job_enqueue's rate).
 -- No row back means a live row holds the dedupe key: the driver then reads it (job_find_live).

@@ -19,8 +19,12 @@ from engine.errors import X_SCHEMA_MISSING, X_SCHEMA_OUTDATED, JobsError
 class PostgresDriver(PostgresJobs, PostgresWorkers, PostgresLimits, PostgresMaintenance, PostgresSteps, PostgresActions):
     kind = "postgres"
 
-    def __init__(self, dsn: str, *, pool_size: int = 10, statement_timeout_ms: int | None = None) -> None:
+    def __init__(self, dsn: str, *, pool_size: int = 10, statement_timeout_ms: int | None = None,
+                 optimistic_batches: bool = True) -> None:
         self.dsn = check_dsn(dsn)
+        # A batch goes out as a plain INSERT first, and again with ON CONFLICT only when it
+        # replays a live key (jobs.py, job_enqueue_fresh): False sends every batch with ON CONFLICT.
+        self.optimistic_batches = bool(optimistic_batches)
         self.pools = LoopPools(self.dsn, max_size=pool_size, statement_timeout_ms=statement_timeout_ms)
 
     def describe(self) -> str:
