@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path
 
 from engine.errors import X_SQL_CATALOG, JobsError
 
 _HEADER = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s+:(one|many|exec)\s*$")
+
+
+_PLACEHOLDER = re.compile(r"%%|%\((\w+)\)([sbt])")  # psycopg's: an escaped %, or a named parameter
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,27 @@ class Query:
     purpose: str
     text: str
     source: str
+
+    @cached_property
+    def positional(self) -> tuple[str, tuple[str, ...]]:
+        """The statement with $1..$n in place of its %(name)s parameters (and % for %%), and the
+        names in that order: for a raw cursor, which skips psycopg's conversion of named
+        parameters (a hot statement's client cost, bench/README.md). Each name is one $n however
+        often it appears. A parameter written %(x)b or %(x)t has no positional form."""
+        names: list[str] = []
+
+        def number(m: re.Match[str]) -> str:
+            name, fmt = m.group(1), m.group(2)
+            if name is None:
+                return "%"
+            if fmt != "s":
+                raise JobsError(X_SQL_CATALOG, cause=f"statement {self.name!r} passes %({name}){fmt}, a format a raw cursor cannot choose",
+                                fix=f"write %({name})s in {self.source}, or run {self.name!r} through a named-parameter cursor")
+            if name not in names:
+                names.append(name)
+            return f"${names.index(name) + 1}"
+
+        return _PLACEHOLDER.sub(number, self.text), tuple(names)
 
 
 def sql_dir() -> Path:

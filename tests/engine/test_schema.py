@@ -71,6 +71,17 @@ def test_the_catalog_refuses_duplicates_and_empty_bodies() -> None:
     assert (q.cardinality, q.purpose, q.text) == ("many", "Reads x.", "select 1")
 
 
+def test_a_statements_positional_form_numbers_each_named_parameter_once_in_order() -> None:
+    q = parse_queries("-- name: x :one\nselect %(b)s::int + %(a)s, %(b)s, '%%(not)s'::text;\n", "x.sql")["x"]
+    assert q.positional == ("select $1::int + $2, $1, '%(not)s'::text", ("b", "a"))
+    with pytest.raises(JobsError) as err:
+        _ = parse_queries("-- name: y :one\nselect %(ids)b;\n", "y.sql")["y"].positional
+    assert err.value.code == "X_SQL_CATALOG" and "%(ids)b" in err.value.cause
+    text, names = Q.job_enqueue_one.positional
+    assert "%(" not in text and f"${len(names)}" in text and f"${len(names) + 1}" not in text
+    assert set(names) == {"id", "name", "queue", "tenant", "key", "input", "run_at", "now", "priority", "max_attempts"}
+
+
 def test_i3_install_replaces_the_all_state_list_indexes_with_ones_the_claim_never_writes(pg_server_empty_dsn: str) -> None:
     dsn = pg_server_empty_dsn
     # What an install of the first schema left: list indexes over every state, and foreign keys.

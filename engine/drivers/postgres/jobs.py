@@ -66,11 +66,16 @@ class PostgresJobs:
         batch = _Collapsed(jobs, now)
         if len(batch.unique) == 1:  # the single enqueue: a plain VALUES insert, not the batch's CTE
             j = batch.unique[0]
-            one = await self._one(Q.job_enqueue_one.text, {
+            values = {
                 "id": j.id, "name": j.name, "queue": j.queue, "tenant": j.tenant, "key": j.idempotency_key,
                 "input": j.input_text or dumps(j.input, job=j.name), "max_attempts": j.max_attempts,
                 "run_at": j.run_at or now, "priority": j.priority, "now": now,
-            })
+            }
+            text, names = Q.job_enqueue_one.positional
+            async with self.pools.connection() as conn:  # a raw cursor: ~50 us a call less client CPU
+                cur = psycopg.AsyncRawCursor(conn, row_factory=tuple_row)
+                await cur.execute(text, tuple(values[n] for n in names))  # type: ignore[arg-type]
+                one = await cur.fetchone()
             if one is None:
                 batch.results[0] = await self._live_holder(j, now)
             return batch.answers()
