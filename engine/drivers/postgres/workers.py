@@ -9,11 +9,10 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import psycopg
-from psycopg.rows import tuple_row
 
 from engine.drivers.postgres.pool import LoopPools
 from engine.drivers.postgres.rows import CLAIM_FIELDS, claimed_rows
-from engine.drivers.sqlfiles import Q
+from engine.drivers.sqlfiles import Q, Query
 from engine.types import ClaimBatch, ClaimedJob, QueueGauges, WorkerRecord, gauges_at
 
 _RUN_AT = CLAIM_FIELDS.index("run_at")
@@ -26,6 +25,7 @@ class PostgresWorkers:
     if TYPE_CHECKING:  # provided by PostgresJobs (and _exec by PostgresWorkers)
         async def _all(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]: ...
         async def _one(self, sql: str, params: dict[str, Any]) -> dict[str, Any] | None: ...
+        async def _raw(self, query: Query, values: dict[str, Any]) -> list[tuple[Any, ...]]: ...
 
     async def _exec(self, sql: str, params: dict[str, Any]) -> None:
         async with self.pools.connection() as conn:
@@ -56,12 +56,9 @@ class PostgresWorkers:
     async def worker_claim(
         self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
     ) -> ClaimBatch:
-        async with self.pools.connection() as conn:
-            cur = conn.cursor(row_factory=tuple_row)
-            await cur.execute(Q.worker_claim.text, {  # type: ignore[arg-type]
-                "queues": list(queues), "limit": limit, "worker": worker, "now": now, "lease_seconds": lease_seconds,
-            })
-            rows = await cur.fetchall()
+        rows = await self._raw(Q.worker_claim, {
+            "queues": list(queues), "limit": limit, "worker": worker, "now": now, "lease_seconds": lease_seconds,
+        })
         # One row, its id null, is when the queues next have work (worker.sql): the last one, as
         # the union's arms run in order, but looked for from the end rather than assumed.
         next_due = None
