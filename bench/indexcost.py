@@ -1,8 +1,9 @@
 """What each index costs the hot path, in server CPU: `python -m bench.indexcost [--runs 3]`.
 
 For each variant of jobs.job's index set (all of schema.sql's, then without the GIN on input,
-without the console's list indexes, and without those and job_waiting), it enqueues 12
-batches of 1,000 through the engine's own job_enqueue statement and runs 100 claim + ack cycles
+without the console's list indexes, and without those and job_waiting), it enqueues batches of
+1,000 through the statement the engine sends a batch as (job_enqueue_fresh: a plain insert),
+then through job_enqueue (the same through ON CONFLICT: "+arbiter"), and runs 100 claim + ack cycles
 of 200 through worker_claim and job_ack_many, on one connection, and reads that backend's CPU
 time (utime + stime from /proc, so a noisy neighbour's steal does not count as ours) per row.
 Prints a table; the figures answer "what does the console's list-index set cost an enqueue and
@@ -49,8 +50,9 @@ def _per_row(pid: int, rows: int, work: Callable[[], None]) -> float:
     return (_cpu(pid) - before) / rows * 1e6
 
 
-def measure(dsn: str, drops: list[str]) -> tuple[float, float, float]:
-    """(enqueue, claim, ack) backend CPU in us a row."""
+def measure(dsn: str, drops: list[str]) -> tuple[float, float, float, float]:
+    """(enqueue as the engine sends a batch, the same through ON CONFLICT, claim, ack) backend
+    CPU in us a row."""
     with psycopg.connect(dsn, autocommit=True, prepare_threshold=0) as conn:
         for index in drops:
             conn.execute(f"drop index jobs.{index}")  # type: ignore[arg-type]
@@ -59,13 +61,15 @@ def measure(dsn: str, drops: list[str]) -> tuple[float, float, float]:
         batches = [orjson.dumps([[str(uuid.uuid4()), "bench.noop", "bench", None, f"{b}-{i}", {"i": i}, 1, now, 0]
                                  for i in range(1000)]).decode() for b in range(24)]
 
-        def enqueue(docs: list[str]) -> None:
+        def enqueue(docs: list[str], sql: str = Q.job_enqueue_fresh.text) -> None:
             for doc in docs:
-                conn.execute(Q.job_enqueue.text, {"rows": doc, "now": now})  # type: ignore[arg-type]
+                conn.execute(sql, {"rows": doc, "now": now})  # type: ignore[arg-type]
 
         enqueue(batches[:2])  # prepared and warm
-        enq = _per_row(pid, 10_000, lambda: enqueue(batches[2:12]))
-        enqueue(batches[12:])
+        enq = _per_row(pid, 5_000, lambda: enqueue(batches[2:7]))
+        enqueue(batches[7:8], Q.job_enqueue.text)
+        arbiter = _per_row(pid, 5_000, lambda: enqueue(batches[8:13], Q.job_enqueue.text))
+        enqueue(batches[13:])
         claim_cpu = ack_cpu = 0.0
         for cycle in range(110):
             t0 = _cpu(pid)
@@ -79,7 +83,7 @@ def measure(dsn: str, drops: list[str]) -> tuple[float, float, float]:
             if cycle >= 10:
                 claim_cpu += t1 - t0
                 ack_cpu += _cpu(pid) - t1
-        return enq, claim_cpu / 20_000 * 1e6, ack_cpu / 20_000 * 1e6
+        return enq, arbiter, claim_cpu / 20_000 * 1e6, ack_cpu / 20_000 * 1e6
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args(argv)
     cluster = BenchCluster()
-    got: dict[str, list[tuple[float, float, float]]] = {}
+    got: dict[str, list[tuple[float, float, float, float]]] = {}
     try:
         cluster.start()
         for _ in range(args.runs):
@@ -96,10 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         cluster.close()
     print(f"backend CPU per row, median of {args.runs} runs (us)")
-    print(f"{'index set':44s} {'enqueue':>8s} {'claim':>8s} {'ack':>8s}")
+    print(f"{'index set':44s} {'enqueue':>8s} {'+arbiter':>8s} {'claim':>8s} {'ack':>8s}")
     for name, rows in got.items():
-        enq, claim, ack = (statistics.median(r[i] for r in rows) for i in range(3))
-        print(f"{name:44s} {enq:8.1f} {claim:8.1f} {ack:8.1f}")
+        enq, arbiter, claim, ack = (statistics.median(r[i] for r in rows) for i in range(4))
+        print(f"{name:44s} {enq:8.1f} {arbiter:8.1f} {claim:8.1f} {ack:8.1f}")
     return 0
 
 

@@ -4,6 +4,7 @@ way, and a replay costs its batch a second statement, not a duplicate row."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -141,3 +142,40 @@ def test_the_memory_driver_refuses_options_it_would_not_honour() -> None:
         connect("memory://", optimistic_batches=False)
     assert err.value.code == X_INVALID_ARGUMENT and "optimistic_batches" in err.value.cause
     assert "connect('memory://')" in err.value.fix
+
+
+async def _blocked_on_a_lock(dsn: str) -> None:
+    """Until some backend of this database waits on a row lock (the batch, on the held key)."""
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        while True:
+            cur = await conn.execute("select count(*) from pg_stat_activity where datname = current_database()"
+                                     " and wait_event_type = 'Lock'")
+            row = await cur.fetchone()
+            if row is not None and row[0] > 0:
+                return
+            await asyncio.sleep(0.005)
+
+
+@pytest.mark.parametrize("holder_commits", [True, False])
+async def test_i2_a_plain_batch_racing_an_uncommitted_holder_of_its_key_dedupes_to_it_or_inserts(
+    eng: Engine, pg_dsn: str, clock: FakeClock, holder_commits: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent = _Sent(monkeypatch)
+    async with await psycopg.AsyncConnection.connect(pg_dsn) as other:  # a transaction of another process
+        cur = await other.execute(
+            "insert into jobs.job (id, name, queue, idempotency_key, state, max_attempts, run_at, created_at, updated_at)"
+            " values (gen_random_uuid(), 'fresh_email', 'mail', 'user:1', 'ready', 3, %(now)s, %(now)s, %(now)s)"
+            " returning id::text", {"now": clock.now()})
+        row = await cur.fetchone()
+        assert row is not None
+        batch = asyncio.ensure_future(eng.aenqueue_many([Enqueue(fresh_email, {"user_id": u}) for u in (1, 2)]))
+        await asyncio.wait_for(_blocked_on_a_lock(pg_dsn), 10)  # the plain insert waits on the held key
+        await (other.commit() if holder_commits else other.rollback())
+    got = await asyncio.wait_for(batch, 10)
+    if holder_commits:
+        assert sent.take() == ["fresh", "on conflict"]
+        assert got[0].deduped and got[0].id == row[0] and not got[1].deduped
+    else:
+        assert sent.take() == ["fresh"]
+        assert not any(r.deduped for r in got)
+    assert await _rows_per_key(pg_dsn) == {"user:1": 1, "user:2": 1}
