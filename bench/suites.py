@@ -70,29 +70,46 @@ def _drain_ours(c: BenchCluster, plan: Plan, procs: int, settings: dict[str, Any
 
 
 def drain(c: BenchCluster, plan: Plan, res: Results) -> None:
-    for _ in range(plan.runs):
+    # Per process count, each system in turn, the order reversed every other run (as enqueue's).
+    for run in range(plan.runs):
         for procs in (1, 2):
-            key = f"drain.p{procs}"
-            dsn = c.fresh()
-            arun(peer.seed(dsn, plan.drain))
-            res.add(key, "peer", timed_drain(dsn, [peer.worker_command(dsn) for _ in range(procs)], peer.REMAINING, {},
-                                             plan.drain), note=f"batch_size={peer.BATCH}, uvloop")
-            dsn = c.fresh()
-            raw.seed(dsn, plan.drain)
-            res.add(key, "raw", timed_drain(dsn, [raw.worker_command("loop", dsn) for _ in range(procs)], raw.REMAINING, {},
-                                            plan.drain), note=f"bare psycopg loop, claim {raw.BATCH}")
-            dsn = c.fresh()
-            arun(ours.seed(dsn, plan.drain))
-            res.add(key, "sql", timed_drain(dsn, [raw.worker_command("loopq", dsn) for _ in range(procs)], ours.REMAINING,
-                                            ours.PARAMS, plan.drain), note=f"bare loop over our SQL, claim {raw.BATCH}")
-            if ours.worker_available():
-                for label, settings in ours.DRAIN_SETTINGS.items():
-                    if plan is QUICK and label != "cli c200":
-                        continue
-                    try:
-                        res.add(f"{key}@{label}", "ours", _drain_ours(c, plan, procs, settings), note=label)
-                    except Exception as exc:
-                        _failed(res, f"drain ours {label} x{procs}", exc)
+            turns = (_drain_peer, _drain_raw, _drain_sql, _drain_ours_sweep)
+            for turn in turns if run % 2 == 0 else reversed(turns):
+                turn(c, plan, res, procs)
+
+
+def _drain_peer(c: BenchCluster, plan: Plan, res: Results, procs: int) -> None:
+    dsn = c.fresh()
+    arun(peer.seed(dsn, plan.drain))
+    res.add(f"drain.p{procs}", "peer", timed_drain(dsn, [peer.worker_command(dsn) for _ in range(procs)], peer.REMAINING,
+                                                   {}, plan.drain), note=f"batch_size={peer.BATCH}, uvloop")
+
+
+def _drain_raw(c: BenchCluster, plan: Plan, res: Results, procs: int) -> None:
+    dsn = c.fresh()
+    raw.seed(dsn, plan.drain)
+    res.add(f"drain.p{procs}", "raw", timed_drain(dsn, [raw.worker_command("loop", dsn) for _ in range(procs)],
+                                                  raw.REMAINING, {}, plan.drain), note=f"bare psycopg loop, claim {raw.BATCH}")
+
+
+def _drain_sql(c: BenchCluster, plan: Plan, res: Results, procs: int) -> None:
+    dsn = c.fresh()
+    arun(ours.seed(dsn, plan.drain))
+    res.add(f"drain.p{procs}", "sql", timed_drain(dsn, [raw.worker_command("loopq", dsn) for _ in range(procs)],
+                                                  ours.REMAINING, ours.PARAMS, plan.drain),
+            note=f"bare loop over our SQL, claim {raw.BATCH}")
+
+
+def _drain_ours_sweep(c: BenchCluster, plan: Plan, res: Results, procs: int) -> None:
+    if not ours.worker_available():
+        return
+    for label, settings in ours.DRAIN_SETTINGS.items():
+        if plan is QUICK and label != "cli c200":
+            continue
+        try:
+            res.add(f"drain.p{procs}@{label}", "ours", _drain_ours(c, plan, procs, settings), note=label)
+        except Exception as exc:
+            _failed(res, f"drain ours {label} x{procs}", exc)
 
 
 def _failed(res: Results, what: str, exc: Exception) -> None:
