@@ -12,11 +12,13 @@ import sys
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
-from rich.console import Console
-from rich.table import Table
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 from engine.cli import EXIT_DRIFT, app, fail
 from engine.cli.admin import DSN_HELP, resolve_dsn
@@ -70,8 +72,16 @@ def run(dsn: str | None, as_json: bool, call: Callable[[Any], Awaitable[T]]) -> 
 
 def console() -> Console:
     # Piped output (a script, a log) gets a wide table instead of one squeezed into 80 columns.
+    from rich.console import Console  # rich on first print: `jobs worker` and --json print no table
+
     width = None if sys.stdout.isatty() else 200
     return Console(no_color=bool(os.environ.get("NO_COLOR")), highlight=False, soft_wrap=True, width=width)
+
+
+def table(*columns: str) -> Table:
+    from rich.table import Table
+
+    return Table(*columns)
 
 
 def _t(dt: datetime | None) -> str:
@@ -93,7 +103,7 @@ def queues(
     view = run(dsn, json_out, lambda e: intro(e, budget).queues())
     if json_out:
         return emit(view)
-    t = Table("queue", "ready", "parked", "delayed", "running", "suspended", "dead", "done/1h", "oldest ready", "workers", "paused")
+    t = table("queue", "ready", "parked", "delayed", "running", "suspended", "dead", "done/1h", "oldest ready", "workers", "paused")
     for q in view.queues:
         t.add_row(q.name, str(q.ready), str(q.parked), str(q.delayed), str(q.running), str(q.suspended), str(q.dead),
                   str(q.completed_last_hour), "" if q.oldest_ready_age is None else f"{q.oldest_ready_age:.0f}s",
@@ -117,7 +127,7 @@ def list_jobs(
     page = run(dsn, json_out, call)
     if json_out:
         return emit(page)
-    t = Table("id", "name", "queue", "tenant", "state", "attempt", "created", "error")
+    t = table("id", "name", "queue", "tenant", "state", "attempt", "created", "error")
     for j in page.items:
         t.add_row(j.id, j.name, j.queue, j.tenant or "", j.state.value, f"{j.attempt}/{j.max_attempts}", _t(j.created_at), j.error_code or "")
     out = console()
@@ -168,7 +178,7 @@ def dead(
     dl = run(dsn, json_out, call)
     if json_out:
         return emit(dl)
-    t = Table("name", "code", "stop", "count", "attempt", "first seen", "last seen", "last error")
+    t = table("name", "code", "stop", "count", "attempt", "first seen", "last seen", "last error")
     for g in dl.groups:
         t.add_row(g.name, g.error_code or "", g.stop_reason or "", str(g.count), f"{g.attempt} of {g.max_attempts}",
                   _t(g.first_seen), _t(g.last_seen), (g.last_error or "")[:80])
@@ -186,7 +196,7 @@ def workers(
     wv = run(dsn, json_out, lambda e: intro(e, budget).workers())
     if json_out:
         return emit(wv)
-    t = Table("id", "host", "pid", "queues", "slots", "heartbeat", "")
+    t = table("id", "host", "pid", "queues", "slots", "heartbeat", "")
     for w in wv.workers:
         t.add_row(w.id, w.host, str(w.pid), ",".join(w.queues), f"{w.in_use}/{w.concurrency}", f"{w.heartbeat_age:.0f}s ago", "STALE" if w.stale else "")
     console().print(t)
