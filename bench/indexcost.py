@@ -1,7 +1,7 @@
 """What each index costs the hot path, in server CPU: `python -m bench.indexcost [--runs 3]`.
 
 For each variant of jobs.job's index set (all of schema.sql's, then without the GIN on input,
-without the console's list indexes, and without those and job_waiting), it enqueues batches of
+without the console's list indexes, and without those and job_waiting_v2), it enqueues batches of
 1,000 through the statement the engine sends a batch as (job_enqueue_fresh: a plain insert),
 then through job_enqueue (the same through ON CONFLICT: "+arbiter"), and runs 100 claim + ack cycles
 of 200 through worker_claim and job_ack_many, on one connection, and reads that backend's CPU
@@ -33,7 +33,7 @@ VARIANTS: dict[str, list[str]] = {
     "schema.sql": [],
     "without the GIN on input": ["job_list_input"],
     "without the list indexes": LISTS,
-    "without the list indexes and job_waiting": [*LISTS, "job_waiting"],
+    "without the list indexes and job_waiting_v2": [*LISTS, "job_waiting_v2"],
 }
 _TICK = os.sysconf("SC_CLK_TCK")
 _RUN = CLAIM_FIELDS.index("run")

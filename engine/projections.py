@@ -185,7 +185,8 @@ class Cause:
     refill_at), sleep (until), event (event, match, until = timeout), stale_worker (worker,
     heartbeat_at), no_worker (queue), duplicate (job_id, state), running (worker, until = lease
     end), dead (code, stop_reason, attempt, max_attempts), finished (state, at), ready (nothing is
-    wrong: it is next for a worker), backlog (count, workers).
+    wrong: it is next for a worker), backlog (count, workers), waiting (a parked job: since when it
+    has waited, in the text; the queue's oldest-ready age counts from the same time).
     """
 
     kind: str

@@ -104,6 +104,8 @@ class JobRow:
     error_code: str | None = None
     stop_reason: StopReason | None = None
     wait: dict[str, Any] | None = None  # why a suspended/parked row waits (sleep, event, limit)
+    # A parked row: when it first fell due, kept however often a limit sheds it again (I24).
+    waiting_since: datetime | None = None
 
 
 @dataclass(frozen=True)

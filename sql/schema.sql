@@ -36,8 +36,12 @@ create table if not exists jobs.job (
     last_error      text,
     error_code      text,
     stop_reason     text check (stop_reason in ('terminal','attempts-exhausted')),
-    wait            jsonb                          -- why a suspended/parked row waits
+    wait            jsonb,                         -- why a suspended/parked row waits
+    waiting_since   timestamptz                    -- a parked row: when it first fell due (below)
 );
+-- A parked row waits since it first fell due, however often a limit has shed it since: each shed
+-- rewrites run_at (when it may be tried again) and updated_at, so neither can say it (I24).
+alter table jobs.job add column if not exists waiting_since timestamptz;
 
 -- I2: the dedupe namespace is (name, tenant or '', key) over the live states. The insert's
 -- conflict target spells this expression exactly, or Postgres cannot infer the index.
@@ -109,9 +113,12 @@ create index if not exists job_list_key on jobs.job (idempotency_key text_patter
 drop index if exists jobs.job_done_key;
 drop index if exists jobs.job_key;
 drop index if exists jobs.job_key_v2;
--- A queue's oldest waiting row: ready, parked and due delayed rows, least(run_at, updated_at).
-create index if not exists job_waiting on jobs.job (queue, state, run_at) include (updated_at)
+-- A queue's oldest waiting row and its depth (ready, parked and due delayed rows), index-only: a
+-- ready or delayed row waits since its run_at, a parked one since waiting_since (updated_at for a
+-- row parked before that column). Supersedes job_waiting, which had no waiting_since.
+create index if not exists job_waiting_v2 on jobs.job (queue, state, run_at) include (updated_at, waiting_since)
     where state in ('ready','delayed','parked');
+drop index if exists jobs.job_waiting;
 -- The jobs list filtered by a field of the input (input.invoice_id=42): jsonb containment (running
 -- rows: the lease index). Supersedes job_input (every state) and job_done_input (finished rows).
 create index if not exists job_list_input on jobs.job using gin (input jsonb_path_ops) where state <> 'running';
@@ -310,6 +317,6 @@ create table if not exists jobs.backfill (
 );
 create index if not exists backfill_name_env on jobs.backfill (name, environment, completed_at);
 
-insert into jobs.meta (key, value) values ('schema_version', '2')
+insert into jobs.meta (key, value) values ('schema_version', '3')
     on conflict (key) do update set value = excluded.value
     where jobs.meta.value::int < excluded.value::int;

@@ -23,6 +23,7 @@ TITLES = {
     "rate_limit": "Rate limit", "sleep": "Sleeping", "event": "Waiting for an event",
     "stale_worker": "Stale worker", "no_worker": "No worker", "duplicate": "Live duplicate",
     "running": "Running", "dead": "Dead", "finished": "Finished", "ready": "Ready", "backlog": "Backlog",
+    "waiting": "Waiting",
 }
 
 

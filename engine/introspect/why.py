@@ -113,6 +113,9 @@ def job_causes(
             out.append(Cause("sleep", f"Sleeping until {_t(row.run_at)} ({_in((row.run_at - now).total_seconds())}).", until=row.run_at))
     elif st is JobState.PARKED:
         out.extend(limit_causes(row, limits, now))
+        since = row.waiting_since or row.updated_at
+        out.append(Cause("waiting", f"Waiting since {_t(since)} ({_in((since - now).total_seconds())}), when it first fell due, "
+                         "however often a limit has shed it since.", queue=row.queue))
     if duplicate is not None:
         out.append(Cause("duplicate", f"Live job {duplicate.id} ({duplicate.state.value}) holds the same idempotency key: a retry would dedupe to it.",
                          job_id=duplicate.id, state=duplicate.state))

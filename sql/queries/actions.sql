@@ -20,7 +20,7 @@ with old as (
 ), upd as (
     update jobs.job j
     set state = 'ready', attempt = 0, run_at = %(now)s, updated_at = %(now)s, finished_at = null,
-        result = null, stop_reason = null, wait = null, lease_until = null
+        result = null, stop_reason = null, wait = null, waiting_since = null, lease_until = null
     from old
     where j.id = old.id and old.state = 'dead' and not exists (select 1 from holder)
     returning j.id
@@ -114,7 +114,7 @@ with batch as (
 ), upd as (
     update jobs.job j
     set state = 'ready', attempt = 0, run_at = %(now)s, updated_at = %(now)s, finished_at = null,
-        result = null, stop_reason = null, wait = null, lease_until = null
+        result = null, stop_reason = null, wait = null, waiting_since = null, lease_until = null
     from pick where j.id = pick.id and j.state = 'dead'
     returning j.id
 ), hist as (

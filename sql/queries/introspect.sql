@@ -62,10 +62,11 @@ explain (format json) select 1 from jobs.job where queue = %(queue)s and state =
 -- Per queue, when its longest-waiting row became claimable: ready, parked (a shed job waits, I8)
 -- and delayed rows already due, as the gauges measure it. A ready or due delayed row became
 -- claimable at its run_at: a job delayed an hour, or retried after a backoff, has not waited that
--- hour, and a released one keeps its place and its age. A parked one when it was shed (its run_at
--- is when it may be tried again).
+-- hour, and a released one keeps its place and its age. A parked one since it first fell due,
+-- however often a limit shed it since (waiting_since; updated_at, its last shed, for a row parked
+-- before that column): its run_at is when it may be tried again.
 select n.name,
-       (select min(case when j.state = 'parked' then j.updated_at else j.run_at end)
+       (select min(case when j.state = 'parked' then coalesce(j.waiting_since, j.updated_at) else j.run_at end)
         from jobs.job j
         where j.queue = n.name and j.state in ('ready','parked','delayed')
           and (j.state <> 'delayed' or j.run_at <= %(now)s)) as oldest

@@ -130,7 +130,7 @@ returning j.*;
 update jobs.job j
 set state = 'completed',
     result = (%(results)b::text[])[array_position(%(ids)s::uuid[], j.id)]::jsonb,
-    finished_at = %(now)s, updated_at = %(now)s, lease_until = null, wait = null
+    finished_at = %(now)s, updated_at = %(now)s, lease_until = null, wait = null, waiting_since = null
 where j.id = any(%(ids)s::uuid[]) and j.state = 'running'
   and j.claimed_by = (%(workers)b::text[])[array_position(%(ids)s::uuid[], j.id)]
   and j.run = (%(runs)s::int[])[array_position(%(ids)s::uuid[], j.id)]
@@ -148,6 +148,8 @@ with done as (
         error_code = case when %(writes_error)s then %(error_code)s else j.error_code end,
         stop_reason = %(stop_reason)s,
         wait = %(wait)s::jsonb,
+        -- A shed keeps the first shed's: the row waits since it first fell due (its run_at then).
+        waiting_since = case when %(state)s = 'parked' then coalesce(j.waiting_since, j.run_at) end,
         finished_at = case when %(state)s = 'dead' then %(now)s else null end,
         lease_until = null, updated_at = %(now)s
     where j.id = %(id)s and j.state = 'running' and j.claimed_by = %(worker)s and j.run = %(run)s

@@ -43,7 +43,7 @@ with leader as (
                                       then ' [stop: attempts-exhausted at attempt ' || j.attempt || ' of ' || j.max_attempts || ']'
                                       else '' end,
         error_code = 'X_LEASE_LOST',
-        lease_until = null, updated_at = %(now)s
+        lease_until = null, waiting_since = null, updated_at = %(now)s
     from lapsed
     where j.id = lapsed.id
     returning j.id, j.run, j.attempt, j.claimed_by, j.claimed_at, j.state, j.last_error

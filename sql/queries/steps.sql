@@ -101,7 +101,7 @@ with prior as (
 ), upd as (
     update jobs.job
     set state = 'ready', attempt = 0, run_at = %(now)s, updated_at = %(now)s, finished_at = null,
-        result = null, stop_reason = null, wait = null, lease_until = null
+        result = null, stop_reason = null, wait = null, waiting_since = null, lease_until = null
     where id = %(id)s and state in ('dead','completed')
     returning id, pg_notify('jobs_enqueue', queue) as notified
 ), att as (

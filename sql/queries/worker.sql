@@ -43,8 +43,8 @@ select pg_notify('jobs_enqueue', q) from unnest(%(queues)s::text[]) as t(q);
 -- finds jobs.gauge_snapshot older than max_age locks it (skip locked: a caller that finds another
 -- counting takes the last snapshot rather than wait or count twice), counts and stores; the
 -- others read the snapshot. `exists (select 1 from due)` is a one-time filter: a fresh snapshot
--- never starts the scans of jobs.job. The waiting arm reads job_waiting (queue, state, run_at,
--- updated_at), the dead arm job_dead_v5 (queue included): both can be index-only.
+-- never starts the scans of jobs.job. The waiting arm reads job_waiting_v2 (queue, state, run_at,
+-- updated_at, waiting_since), the dead arm job_dead_v5 (queue included): both can be index-only.
 with due as (
     select id from jobs.gauge_snapshot
     where id = 1 and taken_at <= %(now)s - make_interval(secs => %(max_age)s)
@@ -53,7 +53,7 @@ with due as (
     select queue, sum(depth)::int as depth, min(since) as since, sum(dead)::int as dead
     from (
         select queue, count(*) as depth,
-               min(case when state = 'parked' then updated_at else run_at end) as since, 0 as dead
+               min(case when state = 'parked' then coalesce(waiting_since, updated_at) else run_at end) as since, 0 as dead
         from jobs.job
         where state in ('ready','parked','delayed') and (state <> 'delayed' or run_at <= %(now)s)
           and exists (select 1 from due)
@@ -111,11 +111,11 @@ with picked as (
         finished_at = null, result = null, stop_reason = null
     where j.id = any(array(select id from picked))
     returning j.id::text, j.name, j.queue, j.tenant, j.idempotency_key, j.input, j.priority, j.attempt,
-              j.max_attempts, j.run, j.run_at, j.created_at, j.last_error, j.error_code, j.wait
+              j.max_attempts, j.run, j.run_at, j.created_at, j.last_error, j.error_code, j.wait, j.waiting_since
 )
 select * from upd
 union all
-select null, null, null, null, null, null, null, null, null, null, min(t.run_at), null, null, null, null
+select null, null, null, null, null, null, null, null, null, null, min(t.run_at), null, null, null, null, null
 from unnest(%(queues)s::text[]) as q(name)
 cross join lateral (
     (select run_at from jobs.job

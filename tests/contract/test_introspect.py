@@ -269,6 +269,10 @@ async def test_why_a_parked_job_names_the_slot_holders_and_their_lease_ends(driv
     slots = next(c for c in why.causes if c.kind == "slots")
     assert slots.key == "job:render" and slots.limit == 1
     assert [h.job_id for h in slots.holders] == [holder.id] and slots.until == clock.now() + timedelta(seconds=30)
+    clock.advance(90)
+    why = await intro(driver, clock).why_job(shed.id)
+    waiting = next(c for c in why.causes if c.kind == "waiting")
+    assert waiting.text.startswith(f"Waiting since {shed.run_at:%Y-%m-%d %H:%M:%S} UTC (90s ago)")
 
 
 async def test_workers_view_marks_stale_heartbeats_and_why_says_so(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:

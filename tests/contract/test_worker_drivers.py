@@ -266,3 +266,49 @@ async def test_i24_a_job_waits_from_when_it_fell_due_not_from_when_it_was_enqueu
     assert gauges == {"later": 30.0, "flaky": 3030.0}
     view = await Introspector(driver, clock=clock).queues()
     assert {q.name: q.oldest_ready_age for q in view.queues} == {"later": 30.0, "flaky": 3030.0}
+
+
+async def test_i24_a_parked_job_waits_since_it_first_fell_due_however_often_a_limit_sheds_it(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    # Each shed rewrites run_at (when it may be tried again) and updated_at: a job a concurrency
+    # limit sheds every 5 s for an hour read an age of at most 5 s, so no alert ever fired.
+    t0 = clock.now()
+    job = await make_job(driver, ids, t0, queue="limited")
+    shed_wait = {"kind": "limit", "limit": "concurrency", "key": "send_email"}
+
+    async def claim_and_shed() -> None:
+        (got,) = (await driver.worker_claim(queues=["limited"], limit=10, worker="w1", now=clock.now(),
+                                            lease_seconds=30.0)).jobs
+        assert got.row.id == job.id
+        assert await driver.job_nack(nack=Nack(got.claim, "park", run_at=clock.now() + timedelta(seconds=5),
+                                               wait=shed_wait), now=clock.now())
+
+    for _ in range(4):  # claimed and shed at t0 + 10, 15, 20 and 25 s
+        clock.advance(10 if _ == 0 else 5)
+        await claim_and_shed()
+    clock.advance(2)
+    row = await driver.job_get(job_id=job.id)
+    assert row is not None and row.state is JobState.PARKED and row.waiting_since == t0
+    gauges = {g.queue: g.oldest_ready_seconds for g in await driver.queue_gauges(now=clock.now())}
+    view = await Introspector(driver, clock=clock).queues()
+    assert gauges == {"limited": 27.0}
+    assert {q.name: q.oldest_ready_age for q in view.queues} == {"limited": 27.0}
+
+    # Admitted at last and completed: nothing of that wait is left on the row. A retry of it
+    # that is shed again waits from when the retry made it due.
+    clock.advance(3)
+    (got,) = (await driver.worker_claim(queues=["limited"], limit=10, worker="w1", now=clock.now(),
+                                        lease_seconds=30.0)).jobs
+    assert await driver.job_nack(nack=Nack(got.claim, "dead", error="X_BOOM: boom", error_code="X_BOOM",
+                                           stop_reason="terminal"), now=clock.now())
+    assert (await driver.job_get(job_id=job.id)).waiting_since is None  # type: ignore[union-attr]
+    clock.advance(60)
+    retried_at = clock.now()
+    assert (await driver.job_retry_dead(job_id=job.id, tenant=None, now=retried_at, actor="op")).changed
+    clock.advance(1)
+    await claim_and_shed()
+    clock.advance(4)
+    assert (await driver.job_get(job_id=job.id)).waiting_since == retried_at  # type: ignore[union-attr]
+    gauges = {g.queue: g.oldest_ready_seconds for g in await driver.queue_gauges(now=clock.now())}
+    assert gauges == {"limited": 5.0}

@@ -27,7 +27,7 @@ class MemoryActions:
         # Attempts reset: an operator's retry is a fresh chance, not the n+1th failure.
         self.state.put(replace(
             row, state=JobState.READY, attempt=0, run_at=now, updated_at=now, finished_at=None,
-            result=None, stop_reason=None, wait=None, lease_until=None,
+            result=None, stop_reason=None, wait=None, waiting_since=None, lease_until=None,
         ))
         self.state.add_history(HistoryEntry(row.id, now, "retried", actor, note, {"from": "dead", **data}))
 

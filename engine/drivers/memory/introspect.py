@@ -86,9 +86,10 @@ def summary(row: JobRow) -> JobSummary:
 def ready_since(row: JobRow, now: datetime) -> datetime | None:
     """When a waiting row became claimable; None when it is not waiting. Ready, parked (a shed
     job waits, I8) and due delayed rows count, as queue_oldest_ready and the gauges measure it: a
-    parked row since it was shed, any other since it fell due (run_at)."""
+    parked row since it first fell due however often it was shed since, any other since it fell
+    due (run_at)."""
     if row.state is JobState.PARKED:
-        return row.updated_at
+        return row.waiting_since or row.updated_at
     if row.state is JobState.READY or (row.state is JobState.DELAYED and row.run_at <= now):
         return row.run_at
     return None

@@ -101,7 +101,7 @@ class MemoryJobs:
                     continue
                 self.state.put(replace(
                     row, state=JobState.COMPLETED, result=check_json(ack.result, what="result"),
-                    finished_at=now, updated_at=now, lease_until=None, wait=None,
+                    finished_at=now, updated_at=now, lease_until=None, wait=None, waiting_since=None,
                 ))
                 self._record(row, now, "completed", attempt=row.attempt)
                 done.append(row.id)
@@ -125,6 +125,8 @@ class MemoryJobs:
                 last_error=nack.error if counts else row.last_error,
                 error_code=nack.error_code if counts else row.error_code,
                 stop_reason=nack.stop_reason, wait=nack.wait,
+                # A shed keeps the first shed's: the row waits since it first fell due (I24).
+                waiting_since=(row.waiting_since or row.run_at) if state is JobState.PARKED else None,
                 finished_at=now if state is JobState.DEAD else None,
                 lease_until=None, updated_at=now,
             ))

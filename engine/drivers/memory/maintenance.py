@@ -60,7 +60,7 @@ class MemoryMaintenance:
                 self.state.put(replace(
                     r, state=state, run_at=r.run_at if dead else now,
                     stop_reason="attempts-exhausted" if dead else None, finished_at=now if dead else None,
-                    last_error=err, error_code="X_LEASE_LOST", lease_until=None, updated_at=now,
+                    last_error=err, error_code="X_LEASE_LOST", lease_until=None, waiting_since=None, updated_at=now,
                 ))
                 recs = self.state.attempts.setdefault(r.id, [])
                 if all(a.run != r.run for a in recs):

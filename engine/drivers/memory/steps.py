@@ -149,7 +149,7 @@ class MemorySteps:
             discarded = tuple(s.name for s in dropped)
             self.state.put(replace(
                 row, state=JobState.READY, attempt=0, run_at=now, updated_at=now, finished_at=None,
-                result=None, stop_reason=None, wait=None, lease_until=None,
+                result=None, stop_reason=None, wait=None, waiting_since=None, lease_until=None,
             ))
             self.state.add_history(HistoryEntry(
                 job_id, now, "retried-from-step", actor, note,

@@ -21,7 +21,7 @@ def job_row(d: dict[str, Any]) -> JobRow:
 # (state, claimant, claimed/updated at, lease end) and the ones it cleared are known to the
 # caller, so the server neither formats them nor does the driver decode them (200 rows a claim).
 CLAIM_FIELDS = ("id", "name", "queue", "tenant", "idempotency_key", "input", "priority", "attempt",
-                "max_attempts", "run", "run_at", "created_at", "last_error", "error_code", "wait")
+                "max_attempts", "run", "run_at", "created_at", "last_error", "error_code", "wait", "waiting_since")
 _new = object.__new__
 
 
