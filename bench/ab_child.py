@@ -1,0 +1,54 @@
+"""One measurement of `python -m bench.ab`, in its own process, on the tree given first.
+
+`python bench/ab_child.py TREE DSN FIGURE N` puts TREE first on sys.path (so `engine` and `bench`
+are that tree's), installs TREE's schema on DSN, enqueues N no-op jobs through the public API
+(one per call, or in batches of 100 or 1,000) and prints {"rate": jobs/s, "cpu_us": client CPU a
+job, and the engine it imported} as one line of JSON. Kept free of this tree's imports: it must run any revision's engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+
+
+def main() -> None:
+    tree, dsn, figure, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    sys.path.insert(0, tree)
+    import engine
+    from bench import workload
+    from engine.api import Enqueue, connect
+    from engine.schema import install_schema
+
+    install_schema(dsn)
+
+    async def go() -> tuple[float, float]:
+        eng = connect(dsn)
+        try:
+            await eng.aenqueue(workload.noop, {"i": -1})  # warm: pool open, schema checked, prepared
+            await eng.aenqueue_many([Enqueue(workload.noop, {"i": -2}), Enqueue(workload.noop, {"i": -3})])
+            started, cpu = time.perf_counter(), time.process_time()
+            if figure == "single":
+                for i in range(n):
+                    await eng.aenqueue(workload.noop, {"i": i})
+            else:
+                size = int(figure.removeprefix("batch"))
+                for base in range(0, n, size):
+                    await eng.aenqueue_many([Enqueue(workload.noop, {"i": i}) for i in range(base, min(n, base + size))])
+            return n / (time.perf_counter() - started), (time.process_time() - cpu) / n * 1e6
+        finally:
+            await eng.aclose()
+
+    try:
+        import uvloop
+
+        rate, cpu_us = uvloop.run(go())
+    except ImportError:
+        rate, cpu_us = asyncio.run(go())
+    print(json.dumps({"rate": rate, "cpu_us": cpu_us, "engine": engine.__file__}))
+
+
+if __name__ == "__main__":
+    main()
