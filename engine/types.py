@@ -108,6 +108,19 @@ class JobRow:
     waiting_since: datetime | None = None
 
 
+def ready_since(row: JobRow, now: datetime) -> datetime | None:
+    """When a waiting row became claimable; None when it is not waiting. Ready, parked (a shed
+    job waits, I8) and due delayed rows count: a parked row since it first fell due however often
+    it was shed since, any other since it fell due (run_at). The memory driver's queues view and
+    gauges and the why of a parked job read it; sql/queries (queue_oldest_ready, queue_gauges)
+    spell the same rule."""
+    if row.state is JobState.PARKED:
+        return row.waiting_since or row.updated_at
+    if row.state is JobState.READY or (row.state is JobState.DELAYED and row.run_at <= now):
+        return row.run_at
+    return None
+
+
 @dataclass(frozen=True)
 class Claim:
     """The claimant token every mutation of a claimed row is fenced on (I15)."""

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from engine.projections import Cause, JobSummary, LimitState, QueuePause, QueueStats, SlotHolder
-from engine.types import JobRow, JobState
+from engine.types import JobRow, JobState, ready_since
 
 if TYPE_CHECKING:  # the worker area's registry row; only named in annotations here
     from engine.types import WorkerRecord
@@ -113,7 +113,8 @@ def job_causes(
             out.append(Cause("sleep", f"Sleeping until {_t(row.run_at)} ({_in((row.run_at - now).total_seconds())}).", until=row.run_at))
     elif st is JobState.PARKED:
         out.extend(limit_causes(row, limits, now))
-        since = row.waiting_since or row.updated_at
+        since = ready_since(row, now)
+        assert since is not None  # a parked row always waits
         out.append(Cause("waiting", f"Waiting since {_t(since)} ({_in((since - now).total_seconds())}), when it first fell due, "
                          "however often a limit has shed it since.", queue=row.queue))
     if duplicate is not None:

@@ -24,7 +24,7 @@ from engine.projections import (
     QueueStats,
     SlotHolder,
 )
-from engine.types import JobRow, JobState, StopReason
+from engine.types import JobRow, JobState, StopReason, ready_since
 
 _HOUR, _MINUTE = timedelta(hours=1), timedelta(minutes=1)
 
@@ -81,18 +81,6 @@ def summary(row: JobRow) -> JobSummary:
         updated_at=row.updated_at, finished_at=row.finished_at, error_code=row.error_code,
         stop_reason=row.stop_reason,
     )
-
-
-def ready_since(row: JobRow, now: datetime) -> datetime | None:
-    """When a waiting row became claimable; None when it is not waiting. Ready, parked (a shed
-    job waits, I8) and due delayed rows count, as queue_oldest_ready and the gauges measure it: a
-    parked row since it first fell due however often it was shed since, any other since it fell
-    due (run_at)."""
-    if row.state is JobState.PARKED:
-        return row.waiting_since or row.updated_at
-    if row.state is JobState.READY or (row.state is JobState.DELAYED and row.run_at <= now):
-        return row.run_at
-    return None
 
 
 def _known_queues(state: MemoryState) -> set[str]:

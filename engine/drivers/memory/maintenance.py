@@ -98,9 +98,8 @@ class MemoryMaintenance:
             if not self._leads(leader, holder, term, now):
                 return 0
             roll = rollup_of(self.state)
-            lo = minute_of(now) - ROLLUP_KEPT
-            if roll.rolled is not None:
-                lo = max(lo, roll.rolled)
+            kept_from = minute_of(now) - ROLLUP_KEPT
+            lo = kept_from if roll.rolled is None else max(kept_from, roll.rolled)
             hi = minute_of(now - timedelta(seconds=settle))
             if hi <= lo:
                 return 0
@@ -111,7 +110,7 @@ class MemoryMaintenance:
                     roll.minutes[key] = roll.minutes.get(key, 0) + 1
             written = len(roll.minutes) - before
             roll.rolled = hi
-            for key in [k for k in roll.minutes if k[0] < minute_of(now) - ROLLUP_KEPT]:
+            for key in [k for k in roll.minutes if k[0] < kept_from]:
                 del roll.minutes[key]
             return written
 

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from engine.drivers.memory.introspect import ready_since
 from engine.drivers.memory.state import MemoryState
 from engine.types import (
     ClaimBatch,
@@ -21,6 +20,7 @@ from engine.types import (
     QueueGauges,
     WorkerRecord,
     gauges_at,
+    ready_since,
 )
 
 _CLAIMABLE = frozenset({JobState.READY, JobState.DELAYED, JobState.PARKED, JobState.SUSPENDED})

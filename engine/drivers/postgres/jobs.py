@@ -6,7 +6,7 @@ import itertools
 import json
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -93,38 +93,41 @@ class PostgresJobs:
         return await self._answered(batch, await self._all(Q.job_enqueue.text, params), now)
 
     async def job_enqueue_chunks(self, *, chunks: Iterable[Sequence[NewJob]], now: datetime) -> list[EnqueueResult]:
-        # One transaction, a statement a chunk, in pipeline mode: each statement goes out as soon
-        # as its chunk is built, so building the next one (the caller's checks included: `chunks`
-        # is lazy) overlaps the server's work on this one. A later chunk sees an earlier one's
-        # rows (one transaction), so a key held across chunks dedupes as it does within one.
-        # Fresh first as job_enqueue: a replayed key rolls the transaction back, and the batch
-        # goes again through job_enqueue, the chunks already built then the rest.
+        # One transaction, a statement a chunk, in pipeline mode (_pipelined). Fresh first as
+        # job_enqueue: a replayed key rolls the transaction back, and the batch goes again through
+        # job_enqueue, the chunks already built then the rest.
         built: list[_Collapsed] = []
         rest = iter(chunks)
+
+        def building() -> Iterator[_Collapsed]:
+            for chunk in rest:  # a chunk that raises rolls back the ones sent before it
+                built.append(_Collapsed(chunk, now))
+                yield built[-1]
+
         if self._fresh_first():
             try:
-                async with self.pools.connection() as conn, conn.transaction(), conn.pipeline():
-                    for chunk in rest:  # a chunk that raises rolls back the ones sent before it
-                        built.append(_Collapsed(chunk, now))
-                        await conn.execute(Q.job_enqueue_fresh.text, {"rows": built[-1].doc(), "now": now})  # type: ignore[arg-type]
-                out: list[EnqueueResult] = []
-                for batch in built:
-                    out += batch.answers()
-                return out
+                await self._pipelined(Q.job_enqueue_fresh.text, building())
+                return [answer for batch in built for answer in batch.answers()]
             except psycopg.errors.UniqueViolation as exc:
                 self._replayed(exc)
+        out: list[EnqueueResult] = []
+        for batch, rows in await self._pipelined(Q.job_enqueue.text, itertools.chain(built, building())):
+            out += await self._answered(batch, rows, now)
+        return out
+
+    async def _pipelined(self, sql: str, batches: Iterable[_Collapsed]) -> list[tuple[_Collapsed, list[dict[str, Any]]]]:
+        """``sql`` once per batch, in one transaction, in pipeline mode: each statement goes out
+        as soon as its batch is built, so building the next one (the caller's checks included:
+        ``batches`` is lazy) overlaps the server's work on this one. A later batch sees an earlier
+        one's rows (one transaction), so a key held across batches dedupes as it does within one."""
         sent: list[tuple[_Collapsed, psycopg.AsyncCursor[Any]]] = []
         async with self.pools.connection() as conn, conn.transaction():
             async with conn.pipeline():
-                for batch in itertools.chain(built, (_Collapsed(chunk, now) for chunk in rest)):
+                for batch in batches:
                     cur = conn.cursor()
-                    await cur.execute(Q.job_enqueue.text, {"rows": batch.doc(), "now": now})  # type: ignore[arg-type]
+                    await cur.execute(sql, {"rows": batch.doc(), "now": batch.now})  # type: ignore[arg-type]
                     sent.append((batch, cur))
-            answered = [(batch, await cur.fetchall()) for batch, cur in sent]
-        out = []
-        for batch, rows in answered:
-            out += await self._answered(batch, rows, now)  # type: ignore[arg-type]
-        return out
+            return [(batch, await cur.fetchall()) for batch, cur in sent]
 
     def _fresh_first(self) -> bool:
         """Whether a batch goes out as job_enqueue_fresh first: unless turned off, or a batch of
