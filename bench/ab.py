@@ -27,8 +27,13 @@ FIGURES = {"single": 3_000, "batch100": 20_000, "batch1000": 20_000}
 
 
 def _measure(tree: Path, dsn: str, figure: str, n: int) -> tuple[float, float]:
-    out = subprocess.run([sys.executable, str(CHILD), str(tree), dsn, figure, str(n)],
-                         capture_output=True, text=True, cwd=tree, check=False)
+    out = subprocess.run(
+        [sys.executable, str(CHILD), str(tree), dsn, figure, str(n)],
+        capture_output=True,
+        text=True,
+        cwd=tree,
+        check=False,
+    )
     if out.returncode != 0:
         raise RuntimeError(f"{figure} in {tree} failed:\n{out.stderr[-2000:]}")
     got = json.loads(out.stdout.strip().splitlines()[-1])
@@ -65,7 +70,9 @@ def run(base: str, rounds: int, figures: list[str]) -> dict[str, dict[str, list[
 
 
 def report(base: str, results: dict[str, dict[str, list[tuple[float, float]]]]) -> str:
-    lines = [f"{'figure':10s} {'base ' + base[:10]:>26s} {'new (this tree)':>26s} {'new/base':>9s} {'client CPU us/job':>20s}"]
+    lines = [
+        f"{'figure':10s} {'base ' + base[:10]:>26s} {'new (this tree)':>26s} {'new/base':>9s} {'client CPU us/job':>20s}"
+    ]
     for figure, sides in results.items():
         cells, medians, cpus = [], [], []
         for name in ("base", "new"):
@@ -73,8 +80,10 @@ def report(base: str, results: dict[str, dict[str, list[tuple[float, float]]]]) 
             medians.append(statistics.median(rates))
             cpus.append(statistics.median(c for _, c in sides[name]))
             cells.append(f"{medians[-1]:,.0f} [{min(rates):,.0f}-{max(rates):,.0f}]")
-        lines.append(f"{figure:10s} {cells[0]:>26s} {cells[1]:>26s} {medians[1] / medians[0]:8.2f}x "
-                     f"{cpus[0]:>8.1f} -> {cpus[1]:<8.1f}")
+        lines.append(
+            f"{figure:10s} {cells[0]:>26s} {cells[1]:>26s} {medians[1] / medians[0]:8.2f}x "
+            f"{cpus[0]:>8.1f} -> {cpus[1]:<8.1f}"
+        )
     return "\n".join(lines)
 
 

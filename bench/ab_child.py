@@ -36,7 +36,9 @@ def main() -> None:
             else:
                 size = int(figure.removeprefix("batch"))
                 for base in range(0, n, size):
-                    await eng.aenqueue_many([Enqueue(workload.noop, {"i": i}) for i in range(base, min(n, base + size))])
+                    await eng.aenqueue_many(
+                        [Enqueue(workload.noop, {"i": i}) for i in range(base, min(n, base + size))]
+                    )
             return n / (time.perf_counter() - started), (time.process_time() - cpu) / n * 1e6
         finally:
             await eng.aclose()

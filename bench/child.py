@@ -74,10 +74,16 @@ async def loopq_drain(cfg: dict[str, Any], rep: Reporter) -> None:
         async with await psycopg.AsyncConnection.connect(cfg["dsn"], autocommit=True, prepare_threshold=0) as conn:
             while True:
                 now = datetime.now(UTC)
-                cur = await conn.execute(claim, {  # type: ignore[arg-type]
-                    "queues": [cfg["queue"]], "limit": cfg["batch"], "worker": worker, "now": now,
-                    "lease_seconds": 30.0,
-                })
+                cur = await conn.execute(
+                    claim,
+                    {  # type: ignore[arg-type]
+                        "queues": [cfg["queue"]],
+                        "limit": cfg["batch"],
+                        "worker": worker,
+                        "now": now,
+                        "lease_seconds": 30.0,
+                    },
+                )
                 # worker_claim's last row (id null) says when work is next due: not a job.
                 rows = [r for r in await cur.fetchall() if r[0] is not None]
                 if not rows:
@@ -85,11 +91,16 @@ async def loopq_drain(cfg: dict[str, Any], rep: Reporter) -> None:
                 names = [d.name for d in cur.description or []]
                 at = {n: k for k, n in enumerate(names)}
                 await asyncio.gather(*(_noop(rep, r[at["input"]]) for r in rows))
-                await conn.execute(ack, {  # type: ignore[arg-type]
-                    "ids": [r[at["id"]] for r in rows], "workers": [worker] * len(rows),
-                    "runs": [r[at["run"]] for r in rows], "results": ["null"] * len(rows),
-                    "now": datetime.now(UTC),
-                })
+                await conn.execute(
+                    ack,
+                    {  # type: ignore[arg-type]
+                        "ids": [r[at["id"]] for r in rows],
+                        "workers": [worker] * len(rows),
+                        "runs": [r[at["run"]] for r in rows],
+                        "results": ["null"] * len(rows),
+                        "now": datetime.now(UTC),
+                    },
+                )
 
     await asyncio.gather(*(one(i) for i in range(cfg.get("loops", 1))))
 

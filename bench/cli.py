@@ -76,10 +76,16 @@ def main(argv: list[str] | None = None) -> int:
         meta = {
             "command": " ".join(["python -m bench", *(argv if argv is not None else sys.argv[1:])]),
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-            "quick": args.quick, "plan": plan.__dict__, "suite_seconds": timings,
-            "python": platform.python_version(), "postgres": cluster.server_version(),
-            "psycopg": _version("psycopg"), "pgqueuer": _version("pgqueuer"), "asyncpg": _version("asyncpg"),
-            "uvloop": _version("uvloop"), "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
+            "quick": args.quick,
+            "plan": plan.__dict__,
+            "suite_seconds": timings,
+            "python": platform.python_version(),
+            "postgres": cluster.server_version(),
+            "psycopg": _version("psycopg"),
+            "pgqueuer": _version("pgqueuer"),
+            "asyncpg": _version("asyncpg"),
+            "uvloop": _version("uvloop"),
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
         }
     finally:
         cluster.close()

@@ -24,8 +24,12 @@ TEMPLATE = "bench_template"
 def asyncpg_kwargs(dsn: str) -> dict[str, Any]:
     """asyncpg takes keywords, not a libpq conninfo (the cluster listens on a Unix socket)."""
     parts = ci.conninfo_to_dict(dsn)
-    return {"host": parts["host"], "port": int(parts.get("port") or 5432),
-            "user": parts.get("user"), "database": parts.get("dbname")}
+    return {
+        "host": parts["host"],
+        "port": int(parts.get("port") or 5432),
+        "user": parts.get("user"),
+        "database": parts.get("dbname"),
+    }
 
 
 async def _install_pgqueuer(dsn: str) -> None:

@@ -130,8 +130,9 @@ def child(argv: list[str]) -> None:
 def _spawn(*args: str) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     env.pop("NO_COLOR", None)
-    done = subprocess.run([sys.executable, "-m", "bench.console", "--child", *args],
-                          capture_output=True, text=True, env=env, timeout=3600)
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.console", "--child", *args], capture_output=True, text=True, env=env, timeout=3600
+    )
     if done.returncode != 0:
         raise SystemExit(f"bench child failed ({done.returncode}):\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -153,7 +154,9 @@ def seed(dsn: str, jobs: int) -> float:
     now = datetime.now(UTC)
     with psycopg.connect(dsn, autocommit=True) as conn:
         for first in range(1, jobs + 1, 100_000):
-            conn.execute(sql("console_bench_seed_jobs"), {"first": first, "last": min(jobs, first + 99_999), "now": now})
+            conn.execute(
+                sql("console_bench_seed_jobs"), {"first": first, "last": min(jobs, first + 99_999), "now": now}
+            )
         conn.execute(sql("console_bench_analyze"))
     return time.perf_counter() - started
 
@@ -171,27 +174,44 @@ def _ms(values: list[float]) -> dict[str, float]:
     xs = sorted(v * 1000 for v in values)
     if not xs:
         return {}
-    return {"median": round(statistics.median(xs), 1), "p95": round(xs[int(len(xs) * 0.95) - 1 if len(xs) > 1 else 0], 1),
-            "max": round(xs[-1], 1), "n": len(xs)}
+    return {
+        "median": round(statistics.median(xs), 1),
+        "p95": round(xs[int(len(xs) * 0.95) - 1 if len(xs) > 1 else 0], 1),
+        "max": round(xs[-1], 1),
+        "n": len(xs),
+    }
 
 
 def report(res: dict[str, Any], args: argparse.Namespace) -> str:
-    lines = [f"jobs-console on {args.jobs:,} jobs (python -m bench.console --jobs {args.jobs} --refreshes {args.refreshes})", ""]
+    lines = [
+        f"jobs-console on {args.jobs:,} jobs (python -m bench.console --jobs {args.jobs} --refreshes {args.refreshes})",
+        "",
+    ]
     opens = res["open"]
-    lines.append(f"open to first screen: median {statistics.median(opens):.2f} s, max {max(opens):.2f} s over {len(opens)} runs (target < 1.5 s)")
+    lines.append(
+        f"open to first screen: median {statistics.median(opens):.2f} s, max {max(opens):.2f} s over {len(opens)} runs (target < 1.5 s)"
+    )
     lines.append("CPU per refresh (ms, whole process; target < 100):")
     for name in SCREENS:
         c, w = _ms(res["refresh"]["cpu"][name]), _ms(res["refresh"]["wall"][name])
         if c:
-            lines.append(f"  {name:<13} cpu median {c['median']:>6} p95 {c['p95']:>6} max {c['max']:>6}   wall median {w['median']:>6}  (n={c['n']})")
+            lines.append(
+                f"  {name:<13} cpu median {c['median']:>6} p95 {c['p95']:>6} max {c['max']:>6}   wall median {w['median']:>6}  (n={c['n']})"
+            )
     rss = res["refresh"]["rss"]
     (n0, r0), (n1, r1) = rss[1] if len(rss) > 1 else rss[0], rss[-1]
     slope = (r1 - r0) / (n1 - n0) if n1 > n0 else 0.0
     hour = 1800  # refreshes in an hour at the default 2 s interval
     projected = r1 + slope * max(0, hour - n1)
-    lines.append(f"RSS: {rss[0][1]:.0f} MB open, {r1:.0f} MB after {n1} refreshes; growth {slope * 1000:.1f} kB/refresh"
-                 + (f"; extrapolated to {hour} refreshes (1 h at 2 s): {projected:.0f} MB" if n1 < hour else " (a full hour's worth was run)")
-                 + " (target < 150 MB)")
+    lines.append(
+        f"RSS: {rss[0][1]:.0f} MB open, {r1:.0f} MB after {n1} refreshes; growth {slope * 1000:.1f} kB/refresh"
+        + (
+            f"; extrapolated to {hour} refreshes (1 h at 2 s): {projected:.0f} MB"
+            if n1 < hour
+            else " (a full hour's worth was run)"
+        )
+        + " (target < 150 MB)"
+    )
     return "\n".join(lines)
 
 

@@ -42,8 +42,16 @@ def _failure(procs: Sequence[tuple[subprocess.Popen[bytes], Any]], what: str) ->
     return RuntimeError(f"{what}\n" + "\n".join(tails))
 
 
-def timed_drain(dsn: str, commands: Sequence[Sequence[str]], remaining_sql: str, params: dict[str, Any],
-                total: int, *, env: dict[str, str] | None = None, timeout: float = 120.0) -> float:
+def timed_drain(
+    dsn: str,
+    commands: Sequence[Sequence[str]],
+    remaining_sql: str,
+    params: dict[str, Any],
+    total: int,
+    *,
+    env: dict[str, str] | None = None,
+    timeout: float = 120.0,
+) -> float:
     """Jobs per second from the first spawn to the poll that sees zero unsettled jobs."""
     with psycopg.connect(dsn, autocommit=True, prepare_threshold=0) as conn:
         conn.execute(remaining_sql, params)  # type: ignore[arg-type]  # prepared before the clock

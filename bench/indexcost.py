@@ -26,8 +26,15 @@ from bench.cluster import BenchCluster
 from engine.drivers.postgres.rows import CLAIM_FIELDS
 from engine.drivers.sqlfiles import Q
 
-LISTS = ["job_list_input", "job_list_queue_state", "job_list_state", "job_list_name", "job_list_key",
-         "job_list_tenant", "job_finished_at"]
+LISTS = [
+    "job_list_input",
+    "job_list_queue_state",
+    "job_list_state",
+    "job_list_name",
+    "job_list_key",
+    "job_list_tenant",
+    "job_finished_at",
+]
 # The ready row's "waiting since" index: the enqueue writes it, the ack does not.
 VARIANTS: dict[str, list[str]] = {
     "schema.sql": [],
@@ -58,8 +65,12 @@ def measure(dsn: str, drops: list[str]) -> tuple[float, float, float, float]:
             conn.execute(f"drop index jobs.{index}")  # type: ignore[arg-type]
         pid = conn.info.backend_pid
         now = datetime.now(UTC)
-        batches = [orjson.dumps([[str(uuid.uuid4()), "bench.noop", "bench", None, f"{b}-{i}", {"i": i}, 1, now, 0]
-                                 for i in range(1000)]).decode() for b in range(24)]
+        batches = [
+            orjson.dumps(
+                [[str(uuid.uuid4()), "bench.noop", "bench", None, f"{b}-{i}", {"i": i}, 1, now, 0] for i in range(1000)]
+            ).decode()
+            for b in range(24)
+        ]
 
         def enqueue(docs: list[str], sql: str = Q.job_enqueue_fresh.text) -> None:
             for doc in docs:
@@ -73,13 +84,31 @@ def measure(dsn: str, drops: list[str]) -> tuple[float, float, float, float]:
         claim_cpu = ack_cpu = 0.0
         for cycle in range(110):
             t0 = _cpu(pid)
-            got = [r for r in conn.execute(Q.worker_claim.text, {  # type: ignore[arg-type]
-                "queues": ["bench"], "limit": 200, "worker": "w1", "now": now, "lease_seconds": 30.0}).fetchall()
-                if r[0] is not None]
+            got = [
+                r
+                for r in conn.execute(
+                    Q.worker_claim.text,
+                    {  # type: ignore[arg-type]
+                        "queues": ["bench"],
+                        "limit": 200,
+                        "worker": "w1",
+                        "now": now,
+                        "lease_seconds": 30.0,
+                    },
+                ).fetchall()
+                if r[0] is not None
+            ]
             t1 = _cpu(pid)
-            conn.execute(Q.job_ack_many.text, {  # type: ignore[arg-type]
-                "ids": "{" + ",".join(r[0] for r in got) + "}", "workers": ["w1"] * len(got),
-                "runs": "{" + ",".join(str(r[_RUN]) for r in got) + "}", "results": ["null"] * len(got), "now": now})
+            conn.execute(
+                Q.job_ack_many.text,
+                {  # type: ignore[arg-type]
+                    "ids": "{" + ",".join(r[0] for r in got) + "}",
+                    "workers": ["w1"] * len(got),
+                    "runs": "{" + ",".join(str(r[_RUN]) for r in got) + "}",
+                    "results": ["null"] * len(got),
+                    "now": now,
+                },
+            )
             if cycle >= 10:
                 claim_cpu += t1 - t0
                 ack_cpu += _cpu(pid) - t1

@@ -54,8 +54,15 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-async def steady(dsn: str, command: Callable[[str, str], list[str]], producer: Producer, *, rate: float,
-                 seconds: float, env: Callable[[str], dict[str, str]] | None = None) -> tuple[float, float]:
+async def steady(
+    dsn: str,
+    command: Callable[[str, str], list[str]],
+    producer: Producer,
+    *,
+    rate: float,
+    seconds: float,
+    env: Callable[[str], dict[str, str]] | None = None,
+) -> tuple[float, float]:
     """(p50, p99) in ms of enqueue-to-start at `rate` jobs/s over `seconds`, one worker process."""
     col = Collector()
     procs = [spawn(command(dsn, col.path), env(col.path) if env else None)]

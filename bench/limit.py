@@ -25,10 +25,28 @@ def pgbench(dsn: str, script: str, *, batch: int, clients: int, transactions: in
         f.write(sql(script) + ";\n")
         path = f.name
     argv = [
-        str(find_server_binaries() / "pgbench"), "-n", "-M", "prepared",
-        "-h", str(parts["host"]), "-p", str(parts.get("port") or 5432), "-U", str(parts.get("user") or "postgres"),
-        "-d", str(parts["dbname"]), "-f", path, "-D", f"batch={batch}",
-        "-c", str(clients), "-j", str(min(clients, 2)), "-t", str(transactions),
+        str(find_server_binaries() / "pgbench"),
+        "-n",
+        "-M",
+        "prepared",
+        "-h",
+        str(parts["host"]),
+        "-p",
+        str(parts.get("port") or 5432),
+        "-U",
+        str(parts.get("user") or "postgres"),
+        "-d",
+        str(parts["dbname"]),
+        "-f",
+        path,
+        "-D",
+        f"batch={batch}",
+        "-c",
+        str(clients),
+        "-j",
+        str(min(clients, 2)),
+        "-t",
+        str(transactions),
     ]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)

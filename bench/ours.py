@@ -71,14 +71,39 @@ DRAIN_SETTINGS: dict[str, dict[str, Any]] = {
 }
 
 
-def worker_command(dsn: str, *, concurrency: int, batch_size: int = 200, ack_batch: int = 200,
-                   embedded: bool = False, udp: str | None = None) -> list[str]:
+def worker_command(
+    dsn: str,
+    *,
+    concurrency: int,
+    batch_size: int = 200,
+    ack_batch: int = 200,
+    embedded: bool = False,
+    udp: str | None = None,
+) -> list[str]:
     if embedded:
-        cfg = {"kind": "ours", "dsn": dsn, "uvloop": True, "udp": udp,
-               "settings": {"concurrency": concurrency, "batch_size": batch_size, "ack_batch": ack_batch}}
+        cfg = {
+            "kind": "ours",
+            "dsn": dsn,
+            "uvloop": True,
+            "udp": udp,
+            "settings": {"concurrency": concurrency, "batch_size": batch_size, "ack_batch": ack_batch},
+        }
         return [sys.executable, "-m", "bench.child", json.dumps(cfg)]
-    return [*jobs_cli(), "worker", "bench.workload", "--dsn", dsn, "--queues", workload.QUEUE,
-            "--concurrency", str(concurrency), "--batch-size", str(batch_size), "--ack-batch", str(ack_batch)]
+    return [
+        *jobs_cli(),
+        "worker",
+        "bench.workload",
+        "--dsn",
+        dsn,
+        "--queues",
+        workload.QUEUE,
+        "--concurrency",
+        str(concurrency),
+        "--batch-size",
+        str(batch_size),
+        "--ack-batch",
+        str(ack_batch),
+    ]
 
 
 async def producer(dsn: str) -> tuple[Callable[[dict[str, Any]], Awaitable[Any]], Callable[[], Awaitable[None]]]:

@@ -18,9 +18,25 @@ class Plan:
     console_jobs: int  # rows for the console's projection timings
 
 
-FULL = Plan(runs=3, enqueue_single=2000, enqueue_batched=20_000, drain=20_000, lifecycle_txns=400,
-            latency_seconds=5.0, rates=(100, 1000), steps_jobs=2000,
-            console_jobs=1_000_000)
-QUICK = Plan(runs=1, enqueue_single=200, enqueue_batched=2000, drain=1000, lifecycle_txns=20,
-             latency_seconds=0.3, rates=(100, 1000), steps_jobs=50,
-             console_jobs=10_000)
+FULL = Plan(
+    runs=3,
+    enqueue_single=2000,
+    enqueue_batched=20_000,
+    drain=20_000,
+    lifecycle_txns=400,
+    latency_seconds=5.0,
+    rates=(100, 1000),
+    steps_jobs=2000,
+    console_jobs=1_000_000,
+)
+QUICK = Plan(
+    runs=1,
+    enqueue_single=200,
+    enqueue_batched=2000,
+    drain=1000,
+    lifecycle_txns=20,
+    latency_seconds=0.3,
+    rates=(100, 1000),
+    steps_jobs=50,
+    console_jobs=10_000,
+)

@@ -88,8 +88,9 @@ async def _measure(dsn: str, runs: int, busy: int = BUSY_HOUR) -> tuple[dict[str
     now = datetime.now(UTC)
     term = await driver.leader_acquire(name="maintenance", holder="bench", now=now, lease_seconds=60)
     assert term is not None, "another maintenance leader holds this database"
-    await driver.throughput_rollup(leader="maintenance", holder="bench", term=term, now=now,
-                                   settle=MaintenanceConfig().throughput_settle)
+    await driver.throughput_rollup(
+        leader="maintenance", holder="bench", term=term, now=now, settle=MaintenanceConfig().throughput_settle
+    )
     await driver.leader_release(name="maintenance", holder="bench", term=term, now=now)
     out["queues.busy_hour"] = await _time(cases["queues"], runs)
     await driver.close()
@@ -127,13 +128,31 @@ def explain_all(dsn: str, dead_id: str) -> dict[str, list[str]]:
     now = datetime.now(UTC)
     queues = ["q0", "q1", "q2", "q3", "q4"]
     base = {"now": now, "queues": queues, "cap": 10000, "cursor": None, "limit": 51, "id": dead_id, "keys": ["x"]}
-    cases = [("queue_names", {}), ("queue_running", {}), ("queue_counts", {}), ("queue_oldest_ready", {}), ("queue_throughput", {}),
-             ("dead_groups", filter_params(parse_filter(""))), ("job_duplicate", {}),
-             ("job_bulk_groups", filter_params(parse_filter("code=X_BENCH_3")) | {"action": "retry"})]
-    for text in ("", "state=dead", "queue=q1 state=ready", "name=job_7", "tenant=t3", "state=dead code=X_BENCH_3",
-                 "input.invoice_id=4242", "search=k:12345", f"search={dead_id}"):
-        cases += [("job_page", filter_params(parse_filter(text)) | {"_label": text}),
-                  ("job_page_count", filter_params(parse_filter(text)) | {"_label": text})]
+    cases = [
+        ("queue_names", {}),
+        ("queue_running", {}),
+        ("queue_counts", {}),
+        ("queue_oldest_ready", {}),
+        ("queue_throughput", {}),
+        ("dead_groups", filter_params(parse_filter(""))),
+        ("job_duplicate", {}),
+        ("job_bulk_groups", filter_params(parse_filter("code=X_BENCH_3")) | {"action": "retry"}),
+    ]
+    for text in (
+        "",
+        "state=dead",
+        "queue=q1 state=ready",
+        "name=job_7",
+        "tenant=t3",
+        "state=dead code=X_BENCH_3",
+        "input.invoice_id=4242",
+        "search=k:12345",
+        f"search={dead_id}",
+    ):
+        cases += [
+            ("job_page", filter_params(parse_filter(text)) | {"_label": text}),
+            ("job_page_count", filter_params(parse_filter(text)) | {"_label": text}),
+        ]
     found: dict[str, list[str]] = {}
     with psycopg.connect(dsn) as conn:
         conn.execute("set plan_cache_mode = force_custom_plan")
@@ -148,7 +167,10 @@ def explain_all(dsn: str, dead_id: str) -> dict[str, list[str]]:
 def _scans(node: dict[str, Any]) -> list[str]:
     out = []
     if "Scan" in node.get("Node Type", "") and node.get("Relation Name"):
-        out.append(f"{node['Node Type']} {node['Relation Name']}" + (f" ({node['Index Name']})" if node.get("Index Name") else ""))
+        out.append(
+            f"{node['Node Type']} {node['Relation Name']}"
+            + (f" ({node['Index Name']})" if node.get("Index Name") else "")
+        )
     for child in node.get("Plans", []):
         out += _scans(child)
     return out
@@ -191,13 +213,28 @@ def main(argv: list[str] | None = None) -> int:
     for name, xs in samples.items():
         xs = sorted(xs)
         med, p95 = statistics.median(xs), xs[min(len(xs) - 1, int(len(xs) * 0.95))]
-        target = PAGE_TARGET_MS if name.startswith("page.") else VIEW_TARGET_MS if not name.startswith("plan.") else None
+        target = (
+            PAGE_TARGET_MS if name.startswith("page.") else VIEW_TARGET_MS if not name.startswith("plan.") else None
+        )
         ok = "-" if target is None else ("yes" if med < target else "NO")
         print(f"{name:<20} {med:8.2f} {p95:8.2f} {xs[-1]:8.2f} {target or '':>7}  {ok}")
-        rows.append({"projection": name, "median_ms": round(med, 3), "p95_ms": round(p95, 3), "max_ms": round(xs[-1], 3), "target_ms": target})
+        rows.append(
+            {
+                "projection": name,
+                "median_ms": round(med, 3),
+                "p95_ms": round(p95, 3),
+                "max_ms": round(xs[-1], 3),
+                "target_ms": target,
+            }
+        )
     seq = {k: v for k, v in plans.items() if any(s.startswith("Seq Scan job") for s in v)}
     print("EXPLAIN: " + ("no sequential scan of jobs.job" if not seq else f"SEQ SCAN in {sorted(seq)}"))
-    print(json.dumps({"jobs": args.jobs, "runs": args.runs, "seed_seconds": round(seconds, 1), "results": rows, "plans": plans}, indent=1))
+    print(
+        json.dumps(
+            {"jobs": args.jobs, "runs": args.runs, "seed_seconds": round(seconds, 1), "results": rows, "plans": plans},
+            indent=1,
+        )
+    )
     return 1 if seq or any(r["target_ms"] and r["median_ms"] >= r["target_ms"] for r in rows) else 0
 
 

@@ -25,7 +25,8 @@ def seed(dsn: str, n: int) -> None:
             conn.execute(sql("raw_insert_many"), {"payloads": payloads})  # type: ignore[arg-type]
 
 
-def worker_command(kind: str, dsn: str, *, batch: int = BATCH, loops: int = 1, queue: str = "bench",
-                   udp: str | None = None) -> list[str]:
+def worker_command(
+    kind: str, dsn: str, *, batch: int = BATCH, loops: int = 1, queue: str = "bench", udp: str | None = None
+) -> list[str]:
     cfg = {"kind": kind, "dsn": dsn, "batch": batch, "loops": loops, "queue": queue, "udp": udp}
     return [sys.executable, "-m", "bench.child", json.dumps(cfg)]

@@ -75,8 +75,18 @@ def table(res: Results) -> str:
         figs = {s: res.get(key, s) for s in SYSTEMS}
         unit = next(f.unit for f in figs.values() if f is not None)
         rp, rr = _ratio(figs["ours"], figs["peer"]), _ratio(figs["ours"], figs["raw"])
-        rows.append([key, unit, _cell(figs["ours"]), _cell(figs["peer"]), f"{rp:.2f}x" if rp else "-",
-                     _cell(figs["raw"]), f"{rr:.0%}" if rr else "-", _cell(figs["sql"])])
+        rows.append(
+            [
+                key,
+                unit,
+                _cell(figs["ours"]),
+                _cell(figs["peer"]),
+                f"{rp:.2f}x" if rp else "-",
+                _cell(figs["raw"]),
+                f"{rr:.0%}" if rr else "-",
+                _cell(figs["sql"]),
+            ]
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -96,8 +106,12 @@ def table(res: Results) -> str:
 def write_json(res: Results, meta: dict[str, Any], path: Path | None = None) -> Path:
     RESULTS_DIR.mkdir(exist_ok=True)
     path = path or RESULTS_DIR / time.strftime("bench-%Y%m%dT%H%M%SZ.json", time.gmtime())
-    doc = {"meta": meta, "figures": [f.as_json() for f in res.figures.values()], "targets": check(res),
-           "errors": res.errors}
+    doc = {
+        "meta": meta,
+        "figures": [f.as_json() for f in res.figures.values()],
+        "targets": check(res),
+        "errors": res.errors,
+    }
     text = json.dumps(doc, indent=2, default=str)
     path.write_text(text, encoding="utf-8")
     (RESULTS_DIR / "latest.json").write_text(text, encoding="utf-8")
@@ -109,8 +123,12 @@ def expected_figures(*, worker: bool, steps: bool) -> list[tuple[str, str]]:
     out = [(f"enqueue.{k}", s) for k in ("single", "batch100", "batch1000") for s in ("ours", "peer", "raw")]
     out += [(k, "raw") for k in ("lifecycle.single.c1", "lifecycle.batch100.c1", "lifecycle.batch100.c4")]
     out += [(f"drain.p{p}", s) for p in (1, 2) for s in ("peer", "raw", "sql", *(("ours",) if worker else ()))]
-    out += [(f"latency.r{r}.{q}", s) for r in (100, 1000) for q in ("p50", "p99")
-            for s in ("peer", *(("ours",) if worker else ()))]
+    out += [
+        (f"latency.r{r}.{q}", s)
+        for r in (100, 1000)
+        for q in ("p50", "p99")
+        for s in ("peer", *(("ours",) if worker else ()))
+    ]
     if steps:
         out += [(f"{k}.{f}", "ours") for k in ("steps5", "steps5async") for f in ("jobs", "steps")]
     return out

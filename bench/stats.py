@@ -29,9 +29,15 @@ class Figure:
 
     def as_json(self) -> dict[str, object]:
         return {
-            "key": self.key, "system": self.system, "unit": self.unit,
-            "higher_is_better": self.higher_is_better, "median": self.median,
-            "min": self.lo, "max": self.hi, "runs": len(self.samples), "samples": self.samples,
+            "key": self.key,
+            "system": self.system,
+            "unit": self.unit,
+            "higher_is_better": self.higher_is_better,
+            "median": self.median,
+            "min": self.lo,
+            "max": self.hi,
+            "runs": len(self.samples),
+            "samples": self.samples,
             "note": self.note,
         }
 
@@ -41,8 +47,16 @@ class Results:
         self.figures: dict[tuple[str, str], Figure] = {}
         self.errors: list[str] = []  # runs that failed (the invocation went on without them)
 
-    def add(self, key: str, system: str, value: float, *, unit: str = "jobs/s",
-            higher_is_better: bool = True, note: str = "") -> None:
+    def add(
+        self,
+        key: str,
+        system: str,
+        value: float,
+        *,
+        unit: str = "jobs/s",
+        higher_is_better: bool = True,
+        note: str = "",
+    ) -> None:
         fig = self.figures.get((key, system))
         if fig is None:
             fig = self.figures[(key, system)] = Figure(key, system, unit, higher_is_better)

@@ -42,12 +42,20 @@ def enqueue(c: BenchCluster, plan: Plan, res: Results) -> None:
         for size in (100, 1000):
             for system, mod in systems:
                 res.add(f"enqueue.batch{size}", system, arun(mod.enqueue_batch(c.fresh(), plan.enqueue_batched, size)))
-        res.add("enqueue.single", "raw", pgbench(c.fresh(), "pgb_insert", batch=1, clients=1,
-                                                 transactions=plan.enqueue_single), note="pgbench, 1 client")
+        res.add(
+            "enqueue.single",
+            "raw",
+            pgbench(c.fresh(), "pgb_insert", batch=1, clients=1, transactions=plan.enqueue_single),
+            note="pgbench, 1 client",
+        )
         for size in (100, 1000):
             txns = max(5, plan.enqueue_batched // size)
-            res.add(f"enqueue.batch{size}", "raw", pgbench(c.fresh(), "pgb_insert", batch=size, clients=1,
-                                                          transactions=txns), note="pgbench, 1 client")
+            res.add(
+                f"enqueue.batch{size}",
+                "raw",
+                pgbench(c.fresh(), "pgb_insert", batch=size, clients=1, transactions=txns),
+                note="pgbench, 1 client",
+            )
 
 
 def limit(c: BenchCluster, plan: Plan, res: Results) -> None:
@@ -56,12 +64,17 @@ def limit(c: BenchCluster, plan: Plan, res: Results) -> None:
         for batch, clients in ((1, 1), (100, 1), (100, 4)):
             txns = plan.lifecycle_txns * (10 if batch == 1 else 1)
             key = f"lifecycle.{'single' if batch == 1 else f'batch{batch}'}.c{clients}"
-            res.add(key, "raw", pgbench(c.fresh(), "pgb_lifecycle", batch=batch, clients=clients, transactions=txns),
-                    note=f"pgbench, {clients} client(s)")
+            res.add(
+                key,
+                "raw",
+                pgbench(c.fresh(), "pgb_lifecycle", batch=batch, clients=clients, transactions=txns),
+                note=f"pgbench, {clients} client(s)",
+            )
 
 
-def _drain_ours(c: BenchCluster, plan: Plan, procs: int, settings: dict[str, Any], job: Any = None,
-                total: int | None = None) -> float:
+def _drain_ours(
+    c: BenchCluster, plan: Plan, procs: int, settings: dict[str, Any], job: Any = None, total: int | None = None
+) -> float:
     dsn = c.fresh()
     n = total or plan.drain
     arun(ours.seed(dsn, n, job=job))
@@ -81,23 +94,36 @@ def drain(c: BenchCluster, plan: Plan, res: Results) -> None:
 def _drain_peer(c: BenchCluster, plan: Plan, res: Results, procs: int) -> None:
     dsn = c.fresh()
     arun(peer.seed(dsn, plan.drain))
-    res.add(f"drain.p{procs}", "peer", timed_drain(dsn, [peer.worker_command(dsn) for _ in range(procs)], peer.REMAINING,
-                                                   {}, plan.drain), note=f"batch_size={peer.BATCH}, uvloop")
+    res.add(
+        f"drain.p{procs}",
+        "peer",
+        timed_drain(dsn, [peer.worker_command(dsn) for _ in range(procs)], peer.REMAINING, {}, plan.drain),
+        note=f"batch_size={peer.BATCH}, uvloop",
+    )
 
 
 def _drain_raw(c: BenchCluster, plan: Plan, res: Results, procs: int) -> None:
     dsn = c.fresh()
     raw.seed(dsn, plan.drain)
-    res.add(f"drain.p{procs}", "raw", timed_drain(dsn, [raw.worker_command("loop", dsn) for _ in range(procs)],
-                                                  raw.REMAINING, {}, plan.drain), note=f"bare psycopg loop, claim {raw.BATCH}")
+    res.add(
+        f"drain.p{procs}",
+        "raw",
+        timed_drain(dsn, [raw.worker_command("loop", dsn) for _ in range(procs)], raw.REMAINING, {}, plan.drain),
+        note=f"bare psycopg loop, claim {raw.BATCH}",
+    )
 
 
 def _drain_sql(c: BenchCluster, plan: Plan, res: Results, procs: int) -> None:
     dsn = c.fresh()
     arun(ours.seed(dsn, plan.drain))
-    res.add(f"drain.p{procs}", "sql", timed_drain(dsn, [raw.worker_command("loopq", dsn) for _ in range(procs)],
-                                                  ours.REMAINING, ours.PARAMS, plan.drain),
-            note=f"bare loop over our SQL, claim {raw.BATCH}")
+    res.add(
+        f"drain.p{procs}",
+        "sql",
+        timed_drain(
+            dsn, [raw.worker_command("loopq", dsn) for _ in range(procs)], ours.REMAINING, ours.PARAMS, plan.drain
+        ),
+        note=f"bare loop over our SQL, claim {raw.BATCH}",
+    )
 
 
 def _drain_ours_sweep(c: BenchCluster, plan: Plan, res: Results, procs: int) -> None:
@@ -123,14 +149,22 @@ def latency(c: BenchCluster, plan: Plan, res: Results) -> None:
     for _ in range(plan.runs):
         for rate in plan.rates:
             runs: list[tuple[str, Callable[[str, str], list[str]], Any, Any]] = [
-                ("peer", lambda dsn, udp: peer.worker_command(dsn, udp=udp), peer.producer, None)]
+                ("peer", lambda dsn, udp: peer.worker_command(dsn, udp=udp), peer.producer, None)
+            ]
             if ours.worker_available():
-                runs.append(("ours", lambda dsn, udp: ours.worker_command(dsn, concurrency=200), ours.producer,
-                             lambda udp: {"BENCH_UDP": udp}))
+                runs.append(
+                    (
+                        "ours",
+                        lambda dsn, udp: ours.worker_command(dsn, concurrency=200),
+                        ours.producer,
+                        lambda udp: {"BENCH_UDP": udp},
+                    )
+                )
             for system, command, producer, env in runs:
                 try:
-                    p50, p99 = arun(steady(c.fresh(), command, producer, rate=rate,
-                                           seconds=plan.latency_seconds, env=env))
+                    p50, p99 = arun(
+                        steady(c.fresh(), command, producer, rate=rate, seconds=plan.latency_seconds, env=env)
+                    )
                 except Exception as exc:
                     _failed(res, f"latency {system} at {rate}/s", exc)
                     continue
@@ -160,11 +194,17 @@ def console(c: BenchCluster, plan: Plan, res: Results) -> None:
     run = getattr(projections, "run", None)
     if run is None:
         return
-    offered = {"dsn": c.fresh(), "jobs": plan.console_jobs, "runs": plan.runs, "quick": plan is QUICK,
-               "cluster": c, "admin": c.admin}
+    offered = {
+        "dsn": c.fresh(),
+        "jobs": plan.console_jobs,
+        "runs": plan.runs,
+        "quick": plan is QUICK,
+        "cluster": c,
+        "admin": c.admin,
+    }
     names = inspect.signature(run).parameters
     out = run(**{k: v for k, v in offered.items() if k in names})
-    for key, value in (out.items() if isinstance(out, dict) else []):
+    for key, value in out.items() if isinstance(out, dict) else []:
         samples = value if isinstance(value, list) else [value]
         for v in samples:
             res.add(f"console.{key}", "ours", float(v), unit="ms", higher_is_better=False)
@@ -174,5 +214,10 @@ def console(c: BenchCluster, plan: Plan, res: Results) -> None:
 
 
 SUITES: dict[str, Suite] = {
-    "enqueue": enqueue, "limit": limit, "drain": drain, "latency": latency, "steps": steps, "console": console,
+    "enqueue": enqueue,
+    "limit": limit,
+    "drain": drain,
+    "latency": latency,
+    "steps": steps,
+    "console": console,
 }

@@ -31,7 +31,7 @@ class Action:
         """The screen a NAV entry goes to (``goto('jobs')`` -> ``jobs``)."""
         if not self.action.startswith("goto("):
             return None
-        return self.action[len("goto('"):-2]
+        return self.action[len("goto('") : -2]
 
     @property
     def name(self) -> str:
@@ -42,20 +42,46 @@ class Action:
 # Screens reachable from anywhere, in nav order. A new screen is one entry here plus its class in
 # console/screens/__init__.py.
 NAV: tuple[Action, ...] = (
-    Action("1", "goto('overview')", "Overview", "queues: counts by state, oldest ready, throughput, workers", footer=False),
+    Action(
+        "1", "goto('overview')", "Overview", "queues: counts by state, oldest ready, throughput, workers", footer=False
+    ),
     Action("2", "goto('jobs')", "Jobs", "filterable, paginated list of jobs; Enter opens one", footer=False),
-    Action("3", "goto('dead_letters')", "Dead letters", "dead jobs grouped by name and error code; retry or cancel", footer=False),
+    Action(
+        "3",
+        "goto('dead_letters')",
+        "Dead letters",
+        "dead jobs grouped by name and error code; retry or cancel",
+        footer=False,
+    ),
     Action("4", "goto('workers')", "Workers", "hosts, pids, queues, slots, heartbeats (stale marked)", footer=False),
-    Action("5", "coming('Scheduler')", "Scheduler", "cron tasks and their next runs", coming="the scheduler issue", footer=False),
-    Action("6", "coming('Outbox')", "Outbox", "staged rows waiting for the relay", coming="the outbox issue", footer=False),
-    Action("7", "coming('Backfills')", "Backfills", "declared sweeps and their ledger", coming="the backfills issue", footer=False),
+    Action(
+        "5",
+        "coming('Scheduler')",
+        "Scheduler",
+        "cron tasks and their next runs",
+        coming="the scheduler issue",
+        footer=False,
+    ),
+    Action(
+        "6", "coming('Outbox')", "Outbox", "staged rows waiting for the relay", coming="the outbox issue", footer=False
+    ),
+    Action(
+        "7",
+        "coming('Backfills')",
+        "Backfills",
+        "declared sweeps and their ledger",
+        coming="the backfills issue",
+        footer=False,
+    ),
 )
 
 ACTIONS: tuple[Action, ...] = NAV + (
     Action("question_mark", "help", "Help", "this list of keys", key_display="?"),
     Action("r", "refresh_now", "Refresh", "reload the screen now", footer=False),
     Action("plus", "interval(1)", "Slower", "refresh less often (interval steps up)", key_display="+", footer=False),
-    Action("minus", "interval(-1)", "Faster", "refresh more often (interval steps down)", key_display="-", footer=False),
+    Action(
+        "minus", "interval(-1)", "Faster", "refresh more often (interval steps down)", key_display="-", footer=False
+    ),
     Action("q", "quit", "Quit", "leave the console"),
     Action("ctrl+c", "quit", "Quit", "leave the console (as in any terminal program)", footer=False, key_display="^c"),
     # overview
@@ -65,14 +91,37 @@ ACTIONS: tuple[Action, ...] = NAV + (
     # jobs
     Action("escape", "back", "Back", "leave the filter bar, or go back", scope="jobs"),
     Action("enter", "open_job", "Open", "open the selected job", scope="jobs"),
-    Action("slash", "filter", "Filter", "filter: queue= state= name= tenant= code= input.FIELD=V, or an id/key", scope="jobs", key_display="/"),
+    Action(
+        "slash",
+        "filter",
+        "Filter",
+        "filter: queue= state= name= tenant= code= input.FIELD=V, or an id/key",
+        scope="jobs",
+        key_display="/",
+    ),
     Action("n", "page(1)", "Next page", "the next (older) page", scope="jobs"),
     Action("b", "page(-1)", "Prev page", "the previous (newer) page", scope="jobs"),
     Action("x", "retry", "Retry", "retry the selected dead job", scope="jobs", mutating=True),
     Action("c", "cancel", "Cancel", "cancel the selected live job", scope="jobs", mutating=True),
     Action("y", "why", "Why", "why is the selected job not running?", scope="jobs"),
-    Action("X", "bulk('retry')", "Retry all", "retry every dead job matching the filter, every page (dry run first)", scope="jobs", mutating=True, key_display="X"),
-    Action("C", "bulk('cancel')", "Cancel all", "cancel every live job matching the filter, every page (dry run first)", scope="jobs", mutating=True, key_display="C"),
+    Action(
+        "X",
+        "bulk('retry')",
+        "Retry all",
+        "retry every dead job matching the filter, every page (dry run first)",
+        scope="jobs",
+        mutating=True,
+        key_display="X",
+    ),
+    Action(
+        "C",
+        "bulk('cancel')",
+        "Cancel all",
+        "cancel every live job matching the filter, every page (dry run first)",
+        scope="jobs",
+        mutating=True,
+        key_display="C",
+    ),
     # job detail
     Action("escape", "back", "Back", "back to the previous screen", scope="job_detail"),
     Action("y", "why", "Why", "why is this job not running?", scope="job_detail"),
@@ -85,10 +134,40 @@ ACTIONS: tuple[Action, ...] = NAV + (
     Action("escape", "back", "Back", "leave the filter bar, or go back", scope="dead_letters"),
     Action("enter", "open_group", "Jobs of group", "list the dead jobs of the selected group", scope="dead_letters"),
     Action("slash", "filter", "Filter", "filter: queue= name= tenant= code=", scope="dead_letters", key_display="/"),
-    Action("x", "bulk('retry', 'group')", "Retry group", "retry every job of the selected group (dry run first)", scope="dead_letters", mutating=True),
-    Action("c", "bulk('cancel', 'group')", "Cancel group", "cancel the live jobs still failing like the selected group (dry run first)", scope="dead_letters", mutating=True),
-    Action("X", "bulk('retry', 'all')", "Retry all", "retry everything matching the filter (dry run first)", scope="dead_letters", mutating=True, key_display="X"),
-    Action("C", "bulk('cancel', 'all')", "Cancel all", "cancel every live job matching the filter (dry run first)", scope="dead_letters", mutating=True, key_display="C"),
+    Action(
+        "x",
+        "bulk('retry', 'group')",
+        "Retry group",
+        "retry every job of the selected group (dry run first)",
+        scope="dead_letters",
+        mutating=True,
+    ),
+    Action(
+        "c",
+        "bulk('cancel', 'group')",
+        "Cancel group",
+        "cancel the live jobs still failing like the selected group (dry run first)",
+        scope="dead_letters",
+        mutating=True,
+    ),
+    Action(
+        "X",
+        "bulk('retry', 'all')",
+        "Retry all",
+        "retry everything matching the filter (dry run first)",
+        scope="dead_letters",
+        mutating=True,
+        key_display="X",
+    ),
+    Action(
+        "C",
+        "bulk('cancel', 'all')",
+        "Cancel all",
+        "cancel every live job matching the filter (dry run first)",
+        scope="dead_letters",
+        mutating=True,
+        key_display="C",
+    ),
     # why and workers
     Action("escape", "back", "Back", "back to the previous screen", scope="why"),
     Action("escape", "back", "Back", "back to the previous screen", scope="workers"),
@@ -110,9 +189,7 @@ def for_scope(scope: str) -> tuple[Action, ...]:
 
 
 def bindings(scope: str) -> list[Binding]:
-    return [
-        Binding(a.key, a.action, a.title, show=a.footer, key_display=a.key_display) for a in for_scope(scope)
-    ]
+    return [Binding(a.key, a.action, a.title, show=a.footer, key_display=a.key_display) for a in for_scope(scope)]
 
 
 def mutating_names(scope: str) -> frozenset[str]:

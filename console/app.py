@@ -52,8 +52,15 @@ class JobsConsole(App[None]):
     refresh_interval: reactive[float] = reactive(2.0)
     db_error: reactive[tuple[str, str, float] | None] = reactive(None)
 
-    def __init__(self, source: Source, *, read_only: bool = False, refresh: float = 2.0,
-                 queue: str | None = None, title: str | None = None) -> None:
+    def __init__(
+        self,
+        source: Source,
+        *,
+        read_only: bool = False,
+        refresh: float = 2.0,
+        queue: str | None = None,
+        title: str | None = None,
+    ) -> None:
         super().__init__()
         if read_only and not source.read_only:
             source.set_read_only()
@@ -110,8 +117,11 @@ class JobsConsole(App[None]):
 
     def action_coming(self, what: str) -> None:
         entry = next(a for a in actions.NAV if a.title == what)
-        self.notify(f"The {what} screen is not available yet: it comes with {entry.coming}.",
-                    title="Not available yet", severity="warning")
+        self.notify(
+            f"The {what} screen is not available yet: it comes with {entry.coming}.",
+            title="Not available yet",
+            severity="warning",
+        )
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -50,13 +50,18 @@ def parse_refresh(text: str) -> float:
     """'2s', '500ms', '1m' or a bare number of seconds, between 0.25 s and one hour."""
     m = _REFRESH.match(text or "")
     if not m:
-        raise JobsError(X_INVALID_ARGUMENT, cause=f"--refresh {text!r} is not a duration like 2s, 500ms or 1m",
-                        fix="jobs-console --refresh 2s")
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"--refresh {text!r} is not a duration like 2s, 500ms or 1m",
+            fix="jobs-console --refresh 2s",
+        )
     seconds = float(m.group(1)) * {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}[m.group(2)]
     if not REFRESH_MIN <= seconds <= REFRESH_MAX:
-        raise JobsError(X_INVALID_ARGUMENT,
-                        cause=f"--refresh {text!r} is {seconds:g}s; it must be between {REFRESH_MIN:g}s and 1h",
-                        fix="jobs-console --refresh 2s")
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"--refresh {text!r} is {seconds:g}s; it must be between {REFRESH_MIN:g}s and 1h",
+            fix="jobs-console --refresh 2s",
+        )
     return seconds
 
 
@@ -98,8 +103,11 @@ def resolve_dsn(dsn: str | None) -> str:
         raise JobsError(X_DSN_INVALID, cause=where, fix="jobs-console --dsn postgresql://USER@HOST:5432/DBNAME")
     if value.strip().startswith("memory:"):
         # A memory engine in a fresh process holds nothing: the console would watch an empty shelf.
-        raise JobsError(X_DSN_INVALID, cause="a memory:// engine lives inside one process; this console would see no jobs",
-                        fix="jobs-console demo")
+        raise JobsError(
+            X_DSN_INVALID,
+            cause="a memory:// engine lives inside one process; this console would see no jobs",
+            fix="jobs-console demo",
+        )
     check_port(value.strip())
     return value.strip()
 
@@ -118,8 +126,11 @@ def check_port(dsn: str) -> None:
         ports = [m.strip("'") for m in _KV_PORT.findall(dsn)]
     for value in (p for group in ports for p in group.split(",")):
         if value and not (value.isdigit() and 0 < int(value) < 65536):
-            raise JobsError(X_DSN_INVALID, cause=f"the DSN's port {value!r} is not a port number",
-                            fix="jobs-console --dsn postgresql://USER@HOST:5432/DBNAME")
+            raise JobsError(
+                X_DSN_INVALID,
+                cause=f"the DSN's port {value!r} is not a port number",
+                fix="jobs-console --dsn postgresql://USER@HOST:5432/DBNAME",
+            )
 
 
 def report(err: JobsError, dsn: str | None = None) -> None:
@@ -137,7 +148,9 @@ def open_source(dsn: str, opts: Options):  # type: ignore[no-untyped-def]
         return source_for_dsn(dsn, read_only=opts.read_only)
     except JobsError as err:
         if err.code == X_DSN_INVALID:  # the driver's fix names `jobs install`; ours names this command
-            raise JobsError(X_DSN_INVALID, cause=err.cause, fix="jobs-console --dsn postgresql://USER@HOST:5432/DBNAME") from None
+            raise JobsError(
+                X_DSN_INVALID, cause=err.cause, fix="jobs-console --dsn postgresql://USER@HOST:5432/DBNAME"
+            ) from None
         raise
 
 
@@ -152,8 +165,12 @@ def main_command(
     ctx: typer.Context,
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP, show_default=False),
     read_only: bool = typer.Option(False, "--read-only", help="offer no mutating action (the engine refuses them too)"),
-    refresh: str = typer.Option("2s", "--refresh", help="refresh interval: 2s, 500ms, 1m (adjustable live with + and -)"),
-    queue: str = typer.Option(None, "--queue", help="open with the jobs list filtered to this queue", show_default=False),
+    refresh: str = typer.Option(
+        "2s", "--refresh", help="refresh interval: 2s, 500ms, 1m (adjustable live with + and -)"
+    ),
+    queue: str = typer.Option(
+        None, "--queue", help="open with the jobs list filtered to this queue", show_default=False
+    ),
 ) -> None:
     """Open the console on a jobs database (`--dsn` or $JOBS_DSN)."""
     try:

@@ -199,11 +199,20 @@ class Demo:
             await eng.aclose()  # this loop's pool; the memory driver has nothing to close
 
     def _worker(self, eng: Engine) -> Any:
-        return eng.worker(list(DEMO_JOBS), queues=list(QUEUES), concurrency=self.concurrency, grace=DRAIN_GRACE,
-                          poll_interval=0.5, heartbeat_interval=2.0, on_execution=self.on_execution)
+        return eng.worker(
+            list(DEMO_JOBS),
+            queues=list(QUEUES),
+            concurrency=self.concurrency,
+            grace=DRAIN_GRACE,
+            poll_interval=0.5,
+            heartbeat_interval=2.0,
+            on_execution=self.on_execution,
+        )
 
     async def _send_approval(self, eng: Engine, workspace: str, tenant: str) -> None:
-        await eng.asend_event(APPROVAL_EVENT, {"workspace": workspace, "by": "demo-approver"}, tenant=tenant, actor="demo")
+        await eng.asend_event(
+            APPROVAL_EVENT, {"workspace": workspace, "by": "demo-approver"}, tenant=tenant, actor="demo"
+        )
 
     def stop(self) -> None:
         """Idempotent: end the traffic, drain the worker, close the engine, delete the server."""

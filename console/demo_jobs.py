@@ -73,8 +73,13 @@ def _deliver(inp: dict[str, Any], attempt: int) -> dict[str, Any]:
     return {"message_id": f"<{inp['user_id']}.{attempt}@mail.demo>", "to": to}
 
 
-@job(name="send_welcome_email", queue="emails", idempotency_key=lambda inp: f"user:{inp['user_id']}",
-     retry=RetryPolicy(attempts=4, backoff="fixed", delay=1.0), timeout=30)
+@job(
+    name="send_welcome_email",
+    queue="emails",
+    idempotency_key=lambda inp: f"user:{inp['user_id']}",
+    retry=RetryPolicy(attempts=4, backoff="fixed", delay=1.0),
+    timeout=30,
+)
 async def send_welcome_email(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
     body = await ctx.step.run("render", lambda: {"subject": f"Welcome, user {inp['user_id']}", "bytes": 4096})
     await PACE(0.4)
@@ -88,14 +93,24 @@ async def send_welcome_email(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
 def _charge(inp: dict[str, Any], attempt: int) -> dict[str, Any]:
     card = inp.get("card", "ok")
     if card == "declined":
-        raise _fail("X_CARD_DECLINED", f"issuer declined invoice {inp['invoice_id']} (code 05)", "ask the customer for another card")
+        raise _fail(
+            "X_CARD_DECLINED",
+            f"issuer declined invoice {inp['invoice_id']} (code 05)",
+            "ask the customer for another card",
+        )
     if card == "gateway-down" or (card == "flaky" and attempt < 2):
         raise _fail("X_GATEWAY_TIMEOUT", "POST /v1/charges timed out after 10s", "check https://status.gateway.example")
     return {"charge": f"ch_{inp['invoice_id']}", "amount_cents": inp["amount_cents"]}
 
 
-@job(name="charge_invoice", queue="billing", idempotency_key=lambda inp: f"invoice:{inp['invoice_id']}",
-     retry=RetryPolicy(attempts=3, backoff="exponential", delay=1.0, max_delay=4.0), timeout=60, step_timeout=20)
+@job(
+    name="charge_invoice",
+    queue="billing",
+    idempotency_key=lambda inp: f"invoice:{inp['invoice_id']}",
+    retry=RetryPolicy(attempts=3, backoff="exponential", delay=1.0, max_delay=4.0),
+    timeout=60,
+    step_timeout=20,
+)
 async def charge_invoice(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
     hold = await ctx.step.run("reserve", lambda: {"hold": f"h_{inp['invoice_id']}"})
     await PACE(0.6)
@@ -108,8 +123,14 @@ async def charge_invoice(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
 # --- accounts: a durable sleep, then a wait for an approval event ------------------------------
 
 
-@job(name="provision_workspace", queue="accounts", idempotency_key=lambda inp: f"workspace:{inp['workspace']}",
-     retry=RetryPolicy(attempts=5), timeout=120, event_poll=5.0)
+@job(
+    name="provision_workspace",
+    queue="accounts",
+    idempotency_key=lambda inp: f"workspace:{inp['workspace']}",
+    retry=RetryPolicy(attempts=5),
+    timeout=120,
+    event_poll=5.0,
+)
 async def provision_workspace(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
     ws = await ctx.step.run("create", lambda: {"id": inp["workspace"], "region": "eu-west-1"})
     await ctx.step.sleep("settle", float(inp.get("settle", 20)))
@@ -141,9 +162,13 @@ def _crm(inp: dict[str, Any]) -> dict[str, Any]:
     return {"crm_id": f"c-{inp['contact']}"}
 
 
-@job(name="sync_crm_contact", queue="integrations", idempotency_key=lambda inp: f"contact:{inp['contact']}",
-     retry=RetryPolicy(attempts=2, backoff="fixed", delay=1.0),
-     rate_limit=RateLimit(limit=2, per=5.0, key=lambda inp, tenant: tenant or "-"))
+@job(
+    name="sync_crm_contact",
+    queue="integrations",
+    idempotency_key=lambda inp: f"contact:{inp['contact']}",
+    retry=RetryPolicy(attempts=2, backoff="fixed", delay=1.0),
+    rate_limit=RateLimit(limit=2, per=5.0, key=lambda inp, tenant: tenant or "-"),
+)
 async def sync_crm_contact(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
     await PACE(0.3)
     return await ctx.step.run("push", lambda: _crm(inp))
@@ -156,8 +181,12 @@ def _parse_rows(inp: dict[str, Any]) -> dict[str, Any]:
     return {"rows": int(inp.get("rows", 100))}
 
 
-@job(name="import_contacts", queue="integrations", idempotency_key=lambda inp: f"import:{inp['file']}",
-     retry=RetryPolicy(attempts=2, backoff="fixed", delay=1.0))
+@job(
+    name="import_contacts",
+    queue="integrations",
+    idempotency_key=lambda inp: f"import:{inp['file']}",
+    retry=RetryPolicy(attempts=2, backoff="fixed", delay=1.0),
+)
 async def import_contacts(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
     await PACE(0.5)
     return await ctx.step.run("parse", lambda: _parse_rows(inp))
@@ -166,8 +195,13 @@ async def import_contacts(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
 # --- reports: a fleet-wide concurrency of one, so a burst parks ------------------------------
 
 
-@job(name="render_report", queue="reports", idempotency_key=lambda inp: f"report:{inp['report']}",
-     concurrency=1, timeout=60)
+@job(
+    name="render_report",
+    queue="reports",
+    idempotency_key=lambda inp: f"report:{inp['report']}",
+    concurrency=1,
+    timeout=60,
+)
 async def render_report(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
     await ctx.step.run("query", lambda: {"rows": 1200})
     await PACE(float(inp.get("seconds", 4)))
@@ -175,8 +209,13 @@ async def render_report(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
 
 
 DEMO_JOBS = (
-    send_welcome_email, charge_invoice, provision_workspace, nightly_digest,
-    sync_crm_contact, import_contacts, render_report,
+    send_welcome_email,
+    charge_invoice,
+    provision_workspace,
+    nightly_digest,
+    sync_crm_contact,
+    import_contacts,
+    render_report,
 )
 
 
@@ -219,8 +258,9 @@ class Traffic:
         ws, tenant = f"ws-{n}", self._tenant()
         if approve_after is not None:
             self._pending.append((self._ticks + approve_after, ws, tenant))
-        return Enqueue(provision_workspace, {"workspace": ws, "settle": settle, "owner": f"owner{n}@demo.example"},
-                       tenant=tenant)
+        return Enqueue(
+            provision_workspace, {"workspace": ws, "settle": settle, "owner": f"owner{n}@demo.example"}, tenant=tenant
+        )
 
     def contact(self, crm: str = "ok", tenant: str | None = None) -> Enqueue:
         n = next(self._n)
@@ -244,15 +284,21 @@ class Traffic:
         specs += [self.email("bounce"), self.email("busy")]
         specs += [self.invoice() for _ in range(4)]
         specs += [self.invoice("declined"), self.invoice("gateway-down"), self.invoice("flaky")]
-        specs += [self.workspace(settle=15.0), self.workspace(settle=600.0, approve_after=None),
-                  self.workspace(settle=1.0, approve_after=None)]  # the last one waits for its event
+        specs += [
+            self.workspace(settle=15.0),
+            self.workspace(settle=600.0, approve_after=None),
+            self.workspace(settle=1.0, approve_after=None),
+        ]  # the last one waits for its event
         specs += [self.contact(tenant="acme") for _ in range(6)]  # a burst the per-tenant limiter sheds
         specs += [self.contact("down")]
         specs += [self.contact_import(), self.contact_import(broken=True)]
         specs += [self.report(seconds=6.0) for _ in range(3)]  # concurrency 1: two of them park
         specs += [self.digest(now)]
-        specs += [Enqueue(send_welcome_email, {"user_id": next(self._n), "to": "later@demo.example"},
-                          tenant="acme", delay=300.0)]  # delayed
+        specs += [
+            Enqueue(
+                send_welcome_email, {"user_id": next(self._n), "to": "later@demo.example"}, tenant="acme", delay=300.0
+            )
+        ]  # delayed
         return specs
 
     def tick(self) -> list[Enqueue]:

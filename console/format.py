@@ -31,7 +31,9 @@ JSON_CHARS = 20_000  # and is never rendered past this many characters
 
 def _escape(match: re.Match[str]) -> str:
     ch = match.group(0)
-    return {"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(ch, f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+    return {"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(
+        ch, f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
+    )
 
 
 def clean(value: object, *, limit: int = LINE_LIMIT, multiline: bool = False) -> str:

@@ -39,25 +39,50 @@ class Shot:
 SHOTS: tuple[Shot, ...] = (
     Shot("overview", "Overview: each queue's counts by state, oldest-ready age, throughput, workers, slots, pause"),
     Shot("jobs", "Jobs: the filterable, paginated list, newest first", press=("2",)),
-    Shot("job_detail", "Job detail: a dead letter's input, attempts, step trace and why it is dead",
-         press=(*_filter("name=send_receipt"), "enter")),
-    Shot("job_detail_waiting", "Job detail: a job suspended on an event, and what it waits for",
-         press=(*_filter("search=user:8"), "enter")),
-    Shot("retry_from_step", "Retry from a step: choose where the re-run starts",
-         press=(*_filter("name=send_receipt"), "enter", "f")),
-    Shot("why_parked", "Why is it not running? A parked job: the slot holders and when their leases end",
-         press=(*_filter("state=parked"), "y")),
+    Shot(
+        "job_detail",
+        "Job detail: a dead letter's input, attempts, step trace and why it is dead",
+        press=(*_filter("name=send_receipt"), "enter"),
+    ),
+    Shot(
+        "job_detail_waiting",
+        "Job detail: a job suspended on an event, and what it waits for",
+        press=(*_filter("search=user:8"), "enter"),
+    ),
+    Shot(
+        "retry_from_step",
+        "Retry from a step: choose where the re-run starts",
+        press=(*_filter("name=send_receipt"), "enter", "f"),
+    ),
+    Shot(
+        "why_parked",
+        "Why is it not running? A parked job: the slot holders and when their leases end",
+        press=(*_filter("state=parked"), "y"),
+    ),
     Shot("why_queue", "Why is it not running? A paused queue: who paused it and when", press=("end", "y")),
-    Shot("dead_letters", "Dead letters: grouped by job and error code, stop reason, attempt n of m, first/last seen",
-         press=("3",)),
-    Shot("bulk_retry_dry_run", "A bulk retry's dry run: how many, by stop reason, code and tenant, before it lands",
-         press=("3", "X")),
-    Shot("cancel_confirm", "Every mutating action names exactly what will change and asks first",
-         press=("2", "down", "c")),
+    Shot(
+        "dead_letters",
+        "Dead letters: grouped by job and error code, stop reason, attempt n of m, first/last seen",
+        press=("3",),
+    ),
+    Shot(
+        "bulk_retry_dry_run",
+        "A bulk retry's dry run: how many, by stop reason, code and tenant, before it lands",
+        press=("3", "X"),
+    ),
+    Shot(
+        "cancel_confirm",
+        "Every mutating action names exactly what will change and asks first",
+        press=("2", "down", "c"),
+    ),
     Shot("workers", "Workers: host, pid, queues, slots in use, last heartbeat (stale marked)", press=("4",)),
     Shot("help", "Help: every key of every screen, from the one action table", press=("question_mark",)),
-    Shot("read_only", "Read-only: no mutating action is offered (and the engine refuses them too)",
-         press=("3",), read_only=True),
+    Shot(
+        "read_only",
+        "Read-only: no mutating action is offered (and the engine refuses them too)",
+        press=("3",),
+        read_only=True,
+    ),
     Shot("database_down", "The database went away: a banner, and retries with backoff", outage=True),
     Shot("overview_80x24", "Overview in an 80x24 terminal", size=(80, 24)),
     Shot("dead_letters_80x24", "Dead letters in an 80x24 terminal", press=("3",), size=(80, 24)),
@@ -77,7 +102,9 @@ class _Outage:
 
         async def call(*args: Any, **kwargs: Any) -> Any:
             if self.down:
-                raise ConnectionRefusedError("connection to server at db.internal:5432 refused (is the server running?)")
+                raise ConnectionRefusedError(
+                    "connection to server at db.internal:5432 refused (is the server running?)"
+                )
             return await attr(*args, **kwargs)
 
         return call
@@ -144,7 +171,9 @@ def to_png(svg: str, path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m console.screenshots", description="Regenerate screenshots/ from the seeded state.")
+    p = argparse.ArgumentParser(
+        prog="python -m console.screenshots", description="Regenerate screenshots/ from the seeded state."
+    )
     p.add_argument("names", nargs="*", help="only these shots (default: all)")
     p.add_argument("--svg-only", action="store_true", help="skip the PNG conversion (no cairosvg needed)")
     p.add_argument("--out", type=Path, default=OUT)

@@ -67,12 +67,29 @@ class _Seeder:
     def now(self) -> datetime:
         return self.clock.now()
 
-    def new(self, name: str, inp: Any, *, tenant: str | None = None, key: str | None = None,
-            run_at: datetime | None = None, priority: int = 0) -> NewJob:
+    def new(
+        self,
+        name: str,
+        inp: Any,
+        *,
+        tenant: str | None = None,
+        key: str | None = None,
+        run_at: datetime | None = None,
+        priority: int = 0,
+    ) -> NewJob:
         queue, attempts = JOBS[name]
         self.n += 1
-        return NewJob(id=self.ids.new(), name=name, queue=queue, idempotency_key=key or f"{name}:{self.n}",
-                      input=inp, max_attempts=attempts, tenant=tenant, run_at=run_at, priority=priority)
+        return NewJob(
+            id=self.ids.new(),
+            name=name,
+            queue=queue,
+            idempotency_key=key or f"{name}:{self.n}",
+            input=inp,
+            max_attempts=attempts,
+            tenant=tenant,
+            run_at=run_at,
+            priority=priority,
+        )
 
     async def enqueue(self, *jobs: NewJob) -> list[str]:
         res = await self.d.job_enqueue(jobs=list(jobs), now=self.now)
@@ -95,16 +112,39 @@ class _Seeder:
         assert mine is not None, f"seed could not claim {job_id}"
         return mine.claim
 
-    async def step(self, claim: Claim, name: str, seq: int, *, kind: str = "run", status: str = "completed",
-                   took: float = 0.2, result: Any = None, error: str | None = None, wait: dict[str, Any] | None = None,
-                   attempt: int = 1) -> None:
+    async def step(
+        self,
+        claim: Claim,
+        name: str,
+        seq: int,
+        *,
+        kind: str = "run",
+        status: str = "completed",
+        took: float = 0.2,
+        result: Any = None,
+        error: str | None = None,
+        wait: dict[str, Any] | None = None,
+        attempt: int = 1,
+    ) -> None:
         started = self.now
         self.clock.advance(took)
-        await self.d.step_save(claim=claim, step=StoredStep(  # type: ignore[attr-defined]
-            job_id=claim.job_id, name=name, seq=seq, kind=kind, status=status, attempt=attempt,  # type: ignore[arg-type]
-            run=claim.run, started_at=started, finished_at=None if status == "waiting" else self.now,
-            result=result, error=error, wait=wait,
-        ))
+        await self.d.step_save(
+            claim=claim,
+            step=StoredStep(  # type: ignore[attr-defined]
+                job_id=claim.job_id,
+                name=name,
+                seq=seq,
+                kind=kind,
+                status=status,
+                attempt=attempt,  # type: ignore[arg-type]
+                run=claim.run,
+                started_at=started,
+                finished_at=None if status == "waiting" else self.now,
+                result=result,
+                error=error,
+                wait=wait,
+            ),
+        )
 
     async def heartbeats(self, *, skip_stale: bool) -> None:
         for wid, *_ in WORKERS:
@@ -118,7 +158,12 @@ class _Seeder:
         for wid, host, pid, queues, conc in WORKERS:
             await self.d.worker_register(id=wid, host=host, pid=pid, queues=queues, concurrency=conc, now=self.now)  # type: ignore[attr-defined]
         rates = {"send_email": 4, "charge_card": 2, "generate_report": 1, "deliver_webhook": 2}
-        worker_of = {"emails": WORKERS[0][0], "billing": WORKERS[0][0], "reports": WORKERS[1][0], "webhooks": WORKERS[1][0]}
+        worker_of = {
+            "emails": WORKERS[0][0],
+            "billing": WORKERS[0][0],
+            "reports": WORKERS[1][0],
+            "webhooks": WORKERS[1][0],
+        }
         for minute in range(60):
             self.clock.set(START + timedelta(minutes=minute))
             await self.heartbeats(skip_stale=minute >= 57)
@@ -128,14 +173,20 @@ class _Seeder:
                 if not count:
                     continue
                 tenants = [self.rng.choice(TENANTS) for _ in range(count)]
-                await self.enqueue(*(self.new(name, {"n": self.n + 1, "to": f"user{self.rng.randint(1, 99)}@example.com"}, tenant=t)
-                                     for t in tenants))
+                await self.enqueue(
+                    *(
+                        self.new(name, {"n": self.n + 1, "to": f"user{self.rng.randint(1, 99)}@example.com"}, tenant=t)
+                        for t in tenants
+                    )
+                )
                 self.clock.advance(2)
                 got = await self.claim(JOBS[name][0], worker_of[JOBS[name][0]], limit=count)
                 self.clock.advance(self.rng.uniform(0.5, 8))
                 await self.d.job_ack_many(acks=[Ack(cj.claim, {"ok": True}) for cj in got], now=self.now)
             if minute in (5, 17, 31, 44, 52):
-                await self.dead_letter("charge_card", "X_CARD_DECLINED", "terminal", tenant=self.rng.choice(TENANTS[:3]))
+                await self.dead_letter(
+                    "charge_card", "X_CARD_DECLINED", "terminal", tenant=self.rng.choice(TENANTS[:3])
+                )
             if minute in (12, 29, 48):
                 await self.dead_letter("send_email", "X_SMTP_TIMEOUT", "attempts-exhausted", tenant="acme")
             if minute in (22, 50):
@@ -153,10 +204,14 @@ class _Seeder:
             self.clock.advance(1.5)
             error = f"{code}: {'card declined by issuer' if code == 'X_CARD_DECLINED' else 'upstream did not answer in 30s'}"
             if attempt < tries:
-                await self.d.job_nack(nack=Nack(claim, "retry", run_at=self.now, error=error, error_code=code), now=self.now)
+                await self.d.job_nack(
+                    nack=Nack(claim, "retry", run_at=self.now, error=error, error_code=code), now=self.now
+                )
             else:
-                await self.d.job_nack(nack=Nack(claim, "dead", error=f"{error} (stop: {stop})", error_code=code,
-                                                stop_reason=stop), now=self.now)  # type: ignore[arg-type]
+                await self.d.job_nack(
+                    nack=Nack(claim, "dead", error=f"{error} (stop: {stop})", error_code=code, stop_reason=stop),
+                    now=self.now,
+                )  # type: ignore[arg-type]
         return jid
 
     # --- now ----------------------------------------------------------------------------------------
@@ -164,87 +219,202 @@ class _Seeder:
     async def live_states(self) -> None:
         app1, app2, batch = (w[0] for w in WORKERS)
         # A dead job with a step trace: charge completed, the receipt step failed on every attempt.
-        (dead,) = await self.enqueue(self.new("send_receipt", {"order": "ord-981", "email": "pat@example.com"}, tenant="acme"))
+        (dead,) = await self.enqueue(
+            self.new("send_receipt", {"order": "ord-981", "email": "pat@example.com"}, tenant="acme")
+        )
         for attempt in range(1, 6):
             claim = await self.claim_one(dead, app1)
             if attempt == 1:
                 await self.step(claim, "render", 1, took=0.4, result={"html_bytes": 18234})
-            await self.step(claim, "send", 2, status="failed", took=3.0, error="X_SMTP_TIMEOUT: smtp.example.com:587 did not answer",
-                            attempt=attempt)
+            await self.step(
+                claim,
+                "send",
+                2,
+                status="failed",
+                took=3.0,
+                error="X_SMTP_TIMEOUT: smtp.example.com:587 did not answer",
+                attempt=attempt,
+            )
             stop = attempt == 5
-            await self.d.job_nack(nack=Nack(claim, "dead" if stop else "retry", run_at=self.now,
-                                            error="X_SMTP_TIMEOUT: smtp.example.com:587 did not answer" + (" (stop: attempts-exhausted)" if stop else ""),
-                                            error_code="X_SMTP_TIMEOUT", stop_reason="attempts-exhausted" if stop else None), now=self.now)
+            await self.d.job_nack(
+                nack=Nack(
+                    claim,
+                    "dead" if stop else "retry",
+                    run_at=self.now,
+                    error="X_SMTP_TIMEOUT: smtp.example.com:587 did not answer"
+                    + (" (stop: attempts-exhausted)" if stop else ""),
+                    error_code="X_SMTP_TIMEOUT",
+                    stop_reason="attempts-exhausted" if stop else None,
+                ),
+                now=self.now,
+            )
         self.clock.set(NOW - timedelta(seconds=60))
         # Running jobs: two reports hold both slots of generate_report's concurrency limit.
         running = []
         for i in range(2):
-            (jid,) = await self.enqueue(self.new("generate_report", {"report": f"monthly-{i + 1}", "rows": 120_000}, tenant="initech"))
+            (jid,) = await self.enqueue(
+                self.new("generate_report", {"report": f"monthly-{i + 1}", "rows": 120_000}, tenant="initech")
+            )
             claim = await self.claim_one(jid, app2)
-            await self.d.slot_acquire(key="concurrency:generate_report", limit=REPORT_SLOTS, job_id=jid, worker=app2,  # type: ignore[attr-defined]
-                                      now=self.now, lease_seconds=LEASE)
+            await self.d.slot_acquire(
+                key="concurrency:generate_report",
+                limit=REPORT_SLOTS,
+                job_id=jid,
+                worker=app2,  # type: ignore[attr-defined]
+                now=self.now,
+                lease_seconds=LEASE,
+            )
             await self.step(claim, "query", 1, took=4.0, result={"rows": 120_000})
             running.append(claim)
         # ...so a third is parked by the limit (no attempt burned, no error).
-        (parked,) = await self.enqueue(self.new("generate_report", {"report": "quarterly", "rows": 2_000_000}, tenant="acme"))
+        (parked,) = await self.enqueue(
+            self.new("generate_report", {"report": "quarterly", "rows": 2_000_000}, tenant="acme")
+        )
         claim = await self.claim_one(parked, app2)
-        await self.d.job_nack(nack=Nack(claim, "park", run_at=self.now + timedelta(seconds=20),
-                                        wait={"kind": "limit", "limit": "concurrency", "key": "concurrency:generate_report"}), now=self.now)
+        await self.d.job_nack(
+            nack=Nack(
+                claim,
+                "park",
+                run_at=self.now + timedelta(seconds=20),
+                wait={"kind": "limit", "limit": "concurrency", "key": "concurrency:generate_report"},
+            ),
+            now=self.now,
+        )
         # A job sleeping for three days, and one waiting for an approval event.
-        (sleeper,) = await self.enqueue(self.new("provision_workspace", {"user_id": 7, "plan": "team"}, tenant="globex", key="user:7"))
+        (sleeper,) = await self.enqueue(
+            self.new("provision_workspace", {"user_id": 7, "plan": "team"}, tenant="globex", key="user:7")
+        )
         claim = await self.claim_one(sleeper, app2)
         await self.step(claim, "create", 1, took=1.2, result={"workspace": "ws-7"})
         until = self.now + timedelta(days=3)
         await self.step(claim, "settle", 2, kind="sleep", status="waiting", took=0.0, wait={"until": until.isoformat()})
-        await self.d.job_nack(nack=Nack(claim, "suspend", run_at=until, wait={"kind": "sleep", "step": "settle", "until": until.isoformat()}),
-                              now=self.now)
-        (waiter,) = await self.enqueue(self.new("provision_workspace", {"user_id": 8, "plan": "enterprise"}, tenant="acme", key="user:8"))
+        await self.d.job_nack(
+            nack=Nack(
+                claim, "suspend", run_at=until, wait={"kind": "sleep", "step": "settle", "until": until.isoformat()}
+            ),
+            now=self.now,
+        )
+        (waiter,) = await self.enqueue(
+            self.new("provision_workspace", {"user_id": 8, "plan": "enterprise"}, tenant="acme", key="user:8")
+        )
         claim = await self.claim_one(waiter, app2)
         await self.step(claim, "create", 1, took=0.9, result={"workspace": "ws-8"})
         timeout = self.now + timedelta(hours=24)
-        wait = {"kind": "event", "step": "approved", "event": "workspace.approved", "match": {"workspace": "ws-8"},
-                "timeout_at": timeout.isoformat()}  # the wait the engine writes (engine/runtime/steps.py)
+        wait = {
+            "kind": "event",
+            "step": "approved",
+            "event": "workspace.approved",
+            "match": {"workspace": "ws-8"},
+            "timeout_at": timeout.isoformat(),
+        }  # the wait the engine writes (engine/runtime/steps.py)
         await self.step(claim, "approved", 2, kind="event", status="waiting", took=0.0, wait=wait)
         # As the engine suspends it: until its next poll for the event, not until the timeout (its
         # last poll was 10 s before NOW).
         poll = NOW - timedelta(seconds=10) + timedelta(seconds=DEFAULT_EVENT_POLL)
         await self.d.job_nack(nack=Nack(claim, "suspend", run_at=min(poll, timeout), wait=wait), now=self.now)
         # A retrying email: failed once, delayed until its backoff ends.
-        (retrying,) = await self.enqueue(self.new("send_email", {"to": "lee@example.com", "template": "welcome"}, tenant="globex"))
+        (retrying,) = await self.enqueue(
+            self.new("send_email", {"to": "lee@example.com", "template": "welcome"}, tenant="globex")
+        )
         claim = await self.claim_one(retrying, app1)
-        await self.d.job_nack(nack=Nack(claim, "retry", run_at=self.now + timedelta(minutes=4), error="X_SMTP_TIMEOUT: upstream did not answer in 30s",
-                                        error_code="X_SMTP_TIMEOUT"), now=self.now)
+        await self.d.job_nack(
+            nack=Nack(
+                claim,
+                "retry",
+                run_at=self.now + timedelta(minutes=4),
+                error="X_SMTP_TIMEOUT: upstream did not answer in 30s",
+                error_code="X_SMTP_TIMEOUT",
+            ),
+            now=self.now,
+        )
         # Running emails and a billing job on app1.
         for to in ("kim@example.com", "ola@example.com"):
             (jid,) = await self.enqueue(self.new("send_email", {"to": to, "template": "digest"}, tenant="acme"))
             await self.claim_one(jid, app1)
-        (ledger,) = await self.enqueue(self.new("sync_ledger", {"account": 31337, "since": "2025-12-31"}, tenant="initech"))
+        (ledger,) = await self.enqueue(
+            self.new("sync_ledger", {"account": 31337, "since": "2025-12-31"}, tenant="initech")
+        )
         await self.claim_one(ledger, app1)
         self.clock.set(NOW)
         # app2 renews the reports it runs, as a live worker does: their job and slot leases end
         # after NOW, so the parked report's "why" names live holders and when their leases end.
         renewed = NOW - timedelta(seconds=10)
         await self.d.job_renew_many(claims=running, now=renewed, lease_seconds=LEASE)
-        await self.d.slot_renew_many(worker=app2, job_ids=[c.job_id for c in running], now=renewed,  # type: ignore[attr-defined]
-                                     lease_seconds=LEASE)
+        await self.d.slot_renew_many(
+            worker=app2,
+            job_ids=[c.job_id for c in running],
+            now=renewed,  # type: ignore[attr-defined]
+            lease_seconds=LEASE,
+        )
         # Waiting work: an old backlog in billing (the oldest-ready age crosses the alert), a delayed batch,
         # hostile and huge inputs, and a paused queue holding webhooks.
-        await self.enqueue(*(self.new("charge_card", {"invoice_id": 40 + i, "amount": 19.99 + i}, tenant=TENANTS[i % 3],
-                                      run_at=NOW - timedelta(minutes=7, seconds=-20 * i)) for i in range(4)))
-        await self.enqueue(*(self.new("send_email", {"to": f"batch{i}@example.com", "template": "newsletter"}, tenant="globex",
-                                      run_at=NOW + timedelta(minutes=30)) for i in range(6)))
-        await self.enqueue(self.new("send_email", {"to": "eve@example.com", "subject": "\x1b[2J\x1b[31mpwned\x07 [bold red]markup[/]",
-                                                   "body": "x" * 5000, "blob": "".join(chr(i % 32 or 0x7f) for i in range(200))}, tenant="acme",
-                                    run_at=NOW - timedelta(seconds=40)))
-        await self.enqueue(self.new("send_email", {"to": "sam@example.com", "items": [{"sku": f"sku-{i}", "qty": i} for i in range(40)]},
-                                    tenant="initech", run_at=NOW - timedelta(seconds=30)))
-        await self.enqueue(*(self.new("deliver_webhook", {"url": f"https://hooks.example.com/{i}", "event": "invoice.paid"},
-                                      tenant="globex", run_at=NOW - timedelta(minutes=3)) for i in range(3)))
-        await self.d.queue_pause(queue="webhooks", paused=True, actor="alice", note="INC-2041: receiver returns 410",  # type: ignore[attr-defined]
-                                 now=NOW - timedelta(minutes=3))
+        await self.enqueue(
+            *(
+                self.new(
+                    "charge_card",
+                    {"invoice_id": 40 + i, "amount": 19.99 + i},
+                    tenant=TENANTS[i % 3],
+                    run_at=NOW - timedelta(minutes=7, seconds=-20 * i),
+                )
+                for i in range(4)
+            )
+        )
+        await self.enqueue(
+            *(
+                self.new(
+                    "send_email",
+                    {"to": f"batch{i}@example.com", "template": "newsletter"},
+                    tenant="globex",
+                    run_at=NOW + timedelta(minutes=30),
+                )
+                for i in range(6)
+            )
+        )
+        await self.enqueue(
+            self.new(
+                "send_email",
+                {
+                    "to": "eve@example.com",
+                    "subject": "\x1b[2J\x1b[31mpwned\x07 [bold red]markup[/]",
+                    "body": "x" * 5000,
+                    "blob": "".join(chr(i % 32 or 0x7F) for i in range(200)),
+                },
+                tenant="acme",
+                run_at=NOW - timedelta(seconds=40),
+            )
+        )
+        await self.enqueue(
+            self.new(
+                "send_email",
+                {"to": "sam@example.com", "items": [{"sku": f"sku-{i}", "qty": i} for i in range(40)]},
+                tenant="initech",
+                run_at=NOW - timedelta(seconds=30),
+            )
+        )
+        await self.enqueue(
+            *(
+                self.new(
+                    "deliver_webhook",
+                    {"url": f"https://hooks.example.com/{i}", "event": "invoice.paid"},
+                    tenant="globex",
+                    run_at=NOW - timedelta(minutes=3),
+                )
+                for i in range(3)
+            )
+        )
+        await self.d.queue_pause(
+            queue="webhooks",
+            paused=True,
+            actor="alice",
+            note="INC-2041: receiver returns 410",  # type: ignore[attr-defined]
+            now=NOW - timedelta(minutes=3),
+        )
         # A cancelled job, for the history.
-        (gone,) = await self.enqueue(self.new("sync_ledger", {"account": 7, "since": "2025-12-01"}, tenant="acme",
-                                              run_at=NOW + timedelta(hours=2)))
+        (gone,) = await self.enqueue(
+            self.new(
+                "sync_ledger", {"account": 7, "since": "2025-12-01"}, tenant="acme", run_at=NOW + timedelta(hours=2)
+            )
+        )
         await self.d.job_cancel(job_id=gone, tenant=None, now=self.now, actor="bob", note="duplicate of a manual sync")
         await self.heartbeats(skip_stale=True)
         for wid, in_use in ((app1, 3), (app2, 2)):
@@ -285,5 +455,10 @@ def seeded_engine(*, seed: int = 7, empty: bool = False) -> Engine:
 def seeded_source(*, seed: int = 7, read_only: bool = False, empty: bool = False, actor: str = "console:test"):  # type: ignore[no-untyped-def]
     from console.source import Source
 
-    return Source(seeded_engine(seed=seed, empty=empty), read_only=read_only, actor=actor,
-                  database="memory (seeded demo)", driver="memory")
+    return Source(
+        seeded_engine(seed=seed, empty=empty),
+        read_only=read_only,
+        actor=actor,
+        database="memory (seeded demo)",
+        driver="memory",
+    )

@@ -122,7 +122,9 @@ class Source:
 
     def _writable(self, what: str) -> None:
         if self.read_only:
-            raise JobsError(X_READ_ONLY, cause=f"{what} was refused: the console is read-only", fix="jobs-console --dsn \"$JOBS_DSN\"")
+            raise JobsError(
+                X_READ_ONLY, cause=f"{what} was refused: the console is read-only", fix='jobs-console --dsn "$JOBS_DSN"'
+            )
 
     async def retry(self, job_id: str, *, note: str | None = None) -> ActionResult:
         self._writable("retry")
@@ -140,8 +142,9 @@ class Source:
         """The dry run of a bulk action: reads only, so it is allowed read-only too."""
         return await self._read(lambda: self._ops.plan(action, where))
 
-    async def bulk(self, action: BulkAction, where: JobFilter, *, per_second: float | None = None,
-                   note: str | None = None) -> BulkResult:
+    async def bulk(
+        self, action: BulkAction, where: JobFilter, *, per_second: float | None = None, note: str | None = None
+    ) -> BulkResult:
         self._writable(f"bulk {action}")
         return await self._ops.bulk(action, where, per_second=per_second, note=note)
 

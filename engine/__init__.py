@@ -10,7 +10,22 @@ from engine.types import JobState
 JobError = JobsError  # the name DESIGN.md sketches
 
 __all__ = [
-    "Clock", "Engine", "Enqueue", "FakeClock", "JobDefinition", "JobError", "JobState", "JobsError",
-    "RateLimit", "Registry", "RetryPolicy", "SystemClock", "connect", "describe_jobs", "job",
-    "register_error_codes", "register_error_retry", "retry_schedule",
+    "Clock",
+    "Engine",
+    "Enqueue",
+    "FakeClock",
+    "JobDefinition",
+    "JobError",
+    "JobState",
+    "JobsError",
+    "RateLimit",
+    "Registry",
+    "RetryPolicy",
+    "SystemClock",
+    "connect",
+    "describe_jobs",
+    "job",
+    "register_error_codes",
+    "register_error_retry",
+    "retry_schedule",
 ]

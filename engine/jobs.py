@@ -78,8 +78,16 @@ class JobDefinition:
 
 
 _OPTIONS = (
-    "name", "queue", "idempotency_key", "retry", "timeout", "step_timeout",
-    "event_poll", "concurrency", "rate_limit", "priority",
+    "name",
+    "queue",
+    "idempotency_key",
+    "retry",
+    "timeout",
+    "step_timeout",
+    "event_poll",
+    "concurrency",
+    "rate_limit",
+    "priority",
 )
 
 
@@ -128,24 +136,42 @@ def job(
             fix=f"@job(name={label!r}, idempotency_key=lambda inp: f\"user:{{inp['user_id']}}\")",
         )
     if not isinstance(queue, str) or not queue.strip():
-        raise JobsError(X_INVALID_DEFINITION, cause=f"job {label!r} declares queue={queue!r}", fix=f"@job(name={label!r}, queue='default')")
+        raise JobsError(
+            X_INVALID_DEFINITION,
+            cause=f"job {label!r} declares queue={queue!r}",
+            fix=f"@job(name={label!r}, queue='default')",
+        )
     _positive("timeout", timeout, label)
     _positive("step_timeout", step_timeout, label)
     _positive("event_poll", event_poll, label, allow_none=False)
-    if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1):
+    if concurrency is not None and (
+        isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
+    ):
         raise JobsError(
             X_INVALID_DEFINITION,
             cause=f"job {label!r} declares concurrency={concurrency!r}; it must be a whole number >= 1",
             fix=f"@job(name={label!r}, concurrency=10)",
         )
     if rate_limit is not None and not isinstance(rate_limit, RateLimit):
-        raise JobsError(X_INVALID_DEFINITION, cause=f"job {label!r}: rate_limit must be a RateLimit", fix="rate_limit=RateLimit(limit=10, per=1.0)")
+        raise JobsError(
+            X_INVALID_DEFINITION,
+            cause=f"job {label!r}: rate_limit must be a RateLimit",
+            fix="rate_limit=RateLimit(limit=10, per=1.0)",
+        )
     if not isinstance(priority, int):
-        raise JobsError(X_INVALID_DEFINITION, cause=f"job {label!r} declares priority={priority!r}", fix=f"@job(name={label!r}, priority=0)")
+        raise JobsError(
+            X_INVALID_DEFINITION,
+            cause=f"job {label!r} declares priority={priority!r}",
+            fix=f"@job(name={label!r}, priority=0)",
+        )
 
     def wrap(fn: Handler) -> JobDefinition:
         if not callable(fn):
-            raise JobsError(X_INVALID_DEFINITION, cause=f"@job({label!r}) decorates {fn!r}, which is not callable", fix="put @job(...) above a def")
+            raise JobsError(
+                X_INVALID_DEFINITION,
+                cause=f"@job({label!r}) decorates {fn!r}, which is not callable",
+                fix="put @job(...) above a def",
+            )
         return JobDefinition(
             name=name or fn.__name__,
             fn=fn,
@@ -181,7 +207,11 @@ class Registry:
             )
         existing = self._jobs.get(handle.name)
         if existing is not None and existing is not handle:
-            raise JobsError(X_DUPLICATE_JOB, cause=f"two definitions are named {handle.name!r}", fix=f"rename one: @job(name='{handle.name}_v2', ...)")
+            raise JobsError(
+                X_DUPLICATE_JOB,
+                cause=f"two definitions are named {handle.name!r}",
+                fix=f"rename one: @job(name='{handle.name}_v2', ...)",
+            )
         self._jobs[handle.name] = handle
         return handle
 
@@ -197,7 +227,8 @@ class Registry:
             near = difflib.get_close_matches(name, self._jobs, n=1)
             raise JobsError(
                 X_UNKNOWN_JOB,
-                cause=f"no job named {name!r} is registered" + (f" (did you mean {near[0]!r}?)" if near else f"; known: {', '.join(self.names()) or 'none'}"),
+                cause=f"no job named {name!r} is registered"
+                + (f" (did you mean {near[0]!r}?)" if near else f"; known: {', '.join(self.names()) or 'none'}"),
                 fix="jobs describe --app MODULE",
             ) from None
 
@@ -227,7 +258,9 @@ def describe_job(handle: JobDefinition) -> dict[str, Any]:
         "step_timeout": handle.step_timeout,
         "event_poll": handle.event_poll,
         "concurrency": handle.concurrency,
-        "rate_limit": None if handle.rate_limit is None else {"limit": handle.rate_limit.limit, "per": handle.rate_limit.per},
+        "rate_limit": None
+        if handle.rate_limit is None
+        else {"limit": handle.rate_limit.limit, "per": handle.rate_limit.per},
         "idempotent": callable(handle.idempotency_key),
     }
 

@@ -69,8 +69,18 @@ class QueueStats:
 
     @property
     def estimated(self) -> bool:
-        return any(not c.exact for c in (self.ready, self.delayed, self.running, self.suspended,
-                                         self.parked, self.dead, self.completed_last_hour))
+        return any(
+            not c.exact
+            for c in (
+                self.ready,
+                self.delayed,
+                self.running,
+                self.suspended,
+                self.parked,
+                self.dead,
+                self.completed_last_hour,
+            )
+        )
 
 
 @dataclass(frozen=True)

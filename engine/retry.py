@@ -37,11 +37,16 @@ class RetryPolicy:
         if not isinstance(self.attempts, int) or self.attempts < 1:
             raise bad(f"attempts={self.attempts!r} must be a whole number >= 1", "RetryPolicy(attempts=3)")
         if self.backoff not in ("fixed", "linear", "exponential"):
-            raise bad(f"backoff={self.backoff!r} is not fixed, linear or exponential", "RetryPolicy(backoff='exponential')")
+            raise bad(
+                f"backoff={self.backoff!r} is not fixed, linear or exponential", "RetryPolicy(backoff='exponential')"
+            )
         if not self.delay >= 0:
             raise bad(f"delay={self.delay!r} must be >= 0 seconds", "RetryPolicy(delay=1.0)")
         if not self.max_delay >= self.delay:
-            raise bad(f"max_delay={self.max_delay!r} is below delay={self.delay!r}", f"RetryPolicy(delay={self.delay!r}, max_delay={max(self.delay, 300.0)!r})")
+            raise bad(
+                f"max_delay={self.max_delay!r} is below delay={self.delay!r}",
+                f"RetryPolicy(delay={self.delay!r}, max_delay={max(self.delay, 300.0)!r})",
+            )
         if not 0.0 <= self.jitter <= 1.0:
             raise bad(f"jitter={self.jitter!r} must be a fraction between 0 and 1", "RetryPolicy(jitter=0.2)")
 

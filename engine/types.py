@@ -335,5 +335,7 @@ GaugeCount = tuple[str, int, datetime | None, int]  # queue, depth, oldest waiti
 
 def gauges_at(counts: Iterable[GaugeCount], now: datetime) -> list[QueueGauges]:
     """A fleet count of queue gauges read at ``now``: each oldest age measured to ``now``."""
-    return [QueueGauges(q, depth, max(0.0, (now - since).total_seconds()) if since else 0.0, dead)
-            for q, depth, since, dead in counts]
+    return [
+        QueueGauges(q, depth, max(0.0, (now - since).total_seconds()) if since else 0.0, dead)
+        for q, depth, since, dead in counts
+    ]

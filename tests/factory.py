@@ -30,8 +30,13 @@ async def make_job(
 ) -> JobRow:
     jid = ids.new()
     new = NewJob(
-        id=jid, name=name, queue=queue, idempotency_key=key or f"k:{jid}",
-        input=input if input is not None else {"n": 1}, max_attempts=max_attempts, tenant=tenant,
+        id=jid,
+        name=name,
+        queue=queue,
+        idempotency_key=key or f"k:{jid}",
+        input=input if input is not None else {"n": 1},
+        max_attempts=max_attempts,
+        tenant=tenant,
         run_at=run_at if state is not JobState.DELAYED else (run_at or now + timedelta(hours=1)),
         priority=priority,
     )
@@ -49,11 +54,17 @@ async def make_job(
     if state is JobState.COMPLETED:
         assert await driver.job_ack_many(acks=[Ack(c, {"ok": True})], now=now) == [jid]
     elif state is JobState.DEAD:
-        assert await driver.job_nack(nack=Nack(c, "dead", error="X_BOOM: boom", error_code="X_BOOM", stop_reason="terminal"), now=now)
+        assert await driver.job_nack(
+            nack=Nack(c, "dead", error="X_BOOM: boom", error_code="X_BOOM", stop_reason="terminal"), now=now
+        )
     elif state is JobState.PARKED:
-        assert await driver.job_nack(nack=Nack(c, "park", run_at=now + timedelta(seconds=5), wait={"kind": "limit"}), now=now)
+        assert await driver.job_nack(
+            nack=Nack(c, "park", run_at=now + timedelta(seconds=5), wait={"kind": "limit"}), now=now
+        )
     elif state is JobState.SUSPENDED:
-        assert await driver.job_nack(nack=Nack(c, "suspend", run_at=now + timedelta(days=3), wait={"kind": "sleep"}), now=now)
+        assert await driver.job_nack(
+            nack=Nack(c, "suspend", run_at=now + timedelta(days=3), wait={"kind": "sleep"}), now=now
+        )
     return await _get(driver, jid)
 
 

@@ -34,8 +34,16 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
         Binding("escape", "cancel", "Cancel"),
     ]
 
-    def __init__(self, title: str, body: Text | str, *, verb: str = "Confirm", note: bool = True,
-                 pace: float | None = None, danger: bool = True) -> None:
+    def __init__(
+        self,
+        title: str,
+        body: Text | str,
+        *,
+        verb: str = "Confirm",
+        note: bool = True,
+        pace: float | None = None,
+        danger: bool = True,
+    ) -> None:
         super().__init__()
         self.title_text = title
         self.body = body
@@ -51,9 +59,15 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
             if self.pace is not None:
                 yield Checkbox(f"pace it: {self.pace:g} jobs per second through the queue's limiter", id="confirm-pace")
             if self.with_note:
-                yield Input(placeholder="incident note for the audit trail (optional)", id="confirm-note", max_length=500)
+                yield Input(
+                    placeholder="incident note for the audit trail (optional)", id="confirm-note", max_length=500
+                )
             with Horizontal(id="confirm-buttons"):
-                yield Button(Text(f"{clean(self.verb, limit=40)} [y]"), id="confirm-yes", variant="error" if self.danger else "primary")
+                yield Button(
+                    Text(f"{clean(self.verb, limit=40)} [y]"),
+                    id="confirm-yes",
+                    variant="error" if self.danger else "primary",
+                )
                 yield Button(Text("Cancel [n]"), id="confirm-no")
 
     def on_mount(self) -> None:

@@ -22,8 +22,15 @@ from engine.projections import DeadGroup, DeadLetters, JobFilter
 from engine.types import JobState
 
 COLUMNS = (
-    ("job name", "name"), ("error code", "code"), ("stop reason", "stop"), ("count", "count"),
-    ("attempt", "attempt"), ("tenants", "tenants"), ("first seen", "first"), ("last seen", "last"), ("last error", "error"),
+    ("job name", "name"),
+    ("error code", "code"),
+    ("stop reason", "stop"),
+    ("count", "count"),
+    ("attempt", "attempt"),
+    ("tenants", "tenants"),
+    ("first seen", "first"),
+    ("last seen", "last"),
+    ("last error", "error"),
 )
 
 
@@ -104,7 +111,11 @@ class DeadLettersScreen(FilterBar, DataScreen, Flows):
             return
         t = Text("last error: ", style="dim")
         t.append(clean(g.last_error or "—", limit=220))
-        hint = "Enter: its jobs" if self.source.read_only else "Enter: its jobs · x/c: retry/cancel this group · X/C: everything matching the filter"
+        hint = (
+            "Enter: its jobs"
+            if self.source.read_only
+            else "Enter: its jobs · x/c: retry/cancel this group · X/C: everything matching the filter"
+        )
         t.append("\n" + hint, style="dim")  # read-only offers no action, so it names none
         update_changed(note, t)
 
@@ -133,8 +144,6 @@ class DeadLettersScreen(FilterBar, DataScreen, Flows):
         self.leave_filter(not self.where.empty)
         self.reload()
 
-
-
     def on_data_table_row_selected(self, event: KeyedTable.RowSelected) -> None:
         event.stop()
         self.action_open_group()
@@ -143,7 +152,9 @@ class DeadLettersScreen(FilterBar, DataScreen, Flows):
         g = self._selected()
         if g:
             f = self._group_filter(g)
-            self.open_jobs(**{k: getattr(f, k) for k in ("queue", "state", "name", "tenant", "error_code", "input_fields")})
+            self.open_jobs(
+                **{k: getattr(f, k) for k in ("queue", "state", "name", "tenant", "error_code", "input_fields")}
+            )
 
     def action_bulk(self, action: str, scope: str) -> None:
         if scope == "group":

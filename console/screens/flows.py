@@ -42,8 +42,10 @@ def plan_text(plan: BulkPlan) -> Text:
     t.append(f" would be {verb}.\n\n")
     t.append(f"{'count':>7}  {'stop reason':<19} {'error code':<22} tenant\n", style="underline")
     for g in plan.groups[:8]:
-        t.append(f"{g.count:>7,}  {clean(g.stop_reason or '—', limit=19):<19} "
-                 f"{clean(g.error_code or '—', limit=22):<22} {clean(g.tenant or '—', limit=20)}\n")
+        t.append(
+            f"{g.count:>7,}  {clean(g.stop_reason or '—', limit=19):<19} "
+            f"{clean(g.error_code or '—', limit=22):<22} {clean(g.tenant or '—', limit=20)}\n"
+        )
     if len(plan.groups) > 8:
         t.append(f"… and {len(plan.groups) - 8} more groups\n", style="dim")
     return t
@@ -86,12 +88,14 @@ class Flows:
     # --- actions ---------------------------------------------------------------------------------
 
     @work(group="action", exclusive=True, exit_on_error=False)
-    async def confirm_and_run(self: DataScreen, title: str, body: Text | str, verb: str,
-                              call: Callable[[Confirmed], Awaitable[str]]) -> None:
+    async def confirm_and_run(
+        self: DataScreen, title: str, body: Text | str, verb: str, call: Callable[[Confirmed], Awaitable[str]]
+    ) -> None:
         await self.confirm_then_run(title, body, verb, call)  # type: ignore[attr-defined]
 
-    async def confirm_then_run(self: DataScreen, title: str, body: Text | str, verb: str,
-                               call: Callable[[Confirmed], Awaitable[str]]) -> None:
+    async def confirm_then_run(
+        self: DataScreen, title: str, body: Text | str, verb: str, call: Callable[[Confirmed], Awaitable[str]]
+    ) -> None:
         confirmed = await self.app.push_screen(ConfirmScreen(title, body, verb=verb), wait_for_dismiss=True)
         if confirmed is None:
             self.notify("Cancelled: nothing changed.", timeout=3)
@@ -100,10 +104,20 @@ class Flows:
             summary = await call(confirmed)
         except JobsError as err:
             self.post_message(ActionFailed(f"{err.code}: {err.cause}", err.fix))
-            self.notify(f"{clean(err.cause, limit=200)}\nfix: {clean(err.fix, limit=120)}", title=err.code, severity="error", timeout=8)
+            self.notify(
+                f"{clean(err.cause, limit=200)}\nfix: {clean(err.fix, limit=120)}",
+                title=err.code,
+                severity="error",
+                timeout=8,
+            )
         except Exception as exc:  # a lost connection mid-action: say so, never crash
             self.post_message(ActionFailed(f"{type(exc).__name__}: {exc}"))
-            self.notify(clean(f"{type(exc).__name__}: {exc}", limit=200), title="Action failed; it may not have landed", severity="error", timeout=8)
+            self.notify(
+                clean(f"{type(exc).__name__}: {exc}", limit=200),
+                title="Action failed; it may not have landed",
+                severity="error",
+                timeout=8,
+            )
         else:
             self.post_message(ActionSucceeded(summary))
             self.notify(clean(summary, limit=300), title="Done", timeout=5)
@@ -113,17 +127,29 @@ class Flows:
         async def call(c: Confirmed) -> str:
             return result_text(await self.source.retry(job_id, note=c.note))
 
-        body = Text.assemble("Retry dead job ", (short_id(job_id), "bold"), " (", clean(name, limit=40),
-                             "): it becomes ready now with a fresh attempt budget.")
+        body = Text.assemble(
+            "Retry dead job ",
+            (short_id(job_id), "bold"),
+            " (",
+            clean(name, limit=40),
+            "): it becomes ready now with a fresh attempt budget.",
+        )
         self.confirm_and_run("Retry this job?", body, "Retry", call)
 
     def cancel_job(self: DataScreen, job_id: str, name: str, state: str) -> None:
         async def call(c: Confirmed) -> str:
             return result_text(await self.source.cancel(job_id, note=c.note))
 
-        body = Text.assemble("Cancel ", (state, "bold"), " job ", (short_id(job_id), "bold"), " (",
-                             clean(name, limit=40), "): it becomes cancelled and will not run",
-                             " (a running handler is signalled to stop)." if state == "running" else ".")
+        body = Text.assemble(
+            "Cancel ",
+            (state, "bold"),
+            " job ",
+            (short_id(job_id), "bold"),
+            " (",
+            clean(name, limit=40),
+            "): it becomes cancelled and will not run",
+            " (a running handler is signalled to stop)." if state == "running" else ".",
+        )
         self.confirm_and_run("Cancel this job?", body, "Cancel job", call)
 
     @work(group="action", exclusive=True, exit_on_error=False)
@@ -136,10 +162,16 @@ class Flows:
         async def call(c: Confirmed) -> str:
             return result_text(await self.source.retry_from_step(job_id, step, note=c.note))
 
-        later = list(steps)[list(steps).index(step):]
-        body = Text.assemble("Re-run job ", (short_id(job_id), "bold"), " from step ", (clean(step, limit=40), "bold"),
-                             f": the stored results of {len(later)} step{'s' if len(later) != 1 else ''} (",
-                             clean(", ".join(later), limit=120), ") are discarded; earlier steps keep theirs.")
+        later = list(steps)[list(steps).index(step) :]
+        body = Text.assemble(
+            "Re-run job ",
+            (short_id(job_id), "bold"),
+            " from step ",
+            (clean(step, limit=40), "bold"),
+            f": the stored results of {len(later)} step{'s' if len(later) != 1 else ''} (",
+            clean(", ".join(later), limit=120),
+            ") are discarded; earlier steps keep theirs.",
+        )
         await self.confirm_then_run("Retry from a step?", body, "Retry from step", call)  # type: ignore[attr-defined]
 
     def send_event(self: DataScreen, event: str, payload: Any, tenant: str | None) -> None:
@@ -147,9 +179,14 @@ class Flows:
             sent = await self.source.send_event(event, payload, tenant=tenant)
             return f"Sent event {sent.name}" + (f"; it woke {sent.woken} job(s)." if sent.woken else ".")
 
-        body = Text.assemble("Send event ", (clean(event, limit=60), "bold"), " with payload ",
-                             (clean(json.dumps(payload, default=str), limit=200), "bold"),
-                             f" (tenant {clean(tenant, limit=30)})" if tenant else "", ": every job waiting for a match wakes.")
+        body = Text.assemble(
+            "Send event ",
+            (clean(event, limit=60), "bold"),
+            " with payload ",
+            (clean(json.dumps(payload, default=str), limit=200), "bold"),
+            f" (tenant {clean(tenant, limit=30)})" if tenant else "",
+            ": every job waiting for a match wakes.",
+        )
         self.confirm_and_run("Send this event?", body, "Send", call)
 
     def toggle_pause(self: DataScreen, queue: str, paused: bool) -> None:
@@ -163,8 +200,11 @@ class Flows:
             body = Text.assemble("Resume queue ", (clean(queue, limit=40), "bold"), ": workers claim its jobs again.")
             self.confirm_and_run("Resume this queue?", body, "Resume", call)
         else:
-            body = Text.assemble("Pause queue ", (clean(queue, limit=40), "bold"),
-                                 ": no worker claims its jobs until it is resumed (running jobs finish).")
+            body = Text.assemble(
+                "Pause queue ",
+                (clean(queue, limit=40), "bold"),
+                ": no worker claims its jobs until it is resumed (running jobs finish).",
+            )
             self.confirm_and_run("Pause this queue?", body, "Pause", call)
 
     @work(group="action", exclusive=True, exit_on_error=False)
@@ -180,24 +220,38 @@ class Flows:
             return
         verb = "Retry" if action == "retry" else "Cancel"
         confirmed = await self.app.push_screen(
-            ConfirmScreen(f"{verb} {plan.would_change:,} jobs?", plan_text(plan), verb=f"{verb} {plan.would_change:,}",
-                          pace=BULK_PACE if action == "retry" else None),
+            ConfirmScreen(
+                f"{verb} {plan.would_change:,} jobs?",
+                plan_text(plan),
+                verb=f"{verb} {plan.would_change:,}",
+                pace=BULK_PACE if action == "retry" else None,
+            ),
             wait_for_dismiss=True,
         )
         if confirmed is None:
             self.notify("Cancelled: nothing changed.", timeout=3)
             return
         try:
-            res: BulkResult = await self.source.bulk(action, where, per_second=confirmed.per_second, note=confirmed.note)  # type: ignore[arg-type]
+            res: BulkResult = await self.source.bulk(
+                action, where, per_second=confirmed.per_second, note=confirmed.note
+            )  # type: ignore[arg-type]
         except JobsError as err:
             self.post_message(ActionFailed(f"{err.code}: {err.cause}", err.fix))
-            await self.app.push_screen(ResultScreen(f"{verb} refused", f"{err.code}: {err.cause}\nfix: {err.fix}", failed=True),
-                                       wait_for_dismiss=True)
+            await self.app.push_screen(
+                ResultScreen(f"{verb} refused", f"{err.code}: {err.cause}\nfix: {err.fix}", failed=True),
+                wait_for_dismiss=True,
+            )
         except Exception as exc:
             self.post_message(ActionFailed(f"{type(exc).__name__}: {exc}"))
-            await self.app.push_screen(ResultScreen(f"{verb} failed part-way", clean(f"{type(exc).__name__}: {exc}", limit=300)
-                                                    + "\nSome jobs may have changed: the view below is re-read.", failed=True),
-                                       wait_for_dismiss=True)
+            await self.app.push_screen(
+                ResultScreen(
+                    f"{verb} failed part-way",
+                    clean(f"{type(exc).__name__}: {exc}", limit=300)
+                    + "\nSome jobs may have changed: the view below is re-read.",
+                    failed=True,
+                ),
+                wait_for_dismiss=True,
+            )
         else:
             done = "retried" if action == "retry" else "cancelled"
             summary = f"{res.changed:,} {done}, {res.skipped:,} skipped (no longer eligible or deduped)."

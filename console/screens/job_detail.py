@@ -39,12 +39,26 @@ def facts_text(d: JobDetail, now: datetime) -> Text:
         rows.append(("worker", safe(j.claimed_by, limit=50)))
     if j.state is JobState.RUNNING and j.lease_until:
         left = (j.lease_until - now).total_seconds()
-        rows.append(("lease", f"until {stamp(j.lease_until, now)} ({duration(left)} left)" if left > 0 else f"lapsed {duration(-left)} ago"))
+        rows.append(
+            (
+                "lease",
+                f"until {stamp(j.lease_until, now)} ({duration(left)} left)"
+                if left > 0
+                else f"lapsed {duration(-left)} ago",
+            )
+        )
     if j.finished_at:
         rows.append(("finished", f"{stamp(j.finished_at, now)}  ({ago(j.finished_at, now)})"))
     if j.error_code or j.stop_reason:
-        rows.append(("error", Text.assemble((clean(j.error_code or "—", limit=40), "red"),
-                                            f"  stop reason: {j.stop_reason}" if j.stop_reason else "")))
+        rows.append(
+            (
+                "error",
+                Text.assemble(
+                    (clean(j.error_code or "—", limit=40), "red"),
+                    f"  stop reason: {j.stop_reason}" if j.stop_reason else "",
+                ),
+            )
+        )
     if d.next_retry is not None:
         rows.append(("next", safe(d.next_retry.note, limit=100)))
     t = Text()

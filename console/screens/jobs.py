@@ -22,8 +22,15 @@ from engine.projections import JobFilter, JobPage, JobSummary
 from engine.types import LIVE_STATES, JobState
 
 COLUMNS = (
-    ("id", "id"), ("name", "name"), ("queue", "queue"), ("tenant", "tenant"), ("state", "state"),
-    ("attempt", "attempt"), ("error", "error"), ("run at", "run_at"), ("created", "created"),
+    ("id", "id"),
+    ("name", "name"),
+    ("queue", "queue"),
+    ("tenant", "tenant"),
+    ("state", "state"),
+    ("attempt", "attempt"),
+    ("error", "error"),
+    ("run at", "run_at"),
+    ("created", "created"),
 )
 _LIVE = {s.value for s in LIVE_STATES}
 
@@ -69,8 +76,11 @@ class JobsScreen(FilterBar, DataScreen, Flows):
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
         yield Static("Jobs", classes="screen-title", id="jobs-title")
-        yield Input(placeholder="filter: queue=Q state=dead name=N tenant=T code=X input.invoice_id=42, or an id/key",
-                    id="filter", compact=True)
+        yield Input(
+            placeholder="filter: queue=Q state=dead name=N tenant=T code=X input.invoice_id=42, or an id/key",
+            id="filter",
+            compact=True,
+        )
         yield KeyedTable(COLUMNS, id="jobs")
         yield Static("", id="empty", classes="empty")
         yield Static("", id="pager", classes="note")
@@ -95,7 +105,9 @@ class JobsScreen(FilterBar, DataScreen, Flows):
         self.rows = {j.id: j for j in page.items}
         self.query_one("#jobs", KeyedTable).sync([(j.id, job_row(j, now)) for j in page.items])
         title = Text("Jobs", style="bold")
-        title.append(f"  {clean(describe_filter(self.where), limit=100)}" if not self.where.empty else "  all", style="")
+        title.append(
+            f"  {clean(describe_filter(self.where), limit=100)}" if not self.where.empty else "  all", style=""
+        )
         update_changed(self.query_one("#jobs-title", Static), title)
         empty = self.query_one("#empty", Static)
         empty.display = not page.items
@@ -126,8 +138,6 @@ class JobsScreen(FilterBar, DataScreen, Flows):
         self.leave_filter(not where.empty)
         self.reload()
 
-
-
     def action_page(self, step: int) -> None:
         if step > 0 and self.page is not None and self.page.next_cursor:
             self.cursors.append(self.page.next_cursor)
@@ -139,7 +149,11 @@ class JobsScreen(FilterBar, DataScreen, Flows):
 
     def action_bulk(self, action: str) -> None:
         # Everything the filter matches, not just this page; a retry only ever touches dead jobs.
-        where = self.where if action != "retry" or self.where.state is not None else replace(self.where, state=JobState.DEAD)
+        where = (
+            self.where
+            if action != "retry" or self.where.state is not None
+            else replace(self.where, state=JobState.DEAD)
+        )
         self.bulk_flow(action, where)
 
     # --- a job -----------------------------------------------------------------------------------
@@ -176,6 +190,8 @@ class JobsScreen(FilterBar, DataScreen, Flows):
         if j is None:
             return
         if j.state.value not in _LIVE:
-            self.notify(f"Only a live job can be cancelled; this one is {j.state.value}.", severity="warning", timeout=4)
+            self.notify(
+                f"Only a live job can be cancelled; this one is {j.state.value}.", severity="warning", timeout=4
+            )
             return
         self.cancel_job(j.id, j.name, j.state.value)

@@ -20,18 +20,34 @@ AGE_WARN = 60.0  # seconds: the oldest ready job has waited longer than this (ye
 AGE_ALERT = 300.0  # and this (red)
 SPARK = 12
 COLUMNS = (
-    ("queue", "queue"), ("ready", "ready"), ("parked", "parked"), ("delayed", "delayed"),
-    ("running", "running"), ("susp.", "suspended"), ("dead", "dead"), ("done/h", "completed"),
-    ("oldest", "oldest"), ("per min (1h)", "spark"), ("workers", "workers"), ("paused", "paused"),
+    ("queue", "queue"),
+    ("ready", "ready"),
+    ("parked", "parked"),
+    ("delayed", "delayed"),
+    ("running", "running"),
+    ("susp.", "suspended"),
+    ("dead", "dead"),
+    ("done/h", "completed"),
+    ("oldest", "oldest"),
+    ("per min (1h)", "spark"),
+    ("workers", "workers"),
+    ("paused", "paused"),
 )
 # Under NARROW_BELOW columns (an 80x24 terminal) the table drops the sparkline and the paused
 # column (a paused queue is marked on its name and named in the totals) and shortens the labels,
 # so it fits without scrolling sideways.
 NARROW_BELOW = 110
 NARROW = (
-    ("queue", "queue"), ("ready", "ready"), ("park.", "parked"), ("delay", "delayed"),
-    ("run", "running"), ("susp.", "suspended"), ("dead", "dead"), ("done/h", "completed"),
-    ("oldest", "oldest"), ("wkrs", "workers"),
+    ("queue", "queue"),
+    ("ready", "ready"),
+    ("park.", "parked"),
+    ("delay", "delayed"),
+    ("run", "running"),
+    ("susp.", "suspended"),
+    ("dead", "dead"),
+    ("done/h", "completed"),
+    ("oldest", "oldest"),
+    ("wkrs", "workers"),
 )
 STATES = ("ready", "parked", "delayed", "running", "suspended", "dead")
 
@@ -77,8 +93,10 @@ def fleet_text(workers: WorkersView | None) -> str | None:
     if workers is None or not workers.available:
         return None
     live = [w for w in workers.workers if not w.stale]
-    return (f"fleet: {len(live)} worker{'' if len(live) == 1 else 's'}, {sum(w.in_use for w in live)}/{sum(w.concurrency for w in live)} slots busy"
-            + (f", {len(workers.workers) - len(live)} stale" if len(live) < len(workers.workers) else ""))
+    return (
+        f"fleet: {len(live)} worker{'' if len(live) == 1 else 's'}, {sum(w.in_use for w in live)}/{sum(w.concurrency for w in live)} slots busy"
+        + (f", {len(workers.workers) - len(live)} stale" if len(live) < len(workers.workers) else "")
+    )
 
 
 class OverviewScreen(DataScreen, Flows):
@@ -130,11 +148,15 @@ class OverviewScreen(DataScreen, Flows):
         self.query_one("#totals", StateBar).show(totals, note="   ".join(notes) or None)
         empty = self.query_one("#empty", Static)
         empty.display = not view.queues
-        update_changed(empty, "No queues yet: nothing has been enqueued. Jobs appear here as soon as an app enqueues one.")
+        update_changed(
+            empty, "No queues yet: nothing has been enqueued. Jobs appear here as soon as an app enqueues one."
+        )
         notes = []
         if view.estimated:
             notes.append("~ an estimate, ≥ a capped count: large tables are not counted exactly")
-        notes.append(f"oldest: ! past {duration(AGE_WARN)}, red past {duration(AGE_ALERT)} · Enter: jobs of queue · y: why")
+        notes.append(
+            f"oldest: ! past {duration(AGE_WARN)}, red past {duration(AGE_ALERT)} · Enter: jobs of queue · y: why"
+        )
         update_changed(self.query_one("#note", Static), Text(" · ".join(notes), style="dim"))
 
     def _selected(self) -> str | None:

@@ -25,8 +25,10 @@ class StepChooser(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="steps-box"):
             yield Label(Text("Retry from which step? (Enter chooses, Escape cancels)", style="bold"))
-            yield OptionList(*(Option(Text(f"{i + 1}. {clean(s, limit=60)}"), id=f"s{i}") for i, s in enumerate(self.steps)),
-                             id="steps-list")
+            yield OptionList(
+                *(Option(Text(f"{i + 1}. {clean(s, limit=60)}"), id=f"s{i}") for i, s in enumerate(self.steps)),
+                id="steps-list",
+            )
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()

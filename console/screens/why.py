@@ -19,10 +19,20 @@ from console.widgets.fresh import update_changed
 from engine.projections import Cause, WhyReport
 
 TITLES = {
-    "delayed": "Delayed", "paused": "Queue paused", "slots": "Concurrency slots full",
-    "rate_limit": "Rate limit", "sleep": "Sleeping", "event": "Waiting for an event",
-    "stale_worker": "Stale worker", "no_worker": "No worker", "duplicate": "Live duplicate",
-    "running": "Running", "dead": "Dead", "finished": "Finished", "ready": "Ready", "backlog": "Backlog",
+    "delayed": "Delayed",
+    "paused": "Queue paused",
+    "slots": "Concurrency slots full",
+    "rate_limit": "Rate limit",
+    "sleep": "Sleeping",
+    "event": "Waiting for an event",
+    "stale_worker": "Stale worker",
+    "no_worker": "No worker",
+    "duplicate": "Live duplicate",
+    "running": "Running",
+    "dead": "Dead",
+    "finished": "Finished",
+    "ready": "Ready",
+    "backlog": "Backlog",
     "waiting": "Waiting",
 }
 
@@ -34,11 +44,17 @@ def slots_sentence(c: Cause, now: datetime) -> str:
     ends = [h.lease_until for h in c.holders if h.lease_until is not None]
     first = min(ends) if ends else c.until
     if held >= limit:
-        end = f"the first lease ends {until(first, now)} ({stamp(first, now)})" if first else "no holder's lease end is known"
+        end = (
+            f"the first lease ends {until(first, now)} ({stamp(first, now)})"
+            if first
+            else "no holder's lease end is known"
+        )
         return f"All {limit} slots of {key} are held by running jobs; {end}, then a slot frees up."
     free = limit - held
-    return (f"{held} of {limit} slots of {key} are held now; {free} {'is' if free == 1 else 'are'} free again "
-            "(a holder finished or its lease lapsed), so the job takes one when it is next tried.")
+    return (
+        f"{held} of {limit} slots of {key} are held now; {free} {'is' if free == 1 else 'are'} free again "
+        "(a holder finished or its lease lapsed), so the job takes one when it is next tried."
+    )
 
 
 def cause_text(c: Cause, now: datetime) -> Text:
@@ -57,9 +73,15 @@ def cause_text(c: Cause, now: datetime) -> Text:
     if c.tokens is not None:
         facts.append(f"{c.tokens:g} tokens left" + (f", refills {until(c.refill_at, now)}" if c.refill_at else ""))
     if c.event:
-        facts.append(f"event {clean(c.event, limit=60)}" + (f" matching {clean(json.dumps(c.match, default=str), limit=120)}" if c.match else ""))
+        facts.append(
+            f"event {clean(c.event, limit=60)}"
+            + (f" matching {clean(json.dumps(c.match, default=str), limit=120)}" if c.match else "")
+        )
     if c.worker:
-        facts.append(f"worker {clean(c.worker, limit=40)}" + (f", last heartbeat {ago(c.heartbeat_at, now)}" if c.heartbeat_at else ""))
+        facts.append(
+            f"worker {clean(c.worker, limit=40)}"
+            + (f", last heartbeat {ago(c.heartbeat_at, now)}" if c.heartbeat_at else "")
+        )
     if c.job_id and c.kind == "duplicate":
         facts.append(f"job {short_id(c.job_id)} ({c.state.value if c.state else '?'})")
     if c.count is not None:
@@ -69,7 +91,11 @@ def cause_text(c: Cause, now: datetime) -> Text:
     for h in c.holders[:10]:
         t.append("\n    holder ")
         t.append(short_id(h.job_id) if h.job_id else "—", style="bold")
-        end = f"lease ends {until(h.lease_until, now)} ({stamp(h.lease_until, now)})" if h.lease_until else "lease end unknown"
+        end = (
+            f"lease ends {until(h.lease_until, now)} ({stamp(h.lease_until, now)})"
+            if h.lease_until
+            else "lease end unknown"
+        )
         t.append(f" on {clean(h.worker or '?', limit=30)}, {end}", style="")
     if len(c.holders) > 10:
         t.append(f"\n    … {len(c.holders) - 10} more holders", style="dim")
@@ -115,6 +141,8 @@ class WhyScreen(DataScreen):
     def on_why_loaded(self, message: WhyLoaded) -> None:
         r: WhyReport = message.data
         if r.state is not None:
-            update_changed(self.query_one("#why-title", Static), Text.assemble(
-                ("Why is job ", "bold"), (short_id(r.target), "bold"), (f" {r.state.value}?", "bold")))
+            update_changed(
+                self.query_one("#why-title", Static),
+                Text.assemble(("Why is job ", "bold"), (short_id(r.target), "bold"), (f" {r.state.value}?", "bold")),
+            )
         update_changed(self.query_one("#causes", Static), report_text(r, self.source.now()))

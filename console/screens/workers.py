@@ -14,14 +14,25 @@ from console.widgets.keyed_table import KeyedTable
 from engine.projections import WorkersView, WorkerView
 
 COLUMNS = (
-    ("worker", "id"), ("host", "host"), ("pid", "pid"), ("queues", "queues"), ("slots", "slots"),
-    ("started", "started"), ("heartbeat", "heartbeat"), ("status", "status"),
+    ("worker", "id"),
+    ("host", "host"),
+    ("pid", "pid"),
+    ("queues", "queues"),
+    ("slots", "slots"),
+    ("started", "started"),
+    ("heartbeat", "heartbeat"),
+    ("status", "status"),
 )
 
 
 def worker_row(w: WorkerView, now) -> tuple[Text, ...]:  # type: ignore[no-untyped-def]
-    status = (Text("STALE", style="bold reverse red") if w.stale
-              else Text("stopping", style="yellow") if w.stopping else Text("live", style="green"))
+    status = (
+        Text("STALE", style="bold reverse red")
+        if w.stale
+        else Text("stopping", style="yellow")
+        if w.stopping
+        else Text("live", style="green")
+    )
     return (
         cell(w.id, limit=28, style="bold"),
         cell(w.host, limit=20),
@@ -62,7 +73,13 @@ class WorkersScreen(DataScreen):
         update_changed(self.query_one("#workers-title", Static), title)
         empty = self.query_one("#empty", Static)
         empty.display = not view.workers
-        update_changed(empty, "No worker registry in this deployment yet." if not view.available
-                     else "No worker has registered: nothing is claiming jobs. Start one with `jobs worker MODULE`.")
-        update_changed(self.query_one("#note", Static), Text(
-            f"stale: no heartbeat for {clean(duration(view.stale_after))}", style="dim"))
+        update_changed(
+            empty,
+            "No worker registry in this deployment yet."
+            if not view.available
+            else "No worker has registered: nothing is claiming jobs. Start one with `jobs worker MODULE`.",
+        )
+        update_changed(
+            self.query_one("#note", Static),
+            Text(f"stale: no heartbeat for {clean(duration(view.stale_after))}", style="dim"),
+        )

@@ -25,4 +25,4 @@ def bucket(values: Sequence[float], width: int) -> list[float]:
     if len(vals) <= width or width <= 0:
         return vals
     size = len(vals) / width
-    return [sum(vals[int(i * size): int((i + 1) * size)]) for i in range(width)]
+    return [sum(vals[int(i * size) : int((i + 1) * size)]) for i in range(width)]

@@ -18,6 +18,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
 @app.callback()
 def _root() -> None:
     """Operate a jobs deployment: install the schema, run workers, inspect and act on queues."""

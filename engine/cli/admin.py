@@ -16,12 +16,18 @@ DSN_HELP = "PostgreSQL DSN (URL or key=value); defaults to $JOBS_DSN"
 def resolve_dsn(dsn: str | None) -> str:
     value = dsn or os.environ.get("JOBS_DSN")
     if not value:
-        raise JobsError(X_DSN_INVALID, cause="no DSN was given and $JOBS_DSN is not set", fix="export JOBS_DSN=postgresql://USER@HOST:5432/DBNAME")
+        raise JobsError(
+            X_DSN_INVALID,
+            cause="no DSN was given and $JOBS_DSN is not set",
+            fix="export JOBS_DSN=postgresql://USER@HOST:5432/DBNAME",
+        )
     return value
 
 
 @app.command()
-def install(dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json")) -> None:
+def install(
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json")
+) -> None:
     """Install or upgrade the jobs schema (re-runnable on a live database)."""
     from engine.schema import install_schema
 

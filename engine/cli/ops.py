@@ -48,7 +48,9 @@ def _json_arg(text: str, what: str) -> Any:
     try:
         return json.loads(text)
     except ValueError as exc:
-        raise JobsError(X_INVALID_ARGUMENT, cause=f"{what} is not JSON: {exc}", fix=f"{what} '{{\"invoice\": 42}}'") from None
+        raise JobsError(
+            X_INVALID_ARGUMENT, cause=f"{what} is not JSON: {exc}", fix=f"{what} '{{\"invoice\": 42}}'"
+        ) from None
 
 
 def operator(eng: Any, actor: str | None) -> Any:
@@ -62,13 +64,24 @@ def _result(res: Any, json_out: bool) -> None:
         emit(res)
     else:
         verb = "done" if res.changed else "nothing changed"
-        console().print(f"{res.action} {res.job_id}: {verb} ({res.previous.value} -> {res.state.value})" + (f"; {res.reason}" if res.reason else ""))
+        console().print(
+            f"{res.action} {res.job_id}: {verb} ({res.previous.value} -> {res.state.value})"
+            + (f"; {res.reason}" if res.reason else "")
+        )
     if not res.changed:
         raise typer.Exit(EXIT_NOOP)
 
 
-def _bulk(action: str, filters: list[str], yes: bool, rate: float | None, note: str | None,
-          dsn: str | None, actor: str | None, json_out: bool) -> None:
+def _bulk(
+    action: str,
+    filters: list[str],
+    yes: bool,
+    rate: float | None,
+    note: str | None,
+    dsn: str | None,
+    actor: str | None,
+    json_out: bool,
+) -> None:
     from engine.introspect import describe_filter, parse_filter
 
     try:
@@ -80,9 +93,13 @@ def _bulk(action: str, filters: list[str], yes: bool, rate: float | None, note: 
         out = console()
         out.print(f"dry run: {action} {plan.matched} jobs matching {describe_filter(where)}")
         for g in plan.groups:
-            out.print(f"  {g.count:>8}  stop={g.stop_reason or '-'}  code={g.error_code or '-'}  tenant={g.tenant or '-'}")
+            out.print(
+                f"  {g.count:>8}  stop={g.stop_reason or '-'}  code={g.error_code or '-'}  tenant={g.tenant or '-'}"
+            )
         if action == "retry":
-            out.print(f"  {plan.deduped} would dedupe away (a live job holds their key); {plan.would_change} would run again")
+            out.print(
+                f"  {plan.deduped} would dedupe away (a live job holds their key); {plan.would_change} would run again"
+            )
     if plan.matched == 0:
         if json_out:
             emit({"plan": plan, "result": None})
@@ -107,19 +124,30 @@ def retry(
     filters: list[str] = typer.Option([], "--filter", "-f", help=FILTER_HELP),
     yes: bool = typer.Option(False, "--yes", help="skip the confirmation"),
     rate: float = typer.Option(None, "--rate", help="pace a bulk retry: at most this many jobs a second"),
-    tenant: str = typer.Option(None, "--tenant"), note: str = typer.Option(None, "--note", help="the incident note kept in the audit"),
+    tenant: str = typer.Option(None, "--tenant"),
+    note: str = typer.Option(None, "--note", help="the incident note kept in the audit"),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
-    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Retry a dead job (attempts reset), from a step, or every dead job matching a filter."""
     if all_:
         if job_id or from_step:
-            fail(JobsError(X_INVALID_ARGUMENT, cause="--all takes a --filter, not an id or --from-step", fix="jobs retry --all --filter code=X_SMTP"), as_json=json_out)
+            fail(
+                JobsError(
+                    X_INVALID_ARGUMENT,
+                    cause="--all takes a --filter, not an id or --from-step",
+                    fix="jobs retry --all --filter code=X_SMTP",
+                ),
+                as_json=json_out,
+            )
         return _bulk("retry", filters + ([f"tenant={tenant}"] if tenant else []), yes, rate, note, dsn, actor, json_out)
     if not job_id:
         fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobs retry JOB_ID"), as_json=json_out)
     if from_step:
-        res = run(dsn, json_out, lambda e: operator(e, actor).retry_from_step(job_id, from_step, tenant=tenant, note=note))
+        res = run(
+            dsn, json_out, lambda e: operator(e, actor).retry_from_step(job_id, from_step, tenant=tenant, note=note)
+        )
     else:
         res = run(dsn, json_out, lambda e: operator(e, actor).retry(job_id, tenant=tenant, note=note))
     _result(res, json_out)
@@ -132,15 +160,26 @@ def cancel(
     filters: list[str] = typer.Option([], "--filter", "-f", help=FILTER_HELP),
     yes: bool = typer.Option(False, "--yes", help="skip the confirmation"),
     rate: float = typer.Option(None, "--rate", help="pace a bulk cancel: at most this many jobs a second"),
-    tenant: str = typer.Option(None, "--tenant"), note: str = typer.Option(None, "--note"),
+    tenant: str = typer.Option(None, "--tenant"),
+    note: str = typer.Option(None, "--note"),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
-    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Cancel a live job (a running one stops at its next lease renewal), or all matching a filter."""
     if all_:
         if job_id:
-            fail(JobsError(X_INVALID_ARGUMENT, cause="--all takes a --filter, not an id", fix="jobs cancel --all --filter queue=imports"), as_json=json_out)
-        return _bulk("cancel", filters + ([f"tenant={tenant}"] if tenant else []), yes, rate, note, dsn, actor, json_out)
+            fail(
+                JobsError(
+                    X_INVALID_ARGUMENT,
+                    cause="--all takes a --filter, not an id",
+                    fix="jobs cancel --all --filter queue=imports",
+                ),
+                as_json=json_out,
+            )
+        return _bulk(
+            "cancel", filters + ([f"tenant={tenant}"] if tenant else []), yes, rate, note, dsn, actor, json_out
+        )
     if not job_id:
         fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobs cancel JOB_ID"), as_json=json_out)
     _result(run(dsn, json_out, lambda e: operator(e, actor).cancel(job_id, tenant=tenant, note=note)), json_out)
@@ -162,8 +201,11 @@ def _pause(queue: str, paused: bool, note: str | None, actor: str | None, dsn: s
 
 @app.command()
 def pause(
-    queue: str = typer.Argument(...), note: str = typer.Option(None, "--note"), actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
-    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+    queue: str = typer.Argument(...),
+    note: str = typer.Option(None, "--note"),
+    actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Pause a queue: durable, shown in `jobs queues`; workers claim nothing more from it."""
     _pause(queue, True, note, actor, dsn, json_out)
@@ -171,8 +213,11 @@ def pause(
 
 @app.command()
 def resume(
-    queue: str = typer.Argument(...), note: str = typer.Option(None, "--note"), actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
-    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+    queue: str = typer.Argument(...),
+    note: str = typer.Option(None, "--note"),
+    actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Resume a paused queue."""
     _pause(queue, False, note, actor, dsn, json_out)
@@ -180,9 +225,12 @@ def resume(
 
 @app.command()
 def event(
-    name: str = typer.Argument(...), payload: str = typer.Option("{}", "--payload", help="a JSON object"),
-    tenant: str = typer.Option(None, "--tenant"), actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
-    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+    name: str = typer.Argument(...),
+    payload: str = typer.Option("{}", "--payload", help="a JSON object"),
+    tenant: str = typer.Option(None, "--tenant"),
+    actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Send a durable event; the suspended waits it matches wake now."""
     try:
@@ -200,8 +248,10 @@ def enqueue(
     name: str = typer.Argument(..., help="a declared job's name"),
     app_module: str = typer.Option(..., "--app", help="the module holding the @job handles"),
     input_: str = typer.Option("{}", "--input", help="the job's input as JSON"),
-    tenant: str = typer.Option(None, "--tenant"), delay: str = typer.Option(None, "--delay", help="e.g. 10s, 5m, 1h"),
-    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+    tenant: str = typer.Option(None, "--tenant"),
+    delay: str = typer.Option(None, "--delay", help="e.g. 10s, 5m, 1h"),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Enqueue one job of a declared name; answers its id and whether it deduped."""
     from engine.cli.worker import load_target
@@ -215,4 +265,6 @@ def enqueue(
     res = run(dsn, json_out, lambda e: e.aenqueue(handle, inp, tenant=tenant, delay=secs))
     if json_out:
         return emit(res)
-    console().print(f"{res.id} {'deduped (a live job holds the key)' if res.deduped else 'enqueued'} state={res.state.value}")
+    console().print(
+        f"{res.id} {'deduped (a live job holds the key)' if res.deduped else 'enqueued'} state={res.state.value}"
+    )

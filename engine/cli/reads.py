@@ -96,26 +96,51 @@ def intro(eng: Any, budget: float) -> Any:
 
 @app.command()
 def queues(
-    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    json_out: bool = typer.Option(False, "--json"),
     budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
 ) -> None:
     """Per queue: counts by state, oldest ready age, completions in the last hour, workers, pause."""
     view = run(dsn, json_out, lambda e: intro(e, budget).queues())
     if json_out:
         return emit(view)
-    t = table("queue", "ready", "parked", "delayed", "running", "suspended", "dead", "done/1h", "oldest ready", "workers", "paused")
+    t = table(
+        "queue",
+        "ready",
+        "parked",
+        "delayed",
+        "running",
+        "suspended",
+        "dead",
+        "done/1h",
+        "oldest ready",
+        "workers",
+        "paused",
+    )
     for q in view.queues:
-        t.add_row(q.name, str(q.ready), str(q.parked), str(q.delayed), str(q.running), str(q.suspended), str(q.dead),
-                  str(q.completed_last_hour), "" if q.oldest_ready_age is None else f"{q.oldest_ready_age:.0f}s",
-                  f"{q.workers} ({q.slots_in_use}/{q.slots_total})", f"by {q.paused_by}" if q.paused else "")
+        t.add_row(
+            q.name,
+            str(q.ready),
+            str(q.parked),
+            str(q.delayed),
+            str(q.running),
+            str(q.suspended),
+            str(q.dead),
+            str(q.completed_last_hour),
+            "" if q.oldest_ready_age is None else f"{q.oldest_ready_age:.0f}s",
+            f"{q.workers} ({q.slots_in_use}/{q.slots_total})",
+            f"by {q.paused_by}" if q.paused else "",
+        )
     console().print(t)
 
 
 @app.command("ls")
 def list_jobs(
     filters: list[str] = typer.Option([], "--filter", "-f", help=FILTER_HELP),
-    limit: int = typer.Option(50, "--limit"), cursor: str = typer.Option(None, "--cursor", help="continue after a page"),
-    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+    limit: int = typer.Option(50, "--limit"),
+    cursor: str = typer.Option(None, "--cursor", help="continue after a page"),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    json_out: bool = typer.Option(False, "--json"),
     budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
 ) -> None:
     """The jobs matching a filter, newest first, one page at a time."""
@@ -129,7 +154,16 @@ def list_jobs(
         return emit(page)
     t = table("id", "name", "queue", "tenant", "state", "attempt", "created", "error")
     for j in page.items:
-        t.add_row(j.id, j.name, j.queue, j.tenant or "", j.state.value, f"{j.attempt}/{j.max_attempts}", _t(j.created_at), j.error_code or "")
+        t.add_row(
+            j.id,
+            j.name,
+            j.queue,
+            j.tenant or "",
+            j.state.value,
+            f"{j.attempt}/{j.max_attempts}",
+            _t(j.created_at),
+            j.error_code or "",
+        )
     out = console()
     out.print(t)
     out.print(f"{page.total} matching" + (f"; next page: --cursor {page.next_cursor}" if page.next_cursor else ""))
@@ -137,8 +171,10 @@ def list_jobs(
 
 @app.command()
 def show(
-    job_id: str = typer.Argument(..., help="the job's id"), tenant: str = typer.Option(None, "--tenant"),
-    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+    job_id: str = typer.Argument(..., help="the job's id"),
+    tenant: str = typer.Option(None, "--tenant"),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    json_out: bool = typer.Option(False, "--json"),
     budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
 ) -> None:
     """One job: input, result, attempts, step trace, history (audit), next retry and why."""
@@ -146,7 +182,9 @@ def show(
     if json_out:
         return emit(d)
     out, j = console(), d.job
-    out.print(f"[bold]{j.id}[/bold]  {j.name}  queue={j.queue}  tenant={j.tenant or '-'}  state={j.state.value}  attempt {j.attempt} of {j.max_attempts}")
+    out.print(
+        f"[bold]{j.id}[/bold]  {j.name}  queue={j.queue}  tenant={j.tenant or '-'}  state={j.state.value}  attempt {j.attempt} of {j.max_attempts}"
+    )
     out.print(f"why: {d.why.summary}")
     if d.next_retry:
         out.print(f"next: {d.next_retry.note}")
@@ -156,9 +194,13 @@ def show(
     if j.result is not None:
         out.print(f"result: {json.dumps(j.result)[:2000]}")
     for a in d.attempts:
-        out.print(f"  attempt {a.attempt} (run {a.run}) on {a.worker}: {_t(a.started_at)} -> {_t(a.finished_at)} {a.outcome} {a.error_code or ''}")
+        out.print(
+            f"  attempt {a.attempt} (run {a.run}) on {a.worker}: {_t(a.started_at)} -> {_t(a.finished_at)} {a.outcome} {a.error_code or ''}"
+        )
     for s in d.steps:
-        out.print(f"  step {s.seq} {s.name} [{s.kind}] {s.status} {'' if s.duration is None else f'{s.duration:.3f}s'} {s.error or ''}")
+        out.print(
+            f"  step {s.seq} {s.name} [{s.kind}] {s.status} {'' if s.duration is None else f'{s.duration:.3f}s'} {s.error or ''}"
+        )
     for h in d.history:
         out.print(f"  {_t(h.at)} {h.kind} by {h.actor or '?'}{f' — {h.note}' if h.note else ''}")
 
@@ -166,7 +208,8 @@ def show(
 @app.command()
 def dead(
     filters: list[str] = typer.Option([], "--filter", "-f", help=FILTER_HELP),
-    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    json_out: bool = typer.Option(False, "--json"),
     budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
 ) -> None:
     """Dead letters grouped by job name, error code and stop reason."""
@@ -180,8 +223,16 @@ def dead(
         return emit(dl)
     t = table("name", "code", "stop", "count", "attempt", "first seen", "last seen", "last error")
     for g in dl.groups:
-        t.add_row(g.name, g.error_code or "", g.stop_reason or "", str(g.count), f"{g.attempt} of {g.max_attempts}",
-                  _t(g.first_seen), _t(g.last_seen), (g.last_error or "")[:80])
+        t.add_row(
+            g.name,
+            g.error_code or "",
+            g.stop_reason or "",
+            str(g.count),
+            f"{g.attempt} of {g.max_attempts}",
+            _t(g.first_seen),
+            _t(g.last_seen),
+            (g.last_error or "")[:80],
+        )
     out = console()
     out.print(t)
     out.print(f"{dl.total} dead")
@@ -189,7 +240,8 @@ def dead(
 
 @app.command()
 def workers(
-    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    json_out: bool = typer.Option(False, "--json"),
     budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
 ) -> None:
     """Registered workers: host, pid, queues, slots in use, last heartbeat (stale ones marked)."""
@@ -198,14 +250,23 @@ def workers(
         return emit(wv)
     t = table("id", "host", "pid", "queues", "slots", "heartbeat", "")
     for w in wv.workers:
-        t.add_row(w.id, w.host, str(w.pid), ",".join(w.queues), f"{w.in_use}/{w.concurrency}", f"{w.heartbeat_age:.0f}s ago", "STALE" if w.stale else "")
+        t.add_row(
+            w.id,
+            w.host,
+            str(w.pid),
+            ",".join(w.queues),
+            f"{w.in_use}/{w.concurrency}",
+            f"{w.heartbeat_age:.0f}s ago",
+            "STALE" if w.stale else "",
+        )
     console().print(t)
 
 
 @app.command()
 def why(
     target: str = typer.Argument(..., help="a job id, or a queue name"),
-    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP), json_out: bool = typer.Option(False, "--json"),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    json_out: bool = typer.Option(False, "--json"),
     budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
 ) -> None:
     """Why a job is not running, or why a queue's oldest-ready age grows: the causes."""
@@ -244,10 +305,20 @@ def describe(
     try:
         committed = check.read_text(encoding="utf-8")
     except OSError as exc:
-        fail(JobsError(X_INVALID_ARGUMENT, cause=f"cannot read {check}: {exc.strerror}", fix=f"jobs describe --app {app_module} > {check}"))
+        fail(
+            JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"cannot read {check}: {exc.strerror}",
+                fix=f"jobs describe --app {app_module} > {check}",
+            )
+        )
     if committed == text:
         sys.stdout.write(f"{check}: up to date\n")
         return
-    sys.stdout.writelines(difflib.unified_diff(committed.splitlines(True), text.splitlines(True), str(check), "declared"))
-    sys.stderr.write(f"error: {check} has drifted from the declared jobs\n  fix: jobs describe --app {app_module} > {check}\n")
+    sys.stdout.writelines(
+        difflib.unified_diff(committed.splitlines(True), text.splitlines(True), str(check), "declared")
+    )
+    sys.stderr.write(
+        f"error: {check} has drifted from the declared jobs\n  fix: jobs describe --app {app_module} > {check}\n"
+    )
     raise typer.Exit(EXIT_DRIFT)

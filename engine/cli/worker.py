@@ -31,33 +31,52 @@ def load_target(target: str) -> Registry:
 
     module_name, _, attr = target.partition(":")
     if not module_name:
-        raise JobsError(X_WORKER_TARGET, cause=f"{target!r} names no module", fix="jobs worker myapp.jobs --dsn \"$JOBS_DSN\"")
+        raise JobsError(
+            X_WORKER_TARGET, cause=f"{target!r} names no module", fix='jobs worker myapp.jobs --dsn "$JOBS_DSN"'
+        )
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # `jobs worker myapp.jobs` from the project's directory
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name and module_name.startswith(exc.name):
-            raise JobsError(X_WORKER_TARGET, cause=f"no module named {module_name!r} on the path ({os.getcwd()})",
-                            fix=f"python -c 'import {module_name}'") from None
-        raise JobsError(X_WORKER_TARGET, cause=f"module {module_name!r} failed to import: {exc}",
-                        fix=f"python -c 'import {module_name}'") from None
+            raise JobsError(
+                X_WORKER_TARGET,
+                cause=f"no module named {module_name!r} on the path ({os.getcwd()})",
+                fix=f"python -c 'import {module_name}'",
+            ) from None
+        raise JobsError(
+            X_WORKER_TARGET,
+            cause=f"module {module_name!r} failed to import: {exc}",
+            fix=f"python -c 'import {module_name}'",
+        ) from None
     except Exception as exc:
-        raise JobsError(X_WORKER_TARGET, cause=f"module {module_name!r} raised on import: {type(exc).__name__}: {exc}",
-                        fix=f"python -c 'import {module_name}'") from None
+        raise JobsError(
+            X_WORKER_TARGET,
+            cause=f"module {module_name!r} raised on import: {type(exc).__name__}: {exc}",
+            fix=f"python -c 'import {module_name}'",
+        ) from None
     obj: Any = module
     if attr:
         if not hasattr(module, attr):
-            raise JobsError(X_WORKER_TARGET, cause=f"module {module_name!r} has no attribute {attr!r}",
-                            fix=f"jobs worker {module_name} --dsn \"$JOBS_DSN\"")
+            raise JobsError(
+                X_WORKER_TARGET,
+                cause=f"module {module_name!r} has no attribute {attr!r}",
+                fix=f'jobs worker {module_name} --dsn "$JOBS_DSN"',
+            )
         obj = getattr(module, attr)
     try:
         registry = as_registry(obj)
     except JobsError as err:
-        raise JobsError(X_WORKER_TARGET, cause=f"{target!r}: {err.cause}", fix=f"jobs worker {module_name} --dsn \"$JOBS_DSN\"") from None
+        raise JobsError(
+            X_WORKER_TARGET, cause=f"{target!r}: {err.cause}", fix=f'jobs worker {module_name} --dsn "$JOBS_DSN"'
+        ) from None
     if len(registry) == 0:
-        raise JobsError(X_WORKER_TARGET, cause=f"{target!r} registers no jobs (no @job handle in it)",
-                        fix=f"add @job(name=..., idempotency_key=...) to a handler in {module_name}")
+        raise JobsError(
+            X_WORKER_TARGET,
+            cause=f"{target!r} registers no jobs (no @job handle in it)",
+            fix=f"add @job(name=..., idempotency_key=...) to a handler in {module_name}",
+        )
     return registry
 
 
@@ -65,15 +84,21 @@ def event_loop_runner(choice: str, target: str) -> Callable[[Coroutine[Any, Any,
     """asyncio.run, or uvloop.run: uvloop's loop runs a draining worker's Python ~25% faster
     (bench/README.md). ``auto`` takes uvloop when it is installed (it is a dependency off Windows)."""
     if choice not in ("auto", "uvloop", "asyncio"):
-        raise JobsError(X_INVALID_ARGUMENT, cause=f"--loop {choice!r} is not one of auto, uvloop, asyncio",
-                        fix=f"jobs worker {target} --loop auto")
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"--loop {choice!r} is not one of auto, uvloop, asyncio",
+            fix=f"jobs worker {target} --loop auto",
+        )
     if choice != "asyncio":
         try:
             import uvloop
         except ImportError:
             if choice == "uvloop":
-                raise JobsError(X_INVALID_ARGUMENT, cause="--loop uvloop was asked for and uvloop is not installed",
-                                fix="pip install uvloop") from None
+                raise JobsError(
+                    X_INVALID_ARGUMENT,
+                    cause="--loop uvloop was asked for and uvloop is not installed",
+                    fix="pip install uvloop",
+                ) from None
         else:
             return uvloop.run  # type: ignore[no-any-return]
     return asyncio.run
@@ -81,8 +106,11 @@ def event_loop_runner(choice: str, target: str) -> Callable[[Coroutine[Any, Any,
 
 def _positive(name: str, value: float | None, target: str, example: str) -> None:
     if value is not None and not value > 0:
-        raise JobsError(X_INVALID_ARGUMENT, cause=f"--{name} {value!r} must be positive",
-                        fix=f"jobs worker {target} --{name} {example}")
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"--{name} {value!r} must be positive",
+            fix=f"jobs worker {target} --{name} {example}",
+        )
 
 
 @app.command()
@@ -93,11 +121,15 @@ def worker(
     concurrency: int = typer.Option(10, "--concurrency", help="jobs running at once in this process"),
     batch_size: int = typer.Option(100, "--batch-size", help="most rows one claim takes"),
     ack_batch: int = typer.Option(200, "--ack-batch", help="completions per ack statement"),
-    flush_interval: float = typer.Option(0.005, "--flush-interval", help="longest a completion waits for its ack batch (s)"),
+    flush_interval: float = typer.Option(
+        0.005, "--flush-interval", help="longest a completion waits for its ack batch (s)"
+    ),
     lease_seconds: float = typer.Option(30.0, "--lease-seconds", help="a claim's lease, renewed every third of it"),
     grace: float = typer.Option(30.0, "--grace", help="drain timeout: in-flight jobs may finish for this long (s)"),
     poll_interval: float = typer.Option(1.0, "--poll-interval", help="the fallback poll when no NOTIFY arrives (s)"),
-    maintenance_interval: float = typer.Option(5.0, "--maintenance-interval", help="seconds between rescue/prune passes"),
+    maintenance_interval: float = typer.Option(
+        5.0, "--maintenance-interval", help="seconds between rescue/prune passes"
+    ),
     no_maintenance: bool = typer.Option(False, "--no-maintenance", help="never lead the rescuer and pruner"),
     metrics_port: int = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
     metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="the metrics address (loopback by default)"),
@@ -107,25 +139,42 @@ def worker(
     """Run a worker for the jobs MODULE[:ATTR] registers, until SIGTERM/SIGINT drains it."""
     try:
         runner = event_loop_runner(loop, target)
-        for name, value, example in (("concurrency", concurrency, "10"), ("batch-size", batch_size, "100"),
-                                     ("ack-batch", ack_batch, "200"), ("flush-interval", flush_interval, "0.005"),
-                                     ("lease-seconds", lease_seconds, "30"), ("grace", grace, "30"),
-                                     ("poll-interval", poll_interval, "1"), ("maintenance-interval", maintenance_interval, "5"),
-                                     ("metrics-port", metrics_port, "9464")):
+        for name, value, example in (
+            ("concurrency", concurrency, "10"),
+            ("batch-size", batch_size, "100"),
+            ("ack-batch", ack_batch, "200"),
+            ("flush-interval", flush_interval, "0.005"),
+            ("lease-seconds", lease_seconds, "30"),
+            ("grace", grace, "30"),
+            ("poll-interval", poll_interval, "1"),
+            ("maintenance-interval", maintenance_interval, "5"),
+            ("metrics-port", metrics_port, "9464"),
+        ):
             _positive(name, value, target, example)
         registry = load_target(target)
         wanted = tuple(q.strip() for q in queues.split(",") if q.strip()) if queues else tuple(registry.queues())
         unknown = sorted(set(wanted) - set(registry.queues()))
         if unknown:
-            raise JobsError(X_INVALID_ARGUMENT,
-                            cause=f"--queues names {', '.join(unknown)}, which no job of {target!r} uses (it uses {', '.join(registry.queues())})",
-                            fix=f"jobs worker {target} --queues {','.join(registry.queues())}")
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"--queues names {', '.join(unknown)}, which no job of {target!r} uses (it uses {', '.join(registry.queues())})",
+                fix=f"jobs worker {target} --queues {','.join(registry.queues())}",
+            )
         from engine.services.maintenance import MaintenanceConfig
 
-        maint = MaintenanceConfig(interval=maintenance_interval, leader_lease=max(lease_seconds, maintenance_interval * 3))
-        options: dict[str, Any] = dict(queues=wanted, concurrency=concurrency, batch_size=batch_size, ack_batch=ack_batch,
-                                       flush_interval=flush_interval, lease_seconds=lease_seconds, grace=grace,
-                                       poll_interval=poll_interval)
+        maint = MaintenanceConfig(
+            interval=maintenance_interval, leader_lease=max(lease_seconds, maintenance_interval * 3)
+        )
+        options: dict[str, Any] = dict(
+            queues=wanted,
+            concurrency=concurrency,
+            batch_size=batch_size,
+            ack_batch=ack_batch,
+            flush_interval=flush_interval,
+            lease_seconds=lease_seconds,
+            grace=grace,
+            poll_interval=poll_interval,
+        )
         from engine.runtime.worker import WorkerConfig
 
         WorkerConfig(**options)  # every option checked before the database is touched
@@ -137,8 +186,15 @@ def worker(
         raise typer.Exit(code)
 
 
-async def _serve(dsn: str, registry: Registry, options: dict[str, Any], maint: Any, maintenance: bool,
-                 metrics_port: int | None, metrics_host: str) -> int:
+async def _serve(
+    dsn: str,
+    registry: Registry,
+    options: dict[str, Any],
+    maint: Any,
+    maintenance: bool,
+    metrics_port: int | None,
+    metrics_host: str,
+) -> int:
     from engine.api import open_driver
     from engine.runtime.logs import configure_json_logging
     from engine.runtime.metrics import Metrics, serve_metrics
@@ -147,7 +203,9 @@ async def _serve(dsn: str, registry: Registry, options: dict[str, Any], maint: A
     configure_json_logging()
     metrics = Metrics()
     driver = open_driver(dsn)
-    w = maintained_worker(driver, registry, maintenance=maintenance, maintenance_config=maint, metrics=metrics, **options)
+    w = maintained_worker(
+        driver, registry, maintenance=maintenance, maintenance_config=maint, metrics=metrics, **options
+    )
     server = None
     try:
         try:

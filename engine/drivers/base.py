@@ -86,9 +86,7 @@ class Driver(Protocol):
         """Hand a claim back; False when the claimant no longer holds the row (I15)."""
         ...
 
-    async def job_renew_many(
-        self, *, claims: Sequence[Claim], now: datetime, lease_seconds: float
-    ) -> list[Renewal]:
+    async def job_renew_many(self, *, claims: Sequence[Claim], now: datetime, lease_seconds: float) -> list[Renewal]:
         """Extend leases; per claim ok | cancelled (an operator cancelled it) | lost."""
         ...
 
@@ -177,7 +175,14 @@ class Driver(Protocol):
         ...
 
     async def job_prune(
-        self, *, leader: str, holder: str, term: int, now: datetime, before: datetime, dead_before: datetime,
+        self,
+        *,
+        leader: str,
+        holder: str,
+        term: int,
+        now: datetime,
+        before: datetime,
+        dead_before: datetime,
         limit: int,
     ) -> list[str]:
         """Delete up to ``limit`` completed/cancelled rows finished before ``before``, dead ones
@@ -223,7 +228,14 @@ class Driver(Protocol):
         ...
 
     async def job_retry_from_step(
-        self, *, job_id: str, step_name: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
+        self,
+        *,
+        job_id: str,
+        step_name: str,
+        tenant: str | None,
+        now: datetime,
+        actor: str | None,
+        note: str | None = None,
     ) -> StepRetry:
         """Re-run a dead or completed job from ``step_name``: drop that step's and later steps'
         results (by seq), reset it to ready with attempts reset, record who. Refusals change nothing."""
@@ -242,7 +254,9 @@ class Driver(Protocol):
         """One page of the filtered list, newest first, keyset below ``cursor`` (an id)."""
         ...
 
-    async def dead_groups(self, *, where: JobFilter, now: datetime, count_cap: int, budget_ms: int | None) -> DeadLetters:
+    async def dead_groups(
+        self, *, where: JobFilter, now: datetime, count_cap: int, budget_ms: int | None
+    ) -> DeadLetters:
         """Dead letters matching ``where``, grouped by (name, error code, stop reason)."""
         ...
 
@@ -267,13 +281,23 @@ class Driver(Protocol):
         key changes nothing and is named. None when no job has that id for that tenant (I25)."""
         ...
 
-    async def job_bulk_plan(self, *, action: BulkAction, where: JobFilter, now: datetime, budget_ms: int | None) -> BulkPlan:
+    async def job_bulk_plan(
+        self, *, action: BulkAction, where: JobFilter, now: datetime, budget_ms: int | None
+    ) -> BulkPlan:
         """A bulk action's dry run: matched jobs grouped by stop reason, code, tenant; deduped."""
         ...
 
     async def job_bulk_apply(
-        self, *, action: BulkAction, where: JobFilter, now: datetime, actor: str | None, note: str | None,
-        label: str, limit: int, before: str | None,
+        self,
+        *,
+        action: BulkAction,
+        where: JobFilter,
+        now: datetime,
+        actor: str | None,
+        note: str | None,
+        label: str,
+        limit: int,
+        before: str | None,
     ) -> BulkBatch:
         """One batch of a bulk action: up to ``limit`` matching rows below ``before``, newest first."""
         ...

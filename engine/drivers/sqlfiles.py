@@ -41,8 +41,11 @@ class Query:
             if name is None:
                 return "%"
             if fmt != "s":
-                raise JobsError(X_SQL_CATALOG, cause=f"statement {self.name!r} passes %({name}){fmt}, a format a raw cursor cannot choose",
-                                fix=f"write %({name})s in {self.source}, or run {self.name!r} through a named-parameter cursor")
+                raise JobsError(
+                    X_SQL_CATALOG,
+                    cause=f"statement {self.name!r} passes %({name}){fmt}, a format a raw cursor cannot choose",
+                    fix=f"write %({name})s in {self.source}, or run {self.name!r} through a named-parameter cursor",
+                )
             if name not in names:
                 names.append(name)
             return f"${names.index(name) + 1}"
@@ -69,7 +72,11 @@ def parse_queries(text: str, source: str) -> dict[str, Query]:
             return
         sql = "\n".join(body).strip()
         if not sql:
-            raise JobsError(X_SQL_CATALOG, cause=f"statement {current[0]!r} in {source} has no body", fix=f"write the SQL under '-- name: {current[0]} :{current[1]}'")
+            raise JobsError(
+                X_SQL_CATALOG,
+                cause=f"statement {current[0]!r} in {source} has no body",
+                fix=f"write the SQL under '-- name: {current[0]} :{current[1]}'",
+            )
         out[current[0]] = Query(current[0], current[1], " ".join(purpose).strip(), sql.rstrip(";"), source)
 
     for line in text.splitlines():
@@ -77,7 +84,11 @@ def parse_queries(text: str, source: str) -> dict[str, Query]:
         if m:
             flush()
             if m.group(1) in out:
-                raise JobsError(X_SQL_CATALOG, cause=f"statement {m.group(1)!r} is declared twice in {source}", fix=f"rename one of the two '-- name: {m.group(1)}' headers")
+                raise JobsError(
+                    X_SQL_CATALOG,
+                    cause=f"statement {m.group(1)!r} is declared twice in {source}",
+                    fix=f"rename one of the two '-- name: {m.group(1)}' headers",
+                )
             current, purpose, body = (m.group(1), m.group(2)), [], []
         elif current is not None:
             if not body and line.startswith("--"):
@@ -85,7 +96,11 @@ def parse_queries(text: str, source: str) -> dict[str, Query]:
             else:
                 body.append(line)
         elif line.strip().startswith("-- name:"):
-            raise JobsError(X_SQL_CATALOG, cause=f"malformed header {line.strip()!r} in {source}", fix="-- name: statement_name :one|:many|:exec")
+            raise JobsError(
+                X_SQL_CATALOG,
+                cause=f"malformed header {line.strip()!r} in {source}",
+                fix="-- name: statement_name :one|:many|:exec",
+            )
     flush()
     return out
 
@@ -96,7 +111,11 @@ def load_queries() -> dict[str, Query]:
     for path in sorted((sql_dir() / "queries").glob("*.sql")):
         for name, q in parse_queries(path.read_text(encoding="utf-8"), path.name).items():
             if name in catalog:
-                raise JobsError(X_SQL_CATALOG, cause=f"statement {name!r} is declared in {catalog[name].source} and {path.name}", fix=f"rename one of the two '-- name: {name}' headers")
+                raise JobsError(
+                    X_SQL_CATALOG,
+                    cause=f"statement {name!r} is declared in {catalog[name].source} and {path.name}",
+                    fix=f"rename one of the two '-- name: {name}' headers",
+                )
             catalog[name] = q
     return catalog
 
@@ -112,7 +131,11 @@ class Statements:
         try:
             return load_queries()[name]
         except KeyError:
-            raise JobsError(X_SQL_CATALOG, cause=f"no statement named {name!r} in sql/queries", fix=f"add '-- name: {name} :many' to a file in sql/queries") from None
+            raise JobsError(
+                X_SQL_CATALOG,
+                cause=f"no statement named {name!r} in sql/queries",
+                fix=f"add '-- name: {name} :many' to a file in sql/queries",
+            ) from None
 
 
 Q = Statements()

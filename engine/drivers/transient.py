@@ -8,7 +8,11 @@ import psycopg
 import psycopg_pool
 
 _CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
-    psycopg.OperationalError, psycopg.InterfaceError, psycopg_pool.PoolTimeout, ConnectionError, OSError,
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+    psycopg_pool.PoolTimeout,
+    ConnectionError,
+    OSError,
 )
 
 

@@ -8,4 +8,12 @@ from engine.introspect.actions import Operator
 from engine.introspect.filters import describe_filter, make_filter, parse_filter, parse_state
 from engine.introspect.reads import DEFAULT_BUDGET, Introspector
 
-__all__ = ["DEFAULT_BUDGET", "Introspector", "Operator", "describe_filter", "make_filter", "parse_filter", "parse_state"]
+__all__ = [
+    "DEFAULT_BUDGET",
+    "Introspector",
+    "Operator",
+    "describe_filter",
+    "make_filter",
+    "parse_filter",
+    "parse_state",
+]

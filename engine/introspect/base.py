@@ -36,7 +36,11 @@ class EngineView:
         if self.tenant is not None and tenant is not None and tenant != self.tenant:
             from engine.errors import X_TENANT_MISMATCH
 
-            raise JobsError(X_TENANT_MISMATCH, cause=f"tenant {tenant!r} is outside this scope ({self.tenant!r})", fix=f"--tenant {self.tenant}")
+            raise JobsError(
+                X_TENANT_MISMATCH,
+                cause=f"tenant {tenant!r} is outside this scope ({self.tenant!r})",
+                fix=f"--tenant {self.tenant}",
+            )
         return tenant if tenant is not None else self.tenant
 
 

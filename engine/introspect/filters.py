@@ -67,17 +67,35 @@ def make_filter(
     """A checked JobFilter from keywords; empty strings mean 'not filtered'."""
     for label, dt in (("since", since), ("until", until)):
         if dt is not None and dt.tzinfo is None:
-            raise JobsError(X_INVALID_ARGUMENT, cause=f"{label}={dt.isoformat()} has no time zone", fix=f"{label}=datetime(2026, 1, 1, tzinfo=UTC)")
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"{label}={dt.isoformat()} has no time zone",
+                fix=f"{label}=datetime(2026, 1, 1, tzinfo=UTC)",
+            )
     if since is not None and until is not None and until <= since:
-        raise JobsError(X_INVALID_ARGUMENT, cause=f"until ({until.isoformat()}) is not after since ({since.isoformat()})", fix="swap since and until")
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"until ({until.isoformat()}) is not after since ({since.isoformat()})",
+            fix="swap since and until",
+        )
     fields = tuple(sorted((input_fields or {}).items()))
     for k, _ in fields:
         if not k or "." in k:
-            raise JobsError(X_INVALID_ARGUMENT, cause=f"input field {k!r} must be one top-level key", fix="jobs ls --filter input.invoice_id=42")
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"input field {k!r} must be one top-level key",
+                fix="jobs ls --filter input.invoice_id=42",
+            )
     return JobFilter(
-        queue=queue or None, state=parse_state(state or None), name=name or None,
-        tenant=tenant or None, error_code=error_code or None, input_fields=fields,
-        search=(search or "").strip() or None, since=since, until=until,
+        queue=queue or None,
+        state=parse_state(state or None),
+        name=name or None,
+        tenant=tenant or None,
+        error_code=error_code or None,
+        input_fields=fields,
+        search=(search or "").strip() or None,
+        since=since,
+        until=until,
     )
 
 
@@ -87,14 +105,22 @@ def parse_filter(text: str | list[str] | tuple[str, ...] | None) -> JobFilter:
         return JobFilter()
     # A string is split like a shell line; a list (repeated --filter options) is taken word by
     # word as the shell already split it, so input.sku="42" keeps its quotes (the string "42").
-    words = shlex.split(text) if isinstance(text, str) else [w for part in text for w in ([part] if "=" in part else part.split())]
+    words = (
+        shlex.split(text)
+        if isinstance(text, str)
+        else [w for part in text for w in ([part] if "=" in part else part.split())]
+    )
     kw: dict[str, Any] = {}
     fields: dict[str, Any] = {}
     for word in words:
         key, sep, value = word.partition("=")
         key = key.strip().lower()
         if not sep or not key:
-            raise JobsError(X_INVALID_ARGUMENT, cause=f"filter word {word!r} is not key=value", fix="jobs ls --filter state=dead --filter queue=emails")
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"filter word {word!r} is not key=value",
+                fix="jobs ls --filter state=dead --filter queue=emails",
+            )
         if key.startswith("input."):
             fields[key.removeprefix("input.")] = _json_value(value)
         elif key in ("since", "until"):
@@ -115,7 +141,11 @@ def scoped(where: JobFilter, tenant: str | None) -> JobFilter:
     if tenant is None:
         return where
     if where.tenant is not None and where.tenant != tenant:
-        raise JobsError(X_TENANT_MISMATCH, cause=f"the filter names tenant {where.tenant!r} outside this scope ({tenant!r})", fix=f"--filter tenant={tenant}")
+        raise JobsError(
+            X_TENANT_MISMATCH,
+            cause=f"the filter names tenant {where.tenant!r} outside this scope ({tenant!r})",
+            fix=f"--filter tenant={tenant}",
+        )
     return replace(where, tenant=tenant)
 
 

@@ -62,9 +62,17 @@ class Introspector(EngineView):
     ) -> None:
         super().__init__(engine, clock=clock, tenant=tenant)
         if not budget > 0:
-            raise JobsError(X_INVALID_ARGUMENT, cause=f"budget={budget!r} must be a positive number of seconds", fix="Introspector(engine, budget=0.5)")
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"budget={budget!r} must be a positive number of seconds",
+                fix="Introspector(engine, budget=0.5)",
+            )
         if not isinstance(count_cap, int) or count_cap < 1:
-            raise JobsError(X_INVALID_ARGUMENT, cause=f"count_cap={count_cap!r} must be a whole number >= 1", fix="Introspector(engine, count_cap=10000)")
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"count_cap={count_cap!r} must be a whole number >= 1",
+                fix="Introspector(engine, count_cap=10000)",
+            )
         self.budget = float(budget)
         self.count_cap = count_cap
         self.page_count_cap = min(page_count_cap, count_cap)
@@ -110,24 +118,35 @@ class Introspector(EngineView):
 
     def _with_workers(self, q: QueueStats, workers: list[WorkerRecord]) -> QueueStats:
         live = [w for w in workers if q.name in w.queues and w.heartbeat_age <= self.stale_after]
-        return replace(q, workers=len(live), slots_total=sum(w.concurrency for w in live), slots_in_use=sum(w.in_use for w in live))
+        return replace(
+            q, workers=len(live), slots_total=sum(w.concurrency for w in live), slots_in_use=sum(w.in_use for w in live)
+        )
 
     # --- jobs ------------------------------------------------------------------------------------
 
     async def jobs(self, where: JobFilter | None = None, *, limit: int = 50, cursor: str | None = None) -> JobPage:
         if not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
-            raise JobsError(X_INVALID_ARGUMENT, cause=f"limit={limit!r} must be between 1 and {MAX_PAGE}", fix="jobs ls --limit 50")
+            raise JobsError(
+                X_INVALID_ARGUMENT, cause=f"limit={limit!r} must be between 1 and {MAX_PAGE}", fix="jobs ls --limit 50"
+            )
         if cursor is not None:
             from engine.introspect.base import job_id_of
 
             try:
                 cursor = job_id_of(cursor)
             except JobsError:
-                raise JobsError(X_INVALID_ARGUMENT, cause=f"cursor {cursor!r} is not one a page answered", fix="jobs ls (start from the first page)") from None
+                raise JobsError(
+                    X_INVALID_ARGUMENT,
+                    cause=f"cursor {cursor!r} is not one a page answered",
+                    fix="jobs ls (start from the first page)",
+                ) from None
         await self._open()
         return await self.driver.job_page(  # type: ignore[attr-defined]
-            where=scoped(where or JobFilter(), self.tenant), limit=limit, cursor=cursor,
-            count_cap=self.page_count_cap, budget_ms=self.budget_ms,
+            where=scoped(where or JobFilter(), self.tenant),
+            limit=limit,
+            cursor=cursor,
+            count_cap=self.page_count_cap,
+            budget_ms=self.budget_ms,
         )
 
     async def job(self, job_id: str, *, tenant: str | None = None) -> JobDetail:
@@ -140,16 +159,26 @@ class Introspector(EngineView):
             steps = tuple(await self.driver.step_list(job_id=row.id))  # type: ignore[attr-defined]
         why = await self._why(row)
         return JobDetail(
-            job=row, attempts=tuple(attempts), steps=steps, history=tuple(history),
-            next_retry=self._next_retry(row, why.at), why=why, steps_available=self._has("step_list"),
+            job=row,
+            attempts=tuple(attempts),
+            steps=steps,
+            history=tuple(history),
+            next_retry=self._next_retry(row, why.at),
+            why=why,
+            steps_available=self._has("step_list"),
         )
 
     def _next_retry(self, row: JobRow, now: datetime) -> NextRetry | None:
         if row.state in (JobState.COMPLETED, JobState.CANCELLED):
             return None
         if row.state is JobState.DEAD:
-            return NextRetry(1, row.max_attempts, None, row.max_attempts <= 1,
-                             f"dead ({row.stop_reason}); an operator retry starts again at attempt 1 of {row.max_attempts}")
+            return NextRetry(
+                1,
+                row.max_attempts,
+                None,
+                row.max_attempts <= 1,
+                f"dead ({row.stop_reason}); an operator retry starts again at attempt 1 of {row.max_attempts}",
+            )
         # Attempts burned so far; a running job's current attempt is already counted.
         nxt = row.attempt + 1
         last = nxt >= row.max_attempts
@@ -158,11 +187,25 @@ class Introspector(EngineView):
             policy = self.registry.get(row.name).retry
         if row.state is JobState.RUNNING:
             if row.attempt >= row.max_attempts:
-                return NextRetry(row.attempt, row.max_attempts, None, True, f"attempt {row.attempt} of {row.max_attempts} is the last: a failure makes it dead")
+                return NextRetry(
+                    row.attempt,
+                    row.max_attempts,
+                    None,
+                    True,
+                    f"attempt {row.attempt} of {row.max_attempts} is the last: a failure makes it dead",
+                )
             at = now + timedelta(seconds=policy.base_delay(row.attempt)) if policy is not None else None
             when = f" at about {at:%H:%M:%S}" if at else ""
-            return NextRetry(nxt, row.max_attempts, at, last, f"if this attempt fails: attempt {nxt} of {row.max_attempts}{when}")
-        return NextRetry(nxt, row.max_attempts, row.run_at, last, f"next run is attempt {nxt} of {row.max_attempts}, due {row.run_at:%Y-%m-%d %H:%M:%S}")
+            return NextRetry(
+                nxt, row.max_attempts, at, last, f"if this attempt fails: attempt {nxt} of {row.max_attempts}{when}"
+            )
+        return NextRetry(
+            nxt,
+            row.max_attempts,
+            row.run_at,
+            last,
+            f"next run is attempt {nxt} of {row.max_attempts}, due {row.run_at:%Y-%m-%d %H:%M:%S}",
+        )
 
     # --- dead letters and workers --------------------------------------------------------------
 
@@ -172,7 +215,10 @@ class Introspector(EngineView):
             where = replace(where, state=None)  # dead letters are dead by definition
         await self._open()
         return await self.driver.dead_groups(  # type: ignore[attr-defined]
-            where=where, now=self.clock.now(), count_cap=self.count_cap, budget_ms=self.budget_ms,
+            where=where,
+            now=self.clock.now(),
+            count_cap=self.count_cap,
+            budget_ms=self.budget_ms,
         )
 
     async def workers(self) -> WorkersView:
@@ -180,8 +226,19 @@ class Introspector(EngineView):
         now = self.clock.now()
         recs = await self._workers(now)
         views = tuple(
-            WorkerView(w.id, w.host, w.pid, tuple(w.queues), w.concurrency, w.in_use, w.started_at,
-                       w.heartbeat_at, w.heartbeat_age, w.heartbeat_age > self.stale_after, w.stopping)
+            WorkerView(
+                w.id,
+                w.host,
+                w.pid,
+                tuple(w.queues),
+                w.concurrency,
+                w.in_use,
+                w.started_at,
+                w.heartbeat_at,
+                w.heartbeat_age,
+                w.heartbeat_age > self.stale_after,
+                w.stopping,
+            )
             for w in recs or ()
         )
         return WorkersView(now, views, self.stale_after, available=recs is not None)
@@ -200,8 +257,13 @@ class Introspector(EngineView):
         if row.state in (JobState.DEAD, JobState.COMPLETED, JobState.CANCELLED):
             dup = await self.driver.job_duplicate(job_id=row.id)  # type: ignore[attr-defined]
         causes = job_causes(
-            row, now=now, pause=await self._pause(row.queue), workers=await self._workers(now),
-            stale_after=self.stale_after, duplicate=dup, limits=await self._limits(row, now),
+            row,
+            now=now,
+            pause=await self._pause(row.queue),
+            workers=await self._workers(now),
+            stale_after=self.stale_after,
+            duplicate=dup,
+            limits=await self._limits(row, now),
         )
         return WhyReport("job", row.id, row.state, tuple(causes), now)
 
@@ -213,7 +275,9 @@ class Introspector(EngineView):
         view = await self.queues()
         q = next((q for q in view.queues if q.name == queue), None) or _empty_queue(queue)
         workers = await self._workers(view.at)
-        return WhyReport("queue", queue, None, tuple(queue_causes(q, workers=workers, stale_after=self.stale_after)), view.at)
+        return WhyReport(
+            "queue", queue, None, tuple(queue_causes(q, workers=workers, stale_after=self.stale_after)), view.at
+        )
 
 
 def _empty_queue(name: str) -> QueueStats:

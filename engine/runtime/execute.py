@@ -55,12 +55,25 @@ class Execution:
     abort_reason: str | None = None  # timeout | cancelled | lease-lost | drain
 
 
-def step_api_for(d: JobDefinition, driver: Driver, cj: ClaimedJob, claim: Claim, clock: Clock, signal: RunSignal,
-                 loop: asyncio.AbstractEventLoop | None = None) -> StepApi:
+def step_api_for(
+    d: JobDefinition,
+    driver: Driver,
+    cj: ClaimedJob,
+    claim: Claim,
+    clock: Clock,
+    signal: RunSignal,
+    loop: asyncio.AbstractEventLoop | None = None,
+) -> StepApi:
     """The step runner of one run, with the job's declared ceilings (I11: forwarded only here)."""
     return StepApi(
-        driver=driver, claim=claim, row=cj.row, clock=clock, signal=signal,
-        step_timeout=d.step_timeout, event_poll=d.event_poll, loop=loop,
+        driver=driver,
+        claim=claim,
+        row=cj.row,
+        clock=clock,
+        signal=signal,
+        step_timeout=d.step_timeout,
+        event_poll=d.event_poll,
+        loop=loop,
     )
 
 
@@ -74,16 +87,32 @@ def _sync_body(fn: Callable[..., Any], ctx: JobContext, inp: Any, row: JobRow) -
 
 
 def _abandoned(row: JobRow, reason: str | None) -> None:
-    logs.emit(logs.TIMEOUT_ABANDONED, logging.WARNING, job_id=row.id, name=row.name, queue=row.queue,
-              attempt=row.attempt, reason=reason)
+    logs.emit(
+        logs.TIMEOUT_ABANDONED,
+        logging.WARNING,
+        job_id=row.id,
+        name=row.name,
+        queue=row.queue,
+        attempt=row.attempt,
+        reason=reason,
+    )
 
 
 class Runner:
     """Runs claimed jobs for one worker. One instance; `run` is called once per claimed job."""
 
     def __init__(
-        self, *, driver: Driver, registry: Registry, clock: Clock, worker: str, keeper: LeaseKeeper,
-        acks: AckBuffer, limits: Limits, metrics: Metrics, executor: Executor,
+        self,
+        *,
+        driver: Driver,
+        registry: Registry,
+        clock: Clock,
+        worker: str,
+        keeper: LeaseKeeper,
+        acks: AckBuffer,
+        limits: Limits,
+        metrics: Metrics,
+        executor: Executor,
         poke: Callable[[], None] = lambda: None,
     ) -> None:
         self.driver, self.registry, self.clock, self.worker = driver, registry, clock, worker
@@ -174,15 +203,25 @@ class Runner:
     async def _aborted(self, cj: ClaimedJob, d: JobDefinition, lease: Lease, reason: str, duration: float) -> Execution:
         row = cj.row
         if reason == "timeout":
-            exc = JobsError(X_TIMEOUT, cause=f"job {row.name!r} ran past its timeout={d.timeout}s (attempt {row.attempt})",
-                            fix=f"@job(name={row.name!r}, timeout={int((d.timeout or 1) * 2)})")
+            exc = JobsError(
+                X_TIMEOUT,
+                cause=f"job {row.name!r} ran past its timeout={d.timeout}s (attempt {row.attempt})",
+                fix=f"@job(name={row.name!r}, timeout={int((d.timeout or 1) * 2)})",
+            )
             return await self._failed(cj, lease, d.retry, exc, duration, abort_reason=reason)
         if reason == "drain":
             ok = await self._nack(lease, Nack(lease.claim, "release"))
             if ok:
                 self.metrics.outcome(row.queue, "released")
-            return Execution(row.id, row.name, row.queue, row.attempt, "released" if ok else "settle-failed",
-                             duration=duration, abort_reason=reason)
+            return Execution(
+                row.id,
+                row.name,
+                row.queue,
+                row.attempt,
+                "released" if ok else "settle-failed",
+                duration=duration,
+                abort_reason=reason,
+            )
         # cancelled (the row is already final) or lease-lost (already reported): nothing to settle.
         self.keeper.release(lease)
         outcome = "cancelled" if reason == "cancelled" else "lost"
@@ -195,8 +234,15 @@ class Runner:
         row = cj.row
         wait = {"kind": "limit", "limit": shed.limit, "key": shed.key}
         nack = Nack(lease.claim, "park", run_at=self.clock.now() + timedelta(seconds=shed.wait), wait=wait)
-        logs.emit(logs.WORKER_SHED, job_id=row.id, name=row.name, queue=row.queue, limit=shed.limit,
-                  key=shed.key, retry_in=round(shed.wait, 3))
+        logs.emit(
+            logs.WORKER_SHED,
+            job_id=row.id,
+            name=row.name,
+            queue=row.queue,
+            limit=shed.limit,
+            key=shed.key,
+            retry_in=round(shed.wait, 3),
+        )
         ok = await self._nack(lease, nack)
         if ok:
             self.metrics.outcome(row.queue, "parked")
@@ -204,15 +250,29 @@ class Runner:
 
     async def _suspend(self, cj: ClaimedJob, lease: Lease, s: StepSuspension, duration: float) -> Execution:
         row = cj.row
-        logs.emit(logs.JOB_SUSPENDED, logging.DEBUG, job_id=row.id, name=row.name, queue=row.queue,
-                  until=s.run_at.isoformat(), wait=s.wait)
+        logs.emit(
+            logs.JOB_SUSPENDED,
+            logging.DEBUG,
+            job_id=row.id,
+            name=row.name,
+            queue=row.queue,
+            until=s.run_at.isoformat(),
+            wait=s.wait,
+        )
         ok = await self._nack(lease, Nack(lease.claim, "suspend", run_at=s.run_at, wait=s.wait))
         if ok:
             self.metrics.outcome(row.queue, "suspended")
-        return Execution(row.id, row.name, row.queue, row.attempt, "suspended" if ok else "settle-failed", duration=duration)
+        return Execution(
+            row.id, row.name, row.queue, row.attempt, "suspended" if ok else "settle-failed", duration=duration
+        )
 
     async def _failed(
-        self, cj: ClaimedJob, lease: Lease, policy: RetryPolicy, exc: BaseException, duration: float,
+        self,
+        cj: ClaimedJob,
+        lease: Lease,
+        policy: RetryPolicy,
+        exc: BaseException,
+        duration: float,
         abort_reason: str | None = None,
     ) -> Execution:
         row = cj.row
@@ -221,22 +281,45 @@ class Runner:
         code = error_code_of(exc) or X_HANDLER_FAILED
         outcome = "retried" if decision.outcome == "retry" else "dead"
         run_at = self.clock.now() + timedelta(seconds=decision.delay) if decision.outcome == "retry" else None
-        logs.emit(logs.ATTEMPT_FAILED, logging.WARNING if outcome == "retried" else logging.ERROR,
-                  job_id=row.id, name=row.name, queue=row.queue, attempt=row.attempt,
-                  max_attempts=row.max_attempts, error_code=code, error=text, outcome=outcome,
-                  stop=decision.stop_reason, retry_in=round(decision.delay, 3) if run_at else None)
-        nack = Nack(lease.claim, decision.outcome, run_at=run_at, error=text, error_code=code, stop_reason=decision.stop_reason)
+        logs.emit(
+            logs.ATTEMPT_FAILED,
+            logging.WARNING if outcome == "retried" else logging.ERROR,
+            job_id=row.id,
+            name=row.name,
+            queue=row.queue,
+            attempt=row.attempt,
+            max_attempts=row.max_attempts,
+            error_code=code,
+            error=text,
+            outcome=outcome,
+            stop=decision.stop_reason,
+            retry_in=round(decision.delay, 3) if run_at else None,
+        )
+        nack = Nack(
+            lease.claim, decision.outcome, run_at=run_at, error=text, error_code=code, stop_reason=decision.stop_reason
+        )
         ok = await self._nack(lease, nack)
         if ok:
             self.metrics.outcome(row.queue, outcome)
-        return Execution(row.id, row.name, row.queue, row.attempt, outcome if ok else "settle-failed",
-                         stop_reason=decision.stop_reason, error=text, error_code=code, duration=duration,
-                         abort_reason=abort_reason)
+        return Execution(
+            row.id,
+            row.name,
+            row.queue,
+            row.attempt,
+            outcome if ok else "settle-failed",
+            stop_reason=decision.stop_reason,
+            error=text,
+            error_code=code,
+            duration=duration,
+            abort_reason=abort_reason,
+        )
 
     async def _nack(self, lease: Lease, nack: Nack) -> bool:
         """One fenced nack; a failure to write it is a settle failure, not a job failure (I6)."""
         try:
-            ok = await while_leased(self.keeper, lease, "nack", lambda: self.driver.job_nack(nack=nack, now=self.clock.now()))
+            ok = await while_leased(
+                self.keeper, lease, "nack", lambda: self.driver.job_nack(nack=nack, now=self.clock.now())
+            )
         except SettleFailed as exc:
             settle_failed(self.keeper, lease, "nack", str(exc))
             return False

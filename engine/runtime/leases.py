@@ -73,8 +73,16 @@ class LeaseKeeper:
         lease.lost = True
         self.release(lease)
         self.metrics.lease_lost.labels(lease.queue).inc()
-        logs.emit(logs.LEASE_LOST, logging.ERROR, job_id=lease.claim.job_id, name=lease.name, queue=lease.queue,
-                  run=lease.claim.run, worker=self.worker, why=why)
+        logs.emit(
+            logs.LEASE_LOST,
+            logging.ERROR,
+            job_id=lease.claim.job_id,
+            name=lease.name,
+            queue=lease.queue,
+            run=lease.claim.run,
+            worker=self.worker,
+            why=why,
+        )
         lease.abort("lease-lost")
 
     async def run(self) -> None:
@@ -93,7 +101,9 @@ class LeaseKeeper:
             )
             slotted = [lease.claim.job_id for lease in live if lease.slot_key is not None and not lease.stopped]
             if slotted:
-                await self.driver.slot_renew_many(worker=self.worker, job_ids=slotted, now=now, lease_seconds=self.lease_seconds)
+                await self.driver.slot_renew_many(
+                    worker=self.worker, job_ids=slotted, now=now, lease_seconds=self.lease_seconds
+                )
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -43,7 +43,11 @@ class Limits:
         if d.concurrency is not None:
             key = concurrency_key(d)
             slot = await self.driver.slot_acquire(
-                key=key, limit=d.concurrency, job_id=row.id, worker=self.worker, now=self.clock.now(),
+                key=key,
+                limit=d.concurrency,
+                job_id=row.id,
+                worker=self.worker,
+                now=self.clock.now(),
                 lease_seconds=self.lease_seconds,
             )
             if slot is None:
@@ -51,7 +55,9 @@ class Limits:
             lease.slot_key, lease.slot = key, slot
         if d.rate_limit is not None:
             key = rate_key(d, row)
-            wait = await self.driver.rate_take(key=key, limit=d.rate_limit.limit, per=d.rate_limit.per, now=self.clock.now())
+            wait = await self.driver.rate_take(
+                key=key, limit=d.rate_limit.limit, per=d.rate_limit.per, now=self.clock.now()
+            )
             if wait > 0:
                 await self.release(lease)  # the slot taken above is not used
                 return Shed("rate", key, wait)

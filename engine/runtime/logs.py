@@ -34,7 +34,11 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line: ts, level, event, then the event's fields."""
 
     def format(self, record: logging.LogRecord) -> str:
-        body: dict[str, Any] = {"ts": round(record.created, 3), "level": record.levelname.lower(), "event": record.getMessage()}
+        body: dict[str, Any] = {
+            "ts": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "event": record.getMessage(),
+        }
         body.update(getattr(record, "fields", {}))
         return json.dumps(body, default=str, separators=(",", ":"))
 

@@ -61,9 +61,15 @@ class Metrics:
         r = self.registry
         self.jobs_total = Counter("jobs_total", "Settled attempts by outcome", ["queue", "outcome"], registry=r)
         self.duration = DurationHistogram(r)
-        self.lease_lost = Counter("lease_lost_total", "Leases lost while this process still ran the job", ["queue"], registry=r)
-        self.settle_failed = Counter("jobs_settle_failed_total", "Acks or nacks that failed (never a job failure, I6)", ["queue"], registry=r)
-        self.reconnects = Counter("jobs_worker_reconnects_total", "Database calls retried after a connection error", ["what"], registry=r)
+        self.lease_lost = Counter(
+            "lease_lost_total", "Leases lost while this process still ran the job", ["queue"], registry=r
+        )
+        self.settle_failed = Counter(
+            "jobs_settle_failed_total", "Acks or nacks that failed (never a job failure, I6)", ["queue"], registry=r
+        )
+        self.reconnects = Counter(
+            "jobs_worker_reconnects_total", "Database calls retried after a connection error", ["what"], registry=r
+        )
         self.depth = Gauge("queue_depth", "Ready + parked + due jobs (I8)", ["queue"], registry=r)
         self.oldest = Gauge("queue_oldest_ready_seconds", "Age of the oldest waiting job", ["queue"], registry=r)
         self.dead = Gauge("queue_dead_jobs", "Dead letters", ["queue"], registry=r)

@@ -66,8 +66,17 @@ def settle_failed(keeper: LeaseKeeper, lease: Lease, what: str, error: str) -> N
     """I6: reported, not a job failure; stop renewing so the lease lapses and the row is re-delivered."""
     keeper.release(lease)
     keeper.metrics.settle_failed.labels(lease.queue).inc()
-    logs.emit(logs.WORKER_SETTLE_FAILED, logging.ERROR, job_id=lease.claim.job_id, name=lease.name,
-              queue=lease.queue, run=lease.claim.run, what=what, error=error, worker=keeper.worker)
+    logs.emit(
+        logs.WORKER_SETTLE_FAILED,
+        logging.ERROR,
+        job_id=lease.claim.job_id,
+        name=lease.name,
+        queue=lease.queue,
+        run=lease.claim.run,
+        what=what,
+        error=error,
+        worker=keeper.worker,
+    )
 
 
 @dataclass
@@ -84,8 +93,15 @@ class AckBuffer:
     window on the event loop, not a domain time, so it runs on real time even under a fake clock."""
 
     def __init__(
-        self, driver: Driver, clock: Clock, keeper: LeaseKeeper, metrics: Metrics, *,
-        batch_size: int, interval: float, on_settled: Callable[[Pending, str], Any] | None = None,
+        self,
+        driver: Driver,
+        clock: Clock,
+        keeper: LeaseKeeper,
+        metrics: Metrics,
+        *,
+        batch_size: int,
+        interval: float,
+        on_settled: Callable[[Pending, str], Any] | None = None,
         parallel: int = 1,
     ) -> None:
         self.driver, self.clock, self.keeper, self.metrics = driver, clock, keeper, metrics
@@ -159,7 +175,9 @@ class AckBuffer:
                     await self._one_by_one(live)
                     return
                 self.metrics.reconnects.labels("ack").inc()
-                logs.emit(logs.WORKER_RECONNECTING, logging.WARNING, what="ack", worker=self.keeper.worker, error=_short(exc))
+                logs.emit(
+                    logs.WORKER_RECONNECTING, logging.WARNING, what="ack", worker=self.keeper.worker, error=_short(exc)
+                )
                 for p in live:
                     if self.keeper.expired(p.lease):
                         settle_failed(self.keeper, p.lease, "ack", f"lease lapsed while the ack waited: {_short(exc)}")

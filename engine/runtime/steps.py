@@ -81,7 +81,11 @@ class StepApi:
             return coro
         if self._loop is None or self._loop.is_closed():
             coro.close()
-            raise JobsError(X_INVALID_ARGUMENT, cause="ctx.step was called outside its run (no event loop holds the run)", fix="async def handler(ctx, inp): return await ctx.step.run(\"fetch\", fetch)")
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause="ctx.step was called outside its run (no event loop holds the run)",
+                fix='async def handler(ctx, inp): return await ctx.step.run("fetch", fetch)',
+            )
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     @property
@@ -108,7 +112,7 @@ class StepApi:
             raise JobsError(
                 X_DUPLICATE_STEP,
                 cause=f"job {self.row.name!r} reached step {name!r} twice in one run; step names are unique within a run",
-                fix=f"ctx.step.run(f\"{name}-{{i}}\", ...)",
+                fix=f'ctx.step.run(f"{name}-{{i}}", ...)',
             )
         self._seen.append(name)
         stored = await self._load()
@@ -117,7 +121,7 @@ class StepApi:
             raise JobsError(
                 X_DUPLICATE_STEP,
                 cause=f"step {name!r} of job {self.claim.job_id} was recorded as a {s.kind} step; this run calls it as a {kind} step",
-                fix=f"ctx.step.{_CALL[kind]}(\"{name}-{kind}\", ...)",
+                fix=f'ctx.step.{_CALL[kind]}("{name}-{kind}", ...)',
             )
         if s is not None:
             return s, s.seq
@@ -126,15 +130,33 @@ class StepApi:
         return None, seq
 
     def _step(
-        self, name: str, seq: int, kind: StepKind, status: StepStatus, started_at: datetime, *,
-        finished: bool = True, result: Any = None, error: str | None = None,
-        wait: dict[str, Any] | None = None, event_id: str | None = None,
+        self,
+        name: str,
+        seq: int,
+        kind: StepKind,
+        status: StepStatus,
+        started_at: datetime,
+        *,
+        finished: bool = True,
+        result: Any = None,
+        error: str | None = None,
+        wait: dict[str, Any] | None = None,
+        event_id: str | None = None,
     ) -> StoredStep:
         return StoredStep(
-            job_id=self.claim.job_id, name=name, seq=seq, kind=kind, status=status,
-            attempt=self.row.attempt, run=self.claim.run, started_at=started_at,
-            finished_at=self.clock.now() if finished else None, result=result, error=error,
-            wait=wait, event_id=event_id,
+            job_id=self.claim.job_id,
+            name=name,
+            seq=seq,
+            kind=kind,
+            status=status,
+            attempt=self.row.attempt,
+            run=self.claim.run,
+            started_at=started_at,
+            finished_at=self.clock.now() if finished else None,
+            result=result,
+            error=error,
+            wait=wait,
+            event_id=event_id,
         )
 
     async def _write(self, step: StoredStep) -> None:
@@ -159,7 +181,11 @@ class StepApi:
 
     async def _run(self, name: str, fn: Callable[[], Any]) -> Any:
         if not callable(fn):
-            raise JobsError(X_INVALID_ARGUMENT, cause=f"step {name!r} was given {fn!r}, not a callable", fix=f"ctx.step.run({name!r}, lambda: work())")
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"step {name!r} was given {fn!r}, not a callable",
+                fix=f"ctx.step.run({name!r}, lambda: work())",
+            )
         s, seq = await self._begin(name, "run")
         if s is not None and s.status == "completed":
             return s.result
@@ -181,7 +207,9 @@ class StepApi:
         aborted = asyncio.ensure_future(self.signal.wait())
         task = asyncio.ensure_future(_invoke(fn))
         try:
-            done, _ = await asyncio.wait([t for t in (task, aborted, timer) if t is not None], return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                [t for t in (task, aborted, timer) if t is not None], return_when=asyncio.FIRST_COMPLETED
+            )
         except asyncio.CancelledError:
             task.cancel()
             raise
@@ -208,8 +236,17 @@ class StepApi:
         return self._dispatch(self._sleep(name, seconds))
 
     async def _sleep(self, name: str, seconds: float) -> None:
-        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds < 0:
-            raise JobsError(X_INVALID_ARGUMENT, cause=f"step {name!r}: sleep of {seconds!r} seconds must be a finite number >= 0", fix=f"await ctx.step.sleep({name!r}, 30)")
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, (int, float))
+            or not math.isfinite(seconds)
+            or seconds < 0
+        ):
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"step {name!r}: sleep of {seconds!r} seconds must be a finite number >= 0",
+                fix=f"await ctx.step.sleep({name!r}, 30)",
+            )
         s, seq = await self._begin(name, "sleep")
         if s is not None:
             return await self._sleep_resume(s)
@@ -221,7 +258,11 @@ class StepApi:
 
     async def _sleep_until(self, name: str, when: datetime) -> None:
         if not isinstance(when, datetime) or when.tzinfo is None:
-            raise JobsError(X_INVALID_ARGUMENT, cause=f"step {name!r}: sleep_until({when!r}) needs an aware datetime", fix=f"await ctx.step.sleep_until({name!r}, datetime.now(UTC) + timedelta(days=1))")
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"step {name!r}: sleep_until({when!r}) needs an aware datetime",
+                fix=f"await ctx.step.sleep_until({name!r}, datetime.now(UTC) + timedelta(days=1))",
+            )
         s, seq = await self._begin(name, "sleep")
         if s is not None:
             return await self._sleep_resume(s)
@@ -260,8 +301,17 @@ class StepApi:
     ) -> Any:
         check_event_name(event)
         pattern = check_match(match)
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0 or not math.isfinite(timeout)):
-            raise JobsError(X_INVALID_ARGUMENT, cause=f"step {name!r}: timeout={timeout!r} must be a positive number of seconds", fix=f"await ctx.step.wait_for_event({name!r}, event={event!r}, timeout=86400)")
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not timeout > 0
+            or not math.isfinite(timeout)
+        ):
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"step {name!r}: timeout={timeout!r} must be a positive number of seconds",
+                fix=f"await ctx.step.wait_for_event({name!r}, event={event!r}, timeout=86400)",
+            )
         s, seq = await self._begin(name, "event")
         if s is not None and s.status == "completed":
             return s.result
@@ -271,7 +321,10 @@ class StepApi:
         if s is None:
             timeout_at = None if timeout is None else now + timedelta(seconds=timeout)
             wait: dict[str, Any] = {
-                "kind": "event", "step": name, "event": event, "match": pattern,
+                "kind": "event",
+                "step": name,
+                "event": event,
+                "match": pattern,
                 "timeout_at": None if timeout_at is None else timeout_at.isoformat(),
             }
             started = now
@@ -280,11 +333,17 @@ class StepApi:
             wait, started = s.wait, s.started_at
             timeout_at = None if wait["timeout_at"] is None else datetime.fromisoformat(wait["timeout_at"])
         found = await self.driver.event_find(
-            job_id=self.claim.job_id, name=wait["event"], tenant=self.row.tenant, match=wait["match"],
-            since=self.row.created_at, now=now,
+            job_id=self.claim.job_id,
+            name=wait["event"],
+            tenant=self.row.tenant,
+            match=wait["match"],
+            since=self.row.created_at,
+            now=now,
         )
         if found is not None:
-            await self._write(self._step(name, seq, "event", "completed", started, result=found.payload, wait=wait, event_id=found.id))
+            await self._write(
+                self._step(name, seq, "event", "completed", started, result=found.payload, wait=wait, event_id=found.id)
+            )
             return found.payload
         if timeout_at is not None and now >= timeout_at:
             await self._write(self._step(name, seq, "event", "timed-out", started, wait=wait))
@@ -325,12 +384,20 @@ _MAX_NAME = 200
 
 def check_step_name(name: Any) -> None:
     if not isinstance(name, str) or not name.strip() or len(name) > _MAX_NAME:
-        raise JobsError(X_INVALID_ARGUMENT, cause=f"step name {name!r} must be a non-empty string of at most {_MAX_NAME} characters", fix="await ctx.step.run(\"charge-card\", lambda: charge(order))")
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"step name {name!r} must be a non-empty string of at most {_MAX_NAME} characters",
+            fix='await ctx.step.run("charge-card", lambda: charge(order))',
+        )
 
 
 def check_event_name(name: Any) -> str:
     if not isinstance(name, str) or not name.strip() or len(name) > _MAX_NAME:
-        raise JobsError(X_INVALID_ARGUMENT, cause=f"event name {name!r} must be a non-empty string of at most {_MAX_NAME} characters", fix="eng.send_event(\"workspace.approved\", {\"workspace\": 7})")
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"event name {name!r} must be a non-empty string of at most {_MAX_NAME} characters",
+            fix='eng.send_event("workspace.approved", {"workspace": 7})',
+        )
     return name
 
 
@@ -339,7 +406,9 @@ def check_match(match: Any) -> dict[str, Any]:
     if match is None:
         return {}
     if not isinstance(match, dict):
-        raise JobsError(X_INVALID_ARGUMENT, cause=f"match={match!r} must be a JSON object (a dict)", fix="match={\"workspace\": 7}")
+        raise JobsError(
+            X_INVALID_ARGUMENT, cause=f"match={match!r} must be a JSON object (a dict)", fix='match={"workspace": 7}'
+        )
     out: dict[str, Any] = check_json(match, what="event match")
     return out
 
@@ -350,9 +419,15 @@ def check_event(name: Any, payload: Any, tenant: Any) -> tuple[str, dict[str, An
     if payload is None:
         payload = {}
     if not isinstance(payload, dict):
-        raise JobsError(X_INVALID_ARGUMENT, cause=f"event payload {payload!r} must be a JSON object (a dict), so a wait can match its fields", fix=f"eng.send_event({name!r}, {{\"value\": {payload!r}}})")
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"event payload {payload!r} must be a JSON object (a dict), so a wait can match its fields",
+            fix=f'eng.send_event({name!r}, {{"value": {payload!r}}})',
+        )
     if tenant is not None and (not isinstance(tenant, str) or not tenant):
-        raise JobsError(X_INVALID_ARGUMENT, cause=f"tenant={tenant!r} must be a non-empty string or None", fix="tenant='acme'")
+        raise JobsError(
+            X_INVALID_ARGUMENT, cause=f"tenant={tenant!r} must be a non-empty string or None", fix="tenant='acme'"
+        )
     return name, check_json(payload, what="event payload"), tenant
 
 
@@ -373,7 +448,11 @@ def checked_step_retry(res: StepRetry, *, tenant: str | None) -> StepRetry:
         raise JobsError(X_NOT_FOUND, cause=f"no job has id {jid}{who}", fix="jobs ls --json")
     if res.outcome == "invalid-state":
         state = res.state.value if res.state is not None else "?"
-        raise JobsError(X_INVALID_STATE, cause=f"job {jid} is {state}; only a dead or completed job is retried from a step", fix=f"jobs show {jid}")
+        raise JobsError(
+            X_INVALID_STATE,
+            cause=f"job {jid} is {state}; only a dead or completed job is retried from a step",
+            fix=f"jobs show {jid}",
+        )
     if res.outcome == "unknown-step":
         known = ", ".join(repr(n) for n in res.known_steps) or "none recorded"
         fix = f"jobs retry {jid} --from-step {res.known_steps[0]}" if res.known_steps else f"jobs show {jid}"

@@ -67,38 +67,62 @@ class WorkerConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise _bad(name, v, f"jobs worker MODULE --{name.replace('_', '-')} 10")
-        for name in ("flush_interval", "lease_seconds", "poll_interval", "heartbeat_interval", "grace",
-                     "shed_delay", "gauges_interval"):
+        for name in (
+            "flush_interval",
+            "lease_seconds",
+            "poll_interval",
+            "heartbeat_interval",
+            "grace",
+            "shed_delay",
+            "gauges_interval",
+        ):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
                 raise _bad(name, v, f"jobs worker MODULE --{name.replace('_', '-')} 30")
         if self.renew_interval is not None and not (0 < self.renew_interval < self.lease_seconds):
-            raise JobsError(X_INVALID_ARGUMENT,
-                            cause=f"renew_interval={self.renew_interval!r} must be > 0 and shorter than lease_seconds={self.lease_seconds}",
-                            fix=f"renew_interval={self.lease_seconds / 3:g}")
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"renew_interval={self.renew_interval!r} must be > 0 and shorter than lease_seconds={self.lease_seconds}",
+                fix=f"renew_interval={self.lease_seconds / 3:g}",
+            )
 
 
 class Worker:
     """``async with Worker(driver, registry, config=...)``: started on enter, drained on exit."""
 
     def __init__(
-        self, driver: Driver, registry: Registry, *, config: WorkerConfig | None = None, clock: Clock | None = None,
-        metrics: Metrics | None = None, on_execution: Callable[[Execution], Any] | None = None,
+        self,
+        driver: Driver,
+        registry: Registry,
+        *,
+        config: WorkerConfig | None = None,
+        clock: Clock | None = None,
+        metrics: Metrics | None = None,
+        on_execution: Callable[[Execution], Any] | None = None,
         services: Sequence[Callable[[], Awaitable[None]]] = (),
         on_drain: Sequence[Callable[[], Awaitable[None]]] = (),
     ) -> None:
         self.config = cfg = config or WorkerConfig()
         if len(registry) == 0:
-            raise JobsError(X_INVALID_ARGUMENT, cause="the worker was given a registry with no jobs",
-                            fix="decorate a handler with @job(name=..., idempotency_key=...) in the module")
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause="the worker was given a registry with no jobs",
+                fix="decorate a handler with @job(name=..., idempotency_key=...) in the module",
+            )
         self.driver, self.registry = driver, registry
         self.clock = clock or SystemClock()
         self.metrics = metrics or Metrics()
         self.on_execution = on_execution
         self.id = cfg.id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.queues = tuple(cfg.queues) or tuple(registry.queues())
-        self.keeper = LeaseKeeper(driver, self.clock, worker=self.id, lease_seconds=cfg.lease_seconds,
-                                  interval=cfg.renew_interval or cfg.lease_seconds / 3, metrics=self.metrics)
+        self.keeper = LeaseKeeper(
+            driver,
+            self.clock,
+            worker=self.id,
+            lease_seconds=cfg.lease_seconds,
+            interval=cfg.renew_interval or cfg.lease_seconds / 3,
+            metrics=self.metrics,
+        )
         self._services, self._on_drain = list(services), list(on_drain)
         self._running: dict[str, asyncio.Task[Execution]] = {}
         self._tasks: list[asyncio.Task[Any]] = []
@@ -110,7 +134,9 @@ class Worker:
         self.released: list[str] = []
         self.maintenance: Any = None  # set by services.maintenance.maintained_worker
 
-    def add_service(self, run: Callable[[], Awaitable[None]], *, on_drain: Callable[[], Awaitable[None]] | None = None) -> None:
+    def add_service(
+        self, run: Callable[[], Awaitable[None]], *, on_drain: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
         """A background loop started with the worker and awaited by its drain (I14)."""
         self._services.append(run)
         if on_drain is not None:
@@ -131,16 +157,40 @@ class Worker:
         self._slot_freed = asyncio.Event()
         self._stopped = asyncio.Event()
         self._executor = ThreadPoolExecutor(max_workers=cfg.concurrency, thread_name_prefix="jobs-handler")
-        self.acks = AckBuffer(self.driver, self.clock, self.keeper, self.metrics, batch_size=cfg.ack_batch,
-                              interval=cfg.flush_interval, on_settled=self._ack_settled,
-                              parallel=cfg.ack_parallel)
-        self.limits = Limits(self.driver, self.clock, worker=self.id, lease_seconds=cfg.lease_seconds, shed_delay=cfg.shed_delay)
-        self.runner = Runner(driver=self.driver, registry=self.registry, clock=self.clock, worker=self.id,
-                             keeper=self.keeper, acks=self.acks, limits=self.limits, metrics=self.metrics,
-                             executor=self._executor, poke=self._woken.set)
+        self.acks = AckBuffer(
+            self.driver,
+            self.clock,
+            self.keeper,
+            self.metrics,
+            batch_size=cfg.ack_batch,
+            interval=cfg.flush_interval,
+            on_settled=self._ack_settled,
+            parallel=cfg.ack_parallel,
+        )
+        self.limits = Limits(
+            self.driver, self.clock, worker=self.id, lease_seconds=cfg.lease_seconds, shed_delay=cfg.shed_delay
+        )
+        self.runner = Runner(
+            driver=self.driver,
+            registry=self.registry,
+            clock=self.clock,
+            worker=self.id,
+            keeper=self.keeper,
+            acks=self.acks,
+            limits=self.limits,
+            metrics=self.metrics,
+            executor=self._executor,
+            poke=self._woken.set,
+        )
         await self.driver.open()
-        await self.driver.worker_register(id=self.id, host=socket.gethostname(), pid=os.getpid(), queues=self.queues,
-                                          concurrency=cfg.concurrency, now=self.clock.now())
+        await self.driver.worker_register(
+            id=self.id,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            queues=self.queues,
+            concurrency=cfg.concurrency,
+            now=self.clock.now(),
+        )
         spawn = asyncio.get_running_loop().create_task
         self._claimer = spawn(self._claim_loop(), name="jobs-claim")
         self._tasks = [
@@ -156,7 +206,9 @@ class Worker:
         await self.start()
         return self
 
-    async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         await self.drain()
 
     def stop_claiming(self) -> None:
@@ -175,7 +227,9 @@ class Worker:
         logs.emit(logs.WORKER_DRAINING, worker=self.id, in_flight=len(self._running), grace=grace)
         self.stop_claiming()
         try:  # the Workers screen shows it draining at once, not at the next heartbeat
-            await self.driver.worker_heartbeat(id=self.id, in_use=len(self._running), stopping=True, now=self.clock.now())
+            await self.driver.worker_heartbeat(
+                id=self.id, in_use=len(self._running), stopping=True, now=self.clock.now()
+            )
         except Exception:
             pass
         await _finish(self._claimer)
@@ -231,8 +285,13 @@ class Worker:
             self._woken.clear()
             limit = min(free, cfg.batch_size)
             try:
-                batch = await self.driver.worker_claim(queues=self.queues, limit=limit, worker=self.id,
-                                                    now=self.clock.now(), lease_seconds=cfg.lease_seconds)
+                batch = await self.driver.worker_claim(
+                    queues=self.queues,
+                    limit=limit,
+                    worker=self.id,
+                    now=self.clock.now(),
+                    lease_seconds=cfg.lease_seconds,
+                )
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -266,7 +325,9 @@ class Worker:
             return
         exc = task.exception()
         if exc is not None:
-            logs.emit(logs.WORKER_SETTLE_FAILED, logging.ERROR, job_id=job_id, what="run", error=_short(exc), worker=self.id)
+            logs.emit(
+                logs.WORKER_SETTLE_FAILED, logging.ERROR, job_id=job_id, what="run", error=_short(exc), worker=self.id
+            )
             return
         ex = task.result()
         if ex.outcome == "released":
@@ -318,17 +379,25 @@ class Worker:
             await self.clock.sleep(self.config.heartbeat_interval)
             self.metrics.in_use.set(len(self._running))
             try:
-                alive = await self.driver.worker_heartbeat(id=self.id, in_use=len(self._running),
-                                                           stopping=self._stopping, now=self.clock.now())
+                alive = await self.driver.worker_heartbeat(
+                    id=self.id, in_use=len(self._running), stopping=self._stopping, now=self.clock.now()
+                )
                 if not alive:  # reaped while the database was away: register again
-                    await self.driver.worker_register(id=self.id, host=socket.gethostname(), pid=os.getpid(),
-                                                      queues=self.queues, concurrency=self.config.concurrency,
-                                                      now=self.clock.now())
+                    await self.driver.worker_register(
+                        id=self.id,
+                        host=socket.gethostname(),
+                        pid=os.getpid(),
+                        queues=self.queues,
+                        concurrency=self.config.concurrency,
+                        now=self.clock.now(),
+                    )
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 self.metrics.reconnects.labels("heartbeat").inc()
-                logs.emit(logs.WORKER_RECONNECTING, logging.WARNING, what="heartbeat", worker=self.id, error=_short(exc))
+                logs.emit(
+                    logs.WORKER_RECONNECTING, logging.WARNING, what="heartbeat", worker=self.id, error=_short(exc)
+                )
 
     async def _gauges_loop(self) -> None:
         while True:
@@ -380,7 +449,6 @@ async def _finish(task: asyncio.Task[Any]) -> None:
         pass
 
 
-
 def as_registry(jobs: object) -> Registry:
     """A Registry from what an app hands the worker: a Registry, a module, one job handle or an
     iterable of them. Anything else is refused (only real handles register, I23)."""
@@ -396,5 +464,8 @@ def as_registry(jobs: object) -> Registry:
         return Registry([jobs])
     if isinstance(jobs, (list, tuple, set, frozenset)):
         return Registry(jobs)
-    raise JobsError(X_INVALID_ARGUMENT, cause=f"the worker cannot serve {jobs!r}: not a Registry, module or job handles",
-                    fix="eng.worker([send_email, provision_workspace], concurrency=16)")
+    raise JobsError(
+        X_INVALID_ARGUMENT,
+        cause=f"the worker cannot serve {jobs!r}: not a Registry, module or job handles",
+        fix="eng.worker([send_email, provision_workspace], concurrency=16)",
+    )

@@ -49,20 +49,35 @@ class MaintenanceConfig:
     throughput_settle: float = 30.0
 
     def __post_init__(self) -> None:
-        for name in ("interval", "leader_lease", "retention", "dead_retention", "worker_reap_after", "throughput_settle"):
+        for name in (
+            "interval",
+            "leader_lease",
+            "retention",
+            "dead_retention",
+            "worker_reap_after",
+            "throughput_settle",
+        ):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
-                raise JobsError(X_INVALID_ARGUMENT, cause=f"MaintenanceConfig {name}={value!r} must be > 0 seconds",
-                                fix=f"MaintenanceConfig({name}=60)")
+                raise JobsError(
+                    X_INVALID_ARGUMENT,
+                    cause=f"MaintenanceConfig {name}={value!r} must be > 0 seconds",
+                    fix=f"MaintenanceConfig({name}=60)",
+                )
         for name in ("rescue_batch", "prune_batch", "prune_batches_per_pass"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise JobsError(X_INVALID_ARGUMENT, cause=f"MaintenanceConfig {name}={value!r} must be a whole number >= 1",
-                                fix=f"MaintenanceConfig({name}=500)")
+                raise JobsError(
+                    X_INVALID_ARGUMENT,
+                    cause=f"MaintenanceConfig {name}={value!r} must be a whole number >= 1",
+                    fix=f"MaintenanceConfig({name}=500)",
+                )
         if self.dead_retention < self.retention:
-            raise JobsError(X_INVALID_ARGUMENT,
-                            cause=f"dead_retention={self.dead_retention} is shorter than retention={self.retention}",
-                            fix=f"MaintenanceConfig(dead_retention={self.retention * 4})")
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"dead_retention={self.dead_retention} is shorter than retention={self.retention}",
+                fix=f"MaintenanceConfig(dead_retention={self.retention * 4})",
+            )
 
 
 @dataclass(frozen=True)
@@ -83,25 +98,39 @@ class Maintenance:
 
     async def run_once(self) -> MaintenanceResult:
         cfg, now = self.config, self.clock.now()
-        term = await self.driver.leader_acquire(name=LEADER, holder=self.holder, now=now, lease_seconds=cfg.leader_lease)
+        term = await self.driver.leader_acquire(
+            name=LEADER, holder=self.holder, now=now, lease_seconds=cfg.leader_lease
+        )
         if term is None:
             self.term = None
             return MaintenanceResult(False)
         if term != self.term:
             logs.emit(logs.LEADER_ACQUIRED, leader=LEADER, holder=self.holder, term=term)
         self.term = term
-        rescued = await self.driver.job_rescue(leader=LEADER, holder=self.holder, term=term, now=now, limit=cfg.rescue_batch)
+        rescued = await self.driver.job_rescue(
+            leader=LEADER, holder=self.holder, term=term, now=now, limit=cfg.rescue_batch
+        )
         if rescued:
-            logs.emit(logs.MAINTENANCE_RESCUED, logging.WARNING, count=len(rescued), job_ids=[j for j, _ in rescued][:20])
+            logs.emit(
+                logs.MAINTENANCE_RESCUED, logging.WARNING, count=len(rescued), job_ids=[j for j, _ in rescued][:20]
+            )
         # Before the pruner: a minute's completions are counted while their rows still exist.
-        rolled = await self.driver.throughput_rollup(leader=LEADER, holder=self.holder, term=term, now=now,
-                                                     settle=cfg.throughput_settle)
+        rolled = await self.driver.throughput_rollup(
+            leader=LEADER, holder=self.holder, term=term, now=now, settle=cfg.throughput_settle
+        )
         pruned = 0
         before = now - timedelta(seconds=cfg.retention)
         dead_before = now - timedelta(seconds=cfg.dead_retention)
         for _ in range(cfg.prune_batches_per_pass):
-            batch = await self.driver.job_prune(leader=LEADER, holder=self.holder, term=term, now=now,
-                                                before=before, dead_before=dead_before, limit=cfg.prune_batch)
+            batch = await self.driver.job_prune(
+                leader=LEADER,
+                holder=self.holder,
+                term=term,
+                now=now,
+                before=before,
+                dead_before=dead_before,
+                limit=cfg.prune_batch,
+            )
             pruned += len(batch)
             if len(batch) < cfg.prune_batch:
                 break
@@ -118,7 +147,9 @@ class Maintenance:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a database blip: the next pass tries again
-                logs.emit(logs.MAINTENANCE_FAILED, logging.WARNING, holder=self.holder, error=f"{type(exc).__name__}: {exc}")
+                logs.emit(
+                    logs.MAINTENANCE_FAILED, logging.WARNING, holder=self.holder, error=f"{type(exc).__name__}: {exc}"
+                )
             await self.clock.sleep(self.config.interval)
 
     async def step_down(self) -> None:
@@ -131,9 +162,15 @@ class Maintenance:
 
 
 def maintained_worker(
-    driver: Driver, jobs: object, *, clock: Clock | None = None, maintenance: bool = True,
-    maintenance_config: MaintenanceConfig | None = None, metrics: Metrics | None = None,
-    on_execution: Callable[[Execution], Any] | None = None, **options: Any,
+    driver: Driver,
+    jobs: object,
+    *,
+    clock: Clock | None = None,
+    maintenance: bool = True,
+    maintenance_config: MaintenanceConfig | None = None,
+    metrics: Metrics | None = None,
+    on_execution: Callable[[Execution], Any] | None = None,
+    **options: Any,
 ) -> Worker:
     """A worker that also runs maintenance under the fleet's leader lease: what `jobs worker`
     and `Engine.worker()` start. ``options`` are `WorkerConfig` fields."""

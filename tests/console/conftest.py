@@ -75,7 +75,9 @@ class Outage:
         async def call(*args: Any, **kwargs: Any) -> Any:
             self.calls += 1
             if self.down:
-                raise ConnectionRefusedError("connection to server at db.internal:5432 refused (is the server running?)")
+                raise ConnectionRefusedError(
+                    "connection to server at db.internal:5432 refused (is the server running?)"
+                )
             return await attr(*args, **kwargs)
 
         return call
@@ -85,7 +87,9 @@ def outage_source(*, read_only: bool = False) -> tuple[Source, Outage]:
     engine = seeded_engine()
     outage = Outage(engine.driver)
     engine.driver = outage  # type: ignore[assignment]
-    return Source(engine, read_only=read_only, actor="console:test", database="db.internal/app", driver="postgres"), outage
+    return Source(
+        engine, read_only=read_only, actor="console:test", database="db.internal/app", driver="postgres"
+    ), outage
 
 
 @pytest.fixture

@@ -416,7 +416,9 @@ async def test_read_only_offers_no_mutating_action(path: tuple[str, ...]) -> Non
     async with app.run_test(size=SIZE) as pilot:
         await keys(pilot, *path)
         assert not isinstance(app.screen, ConfirmScreen)
-        footer = " ".join(b.binding.description for b in app.screen.active_bindings.values() if b.binding.show and b.enabled)
+        footer = " ".join(
+            b.binding.description for b in app.screen.active_bindings.values() if b.binding.show and b.enabled
+        )
         assert "Retry" not in footer and "Pause" not in footer and "Cancel" not in footer
 
 

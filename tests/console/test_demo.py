@@ -51,7 +51,9 @@ def test_the_demo_runs_on_embedded_postgres_and_stops_without_orphans() -> None:
     demo.stop()  # idempotent
 
 
-def test_the_demo_falls_back_to_memory_only_when_no_server_can_start(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_the_demo_falls_back_to_memory_only_when_no_server_can_start(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("JOBS_PG_BINARIES", str(tmp_path / "no-server-here"))
     demo = Demo(traffic=False, pace=0).start()
     try:

@@ -67,7 +67,12 @@ def _raised(fn, *args) -> JobsError | Exception:  # type: ignore[no-untyped-def]
     [
         (lambda: d._charge({"invoice_id": 1, "amount_cents": 5, "card": "declined"}, 1), 1, "dead", "terminal"),
         (lambda: d._deliver({"user_id": 1, "to": "a@bounce.example"}, 1), 1, "dead", "terminal"),
-        (lambda: d._charge({"invoice_id": 1, "amount_cents": 5, "card": "gateway-down"}, 3), 3, "dead", "attempts-exhausted"),
+        (
+            lambda: d._charge({"invoice_id": 1, "amount_cents": 5, "card": "gateway-down"}, 3),
+            3,
+            "dead",
+            "attempts-exhausted",
+        ),
         (lambda: d._charge({"invoice_id": 1, "amount_cents": 5, "card": "gateway-down"}, 1), 1, "retry", None),
         (lambda: d._parse_rows({"file": "x.xls"}), 2, "dead", "attempts-exhausted"),  # unclassified
         (lambda: d._crm({"contact": 1, "crm": "down"}), 2, "dead", "attempts-exhausted"),
@@ -75,8 +80,12 @@ def _raised(fn, *args) -> JobsError | Exception:  # type: ignore[no-untyped-def]
 )
 def test_i4_demo_failures_reach_both_stop_reasons(fail, attempt, outcome, stop) -> None:  # type: ignore[no-untyped-def]
     exc = _raised(fail)
-    policy = {"X_CARD_DECLINED": d.charge_invoice, "X_GATEWAY_TIMEOUT": d.charge_invoice,
-              "X_MAILBOX_UNKNOWN": d.send_welcome_email, "X_CRM_UNAVAILABLE": d.sync_crm_contact}
+    policy = {
+        "X_CARD_DECLINED": d.charge_invoice,
+        "X_GATEWAY_TIMEOUT": d.charge_invoice,
+        "X_MAILBOX_UNKNOWN": d.send_welcome_email,
+        "X_CRM_UNAVAILABLE": d.sync_crm_contact,
+    }
     handle = policy.get(getattr(exc, "code", ""), d.import_contacts)
     decision = decide_retry(handle.retry, attempt, exc)
     assert (decision.outcome, decision.stop_reason) == (outcome, stop)

@@ -42,13 +42,16 @@ def test_a_memory_dsn_is_refused_for_the_demo() -> None:
     assert_clear_error(run("--dsn", "memory://"), "X_DSN_INVALID", EXIT_USAGE, "jobs-console demo")
 
 
-@pytest.mark.parametrize("dsn", [
-    f"postgresql://bob:{SECRET}@db.example:notaport/app",
-    f"postgresql://bob:{SECRET}@db.example/app?port=99999",
-    f"host=db.example password={SECRET} port=x5432",
-    f"user=bob password={SECRET} nonsense",
-    f"user=bob password='{SECRET}",
-])
+@pytest.mark.parametrize(
+    "dsn",
+    [
+        f"postgresql://bob:{SECRET}@db.example:notaport/app",
+        f"postgresql://bob:{SECRET}@db.example/app?port=99999",
+        f"host=db.example password={SECRET} port=x5432",
+        f"user=bob password={SECRET} nonsense",
+        f"user=bob password='{SECRET}",
+    ],
+)
 def test_a_malformed_dsn_is_refused_without_its_password(dsn: str) -> None:
     assert_clear_error(run("--dsn", dsn), "X_DSN_INVALID", EXIT_USAGE, "jobs-console --dsn postgresql://")
 
@@ -86,14 +89,17 @@ def test_refresh_bounds_are_part_of_the_message() -> None:
         parse_refresh("2h")
 
 
-@pytest.mark.parametrize(("dsn", "password"), [
-    ("postgresql://bob:pw%40x@h/db", "pw%40x"),
-    ("postgresql://bob:pw@h:notaport/db", "pw"),
-    ("postgresql://bob@h/db", None),
-    ("host=h password='a b\\' c' user=x", "a b\\' c"),
-    ("host=h password=plain user=x", "plain"),
-    ("host=h user=x", None),
-])
+@pytest.mark.parametrize(
+    ("dsn", "password"),
+    [
+        ("postgresql://bob:pw%40x@h/db", "pw%40x"),
+        ("postgresql://bob:pw@h:notaport/db", "pw"),
+        ("postgresql://bob@h/db", None),
+        ("host=h password='a b\\' c' user=x", "a b\\' c"),
+        ("host=h password=plain user=x", "plain"),
+        ("host=h user=x", None),
+    ],
+)
 def test_the_password_is_found_in_every_dsn_form(dsn: str, password: str | None) -> None:
     assert password_of(dsn) == password
 
@@ -105,7 +111,12 @@ def test_scrub_removes_raw_and_decoded_passwords() -> None:
 
 def test_the_installed_entry_point_answers_too() -> None:
     # The real console script (pyproject's [project.scripts]) resolves to this CLI.
-    done = subprocess.run([sys.executable, "-c", "from console.cli import main; main()", "--refresh", "x"],
-                          capture_output=True, text=True, env={"PATH": "", "PYTHONPATH": "."}, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", "from console.cli import main; main()", "--refresh", "x"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "", "PYTHONPATH": "."},
+        timeout=60,
+    )
     assert done.returncode == EXIT_USAGE
     assert done.stderr.startswith("error X_INVALID_ARGUMENT")

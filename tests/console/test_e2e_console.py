@@ -71,8 +71,9 @@ async def run_until_settled(eng, specs: list[Enqueue], expect: list[str]) -> dic
             if len(outcomes) == len(ids):
                 done.set()
 
-    async with eng.worker([demo_jobs.charge_invoice], queues=["billing"], concurrency=2, on_execution=seen,
-                          maintenance=False):
+    async with eng.worker(
+        [demo_jobs.charge_invoice], queues=["billing"], concurrency=2, on_execution=seen, maintenance=False
+    ):
         await asyncio.wait_for(done.wait(), timeout=30)
     assert sorted(outcomes.values()) == sorted(expect)
     return {jid: outcomes[jid] for jid in ids}
@@ -81,10 +82,18 @@ async def run_until_settled(eng, specs: list[Enqueue], expect: list[str]) -> dic
 async def test_retry_a_dead_letter_through_the_console_on_postgres(pg_dsn: str) -> None:
     eng = connect(pg_dsn)
     try:
-        outcome = await run_until_settled(eng, [
-            Enqueue(demo_jobs.charge_invoice, {"invoice_id": 42, "amount_cents": 1999, "card": "declined"}, tenant="acme"),
-            Enqueue(demo_jobs.charge_invoice, {"invoice_id": 43, "amount_cents": 500, "card": "ok"}, tenant="acme"),
-        ], expect=["dead", "completed"])
+        outcome = await run_until_settled(
+            eng,
+            [
+                Enqueue(
+                    demo_jobs.charge_invoice,
+                    {"invoice_id": 42, "amount_cents": 1999, "card": "declined"},
+                    tenant="acme",
+                ),
+                Enqueue(demo_jobs.charge_invoice, {"invoice_id": 43, "amount_cents": 500, "card": "ok"}, tenant="acme"),
+            ],
+            expect=["dead", "completed"],
+        )
         dead_id = next(jid for jid, o in outcome.items() if o == "dead")
         dead = await eng.aget(dead_id)
         assert (dead.state, dead.stop_reason, dead.error_code) == (JobState.DEAD, "terminal", "X_CARD_DECLINED")

@@ -40,4 +40,6 @@ async def test_event_wait_whose_next_check_is_its_timeout_says_only_the_timeout(
     assert said is not None and "next check" not in said and "times out at" in said
     never = {k: v for k, v in wait.items() if k != "timeout_at"}
     late = replace(d.job, wait=never, run_at=source.now() - timedelta(seconds=5))
-    assert event_sentence(replace(d, job=late), source.now()).endswith("the next check for it is due now, and it never times out.")  # type: ignore[union-attr]
+    assert event_sentence(replace(d, job=late), source.now()).endswith(
+        "the next check for it is due now, and it never times out."
+    )  # type: ignore[union-attr]

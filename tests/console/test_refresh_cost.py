@@ -44,7 +44,9 @@ async def test_an_unchanged_refresh_updates_no_widget(monkeypatch: pytest.Monkey
         assert seen == []
 
 
-async def test_job_detail_rebuilds_its_footer_only_when_the_offered_actions_change(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_job_detail_rebuilds_its_footer_only_when_the_offered_actions_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     source = seeded_source()
     app = JobsConsole(source, refresh=60)
     async with app.run_test(size=SIZE) as pilot:

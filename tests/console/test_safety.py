@@ -42,8 +42,13 @@ def test_dsn_password_is_redacted_in_both_forms() -> None:
 
 def test_the_console_imports_neither_psycopg_nor_the_postgres_driver() -> None:
     root = Path(__file__).resolve().parents[2]
-    res = subprocess.run([str(Path(sys.executable).parent / "lint-imports")], cwd=root, capture_output=True, text=True,
-                         env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+    res = subprocess.run(
+        [str(Path(sys.executable).parent / "lint-imports")],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     assert "the console never touches psycopg or the postgres driver KEPT" in res.stdout
 

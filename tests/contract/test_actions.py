@@ -33,7 +33,9 @@ async def test_retry_of_a_dead_job_resets_it_and_is_audited(driver: Driver, ids:
     assert (h.kind, h.actor, h.note, h.at) == ("retried", "alice", "INC-7 smtp fixed", clock.now())
 
 
-async def test_retry_of_a_job_that_is_not_dead_is_refused_and_changes_nothing(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_retry_of_a_job_that_is_not_dead_is_refused_and_changes_nothing(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     for st in (JobState.READY, JobState.RUNNING, JobState.COMPLETED, JobState.CANCELLED):
         job = await make_job(driver, ids, clock.now(), state=st)
         before = await driver.job_history(job_id=job.id)
@@ -44,7 +46,9 @@ async def test_retry_of_a_job_that_is_not_dead_is_refused_and_changes_nothing(dr
         assert await driver.job_history(job_id=job.id) == before
 
 
-async def test_retry_with_a_live_duplicate_holding_the_key_answers_it(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_retry_with_a_live_duplicate_holding_the_key_answers_it(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     dead = await make_job(driver, ids, clock.now(), state=JobState.DEAD, key="user:7")
     live = await make_job(driver, ids, clock.now(), key="user:7")
     res = await op(driver, clock).retry(dead.id)
@@ -52,7 +56,9 @@ async def test_retry_with_a_live_duplicate_holding_the_key_answers_it(driver: Dr
     assert (await driver.job_get(job_id=dead.id)) == dead
 
 
-async def test_i25_id_addressed_actions_refuse_another_tenants_job(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_i25_id_addressed_actions_refuse_another_tenants_job(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     dead = await make_job(driver, ids, clock.now(), state=JobState.DEAD, tenant="acme")
     ready = await make_job(driver, ids, clock.now(), tenant="acme")
     for action in (lambda o: o.retry(dead.id, tenant="globex"), lambda o: o.cancel(ready.id, tenant="globex")):
@@ -79,9 +85,14 @@ async def test_i25_read_only_operator_refuses_every_mutation(driver: Driver, ids
     dead = await make_job(driver, ids, clock.now(), state=JobState.DEAD)
     ro = op(driver, clock, read_only=True)
     calls = [
-        lambda: ro.retry(dead.id), lambda: ro.retry_from_step(dead.id, "s"), lambda: ro.cancel(dead.id),
-        lambda: ro.bulk("retry"), lambda: ro.bulk("cancel"), lambda: ro.pause("default"),
-        lambda: ro.resume("default"), lambda: ro.send_event("e", {}),
+        lambda: ro.retry(dead.id),
+        lambda: ro.retry_from_step(dead.id, "s"),
+        lambda: ro.cancel(dead.id),
+        lambda: ro.bulk("retry"),
+        lambda: ro.bulk("cancel"),
+        lambda: ro.pause("default"),
+        lambda: ro.resume("default"),
+        lambda: ro.send_event("e", {}),
     ]
     for call in calls:
         with pytest.raises(JobsError) as e:
@@ -91,7 +102,9 @@ async def test_i25_read_only_operator_refuses_every_mutation(driver: Driver, ids
     assert await driver.job_get(job_id=dead.id) == dead
 
 
-async def test_cancel_each_live_state_and_a_finished_job_is_a_clear_no_op(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_cancel_each_live_state_and_a_finished_job_is_a_clear_no_op(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     for st in (JobState.READY, JobState.DELAYED, JobState.SUSPENDED, JobState.PARKED, JobState.RUNNING):
         job = await make_job(driver, ids, clock.now(), state=st, queue=f"q-{st.value}")
         res = await op(driver, clock).cancel(job.id, note="wrong input")
@@ -114,7 +127,9 @@ async def test_bad_ids_are_clear_errors(driver: Driver, ids: IdFactory, clock: F
     assert e.value.code == "X_NOT_FOUND"
 
 
-async def test_bulk_retry_dry_run_groups_and_counts_what_would_dedupe(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_bulk_retry_dry_run_groups_and_counts_what_would_dedupe(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     for tenant in ("acme", "acme", "globex"):
         await make_job(driver, ids, clock.now(), state=JobState.DEAD, tenant=tenant, name="charge")
     held = await make_job(driver, ids, clock.now(), state=JobState.DEAD, name="charge", key="k:held")
@@ -125,8 +140,11 @@ async def test_bulk_retry_dry_run_groups_and_counts_what_would_dedupe(driver: Dr
     o = op(driver, clock)
     plan = await o.plan("retry", parse_filter("name=charge"))
     assert plan.matched == 6 and plan.deduped == 2 and plan.would_change == 4
-    assert set(plan.groups) == {BulkGroup("terminal", "X_BOOM", "acme", 2), BulkGroup("terminal", "X_BOOM", "globex", 1),
-                                BulkGroup("terminal", "X_BOOM", None, 3)}
+    assert set(plan.groups) == {
+        BulkGroup("terminal", "X_BOOM", "acme", 2),
+        BulkGroup("terminal", "X_BOOM", "globex", 1),
+        BulkGroup("terminal", "X_BOOM", None, 3),
+    }
     # The dry run changed nothing.
     assert (await o.plan("retry", parse_filter("name=charge"))).matched == 6
     res = await o.bulk("retry", parse_filter("name=charge"), note="INC-9", batch_size=2)
@@ -135,14 +153,26 @@ async def test_bulk_retry_dry_run_groups_and_counts_what_would_dedupe(driver: Dr
     assert sorted(j.name for j in left.items) == ["charge", "charge", "mail"]
     # The held key stays dead; of the twins the newest went live and the other deduped away.
     assert held.id in {j.id for j in left.items} and twin1.id in {j.id for j in left.items}
-    hist = [h for j in (await Introspector(driver, clock=clock).jobs(parse_filter("name=charge state=ready"))).items
-            for h in await driver.job_history(job_id=j.id)]
+    hist = [
+        h
+        for j in (await Introspector(driver, clock=clock).jobs(parse_filter("name=charge state=ready"))).items
+        for h in await driver.job_history(job_id=j.id)
+    ]
     assert {(h.kind, h.actor, h.note) for h in hist} == {("retried", "alice", "INC-9")}
     assert all(h.data.get("bulk") == "name=charge" for h in hist)
 
 
-async def test_bulk_cancel_takes_every_live_match_and_refuses_a_final_state_filter(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
-    for st in (JobState.READY, JobState.DELAYED, JobState.SUSPENDED, JobState.RUNNING, JobState.COMPLETED, JobState.DEAD):
+async def test_bulk_cancel_takes_every_live_match_and_refuses_a_final_state_filter(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    for st in (
+        JobState.READY,
+        JobState.DELAYED,
+        JobState.SUSPENDED,
+        JobState.RUNNING,
+        JobState.COMPLETED,
+        JobState.DEAD,
+    ):
         await make_job(driver, ids, clock.now(), state=st, queue="imports", tenant="acme")
     await make_job(driver, ids, clock.now(), queue="other")
     o = op(driver, clock)
@@ -182,7 +212,9 @@ async def test_bulk_pacing_spreads_batches_over_the_clock(driver: Driver, ids: I
     assert e.value.code == "X_INVALID_ARGUMENT"
 
 
-async def test_pause_is_durable_visible_and_skipped_by_the_claim(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_pause_is_durable_visible_and_skipped_by_the_claim(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     await make_job(driver, ids, clock.now(), queue="emails")
     o = op(driver, clock)
     p = await o.pause("emails", note="smtp down")
@@ -202,7 +234,9 @@ async def test_send_event_wakes_the_matching_wait(driver: Driver, ids: IdFactory
 
     row = await make_job(driver, ids, clock.now(), state=JobState.RUNNING, tenant="acme")
     wait = {"kind": "event", "event": "invoice.paid", "match": {"invoice": 42}}
-    await driver.job_nack(nack=Nack(_claim_of(row), "suspend", run_at=clock.now() + timedelta(hours=1), wait=wait), now=clock.now())
+    await driver.job_nack(
+        nack=Nack(_claim_of(row), "suspend", run_at=clock.now() + timedelta(hours=1), wait=wait), now=clock.now()
+    )
     clock.advance(1)
     sent = await op(driver, clock).send_event("invoice.paid", {"invoice": 42}, tenant="acme")
     assert sent.woken == 1 and sent.name == "invoice.paid"

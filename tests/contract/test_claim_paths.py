@@ -12,7 +12,9 @@ from engine.ids import IdFactory
 from tests.factory import make_job
 
 
-async def test_a_claim_over_several_queues_is_the_global_top_by_priority(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_a_claim_over_several_queues_is_the_global_top_by_priority(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     now = clock.now()
     low_a = await make_job(driver, ids, now - timedelta(seconds=9), queue="a", priority=0)
     high_b = await make_job(driver, ids, now - timedelta(seconds=1), queue="b", priority=5)
@@ -25,7 +27,9 @@ async def test_a_claim_over_several_queues_is_the_global_top_by_priority(driver:
     assert [c.row.id for c in rest] == [old_b.id]
 
 
-async def test_a_paused_queue_gives_no_rows_to_a_multi_queue_claim(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_a_paused_queue_gives_no_rows_to_a_multi_queue_claim(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     now = clock.now()
     a = await make_job(driver, ids, now, queue="a")
     await make_job(driver, ids, now, queue="held", priority=9)

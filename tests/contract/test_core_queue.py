@@ -22,13 +22,22 @@ LEASE = 30.0
 
 
 def new(ids: IdFactory, *, name: str = "send_email", key: str = "user:7", tenant: str | None = None, **kw) -> NewJob:  # type: ignore[no-untyped-def]
-    return NewJob(id=ids.new(), name=name, queue=kw.pop("queue", "default"), idempotency_key=key,
-                  input=kw.pop("input", {"user_id": 7}), max_attempts=kw.pop("max_attempts", 3), tenant=tenant, **kw)
+    return NewJob(
+        id=ids.new(),
+        name=name,
+        queue=kw.pop("queue", "default"),
+        idempotency_key=key,
+        input=kw.pop("input", {"user_id": 7}),
+        max_attempts=kw.pop("max_attempts", 3),
+        tenant=tenant,
+        **kw,
+    )
 
 
 def test_protocol_members_are_implemented_by_every_driver() -> None:
     members = {
-        n: m for n, m in inspect.getmembers(Driver)
+        n: m
+        for n, m in inspect.getmembers(Driver)
         if not n.startswith("_") and (inspect.isfunction(m) or inspect.iscoroutinefunction(m))
     }
     assert "job_claim" in members and len(members) >= 10
@@ -36,7 +45,9 @@ def test_protocol_members_are_implemented_by_every_driver() -> None:
         for name, proto in members.items():
             impl = getattr(cls, name, None)
             assert impl is not None, f"{cls.__name__} lacks {name}"
-            assert inspect.iscoroutinefunction(impl) == inspect.iscoroutinefunction(proto), f"{cls.__name__}.{name} async-ness differs"
+            assert inspect.iscoroutinefunction(impl) == inspect.iscoroutinefunction(proto), (
+                f"{cls.__name__}.{name} async-ness differs"
+            )
             want = [p for p in inspect.signature(proto).parameters if p != "self"]
             got = [p for p in inspect.signature(impl).parameters if p != "self"]
             assert got == want, f"{cls.__name__}.{name}{got} != Driver.{name}{want}"
@@ -72,7 +83,9 @@ def test_i2_index_conflict_target_and_live_lookup_spell_one_namespace() -> None:
     The memory driver's key is the same expression."""
     norm = lambda s: re.sub(r"\s+", " ", s).strip().lower()  # noqa: E731
     schema = norm(schema_sql())
-    idx = re.search(r"create unique index if not exists job_dedupe_live_v3 on jobs.job \((.*?)\) where state in \((.*?)\);", schema)
+    idx = re.search(
+        r"create unique index if not exists job_dedupe_live_v3 on jobs.job \((.*?)\) where state in \((.*?)\);", schema
+    )
     assert idx is not None
     expression, live_states = idx.group(1), idx.group(2)
     assert expression == "name, (coalesce(tenant, '')), idempotency_key"
@@ -139,7 +152,9 @@ async def test_claim_order_is_priority_then_due_time_then_id(driver: Driver, ids
     assert f.row.id == future.id
 
 
-async def test_claim_respects_limit_and_never_hands_one_row_twice(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_claim_respects_limit_and_never_hands_one_row_twice(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     await driver.job_enqueue(jobs=[new(ids, key=f"k{i}") for i in range(5)], now=clock.now())
     a = await driver.job_claim(queues=["default"], limit=3, worker="w1", now=clock.now(), lease_seconds=LEASE)
     b = await driver.job_claim(queues=["default"], limit=3, worker="w2", now=clock.now(), lease_seconds=LEASE)
@@ -168,13 +183,17 @@ async def test_i15_a_stale_claimant_can_neither_ack_nor_nack(driver: Driver, ids
     assert done is not None and done.state is JobState.COMPLETED and done.result == {"done": 1}
 
 
-async def test_renewal_extends_the_lease_and_reports_loss_and_cancel(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_renewal_extends_the_lease_and_reports_loss_and_cancel(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     row = await make_job(driver, ids, clock.now(), state=JobState.RUNNING)
     c = Claim(row.id, row.claimed_by or "", row.run)
     clock.advance(10)
     (r,) = await driver.job_renew_many(claims=[c], now=clock.now(), lease_seconds=LEASE)
     assert r.status == "ok" and r.lease_until == clock.now() + timedelta(seconds=LEASE)
-    (lost,) = await driver.job_renew_many(claims=[Claim(row.id, "w-other", row.run)], now=clock.now(), lease_seconds=LEASE)
+    (lost,) = await driver.job_renew_many(
+        claims=[Claim(row.id, "w-other", row.run)], now=clock.now(), lease_seconds=LEASE
+    )
     assert lost.status == "lost"
     await driver.job_cancel(job_id=row.id, tenant=None, now=clock.now(), actor="ops")
     (cancelled,) = await driver.job_renew_many(claims=[c], now=clock.now(), lease_seconds=LEASE)
@@ -198,10 +217,18 @@ async def test_retry_burns_an_attempt_and_records_the_error(driver: Driver, ids:
     row = await make_job(driver, ids, clock.now(), state=JobState.RUNNING)
     c = Claim(row.id, row.claimed_by or "", row.run)
     when = clock.now() + timedelta(seconds=4)
-    assert await driver.job_nack(nack=Nack(c, "retry", run_at=when, error="X_GATEWAY: 502", error_code="X_GATEWAY"), now=clock.now())
+    assert await driver.job_nack(
+        nack=Nack(c, "retry", run_at=when, error="X_GATEWAY: 502", error_code="X_GATEWAY"), now=clock.now()
+    )
     got = await driver.job_get(job_id=row.id)
     assert got is not None
-    assert (got.state, got.attempt, got.run_at, got.last_error, got.error_code) == (JobState.DELAYED, 1, when, "X_GATEWAY: 502", "X_GATEWAY")
+    assert (got.state, got.attempt, got.run_at, got.last_error, got.error_code) == (
+        JobState.DELAYED,
+        1,
+        when,
+        "X_GATEWAY: 502",
+        "X_GATEWAY",
+    )
     (a,) = await driver.job_attempts(job_id=row.id)
     assert (a.outcome, a.error_code) == ("retried", "X_GATEWAY")
 
@@ -210,18 +237,30 @@ async def test_dead_letter_keeps_its_stop_reason(driver: Driver, ids: IdFactory,
     row = await make_job(driver, ids, clock.now(), state=JobState.RUNNING, max_attempts=5)
     c = Claim(row.id, row.claimed_by or "", row.run)
     text = "X_AUTH: rotated password [stop: terminal at attempt 1 of 5]"
-    assert await driver.job_nack(nack=Nack(c, "dead", error=text, error_code="X_AUTH", stop_reason="terminal"), now=clock.now())
+    assert await driver.job_nack(
+        nack=Nack(c, "dead", error=text, error_code="X_AUTH", stop_reason="terminal"), now=clock.now()
+    )
     got = await driver.job_get(job_id=row.id)
     assert got is not None
-    assert (got.state, got.stop_reason, got.attempt, got.max_attempts, got.last_error) == (JobState.DEAD, "terminal", 1, 5, text)
+    assert (got.state, got.stop_reason, got.attempt, got.max_attempts, got.last_error) == (
+        JobState.DEAD,
+        "terminal",
+        1,
+        5,
+        text,
+    )
     assert got.finished_at == clock.now()
 
 
-async def test_i8_a_shed_is_parked_burns_no_attempt_and_writes_no_error(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_i8_a_shed_is_parked_burns_no_attempt_and_writes_no_error(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     row = await make_job(driver, ids, clock.now(), state=JobState.RUNNING)
     c = Claim(row.id, row.claimed_by or "", row.run)
     until = clock.now() + timedelta(seconds=3)
-    assert await driver.job_nack(nack=Nack(c, "park", run_at=until, wait={"kind": "limit", "limit": "concurrency"}), now=clock.now())
+    assert await driver.job_nack(
+        nack=Nack(c, "park", run_at=until, wait={"kind": "limit", "limit": "concurrency"}), now=clock.now()
+    )
     got = await driver.job_get(job_id=row.id)
     assert got is not None
     assert (got.state, got.attempt, got.last_error, got.run_at) == (JobState.PARKED, 0, None, until)

@@ -23,20 +23,31 @@ from tests.factory import make_job
 
 
 def _new(ids: IdFactory, key: str, **kw: object) -> NewJob:
-    return NewJob(id=ids.new(), name="send_email", queue="default", idempotency_key=key,
-                  input={"user_id": 7}, max_attempts=3, **kw)  # type: ignore[arg-type]
+    return NewJob(
+        id=ids.new(),
+        name="send_email",
+        queue="default",
+        idempotency_key=key,
+        input={"user_id": 7},
+        max_attempts=3,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 def test_i2_single_row_enqueue_spells_the_dedupe_index_exactly() -> None:
     norm = lambda s: re.sub(r"\s+", " ", s).strip().lower()  # noqa: E731
-    idx = re.search(r"create unique index if not exists job_dedupe_live_v3 on jobs.job \((.*?)\) where state in \((.*?)\);",
-                    norm(schema_sql()))
+    idx = re.search(
+        r"create unique index if not exists job_dedupe_live_v3 on jobs.job \((.*?)\) where state in \((.*?)\);",
+        norm(schema_sql()),
+    )
     assert idx is not None
     one = norm(load_queries()["job_enqueue_one"].text)
     assert f"on conflict ({idx.group(1)}) where state in ({idx.group(2)}) do nothing" in one
 
 
-async def test_i2_single_enqueue_answers_the_live_row_of_its_own_tenant(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_i2_single_enqueue_answers_the_live_row_of_its_own_tenant(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     now = clock.now()
     acme = await make_job(driver, ids, now, tenant="acme", key="invoice:1")
     other = (await driver.job_enqueue(jobs=[_new(ids, "invoice:1", tenant="globex")], now=now))[0]

@@ -20,9 +20,19 @@ def intro(driver: Driver, clock: FakeClock, **kw) -> Introspector:  # type: igno
     return Introspector(driver, clock=clock, **kw)
 
 
-async def test_i24_queue_stats_count_by_state_and_parked_counts_as_ready(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_i24_queue_stats_count_by_state_and_parked_counts_as_ready(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     t0 = clock.now()
-    for st in (JobState.READY, JobState.READY, JobState.DELAYED, JobState.RUNNING, JobState.SUSPENDED, JobState.DEAD, JobState.COMPLETED):
+    for st in (
+        JobState.READY,
+        JobState.READY,
+        JobState.DELAYED,
+        JobState.RUNNING,
+        JobState.SUSPENDED,
+        JobState.DEAD,
+        JobState.COMPLETED,
+    ):
         await make_job(driver, ids, t0, state=st, queue="emails")
     await make_job(driver, ids, t0, state=JobState.READY, queue="reports")
     clock.advance(30)
@@ -75,11 +85,20 @@ async def test_the_sparkline_reads_rolled_up_minutes_and_counts_only_the_rows_af
     assert await driver.throughput_rollup(**(rollup | {"term": term + 1})) == 0  # not the leader: nothing
     # Rolled minutes answer from the rollup: their rows pruned still count, and a completion
     # recorded late into a rolled minute (a worker clock 2.5 minutes behind the leader) is in none.
-    pruned = await driver.job_prune(leader="maintenance", holder="h", term=term, now=clock.now(),
-                                    before=start + timedelta(seconds=30), dead_before=start, limit=100)
+    pruned = await driver.job_prune(
+        leader="maintenance",
+        holder="h",
+        term=term,
+        now=clock.now(),
+        before=start + timedelta(seconds=30),
+        dead_before=start,
+        limit=100,
+    )
     assert len(pruned) == 2
     await make_job(driver, ids, start + timedelta(seconds=90), state=JobState.COMPLETED, queue="mail")
-    await make_job(driver, ids, start + timedelta(seconds=180), state=JobState.COMPLETED, queue="mail")  # 12:03: not rolled
+    await make_job(
+        driver, ids, start + timedelta(seconds=180), state=JobState.COMPLETED, queue="mail"
+    )  # 12:03: not rolled
     (q,) = (await intro(driver, clock).queues()).queues
     assert q.throughput[-5:] == (2, 1, 0, 1, 0)  # 12:00 .. 12:04
     assert q.completed_last_hour == Count(4)
@@ -97,11 +116,31 @@ async def test_counts_past_the_cap_answer_at_least_and_say_so(driver: Driver, id
 
 async def test_job_page_filters_newest_first(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
     now = clock.now()
-    a = await make_job(driver, ids, now, name="send_invoice", queue="billing", tenant="acme", key="inv:42", input={"invoice_id": 42})
+    a = await make_job(
+        driver, ids, now, name="send_invoice", queue="billing", tenant="acme", key="inv:42", input={"invoice_id": 42}
+    )
     clock.advance(1)
-    b = await make_job(driver, ids, clock.now(), name="send_invoice", queue="billing", tenant="globex", key="inv:43", input={"invoice_id": 43})
+    b = await make_job(
+        driver,
+        ids,
+        clock.now(),
+        name="send_invoice",
+        queue="billing",
+        tenant="globex",
+        key="inv:43",
+        input={"invoice_id": 43},
+    )
     clock.advance(1)
-    c = await make_job(driver, ids, clock.now(), state=JobState.DEAD, name="send_email", tenant="acme", key="user:7", input={"invoice_id": "42"})
+    c = await make_job(
+        driver,
+        ids,
+        clock.now(),
+        state=JobState.DEAD,
+        name="send_email",
+        tenant="acme",
+        key="user:7",
+        input={"invoice_id": "42"},
+    )
     i = intro(driver, clock)
 
     async def hits(text: str) -> list[str]:
@@ -124,10 +163,18 @@ async def test_job_page_filters_newest_first(driver: Driver, ids: IdFactory, clo
     page = await i.jobs(make_filter(until=now + timedelta(seconds=1), since=now))
     assert [j.id for j in page.items] == [a.id] and page.total == Count(1)
     row = page.items[0]
-    assert (row.name, row.queue, row.tenant, row.state, row.idempotency_key) == ("send_invoice", "billing", "acme", JobState.READY, "inv:42")
+    assert (row.name, row.queue, row.tenant, row.state, row.idempotency_key) == (
+        "send_invoice",
+        "billing",
+        "acme",
+        JobState.READY,
+        "inv:42",
+    )
 
 
-async def test_job_page_is_keyset_paginated_and_stable_under_concurrent_inserts(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_job_page_is_keyset_paginated_and_stable_under_concurrent_inserts(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     made = []
     for _ in range(5):
         made.append((await make_job(driver, ids, clock.now())).id)
@@ -169,7 +216,9 @@ async def test_bad_filters_and_ids_are_clear_errors(driver: Driver, ids: IdFacto
     assert e.value.code == "X_INVALID_ARGUMENT"
 
 
-async def test_dead_letters_grouped_by_name_code_and_stop_reason(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_dead_letters_grouped_by_name_code_and_stop_reason(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     first = await make_job(driver, ids, clock.now(), state=JobState.DEAD, name="charge", tenant="acme", max_attempts=5)
     clock.advance(60)
     last = await make_job(driver, ids, clock.now(), state=JobState.DEAD, name="charge", tenant="globex", max_attempts=5)
@@ -179,7 +228,9 @@ async def test_dead_letters_grouped_by_name_code_and_stop_reason(driver: Driver,
     dl = await intro(driver, clock).dead_letters()
     assert dl.total == Count(3)
     assert [(g.name, g.error_code, g.stop_reason, g.count) for g in dl.groups] == [
-        ("mail", "X_BOOM", "terminal", 1), ("charge", "X_BOOM", "terminal", 2)]
+        ("mail", "X_BOOM", "terminal", 1),
+        ("charge", "X_BOOM", "terminal", 2),
+    ]
     g = dl.groups[1]
     assert (g.first_seen, g.last_seen) == (first.finished_at, last.finished_at)
     assert g.last_job_id == last.id and (g.attempt, g.max_attempts) == (1, 5) and g.tenants == 2
@@ -200,7 +251,9 @@ async def test_dead_letters_settled_together_order_by_name_and_name_the_newest_i
     assert [(g.name, g.count, g.last_job_id) for g in dl.groups] == [("a", 1, a.id), ("b", 2, max(b1.id, b2.id))]
 
 
-async def test_job_detail_has_attempts_history_next_retry_and_why(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_job_detail_has_attempts_history_next_retry_and_why(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     dead = await make_job(driver, ids, clock.now(), state=JobState.DEAD, max_attempts=5)
     d = await intro(driver, clock).job(dead.id)
     assert d.job.id == dead.id and d.stop_reason == "terminal"
@@ -227,7 +280,9 @@ async def test_job_detail_for_another_tenant_is_not_found(driver: Driver, ids: I
     assert e.value.code == "X_TENANT_MISMATCH"
 
 
-async def test_why_names_the_sleep_the_event_the_delay_and_the_duplicate(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_why_names_the_sleep_the_event_the_delay_and_the_duplicate(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     i = intro(driver, clock)
     delayed = await make_job(driver, ids, clock.now(), state=JobState.DELAYED)
     why = await i.why_job(delayed.id)
@@ -250,21 +305,32 @@ async def test_why_waiting_for_an_event(driver: Driver, ids: IdFactory, clock: F
 
     row = await make_job(driver, ids, clock.now(), state=JobState.RUNNING)
     wait = {"kind": "event", "event": "invoice.paid", "match": {"invoice": 42}}
-    assert await driver.job_nack(nack=Nack(_claim_of(row), "suspend", run_at=clock.now() + timedelta(hours=1), wait=wait), now=clock.now())
+    assert await driver.job_nack(
+        nack=Nack(_claim_of(row), "suspend", run_at=clock.now() + timedelta(hours=1), wait=wait), now=clock.now()
+    )
     why = await intro(driver, clock).why_job(row.id)
     c = why.causes[0]
     assert (c.kind, c.event, c.match) == ("event", "invoice.paid", {"invoice": 42}) and "invoice.paid" in c.text
 
 
-async def test_why_a_parked_job_names_the_slot_holders_and_their_lease_ends(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_why_a_parked_job_names_the_slot_holders_and_their_lease_ends(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     from engine.types import Nack
     from tests.factory import _claim_of
 
     holder = await make_job(driver, ids, clock.now(), state=JobState.RUNNING, name="render")
-    assert await driver.slot_acquire(key="job:render", limit=1, job_id=holder.id, worker="w-1", now=clock.now(), lease_seconds=30) == 0  # type: ignore[attr-defined]
+    assert (
+        await driver.slot_acquire(
+            key="job:render", limit=1, job_id=holder.id, worker="w-1", now=clock.now(), lease_seconds=30
+        )
+        == 0
+    )  # type: ignore[attr-defined]
     shed = await make_job(driver, ids, clock.now(), state=JobState.RUNNING, name="render")
     wait = {"kind": "limit", "limit": "concurrency", "key": "job:render"}
-    assert await driver.job_nack(nack=Nack(_claim_of(shed), "park", run_at=clock.now() + timedelta(seconds=5), wait=wait), now=clock.now())
+    assert await driver.job_nack(
+        nack=Nack(_claim_of(shed), "park", run_at=clock.now() + timedelta(seconds=5), wait=wait), now=clock.now()
+    )
     why = await intro(driver, clock).why_job(shed.id)
     slots = next(c for c in why.causes if c.kind == "slots")
     assert slots.key == "job:render" and slots.limit == 1
@@ -275,7 +341,9 @@ async def test_why_a_parked_job_names_the_slot_holders_and_their_lease_ends(driv
     assert waiting.text.startswith(f"Waiting since {shed.run_at:%Y-%m-%d %H:%M:%S} UTC (90s ago)")
 
 
-async def test_workers_view_marks_stale_heartbeats_and_why_says_so(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_workers_view_marks_stale_heartbeats_and_why_says_so(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     await driver.worker_register(id="w-1", host="h1", pid=11, queues=["default"], concurrency=4, now=clock.now())  # type: ignore[attr-defined]
     await driver.worker_register(id="w-2", host="h2", pid=22, queues=["default"], concurrency=2, now=clock.now())  # type: ignore[attr-defined]
     clock.advance(60)
@@ -301,8 +369,18 @@ async def test_why_queue_names_the_pause(driver: Driver, ids: IdFactory, clock: 
     assert (p.kind, p.by, p.note, p.at) == ("paused", "alice", "deploy", clock.now())
 
 
-async def test_enqueued_jobs_show_in_the_list_with_their_state(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
-    new = NewJob(id=ids.new(), name="n", queue="q", idempotency_key="k", input={}, max_attempts=1, run_at=clock.now() + timedelta(minutes=5))
+async def test_enqueued_jobs_show_in_the_list_with_their_state(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    new = NewJob(
+        id=ids.new(),
+        name="n",
+        queue="q",
+        idempotency_key="k",
+        input={},
+        max_attempts=1,
+        run_at=clock.now() + timedelta(minutes=5),
+    )
     await driver.job_enqueue(jobs=[new], now=clock.now())
     page = await intro(driver, clock).jobs(parse_filter("state=delayed"))
     assert [j.id for j in page.items] == [new.id]
@@ -316,7 +394,9 @@ async def test_completed_job_detail_has_no_next_retry(driver: Driver, ids: IdFac
     assert Ack  # the factory completes through job_ack_many
 
 
-async def test_i25_a_tenant_scoped_view_refuses_the_fleet_wide_queue_counts(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_i25_a_tenant_scoped_view_refuses_the_fleet_wide_queue_counts(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     await make_job(driver, ids, clock.now(), queue="billing", tenant="globex")
     scoped = intro(driver, clock, tenant="acme")
     for read in (scoped.queues, lambda: scoped.why_queue("billing")):

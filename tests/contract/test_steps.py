@@ -65,13 +65,18 @@ async def test_i9_third_step_fails_twice_then_succeeds_and_steps_one_and_two_run
     assert calls == Counter({"one": 1, "two": 1, "three": 3})
     trace = {s.name: s for s in await driver.step_list(job_id=jid)}
     assert [(s.name, s.seq, s.status) for s in trace.values()] == [
-        ("one", 1, "completed"), ("two", 2, "completed"), ("three", 3, "completed")]
+        ("one", 1, "completed"),
+        ("two", 2, "completed"),
+        ("three", 3, "completed"),
+    ]
     assert (trace["one"].attempt, trace["three"].attempt, trace["three"].error) == (1, 3, None)
     row = await get(driver, jid)
     assert row.state is JobState.COMPLETED and row.attempt == 3
 
 
-async def test_i9_a_steps_result_is_stored_before_the_step_returns(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_i9_a_steps_result_is_stored_before_the_step_returns(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     jid = await enqueue(driver, ids, clock)
     seen: list[object] = []
 
@@ -109,7 +114,9 @@ async def test_duplicate_step_names_in_one_run_are_refused(driver: Driver, ids: 
     assert declared_error_retry(X_DUPLICATE_STEP) == "terminal"
 
 
-async def test_a_step_name_recorded_as_another_kind_is_refused_on_replay(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_a_step_name_recorded_as_another_kind_is_refused_on_replay(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     await enqueue(driver, ids, clock)
     out = await attempt(driver, clock, lambda step, row: step.sleep("pause", 60))
     assert out.kind == "suspended"
@@ -118,7 +125,9 @@ async def test_a_step_name_recorded_as_another_kind_is_refused_on_replay(driver:
     assert again.kind == "failed" and getattr(again.error, "code", None) == X_DUPLICATE_STEP
 
 
-async def test_bad_step_arguments_are_refused_and_write_nothing(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_bad_step_arguments_are_refused_and_write_nothing(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     jid = await enqueue(driver, ids, clock)
     claimed = await claim_api(driver, clock)
     assert claimed is not None
@@ -140,13 +149,19 @@ async def test_bad_step_arguments_are_refused_and_write_nothing(driver: Driver, 
         await step.run("not-json", lambda: {1, 2})
     assert err.value.code == X_INPUT_NOT_JSON
     (failed,) = await driver.step_list(job_id=jid)
-    assert (failed.name, failed.status) == ("not-json", "failed") and failed.error and failed.error.startswith(X_INPUT_NOT_JSON)
+    assert (
+        (failed.name, failed.status) == ("not-json", "failed")
+        and failed.error
+        and failed.error.startswith(X_INPUT_NOT_JSON)
+    )
 
 
 # --- I10: after the run is stopped, every step write is refused ---------------------------------
 
 
-async def test_i10_a_cancelled_jobs_late_step_write_is_refused(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_i10_a_cancelled_jobs_late_step_write_is_refused(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     jid = await enqueue(driver, ids, clock)
     claimed = await claim_api(driver, clock)
     assert claimed is not None
@@ -171,7 +186,9 @@ async def test_i10_a_cancelled_jobs_late_step_write_is_refused(driver: Driver, i
     assert [s.name for s in await driver.step_load(job_id=jid)] == ["before"]
 
 
-async def test_i10_an_abort_during_a_step_cancels_it_and_writes_nothing(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_i10_an_abort_during_a_step_cancels_it_and_writes_nothing(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     jid = await enqueue(driver, ids, clock)
     signal = RunSignal()
     claimed = await claim_api(driver, clock, signal=signal)
@@ -197,7 +214,9 @@ async def test_i10_an_abort_during_a_step_cancels_it_and_writes_nothing(driver: 
     assert await driver.step_load(job_id=jid) == []
 
 
-async def test_i10_a_stale_run_cannot_write_after_the_job_was_redelivered(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_i10_a_stale_run_cannot_write_after_the_job_was_redelivered(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     jid = await enqueue(driver, ids, clock)
     stale = await claim_api(driver, clock, worker="w1")
     assert stale is not None
@@ -257,7 +276,9 @@ async def test_i11_a_step_within_its_timeout_completes(driver: Driver, ids: IdFa
 # --- the per-step trace ---------------------------------------------------------------------------
 
 
-async def test_step_list_is_the_trace_with_durations_and_result_sizes(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_step_list_is_the_trace_with_durations_and_result_sizes(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     jid = await enqueue(driver, ids, clock)
 
     async def slow_fetch() -> dict[str, str]:
@@ -274,9 +295,20 @@ async def test_step_list_is_the_trace_with_durations_and_result_sizes(driver: Dr
     trace = await driver.step_list(job_id=jid)
     assert all(isinstance(s, StepRecord) for s in trace)
     fetch, nothing, cool = trace
-    assert (fetch.kind, fetch.status, fetch.duration, fetch.result_size) == ("run", "completed", 2.5, len('{"body":"héllo"}'.encode()))
+    assert (fetch.kind, fetch.status, fetch.duration, fetch.result_size) == (
+        "run",
+        "completed",
+        2.5,
+        len('{"body":"héllo"}'.encode()),
+    )
     assert (nothing.result_size, nothing.error) == (4, None)  # JSON null
-    assert (cool.kind, cool.status, cool.finished_at, cool.duration, cool.result_size) == ("sleep", "waiting", None, None, None)
+    assert (cool.kind, cool.status, cool.finished_at, cool.duration, cool.result_size) == (
+        "sleep",
+        "waiting",
+        None,
+        None,
+        None,
+    )
     clock.advance(3600)
     assert (await attempt(driver, clock, handler)).kind == "completed"
     cool = (await driver.step_list(job_id=jid))[2]
@@ -308,4 +340,3 @@ async def test_a_jobs_first_run_reads_no_stored_steps_and_a_replay_reads_them_on
     clock.advance(60)
     assert (await attempt(driver, clock, handler)).kind == "failed"
     assert loads == [jid] and calls == Counter({"one": 1, "two": 1})  # the replay read both, ran neither
-

@@ -30,11 +30,16 @@ def _count(name: str, fail_until: int = 0) -> Any:
         if CALLS[name] <= fail_until:
             raise RuntimeError(f"{name} failed (call {CALLS[name]})")
         return f"{name}#{CALLS[name]}"
+
     return work
 
 
-@job(name="e2e.flaky_third", queue=QUEUE, idempotency_key=lambda inp: inp["k"],
-     retry=RetryPolicy(attempts=3, backoff="fixed", delay=0))
+@job(
+    name="e2e.flaky_third",
+    queue=QUEUE,
+    idempotency_key=lambda inp: inp["k"],
+    retry=RetryPolicy(attempts=3, backoff="fixed", delay=0),
+)
 async def flaky_third(ctx, inp):  # type: ignore[no-untyped-def]
     a = await ctx.step.run("one", _count("one"))
     b = await ctx.step.run("two", _count("two"))
@@ -56,12 +61,18 @@ async def approval(ctx, inp):  # type: ignore[no-untyped-def]
     return {"by": got["by"]}
 
 
-@job(name="e2e.slow_step", queue=QUEUE, idempotency_key=lambda inp: inp["k"], step_timeout=5,
-     retry=RetryPolicy(attempts=2, backoff="fixed", delay=60))
+@job(
+    name="e2e.slow_step",
+    queue=QUEUE,
+    idempotency_key=lambda inp: inp["k"],
+    step_timeout=5,
+    retry=RetryPolicy(attempts=2, backoff="fixed", delay=60),
+)
 async def slow_step(ctx, inp):  # type: ignore[no-untyped-def]
     async def hangs() -> None:
         GATES["slow-started"].set()
         await asyncio.Event().wait()
+
     return await ctx.step.run("hangs", hangs)
 
 
@@ -73,6 +84,7 @@ async def cancelled(ctx, inp):  # type: ignore[no-untyped-def]
         GATES["long-started"].set()
         await asyncio.Event().wait()
         return "never"
+
     await ctx.step.run("long", long)
     return await ctx.step.run("after-cancel", _count("after-cancel"))
 
@@ -114,7 +126,9 @@ def engine(driver: Driver, clock: FakeClock) -> Engine:
     return Engine(driver, clock=clock, ids=IdFactory(clock, seed=11))
 
 
-async def test_i9_e2e_third_step_fails_twice_then_succeeds_steps_one_and_two_ran_once(driver: Driver, clock: FakeClock) -> None:
+async def test_i9_e2e_third_step_fails_twice_then_succeeds_steps_one_and_two_ran_once(
+    driver: Driver, clock: FakeClock
+) -> None:
     eng = engine(driver, clock)
     async with worker(driver, clock, flaky_third) as seen:
         r = await eng.aenqueue(flaky_third, {"k": "a"})
@@ -125,7 +139,9 @@ async def test_i9_e2e_third_step_fails_twice_then_succeeds_steps_one_and_two_ran
     assert (row.state, row.result, row.attempt) == (JobState.COMPLETED, ["one#1", "two#1", "three#3"], 3)
 
 
-async def test_i7_e2e_a_three_day_sleep_is_suspended_then_resumes_when_the_clock_passes(driver: Driver, clock: FakeClock) -> None:
+async def test_i7_e2e_a_three_day_sleep_is_suspended_then_resumes_when_the_clock_passes(
+    driver: Driver, clock: FakeClock
+) -> None:
     eng = engine(driver, clock)
     async with worker(driver, clock, sleeper) as seen:
         r = await eng.aenqueue(sleeper, {"k": "s"})
@@ -145,7 +161,9 @@ async def test_i7_e2e_a_three_day_sleep_is_suspended_then_resumes_when_the_clock
     assert (row.state, row.result, row.attempt) == (JobState.COMPLETED, "after#1", 1)
 
 
-async def test_i7_e2e_send_event_wakes_a_suspended_wait_without_the_clock_moving(driver: Driver, clock: FakeClock) -> None:
+async def test_i7_e2e_send_event_wakes_a_suspended_wait_without_the_clock_moving(
+    driver: Driver, clock: FakeClock
+) -> None:
     eng = engine(driver, clock)
     async with worker(driver, clock, approval) as seen:
         r = await eng.aenqueue(approval, {"k": "w", "ws": 7})
@@ -159,7 +177,9 @@ async def test_i7_e2e_send_event_wakes_a_suspended_wait_without_the_clock_moving
     assert (await eng.aget(r.id)).result == {"by": "ann"} and CALLS == Counter({"create": 1})
 
 
-async def test_i7_e2e_an_event_sent_before_the_job_reaches_its_wait_is_consumed(driver: Driver, clock: FakeClock) -> None:
+async def test_i7_e2e_an_event_sent_before_the_job_reaches_its_wait_is_consumed(
+    driver: Driver, clock: FakeClock
+) -> None:
     eng = engine(driver, clock)
     r = await eng.aenqueue(approval, {"k": "early", "ws": 9})
     clock.advance(1)

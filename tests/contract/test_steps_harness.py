@@ -21,13 +21,31 @@ QUEUE = "steps"
 Handler = Callable[[StepApi, JobRow], Awaitable[Any]]
 
 
-async def enqueue(driver: Driver, ids: IdFactory, clock: FakeClock, *, tenant: str | None = None,
-                  max_attempts: int = 3, key: str | None = None, name: str = "provision") -> str:
+async def enqueue(
+    driver: Driver,
+    ids: IdFactory,
+    clock: FakeClock,
+    *,
+    tenant: str | None = None,
+    max_attempts: int = 3,
+    key: str | None = None,
+    name: str = "provision",
+) -> str:
     jid = ids.new()
-    (res,) = await driver.job_enqueue(jobs=[NewJob(
-        id=jid, name=name, queue=QUEUE, idempotency_key=key or f"k:{jid}", input={"user": 7},
-        max_attempts=max_attempts, tenant=tenant,
-    )], now=clock.now())
+    (res,) = await driver.job_enqueue(
+        jobs=[
+            NewJob(
+                id=jid,
+                name=name,
+                queue=QUEUE,
+                idempotency_key=key or f"k:{jid}",
+                input={"user": 7},
+                max_attempts=max_attempts,
+                tenant=tenant,
+            )
+        ],
+        now=clock.now(),
+    )
     assert not res.deduped
     return jid
 
@@ -42,14 +60,28 @@ class Outcome:
     api: StepApi | None = None
 
 
-async def claim_api(driver: Driver, clock: FakeClock, *, worker: str = "w1", step_timeout: float | None = None,
-                    event_poll: float = 30.0, signal: RunSignal | None = None) -> tuple[StepApi, JobRow] | None:
+async def claim_api(
+    driver: Driver,
+    clock: FakeClock,
+    *,
+    worker: str = "w1",
+    step_timeout: float | None = None,
+    event_poll: float = 30.0,
+    signal: RunSignal | None = None,
+) -> tuple[StepApi, JobRow] | None:
     got = await driver.job_claim(queues=[QUEUE], limit=1, worker=worker, now=clock.now(), lease_seconds=60)
     if not got:
         return None
     row = got[0].row
-    api = StepApi(driver=driver, claim=got[0].claim, row=row, clock=clock, signal=signal or RunSignal(),
-                  step_timeout=step_timeout, event_poll=event_poll)
+    api = StepApi(
+        driver=driver,
+        claim=got[0].claim,
+        row=row,
+        clock=clock,
+        signal=signal or RunSignal(),
+        step_timeout=step_timeout,
+        event_poll=event_poll,
+    )
     return api, row
 
 
@@ -67,10 +99,17 @@ async def attempt(driver: Driver, clock: FakeClock, handler: Handler, **kw: Any)
     except Exception as exc:
         code = getattr(exc, "code", None)
         outcome = "dead" if row.attempt >= row.max_attempts else "retry"
-        assert await driver.job_nack(nack=Nack(
-            api.claim, outcome, run_at=clock.now(), error=f"{code}: {exc}", error_code=code,
-            stop_reason="attempts-exhausted" if outcome == "dead" else None,
-        ), now=clock.now())
+        assert await driver.job_nack(
+            nack=Nack(
+                api.claim,
+                outcome,
+                run_at=clock.now(),
+                error=f"{code}: {exc}",
+                error_code=code,
+                stop_reason="attempts-exhausted" if outcome == "dead" else None,
+            ),
+            now=clock.now(),
+        )
         return Outcome("failed", row, error=exc, api=api)
     assert await driver.job_ack_many(acks=[Ack(api.claim, result)], now=clock.now()) == [row.id]
     return Outcome("completed", row, result=result, api=api)

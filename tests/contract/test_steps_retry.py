@@ -23,13 +23,16 @@ def pipeline(calls: Counter[str], fail_at: str | None = None):  # type: ignore[n
     async def handler(step: StepApi, row: JobRow) -> dict[str, object]:
         out: dict[str, object] = {}
         for name in STEPS:
+
             def work(name: str = name) -> str:
                 calls[name] += 1
                 if name == fail_at:
                     raise RuntimeError(f"{name} broke")
                 return f"{name}#{calls[name]}"
+
             out[name] = await step.run(name, work)
         return out
+
     return handler
 
 
@@ -43,10 +46,23 @@ async def test_retry_from_a_step_reruns_exactly_that_step_and_the_ones_after_it(
     assert first.result == {"fetch": "fetch#1", "transform": "transform#1", "load": "load#1", "notify": "notify#1"}
 
     clock.advance(3600)
-    res = await driver.job_retry_from_step(job_id=jid, step_name="load", tenant=None, now=clock.now(), actor="ann", note="bad load")
-    assert (res.outcome, res.state, res.step, res.discarded) == ("retried", JobState.COMPLETED, "load", ("load", "notify"))
+    res = await driver.job_retry_from_step(
+        job_id=jid, step_name="load", tenant=None, now=clock.now(), actor="ann", note="bad load"
+    )
+    assert (res.outcome, res.state, res.step, res.discarded) == (
+        "retried",
+        JobState.COMPLETED,
+        "load",
+        ("load", "notify"),
+    )
     row = await get(driver, jid)
-    assert (row.state, row.attempt, row.run_at, row.result, row.finished_at) == (JobState.READY, 0, clock.now(), None, None)
+    assert (row.state, row.attempt, row.run_at, row.result, row.finished_at) == (
+        JobState.READY,
+        0,
+        clock.now(),
+        None,
+        None,
+    )
     assert [s.name for s in await driver.step_list(job_id=jid)] == ["fetch", "transform"]
     (hist,) = [h for h in await driver.job_history(job_id=jid) if h.kind == "retried-from-step"]
     assert (hist.actor, hist.note, hist.at) == ("ann", "bad load", clock.now())
@@ -57,10 +73,16 @@ async def test_retry_from_a_step_reruns_exactly_that_step_and_the_ones_after_it(
     assert again.result == {"fetch": "fetch#1", "transform": "transform#1", "load": "load#2", "notify": "notify#2"}
     assert calls == Counter({"fetch": 1, "transform": 1, "load": 2, "notify": 2})
     assert [(s.name, s.seq) for s in await driver.step_list(job_id=jid)] == [
-        ("fetch", 1), ("transform", 2), ("load", 3), ("notify", 4)]
+        ("fetch", 1),
+        ("transform", 2),
+        ("load", 3),
+        ("notify", 4),
+    ]
 
 
-async def test_a_completed_jobs_attempt_outlives_its_retry_from_a_step(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_a_completed_jobs_attempt_outlives_its_retry_from_a_step(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     # The ack records a completion on the row itself (Postgres writes no attempt row for it), so
     # the retry must write that attempt out before the row leaves 'completed'.
     jid = await enqueue(driver, ids, clock)
@@ -75,7 +97,9 @@ async def test_a_completed_jobs_attempt_outlives_its_retry_from_a_step(driver: D
     assert runs == [(first.run, 1, "completed"), (first.run + 1, 1, "completed")]
 
 
-async def test_retry_from_a_step_revives_a_dead_job_with_its_attempts_reset(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_retry_from_a_step_revives_a_dead_job_with_its_attempts_reset(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     jid = await enqueue(driver, ids, clock, max_attempts=1)
     calls: Counter[str] = Counter()
     dead = await attempt(driver, clock, pipeline(calls, fail_at="load"))
@@ -98,9 +122,15 @@ async def test_retry_from_a_step_refusals_change_nothing(driver: Driver, ids: Id
     assert (unknown.outcome, unknown.known_steps) == ("unknown-step", STEPS)
     with pytest.raises(JobsError) as err:
         checked_step_retry(unknown, tenant="acme")
-    assert err.value.code == X_UNKNOWN_STEP and "'lod'" in err.value.cause and err.value.fix == f"jobs retry {jid} --from-step fetch"
+    assert (
+        err.value.code == X_UNKNOWN_STEP
+        and "'lod'" in err.value.cause
+        and err.value.fix == f"jobs retry {jid} --from-step fetch"
+    )
 
-    other_tenant = await driver.job_retry_from_step(job_id=jid, step_name="load", tenant="globex", now=clock.now(), actor=None)
+    other_tenant = await driver.job_retry_from_step(
+        job_id=jid, step_name="load", tenant="globex", now=clock.now(), actor=None
+    )
     assert other_tenant.outcome == "not-found"  # I25: another tenant's job is not found, not refused
     with pytest.raises(JobsError) as err:
         checked_step_retry(other_tenant, tenant="globex")
@@ -118,11 +148,15 @@ async def test_retry_from_a_step_refusals_change_nothing(driver: Driver, ids: Id
     # A job that is not dead or completed (here: running) is refused.
     claimed = await claim_api(driver, clock)
     assert claimed is not None and claimed[1].id == holder
-    running = await driver.job_retry_from_step(job_id=holder, step_name="load", tenant=None, now=clock.now(), actor=None)
+    running = await driver.job_retry_from_step(
+        job_id=holder, step_name="load", tenant=None, now=clock.now(), actor=None
+    )
     assert (running.outcome, running.state) == ("invalid-state", JobState.RUNNING)
     with pytest.raises(JobsError) as err:
         checked_step_retry(running, tenant=None)
     assert err.value.code == X_INVALID_STATE and "running" in err.value.cause
-    missing = await driver.job_retry_from_step(job_id=ids.new(), step_name="load", tenant=None, now=clock.now(), actor=None)
+    missing = await driver.job_retry_from_step(
+        job_id=ids.new(), step_name="load", tenant=None, now=clock.now(), actor=None
+    )
     assert missing.outcome == "not-found"
     assert not [h for h in await driver.job_history(job_id=jid) if h.kind == "retried-from-step"]

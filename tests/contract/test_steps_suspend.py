@@ -57,13 +57,22 @@ async def test_i7_sleep_until_a_past_instant_does_not_suspend(driver: Driver, id
 
     out = await attempt(driver, clock, handler)
     assert out.kind == "completed" and out.result == "ran through"
-    assert [(s.name, s.status) for s in await driver.step_list(job_id=jid)] == [("already", "completed"), ("zero", "completed")]
+    assert [(s.name, s.status) for s in await driver.step_list(job_id=jid)] == [
+        ("already", "completed"),
+        ("zero", "completed"),
+    ]
 
 
 async def test_i7_an_event_sent_before_the_wait_is_consumed(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
     # An event from before the job existed belongs to someone else's story: it is not matched.
-    await driver.event_send(id=ids.new(), name="workspace.approved", payload={"workspace": 7, "by": "old"},
-                            tenant="acme", actor=None, now=clock.now())
+    await driver.event_send(
+        id=ids.new(),
+        name="workspace.approved",
+        payload={"workspace": 7, "by": "old"},
+        tenant="acme",
+        actor=None,
+        now=clock.now(),
+    )
     clock.advance(1)
     jid = await enqueue(driver, ids, clock, tenant="acme")
     clock.advance(1)
@@ -75,8 +84,14 @@ async def test_i7_an_event_sent_before_the_wait_is_consumed(driver: Driver, ids:
         ("workspace.approved", {"workspace": 8}, "acme"),
     ):
         await driver.event_send(id=ids.new(), name=name, payload=payload, tenant=tenant, actor=None, now=clock.now())
-    sent = await driver.event_send(id=ids.new(), name="workspace.approved", payload={"workspace": 7, "by": "ann"},
-                                   tenant="acme", actor="ann", now=clock.now())
+    sent = await driver.event_send(
+        id=ids.new(),
+        name="workspace.approved",
+        payload={"workspace": 7, "by": "ann"},
+        tenant="acme",
+        actor="ann",
+        now=clock.now(),
+    )
     assert sent.woken == 0  # nobody was waiting yet
     clock.advance(60)
 
@@ -86,10 +101,17 @@ async def test_i7_an_event_sent_before_the_wait_is_consumed(driver: Driver, ids:
     out = await attempt(driver, clock, handler)
     assert out.kind == "completed" and out.result == {"workspace": 7, "by": "ann"}
     (wait,) = await driver.step_load(job_id=jid)
-    assert (wait.kind, wait.status, wait.event_id, wait.result) == ("event", "completed", sent.id, {"workspace": 7, "by": "ann"})
+    assert (wait.kind, wait.status, wait.event_id, wait.result) == (
+        "event",
+        "completed",
+        sent.id,
+        {"workspace": 7, "by": "ann"},
+    )
 
 
-async def test_i7_an_event_wait_suspends_and_a_matching_send_wakes_it(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_i7_an_event_wait_suspends_and_a_matching_send_wakes_it(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     jid = await enqueue(driver, ids, clock, tenant="acme")
 
     async def handler(step: StepApi, row: JobRow) -> object:
@@ -99,25 +121,43 @@ async def test_i7_an_event_wait_suspends_and_a_matching_send_wakes_it(driver: Dr
     out = await attempt(driver, clock, handler, event_poll=300)
     assert out.kind == "suspended" and out.suspension is not None
     assert out.suspension.run_at == clock.now() + timedelta(seconds=300)  # the job's event_poll bound
-    assert out.suspension.wait == {"kind": "event", "step": "approved", "event": "workspace.approved",
-                                   "match": {"workspace": {"id": 7}}, "timeout_at": None}
+    assert out.suspension.wait == {
+        "kind": "event",
+        "step": "approved",
+        "event": "workspace.approved",
+        "match": {"workspace": {"id": 7}},
+        "timeout_at": None,
+    }
     row = await get(driver, jid)
     assert (row.state, row.attempt, row.last_error) == (JobState.SUSPENDED, 0, None)
 
-    miss = await driver.event_send(id=ids.new(), name="workspace.approved", payload={"workspace": {"id": 8}},
-                                   tenant="acme", actor=None, now=clock.now())
+    miss = await driver.event_send(
+        id=ids.new(),
+        name="workspace.approved",
+        payload={"workspace": {"id": 8}},
+        tenant="acme",
+        actor=None,
+        now=clock.now(),
+    )
     assert miss.woken == 0 and (await get(driver, jid)).run_at > clock.now()
     clock.advance(5)
-    hit = await driver.event_send(id=ids.new(), name="workspace.approved",
-                                  payload={"workspace": {"id": 7, "name": "W"}, "by": "ann"},
-                                  tenant="acme", actor="ann", now=clock.now())
+    hit = await driver.event_send(
+        id=ids.new(),
+        name="workspace.approved",
+        payload={"workspace": {"id": 7, "name": "W"}, "by": "ann"},
+        tenant="acme",
+        actor="ann",
+        now=clock.now(),
+    )
     assert hit.woken == 1
     assert (await get(driver, jid)).run_at == clock.now()  # claimable now, not at the next poll
     done = await attempt(driver, clock, handler, event_poll=300)
     assert done.kind == "completed" and done.result == {"approved_by": "ann"}
 
 
-async def test_i7_an_event_wait_times_out_as_none_and_polls_on_the_way(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_i7_an_event_wait_times_out_as_none_and_polls_on_the_way(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     jid = await enqueue(driver, ids, clock)
     start = clock.now()
 
@@ -138,13 +178,21 @@ async def test_i7_an_event_wait_times_out_as_none_and_polls_on_the_way(driver: D
     (wait,) = await driver.step_list(job_id=jid)
     assert (wait.status, wait.duration) == ("timed-out", 50.0)
     row = await get(driver, jid)
-    assert row.attempt == 1 and [a.outcome for a in await driver.job_attempts(job_id=jid)] == ["suspended", "suspended", "completed"]
+    assert row.attempt == 1 and [a.outcome for a in await driver.job_attempts(job_id=jid)] == [
+        "suspended",
+        "suspended",
+        "completed",
+    ]
 
 
-async def test_two_waits_on_one_event_name_each_take_their_own_event(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_two_waits_on_one_event_name_each_take_their_own_event(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     jid = await enqueue(driver, ids, clock)
     clock.advance(1)
-    first = await driver.event_send(id=ids.new(), name="tick", payload={"n": 1}, tenant=None, actor=None, now=clock.now())
+    first = await driver.event_send(
+        id=ids.new(), name="tick", payload={"n": 1}, tenant=None, actor=None, now=clock.now()
+    )
 
     async def handler(step: StepApi, row: JobRow) -> object:
         a = await step.wait_for_event("tick-1", event="tick")
@@ -153,19 +201,25 @@ async def test_two_waits_on_one_event_name_each_take_their_own_event(driver: Dri
 
     assert (await attempt(driver, clock, handler)).kind == "suspended"
     clock.advance(1)
-    second = await driver.event_send(id=ids.new(), name="tick", payload={"n": 2}, tenant=None, actor=None, now=clock.now())
+    second = await driver.event_send(
+        id=ids.new(), name="tick", payload={"n": 2}, tenant=None, actor=None, now=clock.now()
+    )
     assert second.woken == 1
     done = await attempt(driver, clock, handler)
     assert done.kind == "completed" and done.result == [1, 2]
     assert [s.event_id for s in await driver.step_load(job_id=jid)] == [first.id, second.id]
 
 
-async def test_event_match_is_jsonb_containment_on_both_drivers(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_event_match_is_jsonb_containment_on_both_drivers(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     """The memory driver mirrors `payload @> match` (sql/queries/steps.sql, event_find): objects
     by key recursively, arrays by element, and a boolean is never a number."""
     jid = await enqueue(driver, ids, clock)
     payload = {"order": {"id": 7, "tags": ["gift", "rush"], "paid": True}, "total": 10}
-    ev = await driver.event_send(id=ids.new(), name="order.paid", payload=payload, tenant=None, actor=None, now=clock.now())
+    ev = await driver.event_send(
+        id=ids.new(), name="order.paid", payload=payload, tenant=None, actor=None, now=clock.now()
+    )
     cases = [
         ({}, True),
         ({"order": {"id": 7}}, True),
@@ -180,13 +234,32 @@ async def test_event_match_is_jsonb_containment_on_both_drivers(driver: Driver, 
         ({"order": 7}, False),
     ]
     for match, hit in cases:
-        found = await driver.event_find(job_id=jid, name="order.paid", tenant=None, match=match,
-                                        since=clock.now(), now=clock.now())
+        found = await driver.event_find(
+            job_id=jid, name="order.paid", tenant=None, match=match, since=clock.now(), now=clock.now()
+        )
         assert (found is not None) is hit, match
         if found is not None:
             assert (found.id, found.payload) == (ev.id, payload)
     # Never a future event, never one from before `since`.
-    assert await driver.event_find(job_id=jid, name="order.paid", tenant=None, match={}, since=clock.now(),
-                                   now=clock.now() - timedelta(seconds=1)) is None
-    assert await driver.event_find(job_id=jid, name="order.paid", tenant=None, match={},
-                                   since=clock.now() + timedelta(seconds=1), now=clock.now() + timedelta(seconds=1)) is None
+    assert (
+        await driver.event_find(
+            job_id=jid,
+            name="order.paid",
+            tenant=None,
+            match={},
+            since=clock.now(),
+            now=clock.now() - timedelta(seconds=1),
+        )
+        is None
+    )
+    assert (
+        await driver.event_find(
+            job_id=jid,
+            name="order.paid",
+            tenant=None,
+            match={},
+            since=clock.now() + timedelta(seconds=1),
+            now=clock.now() + timedelta(seconds=1),
+        )
+        is None
+    )

@@ -17,12 +17,21 @@ LEASE = 30.0
 
 def _new(ids: IdFactory, queue: str = "default", **kw) -> NewJob:  # type: ignore[no-untyped-def]
     jid = ids.new()
-    return NewJob(id=jid, name=kw.pop("name", "send_email"), queue=queue, idempotency_key=f"k:{jid}",
-                  input={"n": 1}, max_attempts=kw.pop("max_attempts", 3), **kw)
+    return NewJob(
+        id=jid,
+        name=kw.pop("name", "send_email"),
+        queue=queue,
+        idempotency_key=f"k:{jid}",
+        input={"n": 1},
+        max_attempts=kw.pop("max_attempts", 3),
+        **kw,
+    )
 
 
 async def test_worker_rows_register_heartbeat_list_deregister(driver: Driver, clock: FakeClock) -> None:
-    await driver.worker_register(id="w-b", host="h1", pid=11, queues=["mail", "default"], concurrency=8, now=clock.now())
+    await driver.worker_register(
+        id="w-b", host="h1", pid=11, queues=["mail", "default"], concurrency=8, now=clock.now()
+    )
     await driver.worker_register(id="w-a", host="h2", pid=12, queues=["default"], concurrency=2, now=clock.now())
     clock.advance(4)
     assert await driver.worker_heartbeat(id="w-b", in_use=3, stopping=False, now=clock.now())
@@ -30,7 +39,14 @@ async def test_worker_rows_register_heartbeat_list_deregister(driver: Driver, cl
     ws = await driver.worker_list(now=clock.now())
     assert [w.id for w in ws] == ["w-a", "w-b"]
     a, b = ws
-    assert (b.host, b.pid, b.queues, b.concurrency, b.in_use, b.stopping) == ("h1", 11, ("mail", "default"), 8, 3, False)
+    assert (b.host, b.pid, b.queues, b.concurrency, b.in_use, b.stopping) == (
+        "h1",
+        11,
+        ("mail", "default"),
+        8,
+        3,
+        False,
+    )
     assert (a.heartbeat_age, b.heartbeat_age) == (5.0, 1.0)
     await driver.worker_deregister(id="w-b")
     assert [w.id for w in await driver.worker_list(now=clock.now())] == ["w-a"]
@@ -55,10 +71,14 @@ async def test_worker_claim_means_job_claim(driver: Driver, ids: IdFactory, cloc
     clock.advance(10)
     last = await driver.worker_claim(queues=["default"], limit=1, worker="w2", now=clock.now(), lease_seconds=LEASE)
     assert [c.row.id for c in last.jobs] == [later.id] and last.next_due is None  # a full claim does not ask
-    assert (await driver.worker_claim(queues=["default"], limit=1, worker="w2", now=clock.now(), lease_seconds=LEASE)).next_due is None
+    assert (
+        await driver.worker_claim(queues=["default"], limit=1, worker="w2", now=clock.now(), lease_seconds=LEASE)
+    ).next_due is None
 
 
-async def test_a_short_claim_says_when_work_it_did_not_take_falls_due(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_a_short_claim_says_when_work_it_did_not_take_falls_due(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     # When the queues next have work the claim did not take: the first ready row left in claim
     # order (locked by another worker's claim right now, say), else the earliest delayed, parked
     # or suspended row; paused queues and the rows just taken never count.
@@ -123,27 +143,82 @@ async def test_i24_a_gauge_count_answers_the_fleet_for_max_age_with_its_oldest_a
     clock.advance(6)
     # max_age has passed: counted again, every queue.
     assert await driver.queue_gauges(now=clock.now(), max_age=10) == [
-        QueueGauges("bills", 1, 10.0, 0), QueueGauges("mail", 2, 10.0, 1)]
+        QueueGauges("bills", 1, 10.0, 0),
+        QueueGauges("mail", 2, 10.0, 1),
+    ]
     await make_job(driver, ids, clock.now(), queue="bills")
     # max_age 0 (the default) always counts.
-    assert await driver.queue_gauges(now=clock.now()) == [QueueGauges("bills", 2, 10.0, 0), QueueGauges("mail", 2, 10.0, 1)]
+    assert await driver.queue_gauges(now=clock.now()) == [
+        QueueGauges("bills", 2, 10.0, 0),
+        QueueGauges("mail", 2, 10.0, 1),
+    ]
 
 
 async def test_i8_concurrency_slots_are_shared_and_leased(driver: Driver, clock: FakeClock) -> None:
     now = clock.now()
-    a = await driver.slot_acquire(key="concurrency:x", limit=2, job_id="00000000-0000-7000-8000-000000000001", worker="w1", now=now, lease_seconds=10)
-    b = await driver.slot_acquire(key="concurrency:x", limit=2, job_id="00000000-0000-7000-8000-000000000002", worker="w2", now=now, lease_seconds=10)
-    c = await driver.slot_acquire(key="concurrency:x", limit=2, job_id="00000000-0000-7000-8000-000000000003", worker="w2", now=now, lease_seconds=10)
+    a = await driver.slot_acquire(
+        key="concurrency:x",
+        limit=2,
+        job_id="00000000-0000-7000-8000-000000000001",
+        worker="w1",
+        now=now,
+        lease_seconds=10,
+    )
+    b = await driver.slot_acquire(
+        key="concurrency:x",
+        limit=2,
+        job_id="00000000-0000-7000-8000-000000000002",
+        worker="w2",
+        now=now,
+        lease_seconds=10,
+    )
+    c = await driver.slot_acquire(
+        key="concurrency:x",
+        limit=2,
+        job_id="00000000-0000-7000-8000-000000000003",
+        worker="w2",
+        now=now,
+        lease_seconds=10,
+    )
     assert sorted([a, b]) == [0, 1] and c is None  # type: ignore[type-var]
     await driver.slot_release(key="concurrency:x", slot=a, job_id="00000000-0000-7000-8000-000000000001")  # type: ignore[arg-type]
-    assert await driver.slot_acquire(key="concurrency:x", limit=2, job_id="00000000-0000-7000-8000-000000000003", worker="w2", now=now, lease_seconds=10) == a
+    assert (
+        await driver.slot_acquire(
+            key="concurrency:x",
+            limit=2,
+            job_id="00000000-0000-7000-8000-000000000003",
+            worker="w2",
+            now=now,
+            lease_seconds=10,
+        )
+        == a
+    )
     # A holder that stopped renewing frees its slot when its lease lapses; a renewed one does not.
     clock.advance(8)
-    await driver.slot_renew_many(worker="w2", job_ids=["00000000-0000-7000-8000-000000000003"], now=clock.now(), lease_seconds=10)
+    await driver.slot_renew_many(
+        worker="w2", job_ids=["00000000-0000-7000-8000-000000000003"], now=clock.now(), lease_seconds=10
+    )
     clock.advance(4)
-    d = await driver.slot_acquire(key="concurrency:x", limit=2, job_id="00000000-0000-7000-8000-000000000004", worker="w3", now=clock.now(), lease_seconds=10)
+    d = await driver.slot_acquire(
+        key="concurrency:x",
+        limit=2,
+        job_id="00000000-0000-7000-8000-000000000004",
+        worker="w3",
+        now=clock.now(),
+        lease_seconds=10,
+    )
     assert d == b
-    assert await driver.slot_acquire(key="concurrency:x", limit=2, job_id="00000000-0000-7000-8000-000000000005", worker="w3", now=clock.now(), lease_seconds=10) is None
+    assert (
+        await driver.slot_acquire(
+            key="concurrency:x",
+            limit=2,
+            job_id="00000000-0000-7000-8000-000000000005",
+            worker="w3",
+            now=clock.now(),
+            lease_seconds=10,
+        )
+        is None
+    )
 
 
 async def test_i8_rate_buckets_refill_at_their_rate(driver: Driver, clock: FakeClock) -> None:
@@ -167,14 +242,20 @@ async def test_leader_lease_is_exclusive_and_fenced_by_term(driver: Driver, cloc
     assert await driver.leader_acquire(name="maintenance", holder="a", now=clock.now(), lease_seconds=10) == 3
 
 
-async def test_rescue_returns_lapsed_leases_and_records_the_loss(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_rescue_returns_lapsed_leases_and_records_the_loss(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     jid = (await driver.job_enqueue(jobs=[_new(ids, max_attempts=2)], now=clock.now()))[0].id
-    (c,) = await driver.job_claim(queues=["default"], limit=1, worker="dead-worker", now=clock.now(), lease_seconds=LEASE)
+    (c,) = await driver.job_claim(
+        queues=["default"], limit=1, worker="dead-worker", now=clock.now(), lease_seconds=LEASE
+    )
     term = await driver.leader_acquire(name="maintenance", holder="m", now=clock.now(), lease_seconds=120)
     assert term is not None
     assert await driver.job_rescue(leader="maintenance", holder="m", term=term, now=clock.now(), limit=10) == []
     clock.advance(LEASE + 1)
-    assert await driver.job_rescue(leader="maintenance", holder="m", term=term, now=clock.now(), limit=10) == [(jid, JobState.READY)]
+    assert await driver.job_rescue(leader="maintenance", holder="m", term=term, now=clock.now(), limit=10) == [
+        (jid, JobState.READY)
+    ]
     row = await driver.job_get(job_id=jid)
     assert row is not None and (row.state, row.attempt, row.error_code) == (JobState.READY, 1, "X_LEASE_LOST")
     (att,) = await driver.job_attempts(job_id=jid)
@@ -185,13 +266,17 @@ async def test_rescue_returns_lapsed_leases_and_records_the_loss(driver: Driver,
     # The lost attempt counts: a second loss on the last attempt is a dead letter with its reason.
     await driver.job_claim(queues=["default"], limit=1, worker="w2", now=clock.now(), lease_seconds=LEASE)
     clock.advance(LEASE + 1)
-    assert await driver.job_rescue(leader="maintenance", holder="m", term=term, now=clock.now(), limit=10) == [(jid, JobState.DEAD)]
+    assert await driver.job_rescue(leader="maintenance", holder="m", term=term, now=clock.now(), limit=10) == [
+        (jid, JobState.DEAD)
+    ]
     row = await driver.job_get(job_id=jid)
     assert row is not None and (row.state, row.stop_reason, row.attempt) == (JobState.DEAD, "attempts-exhausted", 2)
     assert "attempts-exhausted at attempt 2 of 2" in (row.last_error or "")
 
 
-async def test_prune_deletes_past_retention_in_batches_and_keeps_dead_longer(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_prune_deletes_past_retention_in_batches_and_keeps_dead_longer(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     old = [await make_job(driver, ids, clock.now(), state=JobState.COMPLETED) for _ in range(3)]
     cancelled = await make_job(driver, ids, clock.now(), state=JobState.CANCELLED)
     dead = await make_job(driver, ids, clock.now(), state=JobState.DEAD)
@@ -202,26 +287,45 @@ async def test_prune_deletes_past_retention_in_batches_and_keeps_dead_longer(dri
     assert term is not None
     before = clock.now() - timedelta(days=7)
     dead_before = clock.now() - timedelta(days=30)
-    first = await driver.job_prune(leader="maintenance", holder="m", term=term, now=clock.now(), before=before, dead_before=dead_before, limit=2)
-    second = await driver.job_prune(leader="maintenance", holder="m", term=term, now=clock.now(), before=before, dead_before=dead_before, limit=2)
+    first = await driver.job_prune(
+        leader="maintenance", holder="m", term=term, now=clock.now(), before=before, dead_before=dead_before, limit=2
+    )
+    second = await driver.job_prune(
+        leader="maintenance", holder="m", term=term, now=clock.now(), before=before, dead_before=dead_before, limit=2
+    )
     assert len(first) == 2 and sorted(first + second) == sorted([r.id for r in old] + [cancelled.id])
     for r in (dead, fresh, live):
         assert await driver.job_get(job_id=r.id) is not None
     clock.advance(86400 * 30)
-    pruned = await driver.job_prune(leader="maintenance", holder="m", term=term, now=clock.now(),
-                                    before=clock.now() - timedelta(days=7), dead_before=clock.now() - timedelta(days=30), limit=10)
+    pruned = await driver.job_prune(
+        leader="maintenance",
+        holder="m",
+        term=term,
+        now=clock.now(),
+        before=clock.now() - timedelta(days=7),
+        dead_before=clock.now() - timedelta(days=30),
+        limit=10,
+    )
     assert pruned == []  # the leader's lease lapsed: nothing happens without a current term
     term = await driver.leader_acquire(name="maintenance", holder="m", now=clock.now(), lease_seconds=60)
     assert term is not None
-    pruned = await driver.job_prune(leader="maintenance", holder="m", term=term, now=clock.now(),
-                                    before=clock.now() - timedelta(days=7), dead_before=clock.now() - timedelta(days=30), limit=10)
+    pruned = await driver.job_prune(
+        leader="maintenance",
+        holder="m",
+        term=term,
+        now=clock.now(),
+        before=clock.now() - timedelta(days=7),
+        dead_before=clock.now() - timedelta(days=30),
+        limit=10,
+    )
     assert sorted(pruned) == sorted([dead.id, fresh.id])
     assert await driver.job_get(job_id=live.id) is not None
     assert await driver.job_attempts(job_id=dead.id) == []
 
 
-
-async def test_prune_takes_a_jobs_attempts_steps_and_history_with_it(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_prune_takes_a_jobs_attempts_steps_and_history_with_it(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     # No foreign key cascades these in SQL (schema.sql says why): the pruner's one statement must.
     from engine.types import Claim, StoredStep
 
@@ -240,8 +344,15 @@ async def test_prune_takes_a_jobs_attempts_steps_and_history_with_it(driver: Dri
     clock.advance(86400 * 8)
     term = await driver.leader_acquire(name="maintenance", holder="m", now=clock.now(), lease_seconds=60)
     assert term is not None
-    pruned = await driver.job_prune(leader="maintenance", holder="m", term=term, now=clock.now(),
-                                    before=clock.now() - timedelta(days=7), dead_before=clock.now() - timedelta(days=30), limit=10)
+    pruned = await driver.job_prune(
+        leader="maintenance",
+        holder="m",
+        term=term,
+        now=clock.now(),
+        before=clock.now() - timedelta(days=7),
+        dead_before=clock.now() - timedelta(days=30),
+        limit=10,
+    )
     assert sorted(pruned) == sorted([ran.id, cancelled.id])
     for jid in pruned:
         assert await driver.job_attempts(job_id=jid) == []
@@ -259,8 +370,16 @@ async def test_i24_a_job_waits_from_when_it_fell_due_not_from_when_it_was_enqueu
     await make_job(driver, ids, t0, state=JobState.DELAYED, queue="later", run_at=t0 + timedelta(hours=1))
     retried = await make_job(driver, ids, t0, state=JobState.RUNNING, queue="flaky")
     assert retried.claimed_by is not None
-    assert await driver.job_nack(nack=Nack(Claim(retried.id, retried.claimed_by, retried.run), "retry",
-                                           run_at=t0 + timedelta(minutes=10), error="X_BOOM: boom", error_code="X_BOOM"), now=t0)
+    assert await driver.job_nack(
+        nack=Nack(
+            Claim(retried.id, retried.claimed_by, retried.run),
+            "retry",
+            run_at=t0 + timedelta(minutes=10),
+            error="X_BOOM: boom",
+            error_code="X_BOOM",
+        ),
+        now=t0,
+    )
     clock.advance(3600 + 30)
     gauges = {g.queue: g.oldest_ready_seconds for g in await driver.queue_gauges(now=clock.now())}
     assert gauges == {"later": 30.0, "flaky": 3030.0}
@@ -278,11 +397,13 @@ async def test_i24_a_parked_job_waits_since_it_first_fell_due_however_often_a_li
     shed_wait = {"kind": "limit", "limit": "concurrency", "key": "send_email"}
 
     async def claim_and_shed() -> None:
-        (got,) = (await driver.worker_claim(queues=["limited"], limit=10, worker="w1", now=clock.now(),
-                                            lease_seconds=30.0)).jobs
+        (got,) = (
+            await driver.worker_claim(queues=["limited"], limit=10, worker="w1", now=clock.now(), lease_seconds=30.0)
+        ).jobs
         assert got.row.id == job.id
-        assert await driver.job_nack(nack=Nack(got.claim, "park", run_at=clock.now() + timedelta(seconds=5),
-                                               wait=shed_wait), now=clock.now())
+        assert await driver.job_nack(
+            nack=Nack(got.claim, "park", run_at=clock.now() + timedelta(seconds=5), wait=shed_wait), now=clock.now()
+        )
 
     for _ in range(4):  # claimed and shed at t0 + 10, 15, 20 and 25 s
         clock.advance(10 if _ == 0 else 5)
@@ -298,10 +419,12 @@ async def test_i24_a_parked_job_waits_since_it_first_fell_due_however_often_a_li
     # Admitted at last and completed: nothing of that wait is left on the row. A retry of it
     # that is shed again waits from when the retry made it due.
     clock.advance(3)
-    (got,) = (await driver.worker_claim(queues=["limited"], limit=10, worker="w1", now=clock.now(),
-                                        lease_seconds=30.0)).jobs
-    assert await driver.job_nack(nack=Nack(got.claim, "dead", error="X_BOOM: boom", error_code="X_BOOM",
-                                           stop_reason="terminal"), now=clock.now())
+    (got,) = (
+        await driver.worker_claim(queues=["limited"], limit=10, worker="w1", now=clock.now(), lease_seconds=30.0)
+    ).jobs
+    assert await driver.job_nack(
+        nack=Nack(got.claim, "dead", error="X_BOOM: boom", error_code="X_BOOM", stop_reason="terminal"), now=clock.now()
+    )
     assert (await driver.job_get(job_id=job.id)).waiting_since is None  # type: ignore[union-attr]
     clock.advance(60)
     retried_at = clock.now()

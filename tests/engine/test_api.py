@@ -37,10 +37,12 @@ def test_sync_enqueue_answers_id_and_deduped(clock: FakeClock) -> None:
 
 async def test_async_batch_enqueue_is_one_call_with_delay_and_tenant(clock: FakeClock) -> None:
     eng = connect("memory://", clock=clock)
-    rs = await eng.aenqueue_many([
-        Enqueue(send_email, {"user_id": 1}, tenant="acme"),
-        Enqueue(send_email, {"user_id": 1}, tenant="globex", delay=60),
-    ])
+    rs = await eng.aenqueue_many(
+        [
+            Enqueue(send_email, {"user_id": 1}, tenant="acme"),
+            Enqueue(send_email, {"user_id": 1}, tenant="globex", delay=60),
+        ]
+    )
     assert [r.deduped for r in rs] == [False, False]
     later = await eng.aget(rs[1].id)
     assert later.state is JobState.DELAYED and later.run_at == clock.now() + timedelta(seconds=60)
@@ -72,17 +74,22 @@ async def test_an_input_postgres_cannot_store_is_refused_before_the_database(pg_
     eng = connect(pg_dsn)
     try:
         with pytest.raises(JobsError) as e:
-            await eng.aenqueue_many([Enqueue(send_email, {"user_id": 1}), Enqueue(send_email, {"user_id": 2, "note": "a\x00b"})])
+            await eng.aenqueue_many(
+                [Enqueue(send_email, {"user_id": 1}), Enqueue(send_email, {"user_id": 2, "note": "a\x00b"})]
+            )
         assert e.value.code == "X_INPUT_NOT_JSON" and "NUL" in e.value.cause
         assert (await eng.aenqueue(send_email, {"user_id": 1})).deduped is False  # the first row was not written
     finally:
         await eng.aclose()
 
 
-@pytest.mark.parametrize("kw, code", [
-    ({"delay": -1}, "X_INVALID_ARGUMENT"),
-    ({"tenant": ""}, "X_INVALID_ARGUMENT"),
-])
+@pytest.mark.parametrize(
+    "kw, code",
+    [
+        ({"delay": -1}, "X_INVALID_ARGUMENT"),
+        ({"tenant": ""}, "X_INVALID_ARGUMENT"),
+    ],
+)
 async def test_bad_enqueue_arguments_are_refused(clock: FakeClock, kw: dict, code: str) -> None:  # type: ignore[type-arg]
     eng = connect("memory://", clock=clock)
     with pytest.raises(JobsError) as e:

@@ -22,8 +22,21 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_quick_bench_produces_every_figure(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     done = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--only", "enqueue,limit,drain,latency,steps,console", "--json", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=240, check=False,
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "--quick",
+            "--only",
+            "enqueue,limit,drain,latency,steps,console",
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     doc = json.loads(out.read_text())

@@ -20,7 +20,7 @@ from tests.factory import make_job
 
 runner = CliRunner()
 
-APP = textwrap.dedent('''
+APP = textwrap.dedent("""
     from engine import job
 
     @job(name="zeta_report", idempotency_key=lambda inp: f"r:{inp['day']}")
@@ -30,7 +30,7 @@ APP = textwrap.dedent('''
     @job(name="Alpha_mail", queue="emails", idempotency_key=lambda inp: f"u:{inp['user']}")
     async def alpha(ctx, inp):
         return None
-''')
+""")
 
 
 def seed(dsn: str, *states: JobState, **kw) -> list[JobRow]:  # type: ignore[no-untyped-def]
@@ -67,7 +67,11 @@ def test_queues_ls_show_dead_read_with_json(pg_dsn: str) -> None:
     assert r.exit_code == 0 and [j["id"] for j in json.loads(r.stdout)["items"]] == [dead.id]
     r = cli("show", dead.id, "--dsn", pg_dsn, "--json")
     d = json.loads(r.stdout)
-    assert d["job"]["state"] == "dead" and d["attempts"][0]["outcome"] == "dead" and d["why"]["causes"][0]["kind"] == "dead"
+    assert (
+        d["job"]["state"] == "dead"
+        and d["attempts"][0]["outcome"] == "dead"
+        and d["why"]["causes"][0]["kind"] == "dead"
+    )
     r = cli("dead", "--dsn", pg_dsn, "--json")
     assert json.loads(r.stdout)["groups"][0]["count"] == 1
     r = cli("queues", "--dsn", pg_dsn)
@@ -143,11 +147,35 @@ def test_i23_describe_sorts_by_code_points_and_check_fails_on_drift(app_module: 
 
 
 def test_enqueue_answers_id_and_deduped(app_module: str, pg_dsn: str) -> None:
-    args = ("enqueue", "Alpha_mail", "--app", app_module, "--input", '{"user": 7}', "--tenant", "acme", "--dsn", pg_dsn, "--json")
+    args = (
+        "enqueue",
+        "Alpha_mail",
+        "--app",
+        app_module,
+        "--input",
+        '{"user": 7}',
+        "--tenant",
+        "acme",
+        "--dsn",
+        pg_dsn,
+        "--json",
+    )
     first = json.loads(cli(*args).stdout)
     again = json.loads(cli(*args).stdout)
     assert not first["deduped"] and again["deduped"] and again["id"] == first["id"]
-    r = cli("enqueue", "zeta_report", "--app", app_module, "--input", '{"day": 1}', "--delay", "10s", "--dsn", pg_dsn, "--json")
+    r = cli(
+        "enqueue",
+        "zeta_report",
+        "--app",
+        app_module,
+        "--input",
+        '{"day": 1}',
+        "--delay",
+        "10s",
+        "--dsn",
+        pg_dsn,
+        "--json",
+    )
     assert r.exit_code == 0 and json.loads(r.stdout)["state"] == "delayed"
     r = cli("enqueue", "nope", "--app", app_module, "--dsn", pg_dsn)
     assert r.exit_code == 3 and "X_UNKNOWN_JOB" in r.stderr
@@ -158,6 +186,9 @@ def test_enqueue_answers_id_and_deduped(app_module: str, pg_dsn: str) -> None:
 def test_the_slots_cause_agrees_with_its_own_numbers() -> None:
     from engine.introspect.why import _slots_sentence
 
-    assert _slots_sentence("concurrency:r", 2, 2, "in 5s") == "All 2 slots of concurrency:r are held; the first lease ends in 5s."
+    assert (
+        _slots_sentence("concurrency:r", 2, 2, "in 5s")
+        == "All 2 slots of concurrency:r are held; the first lease ends in 5s."
+    )
     some = _slots_sentence("concurrency:r", 3, 1, None)
     assert some.startswith("1 of 3 slots of concurrency:r are held now; 2 are free again") and "All" not in some

@@ -26,12 +26,18 @@ class Colour(StrEnum):
 ACCEPTED = [
     {"user_id": 7, "name": "ann", "ratio": 0.1, "ok": True, "none": None},
     {"nested": {"list": [1, 2.5, "x", None, {"deep": [True]}]}},
-    [1, 2, 3], "just text", 42, 1e16, -0.0, None,
+    [1, 2, 3],
+    "just text",
+    42,
+    1e16,
+    -0.0,
+    None,
     {"big": 2**70, "neg": -(2**70)},  # past 64 bits: exact, through the standard library
-    {"tuple": (1, 2)}, (1, [2, 3]),  # tuples become lists
+    {"tuple": (1, 2)},
+    (1, [2, 3]),  # tuples become lists
     {3: "int key", 2.5: "float key", True: "bool key", None: "null key"},  # keys become strings
     {"colour": Colour.RED},  # a str subclass is written as its value
-    {"text": "héllo \"quoted\" \\ back \n line \x01 \u2028 \\u0000"},  # NUL itself: refused (below)
+    {"text": 'héllo "quoted" \\ back \n line \x01 \u2028 \\u0000'},  # NUL itself: refused (below)
 ]
 
 
@@ -45,11 +51,15 @@ def test_an_accepted_value_normalises_as_the_standard_library_would(value: objec
 
 
 REFUSED = [
-    {"nan": float("nan")}, {"inf": float("inf")}, [float("-inf")],
+    {"nan": float("nan")},
+    {"inf": float("inf")},
+    [float("-inf")],
     {"when": datetime(2026, 1, 1, tzinfo=UTC)},  # orjson would write these three: we never do
     {"id": uuid.UUID(int=1)},
     {"row": (dataclass(frozen=True)(type("Row", (), {"__annotations__": {"a": int}})))(1)},
-    {"set": {1, 2}}, {"bytes": b"x"}, {(1, 2): "tuple key"},
+    {"set": {1, 2}},
+    {"bytes": b"x"},
+    {(1, 2): "tuple key"},
 ]
 
 
@@ -80,7 +90,7 @@ def test_loads_reads_integers_past_64_bits_exactly() -> None:
     # orjson reads them as floats, silently; the database's numeric keeps every digit.
     assert loads(b'{"n": 123456789012345678901234567890}') == {"n": 123456789012345678901234567890}
     assert loads('{"n": -9223372036854775809}') == {"n": -9223372036854775809}
-    assert loads(memoryview(b'[18446744073709551615, 1.5]')) == [18446744073709551615, 1.5]
+    assert loads(memoryview(b"[18446744073709551615, 1.5]")) == [18446744073709551615, 1.5]
     assert loads(None) is None
 
 

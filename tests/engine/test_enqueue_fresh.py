@@ -129,7 +129,9 @@ async def test_an_id_minted_twice_is_raised_not_taken_for_a_replayed_key(
         one = NewJob(id=jid, name="n", queue="q", idempotency_key="a", input={}, max_attempts=1)
         await d.job_enqueue(jobs=[one, one._replace(id=ids.new(), idempotency_key="b")], now=now)
         with pytest.raises(psycopg.errors.UniqueViolation) as err:
-            await d.job_enqueue(jobs=[one._replace(idempotency_key="c"), one._replace(id=ids.new(), idempotency_key="d")], now=now)
+            await d.job_enqueue(
+                jobs=[one._replace(idempotency_key="c"), one._replace(id=ids.new(), idempotency_key="d")], now=now
+            )
         assert err.value.diag.constraint_name == "job_pkey"
         assert d._replayed_at == float("-inf")  # no back-off: it was no replay
     finally:
@@ -153,8 +155,9 @@ async def _blocked_on_a_lock(dsn: str) -> None:
     """Until some backend of this database waits on a row lock (the batch, on the held key)."""
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         while True:
-            cur = await conn.execute("select count(*) from pg_stat_activity where datname = current_database()"
-                                     " and wait_event_type = 'Lock'")
+            cur = await conn.execute(
+                "select count(*) from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'"
+            )
             row = await cur.fetchone()
             if row is not None and row[0] > 0:
                 return
@@ -170,7 +173,9 @@ async def test_i2_a_plain_batch_racing_an_uncommitted_holder_of_its_key_dedupes_
         cur = await other.execute(
             "insert into jobs.job (id, name, queue, idempotency_key, state, max_attempts, run_at, created_at, updated_at)"
             " values (gen_random_uuid(), 'fresh_email', 'mail', 'user:1', 'ready', 3, %(now)s, %(now)s, %(now)s)"
-            " returning id::text", {"now": clock.now()})
+            " returning id::text",
+            {"now": clock.now()},
+        )
         row = await cur.fetchone()
         assert row is not None
         batch = asyncio.ensure_future(eng.aenqueue_many([Enqueue(fresh_email, {"user_id": u}) for u in (1, 2)]))

@@ -44,7 +44,13 @@ async def sleeps(ctx, inp):  # type: ignore[no-untyped-def]
     raise StepSuspension(run_at=ctx.step.clock.now() + timedelta(days=1), wait={"kind": "sleep", "step": "nap"})
 
 
-@job(name="x.slowpoke", queue=Q, idempotency_key=lambda inp: str(inp["n"]), timeout=30, retry=RetryPolicy(attempts=2, delay=60))
+@job(
+    name="x.slowpoke",
+    queue=Q,
+    idempotency_key=lambda inp: str(inp["n"]),
+    timeout=30,
+    retry=RetryPolicy(attempts=2, delay=60),
+)
 async def slowpoke(ctx, inp):  # type: ignore[no-untyped-def]
     gate("slowpoke").set()
     await asyncio.Event().wait()
@@ -321,10 +327,18 @@ async def test_i24_metrics_are_exposed_on_loopback(mem: MemoryDriver, clock: Fak
     try:
         host, port = server.server_address[:2]  # type: ignore[attr-defined]
         assert host == "127.0.0.1"
-        text = await asyncio.to_thread(lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read().decode())
+        text = await asyncio.to_thread(
+            lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read().decode()
+        )
     finally:
         server.shutdown()  # type: ignore[attr-defined]
     assert 'jobs_total{outcome="completed",queue="wq"} 1.0' in text
     assert 'jobs_total{outcome="retried",queue="wq"} 1.0' in text
-    for name in ("queue_depth", "queue_oldest_ready_seconds", "queue_dead_jobs", "lease_lost_total", "job_duration_seconds_bucket"):
+    for name in (
+        "queue_depth",
+        "queue_oldest_ready_seconds",
+        "queue_dead_jobs",
+        "lease_lost_total",
+        "job_duration_seconds_bucket",
+    ):
         assert name in text

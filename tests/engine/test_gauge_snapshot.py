@@ -33,14 +33,18 @@ def _explain(dsn: str, max_age: float, now: datetime) -> list[tuple[str, int]]:
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("begin")
         try:
-            doc = conn.execute("explain (analyze, format json) " + Q.queue_gauges.text,  # type: ignore[operator]
-                               {"now": now, "max_age": max_age}).fetchone()[0]  # type: ignore[index]
+            doc = conn.execute(
+                "explain (analyze, format json) " + Q.queue_gauges.text,  # type: ignore[operator]
+                {"now": now, "max_age": max_age},
+            ).fetchone()[0]  # type: ignore[index]
         finally:
             conn.execute("rollback")
     return _job_scans(doc[0]["Plan"])
 
 
-async def test_i24_a_fresh_gauge_snapshot_never_scans_the_jobs_table(pg_dsn: str, ids: IdFactory, clock: FakeClock) -> None:
+async def test_i24_a_fresh_gauge_snapshot_never_scans_the_jobs_table(
+    pg_dsn: str, ids: IdFactory, clock: FakeClock
+) -> None:
     driver = PostgresDriver(pg_dsn)
     now = clock.now()
     try:

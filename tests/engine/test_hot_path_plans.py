@@ -81,8 +81,13 @@ def test_the_ack_probes_running_rows_by_id_however_many_ran_before(pg_dsn: str) 
 
 def _ack(rows: list[tuple[Any, ...]], now: datetime) -> dict[str, Any]:
     rows = [r for r in rows if r[0] is not None]  # worker_claim's last row says when work is next due
-    return {"ids": "{" + ",".join(r[0] for r in rows) + "}", "workers": ["w1"] * len(rows),
-            "runs": "{" + ",".join(str(r[RUN]) for r in rows) + "}", "results": ["null"] * len(rows), "now": now}
+    return {
+        "ids": "{" + ",".join(r[0] for r in rows) + "}",
+        "workers": ["w1"] * len(rows),
+        "runs": "{" + ",".join(str(r[RUN]) for r in rows) + "}",
+        "results": ["null"] * len(rows),
+        "now": now,
+    }
 
 
 def test_no_index_names_lease_until_so_a_renewal_can_be_a_hot_update(pg_dsn: str) -> None:
@@ -90,5 +95,6 @@ def test_no_index_names_lease_until_so_a_renewal_can_be_a_hot_update(pg_dsn: str
         rows = conn.execute(
             """select i.indexrelid::regclass::text,
                       pg_get_indexdef(i.indexrelid) || coalesce(pg_get_expr(i.indpred, i.indrelid), '')
-               from pg_index i where i.indrelid = 'jobs.job'::regclass""").fetchall()
+               from pg_index i where i.indrelid = 'jobs.job'::regclass"""
+        ).fetchall()
     assert rows and [name for name, d in rows if "lease_until" in d] == []

@@ -10,7 +10,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_ruff_is_clean() -> None:
-    done = subprocess.run([sys.executable, "-m", "ruff", "check", "engine", "console", "tests", "bench"], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "engine", "console", "tests", "bench"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stdout[-3000:]
 
 
@@ -21,6 +26,9 @@ def test_mypy_is_clean_on_the_engine() -> None:
 
 
 def test_no_module_of_engine_or_console_passes_450_lines() -> None:
-    big = [f"{p.relative_to(ROOT)} ({n})" for p in [*ROOT.glob("engine/**/*.py"), *ROOT.glob("console/**/*.py")]
-           if (n := len(p.read_text().splitlines())) > 450]
+    big = [
+        f"{p.relative_to(ROOT)} ({n})"
+        for p in [*ROOT.glob("engine/**/*.py"), *ROOT.glob("console/**/*.py")]
+        if (n := len(p.read_text().splitlines())) > 450
+    ]
     assert big == []

@@ -55,7 +55,9 @@ def test_a_key_function_must_return_a_non_empty_string() -> None:
 
 def test_i23_manifest_is_sorted_by_code_points_and_publishes_idempotent_never_the_key() -> None:
     names = ["b_job", "B_job", "a_job", "Ä_job", "_job"]
-    handles = [job(name=n, idempotency_key=lambda i: "secret-key", retry=RetryPolicy(attempts=2))(handler) for n in names]
+    handles = [
+        job(name=n, idempotency_key=lambda i: "secret-key", retry=RetryPolicy(attempts=2))(handler) for n in names
+    ]
     manifest = describe_jobs(handles)
     assert [m["name"] for m in manifest] == ["B_job", "_job", "a_job", "b_job", "Ä_job"]
     assert all(m["idempotent"] is True for m in manifest)

@@ -7,7 +7,9 @@ import pytest
 from engine.errors import JobsError
 from engine.retry import RetryPolicy, decide_retry, failure_text, register_error_retry, retry_schedule
 
-register_error_retry({"X_TEST_AUTH_FAILED": "terminal", "X_TEST_RATE_LIMITED": "retry-after", "X_TEST_BUSY": "retryable"})
+register_error_retry(
+    {"X_TEST_AUTH_FAILED": "terminal", "X_TEST_RATE_LIMITED": "retry-after", "X_TEST_BUSY": "retryable"}
+)
 
 
 def err(code: str, **kw) -> JobsError:  # type: ignore[no-untyped-def]
@@ -31,9 +33,16 @@ def test_jitter_is_bounded_and_reproducible_with_a_seed() -> None:
     assert a != base
 
 
-@pytest.mark.parametrize("bad", [
-    {"attempts": 0}, {"backoff": "cubic"}, {"delay": -1}, {"delay": 10, "max_delay": 5}, {"jitter": 1.5},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"attempts": 0},
+        {"backoff": "cubic"},
+        {"delay": -1},
+        {"delay": 10, "max_delay": 5},
+        {"jitter": 1.5},
+    ],
+)
 def test_a_bad_policy_is_refused_with_a_fix(bad: dict) -> None:  # type: ignore[type-arg]
     with pytest.raises(JobsError) as e:
         RetryPolicy(**bad)
@@ -78,7 +87,10 @@ def test_i5_a_dead_letter_explains_itself_in_its_last_error() -> None:
     e = err("X_TEST_AUTH_FAILED")
     assert failure_text(e, decide_retry(p, 1, e), 1, 5) == "X_TEST_AUTH_FAILED: test [stop: terminal at attempt 1 of 5]"
     v = ValueError("bad row")
-    assert failure_text(v, decide_retry(p, 5, v), 5, 5) == "ValueError: bad row [stop: attempts-exhausted at attempt 5 of 5]"
+    assert (
+        failure_text(v, decide_retry(p, 5, v), 5, 5)
+        == "ValueError: bad row [stop: attempts-exhausted at attempt 5 of 5]"
+    )
     assert failure_text(v, decide_retry(p, 2, v), 2, 5) == "ValueError: bad row"
 
 

@@ -41,8 +41,13 @@ def _older_install(dsn: str, *statements: str) -> None:
 def test_i3_install_is_rerunnable_and_drops_superseded_narrower_indexes(pg_server_empty_dsn: str) -> None:
     dsn = pg_server_empty_dsn
     # A database that shipped an older version still carries the narrower unique indexes.
-    _older_install(dsn, *(f"create unique index {name} on jobs.job {cols} where state in ('ready','delayed','running','suspended')"
-                          for name, cols in SUPERSEDED.items()))
+    _older_install(
+        dsn,
+        *(
+            f"create unique index {name} on jobs.job {cols} where state in ('ready','delayed','running','suspended')"
+            for name, cols in SUPERSEDED.items()
+        ),
+    )
     install_schema(dsn)
     install_schema(dsn)  # twice more: a no-op
     idx = _indexes(dsn)
@@ -50,7 +55,9 @@ def test_i3_install_is_rerunnable_and_drops_superseded_narrower_indexes(pg_serve
     live = idx["job_dedupe_live_v3"]
     assert "UNIQUE" in live and "COALESCE(tenant, ''::text)" in live and "parked" in live
     with psycopg.connect(dsn) as conn:
-        assert conn.execute("select value from jobs.meta where key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
+        assert conn.execute("select value from jobs.meta where key = 'schema_version'").fetchone() == (
+            str(SCHEMA_VERSION),
+        )
 
 
 def test_every_named_statement_is_used_by_the_postgres_driver() -> None:
@@ -82,7 +89,9 @@ def test_a_statements_positional_form_numbers_each_named_parameter_once_in_order
     assert set(names) == {"id", "name", "queue", "tenant", "key", "input", "run_at", "now", "priority", "max_attempts"}
 
 
-def test_i3_install_replaces_the_all_state_list_indexes_with_ones_the_claim_never_writes(pg_server_empty_dsn: str) -> None:
+def test_i3_install_replaces_the_all_state_list_indexes_with_ones_the_claim_never_writes(
+    pg_server_empty_dsn: str,
+) -> None:
     dsn = pg_server_empty_dsn
     # What an install of the first schema left: list indexes over every state, and foreign keys.
     _older_install(
@@ -99,7 +108,9 @@ def test_i3_install_replaces_the_all_state_list_indexes_with_ones_the_claim_neve
     for name in ("job_list_state", "job_list_name", "job_list_input", "job_list_key", "job_list_tenant"):
         assert name in idx and "(state <> 'running'::text)" in idx[name]
     with psycopg.connect(dsn) as conn:
-        fks = conn.execute("select conname from pg_constraint where contype = 'f' and connamespace = 'jobs'::regnamespace").fetchall()
+        fks = conn.execute(
+            "select conname from pg_constraint where contype = 'f' and connamespace = 'jobs'::regnamespace"
+        ).fetchall()
     assert fks == []
 
 
@@ -126,11 +137,15 @@ def test_dead_letters_are_grouped_from_an_index_only_scan(pg_server_empty_dsn: s
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("set enable_seqscan = off")
         conn.execute("set enable_bitmapscan = off")
-        plan = "\n".join(r[0] for r in conn.execute("explain " + Q.dead_groups.text, filter_params(JobFilter())).fetchall())
+        plan = "\n".join(
+            r[0] for r in conn.execute("explain " + Q.dead_groups.text, filter_params(JobFilter())).fetchall()
+        )
     assert "Index Only Scan using job_dead_v5" in plan
 
 
-async def test_a_database_installed_by_the_previous_schema_is_refused_until_jobs_install(pg_server_empty_dsn: str) -> None:
+async def test_a_database_installed_by_the_previous_schema_is_refused_until_jobs_install(
+    pg_server_empty_dsn: str,
+) -> None:
     # Version 1 had no gauge snapshot and no throughput rollup: the worker's gauges and the queues
     # view would fail on their first statement, so the driver refuses the database at open instead.
     from engine.drivers.postgres import PostgresDriver

@@ -19,8 +19,10 @@ async def test_concurrent_step_writes_share_statements_and_each_is_fenced_on_its
     try:
         now = datetime.now(UTC)
         ids = IdFactory(SystemClock())
-        jobs = [NewJob(id=ids.new(), name="steppy", queue="steps", idempotency_key=f"k{i}", input={"i": i}, max_attempts=3)
-                for i in range(40)]
+        jobs = [
+            NewJob(id=ids.new(), name="steppy", queue="steps", idempotency_key=f"k{i}", input={"i": i}, max_attempts=3)
+            for i in range(40)
+        ]
         await driver.job_enqueue(jobs=jobs, now=now)
         claimed = await driver.job_claim(queues=["steps"], limit=40, worker="w1", now=now, lease_seconds=60)
         assert len(claimed) == 40
@@ -38,8 +40,18 @@ async def test_concurrent_step_writes_share_statements_and_each_is_fenced_on_its
 
         def step(c: Claim, k: int) -> StoredStep:
             result: Any = None if k % 3 == 0 else {"n": k}
-            return StoredStep(job_id=c.job_id, name="fetch", seq=1, kind="run", status="completed", attempt=1,
-                              run=c.run, started_at=now, finished_at=now + timedelta(milliseconds=k), result=result)
+            return StoredStep(
+                job_id=c.job_id,
+                name="fetch",
+                seq=1,
+                kind="run",
+                status="completed",
+                attempt=1,
+                run=c.run,
+                started_at=now,
+                finished_at=now + timedelta(milliseconds=k),
+                result=result,
+            )
 
         answers = await asyncio.gather(*(driver.step_save(claim=c, step=step(c, k)) for k, c in enumerate(claims)))
         assert answers == [k != 7 for k in range(40)]
@@ -50,8 +62,11 @@ async def test_concurrent_step_writes_share_statements_and_each_is_fenced_on_its
                 assert stored == []
             else:
                 (s,) = stored
-                assert (s.result, s.status, s.finished_at) == (None if k % 3 == 0 else {"n": k}, "completed",
-                                                               now + timedelta(milliseconds=k))
+                assert (s.result, s.status, s.finished_at) == (
+                    None if k % 3 == 0 else {"n": k},
+                    "completed",
+                    now + timedelta(milliseconds=k),
+                )
         trace = await driver.step_list(job_id=claims[0].job_id)
         assert trace[0].result_size == len("null")  # a JSON null result is stored as one
     finally:

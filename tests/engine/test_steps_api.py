@@ -15,10 +15,16 @@ from engine.types import Ack, NewJob
 
 async def _completed_job_with_steps(eng, clock: FakeClock, *, tenant: str | None = None) -> str:  # type: ignore[no-untyped-def]
     jid = eng.ids.new()
-    await eng.driver.job_enqueue(jobs=[NewJob(id=jid, name="etl", queue="q", idempotency_key=f"k:{jid}",
-                                              input={}, max_attempts=3, tenant=tenant)], now=clock.now())
+    await eng.driver.job_enqueue(
+        jobs=[
+            NewJob(id=jid, name="etl", queue="q", idempotency_key=f"k:{jid}", input={}, max_attempts=3, tenant=tenant)
+        ],
+        now=clock.now(),
+    )
     (cj,) = await eng.driver.job_claim(queues=["q"], limit=1, worker="w", now=clock.now(), lease_seconds=30)
-    api = StepApi(driver=eng.driver, claim=cj.claim, row=cj.row, clock=clock, signal=RunSignal(), step_timeout=None, event_poll=30)
+    api = StepApi(
+        driver=eng.driver, claim=cj.claim, row=cj.row, clock=clock, signal=RunSignal(), step_timeout=None, event_poll=30
+    )
     for name in ("extract", "load"):
         await api.run(name, lambda name=name: name)
     assert await eng.driver.job_ack_many(acks=[Ack(cj.claim, "ok")], now=clock.now()) == [jid]
@@ -29,8 +35,14 @@ async def test_asend_event_stores_it_and_answers_what_it_woke(clock: FakeClock) 
     eng = connect("memory://", clock=clock, ids=IdFactory(clock, seed=3))
     sent = await eng.asend_event("invoice.paid", {"invoice": 42}, tenant="acme", actor="stripe")
     assert (sent.name, sent.tenant, sent.sent_at, sent.woken) == ("invoice.paid", "acme", clock.now(), 0)
-    found = await eng.driver.event_find(job_id=eng.ids.new(), name="invoice.paid", tenant="acme", match={"invoice": 42},
-                                        since=clock.now(), now=clock.now())
+    found = await eng.driver.event_find(
+        job_id=eng.ids.new(),
+        name="invoice.paid",
+        tenant="acme",
+        match={"invoice": 42},
+        since=clock.now(),
+        now=clock.now(),
+    )
     assert found is not None and (found.id, found.sent_by, found.payload) == (sent.id, "stripe", {"invoice": 42})
 
 

@@ -55,13 +55,22 @@ async def limited(ctx, inp):  # type: ignore[no-untyped-def]
     return inp["n"]
 
 
-@job(name="w.rated", queue=Q, idempotency_key=lambda inp: str(inp["n"]),
-     rate_limit=RateLimit(limit=1, per=10.0, key=lambda inp, tenant: tenant or "-"))
+@job(
+    name="w.rated",
+    queue=Q,
+    idempotency_key=lambda inp: str(inp["n"]),
+    rate_limit=RateLimit(limit=1, per=10.0, key=lambda inp, tenant: tenant or "-"),
+)
 async def rated(ctx, inp):  # type: ignore[no-untyped-def]
     return inp["n"]
 
 
-@job(name="w.boom", queue=Q, idempotency_key=lambda inp: str(inp["n"]), retry=RetryPolicy(attempts=3, delay=5, backoff="fixed"))
+@job(
+    name="w.boom",
+    queue=Q,
+    idempotency_key=lambda inp: str(inp["n"]),
+    retry=RetryPolicy(attempts=3, delay=5, backoff="fixed"),
+)
 async def boom(ctx, inp):  # type: ignore[no-untyped-def]
     raise RuntimeError("boom")
 
@@ -76,14 +85,17 @@ async def hang(ctx, inp):  # type: ignore[no-untyped-def]
 
 
 def cfg(**kw: Any) -> WorkerConfig:
-    base: dict[str, Any] = dict(queues=(Q,), concurrency=4, lease_seconds=30, poll_interval=5.0, grace=10.0,
-                                flush_interval=0.001)
+    base: dict[str, Any] = dict(
+        queues=(Q,), concurrency=4, lease_seconds=30, poll_interval=5.0, grace=10.0, flush_interval=0.001
+    )
     base.update(kw)
     return WorkerConfig(**base)
 
 
 @asynccontextmanager
-async def running(driver: MemoryDriver, clock: FakeClock, *jobs: JobDefinition, **kw: Any) -> AsyncIterator[tuple[Worker, asyncio.Queue[Execution]]]:
+async def running(
+    driver: MemoryDriver, clock: FakeClock, *jobs: JobDefinition, **kw: Any
+) -> AsyncIterator[tuple[Worker, asyncio.Queue[Execution]]]:
     GATE.clear()
     RUNS.clear()
     seen: asyncio.Queue[Execution] = asyncio.Queue()
@@ -119,7 +131,9 @@ async def test_i12_each_slot_rearms_when_its_own_job_settles(mem: MemoryDriver, 
         assert (await next_of(seen)).name == "w.slow"
 
 
-async def test_a_delayed_job_is_claimed_at_its_time_without_a_busy_loop(mem: MemoryDriver, clock: FakeClock, eng: Engine) -> None:
+async def test_a_delayed_job_is_claimed_at_its_time_without_a_busy_loop(
+    mem: MemoryDriver, clock: FakeClock, eng: Engine
+) -> None:
     claims = 0
     real_claim = mem.worker_claim
 
@@ -203,7 +217,9 @@ async def test_i8_a_rate_limit_sheds_per_key(mem: MemoryDriver, clock: FakeClock
         assert (await next_of(seen)).outcome == "completed"
 
 
-async def test_cancel_reaches_the_running_handler_through_its_signal(mem: MemoryDriver, clock: FakeClock, eng: Engine) -> None:
+async def test_cancel_reaches_the_running_handler_through_its_signal(
+    mem: MemoryDriver, clock: FakeClock, eng: Engine
+) -> None:
     async with running(mem, clock, hang, renew_interval=5.0) as (w, seen):
         r = await eng.aenqueue(hang, {"n": 1})
         await gate("hang-started").wait()
@@ -231,7 +247,9 @@ def test_a_worker_with_no_jobs_is_refused(mem: MemoryDriver) -> None:
     assert err.value.code == X_INVALID_ARGUMENT
 
 
-async def test_the_embedded_worker_runs_inside_the_app_and_drains_on_exit(mem: MemoryDriver, clock: FakeClock, eng: Engine) -> None:
+async def test_the_embedded_worker_runs_inside_the_app_and_drains_on_exit(
+    mem: MemoryDriver, clock: FakeClock, eng: Engine
+) -> None:
     seen: asyncio.Queue[Execution] = asyncio.Queue()
     async with eng.worker([fast], queues=[Q], concurrency=2, on_execution=seen.put_nowait, flush_interval=0.001) as w:
         r = await eng.aenqueue(fast, {"n": 9})
@@ -242,7 +260,9 @@ async def test_the_embedded_worker_runs_inside_the_app_and_drains_on_exit(mem: M
     assert await mem.worker_list(now=clock.now()) == []
 
 
-async def test_maintenance_under_its_leader_rescues_a_lapsed_lease_and_prunes(mem: MemoryDriver, clock: FakeClock, eng: Engine) -> None:
+async def test_maintenance_under_its_leader_rescues_a_lapsed_lease_and_prunes(
+    mem: MemoryDriver, clock: FakeClock, eng: Engine
+) -> None:
     from engine.services.maintenance import Maintenance, MaintenanceConfig
 
     lapsed = await eng.aenqueue(fast, {"n": 1})
@@ -263,7 +283,9 @@ async def test_maintenance_under_its_leader_rescues_a_lapsed_lease_and_prunes(me
     assert (await other.run_once()).term == 2  # handed over at once, under a new term
 
 
-async def test_a_maintenance_pass_rolls_up_each_closed_minutes_completions_once(mem: MemoryDriver, clock: FakeClock, eng: Engine) -> None:
+async def test_a_maintenance_pass_rolls_up_each_closed_minutes_completions_once(
+    mem: MemoryDriver, clock: FakeClock, eng: Engine
+) -> None:
     from engine.services.maintenance import Maintenance
 
     await eng.aenqueue(fast, {"n": 1})
@@ -312,11 +334,20 @@ async def test_i24_a_fleet_of_workers_counts_the_queue_gauges_once_per_interval(
         assert w.metrics.registry.get_sample_value("queue_oldest_ready_seconds", {"queue": Q}) == 5
 
 
-@pytest.mark.parametrize(("field", "value"), [
-    ("interval", 0), ("leader_lease", -1.0), ("retention", "7d"), ("dead_retention", True),
-    ("worker_reap_after", 0.0), ("throughput_settle", -30.0),
-    ("rescue_batch", 0), ("prune_batch", 2.5), ("prune_batches_per_pass", False),
-])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("interval", 0),
+        ("leader_lease", -1.0),
+        ("retention", "7d"),
+        ("dead_retention", True),
+        ("worker_reap_after", 0.0),
+        ("throughput_settle", -30.0),
+        ("rescue_batch", 0),
+        ("prune_batch", 2.5),
+        ("prune_batches_per_pass", False),
+    ],
+)
 def test_a_maintenance_setting_out_of_range_is_refused_at_declaration(field: str, value: object) -> None:
     from engine.services.maintenance import MaintenanceConfig
 

@@ -13,18 +13,25 @@ NOWHERE = "host=/nonexistent-socket-dir dbname=nothing user=nobody"
 APP = "tests.engine.test_worker_app"
 
 
-@pytest.mark.parametrize(("args", "code", "fix"), [
-    (["no_such_module_xyz"], "X_WORKER_TARGET", "fix: python -c 'import no_such_module_xyz'"),
-    ([f"{APP}:missing"], "X_WORKER_TARGET", f"fix: jobs worker {APP} --dsn"),
-    ([f"{APP}:not_a_job"], "X_WORKER_TARGET", f"fix: jobs worker {APP} --dsn"),
-    (["engine.clock"], "X_WORKER_TARGET", "fix: add @job(name=..., idempotency_key=...) to a handler in engine.clock"),
-    ([APP, "--concurrency", "0"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --concurrency 10"),
-    ([APP, "--concurrency", "-3"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --concurrency 10"),
-    ([APP, "--grace", "0"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --grace 30"),
-    ([APP, "--lease-seconds", "-1"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --lease-seconds 30"),
-    ([APP, "--queues", "nope"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --queues pg-workers"),
-    ([APP, "--loop", "tokio"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --loop auto"),
-])
+@pytest.mark.parametrize(
+    ("args", "code", "fix"),
+    [
+        (["no_such_module_xyz"], "X_WORKER_TARGET", "fix: python -c 'import no_such_module_xyz'"),
+        ([f"{APP}:missing"], "X_WORKER_TARGET", f"fix: jobs worker {APP} --dsn"),
+        ([f"{APP}:not_a_job"], "X_WORKER_TARGET", f"fix: jobs worker {APP} --dsn"),
+        (
+            ["engine.clock"],
+            "X_WORKER_TARGET",
+            "fix: add @job(name=..., idempotency_key=...) to a handler in engine.clock",
+        ),
+        ([APP, "--concurrency", "0"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --concurrency 10"),
+        ([APP, "--concurrency", "-3"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --concurrency 10"),
+        ([APP, "--grace", "0"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --grace 30"),
+        ([APP, "--lease-seconds", "-1"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --lease-seconds 30"),
+        ([APP, "--queues", "nope"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --queues pg-workers"),
+        ([APP, "--loop", "tokio"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --loop auto"),
+    ],
+)
 def test_bad_worker_input_is_refused_before_the_database(args: list[str], code: str, fix: str) -> None:
     result = CliRunner().invoke(app, ["worker", *args, "--dsn", NOWHERE])
     assert result.exit_code != 0

@@ -71,6 +71,7 @@ class Seen:
         def record(ex: Execution) -> None:
             self.all.append((who, ex))
             self._changed.set()
+
         return record
 
     def final(self) -> dict[str, list[str]]:
@@ -85,12 +86,14 @@ class Seen:
             while not done():
                 self._changed.clear()
                 await self._changed.wait()
+
         await asyncio.wait_for(loop(), timeout)  # a safety net, never the expected path
 
 
 def config(**kw: Any) -> WorkerConfig:
-    base: dict[str, Any] = dict(queues=(Q,), concurrency=4, lease_seconds=5.0, poll_interval=0.5,
-                                grace=5.0, shed_delay=0.05)
+    base: dict[str, Any] = dict(
+        queues=(Q,), concurrency=4, lease_seconds=5.0, poll_interval=0.5, grace=5.0, shed_delay=0.05
+    )
     base.update(kw)
     return WorkerConfig(**base)
 
@@ -156,8 +159,16 @@ async def test_i12_a_slow_job_does_not_delay_the_others_on_postgres(pg_dsn: str)
 
 
 def _spawn(dsn: str, *args: str, env: dict[str, str] | None = None, log: Path) -> subprocess.Popen[str]:
-    cmd = [sys.executable, "-c", "from engine.cli import main; main()", "worker", "tests.engine.test_worker_app",
-           "--dsn", dsn, *args]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from engine.cli import main; main()",
+        "worker",
+        "tests.engine.test_worker_app",
+        "--dsn",
+        dsn,
+        *args,
+    ]
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=subprocess.PIPE, stderr=log.open("w"), text=True)
 
@@ -176,8 +187,16 @@ async def test_a_sigkilled_workers_job_is_redelivered_after_its_lease_and_comple
     pg_dsn: str, tmp_path: Path
 ) -> None:
     eng = Engine(PostgresDriver(pg_dsn))
-    proc = _spawn(pg_dsn, "--lease-seconds", "1", "--concurrency", "1", "--no-maintenance",
-                  env={"JOBS_TEST_BLOCK": "1"}, log=tmp_path / "killed.log")
+    proc = _spawn(
+        pg_dsn,
+        "--lease-seconds",
+        "1",
+        "--concurrency",
+        "1",
+        "--no-maintenance",
+        env={"JOBS_TEST_BLOCK": "1"},
+        log=tmp_path / "killed.log",
+    )
     try:
         r = await eng.aenqueue(app.pg_block, {"n": 1})
         started = await _line(proc, "STARTED ")
@@ -188,9 +207,15 @@ async def test_a_sigkilled_workers_job_is_redelivered_after_its_lease_and_comple
         assert row.state is JobState.RUNNING and row.claimed_by is not None
         seen = Seen()
         d = PostgresDriver(pg_dsn)
-        w = maintained_worker(d, [app.pg_block], queues=[Q], lease_seconds=1.0, poll_interval=0.2,
-                              maintenance_config=MaintenanceConfig(interval=0.2, leader_lease=2.0),
-                              on_execution=seen.of("survivor"))
+        w = maintained_worker(
+            d,
+            [app.pg_block],
+            queues=[Q],
+            lease_seconds=1.0,
+            poll_interval=0.2,
+            maintenance_config=MaintenanceConfig(interval=0.2, leader_lease=2.0),
+            on_execution=seen.of("survivor"),
+        )
         async with w:
             await seen.until(lambda: r.id in seen.final())
         await d.close()
@@ -243,8 +268,12 @@ async def test_a_server_restart_under_a_running_worker_loses_no_job(pg_dsn: str,
     HELD.clear()
     seen = Seen()
     d = PostgresDriver(pg_dsn)
-    w = Worker(d, Registry([pg_held, pg_quick]), config=config(concurrency=4, lease_seconds=30.0, poll_interval=0.2),
-               on_execution=seen.of("w"))
+    w = Worker(
+        d,
+        Registry([pg_held, pg_quick]),
+        config=config(concurrency=4, lease_seconds=30.0, poll_interval=0.2),
+        on_execution=seen.of("w"),
+    )
     eng = Engine(PostgresDriver(pg_dsn))
     try:
         async with w:
@@ -262,8 +291,9 @@ async def test_a_server_restart_under_a_running_worker_loses_no_job(pg_dsn: str,
             row = await eng.aget(jid)
             assert row.state is JobState.COMPLETED and row.attempt == 1
         assert all(len(who) == 1 for who in seen.final().values())
-        assert (w.metrics.registry.get_sample_value("jobs_worker_reconnects_total", {"what": "claim"}) or 0) \
-            + (w.metrics.registry.get_sample_value("jobs_worker_reconnects_total", {"what": "listen"}) or 0) >= 1
+        assert (w.metrics.registry.get_sample_value("jobs_worker_reconnects_total", {"what": "claim"}) or 0) + (
+            w.metrics.registry.get_sample_value("jobs_worker_reconnects_total", {"what": "listen"}) or 0
+        ) >= 1
     finally:
         await d.close()
         await eng.aclose()

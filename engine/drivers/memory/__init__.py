@@ -13,8 +13,9 @@ from engine.drivers.memory.workers import MemoryWorkers
 
 
 # MemoryWorkers first: its job_enqueue wraps MemoryJobs' to send the wake-up the SQL sends.
-class MemoryDriver(MemoryWorkers, MemoryJobs, MemoryLimits, MemoryMaintenance, MemorySteps,
-                   MemoryIntrospect, MemoryActions):
+class MemoryDriver(
+    MemoryWorkers, MemoryJobs, MemoryLimits, MemoryMaintenance, MemorySteps, MemoryIntrospect, MemoryActions
+):
     kind = "memory"
 
     def __init__(self) -> None:

@@ -25,10 +25,21 @@ class MemoryActions:
 
     def _revive(self, row: JobRow, now: datetime, actor: str | None, note: str | None, data: dict[str, object]) -> None:
         # Attempts reset: an operator's retry is a fresh chance, not the n+1th failure.
-        self.state.put(replace(
-            row, state=JobState.READY, attempt=0, run_at=now, updated_at=now, finished_at=None,
-            result=None, stop_reason=None, wait=None, waiting_since=None, lease_until=None,
-        ))
+        self.state.put(
+            replace(
+                row,
+                state=JobState.READY,
+                attempt=0,
+                run_at=now,
+                updated_at=now,
+                finished_at=None,
+                result=None,
+                stop_reason=None,
+                wait=None,
+                waiting_since=None,
+                lease_until=None,
+            )
+        )
         self.state.add_history(HistoryEntry(row.id, now, "retried", actor, note, {"from": "dead", **data}))
 
     async def job_retry_dead(
@@ -39,15 +50,26 @@ class MemoryActions:
             if row is None or (tenant is not None and row.tenant != tenant):
                 return None
             if row.state is not JobState.DEAD:
-                return ActionResult("retry", job_id, False, row.state, row.state, reason=f"the job is {row.state.value}, not dead")
+                return ActionResult(
+                    "retry", job_id, False, row.state, row.state, reason=f"the job is {row.state.value}, not dead"
+                )
             holder = self.state.live_keys.get(dedupe_key(row.name, row.tenant, row.idempotency_key))
             if holder is not None:
-                return ActionResult("retry", job_id, False, row.state, row.state,
-                                    reason=f"live job {holder} holds its idempotency key", duplicate_of=holder)
+                return ActionResult(
+                    "retry",
+                    job_id,
+                    False,
+                    row.state,
+                    row.state,
+                    reason=f"live job {holder} holds its idempotency key",
+                    duplicate_of=holder,
+                )
             self._revive(row, now, actor, note, {})
             return ActionResult("retry", job_id, True, JobState.DEAD, JobState.READY)
 
-    async def job_bulk_plan(self, *, action: BulkAction, where: JobFilter, now: datetime, budget_ms: int | None) -> BulkPlan:
+    async def job_bulk_plan(
+        self, *, action: BulkAction, where: JobFilter, now: datetime, budget_ms: int | None
+    ) -> BulkPlan:
         with self.state.lock:
             rows = [r for r in self.state.jobs.values() if _eligible(r, action) and matches(r, where)]
             deduped = 0
@@ -58,20 +80,37 @@ class MemoryActions:
                 deduped = len(rows) - free
         groups = Counter((r.stop_reason, r.error_code, r.tenant) for r in rows)
         return BulkPlan(
-            action, where, len(rows),
-            tuple(BulkGroup(s, c, t, n) for (s, c, t), n in sorted(groups.items(), key=lambda kv: (-kv[1], str(kv[0])))),
-            deduped, now,
+            action,
+            where,
+            len(rows),
+            tuple(
+                BulkGroup(s, c, t, n) for (s, c, t), n in sorted(groups.items(), key=lambda kv: (-kv[1], str(kv[0])))
+            ),
+            deduped,
+            now,
         )
 
     async def job_bulk_apply(
-        self, *, action: BulkAction, where: JobFilter, now: datetime, actor: str | None, note: str | None,
-        label: str, limit: int, before: str | None,
+        self,
+        *,
+        action: BulkAction,
+        where: JobFilter,
+        now: datetime,
+        actor: str | None,
+        note: str | None,
+        label: str,
+        limit: int,
+        before: str | None,
     ) -> BulkBatch:
         with self.state.lock:
             rows = sorted(
-                (r for r in self.state.jobs.values()
-                 if (before is None or r.id < before) and _eligible(r, action) and matches(r, where)),
-                key=lambda r: r.id, reverse=True,
+                (
+                    r
+                    for r in self.state.jobs.values()
+                    if (before is None or r.id < before) and _eligible(r, action) and matches(r, where)
+                ),
+                key=lambda r: r.id,
+                reverse=True,
             )[:limit]
             changed: list[str] = []
             for r in rows:
@@ -80,7 +119,11 @@ class MemoryActions:
                         continue
                     self._revive(r, now, actor, note, {"bulk": label})
                 else:
-                    self.state.put(replace(r, state=JobState.CANCELLED, finished_at=now, updated_at=now, lease_until=None))
-                    self.state.add_history(HistoryEntry(r.id, now, "cancelled", actor, note, {"from": r.state.value, "bulk": label}))
+                    self.state.put(
+                        replace(r, state=JobState.CANCELLED, finished_at=now, updated_at=now, lease_until=None)
+                    )
+                    self.state.add_history(
+                        HistoryEntry(r.id, now, "cancelled", actor, note, {"from": r.state.value, "bulk": label})
+                    )
                 changed.append(r.id)
             return BulkBatch(tuple(changed), len(rows) - len(changed), len(rows), rows[-1].id if rows else None)

@@ -75,10 +75,20 @@ def _json_eq(a: object, b: object) -> bool:
 
 def summary(row: JobRow) -> JobSummary:
     return JobSummary(
-        id=row.id, name=row.name, queue=row.queue, tenant=row.tenant, state=row.state,
-        idempotency_key=row.idempotency_key, priority=row.priority, attempt=row.attempt,
-        max_attempts=row.max_attempts, run_at=row.run_at, created_at=row.created_at,
-        updated_at=row.updated_at, finished_at=row.finished_at, error_code=row.error_code,
+        id=row.id,
+        name=row.name,
+        queue=row.queue,
+        tenant=row.tenant,
+        state=row.state,
+        idempotency_key=row.idempotency_key,
+        priority=row.priority,
+        attempt=row.attempt,
+        max_attempts=row.max_attempts,
+        run_at=row.run_at,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        finished_at=row.finished_at,
+        error_code=row.error_code,
         stop_reason=row.stop_reason,
     )
 
@@ -110,23 +120,38 @@ class MemoryIntrospect:
                 since = ready_since(r, now)
                 if since is not None and (r.queue not in oldest or since < oldest[r.queue]):
                     oldest[r.queue] = since
-                if r.state is JobState.COMPLETED and r.finished_at is not None and max(lo, rolled) <= r.finished_at <= now:
+                if (
+                    r.state is JobState.COMPLETED
+                    and r.finished_at is not None
+                    and max(lo, rolled) <= r.finished_at <= now
+                ):
                     done[r.queue][59 - (this_minute - minute_of(r.finished_at)) // _MINUTE] += 1
             out = []
             for q in sorted(names):
                 c = counts[q]
                 pause = self.state.paused.get(q)
-                out.append(QueueStats(
-                    q, ready=capped(c[JobState.READY], count_cap), delayed=capped(c[JobState.DELAYED], count_cap),
-                    running=capped(c[JobState.RUNNING], count_cap), suspended=capped(c[JobState.SUSPENDED], count_cap),
-                    parked=capped(c[JobState.PARKED], count_cap), dead=capped(c[JobState.DEAD], count_cap),
-                    completed_last_hour=capped(sum(done[q]), count_cap),
-                    oldest_ready_at=oldest.get(q),
-                    oldest_ready_age=(now - oldest[q]).total_seconds() if q in oldest else None,
-                    throughput=tuple(done[q]), workers=0, slots_total=0, slots_in_use=0,
-                    paused=pause is not None, paused_by=(pause or {}).get("by"),
-                    paused_at=(pause or {}).get("at"), pause_note=(pause or {}).get("note"),
-                ))
+                out.append(
+                    QueueStats(
+                        q,
+                        ready=capped(c[JobState.READY], count_cap),
+                        delayed=capped(c[JobState.DELAYED], count_cap),
+                        running=capped(c[JobState.RUNNING], count_cap),
+                        suspended=capped(c[JobState.SUSPENDED], count_cap),
+                        parked=capped(c[JobState.PARKED], count_cap),
+                        dead=capped(c[JobState.DEAD], count_cap),
+                        completed_last_hour=capped(sum(done[q]), count_cap),
+                        oldest_ready_at=oldest.get(q),
+                        oldest_ready_age=(now - oldest[q]).total_seconds() if q in oldest else None,
+                        throughput=tuple(done[q]),
+                        workers=0,
+                        slots_total=0,
+                        slots_in_use=0,
+                        paused=pause is not None,
+                        paused_by=(pause or {}).get("by"),
+                        paused_at=(pause or {}).get("at"),
+                        pause_note=(pause or {}).get("note"),
+                    )
+                )
             return out
 
     async def job_page(
@@ -141,7 +166,9 @@ class MemoryIntrospect:
         nxt = page[-1].id if len(hits) > limit else None
         return JobPage(tuple(summary(r) for r in page), nxt, total)
 
-    async def dead_groups(self, *, where: JobFilter, now: datetime, count_cap: int, budget_ms: int | None) -> DeadLetters:
+    async def dead_groups(
+        self, *, where: JobFilter, now: datetime, count_cap: int, budget_ms: int | None
+    ) -> DeadLetters:
         with self.state.lock:
             dead = [r for r in self.state.jobs.values() if r.state is JobState.DEAD and matches(r, where)]
         groups: dict[tuple[str, str | None, StopReason | None], list[JobRow]] = defaultdict(list)
@@ -151,12 +178,21 @@ class MemoryIntrospect:
         for (name, code, reason), rows in groups.items():
             seen = [r.finished_at or r.updated_at for r in rows]
             last = max(rows, key=lambda r: (r.finished_at or r.updated_at, r.id))
-            out.append(DeadGroup(
-                name=name, error_code=code, stop_reason=reason, count=len(rows),
-                first_seen=min(seen), last_seen=max(seen), last_error=last.last_error,
-                last_job_id=last.id, attempt=last.attempt, max_attempts=last.max_attempts,
-                tenants=len({r.tenant or "" for r in rows}),
-            ))
+            out.append(
+                DeadGroup(
+                    name=name,
+                    error_code=code,
+                    stop_reason=reason,
+                    count=len(rows),
+                    first_seen=min(seen),
+                    last_seen=max(seen),
+                    last_error=last.last_error,
+                    last_job_id=last.id,
+                    attempt=last.attempt,
+                    max_attempts=last.max_attempts,
+                    tenants=len({r.tenant or "" for r in rows}),
+                )
+            )
         # The SQL's order: last seen newest first, then name and code ascending (no code first).
         out.sort(key=lambda g: (g.name, g.error_code or ""))
         out.sort(key=lambda g: g.last_seen, reverse=True)

@@ -50,11 +50,20 @@ class MemoryJobs:
                     continue
                 run_at = new.run_at or now
                 row = JobRow(
-                    id=new.id, name=new.name, queue=new.queue, tenant=new.tenant,
-                    idempotency_key=new.idempotency_key, input=check_json(new.input),
+                    id=new.id,
+                    name=new.name,
+                    queue=new.queue,
+                    tenant=new.tenant,
+                    idempotency_key=new.idempotency_key,
+                    input=check_json(new.input),
                     state=JobState.DELAYED if run_at > now else JobState.READY,
-                    priority=new.priority, attempt=0, max_attempts=new.max_attempts, run=0,
-                    run_at=run_at, created_at=now, updated_at=now,
+                    priority=new.priority,
+                    attempt=0,
+                    max_attempts=new.max_attempts,
+                    run=0,
+                    run_at=run_at,
+                    created_at=now,
+                    updated_at=now,
                 )
                 self.state.put(row)
                 out.append(EnqueueResult(row.id, False, row.state))
@@ -71,22 +80,35 @@ class MemoryJobs:
         wanted = set(queues) - set(self.state.paused)
         with self.state.lock:
             due = [
-                r for r in self.state.jobs.values()
-                if r.queue in wanted and r.state in _CLAIMABLE and r.run_at <= now
+                r for r in self.state.jobs.values() if r.queue in wanted and r.state in _CLAIMABLE and r.run_at <= now
             ]
             due.sort(key=lambda r: (-r.priority, r.run_at, r.id))
             out = []
             for r in due[:limit]:
                 row = replace(
-                    r, state=JobState.RUNNING, run=r.run + 1, attempt=r.attempt + 1,
-                    claimed_by=worker, claimed_at=now,
-                    lease_until=now + timedelta(seconds=lease_seconds), updated_at=now,
+                    r,
+                    state=JobState.RUNNING,
+                    run=r.run + 1,
+                    attempt=r.attempt + 1,
+                    claimed_by=worker,
+                    claimed_at=now,
+                    lease_until=now + timedelta(seconds=lease_seconds),
+                    updated_at=now,
                 )
                 self.state.put(row)
                 out.append(ClaimedJob(row))
             return out
 
-    def _record(self, row: JobRow, now: datetime, outcome: str, *, attempt: int, code: str | None = None, error: str | None = None) -> None:
+    def _record(
+        self,
+        row: JobRow,
+        now: datetime,
+        outcome: str,
+        *,
+        attempt: int,
+        code: str | None = None,
+        error: str | None = None,
+    ) -> None:
         assert row.claimed_by is not None and row.claimed_at is not None
         self.state.attempts.setdefault(row.id, []).append(
             AttemptRecord(row.id, row.run, attempt, row.claimed_by, row.claimed_at, now, outcome, code, error)
@@ -99,10 +121,18 @@ class MemoryJobs:
                 row = self._held(ack.claim)
                 if row is None:
                     continue
-                self.state.put(replace(
-                    row, state=JobState.COMPLETED, result=check_json(ack.result, what="result"),
-                    finished_at=now, updated_at=now, lease_until=None, wait=None, waiting_since=None,
-                ))
+                self.state.put(
+                    replace(
+                        row,
+                        state=JobState.COMPLETED,
+                        result=check_json(ack.result, what="result"),
+                        finished_at=now,
+                        updated_at=now,
+                        lease_until=None,
+                        wait=None,
+                        waiting_since=None,
+                    )
+                )
                 self._record(row, now, "completed", attempt=row.attempt)
                 done.append(row.id)
         return done
@@ -119,23 +149,29 @@ class MemoryJobs:
             else:
                 run_at = nack.run_at or row.run_at
                 state = _NACK_STATE[nack.outcome]
-            self.state.put(replace(
-                row, state=state, run_at=run_at,
-                attempt=row.attempt if counts else row.attempt - 1,
-                last_error=nack.error if counts else row.last_error,
-                error_code=nack.error_code if counts else row.error_code,
-                stop_reason=nack.stop_reason, wait=nack.wait,
-                # A shed keeps the first shed's: the row waits since it first fell due (I24).
-                waiting_since=(row.waiting_since or row.run_at) if state is JobState.PARKED else None,
-                finished_at=now if state is JobState.DEAD else None,
-                lease_until=None, updated_at=now,
-            ))
-            self._record(row, now, _ATTEMPT_OUTCOME[nack.outcome], attempt=row.attempt, code=nack.error_code, error=nack.error)
+            self.state.put(
+                replace(
+                    row,
+                    state=state,
+                    run_at=run_at,
+                    attempt=row.attempt if counts else row.attempt - 1,
+                    last_error=nack.error if counts else row.last_error,
+                    error_code=nack.error_code if counts else row.error_code,
+                    stop_reason=nack.stop_reason,
+                    wait=nack.wait,
+                    # A shed keeps the first shed's: the row waits since it first fell due (I24).
+                    waiting_since=(row.waiting_since or row.run_at) if state is JobState.PARKED else None,
+                    finished_at=now if state is JobState.DEAD else None,
+                    lease_until=None,
+                    updated_at=now,
+                )
+            )
+            self._record(
+                row, now, _ATTEMPT_OUTCOME[nack.outcome], attempt=row.attempt, code=nack.error_code, error=nack.error
+            )
             return True
 
-    async def job_renew_many(
-        self, *, claims: Sequence[Claim], now: datetime, lease_seconds: float
-    ) -> list[Renewal]:
+    async def job_renew_many(self, *, claims: Sequence[Claim], now: datetime, lease_seconds: float) -> list[Renewal]:
         out: list[Renewal] = []
         with self.state.lock:
             for c in claims:
@@ -147,8 +183,10 @@ class MemoryJobs:
                     continue
                 cur = self.state.jobs.get(c.job_id)
                 cancelled = (
-                    cur is not None and cur.state is JobState.CANCELLED
-                    and cur.claimed_by == c.worker and cur.run == c.run
+                    cur is not None
+                    and cur.state is JobState.CANCELLED
+                    and cur.claimed_by == c.worker
+                    and cur.run == c.run
                 )
                 out.append(Renewal(c, "cancelled" if cancelled else "lost"))
         return out

@@ -41,14 +41,19 @@ class MemoryMaintenance:
             if cur is not None and cur[0] == holder and cur[1] == term:
                 cur[2] = now - timedelta(milliseconds=1)
 
-    async def job_rescue(self, *, leader: str, holder: str, term: int, now: datetime, limit: int) -> list[tuple[str, JobState]]:
+    async def job_rescue(
+        self, *, leader: str, holder: str, term: int, now: datetime, limit: int
+    ) -> list[tuple[str, JobState]]:
         out: list[tuple[str, JobState]] = []
         with self.state.lock:
             if not self._leads(leader, holder, term, now):
                 return out
             lapsed = sorted(
-                (r for r in self.state.jobs.values()
-                 if r.state is JobState.RUNNING and r.lease_until is not None and r.lease_until < now),
+                (
+                    r
+                    for r in self.state.jobs.values()
+                    if r.state is JobState.RUNNING and r.lease_until is not None and r.lease_until < now
+                ),
                 key=lambda r: r.lease_until,  # type: ignore[arg-type, return-value]
             )[:limit]
             for r in lapsed:
@@ -57,17 +62,50 @@ class MemoryMaintenance:
                 if dead:
                     err += f" [stop: attempts-exhausted at attempt {r.attempt} of {r.max_attempts}]"
                 state = JobState.DEAD if dead else JobState.READY
-                self.state.put(replace(
-                    r, state=state, run_at=r.run_at if dead else now,
-                    stop_reason="attempts-exhausted" if dead else None, finished_at=now if dead else None,
-                    last_error=err, error_code="X_LEASE_LOST", lease_until=None, waiting_since=None, updated_at=now,
-                ))
+                self.state.put(
+                    replace(
+                        r,
+                        state=state,
+                        run_at=r.run_at if dead else now,
+                        stop_reason="attempts-exhausted" if dead else None,
+                        finished_at=now if dead else None,
+                        last_error=err,
+                        error_code="X_LEASE_LOST",
+                        lease_until=None,
+                        waiting_since=None,
+                        updated_at=now,
+                    )
+                )
                 recs = self.state.attempts.setdefault(r.id, [])
                 if all(a.run != r.run for a in recs):
-                    recs.append(AttemptRecord(r.id, r.run, r.attempt, r.claimed_by or "?", r.claimed_at or now, now, "lost", "X_LEASE_LOST", err))
-                self.state.add_history(HistoryEntry(r.id, now, "lease_lost", "rescuer", None, {
-                    "worker": r.claimed_by, "run": r.run, "attempt": r.attempt, "to": state.value,
-                }))
+                    recs.append(
+                        AttemptRecord(
+                            r.id,
+                            r.run,
+                            r.attempt,
+                            r.claimed_by or "?",
+                            r.claimed_at or now,
+                            now,
+                            "lost",
+                            "X_LEASE_LOST",
+                            err,
+                        )
+                    )
+                self.state.add_history(
+                    HistoryEntry(
+                        r.id,
+                        now,
+                        "lease_lost",
+                        "rescuer",
+                        None,
+                        {
+                            "worker": r.claimed_by,
+                            "run": r.run,
+                            "attempt": r.attempt,
+                            "to": state.value,
+                        },
+                    )
+                )
                 out.append((r.id, state))
         return out
 
@@ -78,9 +116,15 @@ class MemoryMaintenance:
             if not self._leads(leader, holder, term, now):
                 return []
             doomed = sorted(
-                (r for r in self.state.jobs.values() if r.finished_at is not None and (
-                    (r.state in _PRUNED and r.finished_at < before)
-                    or (r.state is JobState.DEAD and r.finished_at < dead_before))),
+                (
+                    r
+                    for r in self.state.jobs.values()
+                    if r.finished_at is not None
+                    and (
+                        (r.state in _PRUNED and r.finished_at < before)
+                        or (r.state is JobState.DEAD and r.finished_at < dead_before)
+                    )
+                ),
                 key=lambda r: r.finished_at,  # type: ignore[arg-type, return-value]
             )[:limit]
             for r in doomed:

@@ -70,11 +70,18 @@ class MemorySteps:
     async def step_save(self, *, claim: Claim, step: StoredStep) -> bool:
         with self.state.lock:
             row = self.state.jobs.get(claim.job_id)
-            if row is None or row.state is not JobState.RUNNING or row.claimed_by != claim.worker or row.run != claim.run:
+            if (
+                row is None
+                or row.state is not JobState.RUNNING
+                or row.claimed_by != claim.worker
+                or row.run != claim.run
+            ):
                 return False
             keeps = step.status in ("completed", "timed-out")
             self._steps(claim.job_id)[step.name] = replace(
-                step, job_id=claim.job_id, run=claim.run,
+                step,
+                job_id=claim.job_id,
+                run=claim.run,
                 result=check_json(step.result, what="step result") if keeps else None,
                 wait=None if step.wait is None else check_json(step.wait, what="step wait"),
             )
@@ -85,9 +92,17 @@ class MemorySteps:
             steps = sorted(self._steps(job_id).values(), key=lambda s: (s.seq, s.name))
         return [
             StepRecord(
-                s.job_id, s.name, s.seq, s.kind, s.status, s.attempt, s.started_at, s.finished_at,
+                s.job_id,
+                s.name,
+                s.seq,
+                s.kind,
+                s.status,
+                s.attempt,
+                s.started_at,
+                s.finished_at,
                 None if s.finished_at is None else (s.finished_at - s.started_at).total_seconds(),
-                s.error, _size(s),
+                s.error,
+                _size(s),
             )
             for s in steps
         ]
@@ -103,9 +118,13 @@ class MemorySteps:
             for row in list(self.state.jobs.values()):
                 w = row.wait or {}
                 if (
-                    row.state is JobState.SUSPENDED and w.get("kind") == "event" and w.get("event") == name
-                    and row.tenant == tenant and jsonb_contains(ev.payload, w.get("match") or {})
-                    and row.created_at <= now and row.run_at > now
+                    row.state is JobState.SUSPENDED
+                    and w.get("kind") == "event"
+                    and w.get("event") == name
+                    and row.tenant == tenant
+                    and jsonb_contains(ev.payload, w.get("match") or {})
+                    and row.created_at <= now
+                    and row.run_at > now
                 ):
                     self.state.put(replace(row, run_at=now, updated_at=now))
                     woken.add(row.queue)
@@ -120,14 +139,25 @@ class MemorySteps:
         with self.state.lock:
             taken = {s.event_id for s in self._steps(job_id).values() if s.event_id is not None}
             hits = [
-                e for e in self._events()
-                if e.name == name and e.tenant == tenant and jsonb_contains(e.payload, match)
-                and since <= e.sent_at <= now and e.id not in taken
+                e
+                for e in self._events()
+                if e.name == name
+                and e.tenant == tenant
+                and jsonb_contains(e.payload, match)
+                and since <= e.sent_at <= now
+                and e.id not in taken
             ]
         return min(hits, key=lambda e: (e.sent_at, e.id)) if hits else None
 
     async def job_retry_from_step(
-        self, *, job_id: str, step_name: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
+        self,
+        *,
+        job_id: str,
+        step_name: str,
+        tenant: str | None,
+        now: datetime,
+        actor: str | None,
+        note: str | None = None,
     ) -> StepRetry:
         with self.state.lock:
             row = self.state.jobs.get(job_id)
@@ -147,13 +177,30 @@ class MemorySteps:
             for s in dropped:
                 del steps[s.name]
             discarded = tuple(s.name for s in dropped)
-            self.state.put(replace(
-                row, state=JobState.READY, attempt=0, run_at=now, updated_at=now, finished_at=None,
-                result=None, stop_reason=None, wait=None, waiting_since=None, lease_until=None,
-            ))
-            self.state.add_history(HistoryEntry(
-                job_id, now, "retried-from-step", actor, note,
-                {"step": step_name, "from": row.state.value, "discarded": list(discarded)},
-            ))
+            self.state.put(
+                replace(
+                    row,
+                    state=JobState.READY,
+                    attempt=0,
+                    run_at=now,
+                    updated_at=now,
+                    finished_at=None,
+                    result=None,
+                    stop_reason=None,
+                    wait=None,
+                    waiting_since=None,
+                    lease_until=None,
+                )
+            )
+            self.state.add_history(
+                HistoryEntry(
+                    job_id,
+                    now,
+                    "retried-from-step",
+                    actor,
+                    note,
+                    {"step": step_name, "from": row.state.value, "discarded": list(discarded)},
+                )
+            )
         await self._notify([row.queue])
         return StepRetry(job_id, "retried", row.state, step_name, discarded=discarded)

@@ -16,11 +16,14 @@ from engine.drivers.sqlfiles import Q
 from engine.errors import X_SCHEMA_MISSING, X_SCHEMA_OUTDATED, JobsError
 
 
-class PostgresDriver(PostgresJobs, PostgresWorkers, PostgresLimits, PostgresMaintenance, PostgresSteps, PostgresActions):
+class PostgresDriver(
+    PostgresJobs, PostgresWorkers, PostgresLimits, PostgresMaintenance, PostgresSteps, PostgresActions
+):
     kind = "postgres"
 
-    def __init__(self, dsn: str, *, pool_size: int = 10, statement_timeout_ms: int | None = None,
-                 optimistic_batches: bool = True) -> None:
+    def __init__(
+        self, dsn: str, *, pool_size: int = 10, statement_timeout_ms: int | None = None, optimistic_batches: bool = True
+    ) -> None:
         self.dsn = check_dsn(dsn)
         # A batch goes out as a plain INSERT first, and again with ON CONFLICT only when it
         # replays a live key (jobs.py, job_enqueue_fresh): False sends every batch with ON CONFLICT.
@@ -36,9 +39,17 @@ class PostgresDriver(PostgresJobs, PostgresWorkers, PostgresLimits, PostgresMain
         except psycopg.errors.UndefinedTable:
             row = None
         if row is None:
-            raise JobsError(X_SCHEMA_MISSING, cause=f"no jobs schema is installed in {safe_dsn(self.dsn)}", fix="jobs install --dsn \"$JOBS_DSN\"")
+            raise JobsError(
+                X_SCHEMA_MISSING,
+                cause=f"no jobs schema is installed in {safe_dsn(self.dsn)}",
+                fix='jobs install --dsn "$JOBS_DSN"',
+            )
         if int(row["value"]) < SCHEMA_VERSION:
-            raise JobsError(X_SCHEMA_OUTDATED, cause=f"schema version {row['value']} is older than {SCHEMA_VERSION}", fix="jobs install --dsn \"$JOBS_DSN\"")
+            raise JobsError(
+                X_SCHEMA_OUTDATED,
+                cause=f"schema version {row['value']} is older than {SCHEMA_VERSION}",
+                fix='jobs install --dsn "$JOBS_DSN"',
+            )
 
     async def close(self) -> None:
         self.__dict__.pop("_step_writers", None)  # each loop's step writer (steps.py)

@@ -41,10 +41,20 @@ class PostgresActions(PostgresIntrospect):
             return ActionResult("retry", job_id, True, prev, JobState.READY)
         if r["holder_id"] is not None:
             holder = str(r["holder_id"])
-            return ActionResult("retry", job_id, False, prev, prev, reason=f"live job {holder} holds its idempotency key", duplicate_of=holder)
+            return ActionResult(
+                "retry",
+                job_id,
+                False,
+                prev,
+                prev,
+                reason=f"live job {holder} holds its idempotency key",
+                duplicate_of=holder,
+            )
         return ActionResult("retry", job_id, False, prev, prev, reason=f"the job is {prev.value}, not dead")
 
-    async def job_bulk_plan(self, *, action: BulkAction, where: JobFilter, now: datetime, budget_ms: int | None) -> BulkPlan:
+    async def job_bulk_plan(
+        self, *, action: BulkAction, where: JobFilter, now: datetime, budget_ms: int | None
+    ) -> BulkPlan:
         p = filter_params(where) | {"action": action}
 
         async def read(conn: Conn) -> BulkPlan:
@@ -60,11 +70,24 @@ class PostgresActions(PostgresIntrospect):
         return await self._budgeted(budget_ms, f"{action} --all", read)
 
     async def job_bulk_apply(
-        self, *, action: BulkAction, where: JobFilter, now: datetime, actor: str | None, note: str | None,
-        label: str, limit: int, before: str | None,
+        self,
+        *,
+        action: BulkAction,
+        where: JobFilter,
+        now: datetime,
+        actor: str | None,
+        note: str | None,
+        label: str,
+        limit: int,
+        before: str | None,
     ) -> BulkBatch:
         p: dict[str, Any] = filter_params(where) | {
-            "now": now, "actor": actor, "note": note, "label": label, "limit": limit, "before": before,
+            "now": now,
+            "actor": actor,
+            "note": note,
+            "label": label,
+            "limit": limit,
+            "before": before,
         }
         sql = Q.job_bulk_retry.text if action == "retry" else Q.job_bulk_cancel.text
         for attempt in range(_RACE_RETRIES):
@@ -76,7 +99,9 @@ class PostgresActions(PostgresIntrospect):
                     raise
         r = rows[0]
         changed = tuple(r["changed"] or ())
-        return BulkBatch(changed, r["scanned"] - len(changed), r["scanned"], None if r["last_id"] is None else str(r["last_id"]))
+        return BulkBatch(
+            changed, r["scanned"] - len(changed), r["scanned"], None if r["last_id"] is None else str(r["last_id"])
+        )
 
     async def queue_pause(
         self, *, queue: str, paused: bool, actor: str | None, note: str | None, now: datetime

@@ -77,4 +77,3 @@ class GroupWriter:
         for key, _, fut in group:
             if not fut.done():
                 fut.set_result(key in written)
-

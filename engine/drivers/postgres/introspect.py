@@ -45,10 +45,17 @@ def filter_params(where: JobFilter) -> dict[str, Any]:
         key_like = None if key is None else _like_prefix(key)
         lo, hi = span if span is not None else (None, None)
     return {
-        "queue": where.queue, "state": where.state.value if where.state else None, "name": where.name,
-        "tenant": where.tenant, "code": where.error_code,
+        "queue": where.queue,
+        "state": where.state.value if where.state else None,
+        "name": where.name,
+        "tenant": where.tenant,
+        "code": where.error_code,
         "input": json.dumps(dict(where.input_fields)) if where.input_fields else None,
-        "key_like": key_like, "id_lo": lo, "id_hi": hi, "since": where.since, "until": where.until,
+        "key_like": key_like,
+        "id_lo": lo,
+        "id_hi": hi,
+        "since": where.since,
+        "until": where.until,
     }
 
 
@@ -58,10 +65,20 @@ def capped(n: int, cap: int) -> Count:
 
 def summary_row(d: dict[str, Any]) -> JobSummary:
     return JobSummary(
-        id=str(d["id"]), name=d["name"], queue=d["queue"], tenant=d["tenant"], state=JobState(d["state"]),
-        idempotency_key=d["idempotency_key"], priority=d["priority"], attempt=d["attempt"],
-        max_attempts=d["max_attempts"], run_at=d["run_at"], created_at=d["created_at"],
-        updated_at=d["updated_at"], finished_at=d["finished_at"], error_code=d["error_code"],
+        id=str(d["id"]),
+        name=d["name"],
+        queue=d["queue"],
+        tenant=d["tenant"],
+        state=JobState(d["state"]),
+        idempotency_key=d["idempotency_key"],
+        priority=d["priority"],
+        attempt=d["attempt"],
+        max_attempts=d["max_attempts"],
+        run_at=d["run_at"],
+        created_at=d["created_at"],
+        updated_at=d["updated_at"],
+        finished_at=d["finished_at"],
+        error_code=d["error_code"],
         stop_reason=d["stop_reason"],
     )
 
@@ -120,6 +137,7 @@ class PostgresIntrospect:
                 n = counts[q].get(state, 0)
                 guess = estimates.get((q, state), 0)
                 return Count(guess, "estimate") if n > count_cap and guess > count_cap else capped(n, count_cap)
+
             oldest = {r["name"]: r["oldest"] for r in await self._rows(conn, Q.queue_oldest_ready.text, p)}
             done: dict[str, list[int]] = defaultdict(lambda: [0] * 60)
             for r in await self._rows(conn, Q.queue_throughput.text, p):
@@ -129,16 +147,28 @@ class PostgresIntrospect:
             for q in names:
                 c, pz, old = counts[q], pauses.get(q), oldest.get(q)
                 paused = bool(pz and pz["paused"])
-                out.append(QueueStats(
-                    q, ready=count(q, "ready"), delayed=count(q, "delayed"),
-                    running=capped(c.get("running", 0), count_cap), suspended=count(q, "suspended"),
-                    parked=count(q, "parked"), dead=count(q, "dead"),
-                    completed_last_hour=capped(sum(done[q]), count_cap),
-                    oldest_ready_at=old, oldest_ready_age=(now - old).total_seconds() if old else None,
-                    throughput=tuple(done[q]), workers=0, slots_total=0, slots_in_use=0,
-                    paused=paused, paused_by=pz["paused_by"] if paused and pz else None,
-                    paused_at=pz["paused_at"] if paused and pz else None, pause_note=pz["note"] if paused and pz else None,
-                ))
+                out.append(
+                    QueueStats(
+                        q,
+                        ready=count(q, "ready"),
+                        delayed=count(q, "delayed"),
+                        running=capped(c.get("running", 0), count_cap),
+                        suspended=count(q, "suspended"),
+                        parked=count(q, "parked"),
+                        dead=count(q, "dead"),
+                        completed_last_hour=capped(sum(done[q]), count_cap),
+                        oldest_ready_at=old,
+                        oldest_ready_age=(now - old).total_seconds() if old else None,
+                        throughput=tuple(done[q]),
+                        workers=0,
+                        slots_total=0,
+                        slots_in_use=0,
+                        paused=paused,
+                        paused_by=pz["paused_by"] if paused and pz else None,
+                        paused_at=pz["paused_at"] if paused and pz else None,
+                        pause_note=pz["note"] if paused and pz else None,
+                    )
+                )
             return out
 
         return await self._budgeted(budget_ms, "queues", read)
@@ -156,12 +186,25 @@ class PostgresIntrospect:
 
         return await self._budgeted(budget_ms, "ls", read)
 
-    async def dead_groups(self, *, where: JobFilter, now: datetime, count_cap: int, budget_ms: int | None) -> DeadLetters:
+    async def dead_groups(
+        self, *, where: JobFilter, now: datetime, count_cap: int, budget_ms: int | None
+    ) -> DeadLetters:
         async def read(conn: Conn) -> DeadLetters:
             rows = await self._rows(conn, Q.dead_groups.text, filter_params(where))
             groups = tuple(
-                DeadGroup(r["name"], r["error_code"], r["stop_reason"], r["n"], r["first_seen"], r["last_seen"],
-                          r["last_error"], str(r["last_job_id"]), r["attempt"], r["max_attempts"], r["tenants"])
+                DeadGroup(
+                    r["name"],
+                    r["error_code"],
+                    r["stop_reason"],
+                    r["n"],
+                    r["first_seen"],
+                    r["last_seen"],
+                    r["last_error"],
+                    str(r["last_job_id"]),
+                    r["attempt"],
+                    r["max_attempts"],
+                    r["tenants"],
+                )
                 for r in rows
             )
             return DeadLetters(now, groups, capped(sum(g.count for g in groups), count_cap))
@@ -186,13 +229,19 @@ class PostgresIntrospect:
         async def read(conn: Conn) -> list[LimitState]:
             slots: dict[str, list[SlotHolder]] = defaultdict(list)
             for r in await self._rows(conn, Q.limit_slots.text, {"keys": list(keys)}):
-                slots[r["key"]].append(SlotHolder(None if r["job_id"] is None else str(r["job_id"]), r["worker"], r["lease_until"]))
+                slots[r["key"]].append(
+                    SlotHolder(None if r["job_id"] is None else str(r["job_id"]), r["worker"], r["lease_until"])
+                )
             buckets = {r["key"]: r for r in await self._rows(conn, Q.limit_buckets.text, {"keys": list(keys)})}
             out = []
             for key in keys:
                 b = buckets.get(key)
                 if key in slots or b is not None:
-                    out.append(LimitState(key, tuple(slots.get(key, ())), b["tokens"] if b else None, b["refilled_at"] if b else None))
+                    out.append(
+                        LimitState(
+                            key, tuple(slots.get(key, ())), b["tokens"] if b else None, b["refilled_at"] if b else None
+                        )
+                    )
             return out
 
         return await self._budgeted(None, "why", read)

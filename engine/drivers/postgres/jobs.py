@@ -76,9 +76,16 @@ class PostgresJobs:
         if len(batch.unique) == 1:  # the single enqueue: a plain VALUES insert, not the batch's CTE
             j = batch.unique[0]
             values = {
-                "id": j.id, "name": j.name, "queue": j.queue, "tenant": j.tenant, "key": j.idempotency_key,
-                "input": j.input_text or dumps(j.input, job=j.name), "max_attempts": j.max_attempts,
-                "run_at": j.run_at or now, "priority": j.priority, "now": now,
+                "id": j.id,
+                "name": j.name,
+                "queue": j.queue,
+                "tenant": j.tenant,
+                "key": j.idempotency_key,
+                "input": j.input_text or dumps(j.input, job=j.name),
+                "max_attempts": j.max_attempts,
+                "run_at": j.run_at or now,
+                "priority": j.priority,
+                "now": now,
             }
             if not await self._raw(Q.job_enqueue_one, values):
                 batch.results[0] = await self._live_holder(j, now)
@@ -115,7 +122,9 @@ class PostgresJobs:
             out += await self._answered(batch, rows, now)
         return out
 
-    async def _pipelined(self, sql: str, batches: Iterable[_Collapsed]) -> list[tuple[_Collapsed, list[dict[str, Any]]]]:
+    async def _pipelined(
+        self, sql: str, batches: Iterable[_Collapsed]
+    ) -> list[tuple[_Collapsed, list[dict[str, Any]]]]:
         """``sql`` once per batch, in one transaction, in pipeline mode: each statement goes out
         as soon as its batch is built, so building the next one (the caller's checks included:
         ``batches`` is lazy) overlaps the server's work on this one. A later batch sees an earlier
@@ -155,7 +164,9 @@ class PostgresJobs:
     async def _live_holder(self, new: NewJob, now: datetime) -> EnqueueResult:
         """A row that was not inserted: the live row holding its key committed after the insert's
         snapshot, so look it up now; if it went final in between, insert again."""
-        live = await self._one(Q.job_find_live.text, {"name": new.name, "tenant": new.tenant, "key": new.idempotency_key})
+        live = await self._one(
+            Q.job_find_live.text, {"name": new.name, "tenant": new.tenant, "key": new.idempotency_key}
+        )
         if live is None:
             return (await self.job_enqueue(jobs=[new], now=now))[0]
         return EnqueueResult(str(live["id"]), True, _STATES[live["state"]])
@@ -163,10 +174,16 @@ class PostgresJobs:
     async def job_claim(
         self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
     ) -> list[ClaimedJob]:
-        rows = await self._all(Q.job_claim.text, {
-            "queues": list(queues), "limit": limit, "worker": worker, "now": now,
-            "lease_seconds": lease_seconds,
-        })
+        rows = await self._all(
+            Q.job_claim.text,
+            {
+                "queues": list(queues),
+                "limit": limit,
+                "worker": worker,
+                "now": now,
+                "lease_seconds": lease_seconds,
+            },
+        )
         claimed = [job_row(r) for r in rows]
         claimed.sort(key=lambda r: (-r.priority, r.run_at, r.id))
         return [ClaimedJob(r) for r in claimed]
@@ -178,13 +195,18 @@ class PostgresJobs:
         # Python lists element by element was ~5% of a draining worker's CPU.
         async with self.pools.connection() as conn:
             cur = conn.cursor(row_factory=tuple_row)  # the ids come back as text: no UUID objects
-            await cur.execute(Q.job_ack_many.text, {  # type: ignore[arg-type]
-                "ids": "{" + ",".join([a.claim.job_id for a in acks]) + "}",
-                "workers": [a.claim.worker for a in acks],
-                "runs": "{" + ",".join([str(a.claim.run) for a in acks]) + "}",
-                "results": [a.result_text if a.result_text is not None else dumps(a.result, what="result") for a in acks],
-                "now": now,
-            })
+            await cur.execute(
+                Q.job_ack_many.text,
+                {  # type: ignore[arg-type]
+                    "ids": "{" + ",".join([a.claim.job_id for a in acks]) + "}",
+                    "workers": [a.claim.worker for a in acks],
+                    "runs": "{" + ",".join([str(a.claim.run) for a in acks]) + "}",
+                    "results": [
+                        a.result_text if a.result_text is not None else dumps(a.result, what="result") for a in acks
+                    ],
+                    "now": now,
+                },
+            )
             return [r[0] for r in await cur.fetchall()]
 
     async def job_nack(self, *, nack: Nack, now: datetime) -> bool:
@@ -195,35 +217,54 @@ class PostgresJobs:
             state = "delayed" if run_at > now else "ready"
         else:
             state = _NACK_STATE[nack.outcome]
-        row = await self._one(Q.job_nack.text, {
-            "id": nack.claim.job_id, "worker": nack.claim.worker, "run": nack.claim.run,
-            "state": state, "run_at": run_at, "counts": counts, "writes_error": counts,
-            "error": nack.error, "error_code": nack.error_code, "stop_reason": nack.stop_reason,
-            "wait": None if nack.wait is None else json.dumps(nack.wait),
-            "attempt_outcome": _ATTEMPT_OUTCOME[nack.outcome], "now": now,
-        })
+        row = await self._one(
+            Q.job_nack.text,
+            {
+                "id": nack.claim.job_id,
+                "worker": nack.claim.worker,
+                "run": nack.claim.run,
+                "state": state,
+                "run_at": run_at,
+                "counts": counts,
+                "writes_error": counts,
+                "error": nack.error,
+                "error_code": nack.error_code,
+                "stop_reason": nack.stop_reason,
+                "wait": None if nack.wait is None else json.dumps(nack.wait),
+                "attempt_outcome": _ATTEMPT_OUTCOME[nack.outcome],
+                "now": now,
+            },
+        )
         return row is not None
 
-    async def job_renew_many(
-        self, *, claims: Sequence[Claim], now: datetime, lease_seconds: float
-    ) -> list[Renewal]:
+    async def job_renew_many(self, *, claims: Sequence[Claim], now: datetime, lease_seconds: float) -> list[Renewal]:
         if not claims:
             return []
-        rows = await self._all(Q.job_renew_many.text, {
-            "ids": [c.job_id for c in claims], "workers": [c.worker for c in claims],
-            "runs": [c.run for c in claims], "now": now, "lease_seconds": lease_seconds,
-        })
+        rows = await self._all(
+            Q.job_renew_many.text,
+            {
+                "ids": [c.job_id for c in claims],
+                "workers": [c.worker for c in claims],
+                "runs": [c.run for c in claims],
+                "now": now,
+                "lease_seconds": lease_seconds,
+            },
+        )
         by_id = {str(r["id"]): r for r in rows}
         return [Renewal(c, by_id[c.job_id]["status"], by_id[c.job_id]["lease_until"]) for c in claims]
 
     async def job_cancel(
         self, *, job_id: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
     ) -> CancelResult | None:
-        row = await self._one(Q.job_cancel.text, {"id": job_id, "tenant": tenant, "now": now, "actor": actor, "note": note})
+        row = await self._one(
+            Q.job_cancel.text, {"id": job_id, "tenant": tenant, "now": now, "actor": actor, "note": note}
+        )
         if row is None:
             return None
         prev = JobState(row["previous"])
-        return CancelResult(job_id, prev, bool(row["cancelled"]), was_running=bool(row["cancelled"]) and prev is JobState.RUNNING)
+        return CancelResult(
+            job_id, prev, bool(row["cancelled"]), was_running=bool(row["cancelled"]) and prev is JobState.RUNNING
+        )
 
     async def job_get(self, *, job_id: str) -> JobRow | None:
         row = await self._one(Q.job_get.text, {"id": job_id})
@@ -260,18 +301,32 @@ class _Collapsed:
                 self.slot.append(first[k])
                 self.first_index.append(holder[k])
         # Inserted as given unless the statement says otherwise: ready, or delayed when due later.
-        self.results = [EnqueueResult(j.id, False, _DELAYED if j.run_at is not None and j.run_at > now else _READY)
-                        for j in self.unique]
+        self.results = [
+            EnqueueResult(j.id, False, _DELAYED if j.run_at is not None and j.run_at > now else _READY)
+            for j in self.unique
+        ]
 
     def doc(self) -> str:
         """job_enqueue's one parameter: a jsonb array of [id, name, queue, tenant, key, input,
         max_attempts, run_at, priority] rows."""
         now = self.now
-        return orjson.dumps([
-            [j.id, j.name, j.queue, j.tenant, j.idempotency_key, orjson.Fragment(j.input_text or dumps(j.input, job=j.name)),
-             j.max_attempts, j.run_at or now, j.priority]
-            for j in self.unique
-        ], default=orjson_default).decode()
+        return orjson.dumps(
+            [
+                [
+                    j.id,
+                    j.name,
+                    j.queue,
+                    j.tenant,
+                    j.idempotency_key,
+                    orjson.Fragment(j.input_text or dumps(j.input, job=j.name)),
+                    j.max_attempts,
+                    j.run_at or now,
+                    j.priority,
+                ]
+                for j in self.unique
+            ],
+            default=orjson_default,
+        ).decode()
 
     def answers(self) -> list[EnqueueResult]:
         """One answer per input row: a later row holding an earlier row's key answers that row, deduped."""

@@ -18,7 +18,12 @@ class PostgresLimits:
         self, *, key: str, limit: int, job_id: str, worker: str, now: datetime, lease_seconds: float
     ) -> int | None:
         params: dict[str, Any] = {
-            "key": key, "limit": limit, "job_id": job_id, "worker": worker, "now": now, "lease_seconds": lease_seconds,
+            "key": key,
+            "limit": limit,
+            "job_id": job_id,
+            "worker": worker,
+            "now": now,
+            "lease_seconds": lease_seconds,
         }
         async with self.pools.connection() as conn:
             await conn.execute(Q.slot_seed.text, params)  # type: ignore[arg-type]
@@ -36,9 +41,15 @@ class PostgresLimits:
         if not job_ids:
             return
         async with self.pools.connection() as conn:
-            await conn.execute(Q.slot_renew_many.text, {
-                "worker": worker, "job_ids": list(job_ids), "now": now, "lease_seconds": lease_seconds,
-            })
+            await conn.execute(
+                Q.slot_renew_many.text,
+                {
+                    "worker": worker,
+                    "job_ids": list(job_ids),
+                    "now": now,
+                    "lease_seconds": lease_seconds,
+                },
+            )
 
     async def rate_take(self, *, key: str, limit: int, per: float, now: datetime) -> float:
         async with self.pools.connection() as conn:

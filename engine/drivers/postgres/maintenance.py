@@ -12,32 +12,49 @@ from engine.types import JobState
 
 class PostgresMaintenance:
     if TYPE_CHECKING:  # provided by PostgresJobs (and _exec by PostgresWorkers)
+
         async def _all(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]: ...
         async def _one(self, sql: str, params: dict[str, Any]) -> dict[str, Any] | None: ...
         async def _exec(self, sql: str, params: dict[str, Any]) -> None: ...
 
     async def leader_acquire(self, *, name: str, holder: str, now: datetime, lease_seconds: float) -> int | None:
-        row = await self._one(Q.leader_acquire.text, {"name": name, "holder": holder, "now": now, "lease_seconds": lease_seconds})
+        row = await self._one(
+            Q.leader_acquire.text, {"name": name, "holder": holder, "now": now, "lease_seconds": lease_seconds}
+        )
         return None if row is None else int(row["term"])
 
     async def leader_release(self, *, name: str, holder: str, term: int, now: datetime) -> None:
         await self._exec(Q.leader_release.text, {"name": name, "holder": holder, "term": term, "now": now})
 
-    async def job_rescue(self, *, leader: str, holder: str, term: int, now: datetime, limit: int) -> list[tuple[str, JobState]]:
-        rows = await self._all(Q.job_rescue.text, {"leader": leader, "holder": holder, "term": term, "now": now, "limit": limit})
+    async def job_rescue(
+        self, *, leader: str, holder: str, term: int, now: datetime, limit: int
+    ) -> list[tuple[str, JobState]]:
+        rows = await self._all(
+            Q.job_rescue.text, {"leader": leader, "holder": holder, "term": term, "now": now, "limit": limit}
+        )
         return [(str(r["id"]), JobState(r["state"])) for r in rows]
 
     async def job_prune(
         self, *, leader: str, holder: str, term: int, now: datetime, before: datetime, dead_before: datetime, limit: int
     ) -> list[str]:
-        rows = await self._all(Q.job_prune.text, {
-            "leader": leader, "holder": holder, "term": term, "now": now, "before": before,
-            "dead_before": dead_before, "limit": limit,
-        })
+        rows = await self._all(
+            Q.job_prune.text,
+            {
+                "leader": leader,
+                "holder": holder,
+                "term": term,
+                "now": now,
+                "before": before,
+                "dead_before": dead_before,
+                "limit": limit,
+            },
+        )
         return [str(r["id"]) for r in rows]
 
     async def throughput_rollup(self, *, leader: str, holder: str, term: int, now: datetime, settle: float) -> int:
-        row = await self._one(Q.throughput_rollup.text, {"leader": leader, "holder": holder, "term": term, "now": now, "settle": settle})
+        row = await self._one(
+            Q.throughput_rollup.text, {"leader": leader, "holder": holder, "term": term, "now": now, "settle": settle}
+        )
         return int(row["rows"]) if row else 0
 
     async def worker_reap(self, *, before: datetime) -> list[str]:

@@ -120,7 +120,9 @@ class _Use:
             return
         try:
             conn = lead.conn
-            status = conn.pgconn.transaction_status if conn is not None and not conn.closed else TransactionStatus.UNKNOWN
+            status = (
+                conn.pgconn.transaction_status if conn is not None and not conn.closed else TransactionStatus.UNKNOWN
+            )
             if status in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
                 try:
                     await conn.rollback()  # type: ignore[union-attr]
@@ -138,7 +140,9 @@ class _Use:
 
 
 class LoopPools:
-    def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 10, statement_timeout_ms: int | None = None) -> None:
+    def __init__(
+        self, dsn: str, *, min_size: int = 1, max_size: int = 10, statement_timeout_ms: int | None = None
+    ) -> None:
         self.dsn = dsn
         self.min_size = min_size
         self.max_size = max_size
@@ -176,8 +180,14 @@ class LoopPools:
             raise unreachable(self.dsn, exc) from None
         await _configure(probe)
         pool = AsyncConnectionPool(
-            self.dsn, min_size=self.min_size, max_size=self.max_size, kwargs=self._kwargs(),
-            configure=_configure, open=False, timeout=10.0, name="jobs",
+            self.dsn,
+            min_size=self.min_size,
+            max_size=self.max_size,
+            kwargs=self._kwargs(),
+            configure=_configure,
+            open=False,
+            timeout=10.0,
+            name="jobs",
         )
         try:
             await pool.open(wait=True, timeout=10.0)
@@ -197,6 +207,7 @@ class LoopPools:
 
     def _revive(self, lead: _Lead) -> None:
         """Reconnect a lead connection that broke, in the background: callers use the pool meanwhile."""
+
         async def revive() -> None:
             try:
                 conn = await psycopg.AsyncConnection.connect(self.dsn, **self._kwargs())

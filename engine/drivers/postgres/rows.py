@@ -20,8 +20,24 @@ def job_row(d: dict[str, Any]) -> JobRow:
 # What worker_claim answers, in this order: the fields the claim did not set. The ones it did
 # (state, claimant, claimed/updated at, lease end) and the ones it cleared are known to the
 # caller, so the server neither formats them nor does the driver decode them (200 rows a claim).
-CLAIM_FIELDS = ("id", "name", "queue", "tenant", "idempotency_key", "input", "priority", "attempt",
-                "max_attempts", "run", "run_at", "created_at", "last_error", "error_code", "wait", "waiting_since")
+CLAIM_FIELDS = (
+    "id",
+    "name",
+    "queue",
+    "tenant",
+    "idempotency_key",
+    "input",
+    "priority",
+    "attempt",
+    "max_attempts",
+    "run",
+    "run_at",
+    "created_at",
+    "last_error",
+    "error_code",
+    "wait",
+    "waiting_since",
+)
 _new = object.__new__
 
 
@@ -48,6 +64,13 @@ def history_entry(d: dict[str, Any]) -> HistoryEntry:
 
 def attempt_record(d: dict[str, Any]) -> AttemptRecord:
     return AttemptRecord(
-        str(d["job_id"]), d["run"], d["attempt"], d["worker"], d["started_at"], d["finished_at"],
-        d["outcome"], d["error_code"], d["error"],
+        str(d["job_id"]),
+        d["run"],
+        d["attempt"],
+        d["worker"],
+        d["started_at"],
+        d["finished_at"],
+        d["outcome"],
+        d["error_code"],
+        d["error"],
     )

@@ -30,18 +30,35 @@ _RETRYABLE = ("dead", "completed")
 
 def _stored(d: dict[str, Any]) -> StoredStep:
     return StoredStep(
-        job_id=str(d["job_id"]), name=d["name"], seq=d["seq"], kind=d["kind"], status=d["status"],
-        attempt=d["attempt"], run=d["run"], started_at=d["started_at"], finished_at=d["finished_at"],
-        result=d["result"], error=d["error"], wait=d["wait"],
+        job_id=str(d["job_id"]),
+        name=d["name"],
+        seq=d["seq"],
+        kind=d["kind"],
+        status=d["status"],
+        attempt=d["attempt"],
+        run=d["run"],
+        started_at=d["started_at"],
+        finished_at=d["finished_at"],
+        result=d["result"],
+        error=d["error"],
+        wait=d["wait"],
         event_id=None if d["event_id"] is None else str(d["event_id"]),
     )
 
 
 def _record(d: dict[str, Any]) -> StepRecord:
     return StepRecord(
-        job_id=str(d["job_id"]), name=d["name"], seq=d["seq"], kind=d["kind"], status=d["status"],
-        attempt=d["attempt"], started_at=d["started_at"], finished_at=d["finished_at"],
-        duration=d["duration"], error=d["error"], result_size=d["result_size"],
+        job_id=str(d["job_id"]),
+        name=d["name"],
+        seq=d["seq"],
+        kind=d["kind"],
+        status=d["status"],
+        attempt=d["attempt"],
+        started_at=d["started_at"],
+        finished_at=d["finished_at"],
+        duration=d["duration"],
+        error=d["error"],
+        result_size=d["result_size"],
     )
 
 
@@ -57,9 +74,23 @@ class PostgresSteps:
         # Group commit (groupwrite.py): the writes of this loop that come in while one is on the
         # wire share the next statement, each fenced on its own claim and answered on its own.
         text = dumps(step.result, what="step result") if step.status in ("completed", "timed-out") else None
-        row = [claim.job_id, claim.worker, claim.run, step.name, step.seq, step.kind, step.status, step.attempt,
-               step.started_at, step.finished_at, None if text is None else {"v": orjson.Fragment(text)},
-               step.error, None if text is None else len(text.encode()), step.wait, step.event_id]
+        row = [
+            claim.job_id,
+            claim.worker,
+            claim.run,
+            step.name,
+            step.seq,
+            step.kind,
+            step.status,
+            step.attempt,
+            step.started_at,
+            step.finished_at,
+            None if text is None else {"v": orjson.Fragment(text)},
+            step.error,
+            None if text is None else len(text.encode()),
+            step.wait,
+            step.event_id,
+        ]
         return await self._step_writer().write((claim.job_id, step.name), row)
 
     def _step_writer(self) -> GroupWriter:
@@ -81,27 +112,48 @@ class PostgresSteps:
     async def event_send(
         self, *, id: str, name: str, payload: dict[str, Any], tenant: str | None, actor: str | None, now: datetime
     ) -> SentEvent:
-        rows = await self._all(Q.event_send.text, {
-            "id": id, "name": name, "tenant": tenant, "payload": dumps(payload, what="event payload"),
-            "actor": actor, "now": now,
-        })
+        rows = await self._all(
+            Q.event_send.text,
+            {
+                "id": id,
+                "name": name,
+                "tenant": tenant,
+                "payload": dumps(payload, what="event payload"),
+                "actor": actor,
+                "now": now,
+            },
+        )
         r = rows[0]
         return SentEvent(str(r["id"]), r["name"], r["tenant"], r["sent_at"], r["woken"])
 
     async def event_find(
         self, *, job_id: str, name: str, tenant: str | None, match: dict[str, Any], since: datetime, now: datetime
     ) -> EventRecord | None:
-        rows = await self._all(Q.event_find.text, {
-            "job_id": job_id, "name": name, "tenant": tenant, "match": dumps(match, what="event match"),
-            "since": since, "now": now,
-        })
+        rows = await self._all(
+            Q.event_find.text,
+            {
+                "job_id": job_id,
+                "name": name,
+                "tenant": tenant,
+                "match": dumps(match, what="event match"),
+                "since": since,
+                "now": now,
+            },
+        )
         if not rows:
             return None
         r = rows[0]
         return EventRecord(str(r["id"]), r["name"], r["tenant"], r["payload"], r["sent_at"], r["sent_by"])
 
     async def job_retry_from_step(
-        self, *, job_id: str, step_name: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
+        self,
+        *,
+        job_id: str,
+        step_name: str,
+        tenant: str | None,
+        now: datetime,
+        actor: str | None,
+        note: str | None = None,
     ) -> StepRetry:
         try:
             async with self.pools.connection() as conn, conn.transaction():
@@ -110,12 +162,22 @@ class PostgresSteps:
             # A live duplicate committed after the lookup: the whole change rolled back.
             job = await self._all(Q.job_get.text, {"id": job_id})
             j = job[0]
-            live = await self._all(Q.job_find_live.text, {"name": j["name"], "tenant": j["tenant"], "key": j["idempotency_key"]})
-            return StepRetry(job_id, "duplicate", JobState(j["state"]), step_name, holder_id=str(live[0]["id"]) if live else None)
+            live = await self._all(
+                Q.job_find_live.text, {"name": j["name"], "tenant": j["tenant"], "key": j["idempotency_key"]}
+            )
+            return StepRetry(
+                job_id, "duplicate", JobState(j["state"]), step_name, holder_id=str(live[0]["id"]) if live else None
+            )
 
     async def _retry_from_step(
-        self, conn: Any, job_id: str, step_name: str, tenant: str | None, now: datetime,
-        actor: str | None, note: str | None,
+        self,
+        conn: Any,
+        job_id: str,
+        step_name: str,
+        tenant: str | None,
+        now: datetime,
+        actor: str | None,
+        note: str | None,
     ) -> StepRetry:
         async def run(sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
             cur = await conn.execute(sql, params)
@@ -132,11 +194,16 @@ class PostgresSteps:
         target = next((s for s in steps if s["name"] == step_name), None)
         if target is None:
             return StepRetry(job_id, "unknown-step", state, step_name, known_steps=tuple(s["name"] for s in steps))
-        live = await run(Q.job_find_live.text, {"name": job["name"], "tenant": job["tenant"], "key": job["idempotency_key"]})
+        live = await run(
+            Q.job_find_live.text, {"name": job["name"], "tenant": job["tenant"], "key": job["idempotency_key"]}
+        )
         if live:
             return StepRetry(job_id, "duplicate", state, step_name, holder_id=str(live[0]["id"]))
         dropped = await run(Q.step_discard_from.text, {"job_id": job_id, "seq": target["seq"]})
         discarded = tuple(d["name"] for d in sorted(dropped, key=lambda d: (d["seq"], d["name"])))
         data = {"step": step_name, "from": job["state"], "discarded": list(discarded)}
-        await run(Q.job_reset_from_step.text, {"id": job_id, "now": now, "actor": actor, "note": note, "data": json.dumps(data)})
+        await run(
+            Q.job_reset_from_step.text,
+            {"id": job_id, "now": now, "actor": actor, "note": note, "data": json.dumps(data)},
+        )
         return StepRetry(job_id, "retried", state, step_name, discarded=discarded)

@@ -23,6 +23,7 @@ class PostgresWorkers:
     dsn: str
 
     if TYPE_CHECKING:  # provided by PostgresJobs (and _exec by PostgresWorkers)
+
         async def _all(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]: ...
         async def _one(self, sql: str, params: dict[str, Any]) -> dict[str, Any] | None: ...
         async def _raw(self, query: Query, values: dict[str, Any]) -> list[tuple[Any, ...]]: ...
@@ -34,9 +35,17 @@ class PostgresWorkers:
     async def worker_register(
         self, *, id: str, host: str, pid: int, queues: Sequence[str], concurrency: int, now: datetime
     ) -> None:
-        await self._exec(Q.worker_register.text, {
-            "id": id, "host": host, "pid": pid, "queues": list(queues), "concurrency": concurrency, "now": now,
-        })
+        await self._exec(
+            Q.worker_register.text,
+            {
+                "id": id,
+                "host": host,
+                "pid": pid,
+                "queues": list(queues),
+                "concurrency": concurrency,
+                "now": now,
+            },
+        )
 
     async def worker_heartbeat(self, *, id: str, in_use: int, stopping: bool, now: datetime) -> bool:
         row = await self._one(Q.worker_heartbeat.text, {"id": id, "in_use": in_use, "stopping": stopping, "now": now})
@@ -48,17 +57,34 @@ class PostgresWorkers:
     async def worker_list(self, *, now: datetime) -> list[WorkerRecord]:
         rows = await self._all(Q.worker_list.text, {"now": now})
         return [
-            WorkerRecord(r["id"], r["host"], r["pid"], tuple(r["queues"]), r["concurrency"], r["in_use"],
-                         r["started_at"], r["heartbeat_at"], r["stopping"], float(r["heartbeat_age"]))
+            WorkerRecord(
+                r["id"],
+                r["host"],
+                r["pid"],
+                tuple(r["queues"]),
+                r["concurrency"],
+                r["in_use"],
+                r["started_at"],
+                r["heartbeat_at"],
+                r["stopping"],
+                float(r["heartbeat_age"]),
+            )
             for r in rows
         ]
 
     async def worker_claim(
         self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
     ) -> ClaimBatch:
-        rows = await self._raw(Q.worker_claim, {
-            "queues": list(queues), "limit": limit, "worker": worker, "now": now, "lease_seconds": lease_seconds,
-        })
+        rows = await self._raw(
+            Q.worker_claim,
+            {
+                "queues": list(queues),
+                "limit": limit,
+                "worker": worker,
+                "now": now,
+                "lease_seconds": lease_seconds,
+            },
+        )
         # One row, its id null, is when the queues next have work (worker.sql): the last one, as
         # the union's arms run in order, but looked for from the end rather than assumed.
         next_due = None
