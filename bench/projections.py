@@ -1,6 +1,6 @@
 """Projection timings on a big table: `python -m bench.projections [--jobs 1000000] [--runs 30]`.
 
-Seeds jobs.job with the mix of issue 6 (sql/bench/seed.sql: 95% completed, 3% dead, 2% live;
+Seeds jobs.job with a production-like mix (sql/bench/seed.sql: 95% completed, 3% dead, 2% live;
 50 names, 20 tenants, 5 queues; attempts and steps to match), then times every projection the
 console refreshes through the real path (Introspector -> PostgresDriver -> named statements,
 each under its budget), and EXPLAINs every projection statement: none may seq-scan jobs.job.
