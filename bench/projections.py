@@ -51,8 +51,9 @@ def _bounds() -> list[str]:
 
 
 async def _measure(dsn: str, runs: int, busy: int = BUSY_HOUR) -> tuple[dict[str, list[float]], dict[str, Any]]:
+    from engine.actions import Operator
     from engine.drivers.postgres import PostgresDriver
-    from engine.introspect import Introspector, Operator, parse_filter
+    from engine.introspect import Introspector, parse_filter
     from engine.services.maintenance import MaintenanceConfig
 
     driver = PostgresDriver(dsn)

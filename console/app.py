@@ -4,8 +4,6 @@ Constructing it (stable; the demo and the CLI build it this way)::
 
     from console.app import JobsConsole
     from console.source import Source
-from console.widgets.banner import Banner
-from console.widgets.header import StatusHeader
 
     source = Source(engine, read_only=False)   # engine: engine.api.Engine (any driver)
     app = JobsConsole(source, read_only=False, refresh=2.0, queue=None, title=None)
@@ -155,9 +153,3 @@ def _runner(screen: Screen, a: actions.Action):  # type: ignore[no-untyped-def]
         await target.run_action(a.action)
 
     return run
-
-
-def main() -> None:  # kept until console/cli.py takes the entry point
-    from console.seed import seeded_source
-
-    JobsConsole(seeded_source()).run()

@@ -318,6 +318,20 @@ class WorkerRecord:
     heartbeat_at: datetime
     stopping: bool
     heartbeat_age: float  # seconds since the last heartbeat landed, at the `now` asked about
+    drain_requested_by: str | None = None  # an operator asked it to drain (jobs workers drain ID)
+    drain_requested_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """What a worker's heartbeat answers (None instead: its row is gone, it was reaped)."""
+
+    drain_requested_by: str | None = None  # set: an operator asked this worker to drain
+    drain_requested_at: datetime | None = None
+
+    @property
+    def drain_requested(self) -> bool:
+        return self.drain_requested_at is not None
 
 
 @dataclass(frozen=True)

@@ -215,6 +215,10 @@ create table if not exists jobs.worker (
     heartbeat_at timestamptz not null,
     stopping     boolean not null default false
 );
+-- An operator's request that the worker drain (jobs workers drain ID): its heartbeat answers it.
+alter table jobs.worker add column if not exists drain_requested_by text;
+alter table jobs.worker add column if not exists drain_requested_at timestamptz;
+alter table jobs.worker add column if not exists drain_note text;
 
 create table if not exists jobs.queue (
     name      text primary key,
@@ -317,6 +321,6 @@ create table if not exists jobs.backfill (
 );
 create index if not exists backfill_name_env on jobs.backfill (name, environment, completed_at);
 
-insert into jobs.meta (key, value) values ('schema_version', '3')
+insert into jobs.meta (key, value) values ('schema_version', '4')
     on conflict (key) do update set value = excluded.value
     where jobs.meta.value::int < excluded.value::int;

@@ -61,7 +61,7 @@ def run(dsn: str | None, as_json: bool, call: Callable[[Any], Awaitable[T]]) -> 
         try:
             return await call(eng)
         finally:
-            await eng.driver.close()
+            await eng.aclose()
 
     try:
         return asyncio.run(go())
@@ -171,7 +171,7 @@ def list_jobs(
 
 @app.command()
 def show(
-    job_id: str = typer.Argument(..., help="the job's id"),
+    job_id: str = typer.Argument(..., help="the job's id, or a unique short id (6+ hex digits of its head or tail)"),
     tenant: str = typer.Option(None, "--tenant"),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     json_out: bool = typer.Option(False, "--json"),
@@ -238,13 +238,21 @@ def dead(
     out.print(f"{dl.total} dead")
 
 
-@app.command()
+# `jobs workers` lists them; `jobs workers drain ID` (engine/cli/ops.py) asks one to drain.
+workers_app = typer.Typer(help="Registered workers, and asking one to drain.", no_args_is_help=False)
+app.add_typer(workers_app, name="workers")
+
+
+@workers_app.callback(invoke_without_command=True)
 def workers(
+    ctx: typer.Context,
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     json_out: bool = typer.Option(False, "--json"),
     budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
 ) -> None:
     """Registered workers: host, pid, queues, slots in use, last heartbeat (stale ones marked)."""
+    if ctx.invoked_subcommand is not None:
+        return
     wv = run(dsn, json_out, lambda e: intro(e, budget).workers())
     if json_out:
         return emit(wv)
@@ -257,7 +265,7 @@ def workers(
             ",".join(w.queues),
             f"{w.in_use}/{w.concurrency}",
             f"{w.heartbeat_age:.0f}s ago",
-            "STALE" if w.stale else "",
+            "STALE" if w.stale else ("DRAIN ASKED" if w.drain_requested_at else ""),
         )
     console().print(t)
 

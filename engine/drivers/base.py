@@ -17,6 +17,7 @@ from engine.projections import (
     BulkBatch,
     BulkPlan,
     DeadLetters,
+    DrainRequest,
     JobFilter,
     JobPage,
     JobSummary,
@@ -33,6 +34,7 @@ from engine.types import (
     ClaimedJob,
     EnqueueResult,
     EventRecord,
+    Heartbeat,
     HistoryEntry,
     JobRow,
     JobState,
@@ -110,8 +112,9 @@ class Driver(Protocol):
         """Register a worker process (re-registering an id resets its row)."""
         ...
 
-    async def worker_heartbeat(self, *, id: str, in_use: int, stopping: bool, now: datetime) -> bool:
-        """Stamp the heartbeat and slots in use; False when the row is gone (reaped)."""
+    async def worker_heartbeat(self, *, id: str, in_use: int, stopping: bool, now: datetime) -> Heartbeat | None:
+        """Stamp the heartbeat and slots in use; None when the row is gone (reaped). The answer
+        carries an operator's drain request, if one stands (worker_drain_request)."""
         ...
 
     async def worker_deregister(self, *, id: str) -> None: ...
@@ -306,4 +309,30 @@ class Driver(Protocol):
         self, *, queue: str, paused: bool, actor: str | None, note: str | None, now: datetime
     ) -> QueuePause:
         """Pause or resume a queue durably; already in that state: ``changed`` False."""
+        ...
+
+    async def queue_names_known(self) -> list[str]:
+        """Every queue a job row (any state), a registered worker or a pause row names, sorted."""
+        ...
+
+    async def job_find(
+        self, *, fragment: str, tenant: str | None, limit: int, budget_ms: int | None
+    ) -> list[JobSummary]:
+        """Up to ``limit`` jobs of ``tenant`` (None: any) whose id, as 32 hex digits, begins with
+        ``fragment`` (hex, lower case), or, when none does, ends with it; by id."""
+        ...
+
+    async def job_discard(
+        self, *, job_id: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
+    ) -> ActionResult | None:
+        """Delete a dead job with its attempts and steps; its history is replaced by one
+        ``discarded`` entry (who, when, the note, what the job was). A job no longer dead changes
+        nothing (``changed`` False). None when no job has that id for that tenant (I25)."""
+        ...
+
+    async def worker_drain_request(
+        self, *, id: str, actor: str | None, note: str | None, now: datetime
+    ) -> DrainRequest | None:
+        """Ask a registered worker to drain: its next heartbeat answers the request. Asked
+        already: the standing request, ``changed`` False. None when no worker has that id."""
         ...

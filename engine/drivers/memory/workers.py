@@ -14,6 +14,7 @@ from engine.types import (
     ClaimBatch,
     EnqueueResult,
     GaugeCount,
+    Heartbeat,
     JobRow,
     JobState,
     NewJob,
@@ -70,13 +71,13 @@ class MemoryWorkers:
         with self.state.lock:
             self._workers()[id] = WorkerRecord(id, host, pid, tuple(queues), concurrency, 0, now, now, False, 0.0)
 
-    async def worker_heartbeat(self, *, id: str, in_use: int, stopping: bool, now: datetime) -> bool:
+    async def worker_heartbeat(self, *, id: str, in_use: int, stopping: bool, now: datetime) -> Heartbeat | None:
         with self.state.lock:
             w = self._workers().get(id)
             if w is None:
-                return False
+                return None
             self._workers()[id] = replace(w, in_use=in_use, stopping=stopping, heartbeat_at=now)
-            return True
+            return Heartbeat(w.drain_requested_by, w.drain_requested_at)
 
     async def worker_deregister(self, *, id: str) -> None:
         with self.state.lock:
