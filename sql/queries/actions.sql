@@ -221,15 +221,21 @@ order by id
 limit %(limit)s;
 
 -- name: job_find_suffix :many
--- Jobs whose id ends with a hex fragment (the tail the console shows). No index serves a tail (a
--- UUIDv7's tail is random), so this reads every row, under the caller's budget; asked only when
--- no id begins with the fragment.
-select id, name, queue, tenant, state, idempotency_key, priority, attempt, max_attempts, run_at,
-       created_at, updated_at, finished_at, error_code, stop_reason
-from jobs.job
-where right(replace(id::text, '-', ''), length(%(tail)s::text)) = %(tail)s::text
-  and (%(tenant)s::text is null or tenant = %(tenant)s::text)
-order by id
+-- Jobs whose id ends with a hex fragment (the tail the console shows): the fragment's whole bytes
+-- %(tail)s match the id's last bytes, and an odd leading digit %(nibble)s the low half of the byte
+-- before them. No index serves a tail (a UUIDv7's tail is random), so this reads every id, under
+-- the caller's budget: bytes, not text, and the ids first, the rows after. Asked only when no id
+-- begins with the fragment.
+with hit as materialized (
+    select id from jobs.job
+    where substring(uuid_send(id) from 17 - length(%(tail)s::bytea)) = %(tail)s::bytea
+      and (%(nibble)s::int is null or get_byte(uuid_send(id), 15 - length(%(tail)s::bytea)) & 15 = %(nibble)s::int)
+)
+select j.id, j.name, j.queue, j.tenant, j.state, j.idempotency_key, j.priority, j.attempt, j.max_attempts,
+       j.run_at, j.created_at, j.updated_at, j.finished_at, j.error_code, j.stop_reason
+from hit join jobs.job j on j.id = hit.id
+where (%(tenant)s::text is null or j.tenant = %(tenant)s::text)
+order by j.id
 limit %(limit)s;
 
 -- name: job_discard :one

@@ -143,11 +143,14 @@ class PostgresActions(PostgresIntrospect):
             return []
         lo, hi = span
 
+        odd = len(fragment) % 2
+        tail = {"tail": bytes.fromhex(fragment[odd:]), "nibble": int(fragment[0], 16) if odd else None}
+
         async def read(conn: Conn) -> list[JobSummary]:
-            p: dict[str, Any] = {"lo": lo, "hi": hi, "tenant": tenant, "limit": limit, "tail": fragment}
+            p: dict[str, Any] = {"lo": lo, "hi": hi, "tenant": tenant, "limit": limit}
             rows = await self._rows(conn, Q.job_find_prefix.text, p)
             if not rows:
-                rows = await self._rows(conn, Q.job_find_suffix.text, p)
+                rows = await self._rows(conn, Q.job_find_suffix.text, p | tail)
             return [summary_row(r) for r in rows]
 
         return await self._budgeted(budget_ms, "show", read)
