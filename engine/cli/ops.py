@@ -202,8 +202,9 @@ def pause(
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Pause a queue: durable, shown in `jobs queues`; workers claim nothing more from it. A queue
-    no job, worker or pause names is refused with "did you mean" unless --create."""
+    """Pause a queue: durable, shown in `jobs queues`; workers claim nothing more from it.
+
+    A queue no job, worker or pause names is refused with "did you mean" unless --create."""
     _pause(queue, True, note, actor, dsn, json_out, create)
 
 
@@ -232,8 +233,9 @@ def discard(
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Discard a dead letter (its row is deleted; a `discarded` entry keeps who, when and the
-    note), or every dead job matching a filter, after a dry run."""
+    """Discard a dead letter, or every dead job matching a filter after a dry run.
+
+    The row is deleted; a `discarded` history entry keeps who, when, the note and what it was."""
     if all_:
         if job_id:
             fail(
@@ -260,8 +262,10 @@ def drain(
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Ask a running worker to stop claiming and drain: it sees the request at its next
-    heartbeat, lets in-flight work finish within its grace, releases the rest and exits."""
+    """Ask a running worker to stop claiming and drain.
+
+    It sees the request at its next heartbeat, lets in-flight work finish within its grace,
+    releases the rest and exits."""
     r = run(dsn, json_out, lambda e: operator(e, actor).drain_worker(worker_id, note=note))
     if json_out:
         emit(r)
