@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 from engine.cli import EXIT_DRIFT, app, fail
 from engine.cli.admin import DSN_HELP, resolve_dsn
-from engine.errors import X_INVALID_ARGUMENT, JobsError
+from engine.errors import X_INVALID_ARGUMENT, X_NOT_FOUND, JobsError
 
 T = TypeVar("T")
 BUDGET_HELP = "seconds each query may take before it is cut off"
@@ -272,17 +272,29 @@ def workers(
 
 @app.command()
 def why(
-    target: str = typer.Argument(..., help="a job id, or a queue name"),
+    target: str = typer.Argument(..., help="a job id (or a unique short id), or a queue name"),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     json_out: bool = typer.Option(False, "--json"),
     budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
 ) -> None:
     """Why a job is not running, or why a queue's oldest-ready age grows: the causes."""
-    from engine.ids import parse_id
+    from engine.introspect.base import id_fragment
+
+    try:
+        id_fragment(target)
+        maybe_job = True  # an id, or hex digits of one: a job's, unless no job has it
+    except JobsError:
+        maybe_job = False
 
     async def call(e: Any) -> Any:
         i = intro(e, budget)
-        return await (i.why_job(target) if parse_id(target) else i.why_queue(target))
+        if maybe_job:
+            try:
+                return await i.why_job(target)
+            except JobsError as err:
+                if err.code != X_NOT_FOUND or len(target.strip()) == 36:
+                    raise
+        return await i.why_queue(target)
 
     rep = run(dsn, json_out, call)
     if json_out:

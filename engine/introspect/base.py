@@ -106,5 +106,20 @@ async def load_job(view: EngineView, value: Any, tenant: str | None, *, budget_m
     await view._open()
     row = await view.driver.job_get(job_id=jid)
     if row is None or (tenant is not None and row.tenant != tenant):
-        raise not_found(jid, tenant)
+        raise await _gone(view, jid, tenant) if row is None else not_found(jid, tenant)
     return row
+
+
+async def _gone(view: EngineView, job_id: str, tenant: str | None) -> JobsError:
+    """X_NOT_FOUND, saying who discarded the job when a `discarded` entry outlived its row (and
+    only to a scope that may see that job, I25)."""
+    err = not_found(job_id, tenant)
+    gone = next((h for h in await view.driver.job_history(job_id=job_id) if h.kind == "discarded"), None)
+    if gone is None or (tenant is not None and gone.data.get("tenant") != tenant):
+        return err
+    return JobsError(
+        X_NOT_FOUND,
+        cause=f"{err.cause}: it was discarded by {gone.actor or 'someone'} at {gone.at:%Y-%m-%d %H:%M:%S %Z}"
+        + (f" ({gone.note})" if gone.note else ""),
+        fix=err.fix,
+    )

@@ -139,6 +139,10 @@ async def test_i25_a_short_id_resolves_to_the_one_job_of_the_scope_through_every
     assert (await doors.console.job(tail.upper())).job.id == a.id
     r = await doors.cli("show", tail, "--json")
     assert r.exit_code == 0 and json.loads(r.stdout)["job"]["id"] == a.id
+    r = await doors.cli("why", tail, "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["target"] == a.id
+    r = await doors.cli("why", "default", "--json")  # a queue name is still a queue
+    assert r.exit_code == 0 and json.loads(r.stdout)["subject"] == "queue"
     # A head long enough to hold the id's counter is unique too, and any id-taking command takes it.
     r = await doors.cli("discard", a.id.replace("-", "")[:16], "--json")
     assert r.exit_code == 0 and json.loads(r.stdout)["job_id"] == a.id
@@ -206,7 +210,13 @@ async def test_discarding_a_dead_letter_deletes_it_and_keeps_the_audit_through_e
         (h,) = await driver.job_history(job_id=job.id)
         assert (h.kind, h.actor, h.note, h.at) == ("discarded", actor, note, clock.now())
         assert (h.data["name"], h.data["tenant"], h.data["error_code"]) == (job.name, "acme", "X_BOOM")
-        assert (await refused(doors.api.aget(job.id))).code == "X_NOT_FOUND"
+        err = await refused(doors.api.aget(job.id))
+        assert err.code == "X_NOT_FOUND" and err.cause.startswith(
+            f"no job has id {job.id}: it was discarded by {actor}"
+        )
+    # Another tenant's scope learns nothing of it (I25).
+    err = await refused(doors.api.aget(d1.id, tenant="globex"))
+    assert err.cause == f"no job has id {d1.id} for tenant 'globex'"
     # Only a dead letter: a live job is refused, and the fix names cancel.
     for err in (await refused(doors.api.operator().discard(ready.id)), await refused(doors.console.discard(ready.id))):
         assert (err.code, err.fix) == ("X_INVALID_STATE", f"jobs cancel {ready.id}")
