@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import X_ABORTED, X_BACKFILL_MIGRATION_PENDING, X_BACKFILL_STALLED, JobsError
 from engine.retry import register_error_retry
 from engine.runtime.steps import error_text
-from engine.types import BackfillRun
+from engine.types import BackfillRun, JobState
 
 if TYPE_CHECKING:
     from engine.backfills.declare import BackfillDefinition
@@ -84,8 +85,12 @@ def _finish_tx(conn: Any, commit: bool) -> None:
         done()
 
 
-async def _sweep(d: BackfillDefinition, conn: Any, after: Any, number: int, write: bool) -> dict[str, Any]:
-    """One batch: read, handle (write passes), commit. Its answer is the batch's stored step."""
+async def _sweep(
+    d: BackfillDefinition, conn: Any, after: Any, number: int, write: bool, held: Callable[[int], Awaitable[bool]]
+) -> dict[str, Any]:
+    """One batch: read, handle (write passes), then commit only while the pass still holds its
+    job (``held`` records the batch's totals in the ledger, fenced on the claim): a batch that a
+    cancel or a re-delivery overtook is rolled back. Its answer is the batch's stored step."""
     from engine.backfills.declare import Batch, is_async_handle
 
     try:
@@ -96,6 +101,13 @@ async def _sweep(d: BackfillDefinition, conn: Any, after: Any, number: int, writ
                 await d.handle(batch)
             else:
                 await asyncio.to_thread(d.handle, batch)
+        if rows and not await held(len(rows)):
+            raise JobsError(
+                X_ABORTED,
+                cause=f"batch {number} of backfill {d.backfill!r} was rolled back: its pass no longer holds its "
+                "job (cancelled or re-delivered)",
+                fix=d.command("--status"),
+            )
         await asyncio.to_thread(_finish_tx, conn, write)
     except BaseException:
         with contextlib.suppress(Exception):
@@ -151,23 +163,18 @@ async def run_pass(d: BackfillDefinition, ctx: JobContext, inp: dict[str, Any]) 
             number += 1
             ran: list[bool] = []
 
-            async def batch(after: Any = cursor, n: int = number, mark: list[bool] = ran) -> dict[str, Any]:
+            async def held(rows: int, mark: list[bool] = ran, done: int = swept, n: int = batches) -> bool:
                 mark.append(True)
-                return await _sweep(d, conn, after, n, write)
+                return await driver.backfill_progress(run_id=run_id, claim=claim, swept=done + rows, batches=n + 1)
+
+            async def batch(after: Any = cursor, n: int = number) -> dict[str, Any]:
+                return await _sweep(d, conn, after, n, write, held)
 
             res = await step.run(f"batch-{number}", batch)
             if res["rows"] == 0:
                 break
             swept, batches, cursor = swept + int(res["rows"]), batches + 1, res["cursor"]
-            if ran:  # a replayed batch was paced and counted when it first ran
-                if not await driver.backfill_progress(run_id=run_id, claim=claim, swept=swept, batches=batches):
-                    ctx.signal.raise_if_aborted("next batch")
-                    raise JobsError(
-                        X_ABORTED,
-                        cause=f"pass {ctx.id} of backfill {d.backfill!r} no longer holds its job (cancelled or "
-                        "re-delivered); it stops before its next batch",
-                        fix=d.command("--status"),
-                    )
+            if ran:  # a replayed batch was paced when it first ran
                 await pacer.wait()
         remaining = await asyncio.to_thread(_count, d, conn)
         if (write and remaining > 0) or (not write and swept < remaining):
@@ -177,6 +184,12 @@ async def run_pass(d: BackfillDefinition, ctx: JobContext, inp: dict[str, Any]) 
         )
         return {"run": run_id, "swept": swept, "batches": batches, "remaining": remaining, "write": write}
     except BaseException as exc:
+        if getattr(exc, "code", None) == X_ABORTED and not ctx.signal.aborted:
+            # The fence refused the batch: an operator's cancel, seen before the lease renewal says so.
+            with contextlib.suppress(Exception):
+                row = await driver.job_get(job_id=ctx.id)
+                if row is not None and row.state is JobState.CANCELLED:
+                    ctx.signal.abort("cancelled")
         outcome = _outcome(exc, ctx.signal.reason)
         if outcome is not None:
             with contextlib.suppress(Exception):

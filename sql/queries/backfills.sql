@@ -28,9 +28,10 @@ where b.id = %(id)s and b.status = 'running'
 returning b.id;
 
 -- name: backfill_finish :one
--- A pass's outcome: completed, failed, stalled or cancelled, with its totals when given.
+-- A pass's outcome: completed, failed, stalled or cancelled, with its totals and error when given
+-- (a cancel's pass finishing after the action keeps the action's "cancelled by").
 update jobs.backfill
-set status = %(outcome)s, finished_at = %(now)s, error = %(error)s,
+set status = %(outcome)s, finished_at = %(now)s, error = coalesce(%(error)s, error),
     swept = coalesce(%(swept)s, swept), batches = coalesce(%(batches)s, batches)
 where id = %(id)s and status <> 'completed'
 returning id;

@@ -49,11 +49,17 @@ def _unswept(conn: Any) -> int:
 bf = Backfills(connect=app_connection, migrations=applied, version="1.4.2")
 
 
+# In-process tests hook a batch here (it runs in the pass's thread, after the batch's write).
+ON_BATCH: list[Any] = []
+
+
 def _fill(batch: Batch) -> None:
     ids = [r["id"] for r in batch.rows]
     batch.conn.execute("update accounts set email_lower = lower(email), hits = hits + 1 where id = any(%s)", [ids])
     if os.environ.get("BACKFILL_ANNOUNCE") == "1":
         print(f"BATCH {batch.number}", flush=True)
+    for hook in ON_BATCH:
+        hook(batch)
 
 
 @bf.backfill(
@@ -71,7 +77,7 @@ def accounts_email_lower(batch: Batch) -> None:
 # The sweep narrows (even ids only) where the count does not: a stalled pass.
 @bf.backfill(
     "accounts_even_only",
-    source=keyset("accounts", "id", where="email_lower is null and id % 2 = 0"),
+    source=keyset("accounts", "id", where="email_lower is null and id %% 2 = 0"),
     count=_unswept,
     batch_size=5000,
 )

@@ -72,7 +72,7 @@ class MemoryBackfills:
                 run,
                 status=outcome,
                 finished_at=now,
-                error=error,
+                error=run.error if error is None else error,
                 swept=run.swept if swept is None else swept,
                 batches=run.batches if batches is None else batches,
             )
