@@ -61,8 +61,16 @@ def open_driver(dsn: str, **options: Any) -> Driver:
 
 
 class Engine:
-    def __init__(self, driver: Driver, *, clock: Clock | None = None, ids: IdFactory | None = None) -> None:
+    def __init__(
+        self,
+        driver: Driver,
+        *,
+        clock: Clock | None = None,
+        ids: IdFactory | None = None,
+        environment: str | None = None,
+    ) -> None:
         self.driver = driver
+        self.environment = environment  # the deployment's (backfills read it); None: $JOBS_ENV
         self.clock = clock or SystemClock()
         self.ids = ids or IdFactory(self.clock)
         self._bridge = LoopThread()
@@ -263,7 +271,14 @@ class Engine:
             self._bridge.stop()
 
 
-def connect(dsn: str, *, clock: Clock | None = None, ids: IdFactory | None = None, **driver_options: Any) -> Engine:
+def connect(
+    dsn: str,
+    *,
+    clock: Clock | None = None,
+    ids: IdFactory | None = None,
+    environment: str | None = None,
+    **driver_options: Any,
+) -> Engine:
     """``connect("postgresql://app@db/app")``, or ``connect("memory://")`` for tests and demos."""
     if not isinstance(dsn, str) or not dsn.strip():
         raise JobsError(
@@ -271,4 +286,4 @@ def connect(dsn: str, *, clock: Clock | None = None, ids: IdFactory | None = Non
             cause=f"dsn={dsn!r} is empty",
             fix="connect('postgresql://USER@HOST/DB') or connect('memory://')",
         )
-    return Engine(open_driver(dsn, **driver_options), clock=clock, ids=ids)
+    return Engine(open_driver(dsn, **driver_options), clock=clock, ids=ids, environment=environment)

@@ -61,6 +61,17 @@ X_EMBEDDED_PG = _declare("X_EMBEDDED_PG", "the embedded PostgreSQL server could 
 X_WORKER_TARGET = _declare("X_WORKER_TARGET", "the worker's module or attribute cannot be loaded")
 X_HANDLER_FAILED = _declare("X_HANDLER_FAILED", "a handler raised a non-engine exception")
 
+# Backfills (I22): each answers "why is this sweep not running?" and sends the reader somewhere different.
+X_BACKFILL_PENDING = _declare("X_BACKFILL_PENDING", "a declared backfill has no completed write pass here")
+X_BACKFILL_APPLIED = _declare("X_BACKFILL_APPLIED", "the backfill already completed here; a rerun needs --force")
+X_BACKFILL_ENVIRONMENT = _declare("X_BACKFILL_ENVIRONMENT", "the backfill does not declare this environment")
+X_BACKFILL_MIGRATION_PENDING = _declare(
+    "X_BACKFILL_MIGRATION_PENDING", "the migration the backfill requires is not applied"
+)
+X_BACKFILL_RUNNING = _declare("X_BACKFILL_RUNNING", "the backfill already has a live pass")
+X_BACKFILL_STALLED = _declare("X_BACKFILL_STALLED", "the source ran out while count() still matches rows")
+X_BACKFILL_UNKNOWN = _declare("X_BACKFILL_UNKNOWN", "no backfill of that name is declared")
+
 
 # The engine's own codes, before any app registers its codes (the README documents these).
 ENGINE_CODES: frozenset[str] = frozenset(_CODES)

@@ -39,6 +39,7 @@ def fail(err: JobsError, *, as_json: bool = False) -> None:
 
 def _register() -> None:
     # Imported for their side effect: each module adds its commands to `app`.
+    import engine.cli.backfill  # noqa: F401  (backfill: pending, status, start, cancel, retry)
     import engine.cli.ops  # noqa: F401  (retry, cancel, discard, pause, resume, event, enqueue, workers drain)
     import engine.cli.reads  # noqa: F401  (queues, ls, show, dead, workers, why, describe)
     from engine.cli import admin, worker  # noqa: F401

@@ -28,6 +28,8 @@ from engine.projections import (
 from engine.types import (
     Ack,
     AttemptRecord,
+    BackfillRun,
+    BackfillStatus,
     CancelResult,
     Claim,
     ClaimBatch,
@@ -38,6 +40,7 @@ from engine.types import (
     HistoryEntry,
     JobRow,
     JobState,
+    LivePass,
     Nack,
     NewJob,
     QueueGauges,
@@ -50,8 +53,59 @@ from engine.types import (
 )
 
 
+class BackfillsDriver(Protocol):
+    """The backfill ledger (engine/drivers/*/backfills.py, sql/queries/backfills.sql, I22): one row
+    per pass, never an edit of a completed one, and the live pass jobs behind the rows."""
+
+    async def backfill_open(self, *, run: BackfillRun) -> bool:
+        """Write a pass's ledger row (queued) unless its id is there; True when written."""
+        ...
+
+    async def backfill_begin(self, *, run_id: str, planned: int | None) -> bool:
+        """Mark a pass running (a resumed one too), keeping the first count; False when completed."""
+        ...
+
+    async def backfill_progress(self, *, run_id: str, claim: Claim, swept: int, batches: int) -> bool:
+        """Record a pass's totals, fenced on its job still held by ``claim``; False otherwise."""
+        ...
+
+    async def backfill_finish(
+        self,
+        *,
+        run_id: str,
+        outcome: BackfillStatus,
+        swept: int | None,
+        batches: int | None,
+        error: str | None,
+        now: datetime,
+    ) -> bool:
+        """Record a pass's outcome; False when the row is completed already (never edited)."""
+        ...
+
+    async def backfill_runs(
+        self, *, names: Sequence[str] | None, environment: str | None, limit: int
+    ) -> list[BackfillRun]:
+        """Ledger rows, newest first (started_at, id), of ``names`` (None: all) in ``environment``."""
+        ...
+
+    async def backfill_applied(self, *, environment: str) -> list[BackfillRun]:
+        """Per backfill name, its latest completed write pass in ``environment``."""
+        ...
+
+    async def backfill_live(self, *, job_names: Sequence[str]) -> list[LivePass]:
+        """The live jobs of these pass job names, by name then id."""
+        ...
+
+    async def backfill_pass_resume(
+        self, *, job_id: str, now: datetime, actor: str | None, note: str | None
+    ) -> ActionResult | None:
+        """Make a dead or cancelled pass job ready, steps kept and attempts reset, audited; a live
+        holder of its key changes nothing and is named. None when no job has that id."""
+        ...
+
+
 @runtime_checkable
-class Driver(Protocol):
+class Driver(BackfillsDriver, Protocol):
     """Storage for jobs. Every time-comparing call takes ``now`` from the engine's clock."""
 
     kind: str  # "memory" | "postgres"
