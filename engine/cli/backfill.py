@@ -20,9 +20,10 @@ from typing import Any, TypeVar
 
 import typer
 
+from engine.actions.base import default_actor
 from engine.cli import EXIT_DRIFT, EXIT_ERROR, app, fail
 from engine.cli.admin import DSN_HELP, resolve_dsn
-from engine.cli.ops import ACTOR_HELP, EXIT_NOOP, actor_of
+from engine.cli.ops import ACTOR_HELP, EXIT_NOOP
 from engine.cli.reads import console, emit, table, to_json
 from engine.errors import X_BACKFILL_PENDING, X_WORKER_TARGET, JobsError
 
@@ -70,7 +71,7 @@ def _run(dsn: str | None, env: str | None, json_out: bool, call: Callable[[Any],
 def _control(eng: Any, catalog: Any, actor: str | None) -> Any:
     from engine.backfills import BackfillControl
 
-    return BackfillControl(eng, catalog, actor=actor_of(actor), environment=eng.environment)
+    return BackfillControl(eng, catalog, actor=actor or default_actor(), environment=eng.environment)
 
 
 def _pending(catalog: Any, dsn: str | None, env: str | None, json_out: bool) -> None:
