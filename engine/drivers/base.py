@@ -1,8 +1,27 @@
-"""The Driver protocol: the one seam between the engine and storage.
+"""The Driver protocol: the one seam between the engine and storage, one protocol per area.
 
 Noun first, keyword-only, frozen dataclasses back (never dicts). Both drivers implement every
 member with the same meaning; the contract suite checks the members by reflection and runs the
 same behaviour tests against each.
+
+Each area is one name spelled four times: a protocol here (``JobsArea`` ...), its memory half
+(engine/drivers/memory/jobs.py), its Postgres half (engine/drivers/postgres/jobs.py) and its
+named statements (sql/queries/jobs.sql). ``AREAS`` lists them; ``Driver`` is their composition
+with ``Lifecycle``. Every driver implements every member, so nothing probes a driver for one.
+
+A new area (outbox, schedules, backfills) lands the same way:
+
+1. here, ``class OutboxArea(Protocol)`` with its members (``outbox_stage(*, ..., now)``), added
+   to ``Driver``'s bases and to ``AREAS`` as ``"outbox": OutboxArea``;
+2. sql/queries/outbox.sql, each statement headed ``-- name: outbox_claim :many``;
+3. engine/drivers/postgres/outbox.py, ``class PostgresOutbox(PostgresBase)``: each member runs
+   its statement through the base (``await self._many(Q.outbox_claim, {...})``), whose
+   cardinality the header declares;
+4. engine/drivers/memory/outbox.py, ``class MemoryOutbox(MemoryBase)`` over a typed table added
+   to ``MemoryState`` (a dataclass field, never a string-keyed dict);
+5. both classes added to ``PostgresDriver``'s and ``MemoryDriver``'s bases, and the behaviour
+   tests to tests/contract/test_outbox.py. The contract suite then checks by reflection that
+   both drivers implement each new member, with the protocol's signature, in the area's module.
 """
 
 from __future__ import annotations
@@ -48,9 +67,8 @@ from engine.types import (
 )
 
 
-@runtime_checkable
-class Driver(Protocol):
-    """Storage for jobs. Every time-comparing call takes ``now`` from the engine's clock."""
+class Lifecycle(Protocol):
+    """Opening, closing and naming the storage."""
 
     kind: str  # "memory" | "postgres"
 
@@ -59,6 +77,15 @@ class Driver(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+    def describe(self) -> str:
+        """What this storage is, for a person: ``memory``, or ``postgres`` and the DSN without
+        its password (I25)."""
+        ...
+
+
+class JobsArea(Protocol):
+    """The core queue: enqueue, claim, settle, cancel, read one job."""
 
     async def job_enqueue(self, *, jobs: Sequence[NewJob], now: datetime) -> list[EnqueueResult]:
         """Insert a batch (one round trip). A live row holding (name, tenant or '', key) answers
@@ -102,7 +129,9 @@ class Driver(Protocol):
 
     async def job_attempts(self, *, job_id: str) -> list[AttemptRecord]: ...
 
-    # --- workers (engine/drivers/*/workers.py) --------------------------------------------------
+
+class WorkersArea(Protocol):
+    """Worker registration, the worker's claim, wake-ups and queue gauges."""
 
     async def worker_register(
         self, *, id: str, host: str, pid: int, queues: Sequence[str], concurrency: int, now: datetime
@@ -142,7 +171,9 @@ class Driver(Protocol):
         answers (depth and dead as counted then, the oldest age advanced to ``now``); 0 counts now."""
         ...
 
-    # --- fleet limits (engine/drivers/*/limits.py) ----------------------------------------------
+
+class LimitsArea(Protocol):
+    """Fleet-wide concurrency slots and rate buckets."""
 
     async def slot_acquire(
         self, *, key: str, limit: int, job_id: str, worker: str, now: datetime, lease_seconds: float
@@ -160,7 +191,9 @@ class Driver(Protocol):
         """Take a token from the bucket of ``key``: 0.0 when taken, else seconds until one refills."""
         ...
 
-    # --- maintenance (engine/drivers/*/maintenance.py), fenced on the leader's term -------------
+
+class MaintenanceArea(Protocol):
+    """The leader lease and what the leader does, every mutation fenced on its term."""
 
     async def leader_acquire(self, *, name: str, holder: str, now: datetime, lease_seconds: float) -> int | None:
         """Take or renew a leader lease; its term (grows on each change of holder), or None."""
@@ -199,7 +232,9 @@ class Driver(Protocol):
         """Delete worker rows whose heartbeat stopped before ``before``."""
         ...
 
-    # --- durable steps and events (engine/drivers/*/steps.py) ----------------------------------
+
+class StepsArea(Protocol):
+    """Durable steps and events."""
 
     async def step_load(self, *, job_id: str) -> list[StoredStep]:
         """Every stored step of a job with its result, in seq order: what a replay answers from."""
@@ -241,7 +276,9 @@ class Driver(Protocol):
         results (by seq), reset it to ready with attempts reset, record who. Refusals change nothing."""
         ...
 
-    # --- introspection (engine/drivers/*/introspect.py): each read bounded by budget_ms --------
+
+class IntrospectArea(Protocol):
+    """The read models, each read bounded by ``budget_ms``."""
 
     async def queue_stats(self, *, now: datetime, count_cap: int, budget_ms: int | None) -> list[QueueStats]:
         """Per queue: counts by state (each capped at count_cap: kind at-least past it), completed
@@ -272,7 +309,9 @@ class Driver(Protocol):
         """The stored slot rows and rate buckets of these limit keys (keys with neither: left out)."""
         ...
 
-    # --- operator actions (engine/drivers/*/actions.py): fenced on state, audited -----------------
+
+class ActionsArea(Protocol):
+    """Operator actions: fenced on state, audited."""
 
     async def job_retry_dead(
         self, *, job_id: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
@@ -307,3 +346,23 @@ class Driver(Protocol):
     ) -> QueuePause:
         """Pause or resume a queue durably; already in that state: ``changed`` False."""
         ...
+
+
+@runtime_checkable
+class Driver(
+    Lifecycle, JobsArea, WorkersArea, LimitsArea, MaintenanceArea, StepsArea, IntrospectArea, ActionsArea, Protocol
+):
+    """Storage for jobs: every area's members. Every time-comparing call takes ``now`` from the
+    engine's clock."""
+
+
+# Each area by the name of its files: engine/drivers/{memory,postgres}/NAME.py, sql/queries/NAME.sql.
+AREAS: dict[str, type] = {
+    "jobs": JobsArea,
+    "workers": WorkersArea,
+    "limits": LimitsArea,
+    "maintenance": MaintenanceArea,
+    "steps": StepsArea,
+    "introspect": IntrospectArea,
+    "actions": ActionsArea,
+}

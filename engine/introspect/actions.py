@@ -13,7 +13,6 @@ from typing import Any
 from engine.errors import (
     X_INVALID_ARGUMENT,
     X_INVALID_STATE,
-    X_NOT_IMPLEMENTED,
     X_READ_ONLY,
     X_UNKNOWN_STEP,
     JobsError,
@@ -75,14 +74,6 @@ class Operator(EngineView):
                 fix="Operator(engine, actor=..., read_only=False)",
             )
 
-    def _needs(self, method: str, what: str) -> None:
-        if not self._has(method):
-            raise JobsError(
-                X_NOT_IMPLEMENTED,
-                cause=f"{what} needs {self.driver.kind} driver support ({method}) that is not installed",
-                fix="upgrade jobs",
-            )
-
     # --- one job ---------------------------------------------------------------------------------
 
     async def retry(self, job_id: str, *, tenant: str | None = None, note: str | None = None) -> ActionResult:
@@ -116,7 +107,6 @@ class Operator(EngineView):
         """Run a dead or completed job again from ``step``: that step's stored result and every
         later one are discarded, earlier ones replay."""
         self._writable("retry from a step")
-        self._needs("job_retry_from_step", "retry from a step")
         tenant = self._tenant(tenant)
         row = await load_job(self, job_id, tenant)
         r = await self.driver.job_retry_from_step(  # type: ignore[attr-defined]
@@ -294,7 +284,6 @@ class Operator(EngineView):
         """Send a durable event: every suspended wait of that name (and tenant) whose match the
         payload contains wakes now; a wait reached later still finds it."""
         self._writable("send event")
-        self._needs("event_send", "sending an event")
         tenant = self._tenant(tenant)
         if not isinstance(name, str) or not name.strip():
             raise JobsError(

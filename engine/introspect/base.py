@@ -28,10 +28,6 @@ class EngineView:
             await self.driver.open()
             self._opened.add(loop)
 
-    def _has(self, method: str) -> bool:
-        """Whether the driver has a capability another area brings (steps, workers, limits)."""
-        return callable(getattr(self.driver, method, None))
-
     def _tenant(self, tenant: str | None) -> str | None:
         if self.tenant is not None and tenant is not None and tenant != self.tenant:
             from engine.errors import X_TENANT_MISMATCH

@@ -1,5 +1,5 @@
 """MemoryDriver's worker area: registration rows, wake-ups, next due time and queue gauges, with
-the same meaning as sql/queries/worker.sql, on the injected clock."""
+the same meaning as sql/queries/workers.sql, on the injected clock."""
 
 from __future__ import annotations
 

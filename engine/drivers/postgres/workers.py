@@ -1,5 +1,5 @@
 """PostgresDriver's worker area: registration rows, LISTEN/NOTIFY wake-ups, next due time and
-queue gauges; each method runs named statements from sql/queries/worker.sql."""
+queue gauges; each method runs named statements from sql/queries/workers.sql."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ class PostgresWorkers:
                 "lease_seconds": lease_seconds,
             },
         )
-        # One row, its id null, is when the queues next have work (worker.sql): the last one, as
+        # One row, its id null, is when the queues next have work (workers.sql): the last one, as
         # the union's arms run in order, but looked for from the end rather than assumed.
         next_due = None
         for at in range(len(rows) - 1, -1, -1):
