@@ -12,7 +12,8 @@ from typing import Any
 
 import psycopg
 
-from engine.drivers.postgres.introspect import Conn, PostgresIntrospect, filter_params
+from engine.drivers.postgres.base import Conn, PostgresBase
+from engine.drivers.postgres.introspect import filter_params, pause_row
 from engine.drivers.sqlfiles import Q
 from engine.projections import ActionResult, BulkAction, BulkBatch, BulkGroup, BulkPlan, JobFilter, QueuePause
 from engine.types import JobState
@@ -20,22 +21,21 @@ from engine.types import JobState
 _RACE_RETRIES = 3
 
 
-class PostgresActions(PostgresIntrospect):
+class PostgresActions(PostgresBase):
     async def job_retry_dead(
         self, *, job_id: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
     ) -> ActionResult | None:
         p = {"id": job_id, "tenant": tenant, "now": now, "actor": actor, "note": note}
         for _ in range(_RACE_RETRIES):
             try:
-                rows = await self._budgeted(None, "retry", lambda c: self._rows(c, Q.job_retry_dead.text, p))
+                r = await self._budgeted(None, "retry", lambda c: self._row(Q.job_retry_dead, p, conn=c))
                 break
             except psycopg.errors.UniqueViolation:
                 continue  # a live holder of the key committed meanwhile: the next read names it
         else:
-            rows = []
-        if not rows:
+            r = None
+        if r is None:
             return None
-        r = rows[0]
         prev = JobState(r["previous"])
         if r["changed"]:
             return ActionResult("retry", job_id, True, prev, JobState.READY)
@@ -58,12 +58,13 @@ class PostgresActions(PostgresIntrospect):
         p = filter_params(where) | {"action": action}
 
         async def read(conn: Conn) -> BulkPlan:
-            rows = await self._rows(conn, Q.job_bulk_groups.text, p)
+            rows = await self._rows(Q.job_bulk_groups, p, conn=conn)
             groups = tuple(BulkGroup(r["stop_reason"], r["error_code"], r["tenant"], r["n"]) for r in rows)
             matched = sum(g.count for g in groups)
             deduped = 0
             if action == "retry" and matched:
-                free = (await self._rows(conn, Q.job_bulk_free_keys.text, p))[0]["n"]
+                keys = await self._row(Q.job_bulk_free_keys, p, conn=conn)
+                free = keys["n"] if keys else 0
                 deduped = matched - free
             return BulkPlan(action, where, matched, groups, deduped, now)
 
@@ -89,15 +90,18 @@ class PostgresActions(PostgresIntrospect):
             "limit": limit,
             "before": before,
         }
-        sql = Q.job_bulk_retry.text if action == "retry" else Q.job_bulk_cancel.text
+        query = {
+            "retry": Q.job_bulk_retry,
+            "cancel": Q.job_bulk_cancel,
+        }[action]
         for attempt in range(_RACE_RETRIES):
             try:
-                rows = await self._budgeted(None, f"{action} --all", lambda c: self._rows(c, sql, p))
+                r = await self._budgeted(None, f"{action} --all", lambda c: self._row(query, p, conn=c))
                 break
             except psycopg.errors.UniqueViolation:
                 if attempt == _RACE_RETRIES - 1:
                     raise
-        r = rows[0]
+        assert r is not None  # the batch's one summary row
         changed = tuple(r["changed"] or ())
         return BulkBatch(
             changed, r["scanned"] - len(changed), r["scanned"], None if r["last_id"] is None else str(r["last_id"])
@@ -106,10 +110,8 @@ class PostgresActions(PostgresIntrospect):
     async def queue_pause(
         self, *, queue: str, paused: bool, actor: str | None, note: str | None, now: datetime
     ) -> QueuePause:
-        from engine.drivers.postgres.introspect import pause_row
-
         p = {"queue": queue, "paused": paused, "actor": actor, "note": note, "now": now}
-        rows = await self._budgeted(None, "pause", lambda c: self._rows(c, Q.queue_pause_set.text, p))
-        if not rows:
+        r = await self._budgeted(None, "pause", lambda c: self._row(Q.queue_pause_set, p, conn=c))
+        if r is None:
             return QueuePause(queue, False, changed=False)
-        return pause_row(queue, rows[0], changed=bool(rows[0]["changed"]))
+        return pause_row(queue, r, changed=bool(r["changed"]))
