@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from engine.clock import FakeClock
-from engine.drivers.base import Driver
+from engine.drivers.base import AREAS, Driver, Lifecycle
+from engine.drivers.dedupe import dedupe_key
 from engine.drivers.memory import MemoryDriver
-from engine.drivers.memory.state import dedupe_key
 from engine.drivers.postgres import PostgresDriver
-from engine.drivers.sqlfiles import load_queries, schema_sql
+from engine.drivers.sqlfiles import load_queries, schema_sql, sql_dir
 from engine.ids import IdFactory
 from engine.types import Ack, Claim, JobState, Nack, NewJob
 from tests.factory import make_job
@@ -61,6 +61,26 @@ def test_protocol_members_are_implemented_by_every_driver() -> None:
             want = [p for p in inspect.signature(proto).parameters if p != "self"]
             got = [p for p in inspect.signature(impl).parameters if p != "self"]
             assert got == want, f"{cls.__name__}.{name}{got} != Driver.{name}{want}"
+
+
+def test_each_area_is_implemented_in_its_own_module_by_every_driver() -> None:
+    """An area's protocol, its two halves and its statements share one name (base.py, AREAS),
+    and each member is defined by one class only: no behaviour depends on the order of bases."""
+    seen: set[str] = set()
+    for area, proto in AREAS.items():
+        names = set(_members(proto))
+        assert names and not names & seen, f"{area}: no members, or members of another area"
+        seen |= names
+        assert (sql_dir() / "queries" / f"{area}.sql").is_file(), f"sql/queries/{area}.sql is missing"
+        for cls in (MemoryDriver, PostgresDriver):
+            for name in names:
+                home = _defined_in(cls, name)
+                assert home is not None and home.__module__ == f"{cls.__module__}.{area}", (
+                    f"{cls.__name__}.{name} lives in {home and home.__module__}, not in the {area} area's module"
+                )
+                defining = [k.__name__ for k in cls.__mro__ if name in vars(k) and not getattr(k, "_is_protocol", 0)]
+                assert len(defining) == 1, f"{cls.__name__}.{name} is defined by {defining}: one wraps another"
+    assert seen | set(_members(Lifecycle)) == set(_members(Driver)), "a Driver member belongs to no area"
 
 
 # --- I2: the dedupe namespace ---------------------------------------------------------------------

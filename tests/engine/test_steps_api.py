@@ -59,7 +59,7 @@ def test_send_event_sync_and_bad_input(clock: FakeClock) -> None:
             with pytest.raises(JobsError) as err:
                 eng.send_event(*args, **kw)
             assert err.value.code in (X_INVALID_ARGUMENT, "X_INPUT_NOT_JSON") and err.value.fix
-        assert len(eng.driver.state.extra["events"]) == 1  # type: ignore[attr-defined]
+        assert len(eng.driver.state.events) == 1  # type: ignore[attr-defined]
     finally:
         eng.close()
 

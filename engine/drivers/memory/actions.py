@@ -10,9 +10,10 @@ from collections import Counter
 from dataclasses import replace
 from datetime import datetime
 
+from engine.drivers.dedupe import dedupe_key
 from engine.drivers.memory.introspect import matches
-from engine.drivers.memory.state import LIVE, MemoryState, dedupe_key
-from engine.projections import ActionResult, BulkAction, BulkBatch, BulkGroup, BulkPlan, JobFilter
+from engine.drivers.memory.state import LIVE, MemoryBase, Pause
+from engine.projections import ActionResult, BulkAction, BulkBatch, BulkGroup, BulkPlan, JobFilter, QueuePause
 from engine.types import HistoryEntry, JobRow, JobState
 
 
@@ -20,9 +21,7 @@ def _eligible(row: JobRow, action: BulkAction) -> bool:
     return row.state is JobState.DEAD if action == "retry" else row.state in LIVE
 
 
-class MemoryActions:
-    state: MemoryState
-
+class MemoryActions(MemoryBase):
     def _revive(self, row: JobRow, now: datetime, actor: str | None, note: str | None, data: dict[str, object]) -> None:
         # Attempts reset: an operator's retry is a fresh chance, not the n+1th failure.
         self.state.put(
@@ -53,7 +52,7 @@ class MemoryActions:
                 return ActionResult(
                     "retry", job_id, False, row.state, row.state, reason=f"the job is {row.state.value}, not dead"
                 )
-            holder = self.state.live_keys.get(dedupe_key(row.name, row.tenant, row.idempotency_key))
+            holder = self.state.live_holder(row)
             if holder is not None:
                 return ActionResult(
                     "retry",
@@ -66,6 +65,22 @@ class MemoryActions:
                 )
             self._revive(row, now, actor, note, {})
             return ActionResult("retry", job_id, True, JobState.DEAD, JobState.READY)
+
+    async def queue_pause(
+        self, *, queue: str, paused: bool, actor: str | None, note: str | None, now: datetime
+    ) -> QueuePause:
+        with self.state.lock:
+            self.state.queues.add(queue)
+            cur = self.state.paused.get(queue)
+            if paused:
+                if cur is not None:
+                    return QueuePause(queue, True, cur.by, cur.at, cur.note, changed=False)
+                self.state.paused[queue] = Pause(actor, now, note)
+                return QueuePause(queue, True, actor, now, note)
+            if cur is None:
+                return QueuePause(queue, False, changed=False)
+            del self.state.paused[queue]
+            return QueuePause(queue, False, actor, now, note)
 
     async def job_bulk_plan(
         self, *, action: BulkAction, where: JobFilter, now: datetime, budget_ms: int | None

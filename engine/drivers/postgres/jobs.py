@@ -14,6 +14,7 @@ import orjson
 import psycopg
 
 from engine.codec import dumps, orjson_default
+from engine.drivers.dedupe import DedupeKey, dedupe_key
 from engine.drivers.postgres.base import PostgresBase, Row
 from engine.drivers.postgres.rows import attempt_record, history_entry, job_row
 from engine.drivers.sqlfiles import Q
@@ -254,15 +255,15 @@ class _Collapsed:
 
     def __init__(self, jobs: Sequence[NewJob], now: datetime) -> None:
         self.now = now
-        keys = [(j.name, j.tenant or "", j.idempotency_key) for j in jobs]
+        keys = [dedupe_key(j.name, j.tenant, j.idempotency_key) for j in jobs]
         self.unique: list[NewJob] = list(jobs)
         # Per input row: its index in `unique`, and the input index of its key's first holder;
         # None when every key is held once (the usual batch): each row is its own.
         self.slot: list[int] | None = None
         self.first_index: list[int] = []
         if len(set(keys)) < len(keys):
-            first: dict[tuple[str, str, str], int] = {}
-            holder: dict[tuple[str, str, str], int] = {}
+            first: dict[DedupeKey, int] = {}
+            holder: dict[DedupeKey, int] = {}
             self.unique, self.slot = [], []
             for i, (j, k) in enumerate(zip(jobs, keys)):
                 if k not in first:
