@@ -6,6 +6,9 @@ by it: ``:many`` every row, ``:one`` the first row or None, ``:exec`` nothing. T
 fails at its first call rather than answering the wrong shape. ``_raw`` is the same dispatch
 through a raw cursor and the statement's positional form, for the hot statements (the single
 enqueue and the worker's claim). ``_budgeted`` runs reads under a caller's time budget.
+
+Every connection comes from ``_connection``, which raises a failure of the connection inside it
+as the engine's ConnectionLost (engine/drivers/transient.py): the runtime knows no psycopg.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from psycopg.rows import tuple_row
 
 from engine.drivers.postgres.pool import LoopPools
 from engine.drivers.sqlfiles import Q, Query
+from engine.drivers.transient import CONNECTION_ERRORS, lost
 from engine.errors import X_QUERY_BUDGET, X_SQL_CATALOG, JobsError
 
 T = TypeVar("T")
@@ -43,6 +47,30 @@ async def _answer(cur: Any, cardinality: str) -> Any:
     return await cur.fetchall()
 
 
+class _Connection:
+    """pools.connection(), translating a connection failure on the way in or out (a class, not
+    an asynccontextmanager: this wraps every statement, the hot ones included)."""
+
+    __slots__ = ("_use",)
+
+    def __init__(self, pools: LoopPools) -> None:
+        self._use = pools.connection()
+
+    async def __aenter__(self) -> Conn:
+        try:
+            return await self._use.__aenter__()
+        except CONNECTION_ERRORS as exc:
+            raise lost(exc) from exc
+
+    async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None, tb: Any) -> None:
+        try:
+            await self._use.__aexit__(et, e, tb)
+        except CONNECTION_ERRORS as exc:
+            raise lost(exc) from exc
+        if isinstance(e, CONNECTION_ERRORS):
+            raise lost(e) from e
+
+
 class PostgresBase:
     dsn: str
     pools: LoopPools
@@ -51,11 +79,16 @@ class PostgresBase:
         self.dsn = dsn
         self.pools = LoopPools(dsn, max_size=pool_size, statement_timeout_ms=statement_timeout_ms)
 
+    def _connection(self) -> _Connection:
+        """``async with self._connection() as conn``: a connection of this loop's pools; a
+        connection failure in the block is raised as ConnectionLost."""
+        return _Connection(self.pools)
+
     async def _run(self, query: Query, params: Params, *, conn: Conn | None = None, tuples: bool = False) -> Any:
-        """Run ``query`` on ``conn`` (else a connection of this loop's pools) and answer as its
-        header declares; ``tuples`` gives rows as tuples instead of dicts."""
+        """Run ``query`` on ``conn`` (taken from ``_connection``), else on a connection of its own,
+        and answer as its header declares; ``tuples`` gives rows as tuples instead of dicts."""
         if conn is None:
-            async with self.pools.connection() as pooled:
+            async with self._connection() as pooled:
                 return await self._run(query, params, conn=pooled, tuples=tuples)
         cur = conn.cursor(row_factory=tuple_row) if tuples else conn.cursor()
         await cur.execute(query.text, params)  # type: ignore[arg-type]
@@ -78,7 +111,7 @@ class PostgresBase:
         positional form: psycopg's conversion of named parameters costs ~50 us of client CPU a
         call (``python -m bench.quick`` measures the single enqueue and the claim)."""
         text, names = query.positional
-        async with self.pools.connection() as conn:
+        async with self._connection() as conn:
             cur = psycopg.AsyncRawCursor(conn, row_factory=tuple_row)
             await cur.execute(text, tuple(values[n] for n in names))  # type: ignore[arg-type]
             return await _answer(cur, query.cardinality)
@@ -88,7 +121,7 @@ class PostgresBase:
         goes out as soon as its parameters are built, so building the next set (``params`` is
         lazy) overlaps the server's work on this one. Each answer as ``_run`` gives it, in order."""
         sent: list[Any] = []
-        async with self.pools.connection() as conn, conn.transaction():
+        async with self._connection() as conn, conn.transaction():
             async with conn.pipeline():
                 for p in params:
                     cur = conn.cursor()
@@ -100,7 +133,7 @@ class PostgresBase:
         """Run ``fn`` in one transaction whose every statement is cut off past ``budget_ms``
         (SET LOCAL statement_timeout via set_config); ``what`` names the command to rerun."""
         ms = budget_ms if budget_ms is not None else (self.pools.statement_timeout_ms or 0)
-        async with self.pools.connection() as conn:
+        async with self._connection() as conn:
             try:
                 async with conn.transaction():
                     await self._row(Q.budget_set, {"ms": int(ms)}, conn=conn)

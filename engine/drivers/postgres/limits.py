@@ -23,7 +23,7 @@ class PostgresLimits(PostgresBase):
             "now": now,
             "lease_seconds": lease_seconds,
         }
-        async with self.pools.connection() as conn:
+        async with self._connection() as conn:
             await self._exec(Q.slot_seed, params, conn=conn)
             row = await self._row(Q.slot_acquire, params, conn=conn)
         return None if row is None else int(row["slot"])

@@ -153,7 +153,7 @@ class PostgresSteps(PostgresBase):
         note: str | None = None,
     ) -> StepRetry:
         try:
-            async with self.pools.connection() as conn, conn.transaction():
+            async with self._connection() as conn, conn.transaction():
                 return await self._retry_from_step(conn, job_id, step_name, tenant, now, actor, note)
         except psycopg.errors.UniqueViolation:
             # A live duplicate committed after the lookup: the whole change rolled back.

@@ -13,6 +13,7 @@ import psycopg
 from engine.drivers.postgres.base import PostgresBase
 from engine.drivers.postgres.rows import CLAIM_FIELDS, claimed_rows
 from engine.drivers.sqlfiles import Q
+from engine.drivers.transient import connection_lost
 from engine.types import ClaimBatch, ClaimedJob, QueueGauges, WorkerRecord, gauges_at
 
 _RUN_AT = CLAIM_FIELDS.index("run_at")
@@ -100,17 +101,18 @@ class PostgresWorkers(PostgresBase):
         return conn
 
     async def queue_wait(self, *, queues: Sequence[str], timeout: float) -> bool:
-        conn = await self._listen_conn()
-        wanted = set(queues)
-        try:
-            async for note in conn.notifies(timeout=timeout):
-                if note.payload in wanted:
-                    return True
-            return False
-        except psycopg.Error:
-            self._listen_conns.pop(asyncio.get_running_loop(), None)
-            await conn.close()
-            raise
+        with connection_lost():
+            conn = await self._listen_conn()
+            wanted = set(queues)
+            try:
+                async for note in conn.notifies(timeout=timeout):
+                    if note.payload in wanted:
+                        return True
+                return False
+            except psycopg.Error:
+                self._listen_conns.pop(asyncio.get_running_loop(), None)
+                await conn.close()
+                raise
 
     async def _listeners_close(self) -> None:
         # Only this loop's connection can be closed from here; another loop's goes with its loop.
