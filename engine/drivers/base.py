@@ -49,7 +49,6 @@ from engine.types import (
     CancelResult,
     Claim,
     ClaimBatch,
-    ClaimedJob,
     EnqueueResult,
     EventRecord,
     HistoryEntry,
@@ -85,7 +84,7 @@ class Lifecycle(Protocol):
 
 
 class JobsArea(Protocol):
-    """The core queue: enqueue, claim, settle, cancel, read one job."""
+    """The core queue: enqueue, settle, cancel, read one job (the claim is the worker's)."""
 
     async def job_enqueue(self, *, jobs: Sequence[NewJob], now: datetime) -> list[EnqueueResult]:
         """Insert a batch (one round trip). A live row holding (name, tenant or '', key) answers
@@ -96,13 +95,6 @@ class JobsArea(Protocol):
         """A big batch, all or nothing: ``chunks`` is read lazily, each chunk sent while the next
         is built, and one that raises (a row that fails its checks) leaves nothing written. The
         answers as ``job_enqueue`` gives them, in order; a key held across chunks dedupes."""
-        ...
-
-    async def job_claim(
-        self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
-    ) -> list[ClaimedJob]:
-        """Lease up to ``limit`` due rows of unpaused ``queues`` to ``worker``, in priority, run_at,
-        id order. Each claim burns one attempt (a later park/suspend/release hands it back)."""
         ...
 
     async def job_ack_many(self, *, acks: Sequence[Ack], now: datetime) -> list[str]:
@@ -152,9 +144,11 @@ class WorkersArea(Protocol):
     async def worker_claim(
         self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
     ) -> ClaimBatch:
-        """job_claim's meaning exactly (lease, claimant stamp, attempt burned), planned for the
-        worker's hot path: per queue, so the claim index gives the order. With a claim short of
-        ``limit``, also when the queues next have work it did not take (an idle worker's wake-up)."""
+        """The one claim: lease up to ``limit`` due rows of unpaused ``queues`` to ``worker``, in
+        priority, run_at, id order. Each claim burns one attempt (a later park/suspend/release
+        hands it back) and clears what a finished run left (finished_at, result, stop reason).
+        With a claim short of ``limit``, also when the queues next have work it did not take (an
+        idle worker's wake-up)."""
         ...
 
     async def queue_wait(self, *, queues: Sequence[str], timeout: float) -> bool:

@@ -193,7 +193,7 @@ def schema_sql() -> str:
 
 
 class Statements:
-    """Attribute access to the catalog (``Q.job_claim``): an unknown name fails at first use."""
+    """Attribute access to the catalog (``Q.worker_claim``): an unknown name fails at first use."""
 
     def __getattr__(self, name: str) -> Query:
         try:

@@ -171,14 +171,16 @@ async def test_claim_order_is_priority_then_due_time_then_id(driver: Driver, ids
     future = new(ids, key="future", run_at=now + timedelta(minutes=5))
     other = new(ids, key="other", queue="other")
     await driver.job_enqueue(jobs=[late, early, urgent, future, other], now=now)
-    got = await driver.job_claim(queues=["default"], limit=10, worker="w1", now=now, lease_seconds=LEASE)
+    got = (await driver.worker_claim(queues=["default"], limit=10, worker="w1", now=now, lease_seconds=LEASE)).jobs
     assert [c.row.id for c in got] == [urgent.id, early.id, late.id]
     assert all(c.row.state is JobState.RUNNING and c.row.claimed_by == "w1" and c.row.attempt == 1 for c in got)
     assert all(c.row.lease_until == now + timedelta(seconds=LEASE) for c in got)
     # The delayed one becomes claimable at its time, without anything else happening.
-    assert await driver.job_claim(queues=["default"], limit=10, worker="w1", now=now, lease_seconds=LEASE) == []
+    assert (
+        await driver.worker_claim(queues=["default"], limit=10, worker="w1", now=now, lease_seconds=LEASE)
+    ).jobs == []
     later = now + timedelta(minutes=5)
-    (f,) = await driver.job_claim(queues=["default"], limit=10, worker="w1", now=later, lease_seconds=LEASE)
+    (f,) = (await driver.worker_claim(queues=["default"], limit=10, worker="w1", now=later, lease_seconds=LEASE)).jobs
     assert f.row.id == future.id
 
 
@@ -186,8 +188,8 @@ async def test_claim_respects_limit_and_never_hands_one_row_twice(
     driver: Driver, ids: IdFactory, clock: FakeClock
 ) -> None:
     await driver.job_enqueue(jobs=[new(ids, key=f"k{i}") for i in range(5)], now=clock.now())
-    a = await driver.job_claim(queues=["default"], limit=3, worker="w1", now=clock.now(), lease_seconds=LEASE)
-    b = await driver.job_claim(queues=["default"], limit=3, worker="w2", now=clock.now(), lease_seconds=LEASE)
+    a = (await driver.worker_claim(queues=["default"], limit=3, worker="w1", now=clock.now(), lease_seconds=LEASE)).jobs
+    b = (await driver.worker_claim(queues=["default"], limit=3, worker="w2", now=clock.now(), lease_seconds=LEASE)).jobs
     assert len(a) == 3 and len(b) == 2
     assert not {c.row.id for c in a} & {c.row.id for c in b}
 
@@ -204,7 +206,9 @@ async def test_i15_a_stale_claimant_can_neither_ack_nor_nack(driver: Driver, ids
     assert (await driver.job_get(job_id=row.id)).state is JobState.RUNNING  # type: ignore[union-attr]
     # Released and re-claimed: the first claim's token no longer speaks for the row.
     assert await driver.job_nack(nack=Nack(real, "release"), now=now)
-    (again,) = await driver.job_claim(queues=["default"], limit=1, worker=real.worker, now=now, lease_seconds=LEASE)
+    (again,) = (
+        await driver.worker_claim(queues=["default"], limit=1, worker=real.worker, now=now, lease_seconds=LEASE)
+    ).jobs
     assert again.row.run == real.run + 1
     assert await driver.job_ack_many(acks=[Ack(real, 1)], now=now) == []
     assert await driver.job_ack_many(acks=[Ack(again.claim, {"done": 1})], now=now) == [row.id]
@@ -297,16 +301,22 @@ async def test_i8_a_shed_is_parked_burns_no_attempt_and_writes_no_error(
     assert got.wait == {"kind": "limit", "limit": "concurrency"}
     # A parked job is waiting, not failed: it is claimed again when its time comes.
     clock.advance(3)
-    (again,) = await driver.job_claim(queues=["default"], limit=1, worker="w2", now=clock.now(), lease_seconds=LEASE)
+    (again,) = (
+        await driver.worker_claim(queues=["default"], limit=1, worker="w2", now=clock.now(), lease_seconds=LEASE)
+    ).jobs
     assert again.row.id == row.id and again.row.attempt == 1
 
 
 async def test_i7_a_suspension_burns_no_attempt(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
     row = await make_job(driver, ids, clock.now(), state=JobState.SUSPENDED)
     assert (row.state, row.attempt, row.last_error) == (JobState.SUSPENDED, 0, None)
-    assert await driver.job_claim(queues=["default"], limit=1, worker="w", now=clock.now(), lease_seconds=LEASE) == []
+    assert (
+        await driver.worker_claim(queues=["default"], limit=1, worker="w", now=clock.now(), lease_seconds=LEASE)
+    ).jobs == []
     clock.advance(3 * 86400)
-    (woken,) = await driver.job_claim(queues=["default"], limit=1, worker="w", now=clock.now(), lease_seconds=LEASE)
+    (woken,) = (
+        await driver.worker_claim(queues=["default"], limit=1, worker="w", now=clock.now(), lease_seconds=LEASE)
+    ).jobs
     assert woken.row.id == row.id and woken.row.attempt == 1
 
 
@@ -340,4 +350,6 @@ async def test_cancel_without_tenant_and_of_a_final_job(driver: Driver, ids: IdF
 async def test_final_jobs_are_never_claimed(driver: Driver, ids: IdFactory, clock: FakeClock, state: JobState) -> None:
     await make_job(driver, ids, clock.now(), state=state)
     clock.advance(86400)
-    assert await driver.job_claim(queues=["default"], limit=10, worker="w", now=clock.now(), lease_seconds=LEASE) == []
+    assert (
+        await driver.worker_claim(queues=["default"], limit=10, worker="w", now=clock.now(), lease_seconds=LEASE)
+    ).jobs == []

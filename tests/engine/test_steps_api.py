@@ -21,7 +21,7 @@ async def _completed_job_with_steps(eng, clock: FakeClock, *, tenant: str | None
         ],
         now=clock.now(),
     )
-    (cj,) = await eng.driver.job_claim(queues=["q"], limit=1, worker="w", now=clock.now(), lease_seconds=30)
+    (cj,) = (await eng.driver.worker_claim(queues=["q"], limit=1, worker="w", now=clock.now(), lease_seconds=30)).jobs
     api = StepApi(
         driver=eng.driver, claim=cj.claim, row=cj.row, clock=clock, signal=RunSignal(), step_timeout=None, event_poll=30
     )

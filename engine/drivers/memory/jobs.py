@@ -8,13 +8,12 @@ from datetime import datetime, timedelta
 
 from engine.codec import check_json
 from engine.drivers.dedupe import dedupe_key
-from engine.drivers.memory.state import CLAIMABLE, LIVE, MemoryBase, MemoryState
+from engine.drivers.memory.state import LIVE, MemoryBase
 from engine.types import (
     Ack,
     AttemptRecord,
     CancelResult,
     Claim,
-    ClaimedJob,
     EnqueueResult,
     HistoryEntry,
     JobRow,
@@ -26,31 +25,6 @@ from engine.types import (
 
 _NACK_STATE = {"dead": JobState.DEAD, "park": JobState.PARKED, "suspend": JobState.SUSPENDED}
 _ATTEMPT_OUTCOME = {"retry": "retried", "dead": "dead", "park": "parked", "suspend": "suspended", "release": "released"}
-
-
-def claim(
-    state: MemoryState, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
-) -> list[ClaimedJob]:
-    """Lease up to ``limit`` due rows of unpaused ``queues`` to ``worker``, in claim order."""
-    wanted = set(queues) - set(state.paused)
-    with state.lock:
-        due = [r for r in state.jobs.values() if r.queue in wanted and r.state in CLAIMABLE and r.run_at <= now]
-        due.sort(key=lambda r: (-r.priority, r.run_at, r.id))
-        out = []
-        for r in due[:limit]:
-            row = replace(
-                r,
-                state=JobState.RUNNING,
-                run=r.run + 1,
-                attempt=r.attempt + 1,
-                claimed_by=worker,
-                claimed_at=now,
-                lease_until=now + timedelta(seconds=lease_seconds),
-                updated_at=now,
-            )
-            state.put(row)
-            out.append(ClaimedJob(row))
-        return out
 
 
 class MemoryJobs(MemoryBase):
@@ -90,11 +64,6 @@ class MemoryJobs(MemoryBase):
         # Every chunk is built before any row is written: one that raises leaves nothing behind.
         rows = [j for chunk in chunks for j in chunk]
         return await self.job_enqueue(jobs=rows, now=now)
-
-    async def job_claim(
-        self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
-    ) -> list[ClaimedJob]:
-        return claim(self.state, queues=queues, limit=limit, worker=worker, now=now, lease_seconds=lease_seconds)
 
     def _record(
         self,

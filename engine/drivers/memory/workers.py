@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from engine.drivers.memory.jobs import claim
-from engine.drivers.memory.state import CLAIMABLE, GaugeSnapshot, MemoryBase
+from engine.drivers.memory.state import CLAIMABLE, GaugeSnapshot, MemoryBase, MemoryState
 from engine.types import (
     ClaimBatch,
+    ClaimedJob,
     GaugeCount,
     JobRow,
     JobState,
@@ -20,6 +20,34 @@ from engine.types import (
     gauges_at,
     ready_since,
 )
+
+
+def _claim(
+    state: MemoryState, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
+) -> list[ClaimedJob]:
+    """Lease up to ``limit`` due rows of unpaused ``queues`` to ``worker``, in claim order."""
+    wanted = set(queues) - set(state.paused)
+    with state.lock:
+        due = [r for r in state.jobs.values() if r.queue in wanted and r.state in CLAIMABLE and r.run_at <= now]
+        due.sort(key=lambda r: (-r.priority, r.run_at, r.id))
+        out = []
+        for r in due[:limit]:
+            row = replace(
+                r,
+                state=JobState.RUNNING,
+                run=r.run + 1,
+                attempt=r.attempt + 1,
+                claimed_by=worker,
+                claimed_at=now,
+                lease_until=now + timedelta(seconds=lease_seconds),
+                updated_at=now,
+                finished_at=None,
+                result=None,
+                stop_reason=None,
+            )
+            state.put(row)
+            out.append(ClaimedJob(row))
+        return out
 
 
 class MemoryWorkers(MemoryBase):
@@ -49,8 +77,7 @@ class MemoryWorkers(MemoryBase):
     async def worker_claim(
         self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
     ) -> ClaimBatch:
-        # The same lease as job_claim: the SQL differs only in how Postgres plans it.
-        jobs = claim(self.state, queues=queues, limit=limit, worker=worker, now=now, lease_seconds=lease_seconds)
+        jobs = _claim(self.state, queues=queues, limit=limit, worker=worker, now=now, lease_seconds=lease_seconds)
         return ClaimBatch(jobs, self._next_due(queues) if len(jobs) < limit else None)
 
     def _next_due(self, queues: Sequence[str]) -> datetime | None:

@@ -23,7 +23,6 @@ from engine.types import (
     AttemptRecord,
     CancelResult,
     Claim,
-    ClaimedJob,
     EnqueueResult,
     HistoryEntry,
     JobRow,
@@ -144,23 +143,6 @@ class PostgresJobs(PostgresBase):
         if live is None:
             return (await self.job_enqueue(jobs=[new], now=now))[0]
         return EnqueueResult(str(live["id"]), True, _STATES[live["state"]])
-
-    async def job_claim(
-        self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
-    ) -> list[ClaimedJob]:
-        rows = await self._rows(
-            Q.job_claim,
-            {
-                "queues": list(queues),
-                "limit": limit,
-                "worker": worker,
-                "now": now,
-                "lease_seconds": lease_seconds,
-            },
-        )
-        claimed = [job_row(r) for r in rows]
-        claimed.sort(key=lambda r: (-r.priority, r.run_at, r.id))
-        return [ClaimedJob(r) for r in claimed]
 
     async def job_ack_many(self, *, acks: Sequence[Ack], now: datetime) -> list[str]:
         if not acks:
