@@ -15,7 +15,7 @@ A new area (outbox, schedules, backfills) lands the same way:
    to ``Driver``'s bases and to ``AREAS`` as ``"outbox": OutboxArea``;
 2. sql/queries/outbox.sql, each statement headed ``-- name: outbox_claim :many``;
 3. engine/drivers/postgres/outbox.py, ``class PostgresOutbox(PostgresBase)``: each member runs
-   its statement through the base (``await self._many(Q.outbox_claim, {...})``), whose
+   its statement through the base (``await self._rows(Q.outbox_claim, {...})``), whose
    cardinality the header declares;
 4. engine/drivers/memory/outbox.py, ``class MemoryOutbox(MemoryBase)`` over a typed table added
    to ``MemoryState`` (a dataclass field, never a string-keyed dict);

@@ -37,8 +37,8 @@ class Query:
     def positional(self) -> tuple[str, tuple[str, ...]]:
         """The statement with $1..$n in place of its %(name)s parameters (and % for %%), and the
         names in that order: for a raw cursor, which skips psycopg's conversion of named
-        parameters (a hot statement's client cost, bench/README.md). Each name is one $n however
-        often it appears. A parameter written %(x)b or %(x)t has no positional form."""
+        parameters (a hot statement's client cost: python -m bench.ab --only single). Each name is
+        one $n however often it appears. A parameter written %(x)b or %(x)t has no positional form."""
         names: list[str] = []
 
         def number(m: re.Match[str]) -> str:

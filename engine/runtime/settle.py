@@ -2,10 +2,11 @@
 nacks one by one, and what a failure to settle means (I6).
 
 A settle that fails on a lost connection (ConnectionLost, which every driver raises for its own
-connection errors) is retried with backoff while the job's lease still holds (the database is back soon after a restart, and the fenced statement is safe to repeat).
-Any other failure, or a lease that lapsed meanwhile, is a SETTLE FAILURE: logged as
-`jobs.worker.settle-failed`, never counted as a job failure, the lease left to lapse so the
-rescuer re-delivers the row. Completed work is never nacked.
+connection errors) is retried with backoff while the job's lease still holds (the database is
+back soon after a restart, and the fenced statement is safe to repeat). Any other failure, or a
+lease that lapsed meanwhile, is a SETTLE FAILURE: logged as `jobs.worker.settle-failed`, never
+counted as a job failure, the lease left to lapse so the rescuer re-delivers the row. Completed
+work is never nacked.
 """
 
 from __future__ import annotations

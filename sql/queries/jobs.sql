@@ -51,7 +51,7 @@ from (select count(*) from (select pg_notify('jobs_enqueue', q) from (select dis
 -- dedupe index (I2) still refuses a live key, by raising unique_violation on job_dedupe_live_v3:
 -- the statement then inserts nothing and the driver sends the batch again through job_enqueue.
 -- ON CONFLICT probes the index before each insert and confirms each speculative insertion: ~10 us
--- a row of backend CPU, a third of this statement's (bench/README.md, session 5).
+-- a row of backend CPU, a third of this statement's (python -m bench.indexcost).
 with ins as (
     insert into jobs.job (id, name, queue, tenant, idempotency_key, input, state, priority,
                           max_attempts, run_at, created_at, updated_at)

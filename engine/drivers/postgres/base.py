@@ -109,7 +109,7 @@ class PostgresBase:
     async def _raw(self, query: Query, values: Params) -> Any:
         """``_run`` for a hot statement, rows as tuples, through a raw cursor and the statement's
         positional form: psycopg's conversion of named parameters costs ~50 us of client CPU a
-        call (``python -m bench.quick`` measures the single enqueue and the claim)."""
+        call (``python -m bench.ab --base REV --only single`` measures the single enqueue)."""
         text, names = query.positional
         async with self._connection() as conn:
             cur = psycopg.AsyncRawCursor(conn, row_factory=tuple_row)
