@@ -96,7 +96,8 @@ class _Seeder:
         return [r.id for r in res]
 
     async def claim(self, queue: str, worker: str, limit: int = 1) -> list[ClaimedJob]:
-        return await self.d.job_claim(queues=[queue], limit=limit, worker=worker, now=self.now, lease_seconds=LEASE)
+        batch = await self.d.worker_claim(queues=[queue], limit=limit, worker=worker, now=self.now, lease_seconds=LEASE)
+        return batch.jobs
 
     async def claim_one(self, job_id: str, worker: str) -> Claim:
         """Claim exactly this job: it is the only due row of its queue when the seeder asks."""

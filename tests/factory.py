@@ -78,7 +78,7 @@ def _claim_of(row: JobRow):  # type: ignore[no-untyped-def]
 async def _claim_exactly(driver: Driver, jid: str, queue: str, now: datetime) -> JobRow:
     # Claim everything due in the queue and hand back all but this one, so the factory can be
     # used on a queue that already holds jobs.
-    claimed = await driver.job_claim(queues=[queue], limit=1000, worker=WORKER, now=now, lease_seconds=30)
+    claimed = (await driver.worker_claim(queues=[queue], limit=1000, worker=WORKER, now=now, lease_seconds=30)).jobs
     mine = None
     for cj in claimed:
         if cj.row.id == jid:
