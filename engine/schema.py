@@ -1,5 +1,28 @@
-"""`install_schema(dsn)`: the one install point of the jobs schema (I3)."""
+"""The jobs schema's migrations, from Python: `migrate(dsn)` applies what is pending (what
+`jobs migrate` runs), `migration_status(dsn)` says what is applied and pending, and
+`migration_sql(since)` is the script of the migrations after a version, for another tool to run.
+`install_schema` is `migrate` under the first release's name."""
 
-from engine.drivers.postgres.schema import install_schema
+from engine.drivers.migrations import Migration, MigrationStatus, migrations
+from engine.drivers.postgres.migrate import migrate, migration_status, offline_sql, pending_sql
 
-__all__ = ["install_schema"]
+
+def migration_sql(since: int = 0) -> str:
+    """The SQL of every migration after version ``since``, each recorded in jobs.migration."""
+    return offline_sql(since)
+
+
+def install_schema(dsn: str) -> None:
+    migrate(dsn)
+
+
+__all__ = [
+    "Migration",
+    "MigrationStatus",
+    "install_schema",
+    "migrate",
+    "migration_sql",
+    "migration_status",
+    "migrations",
+    "pending_sql",
+]

@@ -120,10 +120,6 @@ def load_queries() -> dict[str, Query]:
     return catalog
 
 
-def schema_sql() -> str:
-    return (sql_dir() / "schema.sql").read_text(encoding="utf-8")
-
-
 class Statements:
     """Attribute access to the catalog (``Q.job_claim``): an unknown name fails at first use."""
 
