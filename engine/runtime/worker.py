@@ -59,6 +59,8 @@ class WorkerConfig:
     grace: float = 30.0  # drain: how long in-flight jobs may finish before they are released
     shed_delay: float = 1.0  # a concurrency shed is claimable again after this
     gauges_interval: float = 10.0
+    # Most characters of a failed attempt's traceback stored with it (the tail is kept); 0 stores none.
+    traceback_limit: int = 8192
     id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -79,6 +81,13 @@ class WorkerConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
                 raise _bad(name, v, f"jobs worker MODULE --{name.replace('_', '-')} 30")
+        v = self.traceback_limit
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"worker option traceback_limit={v!r} must be a whole number of characters, 0 or more",
+                fix="jobs worker MODULE --traceback-limit 8192",
+            )
         if self.renew_interval is not None and not (0 < self.renew_interval < self.lease_seconds):
             raise JobsError(
                 X_INVALID_ARGUMENT,
@@ -181,6 +190,7 @@ class Worker:
             metrics=self.metrics,
             executor=self._executor,
             poke=self._woken.set,
+            traceback_limit=cfg.traceback_limit,
         )
         await self.driver.open()
         await self.driver.worker_register(
