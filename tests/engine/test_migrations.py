@@ -256,9 +256,9 @@ def test_migration_files_are_numbered_from_0001_without_gap_or_repeat() -> None:
 
 def test_migrations_pass_through_any_db_api_execute_unchanged() -> None:
     # Alembic's op.execute, Django's RunSQL and a psycopg2 cursor read % and :name as parameters.
-    for m in migrations():
-        assert "%" not in m.text, m.label
-        assert not re.search(r"(?<![:\w]):[A-Za-z_]\w*", m.text), m.label
+    for label, text in [(m.label, m.text) for m in migrations()] + [("migration_sql(0)", migration_sql(0))]:
+        assert "%" not in text, label
+        assert not re.search(r"(?<![:\w]):[A-Za-z_]\w*", text), label
 
 
 def test_migrations_load_from_an_installed_wheel_layout(tmp_path: Path) -> None:
@@ -277,3 +277,15 @@ def test_migrations_load_from_an_installed_wheel_layout(tmp_path: Path) -> None:
         check=True,
     ).stdout.split()
     assert out == [str(tmp_path / "engine" / "_sql"), str(len(migrations()))]
+
+
+def test_a_failing_migration_is_rolled_back_and_reported(empty_db: Callable[[], str]) -> None:
+    dsn = empty_db()
+    migrate(dsn, target=1)
+    with psycopg.connect(dsn) as conn:  # what the next migration adds is already there, by hand
+        conn.execute("alter table jobs.attempt add column traceback text")
+    with pytest.raises(JobsError) as err:
+        migrate(dsn)
+    assert err.value.code == "X_MIGRATION_FAILED"
+    assert migrations()[1].label in err.value.cause and "the schema stays at 0001" in err.value.cause
+    assert [a.version for a in migration_status(dsn).applied] == [1]

@@ -1,6 +1,6 @@
 """The memory driver's tables: plain Python collections behind one lock.
 
-Each collection mirrors a table of sql/schema.sql, so a behaviour and the SQL that must mean the
+Each collection mirrors a table of sql/migrations, so a behaviour and the SQL that must mean the
 same thing can be read side by side.
 """
 

@@ -19,7 +19,7 @@ from psycopg.rows import dict_row
 from engine.drivers.migrations import Applied, Migration, MigrationStatus, migrations, status_of
 from engine.drivers.postgres.pool import check_dsn, safe_dsn, unreachable
 from engine.drivers.sqlfiles import Q
-from engine.errors import X_MIGRATION_CHANGED, X_SCHEMA_MISSING, X_SCHEMA_OUTDATED, JobsError
+from engine.errors import X_MIGRATION_CHANGED, X_MIGRATION_FAILED, X_SCHEMA_MISSING, X_SCHEMA_OUTDATED, JobsError
 
 MIGRATE_FIX = 'jobs migrate --dsn "$JOBS_DSN"'
 
@@ -83,9 +83,22 @@ def migrate(dsn: str, *, target: int | None = None) -> list[Migration]:
                 if not todo:
                     return done
                 mig = todo[0]
-                conn.execute(mig.text)  # type: ignore[arg-type]  # a file of ours, not text from a caller
+                try:
+                    conn.execute(mig.text)  # type: ignore[arg-type]  # a file of ours, not text from a caller
+                except psycopg.DatabaseError as exc:
+                    raise _failed(mig, status, dsn, exc) from exc
                 conn.execute(Q.migration_record.text, _record(mig, "migrate"))
             done.append(mig)
+
+
+def _failed(mig: Migration, status: MigrationStatus, dsn: str, exc: BaseException) -> JobsError:
+    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    at = max((a.version for a in status.applied), default=0)
+    return JobsError(
+        X_MIGRATION_FAILED,
+        cause=f"{mig.label} failed in {safe_dsn(dsn)} ({reason}) and was rolled back: the schema stays at {at:04d}",
+        fix='jobs migrate --status --dsn "$JOBS_DSN"',
+    )
 
 
 def _record(mig: Migration, method: str) -> dict[str, Any]:
