@@ -7,9 +7,11 @@ from engine.drivers.migrations import Migration, MigrationStatus, migrations
 from engine.drivers.postgres.migrate import migrate, migration_status, offline_sql, pending_sql
 
 
-def migration_sql(since: int = 0) -> str:
-    """The SQL of every migration after version ``since``, each recorded in jobs.migration."""
-    return offline_sql(since)
+def migration_sql(since: int = 0, until: int | None = None) -> str:
+    """The SQL of the migrations after version ``since`` up to ``until`` (default: the last this
+    engine ships), each recorded in jobs.migration. A wrapper in another tool's migration names
+    both, so upgrading the jobs package never changes what an old wrapper applies."""
+    return offline_sql(since, until)
 
 
 def install_schema(dsn: str) -> None:

@@ -15,6 +15,7 @@ from engine.errors import X_INVALID_ARGUMENT, JobsError
 STATUS_HELP = "list the applied and the pending migrations; apply nothing"
 SQL_HELP = "print the pending migrations' SQL (with their recording in jobs.migration); apply nothing"
 SINCE_HELP = "with --sql: the migrations after this version, read from no database"
+UNTIL_HELP = "with --sql --since: up to this version (default: the last)"
 
 
 def _status_rows(dsn: str) -> tuple[str, list[dict[str, object]]]:
@@ -62,19 +63,21 @@ def _print_status(target: str, rows: list[dict[str, object]]) -> None:
     typer.echo(f"{len(pending)} pending" + (": run `jobs migrate`" if pending else ""))
 
 
-def _migrate(dsn: str | None, status: bool, sql: bool, since: int | None, json_out: bool) -> None:
+def _migrate(dsn: str | None, status: bool, sql: bool, since: int | None, until: int | None, json_out: bool) -> None:
     from engine.drivers.postgres.pool import safe_dsn
     from engine.schema import migrate, migration_sql, pending_sql
 
     try:
-        if (since is not None and not sql) or (status and sql):
+        if (since is not None and not sql) or (until is not None and since is None) or (status and sql):
             raise JobsError(
                 X_INVALID_ARGUMENT,
-                cause="--since reads with --sql only" if not status else "--status and --sql are two different answers",
-                fix="jobs migrate --sql --since 1",
+                cause="--status and --sql are two different answers"
+                if status and sql
+                else "--since goes with --sql, and --until with --since",
+                fix="jobs migrate --sql --since 1 --until 2",
             )
         if sql and since is not None:
-            typer.echo(migration_sql(since), nl=False)
+            typer.echo(migration_sql(since, until), nl=False)
             return
         target = resolve_dsn(dsn)
         if sql:
@@ -106,10 +109,11 @@ def migrate(
     status: bool = typer.Option(False, "--status", help=STATUS_HELP),
     sql: bool = typer.Option(False, "--sql", help=SQL_HELP),
     since: int = typer.Option(None, "--since", help=SINCE_HELP, min=0),
+    until: int = typer.Option(None, "--until", help=UNTIL_HELP, min=0),
     json_out: bool = typer.Option(False, "--json", help="print JSON (errors as JSON on stderr)"),
 ) -> None:
     """Apply the pending schema migrations, in order, each in its own transaction (safe on a live database)."""
-    _migrate(dsn, status, sql, since, json_out)
+    _migrate(dsn, status, sql, since, until, json_out)
 
 
 @app.command()
@@ -118,7 +122,8 @@ def install(
     status: bool = typer.Option(False, "--status", help=STATUS_HELP),
     sql: bool = typer.Option(False, "--sql", help=SQL_HELP),
     since: int = typer.Option(None, "--since", help=SINCE_HELP, min=0),
+    until: int = typer.Option(None, "--until", help=UNTIL_HELP, min=0),
     json_out: bool = typer.Option(False, "--json", help="print JSON (errors as JSON on stderr)"),
 ) -> None:
     """The same as `jobs migrate` (its name in the first release)."""
-    _migrate(dsn, status, sql, since, json_out)
+    _migrate(dsn, status, sql, since, until, json_out)

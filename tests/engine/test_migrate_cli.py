@@ -70,6 +70,8 @@ def test_jobs_migrate_sql_since_reads_no_database() -> None:
     r = runner.invoke(app, ["migrate", "--sql", "--since", "1"], env={"JOBS_DSN": ""})
     assert r.exit_code == 0, r.output
     assert f"-- {LABELS[-1]}" in r.output and f"-- {LABELS[0]}" not in r.output
+    pinned = runner.invoke(app, ["migrate", "--sql", "--since", "0", "--until", "1"], env={"JOBS_DSN": ""})
+    assert f"-- {LABELS[0]}" in pinned.output and f"-- {LABELS[1]}" not in pinned.output
     refused = runner.invoke(app, ["migrate", "--since", "1", "--json"], env={"JOBS_DSN": ""})
     assert refused.exit_code == 1 and json.loads(refused.stderr)["error"]["code"] == "X_INVALID_ARGUMENT"
 

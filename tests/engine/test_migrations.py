@@ -289,3 +289,14 @@ def test_a_failing_migration_is_rolled_back_and_reported(empty_db: Callable[[], 
     assert err.value.code == "X_MIGRATION_FAILED"
     assert migrations()[1].label in err.value.cause and "the schema stays at 0001" in err.value.cause
     assert [a.version for a in migration_status(dsn).applied] == [1]
+
+
+def test_a_wrapper_pins_its_range_so_two_wrappers_apply_each_migration_once(empty_db: Callable[[], str]) -> None:
+    dsn, last = empty_db(), migrations()[-1].version
+    _run(dsn, migration_sql(since=0, until=1))  # the wrapper written for the first release
+    _run(dsn, migration_sql(since=1, until=last))  # the next upgrade's wrapper
+    assert migration_status(dsn).pending == ()
+    assert "0001_initial" not in migration_sql(since=1) and "-- 0002_" not in migration_sql(since=0, until=1)
+    with pytest.raises(JobsError) as err:
+        migration_sql(since=1, until=last + 1)
+    assert err.value.code == "X_INVALID_ARGUMENT"

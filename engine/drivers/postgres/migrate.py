@@ -19,7 +19,14 @@ from psycopg.rows import dict_row
 from engine.drivers.migrations import Applied, Migration, MigrationStatus, migrations, status_of
 from engine.drivers.postgres.pool import check_dsn, safe_dsn, unreachable
 from engine.drivers.sqlfiles import Q
-from engine.errors import X_MIGRATION_CHANGED, X_MIGRATION_FAILED, X_SCHEMA_MISSING, X_SCHEMA_OUTDATED, JobsError
+from engine.errors import (
+    X_INVALID_ARGUMENT,
+    X_MIGRATION_CHANGED,
+    X_MIGRATION_FAILED,
+    X_SCHEMA_MISSING,
+    X_SCHEMA_OUTDATED,
+    JobsError,
+)
 
 MIGRATE_FIX = 'jobs migrate --dsn "$JOBS_DSN"'
 
@@ -137,10 +144,19 @@ def pending_sql(dsn: str) -> str:
     return migration_sql(todo, header=head)
 
 
-def offline_sql(since: int) -> str:
-    """The script of every migration after version ``since``, read from no database."""
-    todo = tuple(m for m in migrations() if m.version > since)
-    return migration_sql(todo, header=f"jobs migrate --sql --since {since}: {len(todo)} migration(s)")
+def offline_sql(since: int, until: int | None = None) -> str:
+    """The script of the migrations after version ``since`` up to ``until`` (default: the last),
+    read from no database."""
+    known = migrations()
+    last = known[-1].version
+    if until is not None and not since <= until <= last:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"until={until} must be between since={since} and the last migration, {last:04d}",
+            fix=f"migration_sql(since={since}, until={last})",
+        )
+    todo = tuple(m for m in known if since < m.version <= (last if until is None else until))
+    return migration_sql(todo, header=f"migrations {since + 1:04d}..{until or last:04d}: {len(todo)}")
 
 
 def refuse_unless_current(status: MigrationStatus, dsn: str) -> None:
