@@ -120,7 +120,7 @@ def _rendered(text: str, params: dict[str, Any]) -> str:
     return _PARAM.sub(lambda m: sql.Literal(params[m.group(1)]).as_string(), text)
 
 
-def migration_sql(todo: tuple[Migration, ...] | list[Migration], *, header: str = "") -> str:
+def script_of(todo: tuple[Migration, ...] | list[Migration], *, header: str = "") -> str:
     """The script that applies ``todo`` and records each one (method 'sql'), so an engine then sees
     them applied: for a team whose own tool (Alembic, Django, Flyway, psql) runs migrations. It
     opens no transaction of its own: the tool's transaction holds it (psql: --single-transaction)."""
@@ -141,7 +141,7 @@ def pending_sql(dsn: str) -> str:
     _refuse_to_apply(status, dsn)
     todo = status.pending
     head = f"jobs migrate --sql: {len(todo)} pending migration(s) for {safe_dsn(dsn)}"
-    return migration_sql(todo, header=head)
+    return script_of(todo, header=head)
 
 
 def offline_sql(since: int, until: int | None = None) -> str:
@@ -155,8 +155,9 @@ def offline_sql(since: int, until: int | None = None) -> str:
             cause=f"until={until} must be between since={since} and the last migration, {last:04d}",
             fix=f"migration_sql(since={since}, until={last})",
         )
-    todo = tuple(m for m in known if since < m.version <= (last if until is None else until))
-    return migration_sql(todo, header=f"migrations {since + 1:04d}..{until or last:04d}: {len(todo)}")
+    end = last if until is None else until
+    todo = tuple(m for m in known if since < m.version <= end)
+    return script_of(todo, header=f"migrations after {since:04d} up to {end:04d}: {len(todo)}")
 
 
 def refuse_unless_current(status: MigrationStatus, dsn: str) -> None:
