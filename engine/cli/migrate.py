@@ -5,6 +5,7 @@ command under the first release's name."""
 from __future__ import annotations
 
 import json
+from datetime import UTC
 
 import typer
 
@@ -35,7 +36,7 @@ def _status_rows(dsn: str) -> tuple[str, list[dict[str, object]]]:
                 "name": m.name,
                 "state": state,
                 "method": None if a is None else a.method,
-                "applied_at": None if a is None or a.applied_at is None else a.applied_at.isoformat(),
+                "applied_at": None if a is None or a.applied_at is None else a.applied_at.astimezone(UTC).isoformat(),
             }
         )
     for a in status.unknown:  # applied by a newer release than this engine
@@ -45,7 +46,7 @@ def _status_rows(dsn: str) -> tuple[str, list[dict[str, object]]]:
                 "name": a.name,
                 "state": "unknown",
                 "method": a.method,
-                "applied_at": None if a.applied_at is None else a.applied_at.isoformat(),
+                "applied_at": None if a.applied_at is None else a.applied_at.astimezone(UTC).isoformat(),
             }
         )
     return safe_dsn(dsn), rows
@@ -55,7 +56,8 @@ def _print_status(target: str, rows: list[dict[str, object]]) -> None:
     pending = [r for r in rows if r["state"] == "pending"]
     typer.echo(f"jobs schema in {target}:")
     for r in rows:
-        when = r["applied_at"] or ("(recognised, not yet recorded)" if r["method"] == "baseline" else "")
+        stamp = str(r["applied_at"] or "")[:19].replace("T", " ")  # to the second, in UTC (the database's now())
+        when = f"{stamp} UTC" if stamp else "(recognised, not yet recorded)" if r["method"] == "baseline" else ""
         how = f"{r['method']} {when}".strip() if r["method"] else ""
         typer.echo(f"  {int(str(r['version'])):04d}_{r['name']:<28} {r['state']:<8} {how}".rstrip())
     if any(r["state"] == "changed" for r in rows):
