@@ -141,6 +141,16 @@ def decide_retry(
     return RetryDecision("retry", delay=policy.delay_after(attempt, rng), classification=kind)
 
 
+def check_traceback_limit(limit: object) -> None:
+    """A worker's traceback_limit: a whole number of characters, 0 (store none) or more."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"worker option traceback_limit={limit!r} must be a whole number of characters, 0 or more",
+            fix="jobs worker MODULE --traceback-limit 8192",
+        )
+
+
 def failure_traceback(exc: BaseException, limit: int) -> str | None:
     """The failed attempt's traceback as Python prints it. Past ``limit`` characters only its last
     ``limit`` (where it was raised) are kept, from a line start, under a line saying how much was cut.

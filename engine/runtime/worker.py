@@ -31,6 +31,7 @@ from engine.clock import Clock, SystemClock
 from engine.drivers.base import Driver
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.jobs import Registry
+from engine.retry import check_traceback_limit
 from engine.runtime import logs
 from engine.runtime.execute import Execution, Runner
 from engine.runtime.leases import LeaseKeeper, _short
@@ -59,8 +60,7 @@ class WorkerConfig:
     grace: float = 30.0  # drain: how long in-flight jobs may finish before they are released
     shed_delay: float = 1.0  # a concurrency shed is claimable again after this
     gauges_interval: float = 10.0
-    # Most characters of a failed attempt's traceback stored with it (the tail is kept); 0 stores none.
-    traceback_limit: int = 8192
+    traceback_limit: int = 8192  # most characters of a failed attempt's traceback stored (its tail); 0: none
     id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -81,13 +81,7 @@ class WorkerConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
                 raise _bad(name, v, f"jobs worker MODULE --{name.replace('_', '-')} 30")
-        v = self.traceback_limit
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise JobsError(
-                X_INVALID_ARGUMENT,
-                cause=f"worker option traceback_limit={v!r} must be a whole number of characters, 0 or more",
-                fix="jobs worker MODULE --traceback-limit 8192",
-            )
+        check_traceback_limit(self.traceback_limit)
         if self.renew_interval is not None and not (0 < self.renew_interval < self.lease_seconds):
             raise JobsError(
                 X_INVALID_ARGUMENT,
