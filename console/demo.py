@@ -117,12 +117,12 @@ class Demo:
     def _open_engine(self) -> Engine:
         if not self.force_memory:
             from engine.embedded_pg import EmbeddedPostgres
-            from engine.schema import install_schema
+            from engine.schema import migrate
 
             cluster = EmbeddedPostgres(max_connections=60)
             try:
                 dsn = cluster.start()
-                install_schema(dsn)
+                migrate(dsn)
             except (JobsError, OSError) as err:
                 cluster.close()
                 self.fallback = getattr(err, "cause", str(err))

@@ -45,6 +45,11 @@ SHOTS: tuple[Shot, ...] = (
         press=(*_filter("name=send_receipt"), "enter"),
     ),
     Shot(
+        "job_detail_traceback",
+        "Job detail, scrolled down: the last failed attempt's traceback under the attempts (u unfolds it)",
+        press=(*_filter("name=send_receipt"), "enter", "end"),
+    ),
+    Shot(
         "job_detail_waiting",
         "Job detail: a job suspended on an event, and what it waits for",
         press=(*_filter("search=user:8"), "enter"),

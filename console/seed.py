@@ -55,6 +55,16 @@ WORKERS = (  # id, host, pid, queues, concurrency
     ("w-batch-777", "batch", 777, ("reports",), 2),  # stops sending heartbeats at 11:57: stale
 )
 REPORT_SLOTS = 2
+SMTP_TRACEBACK = "\n".join(  # what the worker stores for a failed attempt (WorkerConfig.traceback_limit)
+    (
+        'Traceback (most recent call last):\n  File "shop/jobs.py", line 41, in send_receipt',
+        '    await ctx.step.run("send", lambda: mail.send(receipt))\n  File "engine/runtime/steps.py", line 212, in run',
+        '    result = await self._call(fn)\n  File "shop/mail.py", line 18, in send',
+        '    reply = conn.sendmail(self.sender, [to], body)\n  File "smtplib.py", line 887, in sendmail',
+        '    raise SMTPTimeout(f"{self.host}:{self.port} did not answer")',
+        "shop.mail.SMTPTimeout: X_SMTP_TIMEOUT: smtp.example.com:587 did not answer",
+    )
+)
 
 
 class _Seeder:
@@ -246,6 +256,7 @@ class _Seeder:
                     + (" (stop: attempts-exhausted)" if stop else ""),
                     error_code="X_SMTP_TIMEOUT",
                     stop_reason="attempts-exhausted" if stop else None,
+                    traceback=SMTP_TRACEBACK,
                 ),
                 now=self.now,
             )

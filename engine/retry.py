@@ -9,6 +9,7 @@ The attempt ceiling outranks everything but ``terminal``. An unregistered code i
 from __future__ import annotations
 
 import random
+import traceback
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -138,6 +139,32 @@ def decide_retry(
         if isinstance(named, (int, float)) and named >= 0:
             return RetryDecision("retry", delay=min(float(named), policy.max_delay), classification=kind)
     return RetryDecision("retry", delay=policy.delay_after(attempt, rng), classification=kind)
+
+
+def check_traceback_limit(limit: object) -> None:
+    """A worker's traceback_limit: a whole number of characters, 0 (store none) or more."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"worker option traceback_limit={limit!r} must be a whole number of characters, 0 or more",
+            fix="jobs worker MODULE --traceback-limit 8192",
+        )
+
+
+def failure_traceback(exc: BaseException, limit: int) -> str | None:
+    """The failed attempt's traceback as Python prints it. Past ``limit`` characters only its last
+    ``limit`` (where it was raised) are kept, from a line start, under a line saying how much was cut.
+    None for an error that was never raised (a timeout's) or when ``limit`` is 0."""
+    if limit <= 0 or exc.__traceback__ is None:
+        return None
+    text = "".join(traceback.format_exception(exc)).rstrip("\n")
+    if len(text) <= limit:
+        return text
+    tail = text[-limit:]
+    start = tail.find("\n")
+    if 0 <= start < len(tail) // 2:
+        tail = tail[start + 1 :]
+    return f"[... {len(text) - len(tail)} earlier characters cut (traceback_limit={limit})]\n{tail}"
 
 
 def failure_text(exc: BaseException, decision: RetryDecision, attempt: int, max_attempts: int) -> str:

@@ -176,6 +176,7 @@ class Nack:
     error_code: str | None = None
     stop_reason: StopReason | None = None
     wait: dict[str, Any] | None = None
+    traceback: str | None = None  # retry and dead: the failed attempt's, already bounded by the worker
 
 
 @dataclass(frozen=True)
@@ -218,6 +219,7 @@ class AttemptRecord:
     outcome: str  # completed | retried | dead | suspended | parked | released | lost | cancelled
     error_code: str | None = None
     error: str | None = None
+    traceback: str | None = None  # a failed attempt's, its tail kept (WorkerConfig.traceback_limit)
 
 
 # --- durable steps and events ------------------------------------------------------------------

@@ -64,7 +64,7 @@ async def driver(request: pytest.FixtureRequest) -> AsyncIterator[Driver]:
 
 @pytest.fixture
 def pg_server_empty_dsn(pg_server: str) -> Iterator[str]:
-    """A fresh database with NO schema installed (for the 'jobs install' errors)."""
+    """A fresh database with NO schema installed (for the 'jobs migrate' errors)."""
     from engine.embedded_pg import create_database, drop_database
 
     name = f"empty_{os.getpid()}_{next(_empty)}"

@@ -2,7 +2,7 @@
 
 - `pg_server` (session): the admin conninfo of a server where we may CREATE DATABASE. With
   `JOBS_TEST_DSN` set, that server; otherwise a private `EmbeddedPostgres` started once.
-- `pg_template` (session): the name of `jobs_template`, a database with the schema installed,
+- `pg_template` (session): the name of `jobs_template`, a database with every migration applied,
   closed to connections so that nothing can write to it or block a clone.
 - `pg_dsn` (function): the conninfo of `t_<n>`, cloned from the template, dropped afterwards.
 - `pg_cluster` (function): the session's `EmbeddedPostgres`, for tests that `restart()` it. It
@@ -64,10 +64,10 @@ def pg_server(_pg_embedded: EmbeddedPostgres | None) -> str:
 
 @pytest.fixture(scope="session")
 def pg_template(pg_server: str) -> Iterator[str]:
-    from engine.schema import install_schema  # imported here: only database tests need it
+    from engine.schema import migrate  # imported here: only database tests need it
 
     drop_database(pg_server, TEMPLATE)  # left behind by an interrupted run on a shared server
-    install_schema(create_database(pg_server, TEMPLATE))
+    migrate(create_database(pg_server, TEMPLATE))
     with psycopg.connect(pg_server, autocommit=True) as conn:
         # Closed to connections: CREATE DATABASE ... TEMPLATE fails while anyone is connected.
         conn.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS false").format(sql.Identifier(TEMPLATE)))

@@ -118,6 +118,36 @@ def attempts_text(d: JobDetail, now: datetime) -> Text:
     return t
 
 
+TRACEBACK_LINES = 8  # folded: the tail, where it was raised
+
+
+def traceback_text(d: JobDetail, unfold: bool) -> Text | None:
+    """The latest failed attempt's stored traceback: its last lines unless unfolded, the
+    exception line in red, the frames dim."""
+    failed = [a for a in d.attempts if a.traceback]
+    if not failed:
+        return None
+    a = failed[-1]
+    lines = (a.traceback or "").splitlines()
+    start = 0 if unfold else max(0, len(lines) - TRACEBACK_LINES)
+    if start and lines[start - 1].lstrip().startswith("File "):  # never a frame's code without its File line
+        start -= 1
+    shown = lines[start:]
+    t = Text()
+    t.append("Traceback", style="bold")
+    t.append(f"  attempt {a.attempt}, run {a.run}\n", style="dim")
+    if len(shown) < len(lines):
+        n = len(lines) - len(shown)
+        t.append(f"… {n} earlier line{'s' if n > 1 else ''} folded (u: unfold)\n", style="dim italic")
+    for i, line in enumerate(shown):
+        last = i == len(shown) - 1
+        style = "red" if last else ("dim" if line.lstrip().startswith("File ") else "")
+        t.append(clean(line, limit=200), style=style)
+        if not last:
+            t.append("\n")
+    return t
+
+
 def history_text(d: JobDetail, now: datetime) -> Text:
     if not d.history:
         return Text("No operator action or lifecycle event recorded.", style="dim italic")
@@ -163,6 +193,7 @@ class JobDetailScreen(DataScreen, Flows):
             yield StepTimeline(id="steps")
             yield Static(Text("Attempts", style="bold"), classes="section")
             yield Static("", id="attempts")
+            yield Static("", id="traceback", classes="json")
             yield Static("", id="input", classes="json")
             yield Static("", id="result", classes="json")
             yield Static(Text("History", style="bold"), classes="section")
@@ -186,6 +217,9 @@ class JobDetailScreen(DataScreen, Flows):
         put("#facts", facts_text(d, now))
         put("#steps", timeline_text(d.steps, now))
         put("#attempts", attempts_text(d, now))
+        trace = traceback_text(d, self.unfolded)
+        self.query_one("#traceback", Static).display = trace is not None
+        put("#traceback", trace or Text())
         put("#input", json_block("Input", d.job.input, self.unfolded))
         result = self.query_one("#result", Static)
         result.display = d.job.result is not None

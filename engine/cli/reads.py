@@ -190,6 +190,16 @@ def show(
         out.print(f"next: {d.next_retry.note}")
     if j.last_error:
         out.print(f"last error: {j.last_error}")
+    failed = [a for a in d.attempts if a.traceback]
+    if failed:  # the latest failed attempt's, as stored (bounded by the worker's traceback_limit)
+        a = failed[-1]
+        out.print(f"traceback (attempt {a.attempt}, run {a.run}):", markup=False, highlight=False)
+        out.print(
+            "\n".join(f"  {line}" for line in (a.traceback or "").splitlines()),
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     out.print(f"input: {json.dumps(j.input)[:2000]}")
     if j.result is not None:
         out.print(f"result: {json.dumps(j.result)[:2000]}")

@@ -127,6 +127,9 @@ def worker(
     lease_seconds: float = typer.Option(30.0, "--lease-seconds", help="a claim's lease, renewed every third of it"),
     grace: float = typer.Option(30.0, "--grace", help="drain timeout: in-flight jobs may finish for this long (s)"),
     poll_interval: float = typer.Option(1.0, "--poll-interval", help="the fallback poll when no NOTIFY arrives (s)"),
+    traceback_limit: int = typer.Option(
+        8192, "--traceback-limit", help="most characters of a failed attempt's traceback stored (its tail); 0: none"
+    ),
     maintenance_interval: float = typer.Option(
         5.0, "--maintenance-interval", help="seconds between rescue/prune passes"
     ),
@@ -174,6 +177,7 @@ def worker(
             lease_seconds=lease_seconds,
             grace=grace,
             poll_interval=poll_interval,
+            traceback_limit=traceback_limit,
         )
         from engine.runtime.worker import WorkerConfig
 

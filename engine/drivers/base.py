@@ -77,7 +77,7 @@ class Lifecycle(Protocol):
     kind: str  # "memory" | "postgres"
 
     async def open(self) -> None:
-        """Connect and check the schema (X_SCHEMA_MISSING names `jobs install`)."""
+        """Connect and check the schema (X_SCHEMA_MISSING and X_SCHEMA_OUTDATED name `jobs migrate`)."""
         ...
 
     async def close(self) -> None: ...

@@ -188,10 +188,6 @@ def load_queries() -> dict[str, Query]:
     return {name: resolve(q, fragments) for name, q in raw.items()}
 
 
-def schema_sql() -> str:
-    return (sql_dir() / "schema.sql").read_text(encoding="utf-8")
-
-
 class Statements:
     """Attribute access to the catalog (``Q.worker_claim``): an unknown name fails at first use."""
 

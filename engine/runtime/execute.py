@@ -21,7 +21,7 @@ from engine.codec import dumps
 from engine.drivers.base import Driver
 from engine.errors import X_HANDLER_FAILED, X_TIMEOUT, JobsError
 from engine.jobs import JobDefinition, Registry
-from engine.retry import RetryPolicy, decide_retry, error_code_of, failure_text
+from engine.retry import RetryPolicy, decide_retry, error_code_of, failure_text, failure_traceback
 from engine.runtime import logs
 from engine.runtime.context import JobContext
 from engine.runtime.leases import Lease, LeaseKeeper
@@ -114,10 +114,11 @@ class Runner:
         metrics: Metrics,
         executor: Executor,
         poke: Callable[[], None] = lambda: None,
+        traceback_limit: int = 8192,
     ) -> None:
         self.driver, self.registry, self.clock, self.worker = driver, registry, clock, worker
         self.keeper, self.acks, self.limits, self.metrics = keeper, acks, limits, metrics
-        self.executor, self.poke = executor, poke
+        self.executor, self.poke, self.traceback_limit = executor, poke, traceback_limit
 
     async def run(self, cj: ClaimedJob) -> Execution:
         row = cj.row
@@ -296,7 +297,13 @@ class Runner:
             retry_in=round(decision.delay, 3) if run_at else None,
         )
         nack = Nack(
-            lease.claim, decision.outcome, run_at=run_at, error=text, error_code=code, stop_reason=decision.stop_reason
+            lease.claim,
+            decision.outcome,
+            run_at=run_at,
+            error=text,
+            error_code=code,
+            stop_reason=decision.stop_reason,
+            traceback=failure_traceback(exc, self.traceback_limit),
         )
         ok = await self._nack(lease, nack)
         if ok:

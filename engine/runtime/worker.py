@@ -31,6 +31,7 @@ from engine.clock import Clock, SystemClock
 from engine.drivers.base import Driver
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.jobs import Registry
+from engine.retry import check_traceback_limit
 from engine.runtime import logs
 from engine.runtime.execute import Execution, Runner
 from engine.runtime.leases import LeaseKeeper, _short
@@ -59,6 +60,7 @@ class WorkerConfig:
     grace: float = 30.0  # drain: how long in-flight jobs may finish before they are released
     shed_delay: float = 1.0  # a concurrency shed is claimable again after this
     gauges_interval: float = 10.0
+    traceback_limit: int = 8192  # most characters of a failed attempt's traceback stored (its tail); 0: none
     id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -79,6 +81,7 @@ class WorkerConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
                 raise _bad(name, v, f"jobs worker MODULE --{name.replace('_', '-')} 30")
+        check_traceback_limit(self.traceback_limit)
         if self.renew_interval is not None and not (0 < self.renew_interval < self.lease_seconds):
             raise JobsError(
                 X_INVALID_ARGUMENT,
@@ -182,6 +185,7 @@ class Worker:
             metrics=self.metrics,
             executor=self._executor,
             poke=self._woken.set,
+            traceback_limit=cfg.traceback_limit,
         )
         await self.driver.open()
         await self.driver.worker_register(

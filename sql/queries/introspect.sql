@@ -69,7 +69,7 @@ cross join lateral (values
 
 -- name: queue_count_estimate :one
 -- The planner's estimate of one queue's rows in one state, asked only for a count that passed its
--- cap: from the (queue, state) statistics (schema.sql: job_queue_state_mcv), as fresh as the last
+-- cap: from the (queue, state) statistics (0001_initial.sql: job_queue_state_mcv), as fresh as the last
 -- analyze. Planning only: nothing is read.
 explain (format json) select 1 from jobs.job where queue = %(queue)s and state = %(state)s;
 
@@ -121,7 +121,7 @@ select name, paused, paused_by, paused_at, note from jobs.queue where name = %(q
 
 -- name: job_page :many
 -- One page of the filtered list, newest first, keyset on id (below %(cursor)s). Two arms because
--- the list indexes leave out running rows (schema.sql): every other row from those indexes,
+-- the list indexes leave out running rows (0001_initial.sql): every other row from those indexes,
 -- newest first, stopping at the page size; running rows (few: the fleet's slots) from
 -- job_running, newest first too. An arm the state filter rules out folds away at plan time
 -- (custom plans).

@@ -124,9 +124,10 @@ with done as (
     where j.id = %(id)s and j.state = 'running' and j.claimed_by = %(worker)s and j.run = %(run)s
     returning j.id, j.run, j.attempt, j.claimed_by, j.claimed_at
 ), rec as (
-    insert into jobs.attempt (job_id, run, attempt, worker, started_at, finished_at, outcome, error_code, error)
+    insert into jobs.attempt (job_id, run, attempt, worker, started_at, finished_at, outcome, error_code, error,
+                              traceback)
     select id, run, attempt + case when %(counts)s then 0 else 1 end, claimed_by, claimed_at, %(now)s,
-           %(attempt_outcome)s, %(error_code)s, %(error)s
+           %(attempt_outcome)s, %(error_code)s, %(error)s, %(traceback)s
     from done
 )
 select id from done;
@@ -182,10 +183,10 @@ select job_id, at, kind, actor, note, data from jobs.history where job_id = %(id
 -- name: job_attempts :many
 -- A job's settled attempts, in claim order: the attempt rows, and a completed job's last attempt
 -- from the row itself (the ack writes no attempt row; one written before it stopped is not doubled).
-select job_id, run, attempt, worker, started_at, finished_at, outcome, error_code, error
+select job_id, run, attempt, worker, started_at, finished_at, outcome, error_code, error, traceback
 from jobs.attempt where job_id = %(id)s
 union all
-select j.id, j.run, j.attempt, j.claimed_by, j.claimed_at, j.finished_at, 'completed', null, null
+select j.id, j.run, j.attempt, j.claimed_by, j.claimed_at, j.finished_at, 'completed', null, null, null
 from jobs.job j
 where j.id = %(id)s and j.state = 'completed' and j.claimed_by is not null
   and not exists (select 1 from jobs.attempt a where a.job_id = j.id and a.run = j.run)

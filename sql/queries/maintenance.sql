@@ -62,7 +62,7 @@ select id, state from upd;
 
 -- name: job_prune :many
 -- Delete finished rows past retention with their steps, attempts and history (no foreign key
--- cascades them: schema.sql says why), in a bounded batch: completed and cancelled after
+-- cascades them: 0001_initial.sql says why), in a bounded batch: completed and cancelled after
 -- %(before)s, dead letters after their own %(dead_before)s.
 with leader as (
     select 1 from jobs.leader

@@ -77,6 +77,16 @@ def test_job_detail_hostile_input(snap_compare, app: JobsConsole) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=drive(*keys))
 
 
+def test_job_detail_traceback_of_the_last_failed_attempt(snap_compare, app: JobsConsole) -> None:
+    keys = ["2", "slash", *"name=send_receipt", "enter", "enter", "end"]
+    assert snap_compare(app, terminal_size=SIZE, run_before=drive(*keys))
+
+
+def test_job_detail_traceback_unfolded(snap_compare, app: JobsConsole) -> None:
+    keys = ["2", "slash", *"name=send_receipt", "enter", "enter", "u", "end"]
+    assert snap_compare(app, terminal_size=SIZE, run_before=drive(*keys))
+
+
 def test_job_detail_80x24(snap_compare, app: JobsConsole) -> None:
     keys = ["2", "slash", *"name=send_receipt", "enter", "enter"]
     assert snap_compare(app, terminal_size=SMALL, run_before=drive(*keys))

@@ -13,8 +13,9 @@ from engine.clock import FakeClock
 from engine.drivers.base import AREAS, Driver, Lifecycle
 from engine.drivers.dedupe import dedupe_key
 from engine.drivers.memory import MemoryDriver
+from engine.drivers.migrations import schema_sql
 from engine.drivers.postgres import PostgresDriver
-from engine.drivers.sqlfiles import load_queries, schema_sql, sql_dir
+from engine.drivers.sqlfiles import load_queries, sql_dir
 from engine.ids import IdFactory
 from engine.types import Ack, Claim, JobState, Nack, NewJob
 from tests.factory import make_job
@@ -113,9 +114,7 @@ def test_i2_index_conflict_target_and_live_lookup_spell_one_namespace() -> None:
     The memory driver's key is the same expression."""
     norm = lambda s: re.sub(r"\s+", " ", s).strip().lower()  # noqa: E731
     schema = norm(schema_sql())
-    idx = re.search(
-        r"create unique index if not exists job_dedupe_live_v3 on jobs.job \((.*?)\) where state in \((.*?)\);", schema
-    )
+    idx = re.search(r"create unique index job_dedupe_live_v3 on jobs.job \((.*?)\) where state in \((.*?)\);", schema)
     assert idx is not None
     expression, live_states = idx.group(1), idx.group(2)
     assert expression == "name, (coalesce(tenant, '')), idempotency_key"

@@ -14,9 +14,10 @@ import pytest
 from engine import api
 from engine.api import Engine, Enqueue, connect
 from engine.clock import FakeClock
+from engine.drivers.migrations import schema_sql
 from engine.drivers.postgres import PostgresDriver
 from engine.drivers.postgres import jobs as pg_jobs
-from engine.drivers.sqlfiles import Q, schema_sql
+from engine.drivers.sqlfiles import Q
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.ids import IdFactory
 from engine.jobs import job
@@ -141,7 +142,7 @@ async def test_an_id_minted_twice_is_raised_not_taken_for_a_replayed_key(
 
 def test_i2_the_replay_the_driver_recognises_is_a_refusal_by_the_live_dedupe_index() -> None:
     # A unique violation of any other constraint is raised: the name must follow the index.
-    assert f"create unique index if not exists {pg_jobs.DEDUPE_INDEX} on jobs.job" in schema_sql()
+    assert f"create unique index {pg_jobs.DEDUPE_INDEX} on jobs.job" in schema_sql()
 
 
 def test_the_memory_driver_refuses_options_it_would_not_honour() -> None:

@@ -74,10 +74,13 @@ class MemoryJobs(MemoryBase):
         attempt: int,
         code: str | None = None,
         error: str | None = None,
+        traceback: str | None = None,
     ) -> None:
         assert row.claimed_by is not None and row.claimed_at is not None
         self.state.attempts.setdefault(row.id, []).append(
-            AttemptRecord(row.id, row.run, attempt, row.claimed_by, row.claimed_at, now, outcome, code, error)
+            AttemptRecord(
+                row.id, row.run, attempt, row.claimed_by, row.claimed_at, now, outcome, code, error, traceback
+            )
         )
 
     async def job_ack_many(self, *, acks: Sequence[Ack], now: datetime) -> list[str]:
@@ -133,7 +136,13 @@ class MemoryJobs(MemoryBase):
                 )
             )
             self._record(
-                row, now, _ATTEMPT_OUTCOME[nack.outcome], attempt=row.attempt, code=nack.error_code, error=nack.error
+                row,
+                now,
+                _ATTEMPT_OUTCOME[nack.outcome],
+                attempt=row.attempt,
+                code=nack.error_code,
+                error=nack.error,
+                traceback=nack.traceback,
             )
             return True
 

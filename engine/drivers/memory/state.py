@@ -1,7 +1,7 @@
 """The memory driver's tables: typed Python collections behind one lock, and the base every area
 of the driver stands on.
 
-Each collection mirrors a table of sql/schema.sql, so a behaviour and the SQL that must mean the
+Each collection mirrors a table of sql/migrations, so a behaviour and the SQL that must mean the
 same thing can be read side by side. A new area adds its table here as a typed field.
 """
 

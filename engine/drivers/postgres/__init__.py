@@ -6,8 +6,6 @@ way to run a named statement); no area calls another's helpers, so their order h
 
 from __future__ import annotations
 
-import psycopg
-
 from engine.drivers.postgres.actions import PostgresActions
 from engine.drivers.postgres.backfills import PostgresBackfills
 from engine.drivers.postgres.base import PostgresBase
@@ -15,12 +13,10 @@ from engine.drivers.postgres.introspect import PostgresIntrospect
 from engine.drivers.postgres.jobs import PostgresJobs
 from engine.drivers.postgres.limits import PostgresLimits
 from engine.drivers.postgres.maintenance import PostgresMaintenance
+from engine.drivers.postgres.migrate import check_current
 from engine.drivers.postgres.pool import check_dsn, safe_dsn
-from engine.drivers.postgres.schema import SCHEMA_VERSION, install_schema
 from engine.drivers.postgres.steps import PostgresSteps
 from engine.drivers.postgres.workers import PostgresWorkers
-from engine.drivers.sqlfiles import Q
-from engine.errors import X_SCHEMA_MISSING, X_SCHEMA_OUTDATED, JobsError
 
 
 class PostgresDriver(
@@ -48,22 +44,9 @@ class PostgresDriver(
         return f"postgres {safe_dsn(self.dsn)}"
 
     async def open(self) -> None:
-        try:
-            row = await self._row(Q.schema_version, {})
-        except psycopg.errors.UndefinedTable:
-            row = None
-        if row is None:
-            raise JobsError(
-                X_SCHEMA_MISSING,
-                cause=f"no jobs schema is installed in {safe_dsn(self.dsn)}",
-                fix='jobs install --dsn "$JOBS_DSN"',
-            )
-        if int(row["value"]) < SCHEMA_VERSION:
-            raise JobsError(
-                X_SCHEMA_OUTDATED,
-                cause=f"schema version {row['value']} is older than {SCHEMA_VERSION}",
-                fix='jobs install --dsn "$JOBS_DSN"',
-            )
+        """Refuse a database with no schema (X_SCHEMA_MISSING) or with migrations pending
+        (X_SCHEMA_OUTDATED), each naming `jobs migrate`."""
+        await check_current(self.dsn, self._row, self._rows)
 
     async def close(self) -> None:
         self._step_writers.clear()
@@ -75,4 +58,4 @@ class PostgresDriver(
                 pass
 
 
-__all__ = ["PostgresDriver", "install_schema"]
+__all__ = ["PostgresDriver"]

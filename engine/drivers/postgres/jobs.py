@@ -185,6 +185,7 @@ class PostgresJobs(PostgresBase):
                 "writes_error": counts,
                 "error": nack.error,
                 "error_code": nack.error_code,
+                "traceback": nack.traceback,
                 "stop_reason": nack.stop_reason,
                 "wait": None if nack.wait is None else json.dumps(nack.wait),
                 "attempt_outcome": _ATTEMPT_OUTCOME[nack.outcome],

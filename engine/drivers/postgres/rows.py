@@ -73,4 +73,5 @@ def attempt_record(d: dict[str, Any]) -> AttemptRecord:
         d["outcome"],
         d["error_code"],
         d["error"],
+        d["traceback"],
     )

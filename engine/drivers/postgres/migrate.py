@@ -1,0 +1,186 @@
+"""Applying the migrations (sql/migrations) to a database, reading what it has applied, and the
+check an engine makes when it opens one.
+
+Each pending migration runs in its own transaction that first takes the migration lock and
+re-reads what is applied, so two migrators at once apply each migration exactly once, and a
+migration that fails leaves the database at the one before it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from engine.drivers.migrations import Applied, Migration, MigrationStatus, migrations, status_of
+from engine.drivers.postgres.pool import check_dsn, safe_dsn, unreachable
+from engine.drivers.sqlfiles import Q, Query
+from engine.errors import (
+    X_INVALID_ARGUMENT,
+    X_MIGRATION_CHANGED,
+    X_MIGRATION_FAILED,
+    X_SCHEMA_MISSING,
+    X_SCHEMA_OUTDATED,
+    JobsError,
+)
+
+MIGRATE_FIX = 'jobs migrate --dsn "$JOBS_DSN"'
+
+
+def _connect(dsn: str) -> psycopg.Connection[dict[str, Any]]:
+    conninfo = check_dsn(dsn)
+    try:
+        return psycopg.connect(conninfo, row_factory=dict_row)
+    except psycopg.OperationalError as exc:
+        raise unreachable(conninfo, exc) from None
+
+
+def _read(conn: psycopg.Connection[dict[str, Any]]) -> MigrationStatus:
+    present = conn.execute(Q.migration_presence.text).fetchone() or {}
+    rows = conn.execute(Q.migration_applied.text).fetchall() if present.get("has_migration") else []
+    meta = conn.execute(Q.schema_version.text).fetchone() if present.get("has_meta") else None
+    return status_of([Applied(**r) for r in rows], None if meta is None else str(meta["value"]))
+
+
+def migration_status(dsn: str) -> MigrationStatus:
+    """What the database has applied and what is pending. Reads only: creates nothing."""
+    with _connect(dsn) as conn:
+        return _read(conn)
+
+
+def _refuse_to_apply(status: MigrationStatus, dsn: str) -> None:
+    if status.changed:
+        mig, applied = status.changed[0]
+        raise JobsError(
+            X_MIGRATION_CHANGED,
+            cause=(
+                f"migration {mig.label} was applied to {safe_dsn(dsn)} with checksum {str(applied.checksum)[:12]}..., "
+                f"but sql/migrations/{mig.label}.sql now hashes to {mig.checksum[:12]}...: "
+                "an applied migration never changes; a change goes in a new one"
+            ),
+            fix=f"git checkout -- sql/migrations/{mig.label}.sql",
+        )
+    if status.foreign_version is not None:
+        raise JobsError(
+            X_SCHEMA_OUTDATED,
+            cause=(
+                f"jobs.meta in {safe_dsn(dsn)} says schema version {status.foreign_version}, "
+                "which no release installed: no migration starts from it (dropping the schema loses its jobs)"
+            ),
+            fix='psql "$JOBS_DSN" -c "drop schema jobs cascade" && jobs migrate --dsn "$JOBS_DSN"',
+        )
+
+
+def migrate(dsn: str, *, target: int | None = None) -> list[Migration]:
+    """Apply every pending migration (up to ``target``), in order, each in its own transaction
+    under the migration lock; return the ones this call applied."""
+    done: list[Migration] = []
+    with _connect(dsn) as conn:
+        while True:
+            with conn.transaction():
+                conn.execute(Q.migration_lock.text)
+                conn.execute(Q.migration_bootstrap.text)
+                status = _read(conn)
+                _refuse_to_apply(status, dsn)
+                todo = [m for m in status.pending if target is None or m.version <= target]
+                if not todo:
+                    return done
+                mig = todo[0]
+                try:
+                    conn.execute(mig.text)  # type: ignore[arg-type]  # a file of ours, not text from a caller
+                except psycopg.DatabaseError as exc:
+                    raise _failed(mig, status, dsn, exc) from exc
+                conn.execute(Q.migration_record.text, _record(mig, "migrate"))
+            done.append(mig)
+
+
+def _failed(mig: Migration, status: MigrationStatus, dsn: str, exc: BaseException) -> JobsError:
+    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    at = max((a.version for a in status.applied), default=0)
+    return JobsError(
+        X_MIGRATION_FAILED,
+        cause=f"{mig.label} failed in {safe_dsn(dsn)} ({reason}) and was rolled back: the schema stays at {at:04d}",
+        fix='jobs migrate --status --dsn "$JOBS_DSN"',
+    )
+
+
+def _record(mig: Migration, method: str) -> dict[str, Any]:
+    return {"version": mig.version, "name": mig.name, "checksum": mig.checksum, "method": method}
+
+
+_PARAM = re.compile(r"%\((\w+)\)s")
+
+
+def _rendered(text: str, params: dict[str, Any]) -> str:
+    """A named statement with its parameters as SQL literals, for a script another tool runs."""
+    return _PARAM.sub(lambda m: sql.Literal(params[m.group(1)]).as_string(), text)
+
+
+def script_of(todo: tuple[Migration, ...] | list[Migration], *, header: str = "") -> str:
+    """The script that applies ``todo`` and records each one (method 'sql'), so an engine then sees
+    them applied: for a team whose own tool (Alembic, Django, Flyway, psql) runs migrations. It
+    opens no transaction of its own: the tool's transaction holds it (psql: --single-transaction)."""
+    parts = [f"-- {line}" for line in header.splitlines()]
+    parts += [Q.migration_lock.text + ";", Q.migration_bootstrap.text + ";"]
+    for mig in todo:
+        parts += [
+            "",
+            f"-- {mig.label}",
+            mig.text.strip(),
+            _rendered(Q.migration_record.text, _record(mig, "sql")) + ";",
+        ]
+    return "\n".join(parts) + "\n"
+
+
+def pending_sql(dsn: str) -> str:
+    status = migration_status(dsn)
+    _refuse_to_apply(status, dsn)
+    todo = status.pending
+    head = f"jobs migrate --sql: {len(todo)} pending migration(s) for {safe_dsn(dsn)}"
+    return script_of(todo, header=head)
+
+
+def offline_sql(since: int, until: int | None = None) -> str:
+    """The script of the migrations after version ``since`` up to ``until`` (default: the last),
+    read from no database."""
+    known = migrations()
+    last = known[-1].version
+    if until is not None and not since <= until <= last:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"until={until} must be between since={since} and the last migration, {last:04d}",
+            fix=f"migration_sql(since={since}, until={last})",
+        )
+    end = last if until is None else until
+    todo = tuple(m for m in known if since < m.version <= end)
+    return script_of(todo, header=f"migrations after {since:04d} up to {end:04d}: {len(todo)}")
+
+
+def refuse_unless_current(status: MigrationStatus, dsn: str) -> None:
+    """An engine opened on a database it cannot use: no schema, or migrations pending."""
+    if not status.installed:
+        raise JobsError(X_SCHEMA_MISSING, cause=f"no jobs schema is installed in {safe_dsn(dsn)}", fix=MIGRATE_FIX)
+    if status.pending:
+        names = ", ".join(m.label for m in status.pending)
+        raise JobsError(
+            X_SCHEMA_OUTDATED,
+            cause=f"{len(status.pending)} migration(s) are pending in {safe_dsn(dsn)}: {names}",
+            fix=MIGRATE_FIX,
+        )
+
+
+async def check_current(
+    dsn: str,
+    one: Callable[[Query, dict[str, Any]], Awaitable[dict[str, Any] | None]],
+    all_: Callable[[Query, dict[str, Any]], Awaitable[list[dict[str, Any]]]],
+) -> None:
+    """The engine's check at open, over the driver's pool (``one``/``all_`` run a statement)."""
+    present = await one(Q.migration_presence, {}) or {}
+    rows = await all_(Q.migration_applied, {}) if present.get("has_migration") else []
+    meta = await one(Q.schema_version, {}) if present.get("has_meta") else None
+    status = status_of([Applied(**r) for r in rows], None if meta is None else str(meta["value"]))
+    refuse_unless_current(status, dsn)

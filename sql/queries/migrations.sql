@@ -1,0 +1,42 @@
+-- The migration runner's statements (engine/drivers/postgres/migrate.py). The migrations themselves
+-- are sql/migrations/NNNN_name.sql, applied in order, each in its own transaction.
+
+-- name: migration_lock :exec
+-- Serialise migrators for the transaction (the key 0.1's `jobs install` took, so the two never interleave).
+select pg_advisory_xact_lock(7201100);
+
+-- name: migration_bootstrap :exec
+-- The table that records applied migrations, and the baseline: a database installed by 0.1's
+-- schema.sql (jobs.meta schema_version 3, before this table existed) already holds 0001.
+-- Idempotent; `jobs migrate --sql` prints it too, so a database migrated by another tool agrees.
+create schema if not exists jobs;
+create table if not exists jobs.migration (
+    version    integer primary key,
+    name       text not null,
+    checksum   text,                     -- sha256 of the file as applied; null for a baseline
+    applied_at timestamptz not null default now(),
+    method     text not null check (method in ('migrate', 'sql', 'baseline'))
+);
+do $$
+begin
+    if to_regclass('jobs.meta') is not null and not exists (select from jobs.migration) then
+        if exists (select from jobs.meta where key = 'schema_version' and value = '3') then
+            insert into jobs.migration (version, name, checksum, method) values (1, 'initial', null, 'baseline');
+        end if;
+    end if;
+end
+$$;
+
+-- name: migration_presence :one
+-- Which of the runner's tables exist: reading a missing one would abort the transaction.
+select to_regclass('jobs.migration') is not null as has_migration,
+       to_regclass('jobs.meta') is not null as has_meta;
+
+-- name: migration_applied :many
+-- The applied migrations, in order.
+select version, name, checksum, applied_at, method from jobs.migration order by version;
+
+-- name: migration_record :exec
+-- Record one applied migration (method: migrate, or sql when printed for another tool).
+insert into jobs.migration (version, name, checksum, method)
+values (%(version)s, %(name)s, %(checksum)s, %(method)s);
