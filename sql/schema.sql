@@ -274,6 +274,11 @@ insert into jobs.meta (key, value) values ('throughput_rolled_until', '-infinity
 
 -- Transactional outbox (I16-I20) ------------------------------------------------------------------
 
+-- A row per staged enqueue, written by stage() on the APPLICATION's connection inside its own
+-- transaction (I16): its rollback leaves no row, its commit makes the job certain to be published.
+-- A relay claims rows under a lease (claim_token, lease_until) in (staged_at, id) order (I17), publishes
+-- them through the enqueue path, then marks them published, fenced on that token (I18). Published
+-- rows stay as the audit trail until the maintenance leader prunes them (outbox_retention).
 create table if not exists jobs.outbox (
     id              uuid primary key,            -- UUIDv7: (staged_at, id) is stage order
     staged_at       timestamptz not null,
@@ -286,12 +291,32 @@ create table if not exists jobs.outbox (
     max_attempts    integer not null default 1,
     priority        integer not null default 0,
     claimed_at      timestamptz,
-    claimed_by      text,
+    claimed_by      text,                        -- the relay holding the claim (shown to operators)
+    claim_token     uuid,                        -- one per claim: what every later mutation fences on
+    lease_until     timestamptz,                 -- claimable again by anyone once this has passed
     published_at    timestamptz,
-    job_id          uuid,
-    last_error      text
+    job_id          uuid,                        -- the job the publish made (or the live one it deduped to)
+    attempts        integer not null default 0,  -- publishes of this row that failed
+    last_error      text,
+    failed_at       timestamptz
 );
+-- The table shipped (unused) before the lease existed: an install over it adds the lease's columns.
+alter table jobs.outbox add column if not exists claim_token uuid;
+alter table jobs.outbox add column if not exists lease_until timestamptz;
+alter table jobs.outbox add column if not exists attempts integer not null default 0;
+alter table jobs.outbox add column if not exists failed_at timestamptz;
+-- The claim's scan and the backlog's oldest row: unpublished rows in stage order.
 create index if not exists outbox_unpublished on jobs.outbox (staged_at, id) where published_at is null;
+-- The pruner's oldest-first batches and "published in the last hour".
+create index if not exists outbox_published on jobs.outbox (published_at) where published_at is not null;
+
+-- Relays alive: each relay stamps its row every few seconds, so "why is this row not published"
+-- can answer "no relay is running" instead of leaving the operator to guess.
+create table if not exists jobs.outbox_relay (
+    id           text primary key,
+    started_at   timestamptz not null,
+    heartbeat_at timestamptz not null
+);
 
 -- Scheduler (I21) ----------------------------------------------------------------------------------
 
@@ -317,6 +342,6 @@ create table if not exists jobs.backfill (
 );
 create index if not exists backfill_name_env on jobs.backfill (name, environment, completed_at);
 
-insert into jobs.meta (key, value) values ('schema_version', '3')
+insert into jobs.meta (key, value) values ('schema_version', '4')
     on conflict (key) do update set value = excluded.value
     where jobs.meta.value::int < excluded.value::int;

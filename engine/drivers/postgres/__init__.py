@@ -8,6 +8,7 @@ from engine.drivers.postgres.actions import PostgresActions
 from engine.drivers.postgres.jobs import PostgresJobs
 from engine.drivers.postgres.limits import PostgresLimits
 from engine.drivers.postgres.maintenance import PostgresMaintenance
+from engine.drivers.postgres.outbox import PostgresOutbox
 from engine.drivers.postgres.pool import LoopPools, check_dsn, safe_dsn
 from engine.drivers.postgres.schema import SCHEMA_VERSION, install_schema
 from engine.drivers.postgres.steps import PostgresSteps
@@ -17,7 +18,7 @@ from engine.errors import X_SCHEMA_MISSING, X_SCHEMA_OUTDATED, JobsError
 
 
 class PostgresDriver(
-    PostgresJobs, PostgresWorkers, PostgresLimits, PostgresMaintenance, PostgresSteps, PostgresActions
+    PostgresJobs, PostgresWorkers, PostgresLimits, PostgresMaintenance, PostgresSteps, PostgresActions, PostgresOutbox
 ):
     kind = "postgres"
 
@@ -54,6 +55,7 @@ class PostgresDriver(
     async def close(self) -> None:
         self.__dict__.pop("_step_writers", None)  # each loop's step writer (steps.py)
         await self._listeners_close()
+        await self._outbox_listeners_close()
         for pool in self.pools.forget_all():
             try:
                 await pool.close()
