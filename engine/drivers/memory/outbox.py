@@ -18,8 +18,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from engine.codec import check_json
-from engine.drivers.memory.state import MemoryState
 from engine.drivers.base import OutboxTarget
+from engine.drivers.memory.state import MemoryState
 from engine.drivers.outbox_lease import claim_lease_ms
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.outbox_types import OutboxHolder, OutboxRow, OutboxStats, RelayRecord
