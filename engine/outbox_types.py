@@ -99,3 +99,28 @@ class OutboxStats:
     holders: tuple[OutboxHolder, ...]
     failing: tuple[OutboxRow, ...]
     relays: tuple[RelayRecord, ...]  # alive: heartbeat after the cut-off asked for
+
+
+@dataclass(frozen=True)
+class OutboxView:
+    """The operator's view of the outbox: what `jobs outbox` prints and the console shows."""
+
+    backlog: int  # unpublished rows (counted up to a cap: ``backlog_capped``)
+    backlog_capped: bool
+    oldest_unpublished_at: datetime | None
+    oldest_unpublished_age: float | None  # seconds, on the caller's clock
+    published_last_hour: int
+    holders: tuple[OutboxHolder, ...]  # live claims: relay, rows, lease end
+    failing: tuple[OutboxRow, ...]  # rows whose publish failed: attempts, last error
+    relays: tuple[RelayRecord, ...]  # relays alive
+    now: datetime
+
+
+@dataclass(frozen=True)
+class StagedWhy:
+    """Why a staged row is (not yet) published, in one sentence, with the row it reads."""
+
+    id: str
+    status: OutboxStatus | Literal["lapsed"]
+    text: str
+    row: OutboxRow

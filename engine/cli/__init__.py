@@ -41,7 +41,11 @@ def _register() -> None:
     # Imported for their side effect: each module adds its commands to `app`.
     import engine.cli.ops  # noqa: F401  (retry, cancel, pause, resume, event, enqueue)
     import engine.cli.reads  # noqa: F401  (queues, ls, show, dead, workers, why, describe)
-    from engine.cli import admin, worker  # noqa: F401
+    from engine.cli import (  # noqa: F401
+        admin,
+        outbox,  # noqa: F401  (outbox, relay)
+        worker,
+    )
 
 
 _register()

@@ -36,6 +36,7 @@ from engine.types import EnqueueResult, NewJob
 
 CHUNK = 250  # as engine.api's enqueue_many: past this many rows, a statement per chunk in one transaction
 GAUGE_CAP = 100_000  # the backlog gauge counts up to this many rows
+HEARTBEAT_INTERVAL = 5.0  # seconds between a relay's heartbeats (jobs.outbox_relay)
 
 Publish = Callable[[Sequence[NewJob], datetime], Awaitable[list[EnqueueResult]]]
 Hook = Callable[[str, Sequence[OutboxRow]], Awaitable[None]]
@@ -46,7 +47,7 @@ class RelayConfig:
     batch_size: int = 250  # most rows one claim takes
     lease_ms: int | None = None  # the claim's lease; None: the default (engine/drivers/outbox_lease.py)
     poll_interval: float = 1.0  # the fallback when no NOTIFY arrives (seconds)
-    heartbeat_interval: float = 5.0  # how often the relay says it is alive (jobs.outbox_relay)
+    heartbeat_interval: float = HEARTBEAT_INTERVAL  # how often the relay says it is alive
     gauges_interval: float = 10.0  # how often the backlog gauges are read (with metrics)
     id: str | None = None
 
