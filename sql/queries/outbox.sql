@@ -40,8 +40,9 @@ with picked as (
     update jobs.outbox o
     set claimed_by = %(relay)s, claim_token = %(token)s, claimed_at = %(now)s,
         lease_until = %(now)s + %(lease_ms)s * interval '1 millisecond'
-    from picked
-    where o.id = picked.id
+    -- By id array, not `from picked`: the join hashed a sequential scan of the whole table, and
+    -- published rows stay for their retention (as job_claim in jobs.sql).
+    where o.id = any(array(select id from picked))
     returning o.*
 )
 select * from claimed order by staged_at, id;
@@ -54,7 +55,9 @@ select * from claimed order by staged_at, id;
 update jobs.outbox o
 set published_at = %(now)s, job_id = m.job_id, lease_until = null
 from unnest(%(ids)s::uuid[], %(job_ids)s::uuid[]) as m(id, job_id)
-where o.id = m.id and o.claim_token = %(token)s and o.published_at is null
+-- `o.id = any(...)` as well as the join: the primary key probes the batch's rows instead of a
+-- sequential scan of every row the table keeps.
+where o.id = m.id and o.id = any(%(ids)s::uuid[]) and o.claim_token = %(token)s and o.published_at is null
 returning o.id;
 
 -- name: outbox_release :many
