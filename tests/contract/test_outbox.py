@@ -382,3 +382,55 @@ async def test_outbox_stats_answer_backlog_holders_failing_and_relays(
     await driver.outbox_relay_gone(relay="A")
     gone = await driver.outbox_stats(now=now, count_cap=100, limit=10, alive_since=now - timedelta(seconds=15))
     assert gone.relays == ()
+
+
+async def test_relay_counts_publishes_and_failures_and_gauges_the_backlog(
+    driver: Driver, clock: FakeClock, ids: IdFactory
+) -> None:
+    from engine.runtime.metrics import Metrics
+
+    eng = engine(driver, clock, ids)
+    await stage_orders(eng, driver, [1, 2])
+    clock.advance(12)
+    await stage_orders(eng, driver, [3])
+    m = Metrics()
+
+    async def publish(jobs: Sequence[NewJob], now: datetime) -> list[EnqueueResult]:
+        if any(j.input == {"order": 3} for j in jobs):
+            raise ConnectionError("down")
+        return await driver.job_enqueue(jobs=jobs, now=now)
+
+    await relay(driver, clock, "A", metrics=m, publish=publish).run_once()
+    value = m.registry.get_sample_value
+    assert value("outbox_published_total") == 2 and value("outbox_publish_failed_total") == 1
+    assert value("outbox_backlog") == 1 and value("outbox_oldest_unpublished_seconds") == 0.0
+
+
+async def test_why_a_staged_row_is_not_published_names_relay_lease_or_error(
+    driver: Driver, clock: FakeClock, ids: IdFactory
+) -> None:
+    from engine.introspect.base import EngineView
+    from engine.introspect.outbox import outbox_view, outbox_why
+
+    view = EngineView(driver, clock=clock)
+    eng = engine(driver, clock, ids)
+    (first, second) = await stage_orders(eng, driver, [1, 2])
+    assert "no relay is alive" in (await outbox_why(view, first)).text
+    await driver.outbox_relay_beat(relay="R", now=clock.now())
+    assert (await outbox_why(view, first)).text.startswith("waiting for the next claim (relays alive: R)")
+    token = ids.new()
+    await driver.outbox_claim(relay="R", token=token, limit=1, now=clock.now(), lease_ms=LEASE_MS)
+    held = await outbox_why(view, first)
+    assert held.status == "held" and held.text.startswith("held by relay R until 2026-01-01 12:00:10")
+    await driver.outbox_release(token=token, ids=[first], failed=first, error="X_DB: gone", now=clock.now())
+    failing = await outbox_why(view, first)
+    assert failing.status == "failing" and "failed 1 time(s)" in failing.text and "X_DB: gone" in failing.text
+    await driver.outbox_claim(relay="R", token=ids.new(), limit=2, now=clock.now(), lease_ms=LEASE_MS)
+    clock.advance(60)  # R stopped beating and its lease lapsed
+    lapsed = await outbox_why(view, second)
+    assert lapsed.status == "lapsed" and "its lease lapsed" in lapsed.text and "no relay is alive" in lapsed.text
+    v = await outbox_view(view)
+    assert (v.backlog, v.oldest_unpublished_age, v.relays, v.holders) == (2, 60.0, (), ())
+    with pytest.raises(JobsError) as err:
+        await outbox_why(view, ids.new())
+    assert err.value.code == "X_NOT_FOUND"
