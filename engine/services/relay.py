@@ -135,7 +135,8 @@ class Relay:
         marked = await drv.outbox_mark_published(
             token=token, published=[(r.id, a.id) for r, a in zip(done, answers)], now=now
         )
-        lapsed = tuple(r.id for r in done if r.id not in set(marked))
+        retired = set(marked)
+        lapsed = tuple(r.id for r in done if r.id not in retired)
         if lapsed:  # another relay reclaimed them after our lease lapsed: theirs to retire now
             logs.emit(logs.OUTBOX_LEASE_LAPSED, logging.WARNING, relay=self.id, rows=len(lapsed), ids=list(lapsed)[:20])
         released: list[str] = []
