@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import orjson
 import psycopg
 from psycopg.pq import TransactionStatus
+from psycopg.rows import tuple_row
 
 from engine.codec import dumps, orjson_default
 from engine.drivers.base import OutboxTarget
 from engine.drivers.outbox_lease import claim_lease_ms
+from engine.drivers.postgres.pool import LoopPools
 from engine.drivers.sqlfiles import Q
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.outbox_types import OutboxHolder, OutboxRow, OutboxStats, RelayRecord
@@ -86,6 +88,7 @@ class _ConnectionTarget:
 
 class PostgresOutbox:
     dsn: str
+    pools: LoopPools
 
     if TYPE_CHECKING:  # provided by PostgresJobs (and _exec by PostgresWorkers)
 
@@ -109,8 +112,17 @@ class PostgresOutbox:
     async def outbox_claim(
         self, *, relay: str, token: str, limit: int, now: datetime, lease_ms: int
     ) -> list[OutboxRow]:
-        params = {"relay": relay, "token": token, "limit": limit, "now": now, "lease_ms": claim_lease_ms(lease_ms)}
-        return [outbox_row(r) for r in await self._all(Q.outbox_claim.text, params)]
+        lease = claim_lease_ms(lease_ms)
+        params = {"relay": relay, "token": token, "limit": limit, "now": now, "lease_ms": lease}
+        async with self.pools.connection() as conn:
+            cur = conn.cursor(row_factory=tuple_row)  # positional rows: a dict per row cost ~40 us
+            await cur.execute(Q.outbox_claim.text, params)  # type: ignore[arg-type]
+            rows = await cur.fetchall()
+        until = now + timedelta(milliseconds=lease)
+        return [
+            OutboxRow(i, st, n, q, t, k, inp, ra, ma, pr, relay, token, now, until, None, None, att, err, fa)
+            for (i, st, n, q, t, k, inp, ra, ma, pr, att, err, fa) in rows
+        ]
 
     async def outbox_mark_published(
         self, *, token: str, published: Sequence[tuple[str, str]], now: datetime
