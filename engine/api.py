@@ -18,6 +18,7 @@ from engine.ids import IdFactory
 from engine.introspect.base import EngineView, load_job
 from engine.jobs import JobDefinition
 from engine.opening import ensure_open, forget
+from engine.outbox_types import Staged
 from engine.projections import ActionResult
 from engine.syncbridge import LoopThread
 from engine.types import EnqueueResult, JobRow, NewJob, SentEvent
@@ -68,7 +69,11 @@ class Engine:
         clock: Clock | None = None,
         ids: IdFactory | None = None,
         environment: str | None = None,
+        outbox_mode: str = "direct",
     ) -> None:
+        from engine.outbox import check_mode
+
+        self.outbox_mode = check_mode(outbox_mode)  # engine/outbox.py: what a stage outside a transaction does
         self.driver = driver
         self.environment = environment  # the deployment's (backfills read it); None: $JOBS_ENV
         self.clock = clock or SystemClock()
@@ -231,6 +236,49 @@ class Engine:
     ) -> ActionResult:
         return self._bridge.run(self.aretry_from_step(job_id, step_name, tenant=tenant, actor=actor, note=note))
 
+    # --- the transactional outbox (engine/outbox.py) -----------------------------------------
+
+    def stage(
+        self,
+        tx: object,
+        job: JobDefinition,
+        input: Any,
+        *,
+        tenant: str | None = None,
+        delay: float | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+    ) -> Staged:
+        """Stage an enqueue on the caller's own connection ``tx`` (a psycopg Connection or cursor,
+        or ``eng.driver.transaction()`` on the memory driver), inside its transaction (I16)."""
+        return self.stage_many(tx, [Enqueue(job, input, tenant, delay, run_at, priority)])[0]
+
+    def stage_many(self, tx: object, specs: Iterable[Enqueue]) -> list[Staged]:
+        from engine.outbox import stage_many
+
+        return stage_many(self, tx, specs)
+
+    async def astage(
+        self,
+        tx: object,
+        job: JobDefinition,
+        input: Any,
+        *,
+        tenant: str | None = None,
+        delay: float | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+    ) -> Staged:
+        """``stage`` on a psycopg AsyncConnection (or async cursor)."""
+        return (await self.astage_many(tx, [Enqueue(job, input, tenant, delay, run_at, priority)]))[0]
+
+    async def astage_many(self, tx: object, specs: Iterable[Enqueue]) -> list[Staged]:
+        from engine.outbox import astage_many
+
+        return await astage_many(self, tx, specs)
+
+    # --- lifecycle -------------------------------------------------------------------------
+
     # --- the embedded worker ------------------------------------------------------------------
 
     def worker(
@@ -240,13 +288,14 @@ class Engine:
         queues: Sequence[str] | None = None,
         concurrency: int = 10,
         maintenance: bool = True,
+        relay: bool = True,
         **options: Any,
     ) -> Any:
         """``async with eng.worker([send_email], queues=["mail"], concurrency=16): ...`` runs a
         worker inside the app's loop; leaving the block drains it (I14). ``jobs``: a Registry, a
         module, a job handle or a list of them. ``options``: WorkerConfig fields (batch_size,
         ack_batch, flush_interval, lease_seconds, grace, ...), maintenance_config, metrics,
-        on_execution."""
+        on_execution, relay_config. ``relay=False``: this worker runs no outbox relay."""
         from engine.services.maintenance import maintained_worker
 
         return maintained_worker(
@@ -256,6 +305,7 @@ class Engine:
             queues=queues,
             concurrency=concurrency,
             maintenance=maintenance,
+            relay=relay,
             **options,
         )
 
@@ -277,13 +327,20 @@ def connect(
     clock: Clock | None = None,
     ids: IdFactory | None = None,
     environment: str | None = None,
+    outbox_mode: str = "direct",
     **driver_options: Any,
 ) -> Engine:
-    """``connect("postgresql://app@db/app")``, or ``connect("memory://")`` for tests and demos."""
+    """``connect("postgresql://app@db/app")``, or ``connect("memory://")`` for tests and demos.
+    ``outbox_mode="required"``: a stage outside a transaction is X_OUTBOX_NO_TX, not a direct publish."""
     if not isinstance(dsn, str) or not dsn.strip():
         raise JobsError(
             X_DSN_INVALID,
             cause=f"dsn={dsn!r} is empty",
             fix="connect('postgresql://USER@HOST/DB') or connect('memory://')",
         )
-    return Engine(open_driver(dsn, **driver_options), clock=clock, ids=ids, environment=environment)
+    from engine.outbox import check_mode
+
+    check_mode(outbox_mode)  # before a driver is built
+    return Engine(
+        open_driver(dsn, **driver_options), clock=clock, ids=ids, environment=environment, outbox_mode=outbox_mode
+    )

@@ -134,6 +134,7 @@ def worker(
         5.0, "--maintenance-interval", help="seconds between rescue/prune passes"
     ),
     no_maintenance: bool = typer.Option(False, "--no-maintenance", help="never lead the rescuer and pruner"),
+    no_relay: bool = typer.Option(False, "--no-relay", help="run no outbox relay in this worker"),
     metrics_port: int = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
     metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="the metrics address (loopback by default)"),
     loop: str = typer.Option("auto", "--loop", help="the event loop: auto (uvloop when installed), uvloop or asyncio"),
@@ -185,6 +186,7 @@ def worker(
         target_dsn = resolve_dsn(dsn)
     except JobsError as err:
         fail(err, as_json=json_out)
+    options["relay"] = not no_relay
     code = runner(_serve(target_dsn, registry, options, maint, not no_maintenance, metrics_port, metrics_host))
     if code:
         raise typer.Exit(code)

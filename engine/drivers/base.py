@@ -11,7 +11,8 @@ with ``Lifecycle``. Every driver implements every member, so nothing probes a dr
 
 A new area (outbox, schedules, backfills) lands the same way:
 
-1. here, ``class OutboxArea(Protocol)`` with its members (``outbox_stage(*, ..., now)``), added
+1. ``class OutboxArea(Protocol)`` with its members, in engine/drivers/base_outbox.py (so this
+   module stays the core's), (``outbox_stage(*, ..., now)``), added
    to ``Driver``'s bases and to ``AREAS`` as ``"outbox": OutboxArea``;
 2. sql/queries/outbox.sql, each statement headed ``-- name: outbox_claim :many``;
 3. engine/drivers/postgres/outbox.py, ``class PostgresOutbox(PostgresBase)``: each member runs
@@ -30,6 +31,8 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
+from engine.drivers.base_backfills import BackfillsArea
+from engine.drivers.base_outbox import OutboxArea
 from engine.projections import (
     ActionResult,
     BulkAction,
@@ -47,8 +50,6 @@ from engine.projections import (
 from engine.types import (
     Ack,
     AttemptRecord,
-    BackfillRun,
-    BackfillStatus,
     CancelResult,
     Claim,
     ClaimBatch,
@@ -58,7 +59,6 @@ from engine.types import (
     HistoryEntry,
     JobRow,
     JobState,
-    LivePass,
     Nack,
     NewJob,
     QueueGauges,
@@ -373,60 +373,20 @@ class ActionsArea(Protocol):
         already: the standing request, ``changed`` False. None when no worker has that id."""
         ...
 
-class BackfillsArea(Protocol):
-    """The backfill ledger (engine/drivers/*/backfills.py, sql/queries/backfills.sql, I22): one row
-    per pass, never an edit of a completed one, and the live pass jobs behind the rows."""
-
-    async def backfill_open(self, *, run: BackfillRun) -> bool:
-        """Write a pass's ledger row (queued) unless its id is there; True when written."""
-        ...
-
-    async def backfill_begin(self, *, run_id: str, planned: int | None) -> bool:
-        """Mark a pass running (a resumed one too), keeping the first count; False when completed."""
-        ...
-
-    async def backfill_progress(self, *, run_id: str, claim: Claim, swept: int, batches: int) -> bool:
-        """Record a pass's totals, fenced on its job still held by ``claim``; False otherwise."""
-        ...
-
-    async def backfill_finish(
-        self,
-        *,
-        run_id: str,
-        outcome: BackfillStatus,
-        swept: int | None,
-        batches: int | None,
-        error: str | None,
-        now: datetime,
-    ) -> bool:
-        """Record a pass's outcome; False when the row is completed already (never edited)."""
-        ...
-
-    async def backfill_runs(
-        self, *, names: Sequence[str] | None, environment: str | None, limit: int
-    ) -> list[BackfillRun]:
-        """Ledger rows, newest first (started_at, id), of ``names`` (None: all) in ``environment``."""
-        ...
-
-    async def backfill_applied(self, *, environment: str) -> list[BackfillRun]:
-        """Per backfill name, its latest completed write pass in ``environment``."""
-        ...
-
-    async def backfill_live(self, *, job_names: Sequence[str]) -> list[LivePass]:
-        """The live jobs of these pass job names, by name then id."""
-        ...
-
-    async def backfill_pass_resume(
-        self, *, job_id: str, now: datetime, actor: str | None, note: str | None
-    ) -> ActionResult | None:
-        """Make a dead or cancelled pass job ready, steps kept and attempts reset, audited; a live
-        holder of its key changes nothing and is named. None when no job has that id."""
-        ...
-
 
 @runtime_checkable
 class Driver(
-    Lifecycle, JobsArea, WorkersArea, LimitsArea, MaintenanceArea, StepsArea, IntrospectArea, ActionsArea, BackfillsArea, Protocol
+    Lifecycle,
+    JobsArea,
+    WorkersArea,
+    LimitsArea,
+    MaintenanceArea,
+    StepsArea,
+    IntrospectArea,
+    ActionsArea,
+    BackfillsArea,
+    OutboxArea,
+    Protocol,
 ):
     """Storage for jobs: every area's members. Every time-comparing call takes ``now`` from the
     engine's clock."""
@@ -442,4 +402,5 @@ AREAS: dict[str, type] = {
     "introspect": IntrospectArea,
     "actions": ActionsArea,
     "backfills": BackfillsArea,
+    "outbox": OutboxArea,
 }

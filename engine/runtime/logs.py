@@ -27,6 +27,9 @@ MAINTENANCE_RESCUED = "jobs.maintenance.rescued"
 MAINTENANCE_PRUNED = "jobs.maintenance.pruned"
 MAINTENANCE_FAILED = "jobs.maintenance.failed"
 LEADER_ACQUIRED = "jobs.leader.acquired"
+OUTBOX_PUBLISH_FAILED = "jobs.outbox.publish-failed"
+OUTBOX_LEASE_LAPSED = "jobs.outbox.lease-lapsed"
+OUTBOX_TICK_FAILED = "jobs.outbox.tick-failed"
 
 logger = logging.getLogger("jobs")
 

@@ -1,5 +1,6 @@
 """Prometheus metrics (I24): jobs_total{queue,outcome}, queue_depth (ready + parked),
-queue_oldest_ready_seconds, queue_dead_jobs, lease_lost_total, job duration, reconnects.
+queue_oldest_ready_seconds, queue_dead_jobs, lease_lost_total, job duration, reconnects; the
+outbox's backlog, oldest unpublished age, publishes and failed publishes.
 
 Each Worker owns a `Metrics` on its own registry (two workers in one process never collide);
 `serve_metrics` exposes it, on loopback unless told otherwise.
@@ -74,6 +75,12 @@ class Metrics:
         self.oldest = Gauge("queue_oldest_ready_seconds", "Age of the oldest waiting job", ["queue"], registry=r)
         self.dead = Gauge("queue_dead_jobs", "Dead letters", ["queue"], registry=r)
         self.in_use = Gauge("jobs_worker_slots_in_use", "Claim slots holding a job", registry=r)
+        # The outbox relay's (engine/services/relay.py): its backlog as the fleet sees it, and this
+        # process's publishes.
+        self.outbox_backlog = Gauge("outbox_backlog", "Staged rows not published yet (counted up to a cap)", registry=r)
+        self.outbox_oldest = Gauge("outbox_oldest_unpublished_seconds", "Age of the oldest unpublished row", registry=r)
+        self.outbox_published = Counter("outbox_published_total", "Outbox rows this process published", registry=r)
+        self.outbox_failed = Counter("outbox_publish_failed_total", "Outbox publishes that failed", registry=r)
         # Label children cached: .labels() takes a lock and hashes every call, per job.
         self._outcomes: dict[tuple[str, str], Counter] = {}
         self._gauged: set[str] = set()  # queues a gauge reading has named

@@ -137,6 +137,7 @@ class Worker:
         self._gauges_failing = False
         self.released: list[str] = []
         self.maintenance: Any = None  # set by services.maintenance.maintained_worker
+        self.relay: Any = None  # the outbox relay, set by the same
 
     def add_service(
         self, run: Callable[[], Awaitable[None]], *, on_drain: Callable[[], Awaitable[None]] | None = None

@@ -7,7 +7,8 @@
   retention (an operator acts on them first);
 - the throughput rollup counts each closed minute's completions per queue once, for the queues
   view's sparkline (which then reads rolled minutes rather than an hour of rows every refresh);
-- the reaper deletes the registration rows of workers whose heartbeat stopped.
+- the reaper deletes the registration rows of workers whose heartbeat stopped;
+- the outbox pruner deletes published outbox rows past their retention (the audit trail).
 
 A config, `run_once()` returning what it did, and a thin loop (STYLE.md, convention 5).
 """
@@ -47,6 +48,7 @@ class MaintenanceConfig:
     # Leases already assume clocks agree to well under lease_seconds (30 s by default). The
     # queues view counts the rows of the minutes not rolled yet: at most settle + 60 s of them.
     throughput_settle: float = 30.0
+    outbox_retention: float = 7 * 86400.0  # published outbox rows: the audit trail, then pruned
 
     def __post_init__(self) -> None:
         for name in (
@@ -56,6 +58,7 @@ class MaintenanceConfig:
             "dead_retention",
             "worker_reap_after",
             "throughput_settle",
+            "outbox_retention",
         ):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
@@ -88,6 +91,7 @@ class MaintenanceResult:
     pruned: int = 0
     reaped: tuple[str, ...] = field(default=())
     rolled: int = 0  # (queue, minute) rows of completions rolled up
+    outbox_pruned: int = 0  # published outbox rows past outbox_retention
 
 
 class Maintenance:
@@ -138,7 +142,15 @@ class Maintenance:
         if pruned:
             logs.emit(logs.MAINTENANCE_PRUNED, count=pruned)
         reaped = await self.driver.worker_reap(before=now - timedelta(seconds=cfg.worker_reap_after))
-        return MaintenanceResult(True, term, tuple(j for j, _ in rescued), pruned, tuple(reaped), rolled)
+        outbox_pruned = await self.driver.outbox_prune(
+            leader=LEADER,
+            holder=self.holder,
+            term=term,
+            now=now,
+            before=now - timedelta(seconds=cfg.outbox_retention),
+            limit=cfg.prune_batch,
+        )
+        return MaintenanceResult(True, term, tuple(j for j, _ in rescued), pruned, tuple(reaped), rolled, outbox_pruned)
 
     async def run(self) -> None:
         while True:
@@ -168,11 +180,14 @@ def maintained_worker(
     clock: Clock | None = None,
     maintenance: bool = True,
     maintenance_config: MaintenanceConfig | None = None,
+    relay: bool = True,
+    relay_config: Any = None,
     metrics: Metrics | None = None,
     on_execution: Callable[[Execution], Any] | None = None,
     **options: Any,
 ) -> Worker:
-    """A worker that also runs maintenance under the fleet's leader lease: what `jobs worker`
+    """A worker that also runs maintenance under the fleet's leader lease and the outbox relay
+    (``relay=False`` leaves the relay out; ``relay_config``: a RelayConfig): what `jobs worker`
     and `Engine.worker()` start. ``options`` are `WorkerConfig` fields."""
     from engine.clock import SystemClock
 
@@ -185,4 +200,10 @@ def maintained_worker(
         m = Maintenance(driver, clock, holder=w.id, config=maintenance_config)
         w.add_service(m.run, on_drain=m.step_down)
         w.maintenance = m
+    if relay:
+        from engine.services.relay import Relay
+
+        r = Relay(driver, clock, config=relay_config, metrics=w.metrics)
+        w.add_service(r.run, on_drain=r.stop)
+        w.relay = r
     return w

@@ -13,6 +13,7 @@ from engine.drivers.memory.introspect import MemoryIntrospect
 from engine.drivers.memory.jobs import MemoryJobs
 from engine.drivers.memory.limits import MemoryLimits
 from engine.drivers.memory.maintenance import MemoryMaintenance
+from engine.drivers.memory.outbox import MemoryOutbox, MemoryTransaction
 from engine.drivers.memory.state import MemoryBase
 from engine.drivers.memory.steps import MemorySteps
 from engine.drivers.memory.workers import MemoryWorkers
@@ -27,6 +28,7 @@ class MemoryDriver(
     MemoryIntrospect,
     MemoryActions,
     MemoryBackfills,
+    MemoryOutbox,
 ):
     kind = "memory"
 
@@ -43,4 +45,4 @@ class MemoryDriver(
         return "memory"
 
 
-__all__ = ["MemoryDriver"]
+__all__ = ["MemoryDriver", "MemoryTransaction"]

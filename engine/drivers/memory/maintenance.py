@@ -13,10 +13,6 @@ _PRUNED = (JobState.COMPLETED, JobState.CANCELLED)
 
 
 class MemoryMaintenance(MemoryBase):
-    def _leads(self, leader: str, holder: str, term: int, now: datetime) -> bool:
-        cur = self.state.leaders.get(leader)
-        return cur is not None and cur.holder == holder and cur.term == term and cur.until >= now
-
     async def leader_acquire(self, *, name: str, holder: str, now: datetime, lease_seconds: float) -> int | None:
         with self.state.lock:
             until = now + timedelta(seconds=lease_seconds)
@@ -41,7 +37,7 @@ class MemoryMaintenance(MemoryBase):
     ) -> list[tuple[str, JobState]]:
         out: list[tuple[str, JobState]] = []
         with self.state.lock:
-            if not self._leads(leader, holder, term, now):
+            if not self.state.leads(leader, holder, term, now):
                 return out
             lapsed = sorted(
                 (
@@ -108,7 +104,7 @@ class MemoryMaintenance(MemoryBase):
         self, *, leader: str, holder: str, term: int, now: datetime, before: datetime, dead_before: datetime, limit: int
     ) -> list[str]:
         with self.state.lock:
-            if not self._leads(leader, holder, term, now):
+            if not self.state.leads(leader, holder, term, now):
                 return []
             doomed = sorted(
                 (
@@ -132,7 +128,7 @@ class MemoryMaintenance(MemoryBase):
 
     async def throughput_rollup(self, *, leader: str, holder: str, term: int, now: datetime, settle: float) -> int:
         with self.state.lock:
-            if not self._leads(leader, holder, term, now):
+            if not self.state.leads(leader, holder, term, now):
                 return 0
             roll = self.state.rollup
             kept_from = minute_of(now) - ROLLUP_KEPT

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from engine.drivers.dedupe import DedupeKey, dedupe_key
+from engine.outbox_types import OutboxRow, RelayRecord
 from engine.types import (
     LIVE_STATES,
     AttemptRecord,
@@ -129,8 +130,16 @@ class MemoryState:
     rollup: Rollup = field(default_factory=Rollup)
     steps: dict[str, dict[str, StoredStep]] = field(default_factory=dict)  # job id -> name -> jobs.step row
     events: list[EventRecord] = field(default_factory=list)  # jobs.event
+    outbox: dict[str, OutboxRow] = field(default_factory=dict)  # jobs.outbox by id
+    outbox_relays: dict[str, RelayRecord] = field(default_factory=dict)  # jobs.outbox_relay by id
+    outbox_wakeups: Wakeups = field(default_factory=Wakeups)  # the outbox channel's NOTIFY
     drain_notes: dict[str, str | None] = field(default_factory=dict)  # jobs.worker's drain note by worker id
     backfills: dict[str, BackfillRun] = field(default_factory=dict)  # jobs.backfill by run id
+
+    def leads(self, leader: str, holder: str, term: int, now: datetime) -> bool:
+        """Whether ``holder`` still holds ``leader``'s lease at ``term`` (every leader write's fence)."""
+        cur = self.leaders.get(leader)
+        return cur is not None and cur.holder == holder and cur.term == term and cur.until >= now
 
     def put(self, row: JobRow) -> None:
         """Store a row and keep the live-key index in step with its state."""

@@ -14,6 +14,7 @@ from engine.drivers.postgres.jobs import PostgresJobs
 from engine.drivers.postgres.limits import PostgresLimits
 from engine.drivers.postgres.maintenance import PostgresMaintenance
 from engine.drivers.postgres.migrate import check_current
+from engine.drivers.postgres.outbox import PostgresOutbox
 from engine.drivers.postgres.pool import check_dsn, safe_dsn
 from engine.drivers.postgres.steps import PostgresSteps
 from engine.drivers.postgres.workers import PostgresWorkers
@@ -28,6 +29,7 @@ class PostgresDriver(
     PostgresIntrospect,
     PostgresActions,
     PostgresBackfills,
+    PostgresOutbox,
 ):
     kind = "postgres"
 
@@ -39,6 +41,7 @@ class PostgresDriver(
         self.optimistic_batches = bool(optimistic_batches)  # jobs: a batch tries the plain INSERT first
         self._listen_conns = {}  # workers: each loop's LISTEN connection
         self._step_writers = {}  # steps: each loop's group writer
+        self._outbox_listen_conns = {}  # outbox: each loop's LISTEN connection for committed stages
 
     def describe(self) -> str:
         return f"postgres {safe_dsn(self.dsn)}"
@@ -51,6 +54,7 @@ class PostgresDriver(
     async def close(self) -> None:
         self._step_writers.clear()
         await self._listeners_close()
+        await self._outbox_listeners_close()
         for pool in self.pools.forget_all():
             try:
                 await pool.close()

@@ -1,0 +1,129 @@
+"""`jobs outbox` (the backlog, live claims, failing rows, relays; `--why ID` for one staged row) and
+`jobs relay` (the outbox relay alone, until SIGTERM/SIGINT stops it after the pass under way)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from typing import Any
+
+import typer
+
+from engine.cli import EXIT_ERROR, app, fail
+from engine.cli.admin import DSN_HELP, resolve_dsn
+from engine.cli.reads import _t, console, emit, run, table
+from engine.errors import X_INVALID_ARGUMENT, JobsError
+
+EXIT_SECOND_SIGNAL = 130
+
+
+@app.command()
+def outbox(
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    why: str = typer.Option(None, "--why", help="an outbox row id: why it is not published yet"),
+    limit: int = typer.Option(20, "--limit", help="claims and failing rows shown"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """The outbox: backlog and its oldest row, claims held by relays, failing rows, relays alive."""
+    from engine.introspect.base import EngineView
+    from engine.introspect.outbox import outbox_view, outbox_why
+
+    if why:
+        answer = run(dsn, json_out, lambda e: outbox_why(EngineView(e), why))
+        if json_out:
+            return emit(answer)
+        console().print(f"{answer.id} [{answer.status}] {answer.text}")
+        return None
+    view = run(dsn, json_out, lambda e: outbox_view(EngineView(e), limit=limit))
+    if json_out:
+        return emit(view)
+    out = console()
+    backlog = f"{'≥' if view.backlog_capped else ''}{view.backlog}"
+    age = "-" if view.oldest_unpublished_age is None else f"{view.oldest_unpublished_age:.1f}s"
+    out.print(f"backlog {backlog}  oldest unpublished {age}  published/1h {view.published_last_hour}")
+    out.print("relays alive: " + (", ".join(r.id for r in view.relays) or "none"))
+    if view.holders:
+        t = table("relay", "rows", "lease until", "oldest staged")
+        for h in view.holders:
+            t.add_row(h.relay, str(h.rows), _t(h.lease_until), _t(h.oldest_staged_at))
+        out.print(t)
+    if view.failing:
+        t = table("id", "job", "attempts", "last failed", "last error")
+        for r in view.failing:
+            t.add_row(r.id, r.name, str(r.attempts), _t(r.failed_at), r.last_error or "")
+        out.print(t)
+    return None
+
+
+@app.command()
+def relay(
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    batch_size: int = typer.Option(250, "--batch-size", help="most rows one claim takes"),
+    lease_ms: int = typer.Option(
+        30_000, "--lease-ms", help="a claim's lease (ms): another relay takes the rows after it"
+    ),
+    poll_interval: float = typer.Option(1.0, "--poll-interval", help="the fallback poll when no NOTIFY arrives (s)"),
+    metrics_port: int = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
+    metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="the metrics address (loopback by default)"),
+    json_out: bool = typer.Option(False, "--json", help="errors as JSON on stderr"),
+) -> None:
+    """Run the outbox relay alone (every `jobs worker` runs one too, unless --no-relay)."""
+    from engine.services.relay import RelayConfig
+
+    try:
+        if metrics_port is not None and metrics_port <= 0:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"--metrics-port {metrics_port} must be positive",
+                fix="jobs relay --metrics-port 9465",
+            )
+        config = RelayConfig(batch_size=batch_size, lease_ms=lease_ms, poll_interval=poll_interval)
+        target = resolve_dsn(dsn)
+    except JobsError as err:
+        fail(err, as_json=json_out)
+    code = asyncio.run(_serve(target, config, metrics_port, metrics_host))
+    if code:
+        raise typer.Exit(code)
+
+
+async def _serve(dsn: str, config: Any, metrics_port: int | None, metrics_host: str) -> int:
+    from engine.api import open_driver
+    from engine.runtime.logs import configure_json_logging
+    from engine.runtime.metrics import Metrics, serve_metrics
+    from engine.services.relay import Relay
+
+    configure_json_logging()
+    driver = open_driver(dsn)
+    metrics = Metrics()
+    r = Relay(driver, config=config, metrics=metrics)
+    server = None
+    try:
+        try:
+            await driver.open()
+        except JobsError as err:
+            sys.stderr.write(f"error {err.code}: {err.cause}\n  fix: {err.fix}\n  docs: {err.docs}\n")
+            return EXIT_ERROR
+        if metrics_port:
+            server = serve_metrics(metrics, metrics_port, metrics_host)
+        loop = asyncio.get_running_loop()
+        signals = 0
+
+        def on_signal() -> None:
+            nonlocal signals
+            signals += 1
+            if signals > 1:
+                os._exit(EXIT_SECOND_SIGNAL)
+            loop.create_task(r.stop())
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, on_signal)
+        print(f"jobs relay {r.id} (batch {config.batch_size}, lease {config.lease_ms} ms)", flush=True)
+        await r.run()
+        await r.stop()
+        return 0
+    finally:
+        if server is not None:
+            server.shutdown()  # type: ignore[attr-defined]
+        await driver.close()

@@ -1,0 +1,97 @@
+"""The outbox's read models: the backlog view and a staged row's "why isn't it published".
+
+Both read the driver's outbox projections only (engine/drivers/*/outbox.py); the CLI (`jobs
+outbox`) and the console print them as they are.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from engine.errors import X_MALFORMED_ID, X_NOT_FOUND, JobsError
+from engine.ids import parse_id
+from engine.introspect.base import EngineView
+from engine.outbox_types import OutboxRow, OutboxView, RelayRecord, StagedWhy
+from engine.services.relay import HEARTBEAT_INTERVAL
+
+COUNT_CAP = 100_000
+# A relay is alive while its heartbeat is younger than three of its beats.
+ALIVE_WINDOW = 3 * HEARTBEAT_INTERVAL
+
+
+def _alive_since(now: datetime) -> datetime:
+    return now - timedelta(seconds=ALIVE_WINDOW)
+
+
+async def outbox_view(view: EngineView, *, limit: int = 20, count_cap: int = COUNT_CAP) -> OutboxView:
+    await view._open()
+    now = view.clock.now()
+    s = await view.driver.outbox_stats(now=now, count_cap=count_cap, limit=limit, alive_since=_alive_since(now))
+    age = None if s.oldest_staged_at is None else max(0.0, (now - s.oldest_staged_at).total_seconds())
+    return OutboxView(
+        backlog=s.backlog,
+        backlog_capped=s.backlog_capped,
+        oldest_unpublished_at=s.oldest_staged_at,
+        oldest_unpublished_age=age,
+        published_last_hour=s.published_last_hour,
+        holders=s.holders,
+        failing=s.failing,
+        relays=s.relays,
+        now=now,
+    )
+
+
+async def outbox_why(view: EngineView, outbox_id: str) -> StagedWhy:
+    """Why the staged row ``outbox_id`` is not published yet (or when it was)."""
+    oid = parse_id(outbox_id)
+    if oid is None:
+        raise JobsError(
+            X_MALFORMED_ID, cause=f"{outbox_id!r} is not an outbox row id (a UUID)", fix="jobs outbox --json"
+        )
+    await view._open()
+    row = await view.driver.outbox_get(id=oid)
+    if row is None:
+        raise JobsError(
+            X_NOT_FOUND,
+            cause=f"no outbox row has id {oid} (never staged, rolled back, or pruned after publishing)",
+            fix="jobs outbox --json",
+        )
+    now = view.clock.now()
+    stats = await view.driver.outbox_stats(now=now, count_cap=1, limit=0, alive_since=_alive_since(now))
+    return why_staged(row, stats.relays, now)
+
+
+def _t(dt: datetime | None) -> str:
+    return "?" if dt is None else dt.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def why_staged(row: OutboxRow, relays: tuple[RelayRecord, ...], now: datetime) -> StagedWhy:
+    """The one sentence for a staged row, read from the row and the relays alive at ``now``."""
+    status = row.status(now)
+    nobody = (
+        f"no relay is alive (none beat in the last {ALIVE_WINDOW:g} s): run `jobs worker` or "
+        "`jobs relay --dsn ...` to publish it"
+    )
+    if status == "published":
+        return StagedWhy(row.id, status, f"published at {_t(row.published_at)} as job {row.job_id}", row)
+    if status == "held":
+        text = (
+            f"held by relay {row.claimed_by} until {_t(row.lease_until)} (claimed {_t(row.claimed_at)}): it is "
+            "being published now; if that relay died, another takes it once the lease ends"
+        )
+        return StagedWhy(row.id, status, text, row)
+    if row.claim_token is not None:  # claimed, and the lease lapsed: the relay stopped or stalled
+        text = f"relay {row.claimed_by} held it until {_t(row.lease_until)} and its lease lapsed; " + (
+            "the next claim takes it" if relays else nobody
+        )
+        return StagedWhy(row.id, "lapsed", text, row)
+    if status == "failing":
+        text = (
+            f"its publish failed {row.attempts} time(s), last at {_t(row.failed_at)}: {row.last_error}; "
+            "rows staged after it wait behind it, and " + ("the next claim tries again" if relays else nobody)
+        )
+        return StagedWhy(row.id, status, text, row)
+    if not relays:
+        return StagedWhy(row.id, status, nobody, row)
+    names = ", ".join(r.id for r in relays[:3]) + (" ..." if len(relays) > 3 else "")
+    return StagedWhy(row.id, status, f"waiting for the next claim (relays alive: {names})", row)
