@@ -16,15 +16,15 @@ async def test_a_failed_attempt_stores_its_traceback_and_a_shed_stores_none(
 ) -> None:
     now = clock.now()
     row = await make_job(driver, ids, now, state=JobState.READY)
-    (first,) = await driver.job_claim(queues=["default"], limit=1, worker="w1", now=now, lease_seconds=30)
+    (first,) = (await driver.worker_claim(queues=["default"], limit=1, worker="w1", now=now, lease_seconds=30)).jobs
     failed = Nack(
         first.claim, "retry", run_at=now, error="ValueError: nope", error_code="X_HANDLER_FAILED", traceback=TRACE
     )
     assert await driver.job_nack(nack=failed, now=now)
-    (second,) = await driver.job_claim(queues=["default"], limit=1, worker="w1", now=now, lease_seconds=30)
+    (second,) = (await driver.worker_claim(queues=["default"], limit=1, worker="w1", now=now, lease_seconds=30)).jobs
     shed = Nack(second.claim, "park", run_at=now, wait={"kind": "limit", "limit": "concurrency", "key": "k"})
     assert await driver.job_nack(nack=shed, now=now)
-    (third,) = await driver.job_claim(queues=["default"], limit=1, worker="w1", now=now, lease_seconds=30)
+    (third,) = (await driver.worker_claim(queues=["default"], limit=1, worker="w1", now=now, lease_seconds=30)).jobs
     dead = Nack(
         third.claim,
         "dead",

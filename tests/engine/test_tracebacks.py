@@ -93,7 +93,9 @@ def test_jobs_show_prints_the_last_failed_attempts_traceback_beside_the_message(
         clock = FakeClock()
         try:
             row = await make_job(d, IdFactory(clock), clock.now(), state=JobState.READY, max_attempts=1)
-            (cj,) = await d.job_claim(queues=["default"], limit=1, worker="w1", now=clock.now(), lease_seconds=30)
+            (cj,) = (
+                await d.worker_claim(queues=["default"], limit=1, worker="w1", now=clock.now(), lease_seconds=30)
+            ).jobs
             nack = Nack(
                 cj.claim,
                 "dead",
