@@ -85,7 +85,9 @@ async def test_i14_a_worker_asked_to_drain_stops_claiming_finishes_its_work_and_
     RELEASE.clear()
     RELEASE.update(started=asyncio.Event(), go=asyncio.Event())
     eng = Engine(driver, clock=clock, ids=IdFactory(clock, seed=11))
-    config = WorkerConfig(queues=(Q,), concurrency=2, heartbeat_interval=5.0, poll_interval=5.0, flush_interval=0.001)
+    # A poll past the heartbeat: advancing the clock to the heartbeat must not also start a claim that
+    # could race the second enqueue (a claim sent before the request was seen may take it).
+    config = WorkerConfig(queues=(Q,), concurrency=2, heartbeat_interval=5.0, poll_interval=60.0, flush_interval=0.001)
     w = Worker(driver, Registry([slow]), config=config, clock=clock)
     await w.start()
     try:
