@@ -22,7 +22,6 @@ import socket
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from datetime import datetime
 from types import TracebackType
 from typing import Any
@@ -31,63 +30,14 @@ from engine.clock import Clock, SystemClock
 from engine.drivers.base import Driver
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.jobs import Registry
-from engine.retry import check_traceback_limit
 from engine.runtime import logs
 from engine.runtime.execute import Execution, Runner
 from engine.runtime.leases import LeaseKeeper, _short
 from engine.runtime.limits import Limits
 from engine.runtime.metrics import Metrics
 from engine.runtime.settle import AckBuffer, Backoff, Pending
+from engine.runtime.worker_config import WorkerConfig
 from engine.types import ClaimedJob
-
-
-def _bad(name: str, value: object, fix: str) -> JobsError:
-    return JobsError(X_INVALID_ARGUMENT, cause=f"worker option {name}={value!r} must be positive", fix=fix)
-
-
-@dataclass(frozen=True)
-class WorkerConfig:
-    queues: tuple[str, ...] = ()  # empty: every queue the registry's jobs use
-    concurrency: int = 10  # claim slots: jobs running at once in this process
-    batch_size: int = 100  # most rows one claim takes
-    ack_batch: int = 200  # completions per ack statement
-    ack_parallel: int = 1  # ack statements in flight at once (each on its own pooled connection)
-    flush_interval: float = 0.005  # longest a completion waits for its batch (seconds)
-    lease_seconds: float = 30.0
-    renew_interval: float | None = None  # default lease_seconds / 3
-    poll_interval: float = 1.0  # the fallback when no NOTIFY arrives
-    heartbeat_interval: float = 5.0
-    grace: float = 30.0  # drain: how long in-flight jobs may finish before they are released
-    shed_delay: float = 1.0  # a concurrency shed is claimable again after this
-    gauges_interval: float = 10.0
-    traceback_limit: int = 8192  # most characters of a failed attempt's traceback stored (its tail); 0: none
-    id: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
-
-    def __post_init__(self) -> None:
-        for name in ("concurrency", "batch_size", "ack_batch", "ack_parallel"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise _bad(name, v, f"jobs worker MODULE --{name.replace('_', '-')} 10")
-        for name in (
-            "flush_interval",
-            "lease_seconds",
-            "poll_interval",
-            "heartbeat_interval",
-            "grace",
-            "shed_delay",
-            "gauges_interval",
-        ):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-                raise _bad(name, v, f"jobs worker MODULE --{name.replace('_', '-')} 30")
-        check_traceback_limit(self.traceback_limit)
-        if self.renew_interval is not None and not (0 < self.renew_interval < self.lease_seconds):
-            raise JobsError(
-                X_INVALID_ARGUMENT,
-                cause=f"renew_interval={self.renew_interval!r} must be > 0 and shorter than lease_seconds={self.lease_seconds}",
-                fix=f"renew_interval={self.lease_seconds / 3:g}",
-            )
 
 
 class Worker:
