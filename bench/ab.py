@@ -71,7 +71,8 @@ def run(base: str, rounds: int, figures: list[str]) -> dict[str, dict[str, list[
 
 def report(base: str, results: dict[str, dict[str, list[tuple[float, float]]]]) -> str:
     lines = [
-        f"{'figure':10s} {'base ' + base[:10]:>26s} {'new (this tree)':>26s} {'new/base':>9s} {'client CPU us/job':>20s}"
+        f"{'figure':10s} {'base ' + base[:10]:>26s} {'new (this tree)':>26s} {'new/base':>9s} "
+        f"{'client CPU us/job':>20s}"
     ]
     for figure, sides in results.items():
         cells, medians, cpus = [], [], []

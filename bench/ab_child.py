@@ -3,7 +3,8 @@
 `python bench/ab_child.py TREE DSN FIGURE N` puts TREE first on sys.path (so `engine` and `bench`
 are that tree's), installs TREE's schema on DSN, enqueues N no-op jobs through the public API
 (one per call, or in batches of 100 or 1,000) and prints {"rate": jobs/s, "cpu_us": client CPU a
-job, and the engine it imported} as one line of JSON. Kept free of this tree's imports: it must run any revision's engine.
+job, and the engine it imported} as one line of JSON. Kept free of this tree's imports: it must run
+any revision's engine.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The console's cost on a big database: `python -m bench.console [--jobs 1000000] [--refreshes 1800]`.
 
 With ``--jobs`` rows in jobs.job (the mix the projections bench names: 95% completed, 3% dead,
-2% live, 50 names, 20 tenants, 5 queues; sql/bench/console.sql), it measures, each in a fresh child process so the seeding's
-memory never counts:
+2% live, 50 names, 20 tenants, 5 queues; sql/bench/console.sql), it measures, each in a fresh child
+process so the seeding's memory never counts:
 
 - open: from spawning `jobs-console --dsn ...`'s code path (interpreter start, imports, connect,
   schema check, first query, first render) to the Overview drawn with data. Target < 1.5 s.
@@ -189,14 +189,16 @@ def report(res: dict[str, Any], args: argparse.Namespace) -> str:
     ]
     opens = res["open"]
     lines.append(
-        f"open to first screen: median {statistics.median(opens):.2f} s, max {max(opens):.2f} s over {len(opens)} runs (target < 1.5 s)"
+        f"open to first screen: median {statistics.median(opens):.2f} s, max {max(opens):.2f} s over {len(opens)} "
+        f"runs (target < 1.5 s)"
     )
     lines.append("CPU per refresh (ms, whole process; target < 100):")
     for name in SCREENS:
         c, w = _ms(res["refresh"]["cpu"][name]), _ms(res["refresh"]["wall"][name])
         if c:
             lines.append(
-                f"  {name:<13} cpu median {c['median']:>6} p95 {c['p95']:>6} max {c['max']:>6}   wall median {w['median']:>6}  (n={c['n']})"
+                f"  {name:<13} cpu median {c['median']:>6} p95 {c['p95']:>6} max {c['max']:>6}   wall median "
+                f"{w['median']:>6}  (n={c['n']})"
             )
     rss = res["refresh"]["rss"]
     (n0, r0), (n1, r1) = rss[1] if len(rss) > 1 else rss[0], rss[-1]

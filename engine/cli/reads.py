@@ -183,7 +183,8 @@ def show(
         return emit(d)
     out, j = console(), d.job
     out.print(
-        f"[bold]{j.id}[/bold]  {j.name}  queue={j.queue}  tenant={j.tenant or '-'}  state={j.state.value}  attempt {j.attempt} of {j.max_attempts}"
+        f"[bold]{j.id}[/bold]  {j.name}  queue={j.queue}  tenant={j.tenant or '-'}  state={j.state.value}  attempt "
+        f"{j.attempt} of {j.max_attempts}"
     )
     out.print(f"why: {d.why.summary}")
     if d.next_retry:
@@ -205,11 +206,13 @@ def show(
         out.print(f"result: {json.dumps(j.result)[:2000]}")
     for a in d.attempts:
         out.print(
-            f"  attempt {a.attempt} (run {a.run}) on {a.worker}: {_t(a.started_at)} -> {_t(a.finished_at)} {a.outcome} {a.error_code or ''}"
+            f"  attempt {a.attempt} (run {a.run}) on {a.worker}: {_t(a.started_at)} -> {_t(a.finished_at)} "
+            f"{a.outcome} {a.error_code or ''}"
         )
     for s in d.steps:
         out.print(
-            f"  step {s.seq} {s.name} [{s.kind}] {s.status} {'' if s.duration is None else f'{s.duration:.3f}s'} {s.error or ''}"
+            f"  step {s.seq} {s.name} [{s.kind}] {s.status} {'' if s.duration is None else f'{s.duration:.3f}s'} "
+            f"{s.error or ''}"
         )
     for h in d.history:
         out.print(f"  {_t(h.at)} {h.kind} by {h.actor or '?'}{f' — {h.note}' if h.note else ''}")

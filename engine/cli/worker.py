@@ -161,7 +161,8 @@ def worker(
         if unknown:
             raise JobsError(
                 X_INVALID_ARGUMENT,
-                cause=f"--queues names {', '.join(unknown)}, which no job of {target!r} uses (it uses {', '.join(registry.queues())})",
+                cause=f"--queues names {', '.join(unknown)}, which no job of {target!r} uses (it uses "
+                f"{', '.join(registry.queues())})",
                 fix=f"jobs worker {target} --queues {','.join(registry.queues())}",
             )
         from engine.services.maintenance import MaintenanceConfig

@@ -100,8 +100,10 @@ class Introspector(EngineView):
             # other tenants' work through them (I25), so it is refused rather than ignored.
             raise JobsError(
                 X_INVALID_ARGUMENT,
-                cause=f"queue counts are fleet-wide; this view is scoped to tenant {self.tenant!r} and would show other tenants' work",
-                fix="Introspector(engine) for the fleet, or intro.jobs(JobFilter(queue='billing')) for this tenant's jobs",
+                cause=f"queue counts are fleet-wide; this view is scoped to tenant {self.tenant!r} and would show "
+                f"other tenants' work",
+                fix="Introspector(engine) for the fleet, or intro.jobs(JobFilter(queue='billing')) for this "
+                "tenant's jobs",
             )
         await self._open()
         now = self.clock.now()

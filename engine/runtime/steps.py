@@ -107,7 +107,8 @@ class StepApi:
         if name in self._seen:
             raise JobsError(
                 X_DUPLICATE_STEP,
-                cause=f"job {self.row.name!r} reached step {name!r} twice in one run; step names are unique within a run",
+                cause=f"job {self.row.name!r} reached step {name!r} twice in one run; step names are unique within "
+                f"a run",
                 fix=f'ctx.step.run(f"{name}-{{i}}", ...)',
             )
         self._seen.append(name)
@@ -116,7 +117,8 @@ class StepApi:
         if s is not None and s.kind != kind:
             raise JobsError(
                 X_DUPLICATE_STEP,
-                cause=f"step {name!r} of job {self.claim.job_id} was recorded as a {s.kind} step; this run calls it as a {kind} step",
+                cause=f"step {name!r} of job {self.claim.job_id} was recorded as a {s.kind} step; this run calls it "
+                f"as a {kind} step",
                 fix=f'ctx.step.{_CALL[kind]}("{name}-{kind}", ...)',
             )
         if s is not None:
@@ -221,7 +223,8 @@ class StepApi:
             self.signal.raise_if_aborted(f"step {name!r}")
         raise JobsError(
             X_STEP_TIMEOUT,
-            cause=f"step {name!r} of job {self.row.name!r} ran past step_timeout={self.step_timeout:g}s and was cancelled",
+            cause=f"step {name!r} of job {self.row.name!r} ran past step_timeout={self.step_timeout:g}s and was "
+            f"cancelled",
             fix=f"@job(name={self.row.name!r}, step_timeout={2 * (self.step_timeout or 1):g})",
         )
 

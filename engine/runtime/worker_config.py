@@ -53,6 +53,7 @@ class WorkerConfig:
         if self.renew_interval is not None and not (0 < self.renew_interval < self.lease_seconds):
             raise JobsError(
                 X_INVALID_ARGUMENT,
-                cause=f"renew_interval={self.renew_interval!r} must be > 0 and shorter than lease_seconds={self.lease_seconds}",
+                cause=f"renew_interval={self.renew_interval!r} must be > 0 and shorter than "
+                f"lease_seconds={self.lease_seconds}",
                 fix=f"renew_interval={self.lease_seconds / 3:g}",
             )

@@ -8,7 +8,10 @@ from engine.ids import IdFactory
 from engine.types import JobState, Nack
 from tests.factory import make_job
 
-TRACE = 'Traceback (most recent call last):\n  File "shop/jobs.py", line 3, in charge\n    raise ValueError("nope")\nValueError: nope'
+TRACE = (
+    'Traceback (most recent call last):\n  File "shop/jobs.py", line 3, in charge\n'
+    '    raise ValueError("nope")\nValueError: nope'
+)
 
 
 async def test_a_failed_attempt_stores_its_traceback_and_a_shed_stores_none(

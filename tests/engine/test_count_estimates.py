@@ -16,7 +16,8 @@ from engine.projections import Count
 def _backlog(dsn: str, queue: str, n: int) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(
-            """insert into jobs.job (id, name, queue, idempotency_key, input, state, max_attempts, run_at, created_at, updated_at)
+            """insert into jobs.job
+                 (id, name, queue, idempotency_key, input, state, max_attempts, run_at, created_at, updated_at)
                select gen_random_uuid(), 'send_email', %(queue)s, %(queue)s || ':' || i, '{}', 'ready', 3,
                       %(now)s, %(now)s, %(now)s
                from generate_series(1, %(n)s) as i""",

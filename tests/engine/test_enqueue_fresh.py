@@ -172,7 +172,8 @@ async def test_i2_a_plain_batch_racing_an_uncommitted_holder_of_its_key_dedupes_
     sent = _Sent(monkeypatch)
     async with await psycopg.AsyncConnection.connect(pg_dsn) as other:  # a transaction of another process
         cur = await other.execute(
-            "insert into jobs.job (id, name, queue, idempotency_key, state, max_attempts, run_at, created_at, updated_at)"
+            "insert into jobs.job"
+            " (id, name, queue, idempotency_key, state, max_attempts, run_at, created_at, updated_at)"
             " values (gen_random_uuid(), 'fresh_email', 'mail', 'user:1', 'ready', 3, %(now)s, %(now)s, %(now)s)"
             " returning id::text",
             {"now": clock.now()},

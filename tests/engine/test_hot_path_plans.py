@@ -41,7 +41,8 @@ def _explain(conn: psycopg.Connection[Any], sql: str, params: dict[str, Any]) ->
 def _backlog(conn: psycopg.Connection[Any], n: int, now: datetime) -> None:
     # A burst into a table the planner knows nothing about: no analyze after the insert.
     conn.execute(
-        """insert into jobs.job (id, name, queue, idempotency_key, input, state, max_attempts, run_at, created_at, updated_at)
+        """insert into jobs.job
+                 (id, name, queue, idempotency_key, input, state, max_attempts, run_at, created_at, updated_at)
            select gen_random_uuid(), 'bench.noop', 'bench', 'k' || i, jsonb_build_object('i', i), 'ready', 3,
                   %(now)s - interval '1 second', %(now)s, %(now)s
            from generate_series(1, %(n)s) as i""",

@@ -86,7 +86,10 @@ def test_jobs_show_prints_the_last_failed_attempts_traceback_beside_the_message(
     from engine.types import JobState, Nack
     from tests.factory import make_job
 
-    trace = 'Traceback (most recent call last):\n  File "shop/jobs.py", line 3, in charge\n    raise KeyError("[bold]x")\nKeyError: \'[bold]x\''
+    trace = (
+        'Traceback (most recent call last):\n  File "shop/jobs.py", line 3, in charge\n'
+        "    raise KeyError(\"[bold]x\")\nKeyError: '[bold]x'"
+    )
 
     async def seed() -> str:
         d = PostgresDriver(pg_dsn)
