@@ -9,8 +9,8 @@ from pathlib import Path
 from rich.text import Text
 
 from console.app import JobsConsole
+from console.demo.world import seeded_source
 from console.format import clean, pretty_json, redact_dsn, safe
-from console.seed import seeded_source
 from console.widgets.keyed_table import KeyedTable
 from tests.console.conftest import SIZE, outage_source, settle
 
@@ -91,7 +91,7 @@ async def test_a_new_row_on_top_keeps_the_cursor_on_its_job() -> None:
         table = app.screen.query_one(KeyedTable)
         await pilot.press("down", "down")
         key = table.selected_key
-        from tests.factory import make_job
+        from engine.testing import make_job
 
         await make_job(app.source.engine.driver, app.source.engine.ids, app.source.now(), queue="emails")
         await pilot.press("r")
