@@ -87,6 +87,12 @@ SHOTS: tuple[Shot, ...] = (
     Shot("database_down", "The database went away: a banner, and retries with backoff", outage=True),
     Shot("overview_80x24", "Overview in an 80x24 terminal", size=(80, 24)),
     Shot("dead_letters_80x24", "Dead letters in an 80x24 terminal", press=("3",), size=(80, 24)),
+    Shot(
+        "bulk_retry_80x24",
+        "A bulk retry's confirmation in an 80x24 terminal",
+        press=("3", "X"),
+        size=(80, 24),
+    ),
 )
 
 
