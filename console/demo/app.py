@@ -79,7 +79,7 @@ class Demo:
     def database(self) -> str:
         if self.backend == "postgres":
             where = self._cluster.directory if self._cluster is not None else "?"
-            return f"demo · embedded PostgreSQL (throwaway) · host={where}"
+            return f"demo (throwaway) host={where}"
         return "demo in memory (nothing is stored)"
 
     @property

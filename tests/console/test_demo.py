@@ -39,7 +39,7 @@ def test_the_demo_runs_on_embedded_postgres_and_stops_without_orphans() -> None:
     try:
         assert demo.backend == "postgres" and demo.fallback is None
         assert demo.source.driver == "postgres"
-        assert "embedded PostgreSQL" in demo.source.database
+        assert "throwaway" in demo.source.database
         directory = demo._cluster.directory
         postmaster = int((directory / "data" / "postmaster.pid").read_text().split()[0])
         assert _alive(postmaster)
