@@ -1,7 +1,7 @@
 """The peer, pgqueuer, through the same harness: enqueue, seeding, worker commands.
 
 Its workers run as pgqueuer's own CLI would (uvloop, asyncpg, a QueueManager) with the batch size
-the issue names (200); its producers use one asyncpg connection, or a pool when concurrent.
+of the comparison (200, as bench/README.md states); its producers use one asyncpg connection, or a pool when concurrent.
 """
 
 from __future__ import annotations

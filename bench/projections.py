@@ -1,6 +1,6 @@
 """Projection timings on a big table: `python -m bench.projections [--jobs 1000000] [--runs 30]`.
 
-Seeds jobs.job with the mix of issue 6 (sql/bench/seed.sql: 95% completed, 3% dead, 2% live;
+Seeds jobs.job with a production-like mix (sql/bench/seed.sql: 95% completed, 3% dead, 2% live;
 50 names, 20 tenants, 5 queues; attempts and steps to match), then times every projection the
 console refreshes through the real path (Introspector -> PostgresDriver -> named statements,
 each under its budget), and EXPLAINs every projection statement: none may seq-scan jobs.job.
@@ -51,8 +51,9 @@ def _bounds() -> list[str]:
 
 
 async def _measure(dsn: str, runs: int, busy: int = BUSY_HOUR) -> tuple[dict[str, list[float]], dict[str, Any]]:
+    from engine.actions import Operator
     from engine.drivers.postgres import PostgresDriver
-    from engine.introspect import Introspector, Operator, parse_filter
+    from engine.introspect import Introspector, parse_filter
     from engine.services.maintenance import MaintenanceConfig
 
     driver = PostgresDriver(dsn)

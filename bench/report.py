@@ -1,5 +1,5 @@
 """The table and the JSON: every figure as median [min-max], our/peer and our/limit ratios, and
-each target of issue 8 checked against the medians of this one run."""
+each target (bench/README.md) checked against the medians of this one run."""
 
 from __future__ import annotations
 

@@ -4,8 +4,6 @@ Constructing it (stable; the demo and the CLI build it this way)::
 
     from console.app import JobsConsole
     from console.source import Source
-from console.widgets.banner import Banner
-from console.widgets.header import StatusHeader
 
     source = Source(engine, read_only=False)   # engine: engine.api.Engine (any driver)
     app = JobsConsole(source, read_only=False, refresh=2.0, queue=None, title=None)

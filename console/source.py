@@ -1,8 +1,10 @@
 """The console's only door to the engine: projections in, actions out.
 
 It wraps ``engine.introspect``'s Introspector (reads, each under a small time budget) and
-Operator (the audited, tenant-aware actions) and never knows which driver is behind them: the
-console imports neither psycopg nor the postgres driver (import-linter holds it to that).
+``engine.actions``' Operator (the audited, tenant-aware actions the CLI and the Python API call
+too) and never knows which driver is behind them: the console imports neither psycopg nor the
+postgres driver (import-linter holds it to that). A job is named by its id or a unique short id
+(``resolve_job``: the tail the console shows, or the head).
 
 Constructing one (stable)::
 
@@ -25,15 +27,18 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from console.format import clean, redact_dsn
+from engine.actions import Operator
 from engine.api import Engine, connect
-from engine.errors import X_READ_ONLY, JobsError
+from engine.errors import X_DB_UNREACHABLE, X_READ_ONLY, JobsError
+from engine.introspect.base import resolve_id
+from engine.opening import ensure_open
 from engine.projections import (
     ActionResult,
     BulkAction,
     BulkPlan,
     BulkResult,
     DeadLetters,
-    EventSent,
+    DrainRequest,
     JobDetail,
     JobFilter,
     JobPage,
@@ -42,6 +47,7 @@ from engine.projections import (
     WhyReport,
     WorkersView,
 )
+from engine.types import SentEvent
 
 T = TypeVar("T")
 DEFAULT_BUDGET = 0.5  # seconds: watching a database must never load it
@@ -66,7 +72,7 @@ class Source:
         budget: float = DEFAULT_BUDGET,
         actor: str | None = None,
     ) -> None:
-        from engine.introspect import Introspector, Operator
+        from engine.introspect import Introspector
 
         self.engine = engine
         self.read_only = read_only
@@ -80,8 +86,6 @@ class Source:
 
     def set_read_only(self) -> None:
         """One way only: a console opened read-only can never become writable."""
-        from engine.introspect import Operator
-
         self.read_only = True
         self._ops = Operator(self.engine, actor=self.actor, read_only=True)
 
@@ -104,7 +108,13 @@ class Source:
         return await self._read(lambda: self._intro.jobs(where, cursor=cursor, limit=limit))
 
     async def job(self, job_id: str) -> JobDetail:
+        """One job by its id or a unique short id."""
         return await self._read(lambda: self._intro.job(job_id))
+
+    async def resolve_job(self, fragment: str) -> str:
+        """The full id a short id names (jump to a job): the one job whose id begins or ends
+        with it; X_AMBIGUOUS_ID lists the candidates, X_NOT_FOUND when none does."""
+        return await self._read(lambda: resolve_id(self._intro, fragment, None, budget_ms=self._intro.budget_ms))
 
     async def dead_letters(self, where: JobFilter) -> DeadLetters:
         return await self._read(lambda: self._intro.dead_letters(where))
@@ -138,6 +148,11 @@ class Source:
         self._writable("cancel")
         return await self._ops.cancel(job_id, note=note)
 
+    async def discard(self, job_id: str, *, note: str | None = None) -> ActionResult:
+        """Discard a dead letter: deleted, with a `discarded` entry keeping the audit."""
+        self._writable("discard")
+        return await self._ops.discard(job_id, note=note)
+
     async def plan(self, action: BulkAction, where: JobFilter) -> BulkPlan:
         """The dry run of a bulk action: reads only, so it is allowed read-only too."""
         return await self._read(lambda: self._ops.plan(action, where))
@@ -148,17 +163,23 @@ class Source:
         self._writable(f"bulk {action}")
         return await self._ops.bulk(action, where, per_second=per_second, note=note)
 
-    async def pause(self, queue: str, *, note: str | None = None) -> QueuePause:
+    async def pause(self, queue: str, *, note: str | None = None, create: bool = False) -> QueuePause:
+        """X_UNKNOWN_QUEUE ("did you mean") for a queue nothing names, unless ``create``."""
         self._writable("pause")
-        return await self._ops.pause(queue, note=note)
+        return await self._ops.pause(queue, note=note, create=create)
 
     async def resume(self, queue: str) -> QueuePause:
         self._writable("resume")
         return await self._ops.resume(queue)
 
-    async def send_event(self, name: str, payload: Any, *, tenant: str | None = None) -> EventSent:
+    async def send_event(self, name: str, payload: Any, *, tenant: str | None = None) -> SentEvent:
         self._writable("send event")
         return await self._ops.send_event(name, payload, tenant=tenant)
+
+    async def drain_worker(self, worker_id: str, *, note: str | None = None) -> DrainRequest:
+        """Ask a worker to stop claiming and drain; it sees the request at its next heartbeat."""
+        self._writable("drain a worker")
+        return await self._ops.drain_worker(worker_id, note=note)
 
     # --- failures ----------------------------------------------------------------------------------
 
@@ -168,14 +189,11 @@ class Source:
         if isinstance(exc, TimeoutError):
             return "query ran past its time budget", "the database is slow or unreachable"
         if isinstance(exc, JobsError):
-            title = "database unreachable" if exc.code == "X_DB_UNREACHABLE" else exc.code
+            title = "database unreachable" if exc.code == X_DB_UNREACHABLE else exc.code
             return title, redact_dsn(clean(exc.cause, limit=160))
         if isinstance(exc, (ConnectionError, OSError)) or "Operational" in type(exc).__name__:
             return "database unreachable", redact_dsn(clean(str(exc) or type(exc).__name__, limit=160))
         return f"refresh failed ({type(exc).__name__})", redact_dsn(clean(str(exc), limit=160))
-
-
-EngineSource = Source  # the name the demo first used
 
 
 def open_source(dsn: str, *, read_only: bool = False, budget: float = DEFAULT_BUDGET) -> Source:
@@ -185,9 +203,9 @@ def open_source(dsn: str, *, read_only: bool = False, budget: float = DEFAULT_BU
 
     async def check() -> None:
         try:
-            await engine.driver.open()
+            await ensure_open(engine.driver)
         finally:
-            await engine.driver.close()  # the console's own loop opens its pool again
+            await engine.aclose()  # the console's own loop opens its pool again
 
     asyncio.run(check())
     return Source(engine, read_only=read_only, budget=budget)

@@ -1,22 +1,26 @@
-"""`connect(dsn)` and the Engine facade an app holds: enqueue (sync and async), cancel, read."""
+"""`connect(dsn)` and the Engine facade an app holds: enqueue (sync and async), read a job, and the
+operator actions, which are engine/actions' Operator (``eng.operator(actor=...)``): cancel,
+retry_from_step and send_event here are that Operator's, with the same checks and refusals."""
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
+from engine.actions import Operator
 from engine.clock import Clock, SystemClock, utc
 from engine.codec import check_json_text
 from engine.drivers.base import Driver
-from engine.errors import X_INVALID_ARGUMENT, X_MALFORMED_ID, X_NOT_FOUND, JobsError
-from engine.ids import IdFactory, parse_id
+from engine.errors import X_DSN_INVALID, X_INVALID_ARGUMENT, X_NOT_A_JOB, JobsError
+from engine.ids import IdFactory
+from engine.introspect.base import EngineView, load_job
 from engine.jobs import JobDefinition
-from engine.runtime.steps import check_event, checked_step_retry
+from engine.opening import ensure_open, forget
+from engine.projections import ActionResult
 from engine.syncbridge import LoopThread
-from engine.types import CancelResult, EnqueueResult, JobRow, NewJob, SentEvent, StepRetry
+from engine.types import EnqueueResult, JobRow, NewJob, SentEvent
 
 # A batch past this many rows goes out a statement per CHUNK rows, pipelined in one transaction,
 # so checking and encoding a chunk overlaps the server's insert of the one before. Batches of
@@ -39,6 +43,8 @@ class Enqueue(NamedTuple):
 
 
 def open_driver(dsn: str, **options: Any) -> Driver:
+    """The driver a DSN names: the one place the CLI, the worker, the console and ``connect``
+    build one (``memory://`` or a PostgreSQL DSN)."""
     if dsn.startswith("memory:"):
         from engine.drivers.memory import MemoryDriver
 
@@ -55,12 +61,19 @@ def open_driver(dsn: str, **options: Any) -> Driver:
 
 
 class Engine:
-    def __init__(self, driver: Driver, *, clock: Clock | None = None, ids: IdFactory | None = None) -> None:
+    def __init__(
+        self,
+        driver: Driver,
+        *,
+        clock: Clock | None = None,
+        ids: IdFactory | None = None,
+        environment: str | None = None,
+    ) -> None:
         self.driver = driver
+        self.environment = environment  # the deployment's (backfills read it); None: $JOBS_ENV
         self.clock = clock or SystemClock()
         self.ids = ids or IdFactory(self.clock)
         self._bridge = LoopThread()
-        self._opened: set[int] = set()
 
     # --- building rows ---------------------------------------------------------------------
 
@@ -79,7 +92,7 @@ class Engine:
         h, value, tenant, delay, run_at, priority = spec
         if not isinstance(h, JobDefinition):
             raise JobsError(
-                "X_NOT_A_JOB", cause=f"{h!r} is not a job handle", fix="pass the function decorated with @job(...)"
+                X_NOT_A_JOB, cause=f"{h!r} is not a job handle", fix="pass the function decorated with @job(...)"
             )
         if delay is not None or run_at is not None:
             if delay is not None and run_at is not None:
@@ -110,10 +123,13 @@ class Engine:
         )
 
     async def _ensure_open(self) -> None:
-        loop_id = id(asyncio.get_running_loop())
-        if loop_id not in self._opened:
-            await self.driver.open()
-            self._opened.add(loop_id)
+        await ensure_open(self.driver)
+
+    def operator(self, *, actor: str | None = None, tenant: str | None = None, read_only: bool = False) -> Operator:
+        """The operator actions (engine/actions): retry, retry_from_step, cancel, discard, plan and
+        bulk, pause, resume, send_event, drain_worker, each audited as ``actor`` (default
+        $JOBS_ACTOR, else user@host) and held to ``tenant`` when given (I25)."""
+        return Operator(self, actor=actor, tenant=tenant, read_only=read_only)
 
     # --- async API -------------------------------------------------------------------------
 
@@ -143,35 +159,22 @@ class Engine:
     ) -> EnqueueResult:
         return (await self.aenqueue_many([Enqueue(job, input, tenant, delay, run_at, priority)]))[0]
 
-    async def aget(self, job_id: str) -> JobRow:
-        jid = self._id(job_id)
-        await self._ensure_open()
-        row = await self.driver.job_get(job_id=jid)
-        if row is None:
-            raise JobsError(X_NOT_FOUND, cause=f"no job has id {jid}", fix="jobs ls --json")
-        return row
+    async def aget(self, job_id: str, *, tenant: str | None = None) -> JobRow:
+        """The job ``job_id`` names (its id, or a unique short id); X_NOT_FOUND when none does."""
+        return await load_job(EngineView(self), job_id, tenant)
 
     async def acancel(
         self, job_id: str, *, tenant: str | None = None, actor: str | None = None, note: str | None = None
-    ) -> CancelResult:
-        jid = self._id(job_id)
-        await self._ensure_open()
-        res = await self.driver.job_cancel(job_id=jid, tenant=tenant, now=self.clock.now(), actor=actor, note=note)
-        if res is None:
-            who = f" for tenant {tenant!r}" if tenant is not None else ""
-            raise JobsError(X_NOT_FOUND, cause=f"no job has id {jid}{who}", fix="jobs ls --json")
-        return res
+    ) -> ActionResult:
+        """Cancel a live job; a finished one is a clear no-op (``changed`` False)."""
+        return await self.operator(actor=actor).cancel(job_id, tenant=tenant, note=note)
 
     async def asend_event(
         self, name: str, payload: dict[str, Any] | None = None, *, tenant: str | None = None, actor: str | None = None
     ) -> SentEvent:
         """Send a durable event: every wait of ``name`` and this tenant whose match the payload
         contains takes it, including waits reached later (``.woken``: waits made claimable now)."""
-        name, body, tenant = check_event(name, payload, tenant)
-        await self._ensure_open()
-        return await self.driver.event_send(
-            id=self.ids.new(), name=name, payload=body, tenant=tenant, actor=actor, now=self.clock.now()
-        )
+        return await self.operator(actor=actor).send_event(name, payload, tenant=tenant)
 
     async def aretry_from_step(
         self,
@@ -181,21 +184,11 @@ class Engine:
         tenant: str | None = None,
         actor: str | None = None,
         note: str | None = None,
-    ) -> StepRetry:
+    ) -> ActionResult:
         """Re-run a dead or completed job from ``step_name``: that step and the later ones run
-        again, earlier ones answer their stored results. A refusal is a clear error; nothing changes."""
-        jid = self._id(job_id)
-        if not isinstance(step_name, str) or not step_name:
-            raise JobsError(
-                X_INVALID_ARGUMENT,
-                cause=f"step_name={step_name!r} must be a non-empty string",
-                fix=f"jobs retry {jid} --from-step STEP",
-            )
-        await self._ensure_open()
-        res = await self.driver.job_retry_from_step(
-            job_id=jid, step_name=step_name, tenant=tenant, now=self.clock.now(), actor=actor, note=note
-        )
-        return checked_step_retry(res, tenant=tenant)
+        again (``.discarded``), earlier ones answer their stored results. A refusal is a clear
+        error (X_INVALID_STATE, X_UNKNOWN_STEP, X_KEY_HELD, X_NOT_FOUND); nothing changes."""
+        return await self.operator(actor=actor).retry_from_step(job_id, step_name, tenant=tenant, note=note)
 
     # --- sync API (a private loop on a thread) ---------------------------------------------
 
@@ -214,12 +207,12 @@ class Engine:
     ) -> EnqueueResult:
         return self._bridge.run(self.aenqueue(job, input, tenant=tenant, delay=delay, run_at=run_at, priority=priority))
 
-    def get(self, job_id: str) -> JobRow:
-        return self._bridge.run(self.aget(job_id))
+    def get(self, job_id: str, *, tenant: str | None = None) -> JobRow:
+        return self._bridge.run(self.aget(job_id, tenant=tenant))
 
     def cancel(
         self, job_id: str, *, tenant: str | None = None, actor: str | None = None, note: str | None = None
-    ) -> CancelResult:
+    ) -> ActionResult:
         return self._bridge.run(self.acancel(job_id, tenant=tenant, actor=actor, note=note))
 
     def send_event(
@@ -235,17 +228,8 @@ class Engine:
         tenant: str | None = None,
         actor: str | None = None,
         note: str | None = None,
-    ) -> StepRetry:
+    ) -> ActionResult:
         return self._bridge.run(self.aretry_from_step(job_id, step_name, tenant=tenant, actor=actor, note=note))
-
-    # --- lifecycle -------------------------------------------------------------------------
-
-    @staticmethod
-    def _id(job_id: str) -> str:
-        jid = parse_id(job_id)
-        if jid is None:
-            raise JobsError(X_MALFORMED_ID, cause=f"{job_id!r} is not a job id (a UUID)", fix="jobs ls --json")
-        return jid
 
     # --- the embedded worker ------------------------------------------------------------------
 
@@ -276,21 +260,30 @@ class Engine:
         )
 
     async def aclose(self) -> None:
+        forget(self.driver)
         await self.driver.close()
 
     def close(self) -> None:
+        forget(self.driver)
         try:
             self._bridge.run(self.driver.close())
         finally:
             self._bridge.stop()
 
 
-def connect(dsn: str, *, clock: Clock | None = None, ids: IdFactory | None = None, **driver_options: Any) -> Engine:
+def connect(
+    dsn: str,
+    *,
+    clock: Clock | None = None,
+    ids: IdFactory | None = None,
+    environment: str | None = None,
+    **driver_options: Any,
+) -> Engine:
     """``connect("postgresql://app@db/app")``, or ``connect("memory://")`` for tests and demos."""
     if not isinstance(dsn, str) or not dsn.strip():
         raise JobsError(
-            "X_DSN_INVALID",
+            X_DSN_INVALID,
             cause=f"dsn={dsn!r} is empty",
             fix="connect('postgresql://USER@HOST/DB') or connect('memory://')",
         )
-    return Engine(open_driver(dsn, **driver_options), clock=clock, ids=ids)
+    return Engine(open_driver(dsn, **driver_options), clock=clock, ids=ids, environment=environment)

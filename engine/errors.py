@@ -35,14 +35,14 @@ X_NOT_A_JOB = _declare("X_NOT_A_JOB", "something that is not a job handle was re
 X_UNKNOWN_JOB = _declare("X_UNKNOWN_JOB", "no job of that name is registered")
 X_INPUT_NOT_JSON = _declare("X_INPUT_NOT_JSON", "a job input or result is not a JSON value PostgreSQL can store")
 X_INVALID_ARGUMENT = _declare("X_INVALID_ARGUMENT", "an argument is out of range or malformed")
-X_INVARIANT = _declare("X_INVARIANT", "a value breaks an invariant the engine relies on")
 X_DSN_INVALID = _declare("X_DSN_INVALID", "the database address cannot be used")
 X_DB_UNREACHABLE = _declare("X_DB_UNREACHABLE", "the database did not accept a connection")
 X_SCHEMA_MISSING = _declare("X_SCHEMA_MISSING", "the jobs schema is not installed")
 X_SCHEMA_OUTDATED = _declare("X_SCHEMA_OUTDATED", "the jobs schema is older than this engine")
 X_SQL_CATALOG = _declare("X_SQL_CATALOG", "the named SQL statements are inconsistent")
 X_NOT_FOUND = _declare("X_NOT_FOUND", "no job has that id (for this tenant)")
-X_MALFORMED_ID = _declare("X_MALFORMED_ID", "a job id is not a UUID")
+X_MALFORMED_ID = _declare("X_MALFORMED_ID", "a job id is neither a UUID nor 6 or more hex digits of one")
+X_AMBIGUOUS_ID = _declare("X_AMBIGUOUS_ID", "a short job id is part of more than one job's id")
 X_TENANT_MISMATCH = _declare("X_TENANT_MISMATCH", "the job belongs to another tenant")
 X_INVALID_STATE = _declare("X_INVALID_STATE", "the job is not in a state that allows the action")
 X_UNKNOWN_STATE = _declare("X_UNKNOWN_STATE", "a filter names a state that does not exist")
@@ -52,15 +52,25 @@ X_KEY_HELD = _declare("X_KEY_HELD", "another live job holds the idempotency key,
 X_ABORTED = _declare("X_ABORTED", "a write was attempted after the run was cancelled or timed out")
 X_TIMEOUT = _declare("X_TIMEOUT", "an attempt or a step ran past its ceiling")
 X_STEP_TIMEOUT = _declare("X_STEP_TIMEOUT", "a step ran past its step_timeout")
-X_CANCELLED = _declare("X_CANCELLED", "the job was cancelled while it ran")
 X_LEASE_LOST = _declare("X_LEASE_LOST", "the worker no longer holds the job's lease")
+X_UNKNOWN_QUEUE = _declare("X_UNKNOWN_QUEUE", "no job, job row or worker names that queue")
+X_UNKNOWN_WORKER = _declare("X_UNKNOWN_WORKER", "no registered worker has that id")
 X_READ_ONLY = _declare("X_READ_ONLY", "a mutating action was refused in read-only mode")
 X_QUERY_BUDGET = _declare("X_QUERY_BUDGET", "an introspection query ran past its time budget and was cut off")
-X_OUTBOX_NO_TX = _declare("X_OUTBOX_NO_TX", "stage() was called outside a transaction in required mode")
 X_EMBEDDED_PG = _declare("X_EMBEDDED_PG", "the embedded PostgreSQL server could not start")
 X_WORKER_TARGET = _declare("X_WORKER_TARGET", "the worker's module or attribute cannot be loaded")
-X_NOT_IMPLEMENTED = _declare("X_NOT_IMPLEMENTED", "the capability is not available in this driver")
 X_HANDLER_FAILED = _declare("X_HANDLER_FAILED", "a handler raised a non-engine exception")
+
+# Backfills (I22): each answers "why is this sweep not running?" and sends the reader somewhere different.
+X_BACKFILL_PENDING = _declare("X_BACKFILL_PENDING", "a declared backfill has no completed write pass here")
+X_BACKFILL_APPLIED = _declare("X_BACKFILL_APPLIED", "the backfill already completed here; a rerun needs --force")
+X_BACKFILL_ENVIRONMENT = _declare("X_BACKFILL_ENVIRONMENT", "the backfill does not declare this environment")
+X_BACKFILL_MIGRATION_PENDING = _declare(
+    "X_BACKFILL_MIGRATION_PENDING", "the migration the backfill requires is not applied"
+)
+X_BACKFILL_RUNNING = _declare("X_BACKFILL_RUNNING", "the backfill already has a live pass")
+X_BACKFILL_STALLED = _declare("X_BACKFILL_STALLED", "the source ran out while count() still matches rows")
+X_BACKFILL_UNKNOWN = _declare("X_BACKFILL_UNKNOWN", "no backfill of that name is declared")
 
 
 # The engine's own codes, before any app registers its codes (the README documents these).
@@ -77,10 +87,6 @@ def register_error_codes(codes: dict[str, str]) -> None:
                 fix="register_error_codes({'X_MY_CODE': 'what it means'})",
             )
         _CODES[code] = ErrorCode(code, title)
-
-
-def known_code(code: str) -> ErrorCode | None:
-    return _CODES.get(code)
 
 
 def docs_for(code: str) -> str:

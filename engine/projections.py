@@ -6,7 +6,7 @@ engine.types, so the console can depend on these names without touching a driver
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # the durable-steps area's trace row; only named in an annota
     from engine.types import StepRecord
 
 CountKind = Literal["exact", "at-least", "estimate"]
-BulkAction = Literal["retry", "cancel"]
+BulkAction = Literal["retry", "cancel", "discard"]
 
 
 @dataclass(frozen=True)
@@ -297,6 +297,8 @@ class WorkerView:
     heartbeat_age: float  # seconds, from the caller's clock
     stale: bool  # no heartbeat within the staleness window
     stopping: bool = False
+    drain_requested_by: str | None = None  # an operator asked it to drain (it drains at its next heartbeat)
+    drain_requested_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -311,16 +313,29 @@ class WorkersView:
 
 
 @dataclass(frozen=True)
+class DrainRequest:
+    """An operator's request that a worker stop claiming and drain, as it stands on the worker's
+    row. ``changed`` False: it was asked already (the first request stands)."""
+
+    worker: str
+    requested_by: str | None
+    requested_at: datetime
+    note: str | None = None
+    changed: bool = True
+
+
+@dataclass(frozen=True)
 class ActionResult:
     """The answer of one id-addressed action. ``changed`` False is a clear no-op, with ``reason``."""
 
-    action: str  # retry | retry_from_step | cancel
+    action: str  # retry | retry_from_step | cancel | discard
     job_id: str
     changed: bool
     previous: JobState
-    state: JobState
+    state: JobState  # after the action; a discarded job keeps its last state (its row is gone)
     reason: str | None = None
     duplicate_of: str | None = None  # a live job holding the same dedupe key
+    discarded: tuple[str, ...] = ()  # retry_from_step: the steps whose stored results were dropped
 
 
 @dataclass(frozen=True)
@@ -337,7 +352,7 @@ class BulkPlan:
 
     action: BulkAction
     filter: JobFilter
-    matched: int  # jobs the action applies to (retry: dead ones; cancel: live ones)
+    matched: int  # jobs the action applies to (retry, discard: dead ones; cancel: live ones)
     groups: tuple[BulkGroup, ...]
     deduped: int  # retry only: how many a live duplicate holding the key would dedupe away
     at: datetime
@@ -357,16 +372,6 @@ class BulkResult:
     finished_at: datetime
     per_second: float | None = None  # the pace it was run at (None: unpaced)
     note: str | None = None
-
-
-@dataclass(frozen=True)
-class EventSent:
-    id: str
-    name: str
-    tenant: str | None
-    sent_at: datetime
-    woken: int = 0  # jobs waiting for it that it woke (when the driver reports it)
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -318,6 +318,20 @@ class WorkerRecord:
     heartbeat_at: datetime
     stopping: bool
     heartbeat_age: float  # seconds since the last heartbeat landed, at the `now` asked about
+    drain_requested_by: str | None = None  # an operator asked it to drain (jobs workers drain ID)
+    drain_requested_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """What a worker's heartbeat answers (None instead: its row is gone, it was reaped)."""
+
+    drain_requested_by: str | None = None  # set: an operator asked this worker to drain
+    drain_requested_at: datetime | None = None
+
+    @property
+    def drain_requested(self) -> bool:
+        return self.drain_requested_at is not None
 
 
 @dataclass(frozen=True)
@@ -339,3 +353,38 @@ def gauges_at(counts: Iterable[GaugeCount], now: datetime) -> list[QueueGauges]:
         QueueGauges(q, depth, max(0.0, (now - since).total_seconds()) if since else 0.0, dead)
         for q, depth, since, dead in counts
     ]
+
+
+BackfillStatus = Literal["queued", "running", "completed", "failed", "stalled", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillRun:
+    """One pass of a backfill, as its ledger row (jobs.backfill) holds it. ``dry_run`` passes read
+    and count only; a completed write pass is what makes the backfill applied in its environment.
+    ``planned`` is count() when the pass began; ``swept`` and ``batches`` grow as it goes."""
+
+    id: str
+    name: str
+    environment: str
+    job_id: str | None
+    status: BackfillStatus
+    dry_run: bool
+    forced: bool
+    started_at: datetime
+    app_version: str | None = None
+    actor: str | None = None
+    finished_at: datetime | None = None
+    planned: int | None = None
+    swept: int = 0
+    batches: int = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LivePass:
+    """A live (not finished) pass job of a backfill: one name holds at most one (I22)."""
+
+    job_id: str
+    job_name: str
+    state: JobState

@@ -215,6 +215,10 @@ create table if not exists jobs.worker (
     heartbeat_at timestamptz not null,
     stopping     boolean not null default false
 );
+-- An operator's request that the worker drain (jobs workers drain ID): its heartbeat answers it.
+alter table jobs.worker add column if not exists drain_requested_by text;
+alter table jobs.worker add column if not exists drain_requested_at timestamptz;
+alter table jobs.worker add column if not exists drain_note text;
 
 create table if not exists jobs.queue (
     name      text primary key,
@@ -315,8 +319,22 @@ create table if not exists jobs.backfill (
     swept        bigint not null default 0,
     error        text
 );
-create index if not exists backfill_name_env on jobs.backfill (name, environment, completed_at);
+-- The ledger as the passes write it: one row per pass (a forced rerun adds a row and never edits a
+-- completed one), queued -> running -> completed | failed | stalled | cancelled.
+alter table jobs.backfill add column if not exists dry_run boolean not null default true;
+alter table jobs.backfill add column if not exists app_version text;
+alter table jobs.backfill add column if not exists actor text;
+alter table jobs.backfill add column if not exists finished_at timestamptz;
+alter table jobs.backfill add column if not exists planned bigint;
+alter table jobs.backfill add column if not exists batches bigint not null default 0;
+alter table jobs.backfill drop column if exists completed_at;  -- superseded by finished_at (any outcome)
+alter table jobs.backfill drop constraint if exists backfill_status_check;
+alter table jobs.backfill add constraint backfill_status_check
+    check (status in ('queued','running','completed','failed','stalled','cancelled'));
+-- A backfill's history per environment, newest first; `applied` reads its completed write passes.
+create index if not exists backfill_ledger on jobs.backfill (name, environment, started_at desc);
+drop index if exists jobs.backfill_name_env;  -- (name, environment, completed_at): the column is gone
 
-insert into jobs.meta (key, value) values ('schema_version', '3')
+insert into jobs.meta (key, value) values ('schema_version', '5')
     on conflict (key) do update set value = excluded.value
     where jobs.meta.value::int < excluded.value::int;

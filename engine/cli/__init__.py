@@ -8,7 +8,7 @@ import sys
 
 import typer
 
-from engine.errors import JobsError
+from engine.errors import X_NOT_FOUND, X_UNKNOWN_JOB, JobsError
 
 app = typer.Typer(
     name="jobs",
@@ -34,12 +34,13 @@ def fail(err: JobsError, *, as_json: bool = False) -> None:
         sys.stderr.write(json.dumps({"error": err.as_dict()}) + "\n")
     else:
         sys.stderr.write(f"error {err.code}: {err.cause}\n  fix: {err.fix}\n  docs: {err.docs}\n")
-    raise typer.Exit(EXIT_NOT_FOUND if err.code in ("X_NOT_FOUND", "X_UNKNOWN_JOB") else EXIT_ERROR)
+    raise typer.Exit(EXIT_NOT_FOUND if err.code in (X_NOT_FOUND, X_UNKNOWN_JOB) else EXIT_ERROR)
 
 
 def _register() -> None:
     # Imported for their side effect: each module adds its commands to `app`.
-    import engine.cli.ops  # noqa: F401  (retry, cancel, pause, resume, event, enqueue)
+    import engine.cli.backfill  # noqa: F401  (backfill: pending, status, start, cancel, retry)
+    import engine.cli.ops  # noqa: F401  (retry, cancel, discard, pause, resume, event, enqueue, workers drain)
     import engine.cli.reads  # noqa: F401  (queues, ls, show, dead, workers, why, describe)
     from engine.cli import admin, worker  # noqa: F401
 

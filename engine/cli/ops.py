@@ -1,14 +1,13 @@
-"""`jobs retry | cancel | pause | resume | event | enqueue`: the operator actions. Each is audited
-(who: --actor, default $JOBS_ACTOR or user@host); a bulk action prints its dry run and asks
+"""`jobs retry | cancel | discard | pause | resume | event | enqueue | workers drain`: the operator
+actions, each one engine.actions' Operator (the same the Python API and the console call). Each
+is audited (who: --actor, default $JOBS_ACTOR or user@host); a job is named by its id or a
+unique short id (6+ hex digits of its head or tail); a bulk action prints its dry run and asks
 before it changes anything (--yes skips the question). Exit 0: done; 5: a clear no-op."""
 
 from __future__ import annotations
 
-import getpass
 import json
-import os
 import re
-import socket
 import sys
 from typing import Any
 
@@ -16,24 +15,13 @@ import typer
 
 from engine.cli import app, fail
 from engine.cli.admin import DSN_HELP
-from engine.cli.reads import FILTER_HELP, console, emit, run
+from engine.cli.reads import FILTER_HELP, console, emit, run, workers_app
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 
-EXIT_NOOP = 5  # the action changed nothing (already final, already paused, a live duplicate)
+EXIT_NOOP = 5  # the action changed nothing (already final, already paused, already asked to drain)
 ACTOR_HELP = "who the audit trail names (default $JOBS_ACTOR or user@host)"
+ID_HELP = "the job's id, or a unique short id (6+ hex digits of its head or tail)"
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
-
-
-def actor_of(value: str | None) -> str:
-    if value:
-        return value
-    if os.environ.get("JOBS_ACTOR"):
-        return os.environ["JOBS_ACTOR"]
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = "unknown"
-    return f"{user}@{socket.gethostname()}"
 
 
 def parse_duration(text: str) -> float:
@@ -54,9 +42,8 @@ def _json_arg(text: str, what: str) -> Any:
 
 
 def operator(eng: Any, actor: str | None) -> Any:
-    from engine.introspect import Operator
-
-    return Operator(eng, actor=actor_of(actor))
+    """The engine's Operator, audited as ``actor`` (None: $JOBS_ACTOR, else user@host)."""
+    return eng.operator(actor=actor or None)
 
 
 def _result(res: Any, json_out: bool) -> None:
@@ -70,6 +57,9 @@ def _result(res: Any, json_out: bool) -> None:
         )
     if not res.changed:
         raise typer.Exit(EXIT_NOOP)
+
+
+_WHAT = {"retry": "would run again", "cancel": "would be cancelled", "discard": "would be deleted"}
 
 
 def _bulk(
@@ -100,6 +90,8 @@ def _bulk(
             out.print(
                 f"  {plan.deduped} would dedupe away (a live job holds their key); {plan.would_change} would run again"
             )
+        else:
+            out.print(f"  {plan.would_change} {_WHAT[action]}")
     if plan.matched == 0:
         if json_out:
             emit({"plan": plan, "result": None})
@@ -118,13 +110,13 @@ def _bulk(
 
 @app.command()
 def retry(
-    job_id: str = typer.Argument(None, help="the dead job's id (or --all with --filter)"),
+    job_id: str = typer.Argument(None, help=f"{ID_HELP} of a dead job (or --all with --filter)"),
     from_step: str = typer.Option(None, "--from-step", help="re-run from this step; earlier steps replay"),
     all_: bool = typer.Option(False, "--all", help="every dead job matching --filter"),
     filters: list[str] = typer.Option([], "--filter", "-f", help=FILTER_HELP),
     yes: bool = typer.Option(False, "--yes", help="skip the confirmation"),
     rate: float = typer.Option(None, "--rate", help="pace a bulk retry: at most this many jobs a second"),
-    tenant: str = typer.Option(None, "--tenant"),
+    tenant: str = typer.Option(None, "--tenant", help="act only on this tenant's jobs"),
     note: str = typer.Option(None, "--note", help="the incident note kept in the audit"),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
@@ -155,7 +147,7 @@ def retry(
 
 @app.command()
 def cancel(
-    job_id: str = typer.Argument(None, help="the job's id (or --all with --filter)"),
+    job_id: str = typer.Argument(None, help=f"{ID_HELP} (or --all with --filter)"),
     all_: bool = typer.Option(False, "--all", help="every live job matching --filter"),
     filters: list[str] = typer.Option([], "--filter", "-f", help=FILTER_HELP),
     yes: bool = typer.Option(False, "--yes", help="skip the confirmation"),
@@ -185,10 +177,12 @@ def cancel(
     _result(run(dsn, json_out, lambda e: operator(e, actor).cancel(job_id, tenant=tenant, note=note)), json_out)
 
 
-def _pause(queue: str, paused: bool, note: str | None, actor: str | None, dsn: str | None, json_out: bool) -> None:
+def _pause(
+    queue: str, paused: bool, note: str | None, actor: str | None, dsn: str | None, json_out: bool, create: bool = False
+) -> None:
     async def call(e: Any) -> Any:
         o = operator(e, actor)
-        return await (o.pause(queue, note=note) if paused else o.resume(queue, note=note))
+        return await (o.pause(queue, note=note, create=create) if paused else o.resume(queue, note=note))
 
     p = run(dsn, json_out, call)
     if json_out:
@@ -202,13 +196,16 @@ def _pause(queue: str, paused: bool, note: str | None, actor: str | None, dsn: s
 @app.command()
 def pause(
     queue: str = typer.Argument(...),
+    create: bool = typer.Option(False, "--create", help="pause a queue nothing names yet (before its first job)"),
     note: str = typer.Option(None, "--note"),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Pause a queue: durable, shown in `jobs queues`; workers claim nothing more from it."""
-    _pause(queue, True, note, actor, dsn, json_out)
+    """Pause a queue: durable, shown in `jobs queues`; workers claim nothing more from it.
+
+    A queue no job, worker or pause names is refused with "did you mean" unless --create."""
+    _pause(queue, True, note, actor, dsn, json_out, create)
 
 
 @app.command()
@@ -219,15 +216,73 @@ def resume(
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Resume a paused queue."""
+    """Resume a paused queue; its pause row goes, so a queue paused by mistake leaves nothing behind."""
     _pause(queue, False, note, actor, dsn, json_out)
+
+
+@app.command()
+def discard(
+    job_id: str = typer.Argument(None, help=f"{ID_HELP} of a dead job (or --all with --filter)"),
+    all_: bool = typer.Option(False, "--all", help="every dead job matching --filter"),
+    filters: list[str] = typer.Option([], "--filter", "-f", help=FILTER_HELP),
+    yes: bool = typer.Option(False, "--yes", help="skip the confirmation"),
+    rate: float = typer.Option(None, "--rate", help="pace a bulk discard: at most this many jobs a second"),
+    tenant: str = typer.Option(None, "--tenant", help="act only on this tenant's jobs"),
+    note: str = typer.Option(None, "--note", help="the incident note kept in the audit"),
+    actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Discard a dead letter, or every dead job matching a filter after a dry run.
+
+    The row is deleted; a `discarded` history entry keeps who, when, the note and what it was."""
+    if all_:
+        if job_id:
+            fail(
+                JobsError(
+                    X_INVALID_ARGUMENT,
+                    cause="--all takes a --filter, not an id",
+                    fix="jobs discard --all --filter code=X_CARD_DECLINED",
+                ),
+                as_json=json_out,
+            )
+        return _bulk(
+            "discard", filters + ([f"tenant={tenant}"] if tenant else []), yes, rate, note, dsn, actor, json_out
+        )
+    if not job_id:
+        fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobs discard JOB_ID"), as_json=json_out)
+    _result(run(dsn, json_out, lambda e: operator(e, actor).discard(job_id, tenant=tenant, note=note)), json_out)
+
+
+@workers_app.command("drain")
+def drain(
+    worker_id: str = typer.Argument(..., help="the worker's id (jobs workers lists them)"),
+    note: str = typer.Option(None, "--note", help="the incident note kept with the request"),
+    actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Ask a running worker to stop claiming and drain.
+
+    It sees the request at its next heartbeat, lets in-flight work finish within its grace,
+    releases the rest and exits."""
+    r = run(dsn, json_out, lambda e: operator(e, actor).drain_worker(worker_id, note=note))
+    if json_out:
+        emit(r)
+    else:
+        when = f"{r.requested_at:%Y-%m-%d %H:%M:%S}"
+        console().print(
+            f"worker {r.worker}: asked to drain by {r.requested_by} at {when}" + ("" if r.changed else " (already)")
+        )
+    if not r.changed:
+        raise typer.Exit(EXIT_NOOP)
 
 
 @app.command()
 def event(
     name: str = typer.Argument(...),
     payload: str = typer.Option("{}", "--payload", help="a JSON object"),
-    tenant: str = typer.Option(None, "--tenant"),
+    tenant: str = typer.Option(None, "--tenant", help="only this tenant's waits take it"),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     json_out: bool = typer.Option(False, "--json"),

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 from engine.cli import EXIT_DRIFT, app, fail
 from engine.cli.admin import DSN_HELP, resolve_dsn
-from engine.errors import X_INVALID_ARGUMENT, JobsError
+from engine.errors import X_INVALID_ARGUMENT, X_NOT_FOUND, JobsError
 
 T = TypeVar("T")
 BUDGET_HELP = "seconds each query may take before it is cut off"
@@ -61,7 +61,7 @@ def run(dsn: str | None, as_json: bool, call: Callable[[Any], Awaitable[T]]) -> 
         try:
             return await call(eng)
         finally:
-            await eng.driver.close()
+            await eng.aclose()
 
     try:
         return asyncio.run(go())
@@ -171,7 +171,7 @@ def list_jobs(
 
 @app.command()
 def show(
-    job_id: str = typer.Argument(..., help="the job's id"),
+    job_id: str = typer.Argument(..., help="the job's id, or a unique short id (6+ hex digits of its head or tail)"),
     tenant: str = typer.Option(None, "--tenant"),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     json_out: bool = typer.Option(False, "--json"),
@@ -238,13 +238,21 @@ def dead(
     out.print(f"{dl.total} dead")
 
 
-@app.command()
+# `jobs workers` lists them; `jobs workers drain ID` (engine/cli/ops.py) asks one to drain.
+workers_app = typer.Typer(help="Registered workers, and asking one to drain.", no_args_is_help=False)
+app.add_typer(workers_app, name="workers")
+
+
+@workers_app.callback(invoke_without_command=True)
 def workers(
+    ctx: typer.Context,
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     json_out: bool = typer.Option(False, "--json"),
     budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
 ) -> None:
     """Registered workers: host, pid, queues, slots in use, last heartbeat (stale ones marked)."""
+    if ctx.invoked_subcommand is not None:
+        return
     wv = run(dsn, json_out, lambda e: intro(e, budget).workers())
     if json_out:
         return emit(wv)
@@ -257,24 +265,36 @@ def workers(
             ",".join(w.queues),
             f"{w.in_use}/{w.concurrency}",
             f"{w.heartbeat_age:.0f}s ago",
-            "STALE" if w.stale else "",
+            "STALE" if w.stale else ("DRAIN ASKED" if w.drain_requested_at else ""),
         )
     console().print(t)
 
 
 @app.command()
 def why(
-    target: str = typer.Argument(..., help="a job id, or a queue name"),
+    target: str = typer.Argument(..., help="a job id (or a unique short id), or a queue name"),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     json_out: bool = typer.Option(False, "--json"),
     budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
 ) -> None:
     """Why a job is not running, or why a queue's oldest-ready age grows: the causes."""
-    from engine.ids import parse_id
+    from engine.introspect.base import id_fragment
+
+    try:
+        id_fragment(target)
+        maybe_job = True  # an id, or hex digits of one: a job's, unless no job has it
+    except JobsError:
+        maybe_job = False
 
     async def call(e: Any) -> Any:
         i = intro(e, budget)
-        return await (i.why_job(target) if parse_id(target) else i.why_queue(target))
+        if maybe_job:
+            try:
+                return await i.why_job(target)
+            except JobsError as err:
+                if err.code != X_NOT_FOUND or len(target.strip()) == 36:
+                    raise
+        return await i.why_queue(target)
 
     rep = run(dsn, json_out, call)
     if json_out:

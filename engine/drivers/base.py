@@ -17,6 +17,7 @@ from engine.projections import (
     BulkBatch,
     BulkPlan,
     DeadLetters,
+    DrainRequest,
     JobFilter,
     JobPage,
     JobSummary,
@@ -27,15 +28,19 @@ from engine.projections import (
 from engine.types import (
     Ack,
     AttemptRecord,
+    BackfillRun,
+    BackfillStatus,
     CancelResult,
     Claim,
     ClaimBatch,
     ClaimedJob,
     EnqueueResult,
     EventRecord,
+    Heartbeat,
     HistoryEntry,
     JobRow,
     JobState,
+    LivePass,
     Nack,
     NewJob,
     QueueGauges,
@@ -48,8 +53,59 @@ from engine.types import (
 )
 
 
+class BackfillsDriver(Protocol):
+    """The backfill ledger (engine/drivers/*/backfills.py, sql/queries/backfills.sql, I22): one row
+    per pass, never an edit of a completed one, and the live pass jobs behind the rows."""
+
+    async def backfill_open(self, *, run: BackfillRun) -> bool:
+        """Write a pass's ledger row (queued) unless its id is there; True when written."""
+        ...
+
+    async def backfill_begin(self, *, run_id: str, planned: int | None) -> bool:
+        """Mark a pass running (a resumed one too), keeping the first count; False when completed."""
+        ...
+
+    async def backfill_progress(self, *, run_id: str, claim: Claim, swept: int, batches: int) -> bool:
+        """Record a pass's totals, fenced on its job still held by ``claim``; False otherwise."""
+        ...
+
+    async def backfill_finish(
+        self,
+        *,
+        run_id: str,
+        outcome: BackfillStatus,
+        swept: int | None,
+        batches: int | None,
+        error: str | None,
+        now: datetime,
+    ) -> bool:
+        """Record a pass's outcome; False when the row is completed already (never edited)."""
+        ...
+
+    async def backfill_runs(
+        self, *, names: Sequence[str] | None, environment: str | None, limit: int
+    ) -> list[BackfillRun]:
+        """Ledger rows, newest first (started_at, id), of ``names`` (None: all) in ``environment``."""
+        ...
+
+    async def backfill_applied(self, *, environment: str) -> list[BackfillRun]:
+        """Per backfill name, its latest completed write pass in ``environment``."""
+        ...
+
+    async def backfill_live(self, *, job_names: Sequence[str]) -> list[LivePass]:
+        """The live jobs of these pass job names, by name then id."""
+        ...
+
+    async def backfill_pass_resume(
+        self, *, job_id: str, now: datetime, actor: str | None, note: str | None
+    ) -> ActionResult | None:
+        """Make a dead or cancelled pass job ready, steps kept and attempts reset, audited; a live
+        holder of its key changes nothing and is named. None when no job has that id."""
+        ...
+
+
 @runtime_checkable
-class Driver(Protocol):
+class Driver(BackfillsDriver, Protocol):
     """Storage for jobs. Every time-comparing call takes ``now`` from the engine's clock."""
 
     kind: str  # "memory" | "postgres"
@@ -110,8 +166,9 @@ class Driver(Protocol):
         """Register a worker process (re-registering an id resets its row)."""
         ...
 
-    async def worker_heartbeat(self, *, id: str, in_use: int, stopping: bool, now: datetime) -> bool:
-        """Stamp the heartbeat and slots in use; False when the row is gone (reaped)."""
+    async def worker_heartbeat(self, *, id: str, in_use: int, stopping: bool, now: datetime) -> Heartbeat | None:
+        """Stamp the heartbeat and slots in use; None when the row is gone (reaped). The answer
+        carries an operator's drain request, if one stands (worker_drain_request)."""
         ...
 
     async def worker_deregister(self, *, id: str) -> None: ...
@@ -306,4 +363,30 @@ class Driver(Protocol):
         self, *, queue: str, paused: bool, actor: str | None, note: str | None, now: datetime
     ) -> QueuePause:
         """Pause or resume a queue durably; already in that state: ``changed`` False."""
+        ...
+
+    async def queue_names_known(self) -> list[str]:
+        """Every queue a job row (any state), a registered worker or a pause row names, sorted."""
+        ...
+
+    async def job_find(
+        self, *, fragment: str, tenant: str | None, limit: int, budget_ms: int | None
+    ) -> list[JobSummary]:
+        """Up to ``limit`` jobs of ``tenant`` (None: any) whose id, as 32 hex digits, begins with
+        ``fragment`` (hex, lower case), or, when none does, ends with it; by id."""
+        ...
+
+    async def job_discard(
+        self, *, job_id: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
+    ) -> ActionResult | None:
+        """Delete a dead job with its attempts and steps; its history is replaced by one
+        ``discarded`` entry (who, when, the note, what the job was). A job no longer dead changes
+        nothing (``changed`` False). None when no job has that id for that tenant (I25)."""
+        ...
+
+    async def worker_drain_request(
+        self, *, id: str, actor: str | None, note: str | None, now: datetime
+    ) -> DrainRequest | None:
+        """Ask a registered worker to drain: its next heartbeat answers the request. Asked
+        already: the standing request, ``changed`` False. None when no worker has that id."""
         ...

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import X_INVALID_ARGUMENT, JobsError
+from engine.ids import parse_id
 from engine.introspect.base import EngineView, load_job
 from engine.introspect.filters import scoped
 from engine.introspect.why import job_causes, queue_causes
@@ -130,16 +131,14 @@ class Introspector(EngineView):
                 X_INVALID_ARGUMENT, cause=f"limit={limit!r} must be between 1 and {MAX_PAGE}", fix="jobs ls --limit 50"
             )
         if cursor is not None:
-            from engine.introspect.base import job_id_of
-
-            try:
-                cursor = job_id_of(cursor)
-            except JobsError:
+            checked = parse_id(cursor)
+            if checked is None:
                 raise JobsError(
                     X_INVALID_ARGUMENT,
                     cause=f"cursor {cursor!r} is not one a page answered",
                     fix="jobs ls (start from the first page)",
-                ) from None
+                )
+            cursor = checked
         await self._open()
         return await self.driver.job_page(  # type: ignore[attr-defined]
             where=scoped(where or JobFilter(), self.tenant),
@@ -151,7 +150,7 @@ class Introspector(EngineView):
 
     async def job(self, job_id: str, *, tenant: str | None = None) -> JobDetail:
         tenant = self._tenant(tenant)
-        row = await load_job(self, job_id, tenant)
+        row = await load_job(self, job_id, tenant, budget_ms=self.budget_ms)
         attempts = await self.driver.job_attempts(job_id=row.id)
         history = await self.driver.job_history(job_id=row.id)
         steps: tuple[Any, ...] = ()
@@ -238,6 +237,8 @@ class Introspector(EngineView):
                 w.heartbeat_age,
                 w.heartbeat_age > self.stale_after,
                 w.stopping,
+                w.drain_requested_by,
+                w.drain_requested_at,
             )
             for w in recs or ()
         )
@@ -268,7 +269,7 @@ class Introspector(EngineView):
         return WhyReport("job", row.id, row.state, tuple(causes), now)
 
     async def why_job(self, job_id: str, *, tenant: str | None = None) -> WhyReport:
-        row = await load_job(self, job_id, self._tenant(tenant))
+        row = await load_job(self, job_id, self._tenant(tenant), budget_ms=self.budget_ms)
         return await self._why(row)
 
     async def why_queue(self, queue: str) -> WhyReport:

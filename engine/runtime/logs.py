@@ -15,6 +15,7 @@ WORKER_SHED = "jobs.worker.shed"
 WORKER_SETTLE_FAILED = "jobs.worker.settle-failed"
 WORKER_STARTED = "jobs.worker.started"
 WORKER_DRAINING = "jobs.worker.draining"
+WORKER_DRAIN_REQUESTED = "jobs.worker.drain-requested"  # an operator asked it (jobs workers drain ID)
 WORKER_STOPPED = "jobs.worker.stopped"
 WORKER_RECONNECTING = "jobs.worker.reconnecting"
 WORKER_RECONNECTED = "jobs.worker.reconnected"

@@ -23,17 +23,13 @@ from engine.errors import (
     X_ABORTED,
     X_DUPLICATE_STEP,
     X_INVALID_ARGUMENT,
-    X_INVALID_STATE,
-    X_KEY_HELD,
-    X_NOT_FOUND,
     X_STEP_TIMEOUT,
-    X_UNKNOWN_STEP,
     JobsError,
 )
 from engine.retry import register_error_retry
 from engine.runtime.signal import RunSignal
 from engine.runtime.suspend import StepSuspension
-from engine.types import Claim, JobRow, StepKind, StepRetry, StepStatus, StoredStep
+from engine.types import Claim, JobRow, StepKind, StepStatus, StoredStep
 
 T = TypeVar("T")
 
@@ -436,29 +432,3 @@ def error_text(exc: BaseException) -> str:
     if isinstance(code, str):
         return f"{code}: {getattr(exc, 'cause', exc)}"
     return f"{type(exc).__name__}: {exc}"
-
-
-def checked_step_retry(res: StepRetry, *, tenant: str | None) -> StepRetry:
-    """The driver's answer to a retry from a step, or the clear error of a refusal (nothing changed)."""
-    jid, step = res.job_id, res.step
-    if res.outcome == "retried":
-        return res
-    if res.outcome == "not-found":
-        who = f" for tenant {tenant!r}" if tenant is not None else ""
-        raise JobsError(X_NOT_FOUND, cause=f"no job has id {jid}{who}", fix="jobs ls --json")
-    if res.outcome == "invalid-state":
-        state = res.state.value if res.state is not None else "?"
-        raise JobsError(
-            X_INVALID_STATE,
-            cause=f"job {jid} is {state}; only a dead or completed job is retried from a step",
-            fix=f"jobs show {jid}",
-        )
-    if res.outcome == "unknown-step":
-        known = ", ".join(repr(n) for n in res.known_steps) or "none recorded"
-        fix = f"jobs retry {jid} --from-step {res.known_steps[0]}" if res.known_steps else f"jobs show {jid}"
-        raise JobsError(X_UNKNOWN_STEP, cause=f"job {jid} has no step {step!r}; its steps: {known}", fix=fix)
-    raise JobsError(
-        X_KEY_HELD,
-        cause=f"job {res.holder_id} is live with the same idempotency key as {jid}; retrying would run the work twice",
-        fix=f"jobs cancel {res.holder_id}",
-    )

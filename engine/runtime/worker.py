@@ -130,6 +130,7 @@ class Worker:
         self._closing = False
         self._started = False
         self._drained = False
+        self._drain_task: asyncio.Task[None] | None = None  # an operator's drain request, seen on a heartbeat
         self._gauges_failing = False
         self.released: list[str] = []
         self.maintenance: Any = None  # set by services.maintenance.maintained_worker
@@ -219,8 +220,11 @@ class Worker:
 
     async def drain(self, grace: float | None = None) -> None:
         """Stop claiming, let in-flight work finish up to ``grace``, release the rest, flush, and
-        await every background loop (I14). Safe to call twice."""
-        if not self._started or self._drained:
+        await every background loop (I14). Safe to call twice: a second call waits for the first."""
+        if not self._started:
+            return
+        if self._drained:  # a drain under way (a signal, an operator's request): wait for its end
+            await self._stopped.wait()
             return
         self._drained = True
         grace = self.config.grace if grace is None else grace
@@ -379,10 +383,19 @@ class Worker:
             await self.clock.sleep(self.config.heartbeat_interval)
             self.metrics.in_use.set(len(self._running))
             try:
-                alive = await self.driver.worker_heartbeat(
+                beat = await self.driver.worker_heartbeat(
                     id=self.id, in_use=len(self._running), stopping=self._stopping, now=self.clock.now()
                 )
-                if not alive:  # reaped while the database was away: register again
+                if beat is not None and beat.drain_requested and self._drain_task is None:
+                    # Drained from its own task: drain() cancels and awaits this loop.
+                    logs.emit(
+                        logs.WORKER_DRAIN_REQUESTED,
+                        worker=self.id,
+                        by=beat.drain_requested_by,
+                        at=beat.drain_requested_at.isoformat() if beat.drain_requested_at else None,
+                    )
+                    self._drain_task = asyncio.get_running_loop().create_task(self.drain(), name="jobs-drain")
+                if beat is None:  # reaped while the database was away: register again
                     await self.driver.worker_register(
                         id=self.id,
                         host=socket.gethostname(),

@@ -1,6 +1,6 @@
--- Seeding for the console bench (python -m bench.console), used until the introspection bench's
--- own seeding lands: the same mix issue 6 names (95% completed, 3% dead, 2% live; 50 job names,
--- 20 tenants, 5 queues), made set-based so a million rows take seconds, not minutes.
+-- Seeding for the console bench (python -m bench.console): the mix the projections bench uses
+-- (95% completed, 3% dead, 2% live; 50 job names, 20 tenants, 5 queues),
+-- made set-based so a million rows take seconds, not minutes.
 
 -- name: console_bench_seed_jobs :exec
 -- Insert rows %(first)s..%(last)s, one every 2 seconds back from %(now)s (UUIDv7 ids in that order).

@@ -1,4 +1,4 @@
--- Seeding for the projections bench (python -m bench.projections): the mix issue 6 names, made
+-- Seeding for the projections bench (python -m bench.projections): a production-like mix, made
 -- set-based (generate_series) so a million rows take seconds. One row every 2 seconds back from
 -- %(now)s, so the last hour holds ~1,700 completions; 95% completed, 3% dead (both stop
 -- reasons), 2% spread over the live states; 50 names, 20 tenants (every 21st row none), 5 queues.

@@ -1,4 +1,5 @@
--- The operator actions: retry a dead job, bulk retry and cancel (with their dry run), pause.
+-- The operator actions: retry a dead job, discard a dead letter, bulk retry, cancel and discard
+-- (with their dry run), pause and resume a queue, ask a worker to drain, find a job by a short id.
 -- Each change is conditional on the state it applies to (fenced: a retry moves a row that is
 -- still dead, a cancel a live one) and writes its audit entry in jobs.history in the same
 -- statement. Tenant-aware: a tenant given narrows the row (I25). The job filter is the same text
@@ -33,12 +34,12 @@ select old.id, old.state as previous, upd.id is not null as changed,
 from old left join upd on upd.id = old.id;
 
 -- name: job_bulk_groups :many
--- A bulk action's dry run: the jobs it applies to (retry: dead; cancel: live) that the filter
--- matches, grouped by stop reason, error code and tenant.
+-- A bulk action's dry run: the jobs it applies to (retry, discard: dead; cancel: live) that the
+-- filter matches, grouped by stop reason, error code and tenant.
 select stop_reason, error_code, tenant, count(*)::int as n
 from jobs.job
-where (case when %(action)s = 'retry' then state = 'dead'
-            else state in ('ready','delayed','running','suspended','parked') end)
+where (case when %(action)s = 'cancel' then state in ('ready','delayed','running','suspended','parked')
+            else state = 'dead' end)
   -- filter:begin
   and (%(queue)s::text is null or queue = %(queue)s::text)
   and (%(state)s::text is null or state = %(state)s::text)
@@ -164,21 +165,168 @@ select (select count(*) from batch)::int as scanned,
        array(select id::text from upd order by id desc) as changed;
 
 -- name: queue_pause_set :one
--- Pause or resume a queue (durable; the claim skips paused queues). Changing nothing when it is
--- already in that state: `changed` is false and the row answered is the one that stands.
+-- Pause or resume a queue (durable; the claim skips paused queues). A resume deletes the row, so
+-- a queue paused by mistake leaves nothing behind (a row left unpaused by an older release goes
+-- too). Changing nothing when it is already in that state: `changed` is false and the row
+-- answered is the one that stands.
 with cur as (
     select name, paused, paused_by, paused_at, note from jobs.queue where name = %(queue)s
 ), up as (
     insert into jobs.queue as q (name, paused, paused_by, paused_at, note)
-    select %(queue)s, %(paused)s, %(actor)s, %(now)s, %(note)s
-    where %(paused)s or exists (select 1 from cur)  -- resuming a queue never paused: a no-op
+    select %(queue)s, true, %(actor)s, %(now)s, %(note)s
+    where %(paused)s
     on conflict (name) do update
-        set paused = excluded.paused, paused_by = excluded.paused_by,
-            paused_at = excluded.paused_at, note = excluded.note
-        where q.paused is distinct from excluded.paused
+        set paused = true, paused_by = excluded.paused_by, paused_at = excluded.paused_at, note = excluded.note
+        where not q.paused
     returning name, paused, paused_by, paused_at, note
+), gone as (
+    delete from jobs.queue where name = %(queue)s and not %(paused)s
+    returning name, paused as was_paused
 )
 select up.name, up.paused, up.paused_by, up.paused_at, up.note, true as changed from up
 union all
+select gone.name, false, %(actor)s::text, %(now)s::timestamptz, %(note)s::text, gone.was_paused from gone
+union all
 select cur.name, cur.paused, cur.paused_by, cur.paused_at, cur.note, false from cur
+where not exists (select 1 from up) and not exists (select 1 from gone);
+
+-- name: queue_names_known :many
+-- Every queue something names: a job row in any state (a skip scan over the list index, one
+-- probe per queue, and the running rows, few), a registered worker, a pause row.
+with recursive q as (
+    (select queue from jobs.job where state <> 'running' order by queue limit 1)
+    union all
+    select (select j.queue from jobs.job j where j.state <> 'running' and j.queue > q.queue
+            order by j.queue limit 1)
+    from q where q.queue is not null
+)
+select queue as name from q where queue is not null
+union
+select queue from jobs.job where state = 'running'
+union
+select unnest(queues) from jobs.worker
+union
+select name from jobs.queue
+order by 1;
+
+-- name: job_find_prefix :many
+-- Jobs whose id begins with a hex fragment: the id range it spans (%(lo)s..%(hi)s), on the
+-- primary key.
+select id, name, queue, tenant, state, idempotency_key, priority, attempt, max_attempts, run_at,
+       created_at, updated_at, finished_at, error_code, stop_reason
+from jobs.job
+where id between %(lo)s::uuid and %(hi)s::uuid
+  and (%(tenant)s::text is null or tenant = %(tenant)s::text)
+order by id
+limit %(limit)s;
+
+-- name: job_find_suffix :many
+-- Jobs whose id ends with a hex fragment (the tail the console shows): the fragment's whole bytes
+-- %(tail)s match the id's last bytes, and an odd leading digit %(nibble)s the low half of the byte
+-- before them. No index serves a tail (a UUIDv7's tail is random), so this reads every id, under
+-- the caller's budget: bytes, not text, and the ids first, the rows after. Asked only when no id
+-- begins with the fragment.
+with hit as materialized (
+    select id from jobs.job
+    where substring(uuid_send(id) from 17 - length(%(tail)s::bytea)) = %(tail)s::bytea
+      and (%(nibble)s::int is null or get_byte(uuid_send(id), 15 - length(%(tail)s::bytea)) & 15 = %(nibble)s::int)
+)
+select j.id, j.name, j.queue, j.tenant, j.state, j.idempotency_key, j.priority, j.attempt, j.max_attempts,
+       j.run_at, j.created_at, j.updated_at, j.finished_at, j.error_code, j.stop_reason
+from hit join jobs.job j on j.id = hit.id
+where (%(tenant)s::text is null or j.tenant = %(tenant)s::text)
+order by j.id
+limit %(limit)s;
+
+-- name: job_discard :one
+-- Discard one dead letter: delete its row with its attempts and steps, and replace its history
+-- with one `discarded` entry (who, when, the note, what the job was), so the audit outlives the
+-- row (the pruner would have deleted all of it). Answers the old state; `changed` is false when
+-- the job is no longer dead.
+with old as (
+    select id, name, queue, tenant, state, error_code, stop_reason, attempt, max_attempts
+    from jobs.job
+    where id = %(id)s and (%(tenant)s::text is null or tenant = %(tenant)s::text)
+    for update
+), gone as (
+    delete from jobs.job j using old
+    where j.id = old.id and old.state = 'dead'
+    returning j.id
+), attempts as (
+    delete from jobs.attempt where job_id in (select id from gone)
+), steps as (
+    delete from jobs.step where job_id in (select id from gone)
+), history as (
+    delete from jobs.history where job_id in (select id from gone)
+), hist as (
+    insert into jobs.history (job_id, at, kind, actor, note, data)
+    select old.id, %(now)s, 'discarded', %(actor)s, %(note)s,
+           jsonb_build_object('from', 'dead', 'name', old.name, 'queue', old.queue, 'tenant', old.tenant,
+                              'error_code', old.error_code, 'stop_reason', old.stop_reason,
+                              'attempt', old.attempt, 'max_attempts', old.max_attempts)
+    from old join gone on gone.id = old.id
+)
+select old.id, old.state as previous, gone.id is not null as changed
+from old left join gone on gone.id = old.id;
+
+-- name: job_bulk_discard :one
+-- One batch of a bulk discard: the next %(limit)s matching dead rows below %(before)s, newest
+-- first, deleted as job_discard deletes one (each keeps a `discarded` history entry).
+with batch as (
+    select id
+    from jobs.job
+    where state = 'dead' and (%(before)s::uuid is null or id < %(before)s::uuid)
+      -- filter:begin
+      and (%(queue)s::text is null or queue = %(queue)s::text)
+      and (%(state)s::text is null or state = %(state)s::text)
+      and (%(name)s::text is null or name = %(name)s::text)
+      and (%(tenant)s::text is null or tenant = %(tenant)s::text)
+      and (%(code)s::text is null or error_code = %(code)s::text)
+      and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
+      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
+      and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
+      and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
+      and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
+      -- filter:end
+    order by id desc
+    limit %(limit)s
+    for update
+), gone as (
+    delete from jobs.job j using batch
+    where j.id = batch.id and j.state = 'dead'
+    returning j.id, j.name, j.queue, j.tenant, j.error_code, j.stop_reason, j.attempt, j.max_attempts
+), attempts as (
+    delete from jobs.attempt where job_id in (select id from gone)
+), steps as (
+    delete from jobs.step where job_id in (select id from gone)
+), history as (
+    delete from jobs.history where job_id in (select id from gone)
+), hist as (
+    insert into jobs.history (job_id, at, kind, actor, note, data)
+    select id, %(now)s, 'discarded', %(actor)s, %(note)s,
+           jsonb_build_object('from', 'dead', 'bulk', %(label)s::text, 'name', name, 'queue', queue,
+                              'tenant', tenant, 'error_code', error_code, 'stop_reason', stop_reason,
+                              'attempt', attempt, 'max_attempts', max_attempts)
+    from gone
+)
+select (select count(*) from batch)::int as scanned,
+       (select id from batch order by id limit 1) as last_id,
+       array(select id::text from gone order by id desc) as changed;
+
+-- name: worker_drain_request :one
+-- Ask a registered worker to drain: its heartbeat answers the request (worker_heartbeat). The
+-- first request stands: asking again changes nothing and answers it (`changed` false).
+with cur as (
+    select id, drain_requested_by, drain_requested_at, drain_note from jobs.worker where id = %(id)s
+    for update
+), up as (
+    update jobs.worker w
+    set drain_requested_by = %(actor)s, drain_requested_at = %(now)s, drain_note = %(note)s
+    from cur
+    where w.id = cur.id and cur.drain_requested_at is null
+    returning w.id, w.drain_requested_by, w.drain_requested_at, w.drain_note
+)
+select id, drain_requested_by, drain_requested_at, drain_note, true as changed from up
+union all
+select id, drain_requested_by, drain_requested_at, drain_note, false from cur
 where not exists (select 1 from up);

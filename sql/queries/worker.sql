@@ -8,14 +8,16 @@ values (%(id)s, %(host)s, %(pid)s, %(queues)s::text[], %(concurrency)s, 0, %(now
 on conflict (id) do update
 set host = excluded.host, pid = excluded.pid, queues = excluded.queues,
     concurrency = excluded.concurrency, in_use = 0, started_at = excluded.started_at,
-    heartbeat_at = excluded.heartbeat_at, stopping = false;
+    heartbeat_at = excluded.heartbeat_at, stopping = false,
+    drain_requested_by = null, drain_requested_at = null, drain_note = null;
 
 -- name: worker_heartbeat :one
--- Stamp a worker's heartbeat and slots in use; no row when the worker was reaped meanwhile.
+-- Stamp a worker's heartbeat and slots in use; no row when the worker was reaped meanwhile. The
+-- answer carries an operator's drain request (actions.sql: worker_drain_request).
 update jobs.worker
 set in_use = %(in_use)s, heartbeat_at = %(now)s, stopping = %(stopping)s
 where id = %(id)s
-returning id;
+returning id, drain_requested_by, drain_requested_at;
 
 -- name: worker_deregister :exec
 -- Remove a worker's row at the end of its drain.
@@ -24,7 +26,8 @@ delete from jobs.worker where id = %(id)s;
 -- name: worker_list :many
 -- Every registered worker with its heartbeat age at %(now)s, by id.
 select id, host, pid, queues, concurrency, in_use, started_at, heartbeat_at, stopping,
-       greatest(0, extract(epoch from (%(now)s - heartbeat_at)))::float8 as heartbeat_age
+       greatest(0, extract(epoch from (%(now)s - heartbeat_at)))::float8 as heartbeat_age,
+       drain_requested_by, drain_requested_at
 from jobs.worker
 order by id;
 

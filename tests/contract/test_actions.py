@@ -6,11 +6,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from engine.actions import Operator
 from engine.clock import FakeClock
 from engine.drivers.base import Driver
 from engine.errors import JobsError
 from engine.ids import IdFactory
-from engine.introspect import Introspector, Operator, parse_filter
+from engine.introspect import Introspector, parse_filter
 from engine.projections import BulkGroup
 from engine.testing import claim_of as _claim_of
 from engine.testing import make_job
@@ -47,14 +48,16 @@ async def test_retry_of_a_job_that_is_not_dead_is_refused_and_changes_nothing(
         assert await driver.job_history(job_id=job.id) == before
 
 
-async def test_retry_with_a_live_duplicate_holding_the_key_answers_it(
+async def test_retry_with_a_live_duplicate_holding_the_key_is_refused_with_x_key_held(
     driver: Driver, ids: IdFactory, clock: FakeClock
 ) -> None:
     dead = await make_job(driver, ids, clock.now(), state=JobState.DEAD, key="user:7")
     live = await make_job(driver, ids, clock.now(), key="user:7")
-    res = await op(driver, clock).retry(dead.id)
-    assert not res.changed and res.duplicate_of == live.id and live.id in (res.reason or "")
+    with pytest.raises(JobsError) as e:
+        await op(driver, clock).retry(dead.id)
+    assert e.value.code == "X_KEY_HELD" and live.id in e.value.cause and e.value.fix == f"jobs cancel {live.id}"
     assert (await driver.job_get(job_id=dead.id)) == dead
+    assert await driver.job_history(job_id=dead.id) == []
 
 
 async def test_i25_id_addressed_actions_refuse_another_tenants_job(

@@ -8,11 +8,12 @@ from collections import Counter
 
 import pytest
 
+from engine.actions import checked_step_retry
 from engine.clock import FakeClock
 from engine.drivers.base import Driver
 from engine.errors import X_INVALID_STATE, X_KEY_HELD, X_NOT_FOUND, X_UNKNOWN_STEP, JobsError
 from engine.ids import IdFactory
-from engine.runtime.steps import StepApi, checked_step_retry
+from engine.runtime.steps import StepApi
 from engine.types import JobRow, JobState
 from tests.contract.test_steps_harness import attempt, claim_api, enqueue, get
 

@@ -119,12 +119,16 @@ def test_bulk_retry_prints_the_dry_run_and_asks(pg_dsn: str) -> None:
 
 
 def test_pause_resume_and_event(pg_dsn: str) -> None:
-    r = cli("pause", "emails", "--note", "smtp down", "--actor", "bob", "--dsn", pg_dsn, "--json")
+    # Nothing names "emails" yet: a typo would leave a phantom paused queue, so it takes --create.
+    r = cli("pause", "emails", "--dsn", pg_dsn)
+    assert r.exit_code == 1 and "X_UNKNOWN_QUEUE" in r.stderr and "jobs pause emails --create" in r.stderr
+    r = cli("pause", "emails", "--create", "--note", "smtp down", "--actor", "bob", "--dsn", pg_dsn, "--json")
     assert r.exit_code == 0 and json.loads(r.stdout)["by"] == "bob"
     assert cli("pause", "emails", "--dsn", pg_dsn).exit_code == 5
     q = json.loads(cli("queues", "--dsn", pg_dsn, "--json").stdout)["queues"]
     assert [(x["name"], x["paused"], x["paused_by"]) for x in q] == [("emails", True, "bob")]
     assert cli("resume", "emails", "--dsn", pg_dsn).exit_code == 0
+    assert json.loads(cli("queues", "--dsn", pg_dsn, "--json").stdout)["queues"] == []  # no phantom left
     r = cli("event", "invoice.paid", "--payload", '{"invoice": 42}', "--dsn", pg_dsn, "--json")
     assert r.exit_code == 0 and json.loads(r.stdout)["woken"] == 0
     r = cli("event", "invoice.paid", "--payload", "{nope", "--dsn", pg_dsn)

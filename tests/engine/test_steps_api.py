@@ -82,7 +82,7 @@ async def test_aretry_from_step_reruns_and_refuses_clearly(clock: FakeClock) -> 
     assert (await eng.aget(jid)).state is JobState.COMPLETED  # nothing changed
 
     res = await eng.aretry_from_step(jid, "load", tenant="acme", actor="ann", note="INC-7")
-    assert (res.outcome, res.discarded) == ("retried", ("load",))
+    assert (res.action, res.changed, res.discarded) == ("retry_from_step", True, ("load",))
     assert (await eng.aget(jid)).state is JobState.READY
 
 

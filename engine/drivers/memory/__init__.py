@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from engine.drivers.memory.actions import MemoryActions
+from engine.drivers.memory.backfills import MemoryBackfills
 from engine.drivers.memory.introspect import MemoryIntrospect
 from engine.drivers.memory.jobs import MemoryJobs
 from engine.drivers.memory.limits import MemoryLimits
@@ -14,7 +15,14 @@ from engine.drivers.memory.workers import MemoryWorkers
 
 # MemoryWorkers first: its job_enqueue wraps MemoryJobs' to send the wake-up the SQL sends.
 class MemoryDriver(
-    MemoryWorkers, MemoryJobs, MemoryLimits, MemoryMaintenance, MemorySteps, MemoryIntrospect, MemoryActions
+    MemoryWorkers,
+    MemoryJobs,
+    MemoryLimits,
+    MemoryMaintenance,
+    MemorySteps,
+    MemoryIntrospect,
+    MemoryActions,
+    MemoryBackfills,
 ):
     kind = "memory"
 

@@ -10,14 +10,38 @@ from collections import Counter
 from dataclasses import replace
 from datetime import datetime
 
-from engine.drivers.memory.introspect import matches
+from engine.drivers.memory.introspect import _known_queues, matches, summary
 from engine.drivers.memory.state import LIVE, MemoryState, dedupe_key
-from engine.projections import ActionResult, BulkAction, BulkBatch, BulkGroup, BulkPlan, JobFilter
-from engine.types import HistoryEntry, JobRow, JobState
+from engine.projections import (
+    ActionResult,
+    BulkAction,
+    BulkBatch,
+    BulkGroup,
+    BulkPlan,
+    DrainRequest,
+    JobFilter,
+    JobSummary,
+)
+from engine.types import HistoryEntry, JobRow, JobState, WorkerRecord
 
 
 def _eligible(row: JobRow, action: BulkAction) -> bool:
-    return row.state is JobState.DEAD if action == "retry" else row.state in LIVE
+    return row.state in LIVE if action == "cancel" else row.state is JobState.DEAD
+
+
+def _discarded(row: JobRow, data: dict[str, object]) -> dict[str, object]:
+    """The `discarded` entry's data: what the job was (as job_discard builds it in SQL)."""
+    return {
+        "from": "dead",
+        **data,
+        "name": row.name,
+        "queue": row.queue,
+        "tenant": row.tenant,
+        "error_code": row.error_code,
+        "stop_reason": row.stop_reason,
+        "attempt": row.attempt,
+        "max_attempts": row.max_attempts,
+    }
 
 
 class MemoryActions:
@@ -118,6 +142,8 @@ class MemoryActions:
                     if dedupe_key(r.name, r.tenant, r.idempotency_key) in self.state.live_keys:
                         continue
                     self._revive(r, now, actor, note, {"bulk": label})
+                elif action == "discard":
+                    self._discard(r, now, actor, note, {"bulk": label})
                 else:
                     self.state.put(
                         replace(r, state=JobState.CANCELLED, finished_at=now, updated_at=now, lease_until=None)
@@ -127,3 +153,60 @@ class MemoryActions:
                     )
                 changed.append(r.id)
             return BulkBatch(tuple(changed), len(rows) - len(changed), len(rows), rows[-1].id if rows else None)
+
+    def _discard(
+        self, row: JobRow, now: datetime, actor: str | None, note: str | None, data: dict[str, object]
+    ) -> None:
+        # As job_discard in SQL: the row, its attempts and steps go; its history becomes one entry.
+        del self.state.jobs[row.id]
+        self.state.attempts.pop(row.id, None)
+        self.state.extra.get("steps", {}).pop(row.id, None)
+        self.state.history[row.id] = [HistoryEntry(row.id, now, "discarded", actor, note, _discarded(row, data))]
+
+    async def job_discard(
+        self, *, job_id: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
+    ) -> ActionResult | None:
+        with self.state.lock:
+            row = self.state.jobs.get(job_id)
+            if row is None or (tenant is not None and row.tenant != tenant):
+                return None
+            if row.state is not JobState.DEAD:
+                return ActionResult(
+                    "discard", job_id, False, row.state, row.state, reason=f"the job is {row.state.value}, not dead"
+                )
+            self._discard(row, now, actor, note, {})
+            return ActionResult(
+                "discard", job_id, True, row.state, row.state, reason="deleted; a discarded entry keeps the audit"
+            )
+
+    async def queue_names_known(self) -> list[str]:
+        with self.state.lock:
+            names = {r.queue for r in self.state.jobs.values()} | set(_known_queues(self.state))
+            workers: dict[str, WorkerRecord] = self.state.extra.get("workers", {})
+            names |= {q for w in workers.values() for q in w.queues}
+        return sorted(names)
+
+    async def job_find(
+        self, *, fragment: str, tenant: str | None, limit: int, budget_ms: int | None
+    ) -> list[JobSummary]:
+        with self.state.lock:
+            mine = [r for r in self.state.jobs.values() if tenant is None or r.tenant == tenant]
+            hits = [r for r in mine if r.id.replace("-", "").startswith(fragment)]
+            if not hits:  # as job_find_suffix: the tail only when no id begins with it
+                hits = [r for r in mine if r.id.replace("-", "").endswith(fragment)]
+            return [summary(r) for r in sorted(hits, key=lambda r: r.id)[:limit]]
+
+    async def worker_drain_request(
+        self, *, id: str, actor: str | None, note: str | None, now: datetime
+    ) -> DrainRequest | None:
+        with self.state.lock:
+            workers: dict[str, WorkerRecord] = self.state.extra.get("workers", {})
+            w = workers.get(id)
+            if w is None:
+                return None
+            notes: dict[str, str | None] = self.state.extra.setdefault("drain_notes", {})
+            if w.drain_requested_at is not None:
+                return DrainRequest(id, w.drain_requested_by, w.drain_requested_at, notes.get(id), changed=False)
+            workers[id] = replace(w, drain_requested_by=actor, drain_requested_at=now)
+            notes[id] = note
+            return DrainRequest(id, actor, now, note)

@@ -219,6 +219,7 @@ class MemoryIntrospect:
                     return QueuePause(queue, True, cur.get("by"), cur.get("at"), cur.get("note"), changed=False)
                 self.state.paused[queue] = {"by": actor, "at": now, "note": note}
                 return QueuePause(queue, True, actor, now, note)
+            _known_queues(self.state).discard(queue)  # as queue_pause_set: a resume deletes the row
             if cur is None:
                 return QueuePause(queue, False, changed=False)
             del self.state.paused[queue]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from engine.types import LIVE_STATES, AttemptRecord, HistoryEntry, JobRow
+from engine.types import LIVE_STATES, AttemptRecord, BackfillRun, HistoryEntry, JobRow
 
 LIVE = frozenset(LIVE_STATES)
 
@@ -31,6 +31,7 @@ class MemoryState:
     history: dict[str, list[HistoryEntry]] = field(default_factory=dict)
     paused: dict[str, dict[str, Any]] = field(default_factory=dict)  # queue -> {by, at, note}
     extra: dict[str, Any] = field(default_factory=dict)  # tables of later subsystems
+    backfills: dict[str, BackfillRun] = field(default_factory=dict)  # jobs.backfill by run id
 
     def put(self, row: JobRow) -> None:
         """Store a row and keep the live-key index in step with its state."""

@@ -14,6 +14,7 @@ from engine.types import (
     ClaimBatch,
     EnqueueResult,
     GaugeCount,
+    Heartbeat,
     JobRow,
     JobState,
     NewJob,
@@ -70,13 +71,13 @@ class MemoryWorkers:
         with self.state.lock:
             self._workers()[id] = WorkerRecord(id, host, pid, tuple(queues), concurrency, 0, now, now, False, 0.0)
 
-    async def worker_heartbeat(self, *, id: str, in_use: int, stopping: bool, now: datetime) -> bool:
+    async def worker_heartbeat(self, *, id: str, in_use: int, stopping: bool, now: datetime) -> Heartbeat | None:
         with self.state.lock:
             w = self._workers().get(id)
             if w is None:
-                return False
+                return None
             self._workers()[id] = replace(w, in_use=in_use, stopping=stopping, heartbeat_at=now)
-            return True
+            return Heartbeat(w.drain_requested_by, w.drain_requested_at)
 
     async def worker_deregister(self, *, id: str) -> None:
         with self.state.lock:
@@ -91,12 +92,8 @@ class MemoryWorkers:
         self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
     ) -> ClaimBatch:
         # The same lease as job_claim: the SQL differs only in how Postgres plans it.
-        jobs = await self.job_claim(
-            queues=queues,
-            limit=limit,
-            worker=worker,
-            now=now,  # type: ignore[attr-defined]
-            lease_seconds=lease_seconds,
+        jobs = await self.job_claim(  # type: ignore[attr-defined]
+            queues=queues, limit=limit, worker=worker, now=now, lease_seconds=lease_seconds
         )
         return ClaimBatch(jobs, self._next_due(queues) if len(jobs) < limit else None)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import psycopg
 
 from engine.drivers.postgres.actions import PostgresActions
+from engine.drivers.postgres.backfills import PostgresBackfills
 from engine.drivers.postgres.jobs import PostgresJobs
 from engine.drivers.postgres.limits import PostgresLimits
 from engine.drivers.postgres.maintenance import PostgresMaintenance
@@ -17,7 +18,13 @@ from engine.errors import X_SCHEMA_MISSING, X_SCHEMA_OUTDATED, JobsError
 
 
 class PostgresDriver(
-    PostgresJobs, PostgresWorkers, PostgresLimits, PostgresMaintenance, PostgresSteps, PostgresActions
+    PostgresJobs,
+    PostgresWorkers,
+    PostgresLimits,
+    PostgresMaintenance,
+    PostgresSteps,
+    PostgresActions,
+    PostgresBackfills,
 ):
     kind = "postgres"
 

@@ -12,10 +12,27 @@ from typing import Any
 
 import psycopg
 
-from engine.drivers.postgres.introspect import Conn, PostgresIntrospect, filter_params
+from engine.drivers.jobfilter import id_range
+from engine.drivers.postgres.introspect import Conn, PostgresIntrospect, filter_params, summary_row
 from engine.drivers.sqlfiles import Q
-from engine.projections import ActionResult, BulkAction, BulkBatch, BulkGroup, BulkPlan, JobFilter, QueuePause
+from engine.projections import (
+    ActionResult,
+    BulkAction,
+    BulkBatch,
+    BulkGroup,
+    BulkPlan,
+    DrainRequest,
+    JobFilter,
+    JobSummary,
+    QueuePause,
+)
 from engine.types import JobState
+
+_BULK = {
+    "retry": Q.job_bulk_retry,
+    "cancel": Q.job_bulk_cancel,
+    "discard": Q.job_bulk_discard,
+}
 
 _RACE_RETRIES = 3
 
@@ -89,7 +106,7 @@ class PostgresActions(PostgresIntrospect):
             "limit": limit,
             "before": before,
         }
-        sql = Q.job_bulk_retry.text if action == "retry" else Q.job_bulk_cancel.text
+        sql = _BULK[action].text
         for attempt in range(_RACE_RETRIES):
             try:
                 rows = await self._budgeted(None, f"{action} --all", lambda c: self._rows(c, sql, p))
@@ -113,3 +130,53 @@ class PostgresActions(PostgresIntrospect):
         if not rows:
             return QueuePause(queue, False, changed=False)
         return pause_row(queue, rows[0], changed=bool(rows[0]["changed"]))
+
+    async def queue_names_known(self) -> list[str]:
+        rows = await self._budgeted(None, "pause", lambda c: self._rows(c, Q.queue_names_known.text, {}))
+        return [r["name"] for r in rows]
+
+    async def job_find(
+        self, *, fragment: str, tenant: str | None, limit: int, budget_ms: int | None
+    ) -> list[JobSummary]:
+        span = id_range(fragment)
+        if span is None:
+            return []
+        lo, hi = span
+
+        odd = len(fragment) % 2
+        tail = {"tail": bytes.fromhex(fragment[odd:]), "nibble": int(fragment[0], 16) if odd else None}
+
+        async def read(conn: Conn) -> list[JobSummary]:
+            p: dict[str, Any] = {"lo": lo, "hi": hi, "tenant": tenant, "limit": limit}
+            rows = await self._rows(conn, Q.job_find_prefix.text, p)
+            if not rows:
+                rows = await self._rows(conn, Q.job_find_suffix.text, p | tail)
+            return [summary_row(r) for r in rows]
+
+        return await self._budgeted(budget_ms, "show", read)
+
+    async def job_discard(
+        self, *, job_id: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
+    ) -> ActionResult | None:
+        p = {"id": job_id, "tenant": tenant, "now": now, "actor": actor, "note": note}
+        rows = await self._budgeted(None, "discard", lambda c: self._rows(c, Q.job_discard.text, p))
+        if not rows:
+            return None
+        prev = JobState(rows[0]["previous"])
+        if rows[0]["changed"]:
+            return ActionResult(
+                "discard", job_id, True, prev, prev, reason="deleted; a discarded entry keeps the audit"
+            )
+        return ActionResult("discard", job_id, False, prev, prev, reason=f"the job is {prev.value}, not dead")
+
+    async def worker_drain_request(
+        self, *, id: str, actor: str | None, note: str | None, now: datetime
+    ) -> DrainRequest | None:
+        p = {"id": id, "actor": actor, "note": note, "now": now}
+        rows = await self._budgeted(None, "workers drain", lambda c: self._rows(c, Q.worker_drain_request.text, p))
+        if not rows:
+            return None
+        r = rows[0]
+        return DrainRequest(
+            r["id"], r["drain_requested_by"], r["drain_requested_at"], r["drain_note"], bool(r["changed"])
+        )

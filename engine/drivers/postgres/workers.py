@@ -13,7 +13,7 @@ import psycopg
 from engine.drivers.postgres.pool import LoopPools
 from engine.drivers.postgres.rows import CLAIM_FIELDS, claimed_rows
 from engine.drivers.sqlfiles import Q, Query
-from engine.types import ClaimBatch, ClaimedJob, QueueGauges, WorkerRecord, gauges_at
+from engine.types import ClaimBatch, ClaimedJob, Heartbeat, QueueGauges, WorkerRecord, gauges_at
 
 _RUN_AT = CLAIM_FIELDS.index("run_at")
 
@@ -47,9 +47,9 @@ class PostgresWorkers:
             },
         )
 
-    async def worker_heartbeat(self, *, id: str, in_use: int, stopping: bool, now: datetime) -> bool:
+    async def worker_heartbeat(self, *, id: str, in_use: int, stopping: bool, now: datetime) -> Heartbeat | None:
         row = await self._one(Q.worker_heartbeat.text, {"id": id, "in_use": in_use, "stopping": stopping, "now": now})
-        return row is not None
+        return None if row is None else Heartbeat(row["drain_requested_by"], row["drain_requested_at"])
 
     async def worker_deregister(self, *, id: str) -> None:
         await self._exec(Q.worker_deregister.text, {"id": id})
@@ -68,6 +68,8 @@ class PostgresWorkers:
                 r["heartbeat_at"],
                 r["stopping"],
                 float(r["heartbeat_age"]),
+                r["drain_requested_by"],
+                r["drain_requested_at"],
             )
             for r in rows
         ]

@@ -1,0 +1,67 @@
+"""What every operator action shares: who takes it (the audit's actor), read-only mode, the
+tenant scope (I25), the one id check (engine/introspect/base.py) and the dry run's time budget."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import socket
+from typing import Any
+
+from engine.errors import X_INVALID_ARGUMENT, X_READ_ONLY, JobsError
+from engine.ids import IdFactory
+from engine.introspect.base import EngineView
+
+DEFAULT_BATCH = 500
+DEFAULT_PLAN_BUDGET = 5.0  # seconds a bulk action's dry run (or a short id's lookup) may take
+
+
+def default_actor() -> str:
+    """Who an action is recorded as when the caller names no one: $JOBS_ACTOR, else user@host."""
+    if os.environ.get("JOBS_ACTOR", "").strip():
+        return os.environ["JOBS_ACTOR"].strip()
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return f"{user}@{socket.gethostname()}"
+
+
+class OperatorBase(EngineView):
+    def __init__(
+        self,
+        engine: Any,
+        *,
+        actor: str | None = None,
+        read_only: bool = False,
+        tenant: str | None = None,
+        budget: float = DEFAULT_PLAN_BUDGET,
+        clock: Any = None,
+        read_only_fix: str = "Operator(engine, actor=..., read_only=False)",
+    ) -> None:
+        super().__init__(engine, clock=clock, tenant=tenant)
+        if not isinstance(budget, (int, float)) or not budget > 0:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"budget={budget!r} must be a positive number of seconds",
+                fix="Operator(engine, actor=..., budget=5.0)",
+            )
+        self.budget_ms = max(1, int(budget * 1000))  # bounds the dry run, a read over many rows
+        if actor is None:
+            actor = default_actor()
+        if not isinstance(actor, str) or not actor.strip():
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"actor={actor!r}: every action names who took it",
+                fix="Operator(engine, actor='alice')",
+            )
+        self.actor = actor.strip()
+        self.read_only = read_only
+        self._read_only_fix = read_only_fix
+        self.ids: IdFactory = getattr(engine, "ids", None) or IdFactory(self.clock)
+
+    def _writable(self, what: str) -> None:
+        if self.read_only:
+            raise JobsError(
+                X_READ_ONLY, cause=f"{what} was refused: this operator is read-only", fix=self._read_only_fix
+            )

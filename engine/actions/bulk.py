@@ -1,0 +1,94 @@
+"""Bulk retry, cancel and discard: a dry run (the plan: what would change, grouped by stop reason,
+error code and tenant) and the apply, in batches newest first, optionally paced on the clock.
+Each changed job gets its own audit entry naming the filter the action matched."""
+
+from __future__ import annotations
+
+from engine.actions.base import DEFAULT_BATCH, OperatorBase
+from engine.errors import X_INVALID_ARGUMENT, X_INVALID_STATE, JobsError
+from engine.introspect.filters import describe_filter, scoped
+from engine.projections import BulkAction, BulkPlan, BulkResult, JobFilter
+from engine.types import LIVE_STATES, JobState
+
+ACTIONS: tuple[BulkAction, ...] = ("retry", "cancel", "discard")
+
+
+class BulkActions(OperatorBase):
+    def _bulk_filter(self, action: BulkAction, where: JobFilter) -> JobFilter:
+        if action not in ACTIONS:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"bulk action {action!r} is not one of {', '.join(ACTIONS)}",
+                fix="jobs retry --all --filter state=dead",
+            )
+        where = scoped(where, self.tenant)
+        if action in ("retry", "discard") and where.state not in (None, JobState.DEAD):
+            raise JobsError(
+                X_INVALID_STATE,
+                cause=f"a bulk {action} applies to dead jobs; the filter names state={where.state.value}",
+                fix=f"jobs {action} --all --filter state=dead",
+            )
+        if action == "cancel" and where.state is not None and where.state not in LIVE_STATES:
+            raise JobsError(
+                X_INVALID_STATE,
+                cause=f"a bulk cancel applies to live jobs; the filter names state={where.state.value}",
+                fix="jobs cancel --all --filter state=ready",
+            )
+        return where
+
+    async def plan(self, action: BulkAction, where: JobFilter | None = None) -> BulkPlan:
+        """The dry run: how many jobs the action would touch, grouped by stop reason, error code
+        and tenant, and (retry) how many a live duplicate would dedupe away. Changes nothing, so
+        it is allowed read-only."""
+        where = self._bulk_filter(action, where or JobFilter())
+        await self._open()
+        return await self.driver.job_bulk_plan(
+            action=action, where=where, now=self.clock.now(), budget_ms=self.budget_ms
+        )
+
+    async def bulk(
+        self,
+        action: BulkAction,
+        where: JobFilter | None = None,
+        *,
+        note: str | None = None,
+        per_second: float | None = None,
+        batch_size: int = DEFAULT_BATCH,
+    ) -> BulkResult:
+        """Apply ``action`` to everything matching ``where``, newest first, in batches. With
+        ``per_second`` the batches are paced (at most that many jobs a second) on the clock."""
+        self._writable(f"bulk {action}")
+        where = self._bulk_filter(action, where or JobFilter())
+        if per_second is not None and not per_second > 0:
+            raise JobsError(
+                X_INVALID_ARGUMENT, cause=f"per_second={per_second!r} must be a positive rate", fix="--rate 50"
+            )
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"batch_size={batch_size!r} must be >= 1", fix="batch_size=500")
+        size = batch_size if per_second is None else max(1, min(batch_size, int(per_second)))
+        label = describe_filter(where)  # the audit entry names the filter the action matched
+        await self._open()
+        started = self.clock.now()
+        changed = skipped = 0
+        before: str | None = None
+        while True:
+            t0 = self.clock.monotonic()
+            batch = await self.driver.job_bulk_apply(
+                action=action,
+                where=where,
+                now=self.clock.now(),
+                actor=self.actor,
+                note=note,
+                label=label,
+                limit=size,
+                before=before,
+            )
+            changed += len(batch.changed)
+            skipped += batch.skipped
+            if batch.scanned < size or batch.last_id is None:
+                break
+            before = batch.last_id
+            if per_second is not None:
+                # The pace: this batch may take size / per_second seconds in all.
+                await self.clock.sleep(size / per_second - (self.clock.monotonic() - t0))
+        return BulkResult(action, where, changed, skipped, started, self.clock.now(), per_second, note)

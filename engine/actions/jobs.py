@@ -1,0 +1,158 @@
+"""The id-addressed actions: retry a dead job, retry a job from a step, cancel, discard a dead
+letter. Each checks the id (a full id or a unique short one), applies only to the state it names
+(fenced in the driver's statement too) and is written to the job's history with who, when and
+the incident note. A refusal is a coded error and changes nothing; a clear no-op (cancelling a
+finished job) answers ``changed=False`` with the reason."""
+
+from __future__ import annotations
+
+from engine.actions.base import OperatorBase
+from engine.errors import X_INVALID_ARGUMENT, X_INVALID_STATE, X_KEY_HELD, X_UNKNOWN_STEP, JobsError
+from engine.introspect.base import load_job, not_found
+from engine.projections import ActionResult
+from engine.types import LIVE_STATES, JobState, StepRetry
+
+
+def key_held(job_id: str, holder: str) -> JobsError:
+    """A single-job retry that would run the work twice: another live job holds the key (I2)."""
+    return JobsError(
+        X_KEY_HELD,
+        cause=f"job {holder} is live with the same idempotency key as {job_id}; retrying would run the work twice",
+        fix=f"jobs cancel {holder}",
+    )
+
+
+def checked_step_retry(res: StepRetry, *, tenant: str | None) -> StepRetry:
+    """The driver's answer to a retry from a step, or the clear error of a refusal (nothing changed)."""
+    jid, step = res.job_id, res.step
+    if res.outcome == "retried":
+        return res
+    if res.outcome == "not-found":
+        raise not_found(jid, tenant)
+    if res.outcome == "invalid-state":
+        state = res.state.value if res.state is not None else "?"
+        raise JobsError(
+            X_INVALID_STATE,
+            cause=f"job {jid} is {state}; only a dead or completed job is retried from a step",
+            fix=f"jobs show {jid}",
+        )
+    if res.outcome == "unknown-step":
+        known = ", ".join(repr(n) for n in res.known_steps) or "none recorded"
+        fix = f"jobs retry {jid} --from-step {res.known_steps[0]}" if res.known_steps else f"jobs show {jid}"
+        raise JobsError(X_UNKNOWN_STEP, cause=f"job {jid} has no step {step!r}; its steps: {known}", fix=fix)
+    raise key_held(jid, str(res.holder_id))
+
+
+class JobActions(OperatorBase):
+    async def retry(self, job_id: str, *, tenant: str | None = None, note: str | None = None) -> ActionResult:
+        """Retry a dead job from scratch (attempts reset). Not dead: X_INVALID_STATE. Another
+        live job holding its idempotency key: X_KEY_HELD, naming that job."""
+        self._writable("retry")
+        tenant = self._tenant(tenant)
+        row = await load_job(self, job_id, tenant, budget_ms=self.budget_ms)
+        if row.state is not JobState.DEAD:
+            raise JobsError(
+                X_INVALID_STATE,
+                cause=f"job {row.id} is {row.state.value}; only a dead job can be retried",
+                fix=f"jobs cancel {row.id}" if row.state in LIVE_STATES else f"jobs show {row.id}",
+            )
+        res = await self.driver.job_retry_dead(
+            job_id=row.id, tenant=tenant, now=self.clock.now(), actor=self.actor, note=note
+        )
+        if res is None:
+            raise not_found(row.id, tenant)
+        if res.duplicate_of is not None:
+            raise key_held(row.id, res.duplicate_of)
+        if not res.changed:
+            raise JobsError(
+                X_INVALID_STATE,
+                cause=f"job {row.id} became {res.previous.value} meanwhile; only a dead job can be retried",
+                fix=f"jobs show {row.id}",
+            )
+        return res
+
+    async def retry_from_step(
+        self, job_id: str, step: str, *, tenant: str | None = None, note: str | None = None
+    ) -> ActionResult:
+        """Run a dead or completed job again from ``step``: that step's stored result and every
+        later one are discarded, earlier ones replay. Refused (X_INVALID_STATE, X_UNKNOWN_STEP,
+        X_KEY_HELD, X_NOT_FOUND) with nothing changed."""
+        self._writable("retry from a step")
+        if not isinstance(step, str) or not step.strip():
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"step={step!r} must be a non-empty string",
+                fix=f"jobs retry {job_id} --from-step STEP",
+            )
+        tenant = self._tenant(tenant)
+        row = await load_job(self, job_id, tenant, budget_ms=self.budget_ms)
+        r = checked_step_retry(
+            await self.driver.job_retry_from_step(
+                job_id=row.id, step_name=step, tenant=tenant, now=self.clock.now(), actor=self.actor, note=note
+            ),
+            tenant=tenant,
+        )
+        return ActionResult(
+            "retry_from_step",
+            row.id,
+            True,
+            r.state or row.state,
+            JobState.READY,
+            reason=f"discarded steps: {', '.join(r.discarded) or 'none'}",
+            discarded=r.discarded,
+        )
+
+    async def cancel(self, job_id: str, *, tenant: str | None = None, note: str | None = None) -> ActionResult:
+        """Cancel a live job (ready, delayed, suspended, parked or running: its worker sees the
+        cancel at its next lease renewal). An already finished job is a clear no-op."""
+        self._writable("cancel")
+        tenant = self._tenant(tenant)
+        row = await load_job(self, job_id, tenant, budget_ms=self.budget_ms)
+        res = await self.driver.job_cancel(
+            job_id=row.id, tenant=tenant, now=self.clock.now(), actor=self.actor, note=note
+        )
+        if res is None:
+            raise not_found(row.id, tenant)
+        if not res.cancelled:
+            return ActionResult(
+                "cancel",
+                row.id,
+                False,
+                res.previous,
+                res.previous,
+                reason=f"the job is already {res.previous.value}: nothing to cancel",
+            )
+        return ActionResult(
+            "cancel",
+            row.id,
+            True,
+            res.previous,
+            JobState.CANCELLED,
+            reason="its worker stops it at the next lease renewal" if res.was_running else None,
+        )
+
+    async def discard(self, job_id: str, *, tenant: str | None = None, note: str | None = None) -> ActionResult:
+        """Discard a dead letter: its row, attempts and steps are deleted, and a ``discarded``
+        entry (who, when, the note, what the job was) stays in its history. Only a dead job:
+        anything else is X_INVALID_STATE."""
+        self._writable("discard")
+        tenant = self._tenant(tenant)
+        row = await load_job(self, job_id, tenant, budget_ms=self.budget_ms)
+        if row.state is not JobState.DEAD:
+            raise JobsError(
+                X_INVALID_STATE,
+                cause=f"job {row.id} is {row.state.value}; only a dead job can be discarded",
+                fix=f"jobs cancel {row.id}" if row.state in LIVE_STATES else f"jobs show {row.id}",
+            )
+        res = await self.driver.job_discard(
+            job_id=row.id, tenant=tenant, now=self.clock.now(), actor=self.actor, note=note
+        )
+        if res is None:
+            raise not_found(row.id, tenant)
+        if not res.changed:
+            raise JobsError(
+                X_INVALID_STATE,
+                cause=f"job {row.id} became {res.previous.value} meanwhile; only a dead job can be discarded",
+                fix=f"jobs show {row.id}",
+            )
+        return res

@@ -1,0 +1,329 @@
+"""``BackfillControl``: the gates, the projections and the operator actions of backfills (I22).
+
+Pending = declared minus completed (a completed WRITE pass), per environment. A start is refused
+by the first gate that applies, in this order, each before anything is written: unknown name,
+environment, migration pending, running (one live pass per name), applied (a write rerun needs
+``force``). Dry runs are never refused as applied: they write nothing. Every action names its
+actor, is refused in read-only mode (X_READ_ONLY), and is audited: the ledger row names who
+started a pass, the job's history who cancelled or retried it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from engine.backfills.declare import BackfillDefinition, Catalog, pass_job_name, resolve_environment
+from engine.backfills.passes import check_migration
+from engine.backfills.views import BackfillView, Gate, Progress, Started, Status
+from engine.errors import (
+    X_BACKFILL_APPLIED,
+    X_BACKFILL_ENVIRONMENT,
+    X_BACKFILL_PENDING,
+    X_BACKFILL_RUNNING,
+    X_INVALID_ARGUMENT,
+    X_INVALID_STATE,
+    X_READ_ONLY,
+    JobsError,
+)
+from engine.introspect.base import EngineView
+from engine.projections import ActionResult
+from engine.types import BackfillRun, JobState
+
+HISTORY = 50
+
+
+def _raise(gate: Gate) -> None:
+    raise JobsError(gate.code, cause=gate.cause, fix=gate.fix)
+
+
+class BackfillControl(EngineView):
+    """``BackfillControl(engine, catalog, actor="alice")``: ``pending``, ``views``, ``history``,
+    ``gate``; ``start``, ``cancel``, ``retry``. ``environment``: this deployment's (default the
+    engine's, then $JOBS_ENV)."""
+
+    def __init__(
+        self,
+        engine: Any,
+        backfills: Any,
+        *,
+        actor: str | None = None,
+        read_only: bool = False,
+        environment: str | None = None,
+        clock: Any = None,
+    ) -> None:
+        super().__init__(engine, clock=clock)
+        self.engine = engine
+        self.catalog = Catalog.of(backfills)
+        self.environment = resolve_environment(environment or getattr(engine, "environment", None))
+        self.actor = actor.strip() if isinstance(actor, str) and actor.strip() else None
+        self.read_only = read_only
+
+    def _writable(self, what: str) -> str:
+        if self.read_only:
+            raise JobsError(
+                X_READ_ONLY,
+                cause=f"{what} was refused: this operator is read-only",
+                fix="jobs backfill NAME --app MODULE --write",
+            )
+        if self.actor is None:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"{what}: every action names who took it",
+                fix="BackfillControl(engine, backfills, actor='alice')",
+            )
+        return self.actor
+
+    # --- reads -----------------------------------------------------------------------------------
+
+    async def _applied(self) -> dict[str, BackfillRun]:
+        await self._open()
+        return {r.name: r for r in await self.driver.backfill_applied(environment=self.environment)}
+
+    async def _live(self, names: list[str]) -> dict[str, str]:
+        await self._open()
+        byjob = {pass_job_name(n): n for n in names}
+        return {byjob[p.job_name]: p.job_id for p in await self.driver.backfill_live(job_names=list(byjob))}
+
+    async def pending(self) -> list[BackfillDefinition]:
+        """Declared here and never completed by a write pass here (running ones included)."""
+        applied = await self._applied()
+        return [d for d in self.catalog if d.applies_to(self.environment) and d.backfill not in applied]
+
+    async def require_applied(self) -> None:
+        """X_BACKFILL_PENDING for the first pending backfill: a deploy step or app start can gate on it."""
+        for d in await self.pending():
+            raise JobsError(
+                X_BACKFILL_PENDING,
+                cause=f"backfill {d.backfill!r} is declared and jobs.backfill holds no completed write pass "
+                f"for it in {self.environment}",
+                fix=d.command("--write"),
+            )
+
+    async def history(self, name: str | None = None, *, limit: int = HISTORY) -> list[BackfillRun]:
+        names = None if name is None else [self.catalog.get(name).backfill]
+        await self._open()
+        return await self.driver.backfill_runs(names=names, environment=self.environment, limit=limit)
+
+    def progress_of(self, run: BackfillRun) -> Progress:
+        elapsed = ((run.finished_at or self.clock.now()) - run.started_at).total_seconds()
+        bps = run.batches / elapsed if elapsed > 0 and run.batches else None
+        rps = run.swept / elapsed if elapsed > 0 and run.swept else None
+        remaining = None if run.planned is None else max(run.planned - run.swept, 0)
+        eta = remaining / rps if remaining is not None and rps else None
+        return Progress(
+            run.id,
+            run.job_id,
+            run.dry_run,
+            run.status,
+            run.swept,
+            run.batches,
+            run.planned,
+            remaining,
+            bps,
+            rps,
+            eta,
+            run.started_at,
+        )
+
+    async def progress(self, name: str) -> Progress | None:
+        """The latest pass of ``name`` here, as progress (live while it runs)."""
+        runs = await self.history(name, limit=1)
+        return self.progress_of(runs[0]) if runs else None
+
+    async def views(self) -> list[BackfillView]:
+        """Every declared backfill, its status here, its live progress and the gate a write start meets now."""
+        names = self.catalog.names()
+        applied, live = await self._applied(), await self._live(names)
+        await self._open()
+        runs = await self.driver.backfill_runs(names=names, environment=self.environment, limit=10 * len(names) + 10)
+        last: dict[str, BackfillRun] = {}
+        for r in runs:
+            last.setdefault(r.name, r)
+        out = []
+        for d in self.catalog:
+            n = d.backfill
+            lr = last.get(n)
+            status: Status = "pending"
+            if n in live:
+                status = "running"
+            elif n in applied:
+                status = "completed"
+            elif lr is not None and lr.status in ("failed", "stalled"):
+                status = lr.status  # type: ignore[assignment]
+            gate = self._gate_sync(d, write=True, force=False, applied=applied, live=live)
+            if gate is None and d.applies_to(self.environment):
+                gate = await self._migration_gate(d)
+            out.append(
+                BackfillView(
+                    n,
+                    self.environment,
+                    status,
+                    d.applies_to(self.environment),
+                    d.environments,
+                    d.requires,
+                    d.batch_size,
+                    d.rate,
+                    live.get(n),
+                    applied.get(n),
+                    lr,
+                    None if lr is None else self.progress_of(lr),
+                    gate,
+                )
+            )
+        return out
+
+    # --- gates -----------------------------------------------------------------------------------
+
+    def _gate_sync(
+        self, d: BackfillDefinition, *, write: bool, force: bool, applied: dict[str, BackfillRun], live: dict[str, str]
+    ) -> Gate | None:
+        env = self.environment
+        if not d.applies_to(env):
+            target = d.environments[0]
+            return Gate(
+                X_BACKFILL_ENVIRONMENT,
+                f"backfill {d.backfill!r} declares environments: {', '.join(d.environments)} and this process "
+                f"resolved {env}; add {env!r} to that list if this deploy should sweep too",
+                f"JOBS_ENV={target} {d.command('--write')}",
+            )
+        if d.backfill in live:
+            job = live[d.backfill]
+            return Gate(
+                X_BACKFILL_RUNNING,
+                f"backfill {d.backfill!r} already has a live pass queued as {job}, and one name holds one live "
+                "pass; its step trace names the batch it is on",
+                f"jobs show {job}",
+            )
+        done = applied.get(d.backfill)
+        if write and not force and done is not None:
+            at = done.finished_at.isoformat() if done.finished_at else "?"
+            return Gate(
+                X_BACKFILL_APPLIED,
+                f"backfill {d.backfill!r} completed as run {done.id} at {at} in {env}; a forced rerun writes "
+                "a NEW ledger row and never edits that one",
+                d.command("--write", "--force"),
+            )
+        return None
+
+    async def _migration_gate(self, d: BackfillDefinition) -> Gate | None:
+        if d.requires is None:
+            return None
+
+        def read() -> None:
+            conn = d.owner.open_connection()
+            try:
+                check_migration(d, conn)
+            finally:
+                if conn is not None:
+                    conn.close()
+
+        try:
+            await asyncio.to_thread(read)
+        except JobsError as err:
+            return Gate(err.code, err.cause, err.fix)
+        return None
+
+    async def gate(self, name: str, *, write: bool = True, force: bool = False) -> Gate | None:
+        """The gate that would refuse this start now, or None (an unknown name raises X_BACKFILL_UNKNOWN)."""
+        d = self.catalog.get(name)
+        applied, live = await self._applied(), await self._live([d.backfill])
+        if not d.applies_to(self.environment):
+            return self._gate_sync(d, write=write, force=force, applied=applied, live=live)
+        return await self._migration_gate(d) or self._gate_sync(d, write=write, force=force, applied=applied, live=live)
+
+    # --- actions ---------------------------------------------------------------------------------
+
+    async def start(self, name: str, *, write: bool = False, force: bool = False) -> Started:
+        """Enqueue a pass (a dry run unless ``write``) after every gate; its ledger row is written
+        only when the pass is really enqueued."""
+        actor = self._writable("starting a backfill pass")
+        d = self.catalog.get(name)
+        gate = await self.gate(name, write=write, force=force)
+        if gate is not None:
+            _raise(gate)
+        run_id = self.engine.ids.new()
+        inp = {
+            "run": run_id,
+            "environment": self.environment,
+            "write": write,
+            "forced": force,
+            "actor": actor,
+            "app_version": d.owner.version,
+        }
+        res = await self.engine.aenqueue(d, inp)
+        if res.deduped:  # another starter won the race since the gate read
+            _raise(self._gate_sync(d, write=write, force=force, applied={}, live={d.backfill: res.id}))  # type: ignore[arg-type]
+        await self.driver.backfill_open(
+            run=BackfillRun(
+                run_id,
+                d.backfill,
+                self.environment,
+                res.id,
+                "queued",
+                not write,
+                force,
+                self.clock.now(),
+                d.owner.version,
+                actor,
+            )
+        )
+        return Started(d.backfill, run_id, res.id, self.environment, not write, force)
+
+    async def _latest(self, name: str) -> BackfillRun:
+        runs = await self.history(name, limit=1)
+        if not runs or runs[0].job_id is None:
+            d = self.catalog.get(name)
+            raise JobsError(
+                X_INVALID_STATE, cause=f"backfill {name!r} has no pass in {self.environment}", fix=d.command()
+            )
+        return runs[0]
+
+    async def cancel(self, name: str, *, note: str | None = None) -> ActionResult:
+        """Cancel the live pass of ``name``: its rate wait and its next batch see it; the ledger says cancelled."""
+        actor = self._writable("cancelling a backfill pass")
+        d = self.catalog.get(name)
+        live = await self._live([d.backfill])
+        run = await self._latest(name)
+        job_id = live.get(d.backfill) or run.job_id
+        assert job_id is not None
+        res = await self.driver.job_cancel(job_id=job_id, tenant=None, now=self.clock.now(), actor=actor, note=note)
+        if res is None or not res.cancelled:
+            prev = res.previous if res is not None else JobState.COMPLETED
+            return ActionResult(
+                "cancel", job_id, False, prev, prev, reason=f"the pass is {prev.value}: nothing to cancel"
+            )
+        if run.job_id == job_id:
+            await self.driver.backfill_finish(
+                run_id=run.id,
+                outcome="cancelled",
+                swept=None,
+                batches=None,
+                error=f"cancelled by {actor}",
+                now=self.clock.now(),
+            )
+        return ActionResult(
+            "cancel", job_id, True, res.previous, JobState.CANCELLED, reason="its worker stops it before its next batch"
+        )
+
+    async def retry(self, name: str, *, note: str | None = None) -> ActionResult:
+        """Resume the latest failed or cancelled pass of ``name`` from the batch it stopped on."""
+        actor = self._writable("retrying a backfill pass")
+        run = await self._latest(name)
+        if run.status not in ("failed", "cancelled", "stalled", "running", "queued"):
+            raise JobsError(
+                X_INVALID_STATE,
+                cause=f"the latest pass of {name!r} is {run.status}; only a failed or cancelled pass continues",
+                fix=self.catalog.get(name).command("--status"),
+            )
+        assert run.job_id is not None
+        res = await self.driver.backfill_pass_resume(job_id=run.job_id, now=self.clock.now(), actor=actor, note=note)
+        if res is None:
+            raise JobsError(
+                X_INVALID_STATE,
+                cause=f"the job {run.job_id} of pass {run.id} is gone (pruned)",
+                fix=self.catalog.get(name).command("--write"),
+            )
+        if res.changed:
+            await self.driver.queue_notify(queues=[self.catalog.get(name).queue])
+        return res

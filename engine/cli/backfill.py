@@ -1,0 +1,241 @@
+"""`jobs backfill`: the pending alarm, the status of every declared backfill, and starting,
+following, cancelling and retrying a pass.
+
+  jobs backfill --pending [--json]            exit 4 when anything is pending here (a deploy gate)
+  jobs backfill [--status] [--json]           every backfill: status, progress, the gate a start meets
+  jobs backfill NAME [--write] [--force] [--wait] [--json]   enqueue a pass (a dry run by default)
+  jobs backfill NAME --cancel | --retry | --history
+
+--app names the module declaring them (default $JOBS_APP); --env the environment (default $JOBS_ENV).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import typer
+
+from engine.actions.base import default_actor
+from engine.cli import EXIT_DRIFT, EXIT_ERROR, app, fail
+from engine.cli.admin import DSN_HELP, resolve_dsn
+from engine.cli.ops import ACTOR_HELP, EXIT_NOOP
+from engine.cli.reads import console, emit, table, to_json
+from engine.errors import X_BACKFILL_PENDING, X_WORKER_TARGET, JobsError
+
+T = TypeVar("T")
+FINAL = ("completed", "failed", "stalled", "cancelled")
+
+
+def load_catalog(module: str | None) -> Any:
+    from engine.backfills import Catalog
+    from engine.cli.worker import load_target
+
+    target = module or os.environ.get("JOBS_APP")
+    if not target:
+        raise JobsError(
+            X_WORKER_TARGET,
+            cause="no --app was given and $JOBS_APP is not set",
+            fix="jobs backfill --pending --app myapp.backfills",
+        )
+    load_target(target)  # the import and its errors, as `jobs worker` reports them
+    mod = importlib.import_module(target.partition(":")[0])
+    return Catalog.of(mod)
+
+
+def _run(dsn: str | None, env: str | None, json_out: bool, call: Callable[[Any], Awaitable[T]]) -> T:
+    from engine.api import connect
+
+    try:
+        eng = connect(resolve_dsn(dsn), environment=env)
+    except JobsError as err:
+        fail(err, as_json=json_out)
+
+    async def go() -> T:
+        try:
+            return await call(eng)
+        finally:
+            await eng.driver.close()
+
+    try:
+        return asyncio.run(go())
+    except JobsError as err:
+        fail(err, as_json=json_out)
+        raise
+
+
+def _control(eng: Any, catalog: Any, actor: str | None) -> Any:
+    from engine.backfills import BackfillControl
+
+    return BackfillControl(eng, catalog, actor=actor or default_actor(), environment=eng.environment)
+
+
+def _pending(catalog: Any, dsn: str | None, env: str | None, json_out: bool) -> None:
+    async def call(eng: Any) -> tuple[str, list[Any]]:
+        ctl = _control(eng, catalog, None)
+        return ctl.environment, await ctl.pending()
+
+    environment, pending = _run(dsn, env, json_out, call)
+    rows = []
+    for d in pending:
+        err = JobsError(
+            X_BACKFILL_PENDING,
+            cause=f"backfill {d.backfill!r} is declared and jobs.backfill holds no completed write pass for it "
+            f"in {environment}",
+            fix=d.command("--write"),
+        )
+        rows.append({"name": d.backfill, "error": err.as_dict()})
+    if json_out:
+        emit({"environment": environment, "pending": rows})
+    else:
+        out = console()
+        if not rows:
+            out.print(f"nothing pending in {environment}")
+        for r in rows:
+            out.print(f"error {r['error']['code']}: {r['error']['cause']}\n  fix: {r['error']['fix']}")
+    if rows:
+        raise typer.Exit(EXIT_DRIFT)
+
+
+def _status(catalog: Any, dsn: str | None, env: str | None, json_out: bool) -> None:
+    views = _run(dsn, env, json_out, lambda e: _control(e, catalog, None).views())
+    if json_out:
+        return emit(views)
+    t = table("backfill", "env", "status", "swept", "remaining", "batches/s", "ETA", "gate")
+    for v in views:
+        p = v.progress
+        t.add_row(
+            v.name,
+            v.environment,
+            v.status,
+            "" if p is None else str(p.swept),
+            "" if p is None or p.remaining is None else str(p.remaining),
+            "" if p is None or p.batches_per_second is None else f"{p.batches_per_second:.1f}",
+            "" if p is None or p.eta_seconds is None or v.status != "running" else f"{p.eta_seconds:.0f}s",
+            "" if v.gate is None else v.gate.code,
+        )
+    console().print(t)
+
+
+def _follow(catalog: Any, name: str, job_id: str, dsn: str | None, env: str | None, json_out: bool) -> int:
+    """Follow a pass until it finishes, with a progress bar; its outcome as the exit code."""
+
+    async def call(eng: Any) -> Any:
+        ctl = _control(eng, catalog, None)
+        bar = None
+        if not json_out:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+            bar = Progress(
+                TextColumn(name),
+                BarColumn(),
+                TextColumn("{task.completed}/{task.total} rows"),
+                TimeRemainingColumn(),
+                console=console(),
+            )
+            bar.start()
+            task = bar.add_task(name, total=None)
+        try:
+            while True:
+                p = await ctl.progress(name)
+                job = await eng.aget(job_id)
+                if bar is not None and p is not None:
+                    bar.update(task, completed=p.swept, total=p.planned)
+                if job.state.value in ("completed", "dead", "cancelled"):
+                    return p, job
+                await asyncio.sleep(0.5)  # a person watching: the display's refresh, not a wait for a condition
+        finally:
+            if bar is not None:
+                bar.stop()
+
+    p, job = _run(dsn, env, json_out, call)
+    if json_out:
+        emit({"progress": p, "job": {"id": job.id, "state": job.state.value, "last_error": job.last_error}})
+    else:
+        console().print(
+            f"{name}: {p.status if p else job.state.value}" + (f" ({job.last_error})" if job.last_error else "")
+        )
+    return 0 if p is not None and p.status == "completed" else EXIT_ERROR
+
+
+@app.command("backfill")
+def backfill_cmd(
+    name: str = typer.Argument(None, help="a declared backfill (none: every one's status)"),
+    app_module: str = typer.Option(None, "--app", help="the module declaring the backfills (default $JOBS_APP)"),
+    pending: bool = typer.Option(False, "--pending", help="list what is pending here; exit 4 when anything is"),
+    status: bool = typer.Option(False, "--status", help="every backfill's status, progress and gate"),
+    write: bool = typer.Option(False, "--write", help="write (default: a dry run that counts and reads)"),
+    force: bool = typer.Option(False, "--force", help="rerun an applied backfill (a new ledger row)"),
+    wait: bool = typer.Option(False, "--wait", help="follow the pass and exit with its outcome"),
+    cancel: bool = typer.Option(False, "--cancel", help="cancel its live pass"),
+    retry: bool = typer.Option(False, "--retry", help="continue its failed or cancelled pass from its batch"),
+    history: bool = typer.Option(False, "--history", help="its ledger rows here, newest first"),
+    env: str = typer.Option(None, "--env", help="the environment (default $JOBS_ENV, else development)"),
+    actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Backfills: the pending alarm, status, and starting, following, cancelling or retrying a pass."""
+    try:
+        catalog = load_catalog(app_module)
+        if name is not None:
+            catalog.get(name)  # X_BACKFILL_UNKNOWN, before the database
+    except JobsError as err:
+        fail(err, as_json=json_out)
+    if pending:
+        return _pending(catalog, dsn, env, json_out)
+    if name is None or status:
+        return _status(catalog, dsn, env, json_out)
+    if history:
+        runs = _run(dsn, env, json_out, lambda e: _control(e, catalog, actor).history(name))
+        if json_out:
+            return emit(runs)
+        t = table("run", "status", "mode", "forced", "started", "finished", "swept", "batches", "error")
+        for r in runs:
+            t.add_row(
+                r.id,
+                r.status,
+                "dry-run" if r.dry_run else "write",
+                "yes" if r.forced else "",
+                str(r.started_at)[:19],
+                str(r.finished_at or "")[:19],
+                str(r.swept),
+                str(r.batches),
+                r.error or "",
+            )
+        return console().print(t)
+    if cancel or retry:
+        res = _run(
+            dsn, env, json_out, lambda e: getattr(_control(e, catalog, actor), "cancel" if cancel else "retry")(name)
+        )
+        if json_out:
+            emit(res)
+        else:
+            console().print(
+                f"{res.action} {name} pass {res.job_id}: {'done' if res.changed else 'nothing changed'}"
+                + (f"; {res.reason}" if res.reason else "")
+            )
+        if not res.changed:
+            raise typer.Exit(EXIT_NOOP)
+        if retry and wait:
+            raise typer.Exit(_follow(catalog, name, res.job_id, dsn, env, json_out))
+        return
+    started = _run(dsn, env, json_out, lambda e: _control(e, catalog, actor).start(name, write=write, force=force))
+    if not wait:
+        if json_out:
+            return emit(started)
+        mode = "write" if write else "dry run"
+        return console().print(
+            f"{started.job_id} {mode} pass of {name} enqueued in {started.environment} (run {started.run_id})"
+        )
+    if not json_out:
+        console().print(f"{started.job_id} {'write' if write else 'dry run'} pass of {name} enqueued")
+    sys.stdout.flush()
+    raise typer.Exit(_follow(catalog, name, started.job_id, dsn, env, json_out))
+
+
+__all__ = ["backfill_cmd", "load_catalog", "to_json"]

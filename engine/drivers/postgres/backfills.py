@@ -1,0 +1,112 @@
+"""PostgresDriver's backfill ledger: jobs.backfill through sql/queries/backfills.sql (I22)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from engine.drivers.postgres.pool import LoopPools
+from engine.drivers.sqlfiles import Q, Query
+from engine.projections import ActionResult
+from engine.types import BackfillRun, BackfillStatus, Claim, JobState, LivePass
+
+
+def _run(r: Any) -> BackfillRun:
+    return BackfillRun(
+        id=str(r["id"]),
+        name=r["name"],
+        environment=r["environment"],
+        job_id=None if r["job_id"] is None else str(r["job_id"]),
+        status=r["status"],
+        dry_run=r["dry_run"],
+        forced=r["forced"],
+        started_at=r["started_at"],
+        app_version=r["app_version"],
+        actor=r["actor"],
+        finished_at=r["finished_at"],
+        planned=None if r["planned"] is None else int(r["planned"]),
+        swept=int(r["swept"]),
+        batches=int(r["batches"]),
+        error=r["error"],
+    )
+
+
+class PostgresBackfills:
+    pools: LoopPools
+
+    async def _bf(self, q: Query, params: dict[str, Any]) -> list[Any]:
+        async with self.pools.connection() as conn:
+            cur = await conn.execute(q.text, params)  # type: ignore[arg-type]
+            return await cur.fetchall()
+
+    async def backfill_open(self, *, run: BackfillRun) -> bool:
+        rows = await self._bf(
+            Q.backfill_open,
+            {
+                "id": run.id,
+                "name": run.name,
+                "environment": run.environment,
+                "dry_run": run.dry_run,
+                "forced": run.forced,
+                "job_id": run.job_id,
+                "app_version": run.app_version,
+                "actor": run.actor,
+                "now": run.started_at,
+            },
+        )
+        return bool(rows)
+
+    async def backfill_begin(self, *, run_id: str, planned: int | None) -> bool:
+        return bool(await self._bf(Q.backfill_begin, {"id": run_id, "planned": planned}))
+
+    async def backfill_progress(self, *, run_id: str, claim: Claim, swept: int, batches: int) -> bool:
+        p = {"id": run_id, "swept": swept, "batches": batches, "job_id": claim.job_id}
+        return bool(await self._bf(Q.backfill_progress, p | {"worker": claim.worker, "run": claim.run}))
+
+    async def backfill_finish(
+        self,
+        *,
+        run_id: str,
+        outcome: BackfillStatus,
+        swept: int | None,
+        batches: int | None,
+        error: str | None,
+        now: datetime,
+    ) -> bool:
+        p = {"id": run_id, "outcome": outcome, "swept": swept, "batches": batches, "error": error, "now": now}
+        return bool(await self._bf(Q.backfill_finish, p))
+
+    async def backfill_runs(
+        self, *, names: Sequence[str] | None, environment: str | None, limit: int
+    ) -> list[BackfillRun]:
+        p = {"names": None if names is None else list(names), "environment": environment, "limit": limit}
+        return [_run(r) for r in await self._bf(Q.backfill_runs, p)]
+
+    async def backfill_applied(self, *, environment: str) -> list[BackfillRun]:
+        return [_run(r) for r in await self._bf(Q.backfill_applied, {"environment": environment})]
+
+    async def backfill_live(self, *, job_names: Sequence[str]) -> list[LivePass]:
+        if not job_names:
+            return []
+        rows = await self._bf(Q.backfill_live, {"names": list(job_names)})
+        return [LivePass(str(r["id"]), r["name"], JobState(r["state"])) for r in rows]
+
+    async def backfill_pass_resume(
+        self, *, job_id: str, now: datetime, actor: str | None, note: str | None
+    ) -> ActionResult | None:
+        rows = await self._bf(Q.backfill_pass_resume, {"id": job_id, "now": now, "actor": actor, "note": note})
+        if not rows:
+            return None
+        r = rows[0]
+        prev = JobState(r["previous"])
+        if r["changed"]:
+            return ActionResult("retry", job_id, True, prev, JobState.READY)
+        if r["holder_id"] is not None:
+            holder = str(r["holder_id"])
+            return ActionResult(
+                "retry", job_id, False, prev, prev, reason=f"live pass {holder} holds its key", duplicate_of=holder
+            )
+        return ActionResult(
+            "retry", job_id, False, prev, prev, reason=f"the pass is {prev.value}, not dead or cancelled"
+        )
