@@ -78,8 +78,7 @@ class Source:
         self.read_only = read_only
         self.budget = budget
         self.actor = actor or f"console:{_os_user()}"
-        describe = getattr(engine.driver, "describe", None)
-        self.database = redact_dsn(database or (describe() if callable(describe) else engine.driver.kind))
+        self.database = redact_dsn(database or engine.driver.describe())
         self.driver = driver or engine.driver.kind
         self._intro = Introspector(engine, budget=budget)
         self._ops = Operator(engine, actor=self.actor, read_only=read_only)

@@ -119,3 +119,17 @@ class JobsError(Exception):
 
     def render(self) -> str:
         return f"{self.code}: {self.cause}\n  fix: {self.fix}\n  docs: {self.docs}"
+
+
+class ConnectionLost(JobsError):
+    """The storage's connection failed under a call (the server away or restarting, the pool
+    exhausted), not the call's own statement: the call may be repeated after a backoff. A driver
+    raises it for its own errors of that kind, so the runtime recognises one error whatever the
+    driver. Its code is X_DB_UNREACHABLE, the code of a database that did not answer."""
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(
+            X_DB_UNREACHABLE,
+            cause=cause,
+            fix="check the server is up and the DSN is right: psql \"$JOBS_DSN\" -c 'select 1'",
+        )

@@ -247,7 +247,6 @@ class JobDetail:
     history: tuple[HistoryEntry, ...]  # lifecycle facts and operator actions (who, when, what)
     next_retry: NextRetry | None
     why: WhyReport
-    steps_available: bool = True  # False: this driver has no durable steps yet
 
     @property
     def stop_reason(self) -> StopReason | None:
@@ -306,7 +305,6 @@ class WorkersView:
     at: datetime
     workers: tuple[WorkerView, ...]
     stale_after: float  # seconds
-    available: bool = True  # False: this deployment has no worker registry yet
 
 
 # --- actions ----------------------------------------------------------------------------------

@@ -184,7 +184,7 @@ class JobDetailScreen(DataScreen, Flows):
         put("#detail-title", Text.assemble(("Job ", "bold"), (d.job.id, "bold"), "  ", state_text(d.job.state.value)))
         put("#why-line", why_text(d, now))
         put("#facts", facts_text(d, now))
-        put("#steps", timeline_text(d.steps, now, available=d.steps_available))
+        put("#steps", timeline_text(d.steps, now))
         put("#attempts", attempts_text(d, now))
         put("#input", json_block("Input", d.job.input, self.unfolded))
         result = self.query_one("#result", Static)

@@ -90,7 +90,7 @@ def queue_row(q: QueueStats, columns: tuple[tuple[str, str], ...] = COLUMNS) -> 
 
 def fleet_text(workers: WorkersView | None) -> str | None:
     """The fleet's live workers and their slots in use, once for all queues."""
-    if workers is None or not workers.available:
+    if workers is None:
         return None
     live = [w for w in workers.workers if not w.stale]
     return (

@@ -74,10 +74,7 @@ class WorkersScreen(DataScreen):
         empty = self.query_one("#empty", Static)
         empty.display = not view.workers
         update_changed(
-            empty,
-            "No worker registry in this deployment yet."
-            if not view.available
-            else "No worker has registered: nothing is claiming jobs. Start one with `jobs worker MODULE`.",
+            empty, "No worker has registered: nothing is claiming jobs. Start one with `jobs worker MODULE`."
         )
         update_changed(
             self.query_one("#note", Static),

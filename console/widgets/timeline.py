@@ -34,9 +34,7 @@ class StepLike(Protocol):
     def duration(self) -> float | None: ...
 
 
-def timeline_text(steps: Sequence[StepLike], now: datetime, *, available: bool = True) -> Text:
-    if not available:
-        return Text("Step traces are not available from this driver yet.", style="dim italic")
+def timeline_text(steps: Sequence[StepLike], now: datetime) -> Text:
     if not steps:
         return Text("No steps recorded (the job has not reached a ctx.step call).", style="dim italic")
     longest = max((s.duration or (now - s.started_at).total_seconds() for s in steps), default=0) or 1
@@ -65,5 +63,5 @@ def timeline_text(steps: Sequence[StepLike], now: datetime, *, available: bool =
 
 
 class StepTimeline(Static):
-    def show(self, steps: Sequence[StepLike], now: datetime, *, available: bool = True) -> None:
-        self.update(timeline_text(steps, now, available=available))
+    def show(self, steps: Sequence[StepLike], now: datetime) -> None:
+        self.update(timeline_text(steps, now))

@@ -1,8 +1,27 @@
-"""The Driver protocol: the one seam between the engine and storage.
+"""The Driver protocol: the one seam between the engine and storage, one protocol per area.
 
 Noun first, keyword-only, frozen dataclasses back (never dicts). Both drivers implement every
 member with the same meaning; the contract suite checks the members by reflection and runs the
 same behaviour tests against each.
+
+Each area is one name spelled four times: a protocol here (``JobsArea`` ...), its memory half
+(engine/drivers/memory/jobs.py), its Postgres half (engine/drivers/postgres/jobs.py) and its
+named statements (sql/queries/jobs.sql). ``AREAS`` lists them; ``Driver`` is their composition
+with ``Lifecycle``. Every driver implements every member, so nothing probes a driver for one.
+
+A new area (outbox, schedules, backfills) lands the same way:
+
+1. here, ``class OutboxArea(Protocol)`` with its members (``outbox_stage(*, ..., now)``), added
+   to ``Driver``'s bases and to ``AREAS`` as ``"outbox": OutboxArea``;
+2. sql/queries/outbox.sql, each statement headed ``-- name: outbox_claim :many``;
+3. engine/drivers/postgres/outbox.py, ``class PostgresOutbox(PostgresBase)``: each member runs
+   its statement through the base (``await self._rows(Q.outbox_claim, {...})``), whose
+   cardinality the header declares;
+4. engine/drivers/memory/outbox.py, ``class MemoryOutbox(MemoryBase)`` over a typed table added
+   to ``MemoryState`` (a dataclass field, never a string-keyed dict);
+5. both classes added to ``PostgresDriver``'s and ``MemoryDriver``'s bases, and the behaviour
+   tests to tests/contract/test_outbox.py. The contract suite then checks by reflection that
+   both drivers implement each new member, with the protocol's signature, in the area's module.
 """
 
 from __future__ import annotations
@@ -33,7 +52,6 @@ from engine.types import (
     CancelResult,
     Claim,
     ClaimBatch,
-    ClaimedJob,
     EnqueueResult,
     EventRecord,
     Heartbeat,
@@ -53,60 +71,8 @@ from engine.types import (
 )
 
 
-class BackfillsDriver(Protocol):
-    """The backfill ledger (engine/drivers/*/backfills.py, sql/queries/backfills.sql, I22): one row
-    per pass, never an edit of a completed one, and the live pass jobs behind the rows."""
-
-    async def backfill_open(self, *, run: BackfillRun) -> bool:
-        """Write a pass's ledger row (queued) unless its id is there; True when written."""
-        ...
-
-    async def backfill_begin(self, *, run_id: str, planned: int | None) -> bool:
-        """Mark a pass running (a resumed one too), keeping the first count; False when completed."""
-        ...
-
-    async def backfill_progress(self, *, run_id: str, claim: Claim, swept: int, batches: int) -> bool:
-        """Record a pass's totals, fenced on its job still held by ``claim``; False otherwise."""
-        ...
-
-    async def backfill_finish(
-        self,
-        *,
-        run_id: str,
-        outcome: BackfillStatus,
-        swept: int | None,
-        batches: int | None,
-        error: str | None,
-        now: datetime,
-    ) -> bool:
-        """Record a pass's outcome; False when the row is completed already (never edited)."""
-        ...
-
-    async def backfill_runs(
-        self, *, names: Sequence[str] | None, environment: str | None, limit: int
-    ) -> list[BackfillRun]:
-        """Ledger rows, newest first (started_at, id), of ``names`` (None: all) in ``environment``."""
-        ...
-
-    async def backfill_applied(self, *, environment: str) -> list[BackfillRun]:
-        """Per backfill name, its latest completed write pass in ``environment``."""
-        ...
-
-    async def backfill_live(self, *, job_names: Sequence[str]) -> list[LivePass]:
-        """The live jobs of these pass job names, by name then id."""
-        ...
-
-    async def backfill_pass_resume(
-        self, *, job_id: str, now: datetime, actor: str | None, note: str | None
-    ) -> ActionResult | None:
-        """Make a dead or cancelled pass job ready, steps kept and attempts reset, audited; a live
-        holder of its key changes nothing and is named. None when no job has that id."""
-        ...
-
-
-@runtime_checkable
-class Driver(BackfillsDriver, Protocol):
-    """Storage for jobs. Every time-comparing call takes ``now`` from the engine's clock."""
+class Lifecycle(Protocol):
+    """Opening, closing and naming the storage."""
 
     kind: str  # "memory" | "postgres"
 
@@ -115,6 +81,15 @@ class Driver(BackfillsDriver, Protocol):
         ...
 
     async def close(self) -> None: ...
+
+    def describe(self) -> str:
+        """What this storage is, for a person: ``memory``, or ``postgres`` and the DSN without
+        its password (I25)."""
+        ...
+
+
+class JobsArea(Protocol):
+    """The core queue: enqueue, settle, cancel, read one job (the claim is the worker's)."""
 
     async def job_enqueue(self, *, jobs: Sequence[NewJob], now: datetime) -> list[EnqueueResult]:
         """Insert a batch (one round trip). A live row holding (name, tenant or '', key) answers
@@ -125,13 +100,6 @@ class Driver(BackfillsDriver, Protocol):
         """A big batch, all or nothing: ``chunks`` is read lazily, each chunk sent while the next
         is built, and one that raises (a row that fails its checks) leaves nothing written. The
         answers as ``job_enqueue`` gives them, in order; a key held across chunks dedupes."""
-        ...
-
-    async def job_claim(
-        self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
-    ) -> list[ClaimedJob]:
-        """Lease up to ``limit`` due rows of unpaused ``queues`` to ``worker``, in priority, run_at,
-        id order. Each claim burns one attempt (a later park/suspend/release hands it back)."""
         ...
 
     async def job_ack_many(self, *, acks: Sequence[Ack], now: datetime) -> list[str]:
@@ -158,7 +126,9 @@ class Driver(BackfillsDriver, Protocol):
 
     async def job_attempts(self, *, job_id: str) -> list[AttemptRecord]: ...
 
-    # --- workers (engine/drivers/*/workers.py) --------------------------------------------------
+
+class WorkersArea(Protocol):
+    """Worker registration, the worker's claim, wake-ups and queue gauges."""
 
     async def worker_register(
         self, *, id: str, host: str, pid: int, queues: Sequence[str], concurrency: int, now: datetime
@@ -180,9 +150,11 @@ class Driver(BackfillsDriver, Protocol):
     async def worker_claim(
         self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
     ) -> ClaimBatch:
-        """job_claim's meaning exactly (lease, claimant stamp, attempt burned), planned for the
-        worker's hot path: per queue, so the claim index gives the order. With a claim short of
-        ``limit``, also when the queues next have work it did not take (an idle worker's wake-up)."""
+        """The one claim: lease up to ``limit`` due rows of unpaused ``queues`` to ``worker``, in
+        priority, run_at, id order. Each claim burns one attempt (a later park/suspend/release
+        hands it back) and clears what a finished run left (finished_at, result, stop reason).
+        With a claim short of ``limit``, also when the queues next have work it did not take (an
+        idle worker's wake-up)."""
         ...
 
     async def queue_wait(self, *, queues: Sequence[str], timeout: float) -> bool:
@@ -199,7 +171,9 @@ class Driver(BackfillsDriver, Protocol):
         answers (depth and dead as counted then, the oldest age advanced to ``now``); 0 counts now."""
         ...
 
-    # --- fleet limits (engine/drivers/*/limits.py) ----------------------------------------------
+
+class LimitsArea(Protocol):
+    """Fleet-wide concurrency slots and rate buckets."""
 
     async def slot_acquire(
         self, *, key: str, limit: int, job_id: str, worker: str, now: datetime, lease_seconds: float
@@ -217,7 +191,9 @@ class Driver(BackfillsDriver, Protocol):
         """Take a token from the bucket of ``key``: 0.0 when taken, else seconds until one refills."""
         ...
 
-    # --- maintenance (engine/drivers/*/maintenance.py), fenced on the leader's term -------------
+
+class MaintenanceArea(Protocol):
+    """The leader lease and what the leader does, every mutation fenced on its term."""
 
     async def leader_acquire(self, *, name: str, holder: str, now: datetime, lease_seconds: float) -> int | None:
         """Take or renew a leader lease; its term (grows on each change of holder), or None."""
@@ -256,7 +232,9 @@ class Driver(BackfillsDriver, Protocol):
         """Delete worker rows whose heartbeat stopped before ``before``."""
         ...
 
-    # --- durable steps and events (engine/drivers/*/steps.py) ----------------------------------
+
+class StepsArea(Protocol):
+    """Durable steps and events."""
 
     async def step_load(self, *, job_id: str) -> list[StoredStep]:
         """Every stored step of a job with its result, in seq order: what a replay answers from."""
@@ -298,7 +276,9 @@ class Driver(BackfillsDriver, Protocol):
         results (by seq), reset it to ready with attempts reset, record who. Refusals change nothing."""
         ...
 
-    # --- introspection (engine/drivers/*/introspect.py): each read bounded by budget_ms --------
+
+class IntrospectArea(Protocol):
+    """The read models, each read bounded by ``budget_ms``."""
 
     async def queue_stats(self, *, now: datetime, count_cap: int, budget_ms: int | None) -> list[QueueStats]:
         """Per queue: counts by state (each capped at count_cap: kind at-least past it), completed
@@ -329,7 +309,9 @@ class Driver(BackfillsDriver, Protocol):
         """The stored slot rows and rate buckets of these limit keys (keys with neither: left out)."""
         ...
 
-    # --- operator actions (engine/drivers/*/actions.py): fenced on state, audited -----------------
+
+class ActionsArea(Protocol):
+    """Operator actions: fenced on state, audited."""
 
     async def job_retry_dead(
         self, *, job_id: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
@@ -390,3 +372,74 @@ class Driver(BackfillsDriver, Protocol):
         """Ask a registered worker to drain: its next heartbeat answers the request. Asked
         already: the standing request, ``changed`` False. None when no worker has that id."""
         ...
+
+class BackfillsArea(Protocol):
+    """The backfill ledger (engine/drivers/*/backfills.py, sql/queries/backfills.sql, I22): one row
+    per pass, never an edit of a completed one, and the live pass jobs behind the rows."""
+
+    async def backfill_open(self, *, run: BackfillRun) -> bool:
+        """Write a pass's ledger row (queued) unless its id is there; True when written."""
+        ...
+
+    async def backfill_begin(self, *, run_id: str, planned: int | None) -> bool:
+        """Mark a pass running (a resumed one too), keeping the first count; False when completed."""
+        ...
+
+    async def backfill_progress(self, *, run_id: str, claim: Claim, swept: int, batches: int) -> bool:
+        """Record a pass's totals, fenced on its job still held by ``claim``; False otherwise."""
+        ...
+
+    async def backfill_finish(
+        self,
+        *,
+        run_id: str,
+        outcome: BackfillStatus,
+        swept: int | None,
+        batches: int | None,
+        error: str | None,
+        now: datetime,
+    ) -> bool:
+        """Record a pass's outcome; False when the row is completed already (never edited)."""
+        ...
+
+    async def backfill_runs(
+        self, *, names: Sequence[str] | None, environment: str | None, limit: int
+    ) -> list[BackfillRun]:
+        """Ledger rows, newest first (started_at, id), of ``names`` (None: all) in ``environment``."""
+        ...
+
+    async def backfill_applied(self, *, environment: str) -> list[BackfillRun]:
+        """Per backfill name, its latest completed write pass in ``environment``."""
+        ...
+
+    async def backfill_live(self, *, job_names: Sequence[str]) -> list[LivePass]:
+        """The live jobs of these pass job names, by name then id."""
+        ...
+
+    async def backfill_pass_resume(
+        self, *, job_id: str, now: datetime, actor: str | None, note: str | None
+    ) -> ActionResult | None:
+        """Make a dead or cancelled pass job ready, steps kept and attempts reset, audited; a live
+        holder of its key changes nothing and is named. None when no job has that id."""
+        ...
+
+
+@runtime_checkable
+class Driver(
+    Lifecycle, JobsArea, WorkersArea, LimitsArea, MaintenanceArea, StepsArea, IntrospectArea, ActionsArea, BackfillsArea, Protocol
+):
+    """Storage for jobs: every area's members. Every time-comparing call takes ``now`` from the
+    engine's clock."""
+
+
+# Each area by the name of its files: engine/drivers/{memory,postgres}/NAME.py, sql/queries/NAME.sql.
+AREAS: dict[str, type] = {
+    "jobs": JobsArea,
+    "workers": WorkersArea,
+    "limits": LimitsArea,
+    "maintenance": MaintenanceArea,
+    "steps": StepsArea,
+    "introspect": IntrospectArea,
+    "actions": ActionsArea,
+    "backfills": BackfillsArea,
+}

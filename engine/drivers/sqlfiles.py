@@ -1,13 +1,16 @@
 """Loads the named statements of sql/queries/*.sql into {name: Query}.
 
-Each statement is headed ``-- name: job_claim :many`` and a one-line purpose. A duplicate name, a
-header without a body or a bad cardinality fails loudly at load, not at the first call.
+Each statement is headed ``-- name: worker_claim :many`` and a one-line purpose. A text several
+statements share is a fragment, headed ``-- fragment: job_filter``, and a statement takes it in
+with a line ``-- include: job_filter`` (indented as that line; a fragment of any file of
+sql/queries). A duplicate name, a header without a body, a bad cardinality or an include of no
+fragment fails loudly at load, not at the first call.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path
@@ -15,6 +18,8 @@ from pathlib import Path
 from engine.errors import X_SQL_CATALOG, JobsError
 
 _HEADER = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s+:(one|many|exec)\s*$")
+_FRAGMENT = re.compile(r"^--\s*fragment:\s*([a-z_][a-z0-9_]*)\s*$")
+_INCLUDE = re.compile(r"^(\s*)--\s*include:\s*([a-z_][a-z0-9_]*)\s*$")
 
 
 _PLACEHOLDER = re.compile(r"%%|%\((\w+)\)([sbt])")  # psycopg's: an escaped %, or a named parameter
@@ -32,8 +37,8 @@ class Query:
     def positional(self) -> tuple[str, tuple[str, ...]]:
         """The statement with $1..$n in place of its %(name)s parameters (and % for %%), and the
         names in that order: for a raw cursor, which skips psycopg's conversion of named
-        parameters (a hot statement's client cost, bench/README.md). Each name is one $n however
-        often it appears. A parameter written %(x)b or %(x)t has no positional form."""
+        parameters (a hot statement's client cost: python -m bench.ab --only single). Each name is
+        one $n however often it appears. A parameter written %(x)b or %(x)t has no positional form."""
         names: list[str] = []
 
         def number(m: re.Match[str]) -> str:
@@ -61,63 +66,126 @@ def sql_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "sql"
 
 
-def parse_queries(text: str, source: str) -> dict[str, Query]:
+@dataclass(frozen=True)
+class Fragment:
+    name: str
+    text: str  # dedented: an include indents it as its own line
+    source: str
+
+
+def _catalog_error(cause: str, fix: str) -> JobsError:
+    return JobsError(X_SQL_CATALOG, cause=cause, fix=fix)
+
+
+def parse_file(text: str, source: str) -> tuple[dict[str, Query], dict[str, Fragment]]:
+    """One file's statements (their includes not yet resolved) and fragments."""
     out: dict[str, Query] = {}
-    current: tuple[str, str] | None = None
+    fragments: dict[str, Fragment] = {}
+    current: tuple[str, str] | None = None  # (name, cardinality); cardinality "" for a fragment
     purpose: list[str] = []
     body: list[str] = []
 
     def flush() -> None:
         if current is None:
             return
+        name, cardinality = current
         sql = "\n".join(body).strip()
         if not sql:
-            raise JobsError(
-                X_SQL_CATALOG,
-                cause=f"statement {current[0]!r} in {source} has no body",
-                fix=f"write the SQL under '-- name: {current[0]} :{current[1]}'",
+            header = f"-- fragment: {name}" if not cardinality else f"-- name: {name} :{cardinality}"
+            raise _catalog_error(
+                f"{'fragment' if not cardinality else 'statement'} {name!r} in {source} has no body",
+                f"write the SQL under '{header}'",
             )
-        out[current[0]] = Query(current[0], current[1], " ".join(purpose).strip(), sql.rstrip(";"), source)
+        if not cardinality:
+            fragments[name] = Fragment(name, _dedent(body), source)
+        else:
+            out[name] = Query(name, cardinality, " ".join(purpose).strip(), sql.rstrip(";"), source)
 
     for line in text.splitlines():
-        m = _HEADER.match(line.strip())
-        if m:
+        stripped = line.strip()
+        m, f = _HEADER.match(stripped), _FRAGMENT.match(stripped)
+        if m or f:
             flush()
-            if m.group(1) in out:
-                raise JobsError(
-                    X_SQL_CATALOG,
-                    cause=f"statement {m.group(1)!r} is declared twice in {source}",
-                    fix=f"rename one of the two '-- name: {m.group(1)}' headers",
+            name = (m or f).group(1)  # type: ignore[union-attr]
+            if name in out or name in fragments:
+                raise _catalog_error(
+                    f"{'statement' if m else 'fragment'} {name!r} is declared twice in {source}",
+                    f"rename one of the two '-- {'name' if m else 'fragment'}: {name}' headers",
                 )
-            current, purpose, body = (m.group(1), m.group(2)), [], []
+            current, purpose, body = (name, m.group(2) if m else ""), [], []
         elif current is not None:
-            if not body and line.startswith("--"):
+            if not body and line.startswith("--") and not _INCLUDE.match(line):
                 purpose.append(line.lstrip("- ").strip())
             else:
                 body.append(line)
-        elif line.strip().startswith("-- name:"):
-            raise JobsError(
-                X_SQL_CATALOG,
-                cause=f"malformed header {line.strip()!r} in {source}",
-                fix="-- name: statement_name :one|:many|:exec",
+        elif stripped.startswith(("-- name:", "-- fragment:")):
+            raise _catalog_error(
+                f"malformed header {stripped!r} in {source}",
+                "-- name: statement_name :one|:many|:exec, or -- fragment: fragment_name",
             )
     flush()
-    return out
+    return out, fragments
+
+
+def _dedent(lines: list[str]) -> str:
+    kept = [ln for ln in lines if ln.strip()]
+    indent = min(len(ln) - len(ln.lstrip()) for ln in kept)
+    return "\n".join(ln[indent:] for ln in kept)
+
+
+def resolve(query: Query, fragments: dict[str, Fragment]) -> Query:
+    """``query`` with each ``-- include: NAME`` line replaced by that fragment, indented as the line."""
+    if "include:" not in query.text:
+        return query
+    lines: list[str] = []
+    for line in query.text.splitlines():
+        m = _INCLUDE.match(line)
+        if m is None:
+            lines.append(line)
+            continue
+        frag = fragments.get(m.group(2))
+        if frag is None:
+            raise _catalog_error(
+                f"statement {query.name!r} in {query.source} includes {m.group(2)!r}, a fragment no file declares",
+                f"declare '-- fragment: {m.group(2)}' in a file of sql/queries, or fix the include's name",
+            )
+        if "-- include:" in frag.text:
+            raise _catalog_error(
+                f"fragment {frag.name!r} in {frag.source} includes another fragment",
+                f"write the included text into '-- fragment: {frag.name}' itself",
+            )
+        lines += [m.group(1) + fl for fl in frag.text.splitlines()]
+    return replace(query, text="\n".join(lines))
+
+
+def parse_queries(text: str, source: str, fragments: dict[str, Fragment] | None = None) -> dict[str, Query]:
+    """One file's statements, each include resolved from its own fragments and ``fragments``."""
+    queries, own = parse_file(text, source)
+    known = {**(fragments or {}), **own}
+    return {name: resolve(q, known) for name, q in queries.items()}
 
 
 @cache
 def load_queries() -> dict[str, Query]:
-    catalog: dict[str, Query] = {}
+    raw: dict[str, Query] = {}
+    fragments: dict[str, Fragment] = {}
     for path in sorted((sql_dir() / "queries").glob("*.sql")):
-        for name, q in parse_queries(path.read_text(encoding="utf-8"), path.name).items():
-            if name in catalog:
-                raise JobsError(
-                    X_SQL_CATALOG,
-                    cause=f"statement {name!r} is declared in {catalog[name].source} and {path.name}",
-                    fix=f"rename one of the two '-- name: {name}' headers",
+        queries, frags = parse_file(path.read_text(encoding="utf-8"), path.name)
+        for name, q in queries.items():
+            if name in raw:
+                raise _catalog_error(
+                    f"statement {name!r} is declared in {raw[name].source} and {path.name}",
+                    f"rename one of the two '-- name: {name}' headers",
                 )
-            catalog[name] = q
-    return catalog
+            raw[name] = q
+        for name, frag in frags.items():
+            if name in fragments:
+                raise _catalog_error(
+                    f"fragment {name!r} is declared in {fragments[name].source} and {path.name}",
+                    f"rename one of the two '-- fragment: {name}' headers",
+                )
+            fragments[name] = frag
+    return {name: resolve(q, fragments) for name, q in raw.items()}
 
 
 def schema_sql() -> str:
@@ -125,7 +193,7 @@ def schema_sql() -> str:
 
 
 class Statements:
-    """Attribute access to the catalog (``Q.job_claim``): an unknown name fails at first use."""
+    """Attribute access to the catalog (``Q.worker_claim``): an unknown name fails at first use."""
 
     def __getattr__(self, name: str) -> Query:
         try:

@@ -1,13 +1,19 @@
 """Which failures of a database call are the connection's (the server away, the pool exhausted),
-not the statement's: a caller retries those after a backoff, or fails every row of a shared
-statement alike; any other error belongs to the rows the statement wrote."""
+not the statement's, and their translation into the engine's one error for them, ConnectionLost:
+the runtime retries a call that raised it after a backoff (engine/runtime/settle.py), and a
+shared statement fails every row alike; any other error belongs to the rows the statement wrote."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import psycopg
 import psycopg_pool
 
-_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
+from engine.errors import ConnectionLost
+
+CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     psycopg.OperationalError,
     psycopg.InterfaceError,
     psycopg_pool.PoolTimeout,
@@ -17,4 +23,19 @@ _CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
 
 
 def is_connection_error(exc: BaseException) -> bool:
-    return isinstance(exc, _CONNECTION_ERRORS)
+    return isinstance(exc, (ConnectionLost, *CONNECTION_ERRORS))
+
+
+def lost(exc: BaseException) -> ConnectionLost:
+    """The engine's error for a connection failure ``exc`` (raise it ``from exc``)."""
+    first = str(exc).strip().splitlines()
+    return ConnectionLost(f"the connection to the database failed: {first[0] if first else type(exc).__name__}")
+
+
+@contextmanager
+def connection_lost() -> Iterator[None]:
+    """Raise a connection failure inside the block as ConnectionLost (its cause the original)."""
+    try:
+        yield
+    except CONNECTION_ERRORS as exc:
+        raise lost(exc) from exc

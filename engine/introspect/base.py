@@ -37,10 +37,6 @@ class EngineView:
     async def _open(self) -> None:
         await ensure_open(self.driver)
 
-    def _has(self, method: str) -> bool:
-        """Whether the driver has a capability another area brings (steps, workers, limits)."""
-        return callable(getattr(self.driver, method, None))
-
     def _tenant(self, tenant: str | None) -> str | None:
         if self.tenant is not None and tenant is not None and tenant != self.tenant:
             raise JobsError(

@@ -84,12 +84,10 @@ class Introspector(EngineView):
     def budget_ms(self) -> int:
         return max(1, int(self.budget * 1000))
 
-    # --- helpers from other areas (workers, steps, limits), when the driver has them ----------
+    # --- helpers from other areas (workers, limits) ---------------------------------------------
 
-    async def _workers(self, now: datetime) -> list[WorkerRecord] | None:
-        if not self._has("worker_list"):
-            return None
-        return list(await self.driver.worker_list(now=now))  # type: ignore[attr-defined]
+    async def _workers(self, now: datetime) -> list[WorkerRecord]:
+        return list(await self.driver.worker_list(now=now))
 
     async def _pause(self, queue: str) -> QueuePause:
         return await self.driver.queue_get(queue=queue)  # type: ignore[attr-defined, no-any-return]
@@ -109,12 +107,11 @@ class Introspector(EngineView):
         now = self.clock.now()
         stats = await self.driver.queue_stats(now=now, count_cap=self.count_cap, budget_ms=self.budget_ms)  # type: ignore[attr-defined]
         workers = await self._workers(now)
-        if workers is not None:
-            stats = [self._with_workers(q, workers) for q in stats]
-            named = {q.name for q in stats}
-            extra = sorted({name for w in workers for name in w.queues} - named)
-            stats += [self._with_workers(_empty_queue(name), workers) for name in extra]
-            stats.sort(key=lambda q: q.name)
+        stats = [self._with_workers(q, workers) for q in stats]
+        named = {q.name for q in stats}
+        extra = sorted({name for w in workers for name in w.queues} - named)
+        stats += [self._with_workers(_empty_queue(name), workers) for name in extra]
+        stats.sort(key=lambda q: q.name)
         return QueuesView(now, tuple(stats))
 
     def _with_workers(self, q: QueueStats, workers: list[WorkerRecord]) -> QueueStats:
@@ -153,9 +150,7 @@ class Introspector(EngineView):
         row = await load_job(self, job_id, tenant, budget_ms=self.budget_ms)
         attempts = await self.driver.job_attempts(job_id=row.id)
         history = await self.driver.job_history(job_id=row.id)
-        steps: tuple[Any, ...] = ()
-        if self._has("step_list"):
-            steps = tuple(await self.driver.step_list(job_id=row.id))  # type: ignore[attr-defined]
+        steps = tuple(await self.driver.step_list(job_id=row.id))
         why = await self._why(row)
         return JobDetail(
             job=row,
@@ -164,7 +159,6 @@ class Introspector(EngineView):
             history=tuple(history),
             next_retry=self._next_retry(row, why.at),
             why=why,
-            steps_available=self._has("step_list"),
         )
 
     def _next_retry(self, row: JobRow, now: datetime) -> NextRetry | None:
@@ -240,17 +234,17 @@ class Introspector(EngineView):
                 w.drain_requested_by,
                 w.drain_requested_at,
             )
-            for w in recs or ()
+            for w in recs
         )
-        return WorkersView(now, views, self.stale_after, available=recs is not None)
+        return WorkersView(now, views, self.stale_after)
 
     # --- why -------------------------------------------------------------------------------------
 
     async def _limits(self, row: JobRow, now: datetime) -> list[LimitState]:
         key = (row.wait or {}).get("key")
-        if not key or not self._has("limit_state"):
+        if not key:
             return []
-        return list(await self.driver.limit_state(keys=[str(key)], now=now))  # type: ignore[attr-defined]
+        return list(await self.driver.limit_state(keys=[str(key)], now=now))
 
     async def _why(self, row: JobRow) -> WhyReport:
         now = self.clock.now()

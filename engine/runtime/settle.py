@@ -1,11 +1,12 @@
 """Settling claimed jobs: completions buffered and acked in batches (one statement per batch),
 nacks one by one, and what a failure to settle means (I6).
 
-A settle that fails on a connection error is retried with backoff while the job's lease still
-holds (the database is back soon after a restart, and the fenced statement is safe to repeat).
-Any other failure, or a lease that lapsed meanwhile, is a SETTLE FAILURE: logged as
-`jobs.worker.settle-failed`, never counted as a job failure, the lease left to lapse so the
-rescuer re-delivers the row. Completed work is never nacked.
+A settle that fails on a lost connection (ConnectionLost, which every driver raises for its own
+connection errors) is retried with backoff while the job's lease still holds (the database is
+back soon after a restart, and the fenced statement is safe to repeat). Any other failure, or a
+lease that lapsed meanwhile, is a SETTLE FAILURE: logged as `jobs.worker.settle-failed`, never
+counted as a job failure, the lease left to lapse so the rescuer re-delivers the row. Completed
+work is never nacked.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, TypeVar
 
 from engine.clock import Clock
 from engine.drivers.base import Driver
-from engine.drivers.transient import is_connection_error
+from engine.errors import ConnectionLost
 from engine.runtime import logs
 from engine.runtime.leases import Lease, LeaseKeeper, _short
 from engine.runtime.metrics import Metrics
@@ -55,7 +56,7 @@ async def while_leased(keeper: LeaseKeeper, lease: Lease, what: str, call: Calla
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            if not is_connection_error(exc) or lease.stopped or keeper.expired(lease):
+            if not isinstance(exc, ConnectionLost) or lease.stopped or keeper.expired(lease):
                 raise SettleFailed(_short(exc)) from exc
             keeper.metrics.reconnects.labels(what).inc()
             logs.emit(logs.WORKER_RECONNECTING, logging.WARNING, what=what, worker=keeper.worker, error=_short(exc))
@@ -171,7 +172,7 @@ class AckBuffer:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                if not is_connection_error(exc):
+                if not isinstance(exc, ConnectionLost):
                     await self._one_by_one(live)
                     return
                 self.metrics.reconnects.labels("ack").inc()

@@ -67,11 +67,11 @@ class Factory:
         """Claim exactly this job: everything else due in its queue is claimed and handed back, so
         the factory works on a queue that already holds jobs."""
         row = await self.get(job_id)
-        claimed = await self.driver.job_claim(
+        claimed = await self.driver.worker_claim(
             queues=[row.queue], limit=1000, worker=worker, now=self.now, lease_seconds=self.lease
         )
         mine = None
-        for cj in claimed:
+        for cj in claimed.jobs:
             if cj.row.id == job_id:
                 mine = cj.claim
             else:
@@ -80,10 +80,10 @@ class Factory:
         return mine
 
     async def claim_due(self, queue: str, worker: str = WORKER, limit: int = 1000) -> list[Claim]:
-        claimed = await self.driver.job_claim(
+        claimed = await self.driver.worker_claim(
             queues=[queue], limit=limit, worker=worker, now=self.now, lease_seconds=self.lease
         )
-        return [cj.claim for cj in claimed]
+        return [cj.claim for cj in claimed.jobs]
 
     async def complete(self, *claims: Claim, result: Any = None) -> list[str]:
         acks = [Ack(c, {"ok": True} if result is None else result) for c in claims]

@@ -2,8 +2,8 @@
 -- (with their dry run), pause and resume a queue, ask a worker to drain, find a job by a short id.
 -- Each change is conditional on the state it applies to (fenced: a retry moves a row that is
 -- still dead, a cancel a live one) and writes its audit entry in jobs.history in the same
--- statement. Tenant-aware: a tenant given narrows the row (I25). The job filter is the same text
--- as in introspect.sql (between `-- filter:begin` and `-- filter:end`).
+-- statement. Tenant-aware: a tenant given narrows the row (I25). The job filter is introspect.sql's
+-- fragment job_filter (`-- include: job_filter`).
 
 -- name: job_retry_dead :one
 -- Make one dead job ready again, attempts reset, unless a live row holds its dedupe key (then
@@ -40,18 +40,7 @@ select stop_reason, error_code, tenant, count(*)::int as n
 from jobs.job
 where (case when %(action)s = 'cancel' then state in ('ready','delayed','running','suspended','parked')
             else state = 'dead' end)
-  -- filter:begin
-  and (%(queue)s::text is null or queue = %(queue)s::text)
-  and (%(state)s::text is null or state = %(state)s::text)
-  and (%(name)s::text is null or name = %(name)s::text)
-  and (%(tenant)s::text is null or tenant = %(tenant)s::text)
-  and (%(code)s::text is null or error_code = %(code)s::text)
-  and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
-  and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
-  and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
-  and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
-  and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
-  -- filter:end
+  -- include: job_filter
 group by 1, 2, 3
 order by 4 desc, 1, 2, 3;
 
@@ -62,18 +51,7 @@ select count(*)::int as n from (
     select distinct name, coalesce(tenant, '') as tenant, idempotency_key
     from jobs.job
     where state = 'dead'
-      -- filter:begin
-      and (%(queue)s::text is null or queue = %(queue)s::text)
-      and (%(state)s::text is null or state = %(state)s::text)
-      and (%(name)s::text is null or name = %(name)s::text)
-      and (%(tenant)s::text is null or tenant = %(tenant)s::text)
-      and (%(code)s::text is null or error_code = %(code)s::text)
-      and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
-      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
-      and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
-      and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
-      and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
-      -- filter:end
+      -- include: job_filter
 ) k
 where not exists (
     select 1 from jobs.job l
@@ -88,18 +66,7 @@ with batch as (
     select id, name, tenant, idempotency_key
     from jobs.job
     where state = 'dead' and (%(before)s::uuid is null or id < %(before)s::uuid)
-      -- filter:begin
-      and (%(queue)s::text is null or queue = %(queue)s::text)
-      and (%(state)s::text is null or state = %(state)s::text)
-      and (%(name)s::text is null or name = %(name)s::text)
-      and (%(tenant)s::text is null or tenant = %(tenant)s::text)
-      and (%(code)s::text is null or error_code = %(code)s::text)
-      and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
-      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
-      and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
-      and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
-      and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
-      -- filter:end
+      -- include: job_filter
     order by id desc
     limit %(limit)s
     for update
@@ -135,18 +102,7 @@ with batch as (
     from jobs.job
     where state in ('ready','delayed','running','suspended','parked')
       and (%(before)s::uuid is null or id < %(before)s::uuid)
-      -- filter:begin
-      and (%(queue)s::text is null or queue = %(queue)s::text)
-      and (%(state)s::text is null or state = %(state)s::text)
-      and (%(name)s::text is null or name = %(name)s::text)
-      and (%(tenant)s::text is null or tenant = %(tenant)s::text)
-      and (%(code)s::text is null or error_code = %(code)s::text)
-      and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
-      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
-      and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
-      and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
-      and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
-      -- filter:end
+      -- include: job_filter
     order by id desc
     limit %(limit)s
     for update
@@ -276,18 +232,7 @@ with batch as (
     select id
     from jobs.job
     where state = 'dead' and (%(before)s::uuid is null or id < %(before)s::uuid)
-      -- filter:begin
-      and (%(queue)s::text is null or queue = %(queue)s::text)
-      and (%(state)s::text is null or state = %(state)s::text)
-      and (%(name)s::text is null or name = %(name)s::text)
-      and (%(tenant)s::text is null or tenant = %(tenant)s::text)
-      and (%(code)s::text is null or error_code = %(code)s::text)
-      and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
-      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
-      and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
-      and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
-      and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
-      -- filter:end
+      -- include: job_filter
     order by id desc
     limit %(limit)s
     for update

@@ -1,8 +1,23 @@
 -- The introspection read models: queues, the jobs list, dead letters, limits, pause state.
 -- Each runs inside a transaction whose statement_timeout is the caller's budget (budget_set),
 -- with custom plans forced, so a filter's `%(x)s is null or ...` arms fold away and every
--- filtered list reads an index. The job filter is spelled identically wherever it appears
--- (between `-- filter:begin` and `-- filter:end`); a test pins the copies together.
+-- filtered list reads an index. The job filter is one fragment, job_filter, that each statement
+-- reading it includes (`-- include: job_filter`, engine/drivers/sqlfiles.py).
+
+-- fragment: job_filter
+-- The job filter (engine/drivers/postgres/introspect.py filter_params): a condition per field,
+-- each left out when its parameter is null. Appended to a WHERE clause, so each line starts with
+-- `and`; actions.sql's bulk statements include it too.
+and (%(queue)s::text is null or queue = %(queue)s::text)
+and (%(state)s::text is null or state = %(state)s::text)
+and (%(name)s::text is null or name = %(name)s::text)
+and (%(tenant)s::text is null or tenant = %(tenant)s::text)
+and (%(code)s::text is null or error_code = %(code)s::text)
+and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
+and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
+and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
+and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
+and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
 
 -- name: budget_set :one
 -- Bound every later statement of this transaction to the caller's budget, with custom plans.
@@ -116,18 +131,7 @@ select * from (
      from jobs.job
      where state <> 'running' and (%(state)s::text is null or %(state)s::text <> 'running')
        and (%(cursor)s::uuid is null or id < %(cursor)s::uuid)
-      -- filter:begin
-      and (%(queue)s::text is null or queue = %(queue)s::text)
-      and (%(state)s::text is null or state = %(state)s::text)
-      and (%(name)s::text is null or name = %(name)s::text)
-      and (%(tenant)s::text is null or tenant = %(tenant)s::text)
-      and (%(code)s::text is null or error_code = %(code)s::text)
-      and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
-      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
-      and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
-      and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
-      and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
-      -- filter:end
+      -- include: job_filter
      order by id desc
      limit %(limit)s)
     union all
@@ -136,18 +140,7 @@ select * from (
      from jobs.job
      where state = 'running' and (%(state)s::text is null or %(state)s::text = 'running')
        and (%(cursor)s::uuid is null or id < %(cursor)s::uuid)
-      -- filter:begin
-      and (%(queue)s::text is null or queue = %(queue)s::text)
-      and (%(state)s::text is null or state = %(state)s::text)
-      and (%(name)s::text is null or name = %(name)s::text)
-      and (%(tenant)s::text is null or tenant = %(tenant)s::text)
-      and (%(code)s::text is null or error_code = %(code)s::text)
-      and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
-      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
-      and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
-      and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
-      and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
-      -- filter:end
+      -- include: job_filter
      order by id desc
      limit %(limit)s)
 ) page
@@ -161,35 +154,13 @@ select least(
     (select count(*) from (
         select 1 from jobs.job
         where state <> 'running' and (%(state)s::text is null or %(state)s::text <> 'running')
-      -- filter:begin
-      and (%(queue)s::text is null or queue = %(queue)s::text)
-      and (%(state)s::text is null or state = %(state)s::text)
-      and (%(name)s::text is null or name = %(name)s::text)
-      and (%(tenant)s::text is null or tenant = %(tenant)s::text)
-      and (%(code)s::text is null or error_code = %(code)s::text)
-      and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
-      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
-      and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
-      and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
-      and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
-      -- filter:end
+      -- include: job_filter
         order by id desc
         limit %(cap)s + 1) rest)
   + (select count(*) from (
         select 1 from jobs.job
         where state = 'running' and (%(state)s::text is null or %(state)s::text = 'running')
-      -- filter:begin
-      and (%(queue)s::text is null or queue = %(queue)s::text)
-      and (%(state)s::text is null or state = %(state)s::text)
-      and (%(name)s::text is null or name = %(name)s::text)
-      and (%(tenant)s::text is null or tenant = %(tenant)s::text)
-      and (%(code)s::text is null or error_code = %(code)s::text)
-      and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
-      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
-      and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
-      and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
-      and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
-      -- filter:end
+      -- include: job_filter
         order by id desc
         limit %(cap)s + 1) running),
     %(cap)s + 1)::int as n;
@@ -204,18 +175,7 @@ with t as (
            count(*)::int as n, min(finished_at) as first_seen, max(finished_at) as last_seen
     from jobs.job
     where state = 'dead'
-      -- filter:begin
-      and (%(queue)s::text is null or queue = %(queue)s::text)
-      and (%(state)s::text is null or state = %(state)s::text)
-      and (%(name)s::text is null or name = %(name)s::text)
-      and (%(tenant)s::text is null or tenant = %(tenant)s::text)
-      and (%(code)s::text is null or error_code = %(code)s::text)
-      and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
-      and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
-      and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
-      and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
-      and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
-      -- filter:end
+      -- include: job_filter
     group by 1, 2, 3, 4
 ), g as (
     select name, error_code, stop_reason, sum(n)::int as n, min(first_seen) as first_seen,
@@ -231,18 +191,7 @@ cross join lateral (
     from jobs.job
     where state = 'dead' and finished_at = g.last_seen and name = g.name
       and error_code is not distinct from g.error_code and stop_reason is not distinct from g.stop_reason
-          -- filter:begin
-          and (%(queue)s::text is null or queue = %(queue)s::text)
-          and (%(state)s::text is null or state = %(state)s::text)
-          and (%(name)s::text is null or name = %(name)s::text)
-          and (%(tenant)s::text is null or tenant = %(tenant)s::text)
-          and (%(code)s::text is null or error_code = %(code)s::text)
-          and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
-          and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
-          and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
-          and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
-          and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
-          -- filter:end
+          -- include: job_filter
     order by id desc
     limit 1
 ) l

@@ -51,7 +51,7 @@ from (select count(*) from (select pg_notify('jobs_enqueue', q) from (select dis
 -- dedupe index (I2) still refuses a live key, by raising unique_violation on job_dedupe_live_v3:
 -- the statement then inserts nothing and the driver sends the batch again through job_enqueue.
 -- ON CONFLICT probes the index before each insert and confirms each speculative insertion: ~10 us
--- a row of backend CPU, a third of this statement's (bench/README.md, session 5).
+-- a row of backend CPU, a third of this statement's (python -m bench.indexcost).
 with ins as (
     insert into jobs.job (id, name, queue, tenant, idempotency_key, input, state, priority,
                           max_attempts, run_at, created_at, updated_at)
@@ -84,37 +84,6 @@ where name = %(name)s and coalesce(tenant, '') = coalesce(%(tenant)s::text, '')
   and idempotency_key = %(key)s
   and state in ('ready','delayed','running','suspended','parked')
 limit 1;
-
--- name: job_claim :many
--- Lock and lease up to %(limit)s due rows in one statement (SKIP LOCKED), stamping the claimant.
--- Per queue, the job_claim index hands rows over already in (priority desc, run_at, id) order,
--- so each queue's scan stops after %(limit)s rows; `queue = any(...)` instead made the planner
--- read and sort every ready row of every queue on each claim (27 ms per claim at 20,000 ready).
-with picked as (
-    select c.id
-    from unnest(%(queues)s::text[]) as q(name)
-    cross join lateral (
-        select j.id, j.priority, j.run_at
-        from jobs.job j
-        where j.queue = q.name
-          and j.state in ('ready','delayed','parked','suspended')
-          and j.run_at <= %(now)s
-        order by j.priority desc, j.run_at, j.id
-        limit %(limit)s
-        for update skip locked
-    ) c
-    where not exists (select 1 from jobs.queue p where p.name = q.name and p.paused)
-    order by c.priority desc, c.run_at, c.id
-    limit %(limit)s
-)
-update jobs.job j
-set state = 'running', run = j.run + 1, attempt = j.attempt + 1,
-    claimed_by = %(worker)s, claimed_at = %(now)s,
-    lease_until = %(now)s + %(lease_seconds)s * interval '1 second', updated_at = %(now)s
--- By id array, not `from picked`: the generic plan of the join hashed a sequential scan of the
--- whole table on every claim.
-where j.id = any(array(select id from picked))
-returning j.*;
 
 -- name: job_ack_many :many
 -- Complete a batch of claims, fenced per row. A completed attempt is recorded on the row itself

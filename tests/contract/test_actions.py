@@ -226,11 +226,18 @@ async def test_pause_is_durable_visible_and_skipped_by_the_claim(
     assert not (await o.pause("emails")).changed  # already paused: a clear no-op
     (q,) = (await Introspector(driver, clock=clock).queues()).queues
     assert (q.paused, q.paused_by, q.paused_at, q.pause_note) == (True, "alice", clock.now(), "smtp down")
-    assert await driver.job_claim(queues=["emails"], limit=10, worker="w", now=clock.now(), lease_seconds=30) == []
+    assert (
+        await driver.worker_claim(queues=["emails"], limit=10, worker="w", now=clock.now(), lease_seconds=30)
+    ).jobs == []
     r = await o.resume("emails")
     assert (r.paused, r.changed) == (False, True)
     assert not (await o.resume("emails")).changed and not (await o.resume("never-paused")).changed
-    assert len(await driver.job_claim(queues=["emails"], limit=10, worker="w", now=clock.now(), lease_seconds=30)) == 1
+    assert (
+        len(
+            (await driver.worker_claim(queues=["emails"], limit=10, worker="w", now=clock.now(), lease_seconds=30)).jobs
+        )
+        == 1
+    )
 
 
 async def test_send_event_wakes_the_matching_wait(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:

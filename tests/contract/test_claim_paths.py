@@ -21,9 +21,9 @@ async def test_a_claim_over_several_queues_is_the_global_top_by_priority(
     mid_a = await make_job(driver, ids, now - timedelta(seconds=2), queue="a", priority=3)
     old_b = await make_job(driver, ids, now - timedelta(seconds=8), queue="b", priority=0)
     await make_job(driver, ids, now, queue="c", priority=9)  # a queue not asked for
-    got = await driver.job_claim(queues=["a", "b"], limit=3, worker="w", now=now, lease_seconds=30)
+    got = (await driver.worker_claim(queues=["a", "b"], limit=3, worker="w", now=now, lease_seconds=30)).jobs
     assert [c.row.id for c in got] == [high_b.id, mid_a.id, low_a.id]
-    rest = await driver.job_claim(queues=["a", "b"], limit=3, worker="w", now=now, lease_seconds=30)
+    rest = (await driver.worker_claim(queues=["a", "b"], limit=3, worker="w", now=now, lease_seconds=30)).jobs
     assert [c.row.id for c in rest] == [old_b.id]
 
 
@@ -34,5 +34,5 @@ async def test_a_paused_queue_gives_no_rows_to_a_multi_queue_claim(
     a = await make_job(driver, ids, now, queue="a")
     await make_job(driver, ids, now, queue="held", priority=9)
     await driver.queue_pause(queue="held", paused=True, actor="alice", note="deploy", now=now)  # type: ignore[attr-defined]
-    got = await driver.job_claim(queues=["held", "a"], limit=10, worker="w", now=now, lease_seconds=30)
+    got = (await driver.worker_claim(queues=["held", "a"], limit=10, worker="w", now=now, lease_seconds=30)).jobs
     assert [c.row.id for c in got] == [a.id]

@@ -5,15 +5,16 @@ from __future__ import annotations
 import inspect
 import re
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 
 from engine.clock import FakeClock
-from engine.drivers.base import Driver
+from engine.drivers.base import AREAS, Driver, Lifecycle
+from engine.drivers.dedupe import dedupe_key
 from engine.drivers.memory import MemoryDriver
-from engine.drivers.memory.state import dedupe_key
 from engine.drivers.postgres import PostgresDriver
-from engine.drivers.sqlfiles import load_queries, schema_sql
+from engine.drivers.sqlfiles import load_queries, schema_sql, sql_dir
 from engine.ids import IdFactory
 from engine.testing import make_job
 from engine.types import Ack, Claim, JobState, Nack, NewJob
@@ -34,23 +35,52 @@ def new(ids: IdFactory, *, name: str = "send_email", key: str = "user:7", tenant
     )
 
 
-def test_protocol_members_are_implemented_by_every_driver() -> None:
-    members = {
+def _members(proto: type) -> dict[str, Any]:
+    return {
         n: m
-        for n, m in inspect.getmembers(Driver)
+        for n, m in inspect.getmembers(proto)
         if not n.startswith("_") and (inspect.isfunction(m) or inspect.iscoroutinefunction(m))
     }
-    assert "job_claim" in members and len(members) >= 10
+
+
+def _defined_in(cls: type, name: str) -> type | None:
+    """The class of ``cls``'s MRO that defines ``name``: never a protocol's stub."""
+    return next((k for k in cls.__mro__ if name in vars(k) and not getattr(k, "_is_protocol", False)), None)
+
+
+def test_protocol_members_are_implemented_by_every_driver() -> None:
+    members = _members(Driver)
+    assert "worker_claim" in members and "describe" in members and len(members) >= 10
     for cls in (MemoryDriver, PostgresDriver):
         for name, proto in members.items():
             impl = getattr(cls, name, None)
-            assert impl is not None, f"{cls.__name__} lacks {name}"
+            assert impl is not None and _defined_in(cls, name) is not None, f"{cls.__name__} lacks {name}"
             assert inspect.iscoroutinefunction(impl) == inspect.iscoroutinefunction(proto), (
                 f"{cls.__name__}.{name} async-ness differs"
             )
             want = [p for p in inspect.signature(proto).parameters if p != "self"]
             got = [p for p in inspect.signature(impl).parameters if p != "self"]
             assert got == want, f"{cls.__name__}.{name}{got} != Driver.{name}{want}"
+
+
+def test_each_area_is_implemented_in_its_own_module_by_every_driver() -> None:
+    """An area's protocol, its two halves and its statements share one name (base.py, AREAS),
+    and each member is defined by one class only: no behaviour depends on the order of bases."""
+    seen: set[str] = set()
+    for area, proto in AREAS.items():
+        names = set(_members(proto))
+        assert names and not names & seen, f"{area}: no members, or members of another area"
+        seen |= names
+        assert (sql_dir() / "queries" / f"{area}.sql").is_file(), f"sql/queries/{area}.sql is missing"
+        for cls in (MemoryDriver, PostgresDriver):
+            for name in names:
+                home = _defined_in(cls, name)
+                assert home is not None and home.__module__ == f"{cls.__module__}.{area}", (
+                    f"{cls.__name__}.{name} lives in {home and home.__module__}, not in the {area} area's module"
+                )
+                defining = [k.__name__ for k in cls.__mro__ if name in vars(k) and not getattr(k, "_is_protocol", 0)]
+                assert len(defining) == 1, f"{cls.__name__}.{name} is defined by {defining}: one wraps another"
+    assert seen | set(_members(Lifecycle)) == set(_members(Driver)), "a Driver member belongs to no area"
 
 
 # --- I2: the dedupe namespace ---------------------------------------------------------------------
@@ -141,14 +171,16 @@ async def test_claim_order_is_priority_then_due_time_then_id(driver: Driver, ids
     future = new(ids, key="future", run_at=now + timedelta(minutes=5))
     other = new(ids, key="other", queue="other")
     await driver.job_enqueue(jobs=[late, early, urgent, future, other], now=now)
-    got = await driver.job_claim(queues=["default"], limit=10, worker="w1", now=now, lease_seconds=LEASE)
+    got = (await driver.worker_claim(queues=["default"], limit=10, worker="w1", now=now, lease_seconds=LEASE)).jobs
     assert [c.row.id for c in got] == [urgent.id, early.id, late.id]
     assert all(c.row.state is JobState.RUNNING and c.row.claimed_by == "w1" and c.row.attempt == 1 for c in got)
     assert all(c.row.lease_until == now + timedelta(seconds=LEASE) for c in got)
     # The delayed one becomes claimable at its time, without anything else happening.
-    assert await driver.job_claim(queues=["default"], limit=10, worker="w1", now=now, lease_seconds=LEASE) == []
+    assert (
+        await driver.worker_claim(queues=["default"], limit=10, worker="w1", now=now, lease_seconds=LEASE)
+    ).jobs == []
     later = now + timedelta(minutes=5)
-    (f,) = await driver.job_claim(queues=["default"], limit=10, worker="w1", now=later, lease_seconds=LEASE)
+    (f,) = (await driver.worker_claim(queues=["default"], limit=10, worker="w1", now=later, lease_seconds=LEASE)).jobs
     assert f.row.id == future.id
 
 
@@ -156,8 +188,8 @@ async def test_claim_respects_limit_and_never_hands_one_row_twice(
     driver: Driver, ids: IdFactory, clock: FakeClock
 ) -> None:
     await driver.job_enqueue(jobs=[new(ids, key=f"k{i}") for i in range(5)], now=clock.now())
-    a = await driver.job_claim(queues=["default"], limit=3, worker="w1", now=clock.now(), lease_seconds=LEASE)
-    b = await driver.job_claim(queues=["default"], limit=3, worker="w2", now=clock.now(), lease_seconds=LEASE)
+    a = (await driver.worker_claim(queues=["default"], limit=3, worker="w1", now=clock.now(), lease_seconds=LEASE)).jobs
+    b = (await driver.worker_claim(queues=["default"], limit=3, worker="w2", now=clock.now(), lease_seconds=LEASE)).jobs
     assert len(a) == 3 and len(b) == 2
     assert not {c.row.id for c in a} & {c.row.id for c in b}
 
@@ -174,7 +206,9 @@ async def test_i15_a_stale_claimant_can_neither_ack_nor_nack(driver: Driver, ids
     assert (await driver.job_get(job_id=row.id)).state is JobState.RUNNING  # type: ignore[union-attr]
     # Released and re-claimed: the first claim's token no longer speaks for the row.
     assert await driver.job_nack(nack=Nack(real, "release"), now=now)
-    (again,) = await driver.job_claim(queues=["default"], limit=1, worker=real.worker, now=now, lease_seconds=LEASE)
+    (again,) = (
+        await driver.worker_claim(queues=["default"], limit=1, worker=real.worker, now=now, lease_seconds=LEASE)
+    ).jobs
     assert again.row.run == real.run + 1
     assert await driver.job_ack_many(acks=[Ack(real, 1)], now=now) == []
     assert await driver.job_ack_many(acks=[Ack(again.claim, {"done": 1})], now=now) == [row.id]
@@ -267,16 +301,22 @@ async def test_i8_a_shed_is_parked_burns_no_attempt_and_writes_no_error(
     assert got.wait == {"kind": "limit", "limit": "concurrency"}
     # A parked job is waiting, not failed: it is claimed again when its time comes.
     clock.advance(3)
-    (again,) = await driver.job_claim(queues=["default"], limit=1, worker="w2", now=clock.now(), lease_seconds=LEASE)
+    (again,) = (
+        await driver.worker_claim(queues=["default"], limit=1, worker="w2", now=clock.now(), lease_seconds=LEASE)
+    ).jobs
     assert again.row.id == row.id and again.row.attempt == 1
 
 
 async def test_i7_a_suspension_burns_no_attempt(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
     row = await make_job(driver, ids, clock.now(), state=JobState.SUSPENDED)
     assert (row.state, row.attempt, row.last_error) == (JobState.SUSPENDED, 0, None)
-    assert await driver.job_claim(queues=["default"], limit=1, worker="w", now=clock.now(), lease_seconds=LEASE) == []
+    assert (
+        await driver.worker_claim(queues=["default"], limit=1, worker="w", now=clock.now(), lease_seconds=LEASE)
+    ).jobs == []
     clock.advance(3 * 86400)
-    (woken,) = await driver.job_claim(queues=["default"], limit=1, worker="w", now=clock.now(), lease_seconds=LEASE)
+    (woken,) = (
+        await driver.worker_claim(queues=["default"], limit=1, worker="w", now=clock.now(), lease_seconds=LEASE)
+    ).jobs
     assert woken.row.id == row.id and woken.row.attempt == 1
 
 
@@ -310,4 +350,6 @@ async def test_cancel_without_tenant_and_of_a_final_job(driver: Driver, ids: IdF
 async def test_final_jobs_are_never_claimed(driver: Driver, ids: IdFactory, clock: FakeClock, state: JobState) -> None:
     await make_job(driver, ids, clock.now(), state=state)
     clock.advance(86400)
-    assert await driver.job_claim(queues=["default"], limit=10, worker="w", now=clock.now(), lease_seconds=LEASE) == []
+    assert (
+        await driver.worker_claim(queues=["default"], limit=10, worker="w", now=clock.now(), lease_seconds=LEASE)
+    ).jobs == []

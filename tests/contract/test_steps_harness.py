@@ -69,7 +69,7 @@ async def claim_api(
     event_poll: float = 30.0,
     signal: RunSignal | None = None,
 ) -> tuple[StepApi, JobRow] | None:
-    got = await driver.job_claim(queues=[QUEUE], limit=1, worker=worker, now=clock.now(), lease_seconds=60)
+    got = (await driver.worker_claim(queues=[QUEUE], limit=1, worker=worker, now=clock.now(), lease_seconds=60)).jobs
     if not got:
         return None
     row = got[0].row

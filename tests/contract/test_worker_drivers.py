@@ -55,7 +55,9 @@ async def test_worker_rows_register_heartbeat_list_deregister(driver: Driver, cl
     assert await driver.worker_reap(before=clock.now() - timedelta(seconds=600)) == ["w-a"]
 
 
-async def test_worker_claim_means_job_claim(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+async def test_worker_claim_leases_in_claim_order_and_says_when_work_falls_due(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
     now = clock.now()
     low = _new(ids, priority=0)
     high = _new(ids, priority=5)
@@ -246,9 +248,11 @@ async def test_rescue_returns_lapsed_leases_and_records_the_loss(
     driver: Driver, ids: IdFactory, clock: FakeClock
 ) -> None:
     jid = (await driver.job_enqueue(jobs=[_new(ids, max_attempts=2)], now=clock.now()))[0].id
-    (c,) = await driver.job_claim(
-        queues=["default"], limit=1, worker="dead-worker", now=clock.now(), lease_seconds=LEASE
-    )
+    (c,) = (
+        await driver.worker_claim(
+            queues=["default"], limit=1, worker="dead-worker", now=clock.now(), lease_seconds=LEASE
+        )
+    ).jobs
     term = await driver.leader_acquire(name="maintenance", holder="m", now=clock.now(), lease_seconds=120)
     assert term is not None
     assert await driver.job_rescue(leader="maintenance", holder="m", term=term, now=clock.now(), limit=10) == []
@@ -264,7 +268,7 @@ async def test_rescue_returns_lapsed_leases_and_records_the_loss(
     # The stale claimant can no longer ack: its fence is gone (I15).
     assert await driver.job_ack_many(acks=[Ack(c.claim, None)], now=clock.now()) == []
     # The lost attempt counts: a second loss on the last attempt is a dead letter with its reason.
-    await driver.job_claim(queues=["default"], limit=1, worker="w2", now=clock.now(), lease_seconds=LEASE)
+    await driver.worker_claim(queues=["default"], limit=1, worker="w2", now=clock.now(), lease_seconds=LEASE)
     clock.advance(LEASE + 1)
     assert await driver.job_rescue(leader="maintenance", holder="m", term=term, now=clock.now(), limit=10) == [
         (jid, JobState.DEAD)
@@ -330,7 +334,9 @@ async def test_prune_takes_a_jobs_attempts_steps_and_history_with_it(
     from engine.types import Claim, StoredStep
 
     ran = await make_job(driver, ids, clock.now(), state=JobState.READY)
-    [claimed] = await driver.job_claim(queues=[ran.queue], limit=1, worker="w", now=clock.now(), lease_seconds=30)
+    [claimed] = (
+        await driver.worker_claim(queues=[ran.queue], limit=1, worker="w", now=clock.now(), lease_seconds=30)
+    ).jobs
     claim = Claim(ran.id, "w", claimed.row.run)
     step = StoredStep(ran.id, "fetch", 0, "run", "completed", 1, claim.run, clock.now(), clock.now(), {"n": 1})
     assert await driver.step_save(claim=claim, step=step)

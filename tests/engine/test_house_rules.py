@@ -25,6 +25,14 @@ def test_mypy_is_clean_on_the_engine() -> None:
     assert done.returncode == 0, done.stdout[-3000:]
 
 
+def test_the_import_contracts_hold() -> None:
+    # pyproject.toml's [tool.importlinter] contracts: the engine's layers, the drivers' independence,
+    # the runtime's ignorance of any particular driver, the console's door to the engine.
+    lint = Path(sys.executable).with_name("lint-imports")
+    done = subprocess.run([str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:]
+
+
 def test_no_module_of_engine_or_console_passes_450_lines() -> None:
     big = [
         f"{p.relative_to(ROOT)} ({n})"

@@ -9,6 +9,7 @@ import psycopg
 import pytest
 
 from engine.drivers.postgres import PostgresDriver
+from engine.errors import ConnectionLost
 
 
 def _lead(driver: PostgresDriver) -> psycopg.AsyncConnection:  # type: ignore[type-arg]
@@ -61,7 +62,7 @@ async def test_a_broken_lead_connection_is_replaced_and_work_goes_on(pg_dsn: str
         old = _lead(driver).info.backend_pid
         with psycopg.connect(pg_dsn, autocommit=True) as admin:
             admin.execute("select pg_terminate_backend(%s)", [old])
-        with pytest.raises(psycopg.OperationalError):  # the one caller that held it sees the break
+        with pytest.raises(ConnectionLost):  # the one caller that held it sees the break
             await driver.open()
         await driver.open()  # from the pool while the lead reconnects
         lead = driver.pools._leads[asyncio.get_running_loop()]

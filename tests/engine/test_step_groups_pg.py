@@ -24,7 +24,7 @@ async def test_concurrent_step_writes_share_statements_and_each_is_fenced_on_its
             for i in range(40)
         ]
         await driver.job_enqueue(jobs=jobs, now=now)
-        claimed = await driver.job_claim(queues=["steps"], limit=40, worker="w1", now=now, lease_seconds=60)
+        claimed = (await driver.worker_claim(queues=["steps"], limit=40, worker="w1", now=now, lease_seconds=60)).jobs
         assert len(claimed) == 40
         groups: list[int] = []
         real = driver._step_save_group

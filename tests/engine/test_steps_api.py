@@ -21,7 +21,7 @@ async def _completed_job_with_steps(eng, clock: FakeClock, *, tenant: str | None
         ],
         now=clock.now(),
     )
-    (cj,) = await eng.driver.job_claim(queues=["q"], limit=1, worker="w", now=clock.now(), lease_seconds=30)
+    (cj,) = (await eng.driver.worker_claim(queues=["q"], limit=1, worker="w", now=clock.now(), lease_seconds=30)).jobs
     api = StepApi(
         driver=eng.driver, claim=cj.claim, row=cj.row, clock=clock, signal=RunSignal(), step_timeout=None, event_poll=30
     )
@@ -59,7 +59,7 @@ def test_send_event_sync_and_bad_input(clock: FakeClock) -> None:
             with pytest.raises(JobsError) as err:
                 eng.send_event(*args, **kw)
             assert err.value.code in (X_INVALID_ARGUMENT, "X_INPUT_NOT_JSON") and err.value.fix
-        assert len(eng.driver.state.extra["events"]) == 1  # type: ignore[attr-defined]
+        assert len(eng.driver.state.events) == 1  # type: ignore[attr-defined]
     finally:
         eng.close()
 

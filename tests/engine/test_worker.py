@@ -266,9 +266,9 @@ async def test_maintenance_under_its_leader_rescues_a_lapsed_lease_and_prunes(
     from engine.services.maintenance import Maintenance, MaintenanceConfig
 
     lapsed = await eng.aenqueue(fast, {"n": 1})
-    await mem.job_claim(queues=[Q], limit=1, worker="gone", now=clock.now(), lease_seconds=30)
+    await mem.worker_claim(queues=[Q], limit=1, worker="gone", now=clock.now(), lease_seconds=30)
     done = await eng.aenqueue(fast, {"n": 2})
-    (c,) = await mem.job_claim(queues=[Q], limit=1, worker="w", now=clock.now(), lease_seconds=30)
+    (c,) = (await mem.worker_claim(queues=[Q], limit=1, worker="w", now=clock.now(), lease_seconds=30)).jobs
     await mem.job_ack_many(acks=[Ack(c.claim, None)], now=clock.now())
     leader = Maintenance(mem, clock, holder="m1", config=MaintenanceConfig(retention=60, dead_retention=120))
     other = Maintenance(mem, clock, holder="m2", config=MaintenanceConfig(retention=60, dead_retention=120))
@@ -289,7 +289,7 @@ async def test_a_maintenance_pass_rolls_up_each_closed_minutes_completions_once(
     from engine.services.maintenance import Maintenance
 
     await eng.aenqueue(fast, {"n": 1})
-    (c,) = await mem.job_claim(queues=[Q], limit=1, worker="w", now=clock.now(), lease_seconds=30)
+    (c,) = (await mem.worker_claim(queues=[Q], limit=1, worker="w", now=clock.now(), lease_seconds=30)).jobs
     await mem.job_ack_many(acks=[Ack(c.claim, None)], now=clock.now())  # minute 12:00
     leader = Maintenance(mem, clock, holder="m1")
     assert (await leader.run_once()).rolled == 0  # 12:00 is under way

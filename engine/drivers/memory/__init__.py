@@ -1,4 +1,9 @@
-"""MemoryDriver: the Driver protocol on plain collections, for tests, the demo and an app's dev loop."""
+"""MemoryDriver: the Driver protocol on plain collections, for tests, the demo and an app's dev loop.
+
+One class per area (engine/drivers/base.py, AREAS), each on MemoryBase (the typed tables of
+state.py and the wake-up the SQL sends); no area overrides or calls another's members, so the
+order of the bases here means nothing.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +13,14 @@ from engine.drivers.memory.introspect import MemoryIntrospect
 from engine.drivers.memory.jobs import MemoryJobs
 from engine.drivers.memory.limits import MemoryLimits
 from engine.drivers.memory.maintenance import MemoryMaintenance
-from engine.drivers.memory.state import MemoryState
+from engine.drivers.memory.state import MemoryBase
 from engine.drivers.memory.steps import MemorySteps
 from engine.drivers.memory.workers import MemoryWorkers
 
 
-# MemoryWorkers first: its job_enqueue wraps MemoryJobs' to send the wake-up the SQL sends.
 class MemoryDriver(
-    MemoryWorkers,
     MemoryJobs,
+    MemoryWorkers,
     MemoryLimits,
     MemoryMaintenance,
     MemorySteps,
@@ -27,7 +31,7 @@ class MemoryDriver(
     kind = "memory"
 
     def __init__(self) -> None:
-        self.state = MemoryState()
+        MemoryBase.__init__(self)
 
     async def open(self) -> None:
         return None

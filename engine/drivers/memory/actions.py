@@ -10,8 +10,9 @@ from collections import Counter
 from dataclasses import replace
 from datetime import datetime
 
-from engine.drivers.memory.introspect import _known_queues, matches, summary
-from engine.drivers.memory.state import LIVE, MemoryState, dedupe_key
+from engine.drivers.dedupe import dedupe_key
+from engine.drivers.memory.introspect import matches, summary
+from engine.drivers.memory.state import LIVE, MemoryBase, Pause
 from engine.projections import (
     ActionResult,
     BulkAction,
@@ -21,8 +22,9 @@ from engine.projections import (
     DrainRequest,
     JobFilter,
     JobSummary,
+    QueuePause,
 )
-from engine.types import HistoryEntry, JobRow, JobState, WorkerRecord
+from engine.types import HistoryEntry, JobRow, JobState
 
 
 def _eligible(row: JobRow, action: BulkAction) -> bool:
@@ -44,9 +46,7 @@ def _discarded(row: JobRow, data: dict[str, object]) -> dict[str, object]:
     }
 
 
-class MemoryActions:
-    state: MemoryState
-
+class MemoryActions(MemoryBase):
     def _revive(self, row: JobRow, now: datetime, actor: str | None, note: str | None, data: dict[str, object]) -> None:
         # Attempts reset: an operator's retry is a fresh chance, not the n+1th failure.
         self.state.put(
@@ -77,7 +77,7 @@ class MemoryActions:
                 return ActionResult(
                     "retry", job_id, False, row.state, row.state, reason=f"the job is {row.state.value}, not dead"
                 )
-            holder = self.state.live_keys.get(dedupe_key(row.name, row.tenant, row.idempotency_key))
+            holder = self.state.live_holder(row)
             if holder is not None:
                 return ActionResult(
                     "retry",
@@ -90,6 +90,23 @@ class MemoryActions:
                 )
             self._revive(row, now, actor, note, {})
             return ActionResult("retry", job_id, True, JobState.DEAD, JobState.READY)
+
+    async def queue_pause(
+        self, *, queue: str, paused: bool, actor: str | None, note: str | None, now: datetime
+    ) -> QueuePause:
+        with self.state.lock:
+            self.state.queues.add(queue)
+            cur = self.state.paused.get(queue)
+            if paused:
+                if cur is not None:
+                    return QueuePause(queue, True, cur.by, cur.at, cur.note, changed=False)
+                self.state.paused[queue] = Pause(actor, now, note)
+                return QueuePause(queue, True, actor, now, note)
+            self.state.queues.discard(queue)  # as queue_pause_set: a resume deletes the row
+            if cur is None:
+                return QueuePause(queue, False, changed=False)
+            del self.state.paused[queue]
+            return QueuePause(queue, False, actor, now, note)
 
     async def job_bulk_plan(
         self, *, action: BulkAction, where: JobFilter, now: datetime, budget_ms: int | None
@@ -160,7 +177,7 @@ class MemoryActions:
         # As job_discard in SQL: the row, its attempts and steps go; its history becomes one entry.
         del self.state.jobs[row.id]
         self.state.attempts.pop(row.id, None)
-        self.state.extra.get("steps", {}).pop(row.id, None)
+        self.state.steps.pop(row.id, None)
         self.state.history[row.id] = [HistoryEntry(row.id, now, "discarded", actor, note, _discarded(row, data))]
 
     async def job_discard(
@@ -181,9 +198,8 @@ class MemoryActions:
 
     async def queue_names_known(self) -> list[str]:
         with self.state.lock:
-            names = {r.queue for r in self.state.jobs.values()} | set(_known_queues(self.state))
-            workers: dict[str, WorkerRecord] = self.state.extra.get("workers", {})
-            names |= {q for w in workers.values() for q in w.queues}
+            names = {r.queue for r in self.state.jobs.values()} | self.state.queues | set(self.state.paused)
+            names |= {q for w in self.state.workers.values() for q in w.queues}
         return sorted(names)
 
     async def job_find(
@@ -200,11 +216,11 @@ class MemoryActions:
         self, *, id: str, actor: str | None, note: str | None, now: datetime
     ) -> DrainRequest | None:
         with self.state.lock:
-            workers: dict[str, WorkerRecord] = self.state.extra.get("workers", {})
+            workers = self.state.workers
             w = workers.get(id)
             if w is None:
                 return None
-            notes: dict[str, str | None] = self.state.extra.setdefault("drain_notes", {})
+            notes = self.state.drain_notes
             if w.drain_requested_at is not None:
                 return DrainRequest(id, w.drain_requested_by, w.drain_requested_at, notes.get(id), changed=False)
             workers[id] = replace(w, drain_requested_by=actor, drain_requested_at=now)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from engine.drivers.jobfilter import search_terms
-from engine.drivers.memory.state import LIVE, MemoryState, dedupe_key, minute_of, rollup_of
+from engine.drivers.memory.state import MemoryBase, minute_of
 from engine.projections import (
     Count,
     DeadGroup,
@@ -93,24 +93,17 @@ def summary(row: JobRow) -> JobSummary:
     )
 
 
-def _known_queues(state: MemoryState) -> set[str]:
-    """Queues named by a pause or resume (jobs.queue rows), even with no job in them yet."""
-    return state.extra.setdefault("queues", set())  # type: ignore[no-any-return]
-
-
-class MemoryIntrospect:
-    state: MemoryState
-
+class MemoryIntrospect(MemoryBase):
     async def queue_stats(self, *, now: datetime, count_cap: int, budget_ms: int | None) -> list[QueueStats]:
         with self.state.lock:
-            names = {r.queue for r in self.state.jobs.values()} | set(self.state.paused) | _known_queues(self.state)
+            names = {r.queue for r in self.state.jobs.values()} | set(self.state.paused) | self.state.queues
             counts: dict[str, dict[JobState, int]] = defaultdict(lambda: defaultdict(int))
             oldest: dict[str, datetime] = {}
             # As queue_throughput: calendar minutes, rolled ones from the rollup, later rows counted.
             done: dict[str, list[int]] = defaultdict(lambda: [0] * 60)
             this_minute = minute_of(now)
             lo = this_minute - _HOUR + _MINUTE
-            roll = rollup_of(self.state)
+            roll = self.state.rollup
             rolled = roll.rolled if roll.rolled is not None else datetime.min.replace(tzinfo=now.tzinfo)
             for (minute, queue), n in roll.minutes.items():
                 if lo <= minute < rolled and minute <= this_minute:
@@ -147,9 +140,9 @@ class MemoryIntrospect:
                         slots_total=0,
                         slots_in_use=0,
                         paused=pause is not None,
-                        paused_by=(pause or {}).get("by"),
-                        paused_at=(pause or {}).get("at"),
-                        pause_note=(pause or {}).get("note"),
+                        paused_by=pause.by if pause else None,
+                        paused_at=pause.at if pause else None,
+                        pause_note=pause.note if pause else None,
                     )
                 )
             return out
@@ -203,47 +196,32 @@ class MemoryIntrospect:
             row = self.state.jobs.get(job_id)
             if row is None:
                 return None
-            holder = self.state.live_keys.get(dedupe_key(row.name, row.tenant, row.idempotency_key))
+            holder = self.state.live_holder(row)
             if holder is None or holder == job_id:
                 return None
             return summary(self.state.jobs[holder])
-
-    async def queue_pause(
-        self, *, queue: str, paused: bool, actor: str | None, note: str | None, now: datetime
-    ) -> QueuePause:
-        with self.state.lock:
-            _known_queues(self.state).add(queue)
-            cur = self.state.paused.get(queue)
-            if paused:
-                if cur is not None:
-                    return QueuePause(queue, True, cur.get("by"), cur.get("at"), cur.get("note"), changed=False)
-                self.state.paused[queue] = {"by": actor, "at": now, "note": note}
-                return QueuePause(queue, True, actor, now, note)
-            _known_queues(self.state).discard(queue)  # as queue_pause_set: a resume deletes the row
-            if cur is None:
-                return QueuePause(queue, False, changed=False)
-            del self.state.paused[queue]
-            return QueuePause(queue, False, actor, now, note)
 
     async def queue_get(self, *, queue: str) -> QueuePause:
         with self.state.lock:
             p = self.state.paused.get(queue)
         if p is None:
             return QueuePause(queue, False, changed=False)
-        return QueuePause(queue, True, p.get("by"), p.get("at"), p.get("note"), changed=False)
+        return QueuePause(queue, True, p.by, p.at, p.note, changed=False)
 
     async def limit_state(self, *, keys: Sequence[str], now: datetime) -> list[LimitState]:
         """The stored slot rows and rate bucket of each key (jobs.slot, jobs.rate_bucket)."""
         with self.state.lock:
-            slots = self.state.extra.get("slots", {})
-            buckets = self.state.extra.get("rate_buckets", {})
             out = []
             for key in keys:
-                held = tuple(SlotHolder(v[0], v[1], v[2]) for (k, _), v in sorted(slots.items()) if k == key)
-                tokens, at = buckets.get(key, (None, None))
-                if held or tokens is not None:
-                    out.append(LimitState(key, held, tokens, at))
+                held = tuple(
+                    SlotHolder(v.job_id, v.worker, v.lease_until)
+                    for (k, _), v in sorted(self.state.slots.items())
+                    if k == key
+                )
+                b = self.state.buckets.get(key)
+                if held or b is not None:
+                    out.append(LimitState(key, held, b.tokens if b else None, b.refilled_at if b else None))
             return out
 
 
-__all__ = ["MemoryIntrospect", "LIVE", "matches", "summary"]
+__all__ = ["MemoryIntrospect", "matches", "summary"]

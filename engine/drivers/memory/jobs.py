@@ -7,13 +7,13 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from engine.codec import check_json
-from engine.drivers.memory.state import LIVE, MemoryState, dedupe_key
+from engine.drivers.dedupe import dedupe_key
+from engine.drivers.memory.state import LIVE, MemoryBase
 from engine.types import (
     Ack,
     AttemptRecord,
     CancelResult,
     Claim,
-    ClaimedJob,
     EnqueueResult,
     HistoryEntry,
     JobRow,
@@ -23,28 +23,17 @@ from engine.types import (
     Renewal,
 )
 
-_CLAIMABLE = frozenset({JobState.READY, JobState.DELAYED, JobState.PARKED, JobState.SUSPENDED})
 _NACK_STATE = {"dead": JobState.DEAD, "park": JobState.PARKED, "suspend": JobState.SUSPENDED}
 _ATTEMPT_OUTCOME = {"retry": "retried", "dead": "dead", "park": "parked", "suspend": "suspended", "release": "released"}
 
 
-class MemoryJobs:
-    state: MemoryState
-
-    def _held(self, claim: Claim) -> JobRow | None:
-        row = self.state.jobs.get(claim.job_id)
-        if row is None or row.state is not JobState.RUNNING:
-            return None
-        if row.claimed_by != claim.worker or row.run != claim.run:
-            return None
-        return row
-
+class MemoryJobs(MemoryBase):
     async def job_enqueue(self, *, jobs: Sequence[NewJob], now: datetime) -> list[EnqueueResult]:
         out: list[EnqueueResult] = []
+        fresh: set[str] = set()  # the queues inserted into
         with self.state.lock:
             for new in jobs:
-                k = dedupe_key(new.name, new.tenant, new.idempotency_key)
-                live_id = self.state.live_keys.get(k)
+                live_id = self.state.live_keys.get(dedupe_key(new.name, new.tenant, new.idempotency_key))
                 if live_id is not None:
                     out.append(EnqueueResult(live_id, True, self.state.jobs[live_id].state))
                     continue
@@ -66,38 +55,15 @@ class MemoryJobs:
                     updated_at=now,
                 )
                 self.state.put(row)
+                fresh.add(row.queue)
                 out.append(EnqueueResult(row.id, False, row.state))
+        self._wake(fresh)  # the statement's pg_notify for the queues it inserted into
         return out
 
     async def job_enqueue_chunks(self, *, chunks: Iterable[Sequence[NewJob]], now: datetime) -> list[EnqueueResult]:
         # Every chunk is built before any row is written: one that raises leaves nothing behind.
         rows = [j for chunk in chunks for j in chunk]
-        return await self.job_enqueue(jobs=rows, now=now)  # type: ignore[no-any-return]
-
-    async def job_claim(
-        self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
-    ) -> list[ClaimedJob]:
-        wanted = set(queues) - set(self.state.paused)
-        with self.state.lock:
-            due = [
-                r for r in self.state.jobs.values() if r.queue in wanted and r.state in _CLAIMABLE and r.run_at <= now
-            ]
-            due.sort(key=lambda r: (-r.priority, r.run_at, r.id))
-            out = []
-            for r in due[:limit]:
-                row = replace(
-                    r,
-                    state=JobState.RUNNING,
-                    run=r.run + 1,
-                    attempt=r.attempt + 1,
-                    claimed_by=worker,
-                    claimed_at=now,
-                    lease_until=now + timedelta(seconds=lease_seconds),
-                    updated_at=now,
-                )
-                self.state.put(row)
-                out.append(ClaimedJob(row))
-            return out
+        return await self.job_enqueue(jobs=rows, now=now)
 
     def _record(
         self,
@@ -118,7 +84,7 @@ class MemoryJobs:
         done: list[str] = []
         with self.state.lock:
             for ack in acks:
-                row = self._held(ack.claim)
+                row = self.state.held(ack.claim)
                 if row is None:
                     continue
                 self.state.put(
@@ -139,7 +105,7 @@ class MemoryJobs:
 
     async def job_nack(self, *, nack: Nack, now: datetime) -> bool:
         with self.state.lock:
-            row = self._held(nack.claim)
+            row = self.state.held(nack.claim)
             if row is None:
                 return False
             counts = nack.outcome in ("retry", "dead")
@@ -175,7 +141,7 @@ class MemoryJobs:
         out: list[Renewal] = []
         with self.state.lock:
             for c in claims:
-                row = self._held(c)
+                row = self.state.held(c)
                 if row is not None:
                     until = now + timedelta(seconds=lease_seconds)
                     self.state.put(replace(row, lease_until=until))

@@ -6,40 +6,35 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from engine.drivers.memory.state import ROLLUP_KEPT, MemoryState, minute_of, rollup_of
+from engine.drivers.memory.state import ROLLUP_KEPT, Leader, MemoryBase, minute_of
 from engine.types import AttemptRecord, HistoryEntry, JobState
 
 _PRUNED = (JobState.COMPLETED, JobState.CANCELLED)
 
 
-class MemoryMaintenance:
-    state: MemoryState
-
-    def _leaders(self) -> dict[str, list]:  # type: ignore[type-arg]
-        return self.state.extra.setdefault("leaders", {})  # type: ignore[no-any-return]
-
+class MemoryMaintenance(MemoryBase):
     def _leads(self, leader: str, holder: str, term: int, now: datetime) -> bool:
-        cur = self._leaders().get(leader)
-        return cur is not None and cur[0] == holder and cur[1] == term and cur[2] >= now
+        cur = self.state.leaders.get(leader)
+        return cur is not None and cur.holder == holder and cur.term == term and cur.until >= now
 
     async def leader_acquire(self, *, name: str, holder: str, now: datetime, lease_seconds: float) -> int | None:
         with self.state.lock:
             until = now + timedelta(seconds=lease_seconds)
-            cur = self._leaders().get(name)
+            cur = self.state.leaders.get(name)
             if cur is None:
-                self._leaders()[name] = [holder, 1, until]
+                self.state.leaders[name] = Leader(holder, 1, until)
                 return 1
-            if cur[0] != holder and cur[2] >= now:
+            if cur.holder != holder and cur.until >= now:
                 return None
-            term = cur[1] if cur[0] == holder else cur[1] + 1
-            self._leaders()[name] = [holder, term, until]
-            return int(term)
+            term = cur.term if cur.holder == holder else cur.term + 1
+            self.state.leaders[name] = Leader(holder, term, until)
+            return term
 
     async def leader_release(self, *, name: str, holder: str, term: int, now: datetime) -> None:
         with self.state.lock:
-            cur = self._leaders().get(name)
-            if cur is not None and cur[0] == holder and cur[1] == term:
-                cur[2] = now - timedelta(milliseconds=1)
+            cur = self.state.leaders.get(name)
+            if cur is not None and cur.holder == holder and cur.term == term:
+                self.state.leaders[name] = replace(cur, until=now - timedelta(milliseconds=1))
 
     async def job_rescue(
         self, *, leader: str, holder: str, term: int, now: datetime, limit: int
@@ -132,16 +127,14 @@ class MemoryMaintenance:
                 del self.state.jobs[r.id]
                 self.state.attempts.pop(r.id, None)
                 self.state.history.pop(r.id, None)
-                for table in self.state.extra.values():
-                    if isinstance(table, dict) and r.id in table:
-                        table.pop(r.id, None)
+                self.state.steps.pop(r.id, None)
             return [r.id for r in doomed]
 
     async def throughput_rollup(self, *, leader: str, holder: str, term: int, now: datetime, settle: float) -> int:
         with self.state.lock:
             if not self._leads(leader, holder, term, now):
                 return 0
-            roll = rollup_of(self.state)
+            roll = self.state.rollup
             kept_from = minute_of(now) - ROLLUP_KEPT
             lo = kept_from if roll.rolled is None else max(kept_from, roll.rolled)
             hi = minute_of(now - timedelta(seconds=settle))
@@ -160,7 +153,7 @@ class MemoryMaintenance:
 
     async def worker_reap(self, *, before: datetime) -> list[str]:
         with self.state.lock:
-            workers = self.state.extra.setdefault("workers", {})
+            workers = self.state.workers
             gone = [w.id for w in workers.values() if w.heartbeat_at < before]
             for wid in gone:
                 del workers[wid]

@@ -1,24 +1,113 @@
-"""The memory driver's tables: plain Python collections behind one lock.
+"""The memory driver's tables: typed Python collections behind one lock, and the base every area
+of the driver stands on.
 
 Each collection mirrors a table of sql/schema.sql, so a behaviour and the SQL that must mean the
-same thing can be read side by side.
+same thing can be read side by side. A new area adds its table here as a typed field.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
-from engine.types import LIVE_STATES, AttemptRecord, BackfillRun, HistoryEntry, JobRow
+from engine.drivers.dedupe import DedupeKey, dedupe_key
+from engine.types import (
+    LIVE_STATES,
+    AttemptRecord,
+    BackfillRun,
+    Claim,
+    EventRecord,
+    GaugeCount,
+    HistoryEntry,
+    JobRow,
+    JobState,
+    StoredStep,
+    WorkerRecord,
+)
 
 LIVE = frozenset(LIVE_STATES)
+# The states a claim takes a due row from (the job_claim index's states).
+CLAIMABLE = frozenset({JobState.READY, JobState.DELAYED, JobState.PARKED, JobState.SUSPENDED})
+ROLLUP_KEPT = timedelta(hours=2)  # as throughput_rollup in SQL: rolled minutes older than this go
 
 
-def dedupe_key(name: str, tenant: str | None, key: str) -> tuple[str, str, str]:
-    """The index expression `(name, coalesce(tenant, ''), idempotency_key)` (I2)."""
-    return (name, tenant or "", key)
+def minute_of(t: datetime) -> datetime:
+    """The calendar minute ``t`` falls in (date_trunc('minute', t))."""
+    return t.replace(second=0, microsecond=0)
+
+
+@dataclass(frozen=True)
+class Pause:
+    """A paused queue's row of jobs.queue: who paused it, when, why."""
+
+    by: str | None
+    at: datetime
+    note: str | None
+
+
+@dataclass
+class Slot:
+    """One row of jobs.slot: a concurrency slot of a key, free when ``job_id`` is None."""
+
+    job_id: str | None = None
+    worker: str | None = None
+    lease_until: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One row of jobs.rate_bucket."""
+
+    tokens: float
+    refilled_at: datetime
+
+
+@dataclass(frozen=True)
+class Leader:
+    """One row of jobs.leader: the holder of a lease, its term, and until when it holds."""
+
+    holder: str
+    term: int
+    until: datetime
+
+
+@dataclass(frozen=True)
+class GaugeSnapshot:
+    """The fleet's last count of the queue gauges (jobs.meta's gauges row) and when it was taken."""
+
+    taken_at: datetime
+    counts: list[GaugeCount]
+
+
+@dataclass
+class Rollup:
+    """jobs.throughput_minute and its watermark (jobs.meta throughput_rolled_until)."""
+
+    rolled: datetime | None = None  # every minute before it is rolled up; None: none is
+    minutes: dict[tuple[datetime, str], int] = field(default_factory=dict)  # (minute, queue) -> completions
+
+
+class Wakeups:
+    """LISTEN/NOTIFY for one process: waiters on any loop, woken thread-safely."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.waiters: list[tuple[frozenset[str], asyncio.AbstractEventLoop, asyncio.Future[bool]]] = []
+
+    def notify(self, queues: set[str]) -> None:
+        with self.lock:
+            hit = [w for w in self.waiters if w[0] & queues]
+            self.waiters = [w for w in self.waiters if not (w[0] & queues)]
+        for _, loop, fut in hit:
+            loop.call_soon_threadsafe(_resolve, fut)
+
+
+def _resolve(fut: asyncio.Future[bool]) -> None:
+    if not fut.done():
+        fut.set_result(True)
 
 
 @dataclass
@@ -26,11 +115,21 @@ class MemoryState:
     lock: threading.RLock = field(default_factory=threading.RLock)
     jobs: dict[str, JobRow] = field(default_factory=dict)
     # The partial unique index over the live states: dedupe key -> job id.
-    live_keys: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    live_keys: dict[DedupeKey, str] = field(default_factory=dict)
     attempts: dict[str, list[AttemptRecord]] = field(default_factory=dict)
     history: dict[str, list[HistoryEntry]] = field(default_factory=dict)
-    paused: dict[str, dict[str, Any]] = field(default_factory=dict)  # queue -> {by, at, note}
-    extra: dict[str, Any] = field(default_factory=dict)  # tables of later subsystems
+    paused: dict[str, Pause] = field(default_factory=dict)  # the paused rows of jobs.queue
+    queues: set[str] = field(default_factory=set)  # every queue named by a pause or a resume (jobs.queue)
+    workers: dict[str, WorkerRecord] = field(default_factory=dict)  # jobs.worker
+    wakeups: Wakeups = field(default_factory=Wakeups)  # the jobs_enqueue channel
+    gauges: GaugeSnapshot | None = None
+    slots: dict[tuple[str, int], Slot] = field(default_factory=dict)  # (key, slot) -> jobs.slot row
+    buckets: dict[str, Bucket] = field(default_factory=dict)  # key -> jobs.rate_bucket row
+    leaders: dict[str, Leader] = field(default_factory=dict)  # name -> jobs.leader row
+    rollup: Rollup = field(default_factory=Rollup)
+    steps: dict[str, dict[str, StoredStep]] = field(default_factory=dict)  # job id -> name -> jobs.step row
+    events: list[EventRecord] = field(default_factory=list)  # jobs.event
+    drain_notes: dict[str, str | None] = field(default_factory=dict)  # jobs.worker's drain note by worker id
     backfills: dict[str, BackfillRun] = field(default_factory=dict)  # jobs.backfill by run id
 
     def put(self, row: JobRow) -> None:
@@ -44,25 +143,36 @@ class MemoryState:
             self.live_keys[k] = row.id
         self.jobs[row.id] = row
 
+    def live_holder(self, row: JobRow) -> str | None:
+        """The id of the live row holding ``row``'s dedupe key (I2), if any: maybe ``row`` itself."""
+        return self.live_keys.get(dedupe_key(row.name, row.tenant, row.idempotency_key))
+
+    def held(self, claim: Claim) -> JobRow | None:
+        """The row, when ``claim``'s claimant still holds it (running, same claimant and run: I15)."""
+        row = self.jobs.get(claim.job_id)
+        if row is None or row.state is not JobState.RUNNING:
+            return None
+        if row.claimed_by != claim.worker or row.run != claim.run:
+            return None
+        return row
+
     def add_history(self, entry: HistoryEntry) -> None:
         self.history.setdefault(entry.job_id, []).append(entry)
 
-
-ROLLUP_KEPT = timedelta(hours=2)  # as throughput_rollup in SQL: rolled minutes older than this go
-
-
-def minute_of(t: datetime) -> datetime:
-    """The calendar minute ``t`` falls in (date_trunc('minute', t))."""
-    return t.replace(second=0, microsecond=0)
+    def steps_of(self, job_id: str) -> dict[str, StoredStep]:
+        return self.steps.setdefault(job_id, {})
 
 
-@dataclass
-class Rollup:
-    """jobs.throughput_minute and its watermark (jobs.meta throughput_rolled_until)."""
+class MemoryBase:
+    """What every area of the memory driver stands on: the tables, and the wake-up the SQL sends."""
 
-    rolled: datetime | None = None  # every minute before it is rolled up; None: none is
-    minutes: dict[tuple[datetime, str], int] = field(default_factory=dict)  # (minute, queue) -> completions
+    state: MemoryState
 
+    def __init__(self) -> None:
+        self.state = MemoryState()
 
-def rollup_of(state: MemoryState) -> Rollup:
-    return state.extra.setdefault("throughput", Rollup())  # type: ignore[no-any-return]
+    def _wake(self, queues: Iterable[str]) -> None:
+        """pg_notify('jobs_enqueue', queue) for each of ``queues``: wake their idle workers."""
+        wanted = set(queues)
+        if wanted:
+            self.state.wakeups.notify(wanted)

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from engine.codec import check_json, dumps
-from engine.drivers.memory.state import MemoryState, dedupe_key
+from engine.drivers.memory.state import MemoryBase
 from engine.types import (
     Claim,
     EventRecord,
@@ -46,39 +46,17 @@ def _size(step: StoredStep) -> int | None:
     return len(dumps(step.result, what="step result").encode())
 
 
-class MemorySteps:
-    state: MemoryState
-
-    async def _notify(self, queues: list[str]) -> None:
-        # The SQL's pg_notify on jobs_enqueue: wake idle workers of these queues (MemoryWorkers).
-        notify = getattr(self, "queue_notify", None)
-        if notify is not None:
-            await notify(queues=queues)
-
-    def _steps(self, job_id: str) -> dict[str, StoredStep]:
-        table: dict[str, dict[str, StoredStep]] = self.state.extra.setdefault("steps", {})
-        return table.setdefault(job_id, {})
-
-    def _events(self) -> list[EventRecord]:
-        events: list[EventRecord] = self.state.extra.setdefault("events", [])
-        return events
-
+class MemorySteps(MemoryBase):
     async def step_load(self, *, job_id: str) -> list[StoredStep]:
         with self.state.lock:
-            return sorted(self._steps(job_id).values(), key=lambda s: (s.seq, s.name))
+            return sorted(self.state.steps_of(job_id).values(), key=lambda s: (s.seq, s.name))
 
     async def step_save(self, *, claim: Claim, step: StoredStep) -> bool:
         with self.state.lock:
-            row = self.state.jobs.get(claim.job_id)
-            if (
-                row is None
-                or row.state is not JobState.RUNNING
-                or row.claimed_by != claim.worker
-                or row.run != claim.run
-            ):
+            if self.state.held(claim) is None:
                 return False
             keeps = step.status in ("completed", "timed-out")
-            self._steps(claim.job_id)[step.name] = replace(
+            self.state.steps_of(claim.job_id)[step.name] = replace(
                 step,
                 job_id=claim.job_id,
                 run=claim.run,
@@ -89,7 +67,7 @@ class MemorySteps:
 
     async def step_list(self, *, job_id: str) -> list[StepRecord]:
         with self.state.lock:
-            steps = sorted(self._steps(job_id).values(), key=lambda s: (s.seq, s.name))
+            steps = sorted(self.state.steps_of(job_id).values(), key=lambda s: (s.seq, s.name))
         return [
             StepRecord(
                 s.job_id,
@@ -114,7 +92,7 @@ class MemorySteps:
         woken: set[str] = set()  # their queues
         count = 0
         with self.state.lock:
-            self._events().append(ev)
+            self.state.events.append(ev)
             for row in list(self.state.jobs.values()):
                 w = row.wait or {}
                 if (
@@ -129,18 +107,17 @@ class MemorySteps:
                     self.state.put(replace(row, run_at=now, updated_at=now))
                     woken.add(row.queue)
                     count += 1
-        if woken:
-            await self._notify(sorted(woken))
+        self._wake(woken)
         return SentEvent(id, name, tenant, now, count)
 
     async def event_find(
         self, *, job_id: str, name: str, tenant: str | None, match: dict[str, Any], since: datetime, now: datetime
     ) -> EventRecord | None:
         with self.state.lock:
-            taken = {s.event_id for s in self._steps(job_id).values() if s.event_id is not None}
+            taken = {s.event_id for s in self.state.steps_of(job_id).values() if s.event_id is not None}
             hits = [
                 e
-                for e in self._events()
+                for e in self.state.events
                 if e.name == name
                 and e.tenant == tenant
                 and jsonb_contains(e.payload, match)
@@ -165,12 +142,12 @@ class MemorySteps:
                 return StepRetry(job_id, "not-found")
             if row.state not in _RETRYABLE:
                 return StepRetry(job_id, "invalid-state", row.state, step_name)
-            steps = self._steps(job_id)
+            steps = self.state.steps_of(job_id)
             target = steps.get(step_name)
             if target is None:
                 known = tuple(s.name for s in sorted(steps.values(), key=lambda s: (s.seq, s.name)))
                 return StepRetry(job_id, "unknown-step", row.state, step_name, known_steps=known)
-            holder = self.state.live_keys.get(dedupe_key(row.name, row.tenant, row.idempotency_key))
+            holder = self.state.live_holder(row)
             if holder is not None:
                 return StepRetry(job_id, "duplicate", row.state, step_name, holder_id=holder)
             dropped = sorted((s for s in steps.values() if s.seq >= target.seq), key=lambda s: (s.seq, s.name))
@@ -202,5 +179,5 @@ class MemorySteps:
                     {"step": step_name, "from": row.state.value, "discarded": list(discarded)},
                 )
             )
-        await self._notify([row.queue])
+        self._wake([row.queue])
         return StepRetry(job_id, "retried", row.state, step_name, discarded=discarded)

@@ -1,4 +1,8 @@
-"""PostgresDriver: the Driver protocol over psycopg 3, every statement named in sql/queries."""
+"""PostgresDriver: the Driver protocol over psycopg 3, every statement named in sql/queries.
+
+One class per area (engine/drivers/base.py, AREAS), each on PostgresBase (the pools and the one
+way to run a named statement); no area calls another's helpers, so their order here means nothing.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,12 @@ import psycopg
 
 from engine.drivers.postgres.actions import PostgresActions
 from engine.drivers.postgres.backfills import PostgresBackfills
+from engine.drivers.postgres.base import PostgresBase
+from engine.drivers.postgres.introspect import PostgresIntrospect
 from engine.drivers.postgres.jobs import PostgresJobs
 from engine.drivers.postgres.limits import PostgresLimits
 from engine.drivers.postgres.maintenance import PostgresMaintenance
-from engine.drivers.postgres.pool import LoopPools, check_dsn, safe_dsn
+from engine.drivers.postgres.pool import check_dsn, safe_dsn
 from engine.drivers.postgres.schema import SCHEMA_VERSION, install_schema
 from engine.drivers.postgres.steps import PostgresSteps
 from engine.drivers.postgres.workers import PostgresWorkers
@@ -23,6 +29,7 @@ class PostgresDriver(
     PostgresLimits,
     PostgresMaintenance,
     PostgresSteps,
+    PostgresIntrospect,
     PostgresActions,
     PostgresBackfills,
 ):
@@ -31,18 +38,18 @@ class PostgresDriver(
     def __init__(
         self, dsn: str, *, pool_size: int = 10, statement_timeout_ms: int | None = None, optimistic_batches: bool = True
     ) -> None:
-        self.dsn = check_dsn(dsn)
-        # A batch goes out as a plain INSERT first, and again with ON CONFLICT only when it
-        # replays a live key (jobs.py, job_enqueue_fresh): False sends every batch with ON CONFLICT.
-        self.optimistic_batches = bool(optimistic_batches)
-        self.pools = LoopPools(self.dsn, max_size=pool_size, statement_timeout_ms=statement_timeout_ms)
+        PostgresBase.__init__(self, check_dsn(dsn), pool_size=pool_size, statement_timeout_ms=statement_timeout_ms)
+        # Each area's own state, set here in one place.
+        self.optimistic_batches = bool(optimistic_batches)  # jobs: a batch tries the plain INSERT first
+        self._listen_conns = {}  # workers: each loop's LISTEN connection
+        self._step_writers = {}  # steps: each loop's group writer
 
     def describe(self) -> str:
         return f"postgres {safe_dsn(self.dsn)}"
 
     async def open(self) -> None:
         try:
-            row = await self._one(Q.schema_version.text, {})
+            row = await self._row(Q.schema_version, {})
         except psycopg.errors.UndefinedTable:
             row = None
         if row is None:
@@ -59,7 +66,7 @@ class PostgresDriver(
             )
 
     async def close(self) -> None:
-        self.__dict__.pop("_step_writers", None)  # each loop's step writer (steps.py)
+        self._step_writers.clear()
         await self._listeners_close()
         for pool in self.pools.forget_all():
             try:

@@ -13,7 +13,8 @@ from typing import Any
 import psycopg
 
 from engine.drivers.jobfilter import id_range
-from engine.drivers.postgres.introspect import Conn, PostgresIntrospect, filter_params, summary_row
+from engine.drivers.postgres.base import Conn, PostgresBase
+from engine.drivers.postgres.introspect import filter_params, pause_row, summary_row
 from engine.drivers.sqlfiles import Q
 from engine.projections import (
     ActionResult,
@@ -37,22 +38,21 @@ _BULK = {
 _RACE_RETRIES = 3
 
 
-class PostgresActions(PostgresIntrospect):
+class PostgresActions(PostgresBase):
     async def job_retry_dead(
         self, *, job_id: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
     ) -> ActionResult | None:
         p = {"id": job_id, "tenant": tenant, "now": now, "actor": actor, "note": note}
         for _ in range(_RACE_RETRIES):
             try:
-                rows = await self._budgeted(None, "retry", lambda c: self._rows(c, Q.job_retry_dead.text, p))
+                r = await self._budgeted(None, "retry", lambda c: self._row(Q.job_retry_dead, p, conn=c))
                 break
             except psycopg.errors.UniqueViolation:
                 continue  # a live holder of the key committed meanwhile: the next read names it
         else:
-            rows = []
-        if not rows:
+            r = None
+        if r is None:
             return None
-        r = rows[0]
         prev = JobState(r["previous"])
         if r["changed"]:
             return ActionResult("retry", job_id, True, prev, JobState.READY)
@@ -75,12 +75,13 @@ class PostgresActions(PostgresIntrospect):
         p = filter_params(where) | {"action": action}
 
         async def read(conn: Conn) -> BulkPlan:
-            rows = await self._rows(conn, Q.job_bulk_groups.text, p)
+            rows = await self._rows(Q.job_bulk_groups, p, conn=conn)
             groups = tuple(BulkGroup(r["stop_reason"], r["error_code"], r["tenant"], r["n"]) for r in rows)
             matched = sum(g.count for g in groups)
             deduped = 0
             if action == "retry" and matched:
-                free = (await self._rows(conn, Q.job_bulk_free_keys.text, p))[0]["n"]
+                keys = await self._row(Q.job_bulk_free_keys, p, conn=conn)
+                free = keys["n"] if keys else 0
                 deduped = matched - free
             return BulkPlan(action, where, matched, groups, deduped, now)
 
@@ -106,15 +107,15 @@ class PostgresActions(PostgresIntrospect):
             "limit": limit,
             "before": before,
         }
-        sql = _BULK[action].text
+        query = _BULK[action]
         for attempt in range(_RACE_RETRIES):
             try:
-                rows = await self._budgeted(None, f"{action} --all", lambda c: self._rows(c, sql, p))
+                r = await self._budgeted(None, f"{action} --all", lambda c: self._row(query, p, conn=c))
                 break
             except psycopg.errors.UniqueViolation:
                 if attempt == _RACE_RETRIES - 1:
                     raise
-        r = rows[0]
+        assert r is not None  # the batch's one summary row
         changed = tuple(r["changed"] or ())
         return BulkBatch(
             changed, r["scanned"] - len(changed), r["scanned"], None if r["last_id"] is None else str(r["last_id"])
@@ -123,16 +124,14 @@ class PostgresActions(PostgresIntrospect):
     async def queue_pause(
         self, *, queue: str, paused: bool, actor: str | None, note: str | None, now: datetime
     ) -> QueuePause:
-        from engine.drivers.postgres.introspect import pause_row
-
         p = {"queue": queue, "paused": paused, "actor": actor, "note": note, "now": now}
-        rows = await self._budgeted(None, "pause", lambda c: self._rows(c, Q.queue_pause_set.text, p))
-        if not rows:
+        r = await self._budgeted(None, "pause", lambda c: self._row(Q.queue_pause_set, p, conn=c))
+        if r is None:
             return QueuePause(queue, False, changed=False)
-        return pause_row(queue, rows[0], changed=bool(rows[0]["changed"]))
+        return pause_row(queue, r, changed=bool(r["changed"]))
 
     async def queue_names_known(self) -> list[str]:
-        rows = await self._budgeted(None, "pause", lambda c: self._rows(c, Q.queue_names_known.text, {}))
+        rows = await self._budgeted(None, "pause", lambda c: self._rows(Q.queue_names_known, {}, conn=c))
         return [r["name"] for r in rows]
 
     async def job_find(
@@ -148,9 +147,9 @@ class PostgresActions(PostgresIntrospect):
 
         async def read(conn: Conn) -> list[JobSummary]:
             p: dict[str, Any] = {"lo": lo, "hi": hi, "tenant": tenant, "limit": limit}
-            rows = await self._rows(conn, Q.job_find_prefix.text, p)
+            rows = await self._rows(Q.job_find_prefix, p, conn=conn)
             if not rows:
-                rows = await self._rows(conn, Q.job_find_suffix.text, p | tail)
+                rows = await self._rows(Q.job_find_suffix, p | tail, conn=conn)
             return [summary_row(r) for r in rows]
 
         return await self._budgeted(budget_ms, "show", read)
@@ -159,11 +158,11 @@ class PostgresActions(PostgresIntrospect):
         self, *, job_id: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
     ) -> ActionResult | None:
         p = {"id": job_id, "tenant": tenant, "now": now, "actor": actor, "note": note}
-        rows = await self._budgeted(None, "discard", lambda c: self._rows(c, Q.job_discard.text, p))
-        if not rows:
+        r = await self._budgeted(None, "discard", lambda c: self._row(Q.job_discard, p, conn=c))
+        if r is None:
             return None
-        prev = JobState(rows[0]["previous"])
-        if rows[0]["changed"]:
+        prev = JobState(r["previous"])
+        if r["changed"]:
             return ActionResult(
                 "discard", job_id, True, prev, prev, reason="deleted; a discarded entry keeps the audit"
             )
@@ -173,10 +172,9 @@ class PostgresActions(PostgresIntrospect):
         self, *, id: str, actor: str | None, note: str | None, now: datetime
     ) -> DrainRequest | None:
         p = {"id": id, "actor": actor, "note": note, "now": now}
-        rows = await self._budgeted(None, "workers drain", lambda c: self._rows(c, Q.worker_drain_request.text, p))
-        if not rows:
+        r = await self._budgeted(None, "workers drain", lambda c: self._row(Q.worker_drain_request, p, conn=c))
+        if r is None:
             return None
-        r = rows[0]
         return DrainRequest(
             r["id"], r["drain_requested_by"], r["drain_requested_at"], r["drain_note"], bool(r["changed"])
         )

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from engine.drivers.postgres.pool import LoopPools
+from engine.drivers.postgres.base import PostgresBase
 from engine.drivers.sqlfiles import Q, Query
 from engine.projections import ActionResult
 from engine.types import BackfillRun, BackfillStatus, Claim, JobState, LivePass
@@ -32,13 +32,13 @@ def _run(r: Any) -> BackfillRun:
     )
 
 
-class PostgresBackfills:
-    pools: LoopPools
-
+class PostgresBackfills(PostgresBase):
     async def _bf(self, q: Query, params: dict[str, Any]) -> list[Any]:
-        async with self.pools.connection() as conn:
-            cur = await conn.execute(q.text, params)  # type: ignore[arg-type]
-            return await cur.fetchall()
+        """``q``'s rows as a list, whatever its declared cardinality."""
+        answer = await self._run(q, params)
+        if q.cardinality == "many":
+            return list(answer)
+        return [] if answer is None else [answer]
 
     async def backfill_open(self, *, run: BackfillRun) -> bool:
         rows = await self._bf(

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, TypeVar
-
-import psycopg
+from typing import Any
 
 from engine.drivers.jobfilter import search_terms
-from engine.drivers.postgres.pool import LoopPools
+from engine.drivers.postgres.base import Conn, PostgresBase
 from engine.drivers.sqlfiles import Q
-from engine.errors import X_QUERY_BUDGET, JobsError
 from engine.projections import (
     Count,
     DeadGroup,
@@ -28,9 +25,6 @@ from engine.projections import (
     SlotHolder,
 )
 from engine.types import JobState
-
-T = TypeVar("T")
-Conn = psycopg.AsyncConnection[Any]
 
 
 def _like_prefix(s: str) -> str:
@@ -89,40 +83,18 @@ def pause_row(queue: str, d: dict[str, Any] | None, *, changed: bool = False) ->
     return QueuePause(d["name"], bool(d["paused"]), d["paused_by"], d["paused_at"], d["note"], changed=changed)
 
 
-class PostgresIntrospect:
-    pools: LoopPools
-
-    async def _budgeted(self, budget_ms: int | None, what: str, fn: Callable[[Conn], Awaitable[T]]) -> T:
-        """Run ``fn`` in one transaction whose every statement is cut off past ``budget_ms``."""
-        ms = budget_ms if budget_ms is not None else (self.pools.statement_timeout_ms or 0)
-        async with self.pools.connection() as conn:
-            try:
-                async with conn.transaction():
-                    await conn.execute(Q.budget_set.text, {"ms": int(ms)})
-                    return await fn(conn)
-            except psycopg.errors.QueryCanceled:
-                raise JobsError(
-                    X_QUERY_BUDGET,
-                    cause=f"the {what} query ran past its {ms} ms budget and was cut off (nothing was changed)",
-                    fix=f"jobs {what} --budget {max(1000, int(ms) * 4)}",
-                ) from None
-
-    @staticmethod
-    async def _rows(conn: Conn, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        cur = await conn.execute(sql, params)  # type: ignore[arg-type]
-        return await cur.fetchall()  # type: ignore[return-value]
-
+class PostgresIntrospect(PostgresBase):
     async def queue_stats(self, *, now: datetime, count_cap: int, budget_ms: int | None) -> list[QueueStats]:
         async def read(conn: Conn) -> list[QueueStats]:
-            running = {r["name"]: r["n"] for r in await self._rows(conn, Q.queue_running.text, {})}
-            names = sorted({r["name"] for r in await self._rows(conn, Q.queue_names.text, {})} | set(running))
+            running = {r["name"]: r["n"] for r in await self._rows(Q.queue_running, {}, conn=conn)}
+            names = sorted({r["name"] for r in await self._rows(Q.queue_names, {}, conn=conn)} | set(running))
             if not names:
                 return []
             p = {"queues": names, "now": now, "cap": count_cap}
             counts: dict[str, dict[str, int]] = defaultdict(dict)
             for q, n in running.items():
                 counts[q]["running"] = n
-            for r in await self._rows(conn, Q.queue_counts.text, p):
+            for r in await self._rows(Q.queue_counts, p, conn=conn):
                 counts[r["name"]][r["state"]] = r["n"]
             # A count that passed its cap answers the planner's estimate when that says more (a
             # backlog of 1.2M reads "~1200000", not "≥10000"); else it stays "at least the cap".
@@ -130,19 +102,20 @@ class PostgresIntrospect:
             for q, by_state in counts.items():
                 for state, n in by_state.items():
                     if n > count_cap and state != "running":
-                        plan = await self._rows(conn, Q.queue_count_estimate.text, {"queue": q, "state": state})
-                        estimates[(q, state)] = int(plan[0]["QUERY PLAN"][0]["Plan"]["Plan Rows"])
+                        plan = await self._row(Q.queue_count_estimate, {"queue": q, "state": state}, conn=conn)
+                        assert plan is not None  # explain answers one row
+                        estimates[(q, state)] = int(plan["QUERY PLAN"][0]["Plan"]["Plan Rows"])
 
             def count(q: str, state: str) -> Count:
                 n = counts[q].get(state, 0)
                 guess = estimates.get((q, state), 0)
                 return Count(guess, "estimate") if n > count_cap and guess > count_cap else capped(n, count_cap)
 
-            oldest = {r["name"]: r["oldest"] for r in await self._rows(conn, Q.queue_oldest_ready.text, p)}
+            oldest = {r["name"]: r["oldest"] for r in await self._rows(Q.queue_oldest_ready, p, conn=conn)}
             done: dict[str, list[int]] = defaultdict(lambda: [0] * 60)
-            for r in await self._rows(conn, Q.queue_throughput.text, p):
+            for r in await self._rows(Q.queue_throughput, p, conn=conn):
                 done[r["name"]][59 - r["minute"]] += r["n"]
-            pauses = {r["name"]: r for r in await self._rows(conn, Q.queue_pauses.text, {})}
+            pauses = {r["name"]: r for r in await self._rows(Q.queue_pauses, {}, conn=conn)}
             out = []
             for q in names:
                 c, pz, old = counts[q], pauses.get(q), oldest.get(q)
@@ -179,8 +152,9 @@ class PostgresIntrospect:
         p = filter_params(where) | {"cursor": cursor, "limit": limit + 1, "cap": count_cap}
 
         async def read(conn: Conn) -> JobPage:
-            rows = await self._rows(conn, Q.job_page.text, p)
-            n = (await self._rows(conn, Q.job_page_count.text, p))[0]["n"]
+            rows = await self._rows(Q.job_page, p, conn=conn)
+            counted = await self._row(Q.job_page_count, p, conn=conn)
+            n = counted["n"] if counted else 0
             items = tuple(summary_row(r) for r in rows[:limit])
             return JobPage(items, items[-1].id if len(rows) > limit else None, capped(n, count_cap))
 
@@ -190,7 +164,7 @@ class PostgresIntrospect:
         self, *, where: JobFilter, now: datetime, count_cap: int, budget_ms: int | None
     ) -> DeadLetters:
         async def read(conn: Conn) -> DeadLetters:
-            rows = await self._rows(conn, Q.dead_groups.text, filter_params(where))
+            rows = await self._rows(Q.dead_groups, filter_params(where), conn=conn)
             groups = tuple(
                 DeadGroup(
                     r["name"],
@@ -213,26 +187,25 @@ class PostgresIntrospect:
 
     async def job_duplicate(self, *, job_id: str) -> JobSummary | None:
         async def read(conn: Conn) -> JobSummary | None:
-            rows = await self._rows(conn, Q.job_duplicate.text, {"id": job_id})
-            return summary_row(rows[0]) if rows else None
+            row = await self._row(Q.job_duplicate, {"id": job_id}, conn=conn)
+            return summary_row(row) if row else None
 
         return await self._budgeted(None, "show", read)
 
     async def queue_get(self, *, queue: str) -> QueuePause:
         async def read(conn: Conn) -> QueuePause:
-            rows = await self._rows(conn, Q.queue_get.text, {"queue": queue})
-            return pause_row(queue, rows[0] if rows else None)
+            return pause_row(queue, await self._row(Q.queue_get, {"queue": queue}, conn=conn))
 
         return await self._budgeted(None, "queues", read)
 
     async def limit_state(self, *, keys: Sequence[str], now: datetime) -> list[LimitState]:
         async def read(conn: Conn) -> list[LimitState]:
             slots: dict[str, list[SlotHolder]] = defaultdict(list)
-            for r in await self._rows(conn, Q.limit_slots.text, {"keys": list(keys)}):
+            for r in await self._rows(Q.limit_slots, {"keys": list(keys)}, conn=conn):
                 slots[r["key"]].append(
                     SlotHolder(None if r["job_id"] is None else str(r["job_id"]), r["worker"], r["lease_until"])
                 )
-            buckets = {r["key"]: r for r in await self._rows(conn, Q.limit_buckets.text, {"keys": list(keys)})}
+            buckets = {r["key"]: r for r in await self._rows(Q.limit_buckets, {"keys": list(keys)}, conn=conn)}
             out = []
             for key in keys:
                 b = buckets.get(key)

@@ -12,18 +12,17 @@ from typing import Any
 
 import orjson
 import psycopg
-from psycopg.rows import tuple_row
 
 from engine.codec import dumps, orjson_default
-from engine.drivers.postgres.pool import LoopPools
+from engine.drivers.dedupe import DedupeKey, dedupe_key
+from engine.drivers.postgres.base import PostgresBase, Row
 from engine.drivers.postgres.rows import attempt_record, history_entry, job_row
-from engine.drivers.sqlfiles import Q, Query
+from engine.drivers.sqlfiles import Q
 from engine.types import (
     Ack,
     AttemptRecord,
     CancelResult,
     Claim,
-    ClaimedJob,
     EnqueueResult,
     HistoryEntry,
     JobRow,
@@ -46,28 +45,11 @@ REPLAY_BACKOFF = 60.0
 DEDUPE_INDEX = "job_dedupe_live_v3"
 
 
-class PostgresJobs:
-    pools: LoopPools
+class PostgresJobs(PostgresBase):
+    # A batch goes out as a plain INSERT first, and again with ON CONFLICT only when it replays
+    # a live key (job_enqueue_fresh): False sends every batch with ON CONFLICT. PostgresDriver sets it.
     optimistic_batches: bool = True
-    _replayed_at: float = -math.inf
-
-    async def _all(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        async with self.pools.connection() as conn:
-            cur = await conn.execute(sql, params)  # type: ignore[arg-type]
-            return await cur.fetchall()  # type: ignore[return-value]
-
-    async def _raw(self, query: Query, values: dict[str, Any]) -> list[tuple[Any, ...]]:
-        """A hot statement's rows as tuples, through a raw cursor and its positional form: psycopg's
-        conversion of named parameters cost ~50 us of client CPU a call (bench/README.md)."""
-        text, names = query.positional
-        async with self.pools.connection() as conn:
-            cur = psycopg.AsyncRawCursor(conn, row_factory=tuple_row)
-            await cur.execute(text, tuple(values[n] for n in names))  # type: ignore[arg-type]
-            return await cur.fetchall()
-
-    async def _one(self, sql: str, params: dict[str, Any]) -> dict[str, Any] | None:
-        rows = await self._all(sql, params)
-        return rows[0] if rows else None
+    _replayed_at: float = -math.inf  # when a batch of this driver last replayed a live key
 
     async def job_enqueue(self, *, jobs: Sequence[NewJob], now: datetime) -> list[EnqueueResult]:
         if not jobs:
@@ -87,17 +69,17 @@ class PostgresJobs:
                 "priority": j.priority,
                 "now": now,
             }
-            if not await self._raw(Q.job_enqueue_one, values):
+            if await self._raw(Q.job_enqueue_one, values) is None:
                 batch.results[0] = await self._live_holder(j, now)
             return batch.answers()
         params = {"rows": batch.doc(), "now": now}
         if self._fresh_first():
             try:
-                await self._all(Q.job_enqueue_fresh.text, params)
+                await self._row(Q.job_enqueue_fresh, params)
                 return batch.answers()
             except psycopg.errors.UniqueViolation as exc:
                 self._replayed(exc)
-        return await self._answered(batch, await self._all(Q.job_enqueue.text, params), now)
+        return await self._answered(batch, await self._rows(Q.job_enqueue, params), now)
 
     async def job_enqueue_chunks(self, *, chunks: Iterable[Sequence[NewJob]], now: datetime) -> list[EnqueueResult]:
         # One transaction, a statement a chunk, in pipeline mode (_pipelined). Fresh first as
@@ -111,32 +93,25 @@ class PostgresJobs:
                 built.append(_Collapsed(chunk, now))
                 yield built[-1]
 
+        # A later chunk sees an earlier one's rows (one transaction), so a key held across chunks
+        # dedupes as it does within one.
         if self._fresh_first():
             try:
-                await self._pipelined(Q.job_enqueue_fresh.text, building())
+                await self._pipelined(Q.job_enqueue_fresh, (b.params() for b in building()))
                 return [answer for batch in built for answer in batch.answers()]
             except psycopg.errors.UniqueViolation as exc:
                 self._replayed(exc)
+        sent: list[_Collapsed] = []
+
+        def sending() -> Iterator[dict[str, Any]]:
+            for batch in itertools.chain(built, building()):
+                sent.append(batch)
+                yield batch.params()
+
         out: list[EnqueueResult] = []
-        for batch, rows in await self._pipelined(Q.job_enqueue.text, itertools.chain(built, building())):
+        for batch, rows in zip(sent, await self._pipelined(Q.job_enqueue, sending())):
             out += await self._answered(batch, rows, now)
         return out
-
-    async def _pipelined(
-        self, sql: str, batches: Iterable[_Collapsed]
-    ) -> list[tuple[_Collapsed, list[dict[str, Any]]]]:
-        """``sql`` once per batch, in one transaction, in pipeline mode: each statement goes out
-        as soon as its batch is built, so building the next one (the caller's checks included:
-        ``batches`` is lazy) overlaps the server's work on this one. A later batch sees an earlier
-        one's rows (one transaction), so a key held across batches dedupes as it does within one."""
-        sent: list[tuple[_Collapsed, psycopg.AsyncCursor[Any]]] = []
-        async with self.pools.connection() as conn, conn.transaction():
-            async with conn.pipeline():
-                for batch in batches:
-                    cur = conn.cursor()
-                    await cur.execute(sql, {"rows": batch.doc(), "now": batch.now})  # type: ignore[arg-type]
-                    sent.append((batch, cur))
-            return [(batch, await cur.fetchall()) for batch, cur in sent]
 
     def _fresh_first(self) -> bool:
         """Whether a batch goes out as job_enqueue_fresh first: unless turned off, or a batch of
@@ -148,7 +123,7 @@ class PostgresJobs:
             raise exc
         self._replayed_at = time.monotonic()
 
-    async def _answered(self, batch: _Collapsed, rows: list[dict[str, Any]], now: datetime) -> list[EnqueueResult]:
+    async def _answered(self, batch: _Collapsed, rows: list[Row], now: datetime) -> list[EnqueueResult]:
         """job_enqueue's answer for ``batch``: only the rows it did not insert, each with the live
         row holding its key (none: that row committed after the statement's snapshot)."""
         for r in rows:
@@ -164,50 +139,31 @@ class PostgresJobs:
     async def _live_holder(self, new: NewJob, now: datetime) -> EnqueueResult:
         """A row that was not inserted: the live row holding its key committed after the insert's
         snapshot, so look it up now; if it went final in between, insert again."""
-        live = await self._one(
-            Q.job_find_live.text, {"name": new.name, "tenant": new.tenant, "key": new.idempotency_key}
-        )
+        live = await self._row(Q.job_find_live, {"name": new.name, "tenant": new.tenant, "key": new.idempotency_key})
         if live is None:
             return (await self.job_enqueue(jobs=[new], now=now))[0]
         return EnqueueResult(str(live["id"]), True, _STATES[live["state"]])
-
-    async def job_claim(
-        self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
-    ) -> list[ClaimedJob]:
-        rows = await self._all(
-            Q.job_claim.text,
-            {
-                "queues": list(queues),
-                "limit": limit,
-                "worker": worker,
-                "now": now,
-                "lease_seconds": lease_seconds,
-            },
-        )
-        claimed = [job_row(r) for r in rows]
-        claimed.sort(key=lambda r: (-r.priority, r.run_at, r.id))
-        return [ClaimedJob(r) for r in claimed]
 
     async def job_ack_many(self, *, acks: Sequence[Ack], now: datetime) -> list[str]:
         if not acks:
             return []
         # ids and runs go as array literals (uuids and ints need no quoting): dumping them as
-        # Python lists element by element was ~5% of a draining worker's CPU.
-        async with self.pools.connection() as conn:
-            cur = conn.cursor(row_factory=tuple_row)  # the ids come back as text: no UUID objects
-            await cur.execute(
-                Q.job_ack_many.text,
-                {  # type: ignore[arg-type]
-                    "ids": "{" + ",".join([a.claim.job_id for a in acks]) + "}",
-                    "workers": [a.claim.worker for a in acks],
-                    "runs": "{" + ",".join([str(a.claim.run) for a in acks]) + "}",
-                    "results": [
-                        a.result_text if a.result_text is not None else dumps(a.result, what="result") for a in acks
-                    ],
-                    "now": now,
-                },
-            )
-            return [r[0] for r in await cur.fetchall()]
+        # Python lists element by element was ~5% of a draining worker's CPU. The ids come back
+        # as text in tuples: no UUID objects, no dicts.
+        rows = await self._run(
+            Q.job_ack_many,
+            {
+                "ids": "{" + ",".join([a.claim.job_id for a in acks]) + "}",
+                "workers": [a.claim.worker for a in acks],
+                "runs": "{" + ",".join([str(a.claim.run) for a in acks]) + "}",
+                "results": [
+                    a.result_text if a.result_text is not None else dumps(a.result, what="result") for a in acks
+                ],
+                "now": now,
+            },
+            tuples=True,
+        )
+        return [r[0] for r in rows]
 
     async def job_nack(self, *, nack: Nack, now: datetime) -> bool:
         counts = nack.outcome in ("retry", "dead")
@@ -217,8 +173,8 @@ class PostgresJobs:
             state = "delayed" if run_at > now else "ready"
         else:
             state = _NACK_STATE[nack.outcome]
-        row = await self._one(
-            Q.job_nack.text,
+        row = await self._row(
+            Q.job_nack,
             {
                 "id": nack.claim.job_id,
                 "worker": nack.claim.worker,
@@ -240,8 +196,8 @@ class PostgresJobs:
     async def job_renew_many(self, *, claims: Sequence[Claim], now: datetime, lease_seconds: float) -> list[Renewal]:
         if not claims:
             return []
-        rows = await self._all(
-            Q.job_renew_many.text,
+        rows = await self._rows(
+            Q.job_renew_many,
             {
                 "ids": [c.job_id for c in claims],
                 "workers": [c.worker for c in claims],
@@ -256,9 +212,7 @@ class PostgresJobs:
     async def job_cancel(
         self, *, job_id: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
     ) -> CancelResult | None:
-        row = await self._one(
-            Q.job_cancel.text, {"id": job_id, "tenant": tenant, "now": now, "actor": actor, "note": note}
-        )
+        row = await self._row(Q.job_cancel, {"id": job_id, "tenant": tenant, "now": now, "actor": actor, "note": note})
         if row is None:
             return None
         prev = JobState(row["previous"])
@@ -267,14 +221,14 @@ class PostgresJobs:
         )
 
     async def job_get(self, *, job_id: str) -> JobRow | None:
-        row = await self._one(Q.job_get.text, {"id": job_id})
+        row = await self._row(Q.job_get, {"id": job_id})
         return None if row is None else job_row(row)
 
     async def job_history(self, *, job_id: str) -> list[HistoryEntry]:
-        return [history_entry(r) for r in await self._all(Q.job_history.text, {"id": job_id})]
+        return [history_entry(r) for r in await self._rows(Q.job_history, {"id": job_id})]
 
     async def job_attempts(self, *, job_id: str) -> list[AttemptRecord]:
-        return [attempt_record(r) for r in await self._all(Q.job_attempts.text, {"id": job_id})]
+        return [attempt_record(r) for r in await self._rows(Q.job_attempts, {"id": job_id})]
 
 
 class _Collapsed:
@@ -283,15 +237,15 @@ class _Collapsed:
 
     def __init__(self, jobs: Sequence[NewJob], now: datetime) -> None:
         self.now = now
-        keys = [(j.name, j.tenant or "", j.idempotency_key) for j in jobs]
+        keys = [dedupe_key(j.name, j.tenant, j.idempotency_key) for j in jobs]
         self.unique: list[NewJob] = list(jobs)
         # Per input row: its index in `unique`, and the input index of its key's first holder;
         # None when every key is held once (the usual batch): each row is its own.
         self.slot: list[int] | None = None
         self.first_index: list[int] = []
         if len(set(keys)) < len(keys):
-            first: dict[tuple[str, str, str], int] = {}
-            holder: dict[tuple[str, str, str], int] = {}
+            first: dict[DedupeKey, int] = {}
+            holder: dict[DedupeKey, int] = {}
             self.unique, self.slot = [], []
             for i, (j, k) in enumerate(zip(jobs, keys)):
                 if k not in first:
@@ -305,6 +259,10 @@ class _Collapsed:
             EnqueueResult(j.id, False, _DELAYED if j.run_at is not None and j.run_at > now else _READY)
             for j in self.unique
         ]
+
+    def params(self) -> dict[str, Any]:
+        """job_enqueue's (and job_enqueue_fresh's) parameters for this batch."""
+        return {"rows": self.doc(), "now": self.now}
 
     def doc(self) -> str:
         """job_enqueue's one parameter: a jsonb array of [id, name, queue, tenant, key, input,

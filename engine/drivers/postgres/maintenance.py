@@ -4,41 +4,35 @@ reaper (sql/queries/maintenance.sql), every mutation fenced on the leader's term
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
 
+from engine.drivers.postgres.base import PostgresBase
 from engine.drivers.sqlfiles import Q
 from engine.types import JobState
 
 
-class PostgresMaintenance:
-    if TYPE_CHECKING:  # provided by PostgresJobs (and _exec by PostgresWorkers)
-
-        async def _all(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]: ...
-        async def _one(self, sql: str, params: dict[str, Any]) -> dict[str, Any] | None: ...
-        async def _exec(self, sql: str, params: dict[str, Any]) -> None: ...
-
+class PostgresMaintenance(PostgresBase):
     async def leader_acquire(self, *, name: str, holder: str, now: datetime, lease_seconds: float) -> int | None:
-        row = await self._one(
-            Q.leader_acquire.text, {"name": name, "holder": holder, "now": now, "lease_seconds": lease_seconds}
+        row = await self._row(
+            Q.leader_acquire, {"name": name, "holder": holder, "now": now, "lease_seconds": lease_seconds}
         )
         return None if row is None else int(row["term"])
 
     async def leader_release(self, *, name: str, holder: str, term: int, now: datetime) -> None:
-        await self._exec(Q.leader_release.text, {"name": name, "holder": holder, "term": term, "now": now})
+        await self._exec(Q.leader_release, {"name": name, "holder": holder, "term": term, "now": now})
 
     async def job_rescue(
         self, *, leader: str, holder: str, term: int, now: datetime, limit: int
     ) -> list[tuple[str, JobState]]:
-        rows = await self._all(
-            Q.job_rescue.text, {"leader": leader, "holder": holder, "term": term, "now": now, "limit": limit}
+        rows = await self._rows(
+            Q.job_rescue, {"leader": leader, "holder": holder, "term": term, "now": now, "limit": limit}
         )
         return [(str(r["id"]), JobState(r["state"])) for r in rows]
 
     async def job_prune(
         self, *, leader: str, holder: str, term: int, now: datetime, before: datetime, dead_before: datetime, limit: int
     ) -> list[str]:
-        rows = await self._all(
-            Q.job_prune.text,
+        rows = await self._rows(
+            Q.job_prune,
             {
                 "leader": leader,
                 "holder": holder,
@@ -52,10 +46,10 @@ class PostgresMaintenance:
         return [str(r["id"]) for r in rows]
 
     async def throughput_rollup(self, *, leader: str, holder: str, term: int, now: datetime, settle: float) -> int:
-        row = await self._one(
-            Q.throughput_rollup.text, {"leader": leader, "holder": holder, "term": term, "now": now, "settle": settle}
+        row = await self._row(
+            Q.throughput_rollup, {"leader": leader, "holder": holder, "term": term, "now": now, "settle": settle}
         )
         return int(row["rows"]) if row else 0
 
     async def worker_reap(self, *, before: datetime) -> list[str]:
-        return [str(r["id"]) for r in await self._all(Q.worker_reap.text, {"before": before})]
+        return [str(r["id"]) for r in await self._rows(Q.worker_reap, {"before": before})]

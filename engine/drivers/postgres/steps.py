@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Hashable
 from datetime import datetime
 from typing import Any
 
@@ -12,8 +12,8 @@ import orjson
 import psycopg
 
 from engine.codec import dumps, orjson_default
+from engine.drivers.postgres.base import Conn, PostgresBase
 from engine.drivers.postgres.groupwrite import GroupWriter
-from engine.drivers.postgres.pool import LoopPools
 from engine.drivers.sqlfiles import Q
 from engine.types import (
     Claim,
@@ -62,13 +62,13 @@ def _record(d: dict[str, Any]) -> StepRecord:
     )
 
 
-class PostgresSteps:
-    pools: LoopPools
-
-    _all: Callable[[str, dict[str, Any]], Awaitable[list[dict[str, Any]]]]  # from PostgresJobs
+class PostgresSteps(PostgresBase):
+    # Each event loop's step writer (a group is committed on the loop its writers wait on);
+    # PostgresDriver sets it to {} and empties it at close.
+    _step_writers: dict[asyncio.AbstractEventLoop, GroupWriter]
 
     async def step_load(self, *, job_id: str) -> list[StoredStep]:
-        return [_stored(r) for r in await self._all(Q.step_load.text, {"job_id": job_id})]
+        return [_stored(r) for r in await self._rows(Q.step_load, {"job_id": job_id})]
 
     async def step_save(self, *, claim: Claim, step: StoredStep) -> bool:
         # Group commit (groupwrite.py): the writes of this loop that come in while one is on the
@@ -94,26 +94,24 @@ class PostgresSteps:
         return await self._step_writer().write((claim.job_id, step.name), row)
 
     def _step_writer(self) -> GroupWriter:
-        """This loop's step writer (a group is committed on the loop its writers wait on)."""
         loop = asyncio.get_running_loop()
-        writers: dict[asyncio.AbstractEventLoop, GroupWriter] = self.__dict__.setdefault("_step_writers", {})
-        writer = writers.get(loop)
+        writer = self._step_writers.get(loop)
         if writer is None:
-            writer = writers[loop] = GroupWriter(self._step_save_group)
+            writer = self._step_writers[loop] = GroupWriter(self._step_save_group)
         return writer
 
     async def _step_save_group(self, rows: list[list[Any]]) -> set[Hashable]:
         doc = orjson.dumps(rows, default=orjson_default).decode()
-        return {(r["job_id"], r["name"]) for r in await self._all(Q.step_save_many.text, {"rows": doc})}
+        return {(r["job_id"], r["name"]) for r in await self._rows(Q.step_save_many, {"rows": doc})}
 
     async def step_list(self, *, job_id: str) -> list[StepRecord]:
-        return [_record(r) for r in await self._all(Q.step_list.text, {"job_id": job_id})]
+        return [_record(r) for r in await self._rows(Q.step_list, {"job_id": job_id})]
 
     async def event_send(
         self, *, id: str, name: str, payload: dict[str, Any], tenant: str | None, actor: str | None, now: datetime
     ) -> SentEvent:
-        rows = await self._all(
-            Q.event_send.text,
+        r = await self._row(
+            Q.event_send,
             {
                 "id": id,
                 "name": name,
@@ -123,14 +121,14 @@ class PostgresSteps:
                 "now": now,
             },
         )
-        r = rows[0]
+        assert r is not None  # an insert's returning row
         return SentEvent(str(r["id"]), r["name"], r["tenant"], r["sent_at"], r["woken"])
 
     async def event_find(
         self, *, job_id: str, name: str, tenant: str | None, match: dict[str, Any], since: datetime, now: datetime
     ) -> EventRecord | None:
-        rows = await self._all(
-            Q.event_find.text,
+        r = await self._row(
+            Q.event_find,
             {
                 "job_id": job_id,
                 "name": name,
@@ -140,9 +138,8 @@ class PostgresSteps:
                 "now": now,
             },
         )
-        if not rows:
+        if r is None:
             return None
-        r = rows[0]
         return EventRecord(str(r["id"]), r["name"], r["tenant"], r["payload"], r["sent_at"], r["sent_by"])
 
     async def job_retry_from_step(
@@ -156,22 +153,22 @@ class PostgresSteps:
         note: str | None = None,
     ) -> StepRetry:
         try:
-            async with self.pools.connection() as conn, conn.transaction():
+            async with self._connection() as conn, conn.transaction():
                 return await self._retry_from_step(conn, job_id, step_name, tenant, now, actor, note)
         except psycopg.errors.UniqueViolation:
             # A live duplicate committed after the lookup: the whole change rolled back.
-            job = await self._all(Q.job_get.text, {"id": job_id})
-            j = job[0]
-            live = await self._all(
-                Q.job_find_live.text, {"name": j["name"], "tenant": j["tenant"], "key": j["idempotency_key"]}
+            j = await self._row(Q.job_get, {"id": job_id})
+            assert j is not None  # it was locked a moment ago, and a job row is never deleted live
+            live = await self._row(
+                Q.job_find_live, {"name": j["name"], "tenant": j["tenant"], "key": j["idempotency_key"]}
             )
             return StepRetry(
-                job_id, "duplicate", JobState(j["state"]), step_name, holder_id=str(live[0]["id"]) if live else None
+                job_id, "duplicate", JobState(j["state"]), step_name, holder_id=str(live["id"]) if live else None
             )
 
     async def _retry_from_step(
         self,
-        conn: Any,
+        conn: Conn,
         job_id: str,
         step_name: str,
         tenant: str | None,
@@ -179,31 +176,27 @@ class PostgresSteps:
         actor: str | None,
         note: str | None,
     ) -> StepRetry:
-        async def run(sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-            cur = await conn.execute(sql, params)
-            return await cur.fetchall() if cur.description else []  # type: ignore[no-any-return]
-
-        locked = await run(Q.job_lock_for_step_retry.text, {"id": job_id, "tenant": tenant})
-        if not locked:
+        job = await self._row(Q.job_lock_for_step_retry, {"id": job_id, "tenant": tenant}, conn=conn)
+        if job is None:
             return StepRetry(job_id, "not-found")
-        job = locked[0]
         state = JobState(job["state"])
         if job["state"] not in _RETRYABLE:
             return StepRetry(job_id, "invalid-state", state, step_name)
-        steps = await run(Q.step_list.text, {"job_id": job_id})
+        steps = await self._rows(Q.step_list, {"job_id": job_id}, conn=conn)
         target = next((s for s in steps if s["name"] == step_name), None)
         if target is None:
             return StepRetry(job_id, "unknown-step", state, step_name, known_steps=tuple(s["name"] for s in steps))
-        live = await run(
-            Q.job_find_live.text, {"name": job["name"], "tenant": job["tenant"], "key": job["idempotency_key"]}
+        live = await self._row(
+            Q.job_find_live, {"name": job["name"], "tenant": job["tenant"], "key": job["idempotency_key"]}, conn=conn
         )
-        if live:
-            return StepRetry(job_id, "duplicate", state, step_name, holder_id=str(live[0]["id"]))
-        dropped = await run(Q.step_discard_from.text, {"job_id": job_id, "seq": target["seq"]})
+        if live is not None:
+            return StepRetry(job_id, "duplicate", state, step_name, holder_id=str(live["id"]))
+        dropped = await self._rows(Q.step_discard_from, {"job_id": job_id, "seq": target["seq"]}, conn=conn)
         discarded = tuple(d["name"] for d in sorted(dropped, key=lambda d: (d["seq"], d["name"])))
         data = {"step": step_name, "from": job["state"], "discarded": list(discarded)}
-        await run(
-            Q.job_reset_from_step.text,
+        await self._row(
+            Q.job_reset_from_step,
             {"id": job_id, "now": now, "actor": actor, "note": note, "data": json.dumps(data)},
+            conn=conn,
         )
         return StepRetry(job_id, "retried", state, step_name, discarded=discarded)

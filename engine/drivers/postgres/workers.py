@@ -1,42 +1,33 @@
 """PostgresDriver's worker area: registration rows, LISTEN/NOTIFY wake-ups, next due time and
-queue gauges; each method runs named statements from sql/queries/worker.sql."""
+queue gauges; each method runs named statements from sql/queries/workers.sql."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 
-from engine.drivers.postgres.pool import LoopPools
+from engine.drivers.postgres.base import PostgresBase
 from engine.drivers.postgres.rows import CLAIM_FIELDS, claimed_rows
-from engine.drivers.sqlfiles import Q, Query
+from engine.drivers.sqlfiles import Q
+from engine.drivers.transient import connection_lost
 from engine.types import ClaimBatch, ClaimedJob, Heartbeat, QueueGauges, WorkerRecord, gauges_at
 
 _RUN_AT = CLAIM_FIELDS.index("run_at")
 
 
-class PostgresWorkers:
-    pools: LoopPools
-    dsn: str
-
-    if TYPE_CHECKING:  # provided by PostgresJobs (and _exec by PostgresWorkers)
-
-        async def _all(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]: ...
-        async def _one(self, sql: str, params: dict[str, Any]) -> dict[str, Any] | None: ...
-        async def _raw(self, query: Query, values: dict[str, Any]) -> list[tuple[Any, ...]]: ...
-
-    async def _exec(self, sql: str, params: dict[str, Any]) -> None:
-        async with self.pools.connection() as conn:
-            await conn.execute(sql, params)  # type: ignore[arg-type]
+class PostgresWorkers(PostgresBase):
+    # Each event loop's LISTEN connection, outside the pools (PostgresDriver sets it to {}).
+    _listen_conns: dict[asyncio.AbstractEventLoop, psycopg.AsyncConnection[Any]]
 
     async def worker_register(
         self, *, id: str, host: str, pid: int, queues: Sequence[str], concurrency: int, now: datetime
     ) -> None:
         await self._exec(
-            Q.worker_register.text,
+            Q.worker_register,
             {
                 "id": id,
                 "host": host,
@@ -48,14 +39,14 @@ class PostgresWorkers:
         )
 
     async def worker_heartbeat(self, *, id: str, in_use: int, stopping: bool, now: datetime) -> Heartbeat | None:
-        row = await self._one(Q.worker_heartbeat.text, {"id": id, "in_use": in_use, "stopping": stopping, "now": now})
+        row = await self._row(Q.worker_heartbeat, {"id": id, "in_use": in_use, "stopping": stopping, "now": now})
         return None if row is None else Heartbeat(row["drain_requested_by"], row["drain_requested_at"])
 
     async def worker_deregister(self, *, id: str) -> None:
-        await self._exec(Q.worker_deregister.text, {"id": id})
+        await self._exec(Q.worker_deregister, {"id": id})
 
     async def worker_list(self, *, now: datetime) -> list[WorkerRecord]:
-        rows = await self._all(Q.worker_list.text, {"now": now})
+        rows = await self._rows(Q.worker_list, {"now": now})
         return [
             WorkerRecord(
                 r["id"],
@@ -87,7 +78,7 @@ class PostgresWorkers:
                 "lease_seconds": lease_seconds,
             },
         )
-        # One row, its id null, is when the queues next have work (worker.sql): the last one, as
+        # One row, its id null, is when the queues next have work (workers.sql): the last one, as
         # the union's arms run in order, but looked for from the end rather than assumed.
         next_due = None
         for at in range(len(rows) - 1, -1, -1):
@@ -100,44 +91,40 @@ class PostgresWorkers:
 
     # --- LISTEN/NOTIFY: one dedicated connection per event loop, outside the pool -------------
 
-    def _listeners(self) -> dict[asyncio.AbstractEventLoop, psycopg.AsyncConnection[Any]]:
-        if not hasattr(self, "_listen_conns"):
-            self._listen_conns: dict[asyncio.AbstractEventLoop, psycopg.AsyncConnection[Any]] = {}
-        return self._listen_conns
-
     async def _listen_conn(self) -> psycopg.AsyncConnection[Any]:
         loop = asyncio.get_running_loop()
-        conn = self._listeners().get(loop)
+        conn = self._listen_conns.get(loop)
         if conn is not None and not conn.closed:
             return conn
         # A new connection re-subscribes: after a restart of the server the old one is gone.
         conn = await psycopg.AsyncConnection.connect(self.dsn, autocommit=True)
-        await conn.execute(Q.queue_listen.text)  # type: ignore[arg-type]
-        self._listeners()[loop] = conn
+        await self._exec(Q.queue_listen, {}, conn=conn)
+        self._listen_conns[loop] = conn
         return conn
 
     async def queue_wait(self, *, queues: Sequence[str], timeout: float) -> bool:
-        conn = await self._listen_conn()
-        wanted = set(queues)
-        try:
-            async for note in conn.notifies(timeout=timeout):
-                if note.payload in wanted:
-                    return True
-            return False
-        except psycopg.Error:
-            self._listeners().pop(asyncio.get_running_loop(), None)
-            await conn.close()
-            raise
+        with connection_lost():
+            conn = await self._listen_conn()
+            wanted = set(queues)
+            try:
+                async for note in conn.notifies(timeout=timeout):
+                    if note.payload in wanted:
+                        return True
+                return False
+            except psycopg.Error:
+                self._listen_conns.pop(asyncio.get_running_loop(), None)
+                await conn.close()
+                raise
 
     async def _listeners_close(self) -> None:
         # Only this loop's connection can be closed from here; another loop's goes with its loop.
-        conn = self._listeners().pop(asyncio.get_running_loop(), None)
+        conn = self._listen_conns.pop(asyncio.get_running_loop(), None)
         if conn is not None:
             await conn.close()
 
     async def queue_notify(self, *, queues: Sequence[str]) -> None:
-        await self._exec(Q.queue_notify.text, {"queues": list(queues)})
+        await self._exec(Q.queue_notify, {"queues": list(queues)})
 
     async def queue_gauges(self, *, now: datetime, max_age: float = 0.0) -> list[QueueGauges]:
-        rows = await self._all(Q.queue_gauges.text, {"now": now, "max_age": max_age})
+        rows = await self._rows(Q.queue_gauges, {"now": now, "max_age": max_age})
         return gauges_at(((r["queue"], r["depth"], r["since"], r["dead"]) for r in rows), now)

@@ -81,9 +81,10 @@ from jsonb_array_elements(coalesce((select gauges from stored),
                                    (select gauges from jobs.gauge_snapshot where id = 1), '[]')) as g;
 
 -- name: worker_claim :many
--- The worker's batched claim: job_claim's lease (lock, stamp the claimant, burn an attempt) in
--- one statement, planned per queue through a lateral so the claim index hands rows over in
--- order (an `= any(array)` over queues sorts every due row instead), and updated by id array so
+-- The one claim (the worker's, and every test's and seeder's): lock due rows (SKIP LOCKED), stamp
+-- the claimant, burn an attempt, in one statement, planned per queue through a lateral so the
+-- job_claim index hands rows over in order (an `= any(array)` over queues made the planner read and
+-- sort every ready row of every queue: 27 ms a claim at 20,000 ready), and updated by id array so
 -- the planner never hashes the whole table. The fields the claim did not set come back, by
 -- position, the id as text (rows.CLAIM_FIELDS; decoding `j.*` into dicts and mapping them by
 -- name was ~15 percent of a draining worker's CPU); the ones it set or cleared the driver knows.

@@ -1,0 +1,146 @@
+"""What every area of the Postgres driver stands on: the pools, and one way to run a named statement.
+
+A statement's header declares its cardinality (``-- name: job_get :one``), and ``_run`` answers
+by it: ``:many`` every row, ``:one`` the first row or None, ``:exec`` nothing. The typed views
+(``_rows``, ``_row``, ``_exec``) refuse a statement declared otherwise, so a header that lies
+fails at its first call rather than answering the wrong shape. ``_raw`` is the same dispatch
+through a raw cursor and the statement's positional form, for the hot statements (the single
+enqueue and the worker's claim). ``_budgeted`` runs reads under a caller's time budget.
+
+Every connection comes from ``_connection``, which raises a failure of the connection inside it
+as the engine's ConnectionLost (engine/drivers/transient.py): the runtime knows no psycopg.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg.rows import tuple_row
+
+from engine.drivers.postgres.pool import LoopPools
+from engine.drivers.sqlfiles import Q, Query
+from engine.drivers.transient import CONNECTION_ERRORS, lost
+from engine.errors import X_QUERY_BUDGET, X_SQL_CATALOG, JobsError
+
+T = TypeVar("T")
+Conn = psycopg.AsyncConnection[Any]
+Row = dict[str, Any]
+Params = Mapping[str, Any]
+
+
+def _expect(query: Query, cardinality: str) -> None:
+    if query.cardinality != cardinality:
+        raise JobsError(
+            X_SQL_CATALOG,
+            cause=f"statement {query.name!r} is declared :{query.cardinality} and was run as :{cardinality}",
+            fix=f"declare '-- name: {query.name} :{cardinality}' in sql/queries/{query.source}, or run it as declared",
+        )
+
+
+async def _answer(cur: Any, cardinality: str) -> Any:
+    if cardinality == "exec":
+        return None
+    if cardinality == "one":
+        return await cur.fetchone()
+    return await cur.fetchall()
+
+
+class _Connection:
+    """pools.connection(), translating a connection failure on the way in or out (a class, not
+    an asynccontextmanager: this wraps every statement, the hot ones included)."""
+
+    __slots__ = ("_use",)
+
+    def __init__(self, pools: LoopPools) -> None:
+        self._use = pools.connection()
+
+    async def __aenter__(self) -> Conn:
+        try:
+            return await self._use.__aenter__()
+        except CONNECTION_ERRORS as exc:
+            raise lost(exc) from exc
+
+    async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None, tb: Any) -> None:
+        try:
+            await self._use.__aexit__(et, e, tb)
+        except CONNECTION_ERRORS as exc:
+            raise lost(exc) from exc
+        if isinstance(e, CONNECTION_ERRORS):
+            raise lost(e) from e
+
+
+class PostgresBase:
+    dsn: str
+    pools: LoopPools
+
+    def __init__(self, dsn: str, *, pool_size: int, statement_timeout_ms: int | None) -> None:
+        self.dsn = dsn
+        self.pools = LoopPools(dsn, max_size=pool_size, statement_timeout_ms=statement_timeout_ms)
+
+    def _connection(self) -> _Connection:
+        """``async with self._connection() as conn``: a connection of this loop's pools; a
+        connection failure in the block is raised as ConnectionLost."""
+        return _Connection(self.pools)
+
+    async def _run(self, query: Query, params: Params, *, conn: Conn | None = None, tuples: bool = False) -> Any:
+        """Run ``query`` on ``conn`` (taken from ``_connection``), else on a connection of its own,
+        and answer as its header declares; ``tuples`` gives rows as tuples instead of dicts."""
+        if conn is None:
+            async with self._connection() as pooled:
+                return await self._run(query, params, conn=pooled, tuples=tuples)
+        cur = conn.cursor(row_factory=tuple_row) if tuples else conn.cursor()
+        await cur.execute(query.text, params)  # type: ignore[arg-type]
+        return await _answer(cur, query.cardinality)
+
+    async def _rows(self, query: Query, params: Params, *, conn: Conn | None = None) -> list[Row]:
+        _expect(query, "many")
+        return await self._run(query, params, conn=conn)  # type: ignore[no-any-return]
+
+    async def _row(self, query: Query, params: Params, *, conn: Conn | None = None) -> Row | None:
+        _expect(query, "one")
+        return await self._run(query, params, conn=conn)  # type: ignore[no-any-return]
+
+    async def _exec(self, query: Query, params: Params, *, conn: Conn | None = None) -> None:
+        _expect(query, "exec")
+        await self._run(query, params, conn=conn)
+
+    async def _raw(self, query: Query, values: Params) -> Any:
+        """``_run`` for a hot statement, rows as tuples, through a raw cursor and the statement's
+        positional form: psycopg's conversion of named parameters costs ~50 us of client CPU a
+        call (``python -m bench.ab --base REV --only single`` measures the single enqueue)."""
+        text, names = query.positional
+        async with self._connection() as conn:
+            cur = psycopg.AsyncRawCursor(conn, row_factory=tuple_row)
+            await cur.execute(text, tuple(values[n] for n in names))  # type: ignore[arg-type]
+            return await _answer(cur, query.cardinality)
+
+    async def _pipelined(self, query: Query, params: Iterable[Params]) -> list[Any]:
+        """``query`` once per parameter set, in one transaction, in pipeline mode: each statement
+        goes out as soon as its parameters are built, so building the next set (``params`` is
+        lazy) overlaps the server's work on this one. Each answer as ``_run`` gives it, in order."""
+        sent: list[Any] = []
+        async with self._connection() as conn, conn.transaction():
+            async with conn.pipeline():
+                for p in params:
+                    cur = conn.cursor()
+                    await cur.execute(query.text, p)  # type: ignore[arg-type]
+                    sent.append(cur)
+            return [await _answer(cur, query.cardinality) for cur in sent]
+
+    async def _budgeted(self, budget_ms: int | None, what: str, fn: Callable[[Conn], Awaitable[T]]) -> T:
+        """Run ``fn`` in one transaction whose every statement is cut off past ``budget_ms``
+        (SET LOCAL statement_timeout via set_config); ``what`` names the command to rerun."""
+        ms = budget_ms if budget_ms is not None else (self.pools.statement_timeout_ms or 0)
+        async with self._connection() as conn:
+            try:
+                async with conn.transaction():
+                    await self._row(Q.budget_set, {"ms": int(ms)}, conn=conn)
+                    return await fn(conn)
+            except psycopg.errors.QueryCanceled:
+                raise JobsError(
+                    X_QUERY_BUDGET,
+                    cause=f"the {what} query ran past its {ms} ms budget and was cut off (nothing was changed)",
+                    fix=f"jobs {what} --budget {max(1000, int(ms) * 4)}",
+                ) from None
