@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from engine.embedded_pg import create_database, drop_database
+from engine.testing import create_database, drop_database
 
 HERE = Path(__file__).resolve().parents[1]
 CHILD = Path(__file__).resolve().with_name("ab_child.py")

@@ -23,9 +23,9 @@ from bench.sqlq import sql
 from engine.api import Engine
 from engine.backfills import BackfillControl, Backfills, Batch, keyset
 from engine.drivers.postgres import PostgresDriver
-from engine.embedded_pg import EmbeddedPostgres, create_database
 from engine.schema import install_schema
 from engine.services.maintenance import maintained_worker
+from engine.testing import EmbeddedPostgres, create_database
 
 SIZE = 1000
 

@@ -15,8 +15,8 @@ from psycopg import conninfo as ci
 from psycopg import sql as pgsql
 
 from bench.sqlq import sql
-from engine.embedded_pg import EmbeddedPostgres, create_database, drop_database
 from engine.schema import install_schema
+from engine.testing import EmbeddedPostgres, create_database, drop_database
 
 TEMPLATE = "bench_template"
 

@@ -229,8 +229,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--dsn", help="use this database (already seeded) instead of a throwaway one")
     args = p.parse_args(argv)
 
-    from engine.embedded_pg import EmbeddedPostgres
     from engine.schema import install_schema
+    from engine.testing import EmbeddedPostgres
 
     cluster = None
     try:

@@ -13,7 +13,7 @@ from pathlib import Path
 from psycopg import conninfo as ci
 
 from bench.sqlq import sql
-from engine.embedded_pg import find_server_binaries
+from engine.testing import find_server_binaries
 
 _TPS = re.compile(r"tps = ([0-9.]+) \(without initial connection time\)")
 

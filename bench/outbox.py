@@ -158,8 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=200, help="transactions per stage-cost figure")
     ap.add_argument("--latency-samples", type=int, default=200)
     args = ap.parse_args(argv)
-    from engine.embedded_pg import EmbeddedPostgres, create_database, drop_database
     from engine.schema import install_schema
+    from engine.testing.embedded_pg import EmbeddedPostgres, create_database, drop_database
 
     pg = EmbeddedPostgres()
     admin = pg.start()

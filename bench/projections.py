@@ -192,8 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--dsn", help="an installed, EMPTY database (default: a throwaway embedded server)")
     args = ap.parse_args(argv)
-    from engine.embedded_pg import EmbeddedPostgres, create_database
     from engine.schema import install_schema
+    from engine.testing import EmbeddedPostgres, create_database
 
     pg = None
     dsn = args.dsn

@@ -14,7 +14,7 @@ builds one). ``read_only``: True makes the source read-only (one way: a read-onl
 so). ``refresh``: seconds between refreshes of the screen on top (adjustable live with + and -).
 ``queue``: start focused on one queue (Jobs and Dead letters open filtered on it, Overview's
 cursor on it). ``title``: a label for the header (the demo says which backend it runs on).
-For tests and snapshots, ``console.seed.seeded_source()`` builds a deterministic Source.
+For tests and snapshots, ``console.demo.world.seeded_source()`` builds a deterministic Source.
 """
 
 from __future__ import annotations

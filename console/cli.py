@@ -201,7 +201,7 @@ def demo(
     seed: int = typer.Option(7, "--seed", help="the traffic generator's seed"),
 ) -> None:
     """Open the console on a live demo: a real engine and worker on a throwaway PostgreSQL."""
-    from console.demo import Demo
+    from console.demo.app import Demo
 
     opts: Options = ctx.obj or Options()
     # The console's imports (Textual, the screens: ~0.3 s) overlap initdb, a subprocess.
@@ -213,6 +213,7 @@ def demo(
         report(err)
         raise typer.Exit(EXIT_ERROR) from None
     warm.join()
+    typer.echo(running.announce(), err=True)
     try:
         running.run(lambda source: make_app(source, opts))
     finally:

@@ -5,7 +5,6 @@ The Postgres half runs on a real throwaway cluster the suite starts itself (test
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections.abc import AsyncIterator, Iterator
 
@@ -14,6 +13,7 @@ import pytest
 from engine.clock import FakeClock
 from engine.drivers.base import Driver
 from engine.ids import IdFactory
+from engine.testing import Databases
 
 pytest_plugins = ["tests.pg_fixtures"]
 
@@ -63,13 +63,8 @@ async def driver(request: pytest.FixtureRequest) -> AsyncIterator[Driver]:
 
 
 @pytest.fixture
-def pg_server_empty_dsn(pg_server: str) -> Iterator[str]:
+def pg_server_empty_dsn(pg_databases: Databases) -> Iterator[str]:
     """A fresh database with NO schema installed (for the 'jobs migrate' errors)."""
-    from engine.embedded_pg import create_database, drop_database
-
-    name = f"empty_{os.getpid()}_{next(_empty)}"
-    yield create_database(pg_server, name)
-    drop_database(pg_server, name)
-
-
-_empty = itertools.count(1)
+    dsn = pg_databases.empty()
+    yield dsn
+    pg_databases.drop(dsn)

@@ -2,9 +2,9 @@
 
 - `pg_server` (session): the admin conninfo of a server where we may CREATE DATABASE. With
   `JOBS_TEST_DSN` set, that server; otherwise a private `EmbeddedPostgres` started once.
-- `pg_template` (session): the name of `jobs_template`, a database with every migration applied,
-  closed to connections so that nothing can write to it or block a clone.
-- `pg_dsn` (function): the conninfo of `t_<n>`, cloned from the template, dropped afterwards.
+- `pg_databases` (session): `engine.testing.Databases` on that server: `jobs_template` holds the
+  schema, closed to connections so that nothing can write to it or block a clone.
+- `pg_dsn` (function): the conninfo of a fresh clone of the template, dropped afterwards.
 - `pg_cluster` (function): the session's `EmbeddedPostgres`, for tests that `restart()` it. It
   is the one session cluster, so a test that stops it gets it started again after it ends.
 
@@ -14,20 +14,15 @@ database suite looks green while testing nothing.
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections.abc import Iterator
 from typing import NoReturn
 
 import psycopg
 import pytest
-from psycopg import errors, sql
 
-from engine.embedded_pg import EmbeddedPostgres, create_database, drop_database
 from engine.errors import X_DB_UNREACHABLE, X_EMBEDDED_PG, JobsError
-
-TEMPLATE = "jobs_template"
-_numbers = itertools.count(1)
+from engine.testing import Databases, EmbeddedPostgres
 
 
 def _fail(err: JobsError) -> NoReturn:
@@ -63,31 +58,19 @@ def pg_server(_pg_embedded: EmbeddedPostgres | None) -> str:
 
 
 @pytest.fixture(scope="session")
-def pg_template(pg_server: str) -> Iterator[str]:
-    from engine.schema import migrate  # imported here: only database tests need it
-
-    drop_database(pg_server, TEMPLATE)  # left behind by an interrupted run on a shared server
-    migrate(create_database(pg_server, TEMPLATE))
-    with psycopg.connect(pg_server, autocommit=True) as conn:
-        # Closed to connections: CREATE DATABASE ... TEMPLATE fails while anyone is connected.
-        conn.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS false").format(sql.Identifier(TEMPLATE)))
-        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", [TEMPLATE])
-    yield TEMPLATE
-    drop_database(pg_server, TEMPLATE)
+def pg_databases(pg_server: str) -> Iterator[Databases]:
+    dbs = Databases(pg_server).prepare()
+    yield dbs
+    dbs.close()
 
 
 @pytest.fixture
-def pg_dsn(pg_server: str, pg_template: str, _pg_embedded: EmbeddedPostgres | None) -> Iterator[str]:
-    name = f"t_{next(_numbers)}"
-    try:
-        dsn = create_database(pg_server, name, template=pg_template)
-    except errors.DuplicateDatabase:  # left behind by an interrupted run on a shared server
-        drop_database(pg_server, name)
-        dsn = create_database(pg_server, name, template=pg_template)
+def pg_dsn(pg_databases: Databases, _pg_embedded: EmbeddedPostgres | None) -> Iterator[str]:
+    dsn = pg_databases.create()
     yield dsn
     if _pg_embedded is not None and not _pg_embedded.running:
         _pg_embedded.start()  # the test stopped the cluster (pg_cluster) and tore down first
-    drop_database(pg_server, name)
+    pg_databases.drop(dsn)
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from textual.widgets import Input
 from textual.worker import WorkerCancelled, WorkerFailed
 
 from console.app import JobsConsole
-from console.seed import seeded_engine, seeded_source
+from console.demo.world import seeded_engine, seeded_source
 from console.source import Source
 
 SIZE = (120, 36)

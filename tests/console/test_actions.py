@@ -8,6 +8,7 @@ import pytest
 from textual.pilot import Pilot
 
 from console.app import JobsConsole
+from console.demo.world import seeded_source
 from console.screens.confirm import ConfirmScreen, ResultScreen
 from console.screens.dead_letters import DeadLettersScreen
 from console.screens.help import HelpScreen
@@ -15,7 +16,6 @@ from console.screens.job_detail import JobDetailScreen
 from console.screens.jobs import JobsScreen
 from console.screens.steps import StepChooser
 from console.screens.why import WhyScreen
-from console.seed import seeded_source
 from console.widgets.keyed_table import KeyedTable
 from engine.projections import JobFilter
 from engine.types import JobState
@@ -61,7 +61,7 @@ async def test_number_keys_reach_every_screen() -> None:
         for key, mode in (("2", "jobs"), ("3", "dead_letters"), ("4", "workers"), ("1", "overview")):
             await keys(pilot, key)
             assert app.current_mode == mode
-        assert table(app).keys == ["accounts", "billing", "emails", "reports", "webhooks"]
+        assert table(app).keys == ["accounts", "billing", "emails", "integrations", "reports", "webhooks"]
 
 
 async def test_a_reserved_key_says_plainly_it_is_not_available() -> None:
@@ -470,7 +470,7 @@ async def test_jobs_bulk_cancel_reaches_every_page_of_the_filter() -> None:
 
 async def test_ctrl_c_quits_like_q() -> None:
     from console.app import JobsConsole
-    from console.seed import seeded_source
+    from console.demo.world import seeded_source
 
     app = JobsConsole(seeded_source())
     async with app.run_test(size=(120, 36)) as pilot:
@@ -484,7 +484,7 @@ async def test_read_only_dead_letters_name_no_action_keys() -> None:
     from textual.widgets import Static
 
     from console.app import JobsConsole
-    from console.seed import seeded_source
+    from console.demo.world import seeded_source
 
     for read_only in (False, True):
         app = JobsConsole(seeded_source(read_only=read_only), read_only=read_only)

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from console import demo_jobs
-from console.demo import Demo
+from console.demo import jobs as demo_jobs
+from console.demo.app import Demo
+from console.demo.jobs import QUEUES
+from console.demo.world import PAUSED, WORKERS, seeded_source
 from engine.projections import JobFilter
 from engine.types import JobState
 
@@ -33,11 +35,11 @@ def _alive(pid: int) -> bool:
 
 
 def test_the_demo_runs_on_embedded_postgres_and_stops_without_orphans() -> None:
-    demo = Demo(traffic=False, pace=0).start()
+    demo = Demo(traffic=False, pace=0, world=False).start()
     try:
         assert demo.backend == "postgres" and demo.fallback is None
         assert demo.source.driver == "postgres"
-        assert "embedded PostgreSQL" in demo.source.database
+        assert "throwaway" in demo.source.database
         directory = demo._cluster.directory
         postmaster = int((directory / "data" / "postmaster.pid").read_text().split()[0])
         assert _alive(postmaster)
@@ -55,7 +57,7 @@ def test_the_demo_falls_back_to_memory_only_when_no_server_can_start(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("JOBS_PG_BINARIES", str(tmp_path / "no-server-here"))
-    demo = Demo(traffic=False, pace=0).start()
+    demo = Demo(traffic=False, pace=0, world=False).start()
     try:
         assert demo.backend == "memory"
         assert demo.fallback and "no initdb/pg_ctl/postgres" in demo.fallback
@@ -66,7 +68,7 @@ def test_the_demo_falls_back_to_memory_only_when_no_server_can_start(
 
 
 def test_a_forced_memory_demo_is_labelled_plainly() -> None:
-    demo = Demo(force_memory=True, traffic=False, pace=0).start()
+    demo = Demo(force_memory=True, traffic=False, pace=0, world=False).start()
     try:
         assert (demo.backend, demo.fallback, demo.source.driver) == ("memory", None, "memory")
     finally:
@@ -86,7 +88,7 @@ async def test_the_memory_demo_runs_its_worker_on_the_consoles_loop() -> None:
         if {"dead", "completed"} <= outcomes:
             both.set()
 
-    demo = Demo(force_memory=True, traffic=False, pace=0, on_execution=seen)
+    demo = Demo(force_memory=True, traffic=False, pace=0, world=False, on_execution=seen)
     await asyncio.to_thread(demo.start)
     app = make_app(demo.source, Options(refresh=60.0))
     background = asyncio.create_task(demo._serve())  # what Demo.run does around app.run_async()
@@ -102,3 +104,43 @@ async def test_the_memory_demo_runs_its_worker_on_the_consoles_loop() -> None:
         await asyncio.to_thread(demo.stop)
     page = await demo.source.jobs(JobFilter(state=JobState.RUNNING), limit=50)
     assert not page.items  # the drain finished or released everything it held
+
+
+def test_the_demo_shows_the_world_the_snapshots_show() -> None:
+    """The live demo plays the same world as the seeded memory engine behind the snapshots and
+    screenshots: the same queues, job names, workers and paused queue, with an hour of history."""
+    seeded = seeded_source()
+    demo = Demo(traffic=False, pace=0).start()
+    try:
+
+        async def both() -> tuple:  # type: ignore[type-arg]
+            return await seeded.queues(), await demo.source.queues(), await demo.source.workers()
+
+        snap, live, workers = asyncio.run(both())
+        assert [q.name for q in live.queues] == [q.name for q in snap.queues] == sorted(QUEUES)
+        assert {q.name for q in live.queues if q.paused} == {PAUSED[0]}
+        assert sum(live_q.completed_last_hour.value for live_q in live.queues) > 500  # the hour of history
+        assert {w.id for w in workers.workers} >= {wid for wid, *_ in WORKERS}
+        dead = asyncio.run(demo.source.jobs(JobFilter(state=JobState.DEAD), limit=200))
+        assert {j.name for j in dead.items} >= {"charge_card", "send_email", "send_receipt", "deliver_webhook"}
+    finally:
+        demo.stop()
+        seeded.engine.close()
+
+
+def test_the_demo_announces_the_dsn_the_cli_can_use() -> None:
+    from engine import connect
+
+    demo = Demo(traffic=False, pace=0, world=False).start()
+    try:
+        said = demo.announce()
+        assert demo.dsn is not None and repr(demo.dsn) in said and "jobs queues" in said
+        assert f"host={demo._cluster.directory}" in demo.source.database  # the header names it too
+        other = connect(demo.dsn)  # what `JOBS_DSN=... jobs queues` opens
+        try:
+            assert other.enqueue_many([]) == []
+        finally:
+            other.close()
+    finally:
+        demo.stop()
+    assert "in memory" in Demo(force_memory=True).announce()

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from console import demo_jobs as d
+from console.demo import jobs as d
 from engine.errors import JobsError
 from engine.retry import decide_retry
 
@@ -28,20 +28,43 @@ def test_the_same_seed_gives_the_same_traffic() -> None:
 def test_the_first_burst_enqueues_every_demo_job_and_every_failure_scenario() -> None:
     burst = d.Traffic().first_burst(NOW)
     assert {s.job.name for s in burst} == {h.name for h in d.DEMO_JOBS}
-    cards = {s.input["card"] for s in burst if s.job is d.charge_invoice}
+    cards = {s.input["card"] for s in burst if s.job is d.charge_card}
     assert {"declined", "gateway-down", "flaky", "ok"} <= cards
     assert any(s.delay for s in burst), "a delayed job"
     # more contacts of one tenant than the per-tenant rate limit allows: the limiter sheds
     acme = [s for s in burst if s.job is d.sync_crm_contact and s.tenant == "acme"]
     assert len(acme) > d.sync_crm_contact.rate_limit.limit
-    assert sum(1 for s in burst if s.job is d.render_report) > d.render_report.concurrency
+    assert sum(1 for s in burst if s.job is d.generate_report) > d.generate_report.concurrency
 
 
-def test_idempotency_keys_of_the_traffic_never_collide() -> None:
+def test_idempotency_keys_collide_only_where_the_cadence_cycles_them() -> None:
+    """Random traffic never reuses a key; the cadence's umbrella contacts and weekly reports cycle
+    over a few keys on purpose, so while they are held back the live ones dedupe (a bounded backlog)."""
     t = d.Traffic()
     specs = t.first_burst(NOW) + [s for _ in range(50) for s in t.tick()]
-    keys = [(s.job.name, s.tenant or "", s.job.key_for(s.input)) for s in specs]
+
+    def cycled(s) -> bool:  # type: ignore[no-untyped-def]
+        return s.input.get("contact", 0) >= 9000 or "weekly" in str(s.input.get("report"))
+
+    keys = [(s.job.name, s.tenant or "", s.job.key_for(s.input)) for s in specs if not cycled(s)]
     assert len(keys) == len(set(keys))
+    assert len({s.job.key_for(s.input) for s in specs if cycled(s)}) == 6 + 4
+
+
+def test_the_cadence_keeps_every_explained_state_arriving() -> None:
+    """Every ten beats (20 s) the traffic holds more contacts and reports than their limits admit,
+    a workspace that sleeps, one that waits for its event, and failing inputs."""
+    t = d.Traffic()
+    window = [s for _ in range(10) for s in t.tick()]
+    umbrella = [s for s in window if s.job is d.sync_crm_contact and s.tenant == "umbrella"]
+    assert len(umbrella) / (10 * 2.0) > d.sync_crm_contact.rate_limit.limit / d.sync_crm_contact.rate_limit.per
+    weekly = [s for s in window if s.job is d.generate_report and "weekly" in s.input["report"]]
+    assert len(weekly) * 10.0 > d.generate_report.concurrency * 20.0  # 10 s reports, 20 s of two slots
+    workspaces = [s for s in window if s.job is d.provision_workspace]
+    assert {s.input["settle"] for s in workspaces} == {120.0, 1.0}
+    signs = ("declined", "gateway", "flaky", "bounce", "busy", "slow", "gone")
+    failing = [s for s in window if any(sign in str(s.input) for sign in signs)]
+    assert len(failing) >= 3  # beats 3, 6 and 9
 
 
 def test_approvals_are_due_a_few_ticks_after_their_workspace() -> None:
@@ -81,9 +104,9 @@ def _raised(fn, *args) -> JobsError | Exception:  # type: ignore[no-untyped-def]
 def test_i4_demo_failures_reach_both_stop_reasons(fail, attempt, outcome, stop) -> None:  # type: ignore[no-untyped-def]
     exc = _raised(fail)
     policy = {
-        "X_CARD_DECLINED": d.charge_invoice,
-        "X_GATEWAY_TIMEOUT": d.charge_invoice,
-        "X_MAILBOX_UNKNOWN": d.send_welcome_email,
+        "X_CARD_DECLINED": d.charge_card,
+        "X_GATEWAY_TIMEOUT": d.charge_card,
+        "X_MAILBOX_UNKNOWN": d.send_email,
         "X_CRM_UNAVAILABLE": d.sync_crm_contact,
     }
     handle = policy.get(getattr(exc, "code", ""), d.import_contacts)
@@ -93,7 +116,7 @@ def test_i4_demo_failures_reach_both_stop_reasons(fail, attempt, outcome, stop) 
 
 def test_i4_a_throttled_mailer_retries_after_the_delay_it_names() -> None:
     exc = _raised(d._deliver, {"user_id": 1, "to": "a@busy.example"}, 1)
-    decision = decide_retry(d.send_welcome_email.retry, 1, exc)
+    decision = decide_retry(d.send_email.retry, 1, exc)
     assert (decision.outcome, decision.delay, decision.classification) == ("retry", 2.0, "retry-after")
     assert d._deliver({"user_id": 1, "to": "a@busy.example"}, 3)["to"] == "a@busy.example"
 

@@ -1,7 +1,7 @@
 """End to end: the real `jobs-console` (the CLI's own Source and App) on a real PostgreSQL.
 
 Jobs are enqueued through the engine and run by the real worker (the demo application's
-`charge_invoice`), so the dead letter on screen is one the engine really made. The operator then
+`charge_card`), so the dead letter on screen is one the engine really made. The operator then
 retries it from the Dead letters screen through the confirmation modal, with an incident note,
 and the test reads the database: the job is claimable again and the audit trail names who did
 it, with the note. Every wait is on an event (the worker's execution callback, Textual's
@@ -16,8 +16,8 @@ from collections.abc import Iterator
 import pytest
 from textual.widgets import Input
 
-from console import demo_jobs
 from console.cli import Options, make_app, open_source
+from console.demo import jobs as demo_jobs
 from console.screens.confirm import ConfirmScreen
 from engine import Enqueue, connect
 from engine.types import JobState
@@ -72,7 +72,7 @@ async def run_until_settled(eng, specs: list[Enqueue], expect: list[str]) -> dic
                 done.set()
 
     async with eng.worker(
-        [demo_jobs.charge_invoice], queues=["billing"], concurrency=2, on_execution=seen, maintenance=False
+        [demo_jobs.charge_card], queues=["billing"], concurrency=2, on_execution=seen, maintenance=False
     ):
         await asyncio.wait_for(done.wait(), timeout=30)
     assert sorted(outcomes.values()) == sorted(expect)
@@ -86,11 +86,11 @@ async def test_retry_a_dead_letter_through_the_console_on_postgres(pg_dsn: str) 
             eng,
             [
                 Enqueue(
-                    demo_jobs.charge_invoice,
+                    demo_jobs.charge_card,
                     {"invoice_id": 42, "amount_cents": 1999, "card": "declined"},
                     tenant="acme",
                 ),
-                Enqueue(demo_jobs.charge_invoice, {"invoice_id": 43, "amount_cents": 500, "card": "ok"}, tenant="acme"),
+                Enqueue(demo_jobs.charge_card, {"invoice_id": 43, "amount_cents": 500, "card": "ok"}, tenant="acme"),
             ],
             expect=["dead", "completed"],
         )
@@ -112,7 +112,7 @@ async def test_retry_a_dead_letter_through_the_console_on_postgres(pg_dsn: str) 
             assert dead_id[-12:] in _screen_text(app)
             await pilot.press("x")  # retry the selected dead job
             modal = await on_top(pilot, ConfirmScreen)
-            assert "charge_invoice" in str(modal.title_text) + str(modal.body)
+            assert "charge_card" in str(modal.title_text) + str(modal.body)
             assert (await eng.aget(dead_id)).state is JobState.DEAD  # nothing changes before the yes
             modal.query_one("#confirm-note", Input).focus()
             await pilot.press(*"INC-42", "enter")  # the note, then confirm

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
+from console.demo.world import seeded_source
 from console.screens.job_detail import event_sentence
-from console.seed import seeded_source
 from engine.projections import JobFilter
 from engine.types import JobState
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from console.app import JobsConsole
+from console.demo.world import seeded_source
 from console.screens.overview import NARROW
 from console.screens.why import slots_sentence
-from console.seed import seeded_source
 from console.widgets.keyed_table import KeyedTable
 from console.widgets.state_bar import StateBar
 from engine.projections import Cause, SlotHolder

@@ -8,8 +8,8 @@ import pytest
 from textual.widgets import Footer, Static
 
 from console.app import JobsConsole
+from console.demo.world import seeded_source
 from console.screens.job_detail import JobDetailScreen
-from console.seed import seeded_source
 from console.widgets.header import StatusHeader
 from tests.console.conftest import SIZE, settle
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from console.app import JobsConsole
-from console.seed import seeded_source
+from console.demo.world import seeded_source
 from tests.console.conftest import SIZE, SMALL, drive, outage_source
 
 

@@ -20,8 +20,9 @@ from engine.clock import FakeClock
 from engine.drivers.base import Driver
 from engine.errors import JobsError
 from engine.ids import IdFactory
+from engine.testing import claim_of as _claim_of
+from engine.testing import make_job
 from engine.types import Ack, JobRow, JobState, StoredStep
-from tests.factory import _claim_of, make_job
 
 runner = CliRunner()
 

@@ -13,8 +13,9 @@ from engine.errors import JobsError
 from engine.ids import IdFactory
 from engine.introspect import Introspector, parse_filter
 from engine.projections import BulkGroup
+from engine.testing import claim_of as _claim_of
+from engine.testing import make_job
 from engine.types import JobState, StoredStep
-from tests.factory import _claim_of, make_job
 
 
 def op(driver: Driver, clock: FakeClock, **kw) -> Operator:  # type: ignore[no-untyped-def]

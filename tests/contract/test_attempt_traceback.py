@@ -5,8 +5,8 @@ from __future__ import annotations
 from engine.clock import FakeClock
 from engine.drivers.base import Driver
 from engine.ids import IdFactory
+from engine.testing import make_job
 from engine.types import JobState, Nack
-from tests.factory import make_job
 
 TRACE = (
     'Traceback (most recent call last):\n  File "shop/jobs.py", line 3, in charge\n'

@@ -9,8 +9,9 @@ from dataclasses import replace
 from engine.clock import FakeClock
 from engine.drivers.base import Driver
 from engine.ids import IdFactory
+from engine.testing import claim_of as _claim_of
+from engine.testing import make_job
 from engine.types import BackfillRun, JobState, LivePass, StoredStep
-from tests.factory import _claim_of, make_job
 
 PASS = "backfill:accounts"
 

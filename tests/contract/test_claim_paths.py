@@ -9,7 +9,7 @@ from datetime import timedelta
 from engine.clock import FakeClock
 from engine.drivers.base import Driver
 from engine.ids import IdFactory
-from tests.factory import make_job
+from engine.testing import make_job
 
 
 async def test_a_claim_over_several_queues_is_the_global_top_by_priority(

@@ -17,8 +17,8 @@ from engine.drivers.migrations import schema_sql
 from engine.drivers.postgres import PostgresDriver
 from engine.drivers.sqlfiles import load_queries, sql_dir
 from engine.ids import IdFactory
+from engine.testing import make_job
 from engine.types import Ack, Claim, JobState, Nack, NewJob
-from tests.factory import make_job
 
 LEASE = 30.0
 

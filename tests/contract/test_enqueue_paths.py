@@ -19,8 +19,8 @@ from engine.errors import X_INPUT_NOT_JSON, JobsError
 from engine.ids import IdFactory
 from engine.jobs import job
 from engine.projections import JobFilter
+from engine.testing import make_job
 from engine.types import JobState, NewJob
-from tests.factory import make_job
 
 
 def _new(ids: IdFactory, key: str, **kw: object) -> NewJob:

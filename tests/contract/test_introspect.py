@@ -12,8 +12,8 @@ from engine.errors import JobsError
 from engine.ids import IdFactory
 from engine.introspect import Introspector, make_filter, parse_filter
 from engine.projections import Count, JobFilter
+from engine.testing import make_job
 from engine.types import Ack, JobState, NewJob
-from tests.factory import make_job
 
 
 def intro(driver: Driver, clock: FakeClock, **kw) -> Introspector:  # type: ignore[no-untyped-def]
@@ -300,8 +300,8 @@ async def test_why_names_the_sleep_the_event_the_delay_and_the_duplicate(
 
 
 async def test_why_waiting_for_an_event(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+    from engine.testing import claim_of as _claim_of
     from engine.types import Nack
-    from tests.factory import _claim_of
 
     row = await make_job(driver, ids, clock.now(), state=JobState.RUNNING)
     wait = {"kind": "event", "event": "invoice.paid", "match": {"invoice": 42}}
@@ -316,8 +316,8 @@ async def test_why_waiting_for_an_event(driver: Driver, ids: IdFactory, clock: F
 async def test_why_a_parked_job_names_the_slot_holders_and_their_lease_ends(
     driver: Driver, ids: IdFactory, clock: FakeClock
 ) -> None:
+    from engine.testing import claim_of as _claim_of
     from engine.types import Nack
-    from tests.factory import _claim_of
 
     holder = await make_job(driver, ids, clock.now(), state=JobState.RUNNING, name="render")
     assert (

@@ -8,8 +8,8 @@ from engine.clock import FakeClock
 from engine.drivers.base import Driver
 from engine.ids import IdFactory
 from engine.introspect.base import id_fragment
+from engine.testing import make_job
 from engine.types import JobState
-from tests.factory import make_job
 
 
 def hexid(job_id: str) -> str:

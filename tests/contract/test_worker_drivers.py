@@ -9,8 +9,8 @@ from engine.clock import FakeClock
 from engine.drivers.base import Driver
 from engine.ids import IdFactory
 from engine.introspect import Introspector
+from engine.testing import make_job
 from engine.types import Ack, Claim, JobState, Nack, NewJob, QueueGauges
-from tests.factory import make_job
 
 LEASE = 30.0
 

@@ -15,8 +15,8 @@ from engine.cli import app
 from engine.clock import SystemClock
 from engine.drivers.postgres import PostgresDriver
 from engine.ids import IdFactory
+from engine.testing import make_job
 from engine.types import JobRow, JobState
-from tests.factory import make_job
 
 runner = CliRunner()
 

@@ -20,8 +20,8 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from engine.embedded_pg import SERVER_BINARIES, EmbeddedPostgres, find_server_binaries
 from engine.errors import JobsError
+from engine.testing.embedded_pg import SERVER_BINARIES, EmbeddedPostgres, find_server_binaries
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +91,7 @@ def test_a_copied_binary_tree_runs_from_the_copy() -> None:
 
 OWNER = """
 import sys
-from engine.embedded_pg import EmbeddedPostgres
+from engine.testing.embedded_pg import EmbeddedPostgres
 pg = EmbeddedPostgres()
 pg.start()
 print(pg.directory, pg._watchdog.pid, flush=True)

@@ -15,8 +15,8 @@ from engine.clock import FakeClock
 from engine.drivers.postgres import PostgresDriver
 from engine.drivers.sqlfiles import Q
 from engine.ids import IdFactory
+from engine.testing import make_job
 from engine.types import QueueGauges
-from tests.factory import make_job
 
 
 def _job_scans(plan: dict[str, Any]) -> list[tuple[str, int]]:

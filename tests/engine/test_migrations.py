@@ -22,9 +22,9 @@ import pytest
 
 from engine.drivers.migrations import migrations, parse_migrations
 from engine.drivers.postgres import PostgresDriver
-from engine.embedded_pg import create_database, drop_database
 from engine.errors import JobsError
 from engine.schema import migrate, migration_sql, migration_status, pending_sql
+from engine.testing.embedded_pg import create_database, drop_database
 from engine.types import Claim, Nack
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -83,8 +83,8 @@ def test_jobs_show_prints_the_last_failed_attempts_traceback_beside_the_message(
     import asyncio
 
     from engine.drivers.postgres import PostgresDriver
+    from engine.testing import make_job
     from engine.types import JobState, Nack
-    from tests.factory import make_job
 
     trace = (
         'Traceback (most recent call last):\n  File "shop/jobs.py", line 3, in charge\n'

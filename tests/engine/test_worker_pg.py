@@ -23,11 +23,11 @@ import pytest
 
 from engine.api import Engine, Enqueue
 from engine.drivers.postgres import PostgresDriver
-from engine.embedded_pg import EmbeddedPostgres
 from engine.jobs import JobDefinition, Registry, job
 from engine.runtime.execute import Execution
 from engine.runtime.worker import Worker, WorkerConfig
 from engine.services.maintenance import MaintenanceConfig, maintained_worker
+from engine.testing import EmbeddedPostgres
 from engine.types import JobState
 from tests.engine import test_worker_app as app
 

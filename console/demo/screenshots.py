@@ -1,7 +1,8 @@
-"""Regenerate screenshots/: `python -m console.screenshots` (PNG needs the `screenshots` extra).
+"""Regenerate screenshots/: `python -m console.demo.screenshots` (PNG needs the `screenshots` extra).
 
-Every screen is rendered from the same seeded state the snapshot tests use
-(``console.seed.seeded_source()``: a memory driver on a fake clock), by Textual's own screenshot
+Every screen is rendered from the demo's world, as the snapshot tests use it
+(``console.demo.world.seeded_source()``: the hour `jobs-console demo` also plays, here on the
+memory driver with the clock stopped at its end), by Textual's own screenshot
 path (the one pytest-textual-snapshot drives), so the pictures are deterministic: regenerating
 them changes no byte unless a screen changed. Each SVG is also converted to PNG with cairosvg,
 after swapping the SVG's Fira Code (which the converter may not have) for DejaVu Sans Mono, whose
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).resolve().parent.parent / "screenshots"
+OUT = Path(__file__).resolve().parents[2] / "screenshots"
 SIZE = (120, 36)
 
 
@@ -91,6 +92,12 @@ SHOTS: tuple[Shot, ...] = (
     Shot("database_down", "The database went away: a banner, and retries with backoff", outage=True),
     Shot("overview_80x24", "Overview in an 80x24 terminal", size=(80, 24)),
     Shot("dead_letters_80x24", "Dead letters in an 80x24 terminal", press=("3",), size=(80, 24)),
+    Shot(
+        "bulk_retry_80x24",
+        "A bulk retry's confirmation in an 80x24 terminal",
+        press=("3", "X"),
+        size=(80, 24),
+    ),
 )
 
 
@@ -137,7 +144,7 @@ async def _settle(pilot: Any) -> None:
 
 def _app(shot: Shot) -> tuple[Any, _Outage | None]:
     from console.app import JobsConsole
-    from console.seed import seeded_engine, seeded_source
+    from console.demo.world import seeded_engine, seeded_source
     from console.source import Source
 
     if not shot.outage:
@@ -177,7 +184,7 @@ def to_png(svg: str, path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(
-        prog="python -m console.screenshots", description="Regenerate screenshots/ from the seeded state."
+        prog="python -m console.demo.screenshots", description="Regenerate screenshots/ from the demo's world."
     )
     p.add_argument("names", nargs="*", help="only these shots (default: all)")
     p.add_argument("--svg-only", action="store_true", help="skip the PNG conversion (no cairosvg needed)")

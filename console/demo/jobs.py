@@ -1,9 +1,11 @@
-"""The demo application `jobs-console demo` runs: job declarations and the traffic that feeds them.
+"""The demo world's application: job declarations and the traffic that feeds them.
 
-Every scenario a screen can show is produced by real handlers on the real worker, never by
-writing rows directly: durable steps, a rate limiter and a concurrency limit that shed (parked),
-a long sleep, a wait for an event, and failures of every classification, so the dead letters
-carry both stop reasons (``terminal`` and ``attempts-exhausted``).
+`jobs-console demo` runs these handlers on a real worker, and the seeded world (world.py) that the
+snapshots and screenshots show is made of the same jobs, queues and tenants. Every scenario a
+screen can show is produced by real handlers: durable steps, a rate limiter and a concurrency
+limit that shed (parked), long sleeps, waits for an event, a paused queue, and failures of every
+classification, so the dead letters carry both stop reasons (``terminal`` and
+``attempts-exhausted``).
 
 What fails is decided by the INPUT (a declined card, a bouncing address), and the traffic picks
 inputs from a seeded generator: the same seed gives the same sequence of jobs.
@@ -27,6 +29,8 @@ DEMO_CODES = {
     "X_GATEWAY_TIMEOUT": "the payment gateway did not answer in time",
     "X_SMTP_THROTTLED": "the mail provider asked us to slow down",
     "X_CRM_UNAVAILABLE": "the CRM answered 503",
+    "X_SMTP_TIMEOUT": "the mail server did not answer",
+    "X_HTTP_410": "the webhook receiver answered 410 Gone",
 }
 DEMO_RETRY = {
     "X_CARD_DECLINED": "terminal",  # retrying a declined card only annoys the issuer
@@ -34,11 +38,13 @@ DEMO_RETRY = {
     "X_GATEWAY_TIMEOUT": "retryable",
     "X_SMTP_THROTTLED": "retry-after",
     "X_CRM_UNAVAILABLE": "retryable",
+    "X_SMTP_TIMEOUT": "retryable",
+    "X_HTTP_410": "terminal",  # the receiver is gone: retrying cannot help
 }
 register_error_codes(DEMO_CODES)
 register_error_retry(DEMO_RETRY)
 
-QUEUES = ("emails", "billing", "accounts", "integrations", "reports")
+QUEUES = ("emails", "billing", "accounts", "integrations", "reports", "webhooks")
 TENANTS = ("acme", "globex", "initech", "umbrella")
 APPROVAL_EVENT = "workspace.approved"
 
@@ -68,23 +74,40 @@ def _deliver(inp: dict[str, Any], attempt: int) -> dict[str, Any]:
     to = str(inp["to"])
     if to.endswith("@bounce.example"):
         raise _fail("X_MAILBOX_UNKNOWN", f"550 5.1.1 <{to}>: no such user", "remove the address from the list")
+    if to.endswith("@slow.example"):
+        raise _fail("X_SMTP_TIMEOUT", "smtp.example.com:587 did not answer in 30s", "check the mail relay")
     if to.endswith("@busy.example") and attempt < 3:
         raise _fail("X_SMTP_THROTTLED", "421 4.7.0 try again in 2s", "wait for the retry", retry_after=2.0)
-    return {"message_id": f"<{inp['user_id']}.{attempt}@mail.demo>", "to": to}
+    return {"message_id": f"<{inp.get('user_id', inp.get('order'))}.{attempt}@mail.demo>", "to": to}
 
 
 @job(
-    name="send_welcome_email",
+    name="send_email",
     queue="emails",
-    idempotency_key=lambda inp: f"user:{inp['user_id']}",
-    retry=RetryPolicy(attempts=4, backoff="fixed", delay=1.0),
+    idempotency_key=lambda inp: f"mail:{inp['user_id']}:{inp.get('template', 'welcome')}",
+    retry=RetryPolicy(attempts=5, backoff="fixed", delay=1.0),
     timeout=30,
 )
-async def send_welcome_email(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
-    body = await ctx.step.run("render", lambda: {"subject": f"Welcome, user {inp['user_id']}", "bytes": 4096})
+async def send_email(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
+    template = inp.get("template", "welcome")
+    body = await ctx.step.run("render", lambda: {"subject": f"{template} for user {inp['user_id']}", "bytes": 4096})
     await PACE(0.4)
     sent = await ctx.step.run("deliver", lambda: _deliver(inp, ctx.attempt))
     return {"subject": body["subject"], **sent}
+
+
+@job(
+    name="send_receipt",
+    queue="emails",
+    idempotency_key=lambda inp: f"receipt:{inp['order']}",
+    retry=RetryPolicy(attempts=5, backoff="fixed", delay=1.0),
+    timeout=30,
+)
+async def send_receipt(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
+    html = await ctx.step.run("render", lambda: {"html_bytes": 18234})
+    await PACE(0.3)
+    sent = await ctx.step.run("send", lambda: _deliver({**inp, "to": inp["email"]}, ctx.attempt))
+    return {**html, **sent}
 
 
 # --- billing: three steps; declined is terminal, a dead gateway exhausts the attempts ----------
@@ -100,18 +123,18 @@ def _charge(inp: dict[str, Any], attempt: int) -> dict[str, Any]:
         )
     if card == "gateway-down" or (card == "flaky" and attempt < 2):
         raise _fail("X_GATEWAY_TIMEOUT", "POST /v1/charges timed out after 10s", "check https://status.gateway.example")
-    return {"charge": f"ch_{inp['invoice_id']}", "amount_cents": inp["amount_cents"]}
+    return {"charge": f"ch_{inp['invoice_id']}", "amount_cents": inp.get("amount_cents", 0)}
 
 
 @job(
-    name="charge_invoice",
+    name="charge_card",
     queue="billing",
     idempotency_key=lambda inp: f"invoice:{inp['invoice_id']}",
     retry=RetryPolicy(attempts=3, backoff="exponential", delay=1.0, max_delay=4.0),
     timeout=60,
     step_timeout=20,
 )
-async def charge_invoice(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
+async def charge_card(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
     hold = await ctx.step.run("reserve", lambda: {"hold": f"h_{inp['invoice_id']}"})
     await PACE(0.6)
     charge = await ctx.step.run("charge", lambda: _charge(inp, ctx.attempt))
@@ -120,16 +143,29 @@ async def charge_invoice(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
     return {**hold, **charge, **receipt}
 
 
+@job(
+    name="sync_ledger",
+    queue="billing",
+    idempotency_key=lambda inp: f"ledger:{inp['account']}:{inp['since']}",
+    retry=RetryPolicy(attempts=5),
+    timeout=120,
+)
+async def sync_ledger(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
+    entries = await ctx.step.run("pull", lambda: {"entries": 40})
+    await PACE(1.5)
+    return await ctx.step.run("post", lambda: {"account": inp["account"], **entries})
+
+
 # --- accounts: a durable sleep, then a wait for an approval event ------------------------------
 
 
 @job(
     name="provision_workspace",
     queue="accounts",
-    idempotency_key=lambda inp: f"workspace:{inp['workspace']}",
+    idempotency_key=lambda inp: f"user:{inp['user_id']}",
     retry=RetryPolicy(attempts=5),
     timeout=120,
-    event_poll=5.0,
+    event_poll=30.0,  # an approval takes minutes; sending the event wakes the job at once anyway
 )
 async def provision_workspace(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
     ws = await ctx.step.run("create", lambda: {"id": inp["workspace"], "region": "eu-west-1"})
@@ -192,30 +228,53 @@ async def import_contacts(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
     return await ctx.step.run("parse", lambda: _parse_rows(inp))
 
 
-# --- reports: a fleet-wide concurrency of one, so a burst parks ------------------------------
+# --- reports: a fleet-wide concurrency of two, so a burst parks ------------------------------
 
 
 @job(
-    name="render_report",
+    name="generate_report",
     queue="reports",
     idempotency_key=lambda inp: f"report:{inp['report']}",
-    concurrency=1,
+    concurrency=2,
     timeout=60,
 )
-async def render_report(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
-    await ctx.step.run("query", lambda: {"rows": 1200})
+async def generate_report(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
+    await ctx.step.run("query", lambda: {"rows": int(inp.get("rows", 1200))})
     await PACE(float(inp.get("seconds", 4)))
     return await ctx.step.run("render", lambda: {"pdf": f"{inp['report']}.pdf", "pages": 12})
 
 
+# --- webhooks: a receiver that is gone answers 410, terminal ----------------------------------
+
+
+def _post(inp: dict[str, Any]) -> dict[str, Any]:
+    if str(inp["url"]).endswith("/gone"):
+        raise _fail("X_HTTP_410", f"POST {inp['url']} answered 410 Gone", "remove the subscription")
+    return {"status": 200}
+
+
+@job(
+    name="deliver_webhook",
+    queue="webhooks",
+    idempotency_key=lambda inp: f"hook:{inp['url']}:{inp['event']}:{inp.get('n', 0)}",
+    retry=RetryPolicy(attempts=8, backoff="exponential", delay=1.0, max_delay=30.0),
+)
+async def deliver_webhook(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
+    await PACE(0.2)
+    return await ctx.step.run("post", lambda: _post(inp))
+
+
 DEMO_JOBS = (
-    send_welcome_email,
-    charge_invoice,
+    send_email,
+    send_receipt,
+    charge_card,
+    sync_ledger,
     provision_workspace,
     nightly_digest,
     sync_crm_contact,
     import_contacts,
-    render_report,
+    generate_report,
+    deliver_webhook,
 )
 
 
@@ -245,22 +304,23 @@ class Traffic:
 
     def email(self, kind: str = "ok") -> Enqueue:
         n = next(self._n)
-        domain = {"ok": "demo.example", "bounce": "bounce.example", "busy": "busy.example"}[kind]
-        return Enqueue(send_welcome_email, {"user_id": n, "to": f"user{n}@{domain}"}, tenant=self._tenant())
+        domain = {"ok": "demo.example", "bounce": "bounce.example", "busy": "busy.example", "slow": "slow.example"}[
+            kind
+        ]
+        return Enqueue(send_email, {"user_id": n, "to": f"user{n}@{domain}"}, tenant=self._tenant())
 
     def invoice(self, card: str = "ok") -> Enqueue:
         n = next(self._n)
         amount = self.rng.randrange(500, 250_000)
-        return Enqueue(charge_invoice, {"invoice_id": n, "amount_cents": amount, "card": card}, tenant=self._tenant())
+        return Enqueue(charge_card, {"invoice_id": n, "amount_cents": amount, "card": card}, tenant=self._tenant())
 
     def workspace(self, settle: float = 20.0, approve_after: int | None = 3) -> Enqueue:
         n = next(self._n)
         ws, tenant = f"ws-{n}", self._tenant()
         if approve_after is not None:
             self._pending.append((self._ticks + approve_after, ws, tenant))
-        return Enqueue(
-            provision_workspace, {"workspace": ws, "settle": settle, "owner": f"owner{n}@demo.example"}, tenant=tenant
-        )
+        inp = {"user_id": n, "workspace": ws, "settle": settle, "owner": f"owner{n}@demo.example"}
+        return Enqueue(provision_workspace, inp, tenant=tenant)
 
     def contact(self, crm: str = "ok", tenant: str | None = None) -> Enqueue:
         n = next(self._n)
@@ -270,9 +330,23 @@ class Traffic:
         n = next(self._n)
         return Enqueue(import_contacts, {"file": f"contacts-{n}.{'xls' if broken else 'csv'}", "rows": 250})
 
-    def report(self, seconds: float = 4.0) -> Enqueue:
+    def report(self, seconds: float = 4.0, name: str | None = None) -> Enqueue:
+        report = name or f"monthly-{next(self._n)}"
+        return Enqueue(generate_report, {"report": report, "seconds": seconds}, tenant="initech" if name else None)
+
+    def receipt(self, slow: bool = False) -> Enqueue:
         n = next(self._n)
-        return Enqueue(render_report, {"report": f"monthly-{n}", "seconds": seconds}, tenant=self._tenant())
+        email = f"buyer{n}@{'slow.example' if slow else 'demo.example'}"
+        return Enqueue(send_receipt, {"order": f"ord-{n}", "email": email}, tenant=self._tenant())
+
+    def ledger(self) -> Enqueue:
+        n = next(self._n)
+        return Enqueue(sync_ledger, {"account": n, "since": "2026-01-01"}, tenant=self._tenant())
+
+    def webhook(self) -> Enqueue:
+        n = next(self._n)
+        url = "https://hooks.example.com/gone" if self.rng.random() < 0.3 else f"https://hooks.example.com/{n % 7}"
+        return Enqueue(deliver_webhook, {"url": url, "event": "invoice.paid", "n": n}, tenant="globex")
 
     def digest(self, now: datetime) -> Enqueue:
         until = _next_midnight(now.astimezone(UTC))
@@ -292,34 +366,58 @@ class Traffic:
         specs += [self.contact(tenant="acme") for _ in range(6)]  # a burst the per-tenant limiter sheds
         specs += [self.contact("down")]
         specs += [self.contact_import(), self.contact_import(broken=True)]
-        specs += [self.report(seconds=6.0) for _ in range(3)]  # concurrency 1: two of them park
-        specs += [self.digest(now)]
+        specs += [self.report(seconds=6.0) for _ in range(3)]  # concurrency 2: one of them parks
+        specs += [self.digest(now), self.receipt(), self.receipt(slow=True), self.ledger(), self.webhook()]
         specs += [
-            Enqueue(
-                send_welcome_email, {"user_id": next(self._n), "to": "later@demo.example"}, tenant="acme", delay=300.0
-            )
+            Enqueue(send_email, {"user_id": next(self._n), "to": "later@demo.example"}, tenant="acme", delay=300.0)
         ]  # delayed
         return specs
 
     def tick(self) -> list[Enqueue]:
-        """One beat of steady traffic (the demo calls it every couple of seconds)."""
+        """One beat of steady traffic (the demo calls it every couple of seconds).
+
+        Besides random work, a fixed cadence keeps every state a why-screen explains present at
+        every moment: the umbrella tenant's contacts and the initech reports arrive faster than
+        their rate limit and concurrency admit (parked), and cycle over a few keys so the live
+        ones dedupe and the backlog stays bounded; workspaces sleep for two minutes and wait a
+        minute for their approval; a failing input arrives every third beat."""
         self._ticks += 1
         r = self.rng.random
         specs = [self.email() for _ in range(self.rng.randrange(1, 4))]
         if r() < 0.6:
             specs.append(self.invoice())
-        if r() < 0.12:
-            specs.append(self.invoice(self.rng.choice(["declined", "gateway-down", "flaky"])))
-        if r() < 0.08:
-            specs.append(self.email(self.rng.choice(["bounce", "busy"])))
         if r() < 0.35:
             specs.append(self.contact())
-        if r() < 0.15:
-            specs.append(self.workspace(settle=self.rng.choice([5.0, 15.0, 30.0])))
-        if r() < 0.1:
-            specs.append(self.report(seconds=self.rng.choice([2.0, 4.0])))
+        if r() < 0.2:
+            specs.append(self.receipt())
+        if r() < 0.05:
+            specs.append(self.ledger())
         if r() < 0.05:
             specs.append(self.contact_import(broken=r() < 0.5))
+        specs += self._cadence()
+        return specs
+
+    def _cadence(self) -> list[Enqueue]:
+        t, specs = self._ticks, []
+        umbrella = [(t * 2 + i) % 6 for i in range(2)]
+        specs += [Enqueue(sync_crm_contact, {"contact": 9000 + c, "crm": "ok"}, tenant="umbrella") for c in umbrella]
+        if t % 2 == 0:
+            specs.append(self.report(seconds=10.0, name=f"weekly-{(t // 2) % 4 + 1}"))
+        if t % 10 == 0:
+            specs.append(self.workspace(settle=120.0, approve_after=None))  # sleeping for two minutes
+        if t % 10 == 5:
+            specs.append(self.workspace(settle=1.0, approve_after=30))  # waits a minute for its event
+        if t % 3 == 0:
+            failing = ["declined", "gateway-down", "flaky", "bounce", "busy", "slow", "webhook", "receipt"]
+            kind = failing[(t // 3) % len(failing)]
+            if kind in ("bounce", "busy", "slow"):
+                specs.append(self.email(kind))
+            elif kind == "receipt":
+                specs.append(self.receipt(slow=True))
+            elif kind == "webhook":
+                specs.append(self.webhook())  # into the paused queue until someone resumes it
+            else:
+                specs.append(self.invoice(kind))
         return specs
 
     def approvals_due(self) -> list[tuple[str, str]]:

@@ -1,9 +1,12 @@
 """`jobs-console demo`: a real engine and a real worker, in this process, on a throwaway PostgreSQL.
 
-Start: the embedded server (engine/embedded_pg.py) is initialised in a fresh directory, the schema
-installed, the demo application's first burst enqueued, and a worker plus a traffic generator
-started on their own thread and event loop, so handlers never compete with the console's input.
-Only when no server can start does the demo fall back to the memory driver, and the header says so.
+Start: a throwaway server (engine.testing) is initialised in a fresh directory, the schema
+installed, and the demo's world (world.py: the same hour the snapshots and screenshots show) played
+onto it, ending at the real now. Then the world's two workers (the demo application's real
+handlers) and a traffic generator start on their own thread and event loop, so handlers never
+compete with the console's input. The DSN is printed to stderr before the console opens, so the
+`jobs` CLI can be pointed at the same database. Only when no server can start does the demo fall
+back to the memory driver, and the header says so.
 
 Stop: the traffic ends, the worker drains (in-flight jobs get a short grace, then their leases are
 released), the engine closes its pools, and the server is stopped and its directory deleted. If
@@ -22,15 +25,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.demo_jobs import APPROVAL_EVENT, DEMO_JOBS, PACE, QUEUES, Traffic
-from engine import Engine, connect
-from engine.errors import JobsError
+from console.demo.jobs import APPROVAL_EVENT, DEMO_JOBS, PACE, Traffic
+from console.demo.world import WORKERS, play_world
+from engine import Engine, FakeClock, JobsError, connect
 
 log = logging.getLogger("jobs.console.demo")
 
 DRAIN_GRACE = 2.0  # seconds in-flight demo jobs get on quit before their leases are released
 TICK = 2.0  # seconds between beats of traffic
-CONCURRENCY = 8
+CONCURRENCY = 8  # of the busier worker; the other gets half
 
 
 class _Recent(logging.Handler):
@@ -51,11 +54,13 @@ class Demo:
     traffic: bool = True  # False: the first burst only (tests)
     pace: float = 1.0  # how long the pretend work takes (0: none)
     read_only: bool = False
+    world: bool = True  # False: no seeded hour, the first burst only (tests)
     on_execution: Callable[[Any], Any] | None = None  # the worker's report of each run (tests)
 
     engine: Engine | None = field(default=None, init=False)
     source: Any = field(default=None, init=False)
     backend: str = field(default="", init=False)  # "postgres" | "memory"
+    dsn: str | None = field(default=None, init=False)  # the embedded server's, for the `jobs` CLI
     fallback: str | None = field(default=None, init=False)  # why the memory driver is used
     timings: dict[str, float] = field(default_factory=dict, init=False)
     _cluster: Any = field(default=None, init=False)
@@ -73,7 +78,8 @@ class Demo:
     @property
     def database(self) -> str:
         if self.backend == "postgres":
-            return "demo · embedded PostgreSQL (throwaway)"
+            where = self._cluster.directory if self._cluster is not None else "?"
+            return f"demo (throwaway) host={where}"
         return "demo in memory (nothing is stored)"
 
     @property
@@ -95,6 +101,9 @@ class Demo:
         try:
             self.engine = self._open_engine()
             self.timings["engine"] = time.perf_counter() - started
+            if self.world:
+                self._play_world()
+                self.timings["world"] = time.perf_counter() - started - self.timings["engine"]
             if self.backend == "postgres":
                 self._start_background()
             self.source = self._make_source()
@@ -116,13 +125,12 @@ class Demo:
 
     def _open_engine(self) -> Engine:
         if not self.force_memory:
-            from engine.embedded_pg import EmbeddedPostgres
-            from engine.schema import migrate
+            from engine.testing import EmbeddedPostgres, install
 
             cluster = EmbeddedPostgres(max_connections=60)
             try:
                 dsn = cluster.start()
-                migrate(dsn)
+                install(dsn)
             except (JobsError, OSError) as err:
                 cluster.close()
                 self.fallback = getattr(err, "cause", str(err))
@@ -130,10 +138,30 @@ class Demo:
             else:
                 self._cluster = cluster
                 self.timings.update({f"pg_{k}": v for k, v in cluster.timings.items()})
-                self.backend = "postgres"
+                self.backend, self.dsn = "postgres", dsn
                 return connect(dsn)
         self.backend = "memory"
         return connect("memory://")
+
+    def _play_world(self) -> None:
+        """The world's hour, ending now, played through a second engine on a FakeClock: on Postgres
+        over its own pool (closed after), on memory over the live engine's own collections."""
+        assert self.engine is not None
+        clock = FakeClock(self.engine.clock.now())
+        seeder = connect(self.dsn, clock=clock) if self.dsn else Engine(self.engine.driver, clock=clock)
+
+        async def play() -> None:
+            await play_world(seeder, ending=clock.now(), seed=self.seed)
+            if self.dsn:
+                await seeder.aclose()
+
+        asyncio.run(play())
+
+    def announce(self) -> str:
+        """The line printed before the console opens: where the demo's database is."""
+        if self.dsn is None:
+            return "jobs-console demo: in memory (nothing is stored; the `jobs` CLI cannot reach it)"
+        return f"jobs-console demo: PostgreSQL at {self.dsn!r}\n  try: JOBS_DSN={self.dsn!r} jobs queues"
 
     def _make_source(self) -> Any:
         from console.source import Source
@@ -182,7 +210,9 @@ class Demo:
         self._stop = asyncio.Event()
         traffic = Traffic(seed=self.seed)
         await eng.aenqueue_many(traffic.first_burst(eng.clock.now()))
-        async with self._worker(eng):
+        async with contextlib.AsyncExitStack() as workers:
+            for worker in self._workers(eng):
+                await workers.enter_async_context(worker)
             self._ready.set()
             while not self._stop.is_set():
                 with contextlib.suppress(TimeoutError):
@@ -198,16 +228,22 @@ class Demo:
         if self.backend == "postgres":
             await eng.aclose()  # this loop's pool; the memory driver has nothing to close
 
-    def _worker(self, eng: Engine) -> Any:
-        return eng.worker(
-            list(DEMO_JOBS),
-            queues=list(QUEUES),
-            concurrency=self.concurrency,
-            grace=DRAIN_GRACE,
-            poll_interval=0.5,
-            heartbeat_interval=2.0,
-            on_execution=self.on_execution,
-        )
+    def _workers(self, eng: Engine) -> list[Any]:
+        """The world's two live workers, under its ids and over its queues (the third, stale one
+        of the world stays stale)."""
+        return [
+            eng.worker(
+                list(DEMO_JOBS),
+                id=wid,
+                queues=list(queues),
+                concurrency=max(1, self.concurrency // (1 + i)),
+                grace=DRAIN_GRACE,
+                poll_interval=0.5,
+                heartbeat_interval=2.0,
+                on_execution=self.on_execution,
+            )
+            for i, (wid, _host, _pid, queues, _conc) in enumerate(WORKERS[:2])
+        ]
 
     async def _send_approval(self, eng: Engine, workspace: str, tenant: str) -> None:
         await eng.asend_event(

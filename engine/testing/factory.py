@@ -1,0 +1,246 @@
+"""Put jobs, steps, workers, slots and pauses in any state through the driver's own operations.
+
+River's ``testfactory.Job``, without bypassing the statements under test: every row is written by
+the operation the engine itself uses (enqueue, claim, nack, step save, heartbeat), so a state made
+here is one the engine can really be in. Time comes from the factory's clock: a FakeClock the
+caller moves, which is how a seeded hour of history is played in a second.
+
+    f = Factory.of(engine)                      # or Factory(driver, ids, clock)
+    job = await f.job(JobState.DEAD, name="charge_invoice", queue="billing")
+    (jid,) = await f.enqueue(Enqueue(charge_invoice, {"invoice_id": 7}))
+    claim = await f.claim(jid, worker="w-1")
+    await f.step(claim, "reserve", 1, result={"hold": "h7"})
+    await f.nack(claim, "dead", error="X_GATEWAY_TIMEOUT: ...", error_code="X_GATEWAY_TIMEOUT")
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from engine.api import Engine, Enqueue
+from engine.clock import Clock, FakeClock
+from engine.drivers.base import Driver
+from engine.ids import IdFactory
+from engine.types import Ack, Claim, JobRow, JobState, Nack, NackOutcome, NewJob, StopReason, StoredStep
+
+WORKER = "w-factory"
+LEASE = 30.0
+
+
+class Factory:
+    def __init__(self, driver: Driver, ids: IdFactory, clock: Clock, *, lease_seconds: float = LEASE) -> None:
+        self.driver, self.ids, self.clock, self.lease = driver, ids, clock, lease_seconds
+
+    @classmethod
+    def of(cls, engine: Engine) -> Factory:
+        return cls(engine.driver, engine.ids, engine.clock)
+
+    async def open(self) -> None:
+        """Open the driver on this event loop (a driver's pool belongs to the loop that opened it)."""
+        await self.driver.open()
+
+    async def close(self) -> None:
+        await self.driver.close()
+
+    @property
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    def advance(self, seconds: float) -> None:
+        """Move a FakeClock on (a real clock moves by itself)."""
+        if isinstance(self.clock, FakeClock):
+            self.clock.advance(seconds)
+
+    # --- jobs ---------------------------------------------------------------------------------
+
+    async def insert(self, *jobs: NewJob) -> list[str]:
+        res = await self.driver.job_enqueue(jobs=list(jobs), now=self.now)
+        return [r.id for r in res]
+
+    async def enqueue(self, *specs: Enqueue) -> list[str]:
+        """Enqueue declared jobs, built and checked as ``Engine.enqueue`` builds them."""
+        now = self.now
+        return await self.insert(*(Engine._new_job(s, now, self.ids.new()) for s in specs))
+
+    async def claim(self, job_id: str, worker: str = WORKER) -> Claim:
+        """Claim exactly this job: everything else due in its queue is claimed and handed back, so
+        the factory works on a queue that already holds jobs."""
+        row = await self.get(job_id)
+        claimed = await self.driver.worker_claim(
+            queues=[row.queue], limit=1000, worker=worker, now=self.now, lease_seconds=self.lease
+        )
+        mine = None
+        for cj in claimed.jobs:
+            if cj.row.id == job_id:
+                mine = cj.claim
+            else:
+                await self.driver.job_nack(nack=Nack(cj.claim, "release", run_at=cj.row.run_at), now=self.now)
+        assert mine is not None, f"the factory could not claim {job_id}: not due, or its queue is paused"
+        return mine
+
+    async def claim_due(self, queue: str, worker: str = WORKER, limit: int = 1000) -> list[Claim]:
+        claimed = await self.driver.worker_claim(
+            queues=[queue], limit=limit, worker=worker, now=self.now, lease_seconds=self.lease
+        )
+        return [cj.claim for cj in claimed.jobs]
+
+    async def complete(self, *claims: Claim, result: Any = None) -> list[str]:
+        acks = [Ack(c, {"ok": True} if result is None else result) for c in claims]
+        return await self.driver.job_ack_many(acks=acks, now=self.now)
+
+    async def nack(
+        self,
+        claim: Claim,
+        outcome: NackOutcome,
+        *,
+        run_at: datetime | None = None,
+        error: str | None = None,
+        error_code: str | None = None,
+        stop_reason: StopReason | None = None,
+        wait: dict[str, Any] | None = None,
+        traceback: str | None = None,
+    ) -> bool:
+        """retry | dead | park | suspend | release, as the worker hands a job back."""
+        nack = Nack(
+            claim,
+            outcome,
+            run_at=run_at,
+            error=error,
+            error_code=error_code,
+            stop_reason=stop_reason,
+            wait=wait,
+            traceback=traceback,
+        )
+        return await self.driver.job_nack(nack=nack, now=self.now)
+
+    async def cancel(self, job_id: str, *, actor: str = "factory", note: str | None = None) -> None:
+        await self.driver.job_cancel(job_id=job_id, tenant=None, now=self.now, actor=actor, note=note)
+
+    async def renew(self, claims: list[Claim], *, worker: str) -> None:
+        """Renew job leases and the worker's slots, as a live worker's renewer does."""
+        await self.driver.job_renew_many(claims=claims, now=self.now, lease_seconds=self.lease)
+        await self.driver.slot_renew_many(
+            worker=worker, job_ids=[c.job_id for c in claims], now=self.now, lease_seconds=self.lease
+        )
+
+    async def get(self, job_id: str) -> JobRow:
+        row = await self.driver.job_get(job_id=job_id)
+        assert row is not None, f"no job has id {job_id}"
+        return row
+
+    async def job(
+        self,
+        state: JobState = JobState.READY,
+        *,
+        name: str = "send_email",
+        queue: str = "default",
+        tenant: str | None = None,
+        key: str | None = None,
+        input: Any = None,
+        max_attempts: int = 3,
+        priority: int = 0,
+        run_at: datetime | None = None,
+    ) -> JobRow:
+        """One job of ``name`` (no declaration needed) in ``state``; returns its row."""
+        jid = self.ids.new()
+        now = self.now
+        delayed = state is JobState.DELAYED
+        new = NewJob(
+            id=jid,
+            name=name,
+            queue=queue,
+            idempotency_key=key or f"k:{jid}",
+            input=input if input is not None else {"n": 1},
+            max_attempts=max_attempts,
+            tenant=tenant,
+            run_at=(run_at or now + timedelta(hours=1)) if delayed else run_at,
+            priority=priority,
+        )
+        (res,) = await self.driver.job_enqueue(jobs=[new], now=now)
+        assert not res.deduped, f"a live job already holds the key {new.idempotency_key!r}"
+        if state in (JobState.READY, JobState.DELAYED):
+            return await self.get(jid)
+        if state is JobState.CANCELLED:
+            await self.cancel(jid)
+            return await self.get(jid)
+        claim = await self.claim(jid)
+        if state is JobState.COMPLETED:
+            assert await self.complete(claim) == [jid]
+        elif state is JobState.DEAD:
+            assert await self.nack(claim, "dead", error="X_BOOM: boom", error_code="X_BOOM", stop_reason="terminal")
+        elif state is JobState.PARKED:
+            assert await self.nack(claim, "park", run_at=now + timedelta(seconds=5), wait={"kind": "limit"})
+        elif state is JobState.SUSPENDED:
+            assert await self.nack(claim, "suspend", run_at=now + timedelta(days=3), wait={"kind": "sleep"})
+        return await self.get(jid)
+
+    # --- steps, workers, limits, queues -------------------------------------------------------
+
+    async def step(
+        self,
+        claim: Claim,
+        name: str,
+        seq: int,
+        *,
+        kind: str = "run",
+        status: str = "completed",
+        took: float = 0.2,
+        result: Any = None,
+        error: str | None = None,
+        wait: dict[str, Any] | None = None,
+        attempt: int = 1,
+    ) -> None:
+        """Record a step the way a run does; the clock moves on by ``took``."""
+        started = self.now
+        self.advance(took)
+        step = StoredStep(
+            job_id=claim.job_id,
+            name=name,
+            seq=seq,
+            kind=kind,  # type: ignore[arg-type]
+            status=status,  # type: ignore[arg-type]
+            attempt=attempt,
+            run=claim.run,
+            started_at=started,
+            finished_at=None if status == "waiting" else self.now,
+            result=result,
+            error=error,
+            wait=wait,
+        )
+        assert await self.driver.step_save(claim=claim, step=step), f"step {name} of {claim.job_id} was not saved"
+
+    async def worker(self, id: str, *, host: str, pid: int, queues: tuple[str, ...], concurrency: int) -> None:
+        await self.driver.worker_register(
+            id=id, host=host, pid=pid, queues=queues, concurrency=concurrency, now=self.now
+        )
+
+    async def heartbeat(self, id: str, *, in_use: int = 0) -> None:
+        await self.driver.worker_heartbeat(id=id, in_use=in_use, stopping=False, now=self.now)
+
+    async def hold_slot(self, key: str, *, limit: int, job_id: str, worker: str) -> int:
+        slot = await self.driver.slot_acquire(
+            key=key, limit=limit, job_id=job_id, worker=worker, now=self.now, lease_seconds=self.lease
+        )
+        assert slot is not None, f"every slot of {key} is held"
+        return slot
+
+    async def take_token(self, key: str, *, limit: int, per: float) -> float:
+        """Take a token from a rate limiter's bucket, as an admitted job does."""
+        return await self.driver.rate_take(key=key, limit=limit, per=per, now=self.now)
+
+    async def pause(self, queue: str, *, actor: str = "factory", note: str | None = None) -> None:
+        await self.driver.queue_pause(queue=queue, paused=True, actor=actor, note=note, now=self.now)
+
+
+async def make_job(
+    driver: Driver, ids: IdFactory, now: datetime, state: JobState = JobState.READY, **kw: Any
+) -> JobRow:
+    """A job in ``state`` at ``now``: ``Factory.job`` for tests that hold a driver and a time."""
+    return await Factory(driver, ids, FakeClock(now)).job(state, **kw)
+
+
+def claim_of(row: JobRow) -> Claim:
+    """The claim of a running job's row, to act on it as its worker would."""
+    assert row.claimed_by is not None, f"job {row.id} is not claimed"
+    return Claim(row.id, row.claimed_by, row.run)
