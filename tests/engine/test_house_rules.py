@@ -19,6 +19,16 @@ def test_ruff_is_clean() -> None:
     assert done.returncode == 0, done.stdout[-3000:]
 
 
+def test_ruff_format_leaves_every_file_as_it_is() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--check", "engine", "console", "tests", "bench"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout[-3000:]
+
+
 def test_mypy_is_clean_on_the_engine() -> None:
     # pyproject.toml's [tool.mypy] names the package and the settings.
     done = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental"], cwd=ROOT, capture_output=True, text=True)
