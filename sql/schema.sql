@@ -300,6 +300,37 @@ create table if not exists jobs.schedule_state (
     watermark  timestamptz not null,            -- last scheduled instant enqueued
     updated_at timestamptz not null
 );
+-- One row per declared task: its declaration (what any leader needs to enqueue it, and what the
+-- operator reads), the watermark (every occurrence at or before it is settled: enqueued, or skipped
+-- by catch-up; null until the first one), the last occurrence enqueued and its job, the pause.
+alter table jobs.schedule_state alter column watermark drop not null;
+alter table jobs.schedule_state add column if not exists cron text not null default '';
+alter table jobs.schedule_state add column if not exists timezone text not null default 'UTC';
+alter table jobs.schedule_state add column if not exists catch_up text not null default 'skip';
+alter table jobs.schedule_state add column if not exists max_catch_up integer not null default 100;
+alter table jobs.schedule_state add column if not exists queue text not null default 'default';
+alter table jobs.schedule_state add column if not exists max_attempts integer not null default 1;
+alter table jobs.schedule_state add column if not exists priority integer not null default 0;
+alter table jobs.schedule_state add column if not exists input jsonb not null default 'null';
+alter table jobs.schedule_state add column if not exists declared_at timestamptz not null default now();
+alter table jobs.schedule_state add column if not exists skipped bigint not null default 0;
+alter table jobs.schedule_state add column if not exists last_at timestamptz;
+alter table jobs.schedule_state add column if not exists last_job_id uuid;
+alter table jobs.schedule_state add column if not exists paused boolean not null default false;
+alter table jobs.schedule_state add column if not exists paused_by text;
+alter table jobs.schedule_state add column if not exists paused_at timestamptz;
+alter table jobs.schedule_state add column if not exists note text;
+
+-- What the scheduler's leader (its lease: jobs.leader, name 'scheduler') stamps on every tick:
+-- which process it is, and when it last ticked (the alert when no one leads).
+create table if not exists jobs.schedule_leader (
+    name      text primary key,
+    holder    text not null,
+    host      text not null,
+    pid       integer not null,
+    term      bigint not null,
+    ticked_at timestamptz not null
+);
 
 -- Backfills (I22) ----------------------------------------------------------------------------------
 

@@ -26,6 +26,13 @@ MAINTENANCE_RESCUED = "jobs.maintenance.rescued"
 MAINTENANCE_PRUNED = "jobs.maintenance.pruned"
 MAINTENANCE_FAILED = "jobs.maintenance.failed"
 LEADER_ACQUIRED = "jobs.leader.acquired"
+SCHEDULE_ENQUEUED = "jobs.schedule.enqueued"
+SCHEDULE_SKIPPED = "jobs.schedule.skipped"  # occurrences catch-up settled without a job, and how many
+SCHEDULE_FENCED = "jobs.schedule.fenced"  # a step the fence refused: the lease or the watermark moved
+SCHEDULE_FAILED = "jobs.schedule.failed"
+SCHEDULE_PAUSED = "jobs.schedule.paused"
+SCHEDULE_RESUMED = "jobs.schedule.resumed"
+SCHEDULE_TRIGGERED = "jobs.schedule.triggered"
 
 logger = logging.getLogger("jobs")
 

@@ -133,6 +133,7 @@ class Worker:
         self._gauges_failing = False
         self.released: list[str] = []
         self.maintenance: Any = None  # set by services.maintenance.maintained_worker
+        self.scheduler: Any = None  # likewise, when the registry holds cron tasks
 
     def add_service(
         self, run: Callable[[], Awaitable[None]], *, on_drain: Callable[[], Awaitable[None]] | None = None

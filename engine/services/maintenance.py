@@ -168,12 +168,15 @@ def maintained_worker(
     clock: Clock | None = None,
     maintenance: bool = True,
     maintenance_config: MaintenanceConfig | None = None,
+    scheduler: bool = True,
+    scheduler_config: Any = None,
     metrics: Metrics | None = None,
     on_execution: Callable[[Execution], Any] | None = None,
     **options: Any,
 ) -> Worker:
-    """A worker that also runs maintenance under the fleet's leader lease: what `jobs worker`
-    and `Engine.worker()` start. ``options`` are `WorkerConfig` fields."""
+    """A worker that also runs maintenance under the fleet's leader lease, and the cron scheduler
+    for the tasks it serves (engine/services/scheduler.py): what `jobs worker` and
+    `Engine.worker()` start. ``options`` are `WorkerConfig` fields."""
     from engine.clock import SystemClock
 
     clock = clock or SystemClock()
@@ -185,4 +188,13 @@ def maintained_worker(
         m = Maintenance(driver, clock, holder=w.id, config=maintenance_config)
         w.add_service(m.run, on_drain=m.step_down)
         w.maintenance = m
+    if scheduler:
+        from engine.services.scheduler import Scheduler
+        from engine.tasks import tasks_of
+
+        tasks = tasks_of(registry)
+        if tasks:
+            s = Scheduler(driver, clock, tasks, holder=w.id, config=scheduler_config, metrics=w.metrics)
+            w.add_service(s.run, on_drain=s.step_down)
+            w.scheduler = s
     return w

@@ -7,6 +7,7 @@ from engine.drivers.memory.introspect import MemoryIntrospect
 from engine.drivers.memory.jobs import MemoryJobs
 from engine.drivers.memory.limits import MemoryLimits
 from engine.drivers.memory.maintenance import MemoryMaintenance
+from engine.drivers.memory.schedules import MemorySchedules
 from engine.drivers.memory.state import MemoryState
 from engine.drivers.memory.steps import MemorySteps
 from engine.drivers.memory.workers import MemoryWorkers
@@ -14,7 +15,14 @@ from engine.drivers.memory.workers import MemoryWorkers
 
 # MemoryWorkers first: its job_enqueue wraps MemoryJobs' to send the wake-up the SQL sends.
 class MemoryDriver(
-    MemoryWorkers, MemoryJobs, MemoryLimits, MemoryMaintenance, MemorySteps, MemoryIntrospect, MemoryActions
+    MemoryWorkers,
+    MemoryJobs,
+    MemoryLimits,
+    MemoryMaintenance,
+    MemorySteps,
+    MemoryIntrospect,
+    MemoryActions,
+    MemorySchedules,
 ):
     kind = "memory"
 

@@ -91,11 +91,11 @@ class MemoryWorkers:
         self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
     ) -> ClaimBatch:
         # The same lease as job_claim: the SQL differs only in how Postgres plans it.
-        jobs = await self.job_claim(
+        jobs = await self.job_claim(  # type: ignore[attr-defined]
             queues=queues,
             limit=limit,
             worker=worker,
-            now=now,  # type: ignore[attr-defined]
+            now=now,
             lease_seconds=lease_seconds,
         )
         return ClaimBatch(jobs, self._next_due(queues) if len(jobs) < limit else None)

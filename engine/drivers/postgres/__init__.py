@@ -9,6 +9,7 @@ from engine.drivers.postgres.jobs import PostgresJobs
 from engine.drivers.postgres.limits import PostgresLimits
 from engine.drivers.postgres.maintenance import PostgresMaintenance
 from engine.drivers.postgres.pool import LoopPools, check_dsn, safe_dsn
+from engine.drivers.postgres.schedules import PostgresSchedules
 from engine.drivers.postgres.schema import SCHEMA_VERSION, install_schema
 from engine.drivers.postgres.steps import PostgresSteps
 from engine.drivers.postgres.workers import PostgresWorkers
@@ -17,7 +18,13 @@ from engine.errors import X_SCHEMA_MISSING, X_SCHEMA_OUTDATED, JobsError
 
 
 class PostgresDriver(
-    PostgresJobs, PostgresWorkers, PostgresLimits, PostgresMaintenance, PostgresSteps, PostgresActions
+    PostgresJobs,
+    PostgresWorkers,
+    PostgresLimits,
+    PostgresMaintenance,
+    PostgresSteps,
+    PostgresActions,
+    PostgresSchedules,
 ):
     kind = "postgres"
 
