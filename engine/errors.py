@@ -61,6 +61,7 @@ X_EMBEDDED_PG = _declare("X_EMBEDDED_PG", "the embedded PostgreSQL server could 
 X_WORKER_TARGET = _declare("X_WORKER_TARGET", "the worker's module or attribute cannot be loaded")
 X_NOT_IMPLEMENTED = _declare("X_NOT_IMPLEMENTED", "the capability is not available in this driver")
 X_HANDLER_FAILED = _declare("X_HANDLER_FAILED", "a handler raised a non-engine exception")
+X_UNKNOWN_TASK = _declare("X_UNKNOWN_TASK", "no cron task of that name is declared")
 
 
 # The engine's own codes, before any app registers its codes (the README documents these).

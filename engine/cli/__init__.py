@@ -41,6 +41,7 @@ def _register() -> None:
     # Imported for their side effect: each module adds its commands to `app`.
     import engine.cli.ops  # noqa: F401  (retry, cancel, pause, resume, event, enqueue)
     import engine.cli.reads  # noqa: F401  (queues, ls, show, dead, workers, why, describe)
+    import engine.cli.schedule  # noqa: F401  (schedule, schedule pause|resume|trigger, scheduler)
     from engine.cli import admin, worker  # noqa: F401
 
 
