@@ -159,3 +159,24 @@ def test_a_scheduler_setting_out_of_range_is_refused() -> None:
     for bad in ({"interval": 0}, {"leader_lease": -1}, {"grace": 0}, {"interval": 30, "leader_lease": 30}):
         with pytest.raises(JobsError):
             SchedulerConfig(**bad)  # type: ignore[arg-type]
+
+
+async def test_metrics_count_occurrences_enqueued_and_skipped_and_the_leaders_tick_age(
+    driver: Driver, clock: FakeClock
+) -> None:
+    from engine.runtime.metrics import Metrics
+
+    m_lead, m_follow = Metrics(), Metrics()
+    lead = Scheduler(driver, clock, [LATEST], holder="a", config=CFG, metrics=m_lead)
+    follow = Scheduler(driver, clock, [LATEST], holder="b", config=CFG, metrics=m_follow)
+    await lead.run_once()
+    await follow.run_once()
+    assert m_follow.registry.get_sample_value("jobs_scheduler_leader_tick_age_seconds") == 0.0
+    clock.advance(3750)
+    await lead.run_once()  # back at 13:02:30: 13:00 enqueued, the 11 before it skipped
+    sample = m_lead.registry.get_sample_value
+    assert sample("jobs_schedule_occurrences_enqueued_total", {"task": "s.latest"}) == 1
+    assert sample("jobs_schedule_occurrences_skipped_total", {"task": "s.latest"}) == 11
+    clock.advance(20)
+    await follow.run_once()  # the leader last ticked 20 s ago
+    assert m_follow.registry.get_sample_value("jobs_scheduler_leader_tick_age_seconds") == 20.0
