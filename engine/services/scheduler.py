@@ -110,10 +110,13 @@ class Scheduler:
         config: SchedulerConfig | None = None,
         metrics: Metrics | None = None,
         ids: IdFactory | None = None,
+        host: str | None = None,
+        pid: int | None = None,
     ) -> None:
         self.driver, self.clock = driver, clock
         self.tasks = sorted(tasks, key=lambda t: t.name)
-        self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.host, self.pid = host or socket.gethostname(), pid or os.getpid()  # what the leader row names
+        self.holder = holder or f"{self.host}:{self.pid}:{uuid.uuid4().hex[:8]}"
         self.config = config or SchedulerConfig()
         self.metrics = metrics
         self.ids = ids or IdFactory(clock)
@@ -148,7 +151,7 @@ class Scheduler:
             logs.emit(logs.LEADER_ACQUIRED, leader=LEADER, holder=self.holder, term=term)
         self.term = term
         await self.driver.schedule_leader_tick(
-            leader=LEADER, holder=self.holder, term=term, host=socket.gethostname(), pid=os.getpid(), now=now
+            leader=LEADER, holder=self.holder, term=term, host=self.host, pid=self.pid, now=now
         )
         if self.metrics is not None:
             self.metrics.scheduler_tick_age.set(0.0)
