@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.demo_jobs import APPROVAL_EVENT, DEMO_JOBS, PACE, QUEUES, Traffic
+from console.demo_jobs import APPROVAL_EVENT, DEMO_JOBS, DEMO_TASKS, PACE, QUEUES, Traffic
 from engine import Engine, connect
 from engine.errors import JobsError
 
@@ -200,7 +200,7 @@ class Demo:
 
     def _worker(self, eng: Engine) -> Any:
         return eng.worker(
-            list(DEMO_JOBS),
+            list(DEMO_JOBS) + list(DEMO_TASKS),
             queues=list(QUEUES),
             concurrency=self.concurrency,
             grace=DRAIN_GRACE,
