@@ -55,12 +55,7 @@ NAV: tuple[Action, ...] = (
     ),
     Action("4", "goto('workers')", "Workers", "hosts, pids, queues, slots, heartbeats (stale marked)", footer=False),
     Action(
-        "5",
-        "coming('Scheduler')",
-        "Scheduler",
-        "cron tasks and their next runs",
-        coming="the scheduler issue",
-        footer=False,
+        "5", "goto('schedules')", "Schedules", "cron tasks: next and last run, the leader; pause, trigger", footer=False
     ),
     Action(
         "6", "coming('Outbox')", "Outbox", "staged rows waiting for the relay", coming="the outbox issue", footer=False
@@ -171,6 +166,13 @@ ACTIONS: tuple[Action, ...] = NAV + (
     # why and workers
     Action("escape", "back", "Back", "back to the previous screen", scope="why"),
     Action("escape", "back", "Back", "back to the previous screen", scope="workers"),
+    # schedules
+    Action("escape", "back", "Back", "back to the previous screen", scope="schedules"),
+    Action("enter", "open_last", "Last run", "open the job of the selected task's last run", scope="schedules"),
+    Action("p", "toggle_task", "Pause/resume", "pause or resume the selected task", scope="schedules", mutating=True),
+    Action(
+        "t", "trigger", "Trigger", "enqueue an occurrence of the selected task now", scope="schedules", mutating=True
+    ),
     Action("escape", "back", "Back", "back to the previous screen", scope="help"),
 )
 
@@ -181,6 +183,7 @@ SCOPES: tuple[tuple[str, str], ...] = (
     ("job_detail", "Job detail"),
     ("dead_letters", "Dead letters"),
     ("why", "Why is it not running?"),
+    ("schedules", "Schedules"),
 )
 
 

@@ -37,6 +37,10 @@ class WorkersLoaded(Loaded):
     pass
 
 
+class SchedulesLoaded(Loaded):
+    pass
+
+
 class WhyLoaded(Loaded):
     pass
 

@@ -82,11 +82,13 @@ class Source:
         self.driver = driver or engine.driver.kind
         self._intro = Introspector(engine, budget=budget)
         self._ops = Operator(engine, actor=self.actor, read_only=read_only)
+        self._schedules = _schedules(engine, self.actor, read_only)
 
     def set_read_only(self) -> None:
         """One way only: a console opened read-only can never become writable."""
         self.read_only = True
         self._ops = Operator(self.engine, actor=self.actor, read_only=True)
+        self._schedules = _schedules(self.engine, self.actor, True)
 
     # --- time ----------------------------------------------------------------------------------
 
@@ -120,6 +122,10 @@ class Source:
 
     async def workers(self) -> WorkersView:
         return await self._read(lambda: self._intro.workers())
+
+    async def schedules(self) -> Any:
+        """engine.introspect.schedules.SchedulesView: the cron tasks and the scheduler's leader."""
+        return await self._read(lambda: self._schedules.view())
 
     async def why_job(self, job_id: str) -> WhyReport:
         return await self._read(lambda: self._intro.why_job(job_id))
@@ -171,6 +177,18 @@ class Source:
         self._writable("resume")
         return await self._ops.resume(queue)
 
+    async def pause_task(self, name: str, *, note: str | None = None) -> Any:
+        self._writable("pause")
+        return await self._schedules.pause(name, note=note)
+
+    async def resume_task(self, name: str, *, note: str | None = None) -> Any:
+        self._writable("resume")
+        return await self._schedules.resume(name, note=note)
+
+    async def trigger_task(self, name: str, *, note: str | None = None) -> str:
+        self._writable("trigger")
+        return await self._schedules.trigger(name, note=note)  # type: ignore[no-any-return]
+
     async def send_event(self, name: str, payload: Any, *, tenant: str | None = None) -> SentEvent:
         self._writable("send event")
         return await self._ops.send_event(name, payload, tenant=tenant)
@@ -193,6 +211,12 @@ class Source:
         if isinstance(exc, (ConnectionError, OSError)) or "Operational" in type(exc).__name__:
             return "database unreachable", redact_dsn(clean(str(exc) or type(exc).__name__, limit=160))
         return f"refresh failed ({type(exc).__name__})", redact_dsn(clean(str(exc), limit=160))
+
+
+def _schedules(engine: Engine, actor: str, read_only: bool) -> Any:
+    from engine.introspect.schedules import Schedules
+
+    return Schedules(engine, actor=actor, read_only=read_only)
 
 
 def open_source(dsn: str, *, read_only: bool = False, budget: float = DEFAULT_BUDGET) -> Source:

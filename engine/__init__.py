@@ -5,6 +5,7 @@ from engine.clock import Clock, FakeClock, SystemClock
 from engine.errors import JobsError, register_error_codes
 from engine.jobs import JobDefinition, RateLimit, Registry, describe_jobs, job
 from engine.retry import RetryPolicy, register_error_retry, retry_schedule
+from engine.tasks import TaskDefinition, task
 from engine.types import JobState
 
 JobError = JobsError  # the name DESIGN.md sketches
@@ -22,10 +23,12 @@ __all__ = [
     "Registry",
     "RetryPolicy",
     "SystemClock",
+    "TaskDefinition",
     "connect",
     "describe_jobs",
     "job",
     "register_error_codes",
     "register_error_retry",
     "retry_schedule",
+    "task",
 ]

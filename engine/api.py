@@ -295,7 +295,8 @@ class Engine:
         worker inside the app's loop; leaving the block drains it (I14). ``jobs``: a Registry, a
         module, a job handle or a list of them. ``options``: WorkerConfig fields (batch_size,
         ack_batch, flush_interval, lease_seconds, grace, ...), maintenance_config, metrics,
-        on_execution, relay_config. ``relay=False``: this worker runs no outbox relay."""
+        on_execution, relay_config. ``relay=False``: this worker runs no outbox relay; scheduler=False
+        never leads the cron scheduler for the @task handles it serves, scheduler_config a SchedulerConfig."""
         from engine.services.maintenance import maintained_worker
 
         return maintained_worker(

@@ -64,6 +64,7 @@ X_QUERY_BUDGET = _declare("X_QUERY_BUDGET", "an introspection query ran past its
 X_EMBEDDED_PG = _declare("X_EMBEDDED_PG", "the embedded PostgreSQL server could not start")
 X_WORKER_TARGET = _declare("X_WORKER_TARGET", "the worker's module or attribute cannot be loaded")
 X_HANDLER_FAILED = _declare("X_HANDLER_FAILED", "a handler raised a non-engine exception")
+X_UNKNOWN_TASK = _declare("X_UNKNOWN_TASK", "no cron task of that name is declared")
 
 # Backfills (I22): each answers "why is this sweep not running?" and sends the reader somewhere different.
 X_BACKFILL_PENDING = _declare("X_BACKFILL_PENDING", "a declared backfill has no completed write pass here")

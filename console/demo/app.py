@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.demo.jobs import APPROVAL_EVENT, DEMO_JOBS, PACE, Traffic
+from console.demo.jobs import APPROVAL_EVENT, DEMO_JOBS, DEMO_TASKS, PACE, Traffic
 from console.demo.world import WORKERS, play_world
 from engine import Engine, FakeClock, JobsError, connect
 
@@ -233,7 +233,7 @@ class Demo:
         of the world stays stale)."""
         return [
             eng.worker(
-                list(DEMO_JOBS),
+                list(DEMO_JOBS) + list(DEMO_TASKS),
                 id=wid,
                 queues=list(queues),
                 concurrency=max(1, self.concurrency // (1 + i)),

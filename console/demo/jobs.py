@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from engine import Enqueue, JobsError, RateLimit, RetryPolicy, job, register_error_codes, register_error_retry
+from engine import Enqueue, JobsError, RateLimit, RetryPolicy, job, register_error_codes, register_error_retry, task
 
 # The demo app's own error codes, declared and classified the way an app does it.
 DEMO_CODES = {
@@ -276,6 +276,27 @@ DEMO_JOBS = (
     generate_report,
     deliver_webhook,
 )
+
+
+# Cron tasks the demo's worker schedules (the Schedules screen): one every minute so the screen
+# moves while you watch, and two on a business clock in other zones.
+@task(name="demo.heartbeat_report", cron="* * * * *", queue="reports")
+async def heartbeat_report(ctx, inp):  # type: ignore[no-untyped-def]
+    await PACE(0.2)
+    return {"for": inp["scheduled_for"]}
+
+
+@task(name="demo.ledger_close", cron="0 18 * * 1-5", timezone="America/New_York", queue="reports", catch_up="latest")
+async def ledger_close(ctx, inp):  # type: ignore[no-untyped-def]
+    return {"for": inp["scheduled_for"]}
+
+
+@task(name="demo.digest_paris", cron="30 7 * * *", timezone="Europe/Paris", queue="emails")
+async def digest_paris(ctx, inp):  # type: ignore[no-untyped-def]
+    return {"for": inp["scheduled_for"]}
+
+
+DEMO_TASKS = (heartbeat_report, ledger_close, digest_paris)
 
 
 # --- traffic ----------------------------------------------------------------------------------

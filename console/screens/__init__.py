@@ -17,6 +17,7 @@ _SCREENS = {
     "jobs": ("console.screens.jobs", "JobsScreen"),
     "dead_letters": ("console.screens.dead_letters", "DeadLettersScreen"),
     "workers": ("console.screens.workers", "WorkersScreen"),
+    "schedules": ("console.screens.schedules", "SchedulesScreen"),
 }
 
 

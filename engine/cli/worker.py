@@ -135,6 +135,7 @@ def worker(
     ),
     no_maintenance: bool = typer.Option(False, "--no-maintenance", help="never lead the rescuer and pruner"),
     no_relay: bool = typer.Option(False, "--no-relay", help="run no outbox relay in this worker"),
+    no_scheduler: bool = typer.Option(False, "--no-scheduler", help="never lead the cron scheduler for its tasks"),
     metrics_port: int = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
     metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="the metrics address (loopback by default)"),
     loop: str = typer.Option("auto", "--loop", help="the event loop: auto (uvloop when installed), uvloop or asyncio"),
@@ -188,7 +189,9 @@ def worker(
     except JobsError as err:
         fail(err, as_json=json_out)
     options["relay"] = not no_relay
-    code = runner(_serve(target_dsn, registry, options, maint, not no_maintenance, metrics_port, metrics_host))
+    code = runner(
+        _serve(target_dsn, registry, options, maint, not no_maintenance, metrics_port, metrics_host, not no_scheduler)
+    )
     if code:
         raise typer.Exit(code)
 
@@ -201,6 +204,7 @@ async def _serve(
     maintenance: bool,
     metrics_port: int | None,
     metrics_host: str,
+    scheduler: bool = True,
 ) -> int:
     from engine.api import open_driver
     from engine.runtime.logs import configure_json_logging
@@ -211,7 +215,13 @@ async def _serve(
     metrics = Metrics()
     driver = open_driver(dsn)
     w = maintained_worker(
-        driver, registry, maintenance=maintenance, maintenance_config=maint, metrics=metrics, **options
+        driver,
+        registry,
+        maintenance=maintenance,
+        maintenance_config=maint,
+        scheduler=scheduler,
+        metrics=metrics,
+        **options,
     )
     server = None
     try:

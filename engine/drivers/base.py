@@ -33,6 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from engine.drivers.base_backfills import BackfillsArea
 from engine.drivers.base_outbox import OutboxArea
+from engine.drivers.base_schedules import SchedulesArea
 from engine.projections import (
     ActionResult,
     BulkAction,
@@ -386,6 +387,7 @@ class Driver(
     ActionsArea,
     BackfillsArea,
     OutboxArea,
+    SchedulesArea,
     Protocol,
 ):
     """Storage for jobs: every area's members. Every time-comparing call takes ``now`` from the
@@ -403,4 +405,5 @@ AREAS: dict[str, type] = {
     "actions": ActionsArea,
     "backfills": BackfillsArea,
     "outbox": OutboxArea,
+    "schedules": SchedulesArea,
 }

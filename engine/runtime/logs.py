@@ -30,6 +30,13 @@ LEADER_ACQUIRED = "jobs.leader.acquired"
 OUTBOX_PUBLISH_FAILED = "jobs.outbox.publish-failed"
 OUTBOX_LEASE_LAPSED = "jobs.outbox.lease-lapsed"
 OUTBOX_TICK_FAILED = "jobs.outbox.tick-failed"
+SCHEDULE_ENQUEUED = "jobs.schedule.enqueued"
+SCHEDULE_SKIPPED = "jobs.schedule.skipped"  # occurrences catch-up settled without a job, and how many
+SCHEDULE_FENCED = "jobs.schedule.fenced"  # a step the fence refused: the lease or the watermark moved
+SCHEDULE_FAILED = "jobs.schedule.failed"
+SCHEDULE_PAUSED = "jobs.schedule.paused"
+SCHEDULE_RESUMED = "jobs.schedule.resumed"
+SCHEDULE_TRIGGERED = "jobs.schedule.triggered"
 
 logger = logging.getLogger("jobs")
 

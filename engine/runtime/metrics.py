@@ -81,6 +81,21 @@ class Metrics:
         self.outbox_oldest = Gauge("outbox_oldest_unpublished_seconds", "Age of the oldest unpublished row", registry=r)
         self.outbox_published = Counter("outbox_published_total", "Outbox rows this process published", registry=r)
         self.outbox_failed = Counter("outbox_publish_failed_total", "Outbox publishes that failed", registry=r)
+        # The scheduler (engine/services/scheduler.py, I21).
+        self.schedule_enqueued = Counter(
+            "jobs_schedule_occurrences_enqueued_total",
+            "Cron occurrences enqueued by this process",
+            ["task"],
+            registry=r,
+        )
+        self.schedule_skipped = Counter(
+            "jobs_schedule_occurrences_skipped_total", "Missed occurrences catch-up skipped", ["task"], registry=r
+        )
+        self.scheduler_tick_age = Gauge(
+            "jobs_scheduler_leader_tick_age_seconds",
+            "Seconds since the scheduler's leader last ticked, as this process saw it (+Inf: no leader ever)",
+            registry=r,
+        )
         # Label children cached: .labels() takes a lock and hashes every call, per job.
         self._outcomes: dict[tuple[str, str], Counter] = {}
         self._gauged: set[str] = set()  # queues a gauge reading has named

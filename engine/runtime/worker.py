@@ -88,6 +88,7 @@ class Worker:
         self.released: list[str] = []
         self.maintenance: Any = None  # set by services.maintenance.maintained_worker
         self.relay: Any = None  # the outbox relay, set by the same
+        self.scheduler: Any = None  # likewise, when the registry holds cron tasks
 
     def add_service(
         self, run: Callable[[], Awaitable[None]], *, on_drain: Callable[[], Awaitable[None]] | None = None

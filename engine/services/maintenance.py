@@ -182,13 +182,16 @@ def maintained_worker(
     maintenance_config: MaintenanceConfig | None = None,
     relay: bool = True,
     relay_config: Any = None,
+    scheduler: bool = True,
+    scheduler_config: Any = None,
     metrics: Metrics | None = None,
     on_execution: Callable[[Execution], Any] | None = None,
     **options: Any,
 ) -> Worker:
-    """A worker that also runs maintenance under the fleet's leader lease and the outbox relay
-    (``relay=False`` leaves the relay out; ``relay_config``: a RelayConfig): what `jobs worker`
-    and `Engine.worker()` start. ``options`` are `WorkerConfig` fields."""
+    """A worker that also runs maintenance under the fleet's leader lease, the outbox relay
+    (``relay=False`` leaves it out; ``relay_config``: a RelayConfig) and the cron scheduler for the
+    tasks it serves (engine/services/scheduler.py): what `jobs worker` and `Engine.worker()`
+    start. ``options`` are `WorkerConfig` fields."""
     from engine.clock import SystemClock
 
     clock = clock or SystemClock()
@@ -206,4 +209,13 @@ def maintained_worker(
         r = Relay(driver, clock, config=relay_config, metrics=w.metrics)
         w.add_service(r.run, on_drain=r.stop)
         w.relay = r
+    if scheduler:
+        from engine.services.scheduler import Scheduler
+        from engine.tasks import tasks_of
+
+        tasks = tasks_of(registry)
+        if tasks:
+            s = Scheduler(driver, clock, tasks, holder=w.id, config=scheduler_config, metrics=w.metrics)
+            w.add_service(s.run, on_drain=s.step_down)
+            w.scheduler = s
     return w

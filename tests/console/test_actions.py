@@ -67,10 +67,10 @@ async def test_number_keys_reach_every_screen() -> None:
 async def test_a_reserved_key_says_plainly_it_is_not_available() -> None:
     app = console()
     async with app.run_test(size=SIZE) as pilot:
-        await keys(pilot, "5")
+        await keys(pilot, "6")
         assert app.current_mode == "overview"
         (note,) = list(app._notifications)
-        assert "Scheduler screen is not available yet" in note.message
+        assert "Outbox screen is not available yet" in note.message
 
 
 async def test_help_lists_every_key_and_closes() -> None:
@@ -79,7 +79,7 @@ async def test_help_lists_every_key_and_closes() -> None:
         await keys(pilot, "question_mark")
         assert isinstance(app.screen, HelpScreen)
         text = str(app.screen.query_one("#help-table").render())
-        for needle in ("Retry from step", "Pause/resume", "coming with the scheduler issue", "ctrl+p"):
+        for needle in ("Retry from step", "Pause/resume", "coming with the outbox issue", "ctrl+p"):
             assert needle in text
         await keys(pilot, "escape")
         assert not isinstance(app.screen, HelpScreen)
@@ -442,7 +442,7 @@ async def test_palette_lists_actions_of_the_screen_but_not_mutating_ones_read_on
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert any(t.startswith("Filter") for t in titles) and any(t.startswith("Workers") for t in titles)
         assert not any("Retry" in t for t in titles)
-        assert any("Scheduler" in t and "coming" in t for t in titles)
+        assert any("Outbox" in t and "coming" in t for t in titles)
 
 
 async def test_palette_runs_an_action() -> None:

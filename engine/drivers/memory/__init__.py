@@ -14,6 +14,7 @@ from engine.drivers.memory.jobs import MemoryJobs
 from engine.drivers.memory.limits import MemoryLimits
 from engine.drivers.memory.maintenance import MemoryMaintenance
 from engine.drivers.memory.outbox import MemoryOutbox, MemoryTransaction
+from engine.drivers.memory.schedules import MemorySchedules
 from engine.drivers.memory.state import MemoryBase
 from engine.drivers.memory.steps import MemorySteps
 from engine.drivers.memory.workers import MemoryWorkers
@@ -29,6 +30,7 @@ class MemoryDriver(
     MemoryActions,
     MemoryBackfills,
     MemoryOutbox,
+    MemorySchedules,
 ):
     kind = "memory"
 

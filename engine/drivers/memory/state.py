@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from engine.drivers.dedupe import DedupeKey, dedupe_key
 from engine.outbox_types import OutboxRow, RelayRecord
@@ -133,6 +134,8 @@ class MemoryState:
     outbox: dict[str, OutboxRow] = field(default_factory=dict)  # jobs.outbox by id
     outbox_relays: dict[str, RelayRecord] = field(default_factory=dict)  # jobs.outbox_relay by id
     outbox_wakeups: Wakeups = field(default_factory=Wakeups)  # the outbox channel's NOTIFY
+    schedules: dict[str, dict[str, Any]] = field(default_factory=dict)  # jobs.schedule_state by task
+    schedule_ticks: dict[str, dict[str, Any]] = field(default_factory=dict)  # jobs.schedule_leader by name
     drain_notes: dict[str, str | None] = field(default_factory=dict)  # jobs.worker's drain note by worker id
     backfills: dict[str, BackfillRun] = field(default_factory=dict)  # jobs.backfill by run id
 

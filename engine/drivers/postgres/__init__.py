@@ -16,6 +16,7 @@ from engine.drivers.postgres.maintenance import PostgresMaintenance
 from engine.drivers.postgres.migrate import check_current
 from engine.drivers.postgres.outbox import PostgresOutbox
 from engine.drivers.postgres.pool import check_dsn, safe_dsn
+from engine.drivers.postgres.schedules import PostgresSchedules
 from engine.drivers.postgres.steps import PostgresSteps
 from engine.drivers.postgres.workers import PostgresWorkers
 
@@ -30,6 +31,7 @@ class PostgresDriver(
     PostgresActions,
     PostgresBackfills,
     PostgresOutbox,
+    PostgresSchedules,
 ):
     kind = "postgres"
 

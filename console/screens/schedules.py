@@ -1,0 +1,170 @@
+"""Schedules: the cron tasks (cron in words, zone, next and last run, the last run's job state,
+skipped by catch-up, pause) and the scheduler's leader and its lease. Enter opens the last run's
+job; p pauses or resumes a task, t triggers one now, each behind the confirm dialog."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import Static
+
+from console.format import ago, cell, clean, until
+from console.messages import SchedulesLoaded
+from console.screens.base import DataScreen
+from console.screens.confirm import Confirmed
+from console.screens.flows import Flows
+from console.widgets.fresh import update_changed
+from console.widgets.keyed_table import KeyedTable
+
+COLUMNS = (
+    ("task", "task"),
+    ("cron", "cron"),
+    ("zone", "zone"),
+    ("next", "next"),
+    ("last run", "last"),
+    ("last job", "state"),
+    ("skipped", "skipped"),
+    ("status", "status"),
+)
+_STATE_STYLE = {"completed": "green", "dead": "bold red", "running": "cyan", "ready": "", "cancelled": "dim"}
+
+
+def task_row(t: Any, now: Any) -> tuple[Text, ...]:
+    status = Text(f"PAUSED {clean(t.paused_by or '?', limit=14)}", style="bold yellow") if t.paused else Text("on")
+    return (
+        cell(t.name, limit=24, style="bold"),
+        cell(t.cron, limit=18),
+        cell(t.timezone, limit=18),
+        Text(until(t.next_at, now)),
+        Text(ago(t.last_at, now), style="dim"),
+        Text(t.last_job_state or "—", style=_STATE_STYLE.get(t.last_job_state or "", "")),
+        Text(str(t.skipped), justify="right", style="yellow" if t.skipped else "dim"),
+        status,
+    )
+
+
+def detail_text(t: Any) -> Text:
+    """The selected task in words: what the cron means, its catch-up, why it is paused."""
+    out = Text(clean(t.name, limit=40), style="bold")
+    out.append(f"  {clean(t.words, limit=60)} ({clean(t.timezone, limit=30)})")
+    out.append(f"  catch-up {t.catch_up}" + (f" (at most {t.max_catch_up})" if t.max_catch_up else ""), style="dim")
+    if t.paused:
+        note = f": {clean(t.pause_note, limit=40)}" if t.pause_note else ""
+        out.append(f"  paused by {clean(t.paused_by or '?', limit=20)}{note}", style="yellow")
+    return out
+
+
+def leader_text(lead: Any, now: Any) -> Text:
+    if lead is None:
+        return Text("No scheduler has ever led: no cron task is being enqueued.", style="bold red")
+    t = Text("Leader ", style="bold")
+    t.append(clean(lead.holder, limit=40), style="bold")
+    t.append(f"  {clean(lead.host or '?', limit=20)} pid {lead.pid or '?'}  term {lead.term}  ")
+    if lead.live:
+        t.append(f"lease ends {until(lead.lease_until, now)}", style="green")
+    else:
+        t.append(f"LEASE LAPSED {ago(lead.lease_until, now)}: no one leads", style="bold reverse red")
+    t.append("  last tick " + ("never" if lead.ticked_at is None else ago(lead.ticked_at, now)), style="dim")
+    return t
+
+
+class SchedulesScreen(DataScreen, Flows):
+    SCOPE = "schedules"
+
+    _view: Any = None
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_top()
+        yield Static("Schedules", classes="screen-title", id="schedules-title")
+        yield Static("", id="leader", classes="note")
+        yield KeyedTable(COLUMNS, id="schedules")
+        yield Static("", id="detail", classes="note")
+        yield Static("", id="empty", classes="empty")
+        yield from self.compose_bottom()
+
+    def on_mount(self) -> None:
+        self.query_one("#schedules", KeyedTable).focus()
+        super().on_mount()
+
+    async def fetch(self) -> SchedulesLoaded:
+        return SchedulesLoaded(await self.source.schedules())
+
+    def on_schedules_loaded(self, message: SchedulesLoaded) -> None:
+        view = self._view = message.data
+        now = self.source.now()
+        self.query_one("#schedules", KeyedTable).sync([(t.name, task_row(t, now)) for t in view.tasks])
+        paused = sum(1 for t in view.tasks if t.paused)
+        title = Text("Schedules", style="bold")
+        title.append(f"  {len(view.tasks)} tasks" + (f", {paused} paused" if paused else ""))
+        update_changed(self.query_one("#schedules-title", Static), title)
+        update_changed(self.query_one("#leader", Static), leader_text(view.leader, now))
+        empty = self.query_one("#empty", Static)
+        empty.display = not view.tasks
+        update_changed(empty, "No cron task is declared. Declare one with @task(name=..., cron=...).")
+        self._show_detail()
+
+    def _show_detail(self) -> None:
+        t = self._selected()
+        update_changed(self.query_one("#detail", Static), Text("") if t is None else detail_text(t))
+
+    def on_data_table_row_highlighted(self, event: KeyedTable.RowHighlighted) -> None:
+        event.stop()
+        if self._view is not None:
+            self._show_detail()
+
+    def _selected(self) -> Any:
+        key = self.query_one("#schedules", KeyedTable).selected_key
+        if self._view is None or key is None:
+            return None
+        return next((t for t in self._view.tasks if t.name == key), None)
+
+    def on_data_table_row_selected(self, event: KeyedTable.RowSelected) -> None:
+        event.stop()
+        self.action_open_last()
+
+    def action_open_last(self) -> None:
+        t = self._selected()
+        if t is None:
+            return
+        if t.last_job_id is None:
+            self.notify(f"Task {clean(t.name, limit=40)} has not run yet.", timeout=3)
+        else:
+            self.open_job(t.last_job_id)
+
+    def action_toggle_task(self) -> None:
+        t = self._selected()
+        if t is None:
+            return
+        name = t.name
+
+        async def call(c: Confirmed) -> str:
+            src = self.source
+            p = await (src.resume_task(name, note=c.note) if t.paused else src.pause_task(name, note=c.note))
+            if not p.changed:
+                return f"Task {name} was already {'paused' if p.paused else 'running'}."
+            return f"Task {name} {'paused' if p.paused else 'resumed'}."
+
+        label = (clean(name, limit=40), "bold")
+        if t.paused:
+            body = Text.assemble("Resume task ", label, ": what fell due while it was paused is not run.")
+            self.confirm_and_run("Resume this task?", body, "Resume", call)
+        else:
+            body = Text.assemble("Pause task ", label, ": its occurrences are not enqueued until it is resumed.")
+            self.confirm_and_run("Pause this task?", body, "Pause", call)
+
+    def action_trigger(self) -> None:
+        t = self._selected()
+        if t is None:
+            return
+        name = t.name
+
+        async def call(c: Confirmed) -> str:
+            job_id = await self.source.trigger_task(name, note=c.note)
+            return f"Task {name} triggered as job {job_id}."
+
+        body = Text.assemble(
+            "Enqueue an occurrence of ", (clean(name, limit=40), "bold"), " now, under its own key (audited)."
+        )
+        self.confirm_and_run("Trigger this task?", body, "Trigger", call)

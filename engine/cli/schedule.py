@@ -1,0 +1,201 @@
+"""`jobs schedule [--json]`, `jobs schedule pause|resume|trigger NAME`, and `jobs scheduler MODULE`:
+the cron tasks as the fleet stores them, their operator actions, and the scheduler run alone."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from typing import Any
+
+import typer
+
+from engine.actions.base import default_actor
+from engine.cli import EXIT_ERROR, app, fail
+from engine.cli.admin import DSN_HELP, resolve_dsn
+from engine.cli.ops import ACTOR_HELP, EXIT_NOOP
+from engine.cli.reads import console, emit, run
+from engine.errors import X_INVALID_ARGUMENT, JobsError
+
+schedule_app = typer.Typer(
+    name="schedule", help="Cron tasks: list them, pause, resume, trigger.", no_args_is_help=False
+)
+app.add_typer(schedule_app, name="schedule")
+
+
+def _schedules(eng: Any, actor: str | None = None, *, acting: bool = True) -> Any:
+    from engine.introspect.schedules import Schedules
+
+    return Schedules(eng, actor=(actor or default_actor()) if acting else None)
+
+
+def _when(value: Any) -> str:
+    return "-" if value is None else value.strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+@schedule_app.callback(invoke_without_command=True)
+def schedule(
+    ctx: typer.Context,
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Every declared task: cron (in words), zone, next and last occurrence, the last job's state,
+    occurrences skipped by catch-up, pause; and the scheduler's leader."""
+    if ctx.invoked_subcommand is not None:
+        return
+    view = run(dsn, json_out, lambda e: _schedules(e, acting=False).view())
+    if json_out:
+        emit(view.as_dict())
+        return
+    from rich.table import Table
+
+    out = console()
+    table = Table("task", "cron", "zone", "catch-up", "next", "last", "last job", "skipped", "paused")
+    for t in view.tasks:
+        catch = t.catch_up + (f" ({t.max_catch_up})" if t.max_catch_up else "")
+        paused = f"by {t.paused_by}" if t.paused else ""
+        table.add_row(
+            t.name,
+            f"{t.cron}  {t.words}",
+            t.timezone,
+            catch,
+            _when(t.next_at),
+            _when(t.last_at),
+            t.last_job_state or "-",
+            str(t.skipped),
+            paused,
+        )
+    out.print(table)
+    lead = view.leader
+    if lead is None:
+        out.print("leader: none has ever led")
+    else:
+        state = "leads" if lead.live else "LAPSED"
+        age = "never ticked" if lead.tick_age is None else f"last tick {lead.tick_age:.0f}s ago"
+        where = f"{lead.host or '?'} pid {lead.pid or '?'}"
+        out.print(f"leader: {lead.holder} ({where}) term {lead.term} {state} until {_when(lead.lease_until)}, {age}")
+
+
+def _pause(name: str, paused: bool, note: str | None, actor: str | None, dsn: str | None, json_out: bool) -> None:
+    async def call(e: Any) -> Any:
+        s = _schedules(e, actor)
+        return await (s.pause(name, note=note) if paused else s.resume(name, note=note))
+
+    p = run(dsn, json_out, call)
+    if json_out:
+        emit(p)
+    else:
+        console().print(f"task {p.task}: {'paused' if p.paused else 'running'}" + ("" if p.changed else " (already)"))
+    if not p.changed:
+        raise typer.Exit(EXIT_NOOP)
+
+
+@schedule_app.command("pause")
+def pause(
+    name: str = typer.Argument(...),
+    note: str = typer.Option(None, "--note"),
+    actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Pause a task: durable, audited; its occurrences are not enqueued until it is resumed."""
+    _pause(name, True, note, actor, dsn, json_out)
+
+
+@schedule_app.command("resume")
+def resume(
+    name: str = typer.Argument(...),
+    note: str = typer.Option(None, "--note"),
+    actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Resume a paused task; what fell due while it was paused is not owed."""
+    _pause(name, False, note, actor, dsn, json_out)
+
+
+@schedule_app.command("trigger")
+def trigger(
+    name: str = typer.Argument(...),
+    note: str = typer.Option(None, "--note"),
+    actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Enqueue an occurrence of a task now, under its own idempotency key (audited on the job)."""
+    job_id = run(dsn, json_out, lambda e: _schedules(e, actor).trigger(name, note=note))
+    if json_out:
+        emit({"task": name, "job_id": job_id})
+    else:
+        console().print(f"task {name}: triggered as job {job_id}")
+
+
+@app.command()
+def scheduler(
+    target: str = typer.Argument(..., help="MODULE or MODULE:ATTR holding the @task handles"),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    interval: float = typer.Option(5.0, "--interval", help="the longest between two ticks (s)"),
+    lease_seconds: float = typer.Option(30.0, "--lease-seconds", help="the leader's lease (s)"),
+    metrics_port: int = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
+    metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="the metrics address"),
+    json_out: bool = typer.Option(False, "--json", help="errors as JSON on stderr"),
+) -> None:
+    """Run the cron scheduler alone (it enqueues; workers run the jobs) until SIGTERM/SIGINT."""
+    from engine.cli.worker import load_target
+    from engine.services.scheduler import SchedulerConfig
+    from engine.tasks import tasks_of
+
+    try:
+        config = SchedulerConfig(interval=interval, leader_lease=lease_seconds)
+        tasks = tasks_of(load_target(target))
+        if not tasks:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"{target!r} declares no cron task (no @task handle in it)",
+                fix=f"add @task(name=..., cron='*/5 * * * *') to a handler in {target.partition(':')[0]}",
+            )
+        target_dsn = resolve_dsn(dsn)
+    except JobsError as err:
+        fail(err, as_json=json_out)
+    code = asyncio.run(_serve(target_dsn, tasks, config, metrics_port, metrics_host))
+    if code:
+        raise typer.Exit(code)
+
+
+async def _serve(dsn: str, tasks: list[Any], config: Any, metrics_port: int | None, metrics_host: str) -> int:
+    from engine.api import open_driver
+    from engine.clock import SystemClock
+    from engine.runtime.logs import configure_json_logging
+    from engine.runtime.metrics import Metrics, serve_metrics
+    from engine.services.scheduler import Scheduler
+
+    configure_json_logging()
+    metrics = Metrics()
+    driver = open_driver(dsn)
+    sched = Scheduler(driver, SystemClock(), tasks, config=config, metrics=metrics)
+    server = None
+    try:
+        try:
+            await driver.open()
+        except JobsError as err:
+            sys.stderr.write(f"error {err.code}: {err.cause}\n  fix: {err.fix}\n  docs: {err.docs}\n")
+            return EXIT_ERROR
+        if metrics_port:
+            server = serve_metrics(metrics, metrics_port, metrics_host)
+        loop = asyncio.get_running_loop()
+        runner = loop.create_task(sched.run(), name="jobs-scheduler")
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, runner.cancel)
+        names = ",".join(t.name for t in tasks)
+        print(f"jobs scheduler {sched.holder} pid {os.getpid()} declaring {names}", flush=True)
+        try:
+            await runner
+        except asyncio.CancelledError:
+            pass
+        await sched.step_down()
+        return 0
+    finally:
+        if server is not None:
+            server.shutdown()  # type: ignore[attr-defined]
+        await driver.close()

@@ -1,0 +1,148 @@
+"""PostgresDriver's scheduler tables: each method runs a named statement of
+sql/queries/schedules.sql (the fenced enqueue of an occurrence is one statement)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import orjson
+
+from engine.drivers.postgres.base import PostgresBase
+from engine.drivers.sqlfiles import Q
+from engine.schedule import Advanced, SchedulePause, SchedulerLeader, ScheduleRow, TaskDecl, Triggered
+
+
+class PostgresSchedules(PostgresBase):
+    async def schedule_declare(self, *, tasks: Sequence[TaskDecl], now: datetime) -> None:
+        if not tasks:
+            return
+        doc = orjson.dumps(
+            [
+                [
+                    t.name,
+                    t.cron,
+                    t.timezone,
+                    t.catch_up,
+                    t.max_catch_up,
+                    t.queue,
+                    t.max_attempts,
+                    t.priority,
+                    orjson.Fragment(t.input_text),
+                ]
+                for t in tasks
+            ]
+        ).decode()
+        await self._exec(Q.schedule_declare, {"tasks": doc, "now": now})
+
+    async def schedule_list(self) -> list[ScheduleRow]:
+        return [
+            ScheduleRow(
+                r["task"],
+                r["cron"],
+                r["timezone"],
+                r["catch_up"],
+                int(r["max_catch_up"]),
+                r["queue"],
+                r["declared_at"],
+                r["watermark"],
+                int(r["skipped"]),
+                r["last_at"],
+                None if r["last_job_id"] is None else str(r["last_job_id"]),
+                r["last_job_state"],
+                bool(r["paused"]),
+                r["paused_by"],
+                r["paused_at"],
+                r["note"],
+            )
+            for r in await self._rows(Q.schedule_list, {})
+        ]
+
+    async def schedule_advance(
+        self,
+        *,
+        task: str,
+        expected: datetime | None,
+        at: datetime,
+        skipped: int,
+        job_id: str | None,
+        key: str,
+        scheduled_for: str,
+        leader: str,
+        holder: str,
+        term: int,
+        now: datetime,
+    ) -> Advanced:
+        row = await self._row(
+            Q.schedule_advance,
+            {
+                "task": task,
+                "expected": expected,
+                "at": at,
+                "skipped": skipped,
+                "job_id": job_id,
+                "key": key,
+                "scheduled_for": scheduled_for,
+                "leader": leader,
+                "holder": holder,
+                "term": term,
+                "now": now,
+            },
+        )
+        if row is None or not row["moved"]:
+            return Advanced(False)
+        return Advanced(True, None if row["inserted"] is None else str(row["inserted"]))
+
+    async def schedule_pause(
+        self, *, task: str, paused: bool, actor: str | None, note: str | None, now: datetime
+    ) -> SchedulePause | None:
+        row = await self._row(
+            Q.schedule_pause_set, {"task": task, "paused": paused, "actor": actor, "note": note, "now": now}
+        )
+        if row is None:
+            return None
+        return SchedulePause(
+            row["task"], bool(row["paused"]), row["paused_by"], row["paused_at"], row["note"], bool(row["changed"])
+        )
+
+    async def schedule_trigger(
+        self,
+        *,
+        task: str,
+        job_id: str,
+        key: str,
+        scheduled_for: str,
+        actor: str | None,
+        note: str | None,
+        now: datetime,
+    ) -> Triggered | None:
+        row = await self._row(
+            Q.schedule_trigger,
+            {
+                "task": task,
+                "job_id": job_id,
+                "key": key,
+                "scheduled_for": scheduled_for,
+                "actor": actor,
+                "note": note,
+                "now": now,
+            },
+        )
+        if row is None or not row["found"]:
+            return None
+        return Triggered(task, None if row["id"] is None else str(row["id"]), key)
+
+    async def schedule_leader_tick(
+        self, *, leader: str, holder: str, term: int, host: str, pid: int, now: datetime
+    ) -> bool:
+        row = await self._row(
+            Q.schedule_leader_tick,
+            {"leader": leader, "holder": holder, "term": term, "host": host, "pid": pid, "now": now},
+        )
+        return bool(row and row["ticked"])
+
+    async def schedule_leader_get(self, *, leader: str) -> SchedulerLeader | None:
+        r = await self._row(Q.schedule_leader_get, {"leader": leader})
+        if r is None:
+            return None
+        return SchedulerLeader(r["holder"], int(r["term"]), r["lease_until"], r["host"], r["pid"], r["ticked_at"])

@@ -1,0 +1,155 @@
+"""Cron tasks: ``@task(name=..., cron=..., timezone=..., catch_up=...)`` over a handler.
+
+A task is a job (it registers, runs and retries like one) whose occurrences the scheduler
+enqueues. Its idempotency key is not the author's to write: an occurrence is keyed by the task
+name and its scheduled instant in UTC (I21), and the handler reads that instant from its input:
+
+    {"task": "nightly_report", "scheduled_for": "2026-03-29T00:00:00Z", "trigger": "cron", "input": ...}
+
+``trigger`` is "manual" for an operator's `jobs schedule trigger`; ``input`` is the declared
+fixed ``input=`` (None by default). Everything is checked at declaration.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any
+
+from engine.codec import check_json_text
+from engine.errors import X_DUPLICATE_JOB, X_INVALID_DEFINITION, JobsError
+from engine.jobs import DEFAULT_QUEUE, Handler, JobDefinition, job
+from engine.retry import RetryPolicy
+from engine.schedule import CATCH_UP, DEFAULT_MAX_CATCH_UP, CatchUp, Cron, parse_cron
+
+_OPTIONS = (
+    "name",
+    "cron",
+    "timezone",
+    "catch_up",
+    "max_catch_up",
+    "input",
+    "queue",
+    "retry",
+    "timeout",
+    "step_timeout",
+    "priority",
+)
+# name -> where it was declared (module.qualname): a second declaration elsewhere is refused.
+_DECLARED: dict[str, str] = {}
+
+
+@dataclass(frozen=True, eq=False)
+class TaskDefinition(JobDefinition):
+    cron: Cron
+    catch_up: CatchUp
+    max_catch_up: int
+    fixed_input: Any
+    input_text: str  # the fixed input as stored JSON text
+
+
+def _occurrence_key(name: str) -> Callable[[Any], str]:
+    def key(inp: Any) -> str:
+        when = inp.get("scheduled_for") if isinstance(inp, dict) else None
+        if not isinstance(when, str) or not when:
+            raise JobsError(
+                X_INVALID_DEFINITION,
+                cause=f"task {name!r} was enqueued with {inp!r}, which names no scheduled_for instant",
+                fix=f"jobs schedule trigger {name}",
+            )
+        return f"{name}@{when}"
+
+    return key
+
+
+def task(
+    name: str | None = None,
+    *,
+    cron: str,
+    timezone: str = "UTC",
+    catch_up: str = "skip",
+    max_catch_up: int | None = None,
+    input: Any = None,
+    queue: str = DEFAULT_QUEUE,
+    retry: RetryPolicy | None = None,
+    timeout: float | None = None,
+    step_timeout: float | None = None,
+    priority: int = 0,
+    **unknown: Any,
+) -> Callable[[Handler], TaskDefinition]:
+    """Declare a cron task over a handler ``(ctx, inp)``; see the module docstring for ``inp``."""
+    label = name or "<unnamed>"
+    if unknown:
+        bad = sorted(unknown)[0]
+        near = difflib.get_close_matches(bad, _OPTIONS, n=1)
+        raise JobsError(
+            X_INVALID_DEFINITION,
+            cause=f"task {label!r} declares unknown option {bad!r}"
+            + (f" (did you mean {near[0]!r}?)" if near else f"; known: {', '.join(_OPTIONS)}"),
+            fix=f"@task(name={label!r}, cron='*/5 * * * *')",
+        )
+    if name is not None and (not isinstance(name, str) or not name.strip() or "@" in name):
+        raise JobsError(
+            X_INVALID_DEFINITION,
+            cause=f"task name {name!r} must be a non-empty string without '@' (its occurrence keys use it)",
+            fix="@task(name='nightly_report', cron='0 2 * * *')",
+        )
+    spec = parse_cron(cron, timezone, task=label)
+    if catch_up not in CATCH_UP:
+        raise JobsError(
+            X_INVALID_DEFINITION,
+            cause=f"task {label!r} declares catch_up={catch_up!r}; the policies are {', '.join(CATCH_UP)}",
+            fix=f"@task(name={label!r}, cron={spec.expr!r}, catch_up='skip')",
+        )
+    if max_catch_up is not None:
+        if catch_up != "all":
+            raise JobsError(
+                X_INVALID_DEFINITION,
+                cause=f"task {label!r} declares max_catch_up={max_catch_up!r} with catch_up={catch_up!r},"
+                " which enqueues at most one missed occurrence: the bound would do nothing",
+                fix=f"@task(name={label!r}, cron={spec.expr!r}, catch_up='all', max_catch_up={max_catch_up!r})",
+            )
+        if isinstance(max_catch_up, bool) or not isinstance(max_catch_up, int) or max_catch_up < 1:
+            raise JobsError(
+                X_INVALID_DEFINITION,
+                cause=f"task {label!r} declares max_catch_up={max_catch_up!r}; it must be a whole number >= 1",
+                fix=f"@task(name={label!r}, cron={spec.expr!r}, catch_up='all', max_catch_up=24)",
+            )
+    fixed, text = check_json_text(input, job=label)
+
+    def wrap(fn: Handler) -> TaskDefinition:
+        task_name: str = name or str(getattr(fn, "__name__", ""))
+        base = job(
+            name=task_name,
+            queue=queue,
+            idempotency_key=_occurrence_key(task_name),
+            retry=retry,
+            timeout=timeout,
+            step_timeout=step_timeout,
+            priority=priority,
+        )(fn)
+        site = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}"
+        if _DECLARED.get(task_name, site) != site:
+            raise JobsError(
+                X_DUPLICATE_JOB,
+                cause=f"two tasks are named {task_name!r} ({_DECLARED[task_name]} and {site}): they would share"
+                " one watermark and one set of occurrence keys",
+                fix=f"@task(name='{task_name}_v2', cron={spec.expr!r})",
+            )
+        _DECLARED[task_name] = site
+        return TaskDefinition(
+            **{f.name: getattr(base, f.name) for f in fields(JobDefinition)},
+            cron=spec,
+            catch_up=catch_up,  # type: ignore[arg-type]
+            max_catch_up=max_catch_up if max_catch_up is not None else DEFAULT_MAX_CATCH_UP,
+            fixed_input=fixed,
+            input_text=text,
+        )
+
+    return wrap
+
+
+def tasks_of(handles: Any) -> list[TaskDefinition]:
+    """The task handles among a registry's (or any iterable's) job handles, by name."""
+    return sorted((h for h in handles if isinstance(h, TaskDefinition)), key=lambda h: h.name)
