@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
-from console.seed import NOW, seeded_source
+from console.demo.world import NOW, seeded_source
 
 from console.app import JobsConsole
 from console.screens.confirm import ConfirmScreen
