@@ -323,6 +323,7 @@ class Runner:
 
     async def _nack(self, lease: Lease, nack: Nack) -> bool:
         """One fenced nack; a failure to write it is a settle failure, not a job failure (I6)."""
+        lease.settling = True
         try:
             ok = await while_leased(
                 self.keeper, lease, "nack", lambda: self.driver.job_nack(nack=nack, now=self.clock.now())
