@@ -116,13 +116,17 @@ class LeaseKeeper:
                     claims=[lease.claim for lease in live], now=now, lease_seconds=self.lease_seconds
                 ),
             )
-            slotted = [lease.claim.job_id for lease in live if lease.slot_key is not None and not lease.stopped]
+            slotted = [lease for lease in live if lease.slot_key is not None and not lease.stopped]
+            kept: list[str] | None = None
             if slotted:
-                await within(
+                kept = await within(
                     self.clock,
                     self.interval,
                     self.driver.slot_renew_many(
-                        worker=self.worker, job_ids=slotted, now=now, lease_seconds=self.lease_seconds
+                        worker=self.worker,
+                        job_ids=[lease.claim.job_id for lease in slotted],
+                        now=now,
+                        lease_seconds=self.lease_seconds,
                     ),
                 )
         except asyncio.CancelledError:
@@ -153,6 +157,31 @@ class LeaseKeeper:
                 lease.abort("cancelled")
             else:
                 self.report_lost(lease, "the row is no longer held by this claim")
+        if kept is not None:
+            self.slots_lost([lease for lease in slotted if lease.claim.job_id not in set(kept)])
+
+    def slots_lost(self, leases: list[Lease]) -> None:
+        """Slots another holder took (ours lapsed): the fleet limit would be exceeded if the run went
+        on, so each such run is stopped and shed (parked, no attempt burned) by its executor. A run
+        already settling or stopped keeps its outcome: its slot is no longer needed."""
+        for lease in leases:
+            if lease.stopped or lease.settling or lease.slot_key is None:
+                continue
+            key, slot = lease.slot_key, lease.slot
+            lease.slot_key = lease.slot = None  # not ours to release any more
+            self.metrics.slot_lost.labels(lease.queue).inc()
+            logs.emit(
+                logs.SLOT_LOST,
+                logging.WARNING,
+                job_id=lease.claim.job_id,
+                name=lease.name,
+                queue=lease.queue,
+                run=lease.claim.run,
+                worker=self.worker,
+                key=key,
+                slot=slot,
+            )
+            lease.abort("slot-lost")
 
 
 class RenewalTimedOut(TimeoutError):

@@ -21,6 +21,7 @@ WORKER_RECONNECTING = "jobs.worker.reconnecting"
 WORKER_RECONNECTED = "jobs.worker.reconnected"
 WORKER_RELEASED = "jobs.worker.released"
 LEASE_LOST = "jobs.lease.lost"
+SLOT_LOST = "jobs.worker.slot-lost"  # a running job's fleet concurrency slot was taken by another holder
 TIMEOUT_ABANDONED = "jobs.timeout.abandoned"
 JOB_CANCELLED = "jobs.job.cancelled"
 MAINTENANCE_RESCUED = "jobs.maintenance.rescued"

@@ -10,14 +10,17 @@ from typing import Any
 
 import pytest
 
+from engine.api import Engine
 from engine.clock import FakeClock
 from engine.drivers.base import Driver
 from engine.ids import IdFactory
+from engine.jobs import job
 from engine.runtime.leases import LeaseKeeper
 from engine.runtime.metrics import Metrics
 from engine.runtime.settle import AckBuffer, Pending
-from engine.types import Ack, ClaimedJob, Renewal
+from engine.types import Ack, ClaimedJob, JobState, Renewal
 from tests.contract.test_worker_drivers import _new
+from tests.engine.test_worker import Q, gate, next_of, running
 
 LEASE = 3.0
 TICK = 1.0
@@ -158,3 +161,44 @@ async def test_i13_a_renewal_answered_lost_because_the_jobs_own_ack_landed_first
     await flushing
     assert outcomes == ["completed"] and aborted == [] and lost_events(caplog) == []
     assert metrics.registry.get_sample_value("lease_lost_total", {"queue": cj.row.queue}) is None
+
+
+@job(name="lease.slotted", queue=Q, concurrency=1, idempotency_key=lambda inp: str(inp["n"]))
+async def slotted(ctx, inp):  # type: ignore[no-untyped-def]
+    gate("slotted-started").set()
+    await gate("slotted-never").wait()  # runs until stopped
+
+
+async def test_a_lost_fleet_slot_is_detected_logged_counted_and_the_run_shed(
+    driver: Driver, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    eng = Engine(driver, clock=clock, ids=IdFactory(clock, seed=51))
+    async with running(driver, clock, slotted, lease_seconds=30, shed_delay=5.0) as (w, seen):  # type: ignore[arg-type]
+        r = await eng.aenqueue(slotted, {"n": 1})
+        await gate("slotted-started").wait()
+        # The slot passes to another holder (as when ours lapsed while this worker stalled).
+        await driver.slot_release(key="concurrency:lease.slotted", slot=0, job_id=r.id)
+        other = await driver.slot_acquire(
+            key="concurrency:lease.slotted", limit=1, job_id=ids_other(), worker="w2", now=clock.now(), lease_seconds=30
+        )
+        assert other == 0
+        clock.advance(10)  # one renewal interval: the slot renewal answers without this job
+        done = await next_of(seen)
+        assert (done.outcome, done.attempt) == ("parked", 1)
+    (lost,) = [rec for rec in caplog.records if rec.getMessage() == "jobs.worker.slot-lost"]
+    assert lost.levelno == logging.WARNING
+    assert w.metrics.registry.get_sample_value("jobs_slot_lost_total", {"queue": Q}) == 1.0
+    assert lost_events(caplog) == []  # the job's own lease was never lost
+    row = await driver.job_get(job_id=r.id)
+    assert row is not None and row.state is JobState.PARKED and row.attempt == 0  # no attempt burned (I8)
+    # The other holder's slot is untouched: it still holds the limit.
+    assert (
+        await driver.slot_acquire(
+            key="concurrency:lease.slotted", limit=1, job_id=r.id, worker="w1", now=clock.now(), lease_seconds=30
+        )
+        is None
+    )
+
+
+def ids_other() -> str:
+    return "00000000-0000-7000-8000-0000000000aa"
