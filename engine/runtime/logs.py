@@ -23,6 +23,7 @@ WORKER_RELEASED = "jobs.worker.released"
 LEASE_LOST = "jobs.lease.lost"
 SLOT_LOST = "jobs.worker.slot-lost"  # a running job's fleet concurrency slot was taken by another holder
 TIMEOUT_ABANDONED = "jobs.timeout.abandoned"
+STEP_ABANDONED = "jobs.step.abandoned"  # a sync step returned after its own signal was aborted
 JOB_CANCELLED = "jobs.job.cancelled"
 MAINTENANCE_RESCUED = "jobs.maintenance.rescued"
 MAINTENANCE_PRUNED = "jobs.maintenance.pruned"
