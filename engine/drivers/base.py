@@ -186,7 +186,10 @@ class LimitsArea(Protocol):
 
     async def slot_renew_many(
         self, *, worker: str, job_ids: Sequence[str], now: datetime, lease_seconds: float
-    ) -> None: ...
+    ) -> list[str]:
+        """Extend this worker's slot leases for these jobs; answer the jobs whose slot was renewed
+        (one missing lost its slot: it lapsed and another holder took it)."""
+        ...
 
     async def rate_take(self, *, key: str, limit: int, per: float, now: datetime) -> float:
         """Take a token from the bucket of ``key``: 0.0 when taken, else seconds until one refills."""

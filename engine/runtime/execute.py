@@ -25,7 +25,7 @@ from engine.retry import RetryPolicy, decide_retry, error_code_of, failure_text,
 from engine.runtime import logs
 from engine.runtime.context import JobContext
 from engine.runtime.leases import Lease, LeaseKeeper
-from engine.runtime.limits import Limits, Shed
+from engine.runtime.limits import Limits, Shed, concurrency_key
 from engine.runtime.metrics import Metrics
 from engine.runtime.settle import AckBuffer, Pending, SettleFailed, settle_failed, while_leased
 from engine.runtime.signal import RunSignal
@@ -52,7 +52,7 @@ class Execution:
     error: str | None = None
     error_code: str | None = None
     duration: float = 0.0
-    abort_reason: str | None = None  # timeout | cancelled | lease-lost | drain
+    abort_reason: str | None = None  # timeout | cancelled | lease-lost | slot-lost | drain
 
 
 def step_api_for(
@@ -210,6 +210,8 @@ class Runner:
                 fix=f"@job(name={row.name!r}, timeout={int((d.timeout or 1) * 2)})",
             )
             return await self._failed(cj, lease, d.retry, exc, duration, abort_reason=reason)
+        if reason == "slot-lost":  # another holder has the fleet slot: shed, as if the limit refused it
+            return await self._shed(cj, lease, Shed("concurrency", concurrency_key(d), self.limits.shed_delay))
         if reason == "drain":
             ok = await self._nack(lease, Nack(lease.claim, "release"))
             if ok:
@@ -323,6 +325,7 @@ class Runner:
 
     async def _nack(self, lease: Lease, nack: Nack) -> bool:
         """One fenced nack; a failure to write it is a settle failure, not a job failure (I6)."""
+        lease.settling = True
         try:
             ok = await while_leased(
                 self.keeper, lease, "nack", lambda: self.driver.job_nack(nack=nack, now=self.clock.now())

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
 from engine.clock import Clock
 from engine.drivers.base import Driver
 from engine.runtime import logs
 from engine.runtime.metrics import Metrics
 from engine.types import Claim
+
+T = TypeVar("T")
 
 
 def _no_abort(reason: str) -> None:
@@ -29,7 +32,7 @@ def _no_abort(reason: str) -> None:
 class Lease:
     """One claimed job's lease. ``stopped`` is the latch every branch after an await re-reads."""
 
-    __slots__ = ("claim", "queue", "name", "landed", "stopped", "abort", "slot_key", "slot", "lost")
+    __slots__ = ("claim", "queue", "name", "landed", "stopped", "settling", "abort", "slot_key", "slot", "lost")
 
     def __init__(self, claim: Claim, queue: str, name: str, landed: float) -> None:
         self.claim = claim
@@ -37,6 +40,9 @@ class Lease:
         self.name = name
         self.landed = landed  # monotonic time of the last renewal that landed (the claim first)
         self.stopped = False
+        # An ack or nack for this run is on its way: the settle's own answer (landed, or refused by
+        # the fence) decides whether the lease was lost, not a renewal racing it.
+        self.settling = False
         self.lost = False
         self.abort: Callable[[str], None] = _no_abort  # set by the run: aborts ctx.signal
         self.slot_key: str | None = None
@@ -88,21 +94,40 @@ class LeaseKeeper:
     async def run(self) -> None:
         while True:
             await self.clock.sleep(self.interval)
-            await self.renew_once()
+            await self.tick()
+
+    async def tick(self) -> None:
+        """One renewal round, bounded by a deadline of one interval: a statement that hangs is
+        abandoned and judged as one that failed, so expiry (from the last renewal that LANDED) is
+        checked whether the call answered "lost", raised, or never came back, and the next round
+        renews every lease again instead of queueing behind it."""
+        await self.renew_once()
 
     async def renew_once(self) -> None:
         live = [lease for lease in self.leases.values() if not lease.stopped]
         if not live:
             return
-        now = self.clock.now()
+        now, sent = self.clock.now(), self.clock.monotonic()
         try:
-            renewals = await self.driver.job_renew_many(
-                claims=[lease.claim for lease in live], now=now, lease_seconds=self.lease_seconds
+            renewals = await within(
+                self.clock,
+                self.interval,
+                self.driver.job_renew_many(
+                    claims=[lease.claim for lease in live], now=now, lease_seconds=self.lease_seconds
+                ),
             )
-            slotted = [lease.claim.job_id for lease in live if lease.slot_key is not None and not lease.stopped]
+            slotted = [lease for lease in live if lease.slot_key is not None and not lease.stopped]
+            kept: list[str] | None = None
             if slotted:
-                await self.driver.slot_renew_many(
-                    worker=self.worker, job_ids=slotted, now=now, lease_seconds=self.lease_seconds
+                kept = await within(
+                    self.clock,
+                    self.interval,
+                    self.driver.slot_renew_many(
+                        worker=self.worker,
+                        job_ids=[lease.claim.job_id for lease in slotted],
+                        now=now,
+                        lease_seconds=self.lease_seconds,
+                    ),
                 )
         except asyncio.CancelledError:
             raise
@@ -111,15 +136,19 @@ class LeaseKeeper:
             self.metrics.reconnects.labels("renew").inc()
             logs.emit(logs.WORKER_RECONNECTING, logging.WARNING, what="renew", worker=self.worker, error=_short(exc))
             for lease in live:
-                if not lease.stopped and self.expired(lease):
+                if not lease.stopped and not lease.settling and self.expired(lease):
                     self.report_lost(lease, "no renewal landed within the lease")
             return
         if self.failing:
             self.failing = False
             logs.emit(logs.WORKER_RECONNECTED, what="renew", worker=self.worker)
-        landed = self.clock.monotonic()
+        landed = sent  # the database measures the renewed lease from ``now``, when it was sent
         for lease, r in zip(live, renewals):
             if lease.stopped:  # settled while the renewal was on the wire (I13): not a loss
+                continue
+            if lease.settling and r.status != "ok":
+                # The ack (or nack) may have moved the row before this renewal read it: its answer,
+                # handled on its own path, says whether the row was lost, so this one is not judged.
                 continue
             if r.status == "ok":
                 lease.landed = landed
@@ -128,6 +157,60 @@ class LeaseKeeper:
                 lease.abort("cancelled")
             else:
                 self.report_lost(lease, "the row is no longer held by this claim")
+        if kept is not None:
+            self.slots_lost([lease for lease in slotted if lease.claim.job_id not in set(kept)])
+
+    def slots_lost(self, leases: list[Lease]) -> None:
+        """Slots another holder took (ours lapsed): the fleet limit would be exceeded if the run went
+        on, so each such run is stopped and shed (parked, no attempt burned) by its executor. A run
+        already settling or stopped keeps its outcome: its slot is no longer needed."""
+        for lease in leases:
+            if lease.stopped or lease.settling or lease.slot_key is None:
+                continue
+            key, slot = lease.slot_key, lease.slot
+            lease.slot_key = lease.slot = None  # not ours to release any more
+            self.metrics.slot_lost.labels(lease.queue).inc()
+            logs.emit(
+                logs.SLOT_LOST,
+                logging.WARNING,
+                job_id=lease.claim.job_id,
+                name=lease.name,
+                queue=lease.queue,
+                run=lease.claim.run,
+                worker=self.worker,
+                key=key,
+                slot=slot,
+            )
+            lease.abort("slot-lost")
+
+
+class RenewalTimedOut(TimeoutError):
+    """A renewal statement did not answer within its deadline (one renewal interval)."""
+
+
+async def within(clock: Clock, seconds: float, call: Coroutine[Any, Any, T]) -> T:
+    """Await ``call`` for at most ``seconds`` on ``clock``. Past the deadline the call is cancelled
+    and NOT awaited (a statement stuck in a driver may not honour the cancellation), so the caller
+    moves on whatever the database does."""
+    task = asyncio.ensure_future(call)
+    timer = asyncio.ensure_future(clock.sleep(seconds))
+    try:
+        await asyncio.wait({task, timer}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    finally:
+        timer.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    task.add_done_callback(_consume)
+    raise RenewalTimedOut(f"no answer within {seconds:g}s")
+
+
+def _consume(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def _short(exc: BaseException) -> str:

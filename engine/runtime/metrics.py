@@ -65,6 +65,12 @@ class Metrics:
         self.lease_lost = Counter(
             "lease_lost_total", "Leases lost while this process still ran the job", ["queue"], registry=r
         )
+        self.slot_lost = Counter(
+            "jobs_slot_lost_total",
+            "Fleet concurrency slots lost while this process still ran the job",
+            ["queue"],
+            registry=r,
+        )
         self.settle_failed = Counter(
             "jobs_settle_failed_total", "Acks or nacks that failed (never a job failure, I6)", ["queue"], registry=r
         )

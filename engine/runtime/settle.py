@@ -118,6 +118,7 @@ class AckBuffer:
         return len(self._buf)
 
     def add(self, p: Pending) -> None:
+        p.lease.settling = True
         self._buf.append(p)
         self._any.set()
         if len(self._buf) >= self.batch_size:

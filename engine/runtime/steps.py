@@ -10,7 +10,6 @@ and the driver fences it on the claim too, so a stale run can never write (I10).
 from __future__ import annotations
 
 import asyncio
-import inspect
 import math
 from collections.abc import Callable, Coroutine
 from datetime import datetime, timedelta
@@ -28,6 +27,7 @@ from engine.errors import (
 )
 from engine.retry import register_error_retry
 from engine.runtime.signal import RunSignal
+from engine.runtime.step_signal import StepSignal, invoke_step
 from engine.runtime.suspend import StepSuspension
 from engine.types import Claim, JobRow, StepKind, StepStatus, StoredStep
 
@@ -203,7 +203,8 @@ class StepApi:
         # The timer is scheduled first so that its deadline is armed before the step starts.
         timer = asyncio.ensure_future(self.clock.sleep(self.step_timeout)) if self.step_timeout else None
         aborted = asyncio.ensure_future(self.signal.wait())
-        task = asyncio.ensure_future(_invoke(fn))
+        sig = StepSignal()  # the step's own: a sync step in its thread sees it (step_signal.py)
+        task = asyncio.ensure_future(invoke_step(fn, sig, self.row, name))
         try:
             done, _ = await asyncio.wait(
                 [t for t in (task, aborted, timer) if t is not None], return_when=asyncio.FIRST_COMPLETED
@@ -217,6 +218,7 @@ class StepApi:
                 timer.cancel()
         if task in done:
             return task.result()
+        sig.abort(self.signal.reason or "aborted" if aborted in done else "step-timeout")
         task.cancel()
         task.add_done_callback(_retrieve)  # a sync step's thread cannot be stopped: it is abandoned
         if aborted in done:
@@ -354,21 +356,6 @@ class StepApi:
 
 
 _CALL: dict[str, str] = {"run": "run", "sleep": "sleep", "event": "wait_for_event"}
-
-
-async def _invoke(fn: Callable[[], Any]) -> Any:
-    if _is_async(fn):
-        out = fn()
-    else:
-        out = await asyncio.to_thread(fn)
-    if inspect.isawaitable(out):  # `lambda: fetch(url)` over an async fetch
-        out = await out
-    return out
-
-
-def _is_async(fn: Any) -> bool:
-    # iscoroutinefunction sees through functools.partial; an object may have an async __call__.
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:

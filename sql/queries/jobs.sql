@@ -163,11 +163,18 @@ with old as (
     set state = 'cancelled', finished_at = %(now)s, updated_at = %(now)s, lease_until = null
     from old
     where j.id = old.id and old.state in ('ready','delayed','running','suspended','parked')
-    returning j.id
+    returning j.id, j.run, j.attempt, j.claimed_by, j.claimed_at
 ), hist as (
     insert into jobs.history (job_id, at, kind, actor, note, data)
     select id, %(now)s, 'cancelled', %(actor)s, %(note)s, jsonb_build_object('from', (select state from old))
     from upd
+), rec as (
+    -- A running job's attempt ends here: recorded with outcome cancelled (its claim ran, so it counts).
+    insert into jobs.attempt (job_id, run, attempt, worker, started_at, finished_at, outcome)
+    select upd.id, upd.run, upd.attempt, upd.claimed_by, upd.claimed_at, %(now)s, 'cancelled'
+    from upd join old on old.id = upd.id
+    where old.state = 'running' and upd.claimed_by is not null and upd.claimed_at is not null
+    on conflict (job_id, run) do nothing
 )
 select old.id, old.state as previous, upd.id is not null as cancelled
 from old left join upd on upd.id = old.id;

@@ -30,11 +30,13 @@ update jobs.slot
 set job_id = null, worker = null, lease_until = null
 where key = %(key)s and slot = %(slot)s and job_id = %(job_id)s;
 
--- name: slot_renew_many :exec
--- Extend the slot leases this worker holds for these jobs (renewed with the job leases).
+-- name: slot_renew_many :many
+-- Extend the slot leases this worker holds for these jobs (renewed with the job leases); answer
+-- the jobs whose slot was renewed. A job missing from the answer lost its slot to another holder.
 update jobs.slot
 set lease_until = %(now)s + %(lease_seconds)s * interval '1 second'
-where worker = %(worker)s and job_id = any(%(job_ids)s::uuid[]);
+where worker = %(worker)s and job_id = any(%(job_ids)s::uuid[])
+returning job_id;
 
 -- name: rate_take :many
 -- Take one token from a bucket of %(limit)s per %(per)s seconds; answer taken and, if not, the

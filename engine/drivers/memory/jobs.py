@@ -184,6 +184,8 @@ class MemoryJobs(MemoryBase):
                 return CancelResult(job_id, row.state, False)
             self.state.put(replace(row, state=JobState.CANCELLED, finished_at=now, updated_at=now, lease_until=None))
             self.state.add_history(HistoryEntry(job_id, now, "cancelled", actor, note, {"from": row.state.value}))
+            if row.state is JobState.RUNNING and row.claimed_by is not None and row.claimed_at is not None:
+                self._record(row, now, "cancelled", attempt=row.attempt)  # the claim ran: its attempt ends here
             return CancelResult(job_id, row.state, True, was_running=row.state is JobState.RUNNING)
 
     async def job_get(self, *, job_id: str) -> JobRow | None:

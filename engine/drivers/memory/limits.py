@@ -36,12 +36,14 @@ class MemoryLimits(MemoryBase):
 
     async def slot_renew_many(
         self, *, worker: str, job_ids: Sequence[str], now: datetime, lease_seconds: float
-    ) -> None:
-        ids = set(job_ids)
+    ) -> list[str]:
+        ids, renewed = set(job_ids), []
         with self.state.lock:
             for held in self.state.slots.values():
                 if held.worker == worker and held.job_id in ids:
                     held.lease_until = now + timedelta(seconds=lease_seconds)
+                    renewed.append(held.job_id)
+        return renewed
 
     async def rate_take(self, *, key: str, limit: int, per: float, now: datetime) -> float:
         with self.state.lock:

@@ -33,13 +33,14 @@ class PostgresLimits(PostgresBase):
 
     async def slot_renew_many(
         self, *, worker: str, job_ids: Sequence[str], now: datetime, lease_seconds: float
-    ) -> None:
+    ) -> list[str]:
         if not job_ids:
-            return
-        await self._exec(
+            return []
+        rows = await self._rows(
             Q.slot_renew_many,
             {"worker": worker, "job_ids": list(job_ids), "now": now, "lease_seconds": lease_seconds},
         )
+        return [str(r["job_id"]) for r in rows]
 
     async def rate_take(self, *, key: str, limit: int, per: float, now: datetime) -> float:
         rows = await self._rows(Q.rate_take, {"key": key, "limit": limit, "per": per, "now": now})
