@@ -9,9 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
-from console.demo.world import NOW, seeded_source
 
 from console.app import JobsConsole
+from console.demo.world import NOW, seeded_source
 from console.screens.confirm import ConfirmScreen
 from engine.clock import FakeClock
 from engine.services.scheduler import Scheduler, SchedulerConfig
@@ -48,9 +48,10 @@ def scheduled_source(*, read_only: bool = False, leader_until: timedelta = timed
         clock.advance(6600)  # nobody ran from 09:10 to 11:00
         while clock.now() < NOW - leader_until:
             await s.run_once()
-            claimed = await driver.job_claim(
-                queues=["billing", "emails"], limit=10, worker="w-app1-4242", now=clock.now(), lease_seconds=30
+            batch = await driver.worker_claim(
+                queues=["billing", "emails"], limit=10, worker="w-app1", now=clock.now(), lease_seconds=30
             )
+            claimed = batch.jobs
             await driver.job_ack_many(
                 acks=[Ack(Claim(c.row.id, c.row.claimed_by or "", c.row.run), None) for c in claimed], now=clock.now()
             )
