@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from textual.app import App, SystemCommand
+from textual.markup import escape
 from textual.reactive import reactive
 from textual.screen import Screen
 
@@ -143,9 +144,9 @@ class JobsConsole(App[None]):
             if a.action in ("help", "quit") or screen.check_action(a.name, ()) is False:
                 continue
             label = f"{a.title}  [{actions.key_label(a)}]" + (" (coming)" if a.coming else "")
-            yield SystemCommand(label, a.help, _runner(screen, a))
-        yield SystemCommand("Help  [?]", "every key of every screen", self.action_help)
-        yield SystemCommand("Quit  [q]", "leave the console", self.action_quit)
+            yield SystemCommand(escape(label), escape(a.help), _runner(screen, a))
+        yield SystemCommand(escape("Help  [?]"), "every key of every screen", self.action_help)
+        yield SystemCommand(escape("Quit  [q]"), "leave the console", self.action_quit)
 
 
 def _runner(screen: Screen, a: actions.Action):  # type: ignore[no-untyped-def]
@@ -155,9 +156,3 @@ def _runner(screen: Screen, a: actions.Action):  # type: ignore[no-untyped-def]
         await target.run_action(a.action)
 
     return run
-
-
-def main() -> None:  # kept until console/cli.py takes the entry point
-    from console.seed import seeded_source
-
-    JobsConsole(seeded_source()).run()

@@ -160,6 +160,14 @@ def make_app(source, opts: Options):  # type: ignore[no-untyped-def]
     return JobsConsole(source, refresh=opts.refresh, queue=opts.queue)
 
 
+def exit_like(console) -> None:  # type: ignore[no-untyped-def]
+    """A console that ended on an unhandled exception exits non-zero (Textual prints the
+    traceback and sets ``return_code``), so a crash never reads as a clean quit."""
+    code = console.return_code
+    if code:
+        raise typer.Exit(code if isinstance(code, int) and code > 0 else EXIT_ERROR)
+
+
 @app.callback()
 def main_command(
     ctx: typer.Context,
@@ -189,9 +197,11 @@ def main_command(
         report(err, target or dsn)
         raise typer.Exit(EXIT_USAGE if err.code == X_DSN_INVALID else EXIT_ERROR) from None
     try:
-        make_app(source, opts).run()
+        console = make_app(source, opts)
+        console.run()
     finally:
         source.engine.close()
+    exit_like(console)
 
 
 @app.command()
@@ -213,10 +223,18 @@ def demo(
         report(err)
         raise typer.Exit(EXIT_ERROR) from None
     warm.join()
+    built: list = []  # type: ignore[type-arg]
+
+    def build(source):  # type: ignore[no-untyped-def]
+        built.append(make_app(source, opts))
+        return built[-1]
+
     try:
-        running.run(lambda source: make_app(source, opts))
+        running.run(build)
     finally:
         running.stop()
+    if built:
+        exit_like(built[-1])
 
 
 def main() -> None:
