@@ -78,6 +78,7 @@ NAV: tuple[Action, ...] = (
 ACTIONS: tuple[Action, ...] = NAV + (
     Action("question_mark", "help", "Help", "this list of keys", key_display="?"),
     Action("r", "refresh_now", "Refresh", "reload the screen now", footer=False),
+    Action("a", "activity", "Activity", "what you did this session: every action, landed or refused", footer=False),
     Action("plus", "interval(1)", "Slower", "refresh less often (interval steps up)", key_display="+", footer=False),
     Action(
         "minus", "interval(-1)", "Faster", "refresh more often (interval steps down)", key_display="-", footer=False
@@ -172,6 +173,7 @@ ACTIONS: tuple[Action, ...] = NAV + (
     Action("escape", "back", "Back", "back to the previous screen", scope="why"),
     Action("escape", "back", "Back", "back to the previous screen", scope="workers"),
     Action("escape", "back", "Back", "back to the previous screen", scope="help"),
+    Action("escape", "back", "Back", "back to the previous screen", scope="activity"),
 )
 
 SCOPES: tuple[tuple[str, str], ...] = (

@@ -38,6 +38,7 @@ class Options:
     read_only: bool = False
     refresh: float = 2.0
     queue: str | None = None
+    name: str | None = None
 
 
 # --- checking input ---------------------------------------------------------------------------
@@ -157,7 +158,7 @@ def open_source(dsn: str, opts: Options):  # type: ignore[no-untyped-def]
 def make_app(source, opts: Options):  # type: ignore[no-untyped-def]
     from console.app import JobsConsole
 
-    return JobsConsole(source, refresh=opts.refresh, queue=opts.queue)
+    return JobsConsole(source, refresh=opts.refresh, queue=opts.queue, title=opts.name)
 
 
 def exit_like(console) -> None:  # type: ignore[no-untyped-def]
@@ -179,10 +180,13 @@ def main_command(
     queue: str = typer.Option(
         None, "--queue", help="open with the jobs list filtered to this queue", show_default=False
     ),
+    name: str = typer.Option(
+        None, "--name", help="a label for this database in the header, e.g. prod-eu", show_default=False
+    ),
 ) -> None:
     """Open the console on a jobs database (`--dsn` or $JOBS_DSN)."""
     try:
-        opts = Options(read_only=read_only, refresh=parse_refresh(refresh), queue=queue)
+        opts = Options(read_only=read_only, refresh=parse_refresh(refresh), queue=queue, name=name)
     except JobsError as err:
         report(err)
         raise typer.Exit(EXIT_USAGE) from None

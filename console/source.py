@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from console.format import clean, redact_dsn
+from console.format import clean, database_label, redact_dsn
 from engine.api import Engine, connect
 from engine.errors import X_READ_ONLY, JobsError
 from engine.projections import (
@@ -190,4 +190,4 @@ def open_source(dsn: str, *, read_only: bool = False, budget: float = DEFAULT_BU
             await engine.driver.close()  # the console's own loop opens its pool again
 
     asyncio.run(check())
-    return Source(engine, read_only=read_only, budget=budget)
+    return Source(engine, read_only=read_only, budget=budget, database=database_label(dsn))

@@ -146,6 +146,9 @@ def json_block(label: str, value: object, unfold: bool) -> Text:
 class JobDetailScreen(DataScreen, Flows):
     SCOPE = "job_detail"
 
+    def crumb(self) -> str:
+        return f"job {short_id(self.job_id)}"
+
     def __init__(self, job_id: str) -> None:
         super().__init__()
         self.job_id = job_id
