@@ -105,6 +105,7 @@ ACTIONS: tuple[Action, ...] = NAV + (
     Action("x", "retry", "Retry", "retry the selected dead job", scope="jobs", mutating=True),
     Action("c", "cancel", "Cancel", "cancel the selected live job", scope="jobs", mutating=True),
     Action("y", "why", "Why", "why is the selected job not running?", scope="jobs"),
+    Action("i", "copy_id", "Copy id", "copy the selected job's full id to the clipboard", scope="jobs", footer=False),
     Action(
         "X",
         "bulk('retry')",
@@ -131,6 +132,7 @@ ACTIONS: tuple[Action, ...] = NAV + (
     Action("c", "cancel", "Cancel", "cancel this live job", scope="job_detail", mutating=True),
     Action("e", "send_event", "Send event", "send the event this job waits for", scope="job_detail", mutating=True),
     Action("u", "unfold", "Unfold", "show long input and result whole", scope="job_detail"),
+    Action("i", "copy_id", "Copy id", "copy this job's full id to the clipboard", scope="job_detail", footer=False),
     # dead letters
     Action("escape", "back", "Back", "leave the filter bar, or go back", scope="dead_letters"),
     Action("enter", "open_group", "Jobs of group", "list the dead jobs of the selected group", scope="dead_letters"),

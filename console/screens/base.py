@@ -59,6 +59,12 @@ class ConsoleScreen(Screen[None]):
         """This screen's step in the breadcrumb (Jobs › billing › job 0d64…)."""
         return self.MODE.replace("_", " ").capitalize() if self.MODE else self.SCOPE.replace("_", " ")
 
+    def copy_id(self, job_id: str) -> None:
+        """The full id to the clipboard (the tables show short ids), said on screen too, so a
+        terminal without clipboard support still shows the whole id."""
+        self.app.copy_to_clipboard(job_id)
+        self.notify(job_id, title="Copied the job id", timeout=4)
+
     def navigate(self, kind: str, **args: object) -> None:
         self.post_message(Navigate(kind, dict(args)))
 

@@ -208,7 +208,7 @@ class JobDetailScreen(DataScreen, Flows):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         allowed = super().check_action(action, parameters)
-        if not allowed or action in ("back", "why", "unfold") or self.detail is None:
+        if not allowed or action in ("back", "why", "unfold", "copy_id") or self.detail is None:
             return allowed
         j = self.detail.job
         if action == "retry":
@@ -220,6 +220,9 @@ class JobDetailScreen(DataScreen, Flows):
         if action == "send_event":
             return j.state is JobState.SUSPENDED and (j.wait or {}).get("kind") == "event"
         return allowed
+
+    def action_copy_id(self) -> None:
+        self.copy_id(self.job_id)
 
     def action_why(self) -> None:
         self.open_why_job(self.job_id)

@@ -148,6 +148,11 @@ class JobsScreen(Filtered, DataScreen, Flows):
         if j:
             self.open_job(j.id)
 
+    def action_copy_id(self) -> None:
+        j = self._selected()
+        if j:
+            self.copy_id(j.id)
+
     def action_why(self) -> None:
         j = self._selected()
         if j:

@@ -82,3 +82,14 @@ async def test_after_a_filter_the_cursor_is_on_the_first_row() -> None:
         await pilot.press(*"queue=emails")
         await keys(pilot, "enter")
         assert table.cursor_row == 0 and app.screen.rows[table.selected_key].queue == "emails"
+
+
+async def test_i_copies_the_full_job_id_from_the_list_and_the_detail() -> None:
+    app = console()
+    async with app.run_test(size=SMALL) as pilot:
+        await keys(pilot, "2")
+        full = app.screen.query_one(KeyedTable).selected_key
+        await keys(pilot, "i")
+        assert app.clipboard == full and len(full) == 36
+        await keys(pilot, "down", "enter", "i")
+        assert app.clipboard == app.screen.job_id != full
