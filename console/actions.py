@@ -73,6 +73,7 @@ NAV: tuple[Action, ...] = (
 ACTIONS: tuple[Action, ...] = NAV + (
     Action("question_mark", "help", "Help", "this list of keys", key_display="?"),
     Action("r", "refresh_now", "Refresh", "reload the screen now", footer=False),
+    Action("a", "activity", "Activity", "what you did this session: every action, landed or refused", footer=False),
     Action("plus", "interval(1)", "Slower", "refresh less often (interval steps up)", key_display="+", footer=False),
     Action(
         "minus", "interval(-1)", "Faster", "refresh more often (interval steps down)", key_display="-", footer=False
@@ -99,6 +100,7 @@ ACTIONS: tuple[Action, ...] = NAV + (
     Action("x", "retry", "Retry", "retry the selected dead job", scope="jobs", mutating=True),
     Action("c", "cancel", "Cancel", "cancel the selected live job", scope="jobs", mutating=True),
     Action("y", "why", "Why", "why is the selected job not running?", scope="jobs"),
+    Action("i", "copy_id", "Copy id", "copy the selected job's full id to the clipboard", scope="jobs", footer=False),
     Action(
         "X",
         "bulk('retry')",
@@ -125,6 +127,7 @@ ACTIONS: tuple[Action, ...] = NAV + (
     Action("c", "cancel", "Cancel", "cancel this live job", scope="job_detail", mutating=True),
     Action("e", "send_event", "Send event", "send the event this job waits for", scope="job_detail", mutating=True),
     Action("u", "unfold", "Unfold", "show long input and result whole", scope="job_detail"),
+    Action("i", "copy_id", "Copy id", "copy this job's full id to the clipboard", scope="job_detail", footer=False),
     # dead letters
     Action("escape", "back", "Back", "leave the filter bar, or go back", scope="dead_letters"),
     Action("enter", "open_group", "Jobs of group", "list the dead jobs of the selected group", scope="dead_letters"),
@@ -174,6 +177,7 @@ ACTIONS: tuple[Action, ...] = NAV + (
         "t", "trigger", "Trigger", "enqueue an occurrence of the selected task now", scope="schedules", mutating=True
     ),
     Action("escape", "back", "Back", "back to the previous screen", scope="help"),
+    Action("escape", "back", "Back", "back to the previous screen", scope="activity"),
 )
 
 SCOPES: tuple[tuple[str, str], ...] = (

@@ -20,22 +20,35 @@ For tests and snapshots, ``console.demo.world.seeded_source()`` builds a determi
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 
 from textual.app import App, SystemCommand
+from textual.markup import escape
 from textual.reactive import reactive
 from textual.screen import Screen
 
 from console import actions
-from console.messages import LoadFailed
-from console.screens import MODES
-from console.screens.help import HelpScreen
+from console.messages import ActionFailed, ActionSucceeded, LoadFailed, Navigate, Refreshed
+from console.screens import MODES, screen_class
 from console.source import Source
 from console.widgets.banner import Banner
 from console.widgets.header import StatusHeader
+from console.widgets.nav import NavBar
 
 INTERVALS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
-MAX_BACKOFF = 30.0
+ACTIVITY_KEPT = 200  # entries of the session's activity log kept
+
+
+@dataclass(frozen=True)
+class Activity:
+    """One line of the activity log: what this operator did (or what happened to the
+    connection) this session."""
+
+    at: datetime
+    ok: bool
+    summary: str
+    fix: str | None = None
 
 
 class JobsConsole(App[None]):
@@ -66,7 +79,7 @@ class JobsConsole(App[None]):
         self.focus_queue = queue
         self.label = title
         self.set_reactive(JobsConsole.refresh_interval, float(refresh))
-        self.failures = 0
+        self.activity: list[Activity] = []
 
     def on_mount(self) -> None:
         self.switch_mode("overview")
@@ -94,24 +107,56 @@ class JobsConsole(App[None]):
             for banner in screen.query(Banner):
                 banner._changed(self.db_error)
 
-    # --- the refresh loop's bookkeeping (called by DataScreen) -----------------------------
+    # --- messages from the screens -------------------------------------------------------------
 
-    def load_succeeded(self) -> float:
-        self.failures = 0
+    def on_load_failed(self, message: LoadFailed) -> None:
+        if self.db_error is None:
+            self._log(False, f"lost the database: {message.title}: {message.detail}")
+        self.db_error = (message.title, message.detail, message.retry_in)
+
+    def on_refreshed(self, message: Refreshed) -> None:
+        if self.db_error is not None:
+            self._log(True, "database back: refreshes land again")
         self.db_error = None
         self.last_refresh = self.source.now()
-        return self.refresh_interval
 
-    def load_failed(self, failure: LoadFailed) -> float:
-        self.failures += 1
-        delay = min(MAX_BACKOFF, max(self.refresh_interval, 2.0 ** (self.failures - 1)))
-        self.db_error = (failure.title, failure.detail, delay)
-        return delay
+    def on_action_succeeded(self, message: ActionSucceeded) -> None:
+        self._log(True, message.summary)
+
+    def on_action_failed(self, message: ActionFailed) -> None:
+        self._log(False, message.summary, message.fix)
+
+    def _log(self, ok: bool, summary: str, fix: str | None = None) -> None:
+        self.activity.append(Activity(self.source.now(), ok, summary, fix))
+        del self.activity[:-ACTIVITY_KEPT]
+
+    def on_navigate(self, message: Navigate) -> None:
+        """Push the screen asked for. A screen of the same class already in the stack is popped
+        back to first (opening job B from job A's why replaces job A), so the stack is never
+        deeper than the kinds of screen there are, and one Escape is one level back."""
+        message.stop()
+        cls = screen_class(message.kind)
+        stack = self.screen_stack
+        for i, screen in enumerate(stack[1:], start=1):
+            if type(screen) is cls:
+                for _ in range(len(stack) - i):
+                    self.pop_screen()
+                break
+        self.push_screen(cls(**message.args))
 
     # --- global actions --------------------------------------------------------------------
 
     def action_goto(self, mode: str) -> None:
+        """A number key goes to that screen's root (its list), never to a drill-down left open."""
         self.switch_mode(mode)
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        for bar in self.screen.query(NavBar):
+            bar.redraw()
+
+    def action_activity(self) -> None:
+        if type(self.screen) is not screen_class("activity"):
+            self.post_message(Navigate("activity", {}))
 
     def action_coming(self, what: str) -> None:
         entry = next(a for a in actions.NAV if a.title == what)
@@ -122,8 +167,8 @@ class JobsConsole(App[None]):
         )
 
     def action_help(self) -> None:
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+        if type(self.screen) is not screen_class("help"):
+            self.post_message(Navigate("help", {}))
 
     def action_refresh_now(self) -> None:
         reload = getattr(self.screen, "reload", None)
@@ -141,9 +186,9 @@ class JobsConsole(App[None]):
             if a.action in ("help", "quit") or screen.check_action(a.name, ()) is False:
                 continue
             label = f"{a.title}  [{actions.key_label(a)}]" + (" (coming)" if a.coming else "")
-            yield SystemCommand(label, a.help, _runner(screen, a))
-        yield SystemCommand("Help  [?]", "every key of every screen", self.action_help)
-        yield SystemCommand("Quit  [q]", "leave the console", self.action_quit)
+            yield SystemCommand(escape(label), escape(a.help), _runner(screen, a))
+        yield SystemCommand(escape("Help  [?]"), "every key of every screen", self.action_help)
+        yield SystemCommand(escape("Quit  [q]"), "leave the console", self.action_quit)
 
 
 def _runner(screen: Screen, a: actions.Action):  # type: ignore[no-untyped-def]

@@ -38,6 +38,7 @@ class Options:
     read_only: bool = False
     refresh: float = 2.0
     queue: str | None = None
+    name: str | None = None
 
 
 # --- checking input ---------------------------------------------------------------------------
@@ -157,7 +158,15 @@ def open_source(dsn: str, opts: Options):  # type: ignore[no-untyped-def]
 def make_app(source, opts: Options):  # type: ignore[no-untyped-def]
     from console.app import JobsConsole
 
-    return JobsConsole(source, refresh=opts.refresh, queue=opts.queue)
+    return JobsConsole(source, refresh=opts.refresh, queue=opts.queue, title=opts.name)
+
+
+def exit_like(console) -> None:  # type: ignore[no-untyped-def]
+    """A console that ended on an unhandled exception exits non-zero (Textual prints the
+    traceback and sets ``return_code``), so a crash never reads as a clean quit."""
+    code = console.return_code
+    if code:
+        raise typer.Exit(code if isinstance(code, int) and code > 0 else EXIT_ERROR)
 
 
 @app.callback()
@@ -171,10 +180,13 @@ def main_command(
     queue: str = typer.Option(
         None, "--queue", help="open with the jobs list filtered to this queue", show_default=False
     ),
+    name: str = typer.Option(
+        None, "--name", help="a label for this database in the header, e.g. prod-eu", show_default=False
+    ),
 ) -> None:
     """Open the console on a jobs database (`--dsn` or $JOBS_DSN)."""
     try:
-        opts = Options(read_only=read_only, refresh=parse_refresh(refresh), queue=queue)
+        opts = Options(read_only=read_only, refresh=parse_refresh(refresh), queue=queue, name=name)
     except JobsError as err:
         report(err)
         raise typer.Exit(EXIT_USAGE) from None
@@ -189,9 +201,11 @@ def main_command(
         report(err, target or dsn)
         raise typer.Exit(EXIT_USAGE if err.code == X_DSN_INVALID else EXIT_ERROR) from None
     try:
-        make_app(source, opts).run()
+        console = make_app(source, opts)
+        console.run()
     finally:
         source.engine.close()
+    exit_like(console)
 
 
 @app.command()
@@ -214,10 +228,18 @@ def demo(
         raise typer.Exit(EXIT_ERROR) from None
     warm.join()
     typer.echo(running.announce(), err=True)
+    built: list = []  # type: ignore[type-arg]
+
+    def build(source):  # type: ignore[no-untyped-def]
+        built.append(make_app(source, opts))
+        return built[-1]
+
     try:
-        running.run(lambda source: make_app(source, opts))
+        running.run(build)
     finally:
         running.stop()
+    if built:
+        exit_like(built[-1])
 
 
 def main() -> None:

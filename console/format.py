@@ -58,6 +58,28 @@ def cell(value: object, *, limit: int = CELL_LIMIT, style: str = "") -> Text:
     return safe(value, limit=limit, style=style)
 
 
+_KV_PART = re.compile(r"(\w+)\s*=\s*('(?:[^'\\]|\\.)*'|\S*)")
+
+
+def database_label(dsn: str) -> str:
+    """``user@host:port/dbname`` from a DSN (URL or key=value), never its password: what the
+    header names so the operator knows which database this is."""
+    if "://" in dsn:
+        from urllib.parse import urlsplit
+
+        try:
+            u = urlsplit(dsn)
+            host, port, user = u.hostname or "localhost", u.port or 5432, u.username
+        except ValueError:
+            return redact_dsn(dsn)
+        db = u.path.lstrip("/") or user or "?"
+    else:
+        parts = {k: v.strip("'") for k, v in _KV_PART.findall(dsn)}
+        host, port, user = parts.get("host") or "localhost", parts.get("port") or 5432, parts.get("user")
+        db = parts.get("dbname") or user or "?"
+    return f"{user + '@' if user else ''}{host}:{port}/{db}"
+
+
 def redact_dsn(text: str) -> str:
     """Belt and braces over the driver's own redaction: no password ever reaches the screen (I25)."""
     return _PASSWORD_URL.sub(r"\1:***@", _PASSWORD_KV.sub(r"\1***", text))

@@ -47,20 +47,33 @@ class WhyLoaded(Loaded):
 
 @dataclass
 class LoadFailed(Message):
-    """A refresh failed (the database went away, a query ran past its budget)."""
+    """A refresh failed (the database went away, a query ran past its budget). It goes up to the
+    App, which raises the banner; ``retry_in`` is when the screen tries again."""
 
     title: str
     detail: str
+    retry_in: float = 0.0
 
 
 @dataclass
-class Reconnected(Message):
-    """A refresh succeeded after failures: the banner goes."""
+class Refreshed(Message):
+    """A refresh landed: the App clears the banner and stamps the header."""
+
+
+@dataclass
+class Navigate(Message):
+    """Open a screen on top of the current one. ``kind`` is one of ``console.screens.PUSHED``
+    (``jobs``, ``job``, ``why``); ``args`` are its constructor's keyword arguments. The App
+    handles it, so a screen never imports another screen."""
+
+    kind: str
+    args: dict[str, Any]
 
 
 @dataclass
 class ActionSucceeded(Message):
-    """A mutating action landed; ``summary`` says what changed."""
+    """A mutating action landed; ``summary`` says what changed. The App logs it (the activity
+    screen lists what this operator did this session)."""
 
     summary: str
 
@@ -71,10 +84,3 @@ class ActionFailed(Message):
 
     summary: str
     fix: str | None = None
-
-
-@dataclass
-class JobSelected(Message):
-    """A job row was chosen in a table (Enter)."""
-
-    job_id: str

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from console.format import clean, redact_dsn
+from console.format import clean, database_label, redact_dsn
 from engine.actions import Operator
 from engine.api import Engine, connect
 from engine.errors import X_DB_UNREACHABLE, X_READ_ONLY, JobsError
@@ -231,4 +231,4 @@ def open_source(dsn: str, *, read_only: bool = False, budget: float = DEFAULT_BU
             await engine.aclose()  # the console's own loop opens its pool again
 
     asyncio.run(check())
-    return Source(engine, read_only=read_only, budget=budget)
+    return Source(engine, read_only=read_only, budget=budget, database=database_label(dsn))

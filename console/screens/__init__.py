@@ -21,8 +21,18 @@ _SCREENS = {
 }
 
 
+# The screens pushed on top of a mode (a ``Navigate`` message names one of these kinds).
+PUSHED = {
+    "jobs": ("console.screens.jobs", "JobsScreen"),
+    "job": ("console.screens.job_detail", "JobDetailScreen"),
+    "why": ("console.screens.why", "WhyScreen"),
+    "activity": ("console.screens.activity", "ActivityScreen"),
+    "help": ("console.screens.help", "HelpScreen"),
+}
+
+
 def screen_class(mode: str) -> type[Screen[None]]:
-    module, name = _SCREENS[mode]
+    module, name = _SCREENS[mode] if mode in _SCREENS else PUSHED[mode]
     return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
 
 

@@ -5,6 +5,9 @@ The loop (dolphie's rule): a refresh runs in an exclusive Textual worker, and th
 only when it has finished, so refreshes never pile up behind a slow database. A failed refresh
 raises the app's banner and re-arms with backoff; the first success clears it. Only the screen
 on top refreshes on its timer; a screen coming back to the top refreshes at once.
+
+A screen never calls into the App: what happened goes up as a message (``LoadFailed``,
+``Refreshed``, ``Navigate``, ``ActionSucceeded``/``ActionFailed``) and the App handles it.
 """
 
 from __future__ import annotations
@@ -18,21 +21,25 @@ from textual.screen import Screen
 from textual.timer import Timer
 
 from console import actions
-from console.messages import LoadFailed
+from console.messages import LoadFailed, Navigate, Refreshed
 from console.widgets.banner import Banner
 from console.widgets.footer import ConsoleFooter
 from console.widgets.header import StatusHeader
 from console.widgets.nav import NavBar
 
 if TYPE_CHECKING:
-    from console.app import JobsConsole
     from console.source import Source
+
+# Seconds between retries while the database is down: doubling from the refresh interval up to
+# this, so the console is back within this long of the server's return.
+MAX_BACKOFF = 5.0
 
 
 class ConsoleScreen(Screen[None]):
     """A screen with the console's header, banner and footer, bound from the action table."""
 
     SCOPE: ClassVar[str] = "global"
+    MODE: ClassVar[str | None] = None  # the nav entry this screen belongs to (marked in the nav bar)
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         if "BINDINGS" not in cls.__dict__:  # before Textual merges the class's bindings
@@ -40,12 +47,26 @@ class ConsoleScreen(Screen[None]):
         super().__init_subclass__(**kwargs)
 
     @property
-    def console(self) -> JobsConsole:
-        return self.app  # type: ignore[return-value]
+    def source(self) -> Source:
+        return self.app.source  # type: ignore[attr-defined, no-any-return]
 
     @property
-    def source(self) -> Source:
-        return self.console.source
+    def focus_queue(self) -> str | None:
+        """The queue the console was opened on (``--queue``), if any."""
+        return getattr(self.app, "focus_queue", None)
+
+    def crumb(self) -> str:
+        """This screen's step in the breadcrumb (Jobs › billing › job 0d64…)."""
+        return self.MODE.replace("_", " ").capitalize() if self.MODE else self.SCOPE.replace("_", " ")
+
+    def copy_id(self, job_id: str) -> None:
+        """The full id to the clipboard (the tables show short ids), said on screen too, so a
+        terminal without clipboard support still shows the whole id."""
+        self.app.copy_to_clipboard(job_id)
+        self.notify(job_id, title="Copied the job id", timeout=4)
+
+    def navigate(self, kind: str, **args: object) -> None:
+        self.post_message(Navigate(kind, dict(args)))
 
     def compose_top(self) -> ComposeResult:
         yield StatusHeader(id="status")
@@ -63,10 +84,12 @@ class ConsoleScreen(Screen[None]):
         return True
 
     def on_screen_resume(self) -> None:
+        for bar in self.query(NavBar):
+            bar.redraw()
         for header in self.query(StatusHeader):  # it skipped the app's changes while hidden
             header._changed()
         for banner in self.query(Banner):
-            banner._changed(self.console.db_error)
+            banner._changed(self.app.db_error)  # type: ignore[attr-defined]
 
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 1:
@@ -77,6 +100,7 @@ class DataScreen(ConsoleScreen):
     """A ConsoleScreen that loads data on a re-arming timer."""
 
     _timer: Timer | None = None
+    _failures = 0
 
     async def fetch(self) -> Message:
         """Read the screen's data from the source and answer the message that carries it."""
@@ -98,13 +122,18 @@ class DataScreen(ConsoleScreen):
 
     @work(exclusive=True, group="refresh", exit_on_error=False)
     async def _load(self) -> None:
+        interval: float = self.app.refresh_interval  # type: ignore[attr-defined]
         try:
             message = await self.fetch()
         except Exception as exc:  # the console never crashes on a lost connection or a bad answer
-            delay = self.console.load_failed(LoadFailed(*self.source.describe_failure(exc)))
+            self._failures += 1
+            delay = min(MAX_BACKOFF, max(min(interval, 1.0), 2.0 ** (self._failures - 1)))
+            self.post_message(LoadFailed(*self.source.describe_failure(exc), retry_in=delay))
         else:
+            self._failures = 0
             self.post_message(message)
-            delay = self.console.load_succeeded()
+            self.post_message(Refreshed())
+            delay = interval
         if self.is_attached:
             self._timer = self.set_timer(delay, self._tick)
 

@@ -4,6 +4,10 @@ It names exactly what will change (and, for a bulk action, how many jobs and how
 operator may attach an incident note (kept in the job's audit trail) and, for a bulk retry, pace
 it through the queue's limiter. ``y`` or the Confirm button confirms; ``n`` or Escape cancels;
 nothing is changed until then.
+
+It fits an 80x24 terminal: the body scrolls, while the count, the options and the buttons stay
+on screen, so focus never lands on something the operator cannot see. Enter in the note field
+moves on to the buttons; it never confirms (a note typed in haste must not launch a bulk retry).
 """
 
 from __future__ import annotations
@@ -11,9 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Static
 
@@ -55,23 +60,42 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-box", classes="danger" if self.danger else ""):
             yield Label(Text(clean(self.title_text, limit=100), style="bold"), id="confirm-title")
-            yield Static(self.body, id="confirm-body")
+            with VerticalScroll(id="confirm-body"):
+                yield Static(self.body, id="confirm-text")
             if self.pace is not None:
-                yield Checkbox(f"pace it: {self.pace:g} jobs per second through the queue's limiter", id="confirm-pace")
+                yield Checkbox(
+                    f"pace it: {self.pace:g} jobs per second through the queue's limiter",
+                    id="confirm-pace",
+                    compact=True,
+                )
             if self.with_note:
                 yield Input(
-                    placeholder="incident note for the audit trail (optional)", id="confirm-note", max_length=500
+                    placeholder="incident note for the audit trail (optional)",
+                    id="confirm-note",
+                    max_length=500,
+                    compact=True,
                 )
             with Horizontal(id="confirm-buttons"):
                 yield Button(
                     Text(f"{clean(self.verb, limit=40)} [y]"),
                     id="confirm-yes",
                     variant="error" if self.danger else "primary",
+                    compact=True,
                 )
-                yield Button(Text("Cancel [n]"), id="confirm-no")
+                yield Button(Text("Cancel [n]"), id="confirm-no", compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#confirm-no", Button).focus()
+        self._fit(self.size.height)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit(event.size.height)
+
+    def _fit(self, height: int) -> None:
+        """Give the body what the screen has left once the title, options and buttons are placed
+        (each one row and a margin; the box's border two rows)."""
+        fixed = 2 + 2 * (self.pace is not None) + 2 * self.with_note + 2
+        self.query_one("#confirm-body", VerticalScroll).styles.max_height = max(2, height - fixed - 2)
 
     def _result(self) -> Confirmed:
         note = None
@@ -95,7 +119,7 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self.action_confirm()
+        self.query_one("#confirm-no", Button).focus()
 
 
 class ResultScreen(ModalScreen[None]):
@@ -110,8 +134,9 @@ class ResultScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="result-box", classes="failed" if self.failed else ""):
             yield Label(Text(clean(self.title_text, limit=100), style="bold"), id="result-title")
-            yield Static(self.body, id="result-body")
-            yield Button(Text("OK [enter]"), id="result-ok")
+            with VerticalScroll(id="result-body"):
+                yield Static(self.body, id="result-text")
+            yield Button(Text("OK [enter]"), id="result-ok", compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#result-ok", Button).focus()

@@ -7,17 +7,17 @@ from dataclasses import replace
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.widgets import Input, Static
+from textual.widgets import Static
 
 from console.format import ago, cell, clean
 from console.messages import DeadLettersLoaded
 from console.screens.base import DataScreen
-from console.screens.filter_bar import FilterBar
+from console.screens.filter_bar import Filtered
 from console.screens.flows import Flows
+from console.widgets.filter_bar import FilterBar
 from console.widgets.fresh import update_changed
 from console.widgets.keyed_table import KeyedTable
-from engine.errors import JobsError
-from engine.introspect.filters import describe_filter, parse_filter
+from engine.introspect.filters import describe_filter
 from engine.projections import DeadGroup, DeadLetters, JobFilter
 from engine.types import JobState
 
@@ -52,9 +52,10 @@ def group_row(g: DeadGroup, now) -> tuple[Text, ...]:  # type: ignore[no-untyped
     )
 
 
-class DeadLettersScreen(FilterBar, DataScreen, Flows):
+class DeadLettersScreen(Filtered, DataScreen, Flows):
     TABLE_ID = "groups"
     SCOPE = "dead_letters"
+    MODE = "dead_letters"
 
     def __init__(self) -> None:
         super().__init__()
@@ -64,17 +65,17 @@ class DeadLettersScreen(FilterBar, DataScreen, Flows):
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
         yield Static("Dead letters", classes="screen-title", id="dead-title")
-        yield Input(placeholder="filter: queue=Q name=N tenant=T code=X input.F=V", id="filter", compact=True)
+        yield FilterBar("filter: queue=Q name=N tenant=T code=X input.F=V, or an id/key")
         yield KeyedTable(COLUMNS, id="groups")
         yield Static("", id="empty", classes="empty")
         yield Static("", id="detail", classes="note")
         yield from self.compose_bottom()
 
     def on_mount(self) -> None:
-        if self.console.focus_queue:
-            self.where = JobFilter(queue=self.console.focus_queue)
-        flt = self.query_one("#filter", Input)
-        flt.value = "" if self.where.empty else describe_filter(self.where)
+        if self.focus_queue:
+            self.where = JobFilter(queue=self.focus_queue)
+        flt = self.query_one(FilterBar)
+        flt.show(self.where)
         flt.display = not self.where.empty
         self.query_one("#groups", KeyedTable).focus()
         super().on_mount()
@@ -128,21 +129,8 @@ class DeadLettersScreen(FilterBar, DataScreen, Flows):
 
     # --- actions ---------------------------------------------------------------------------------
 
-    def action_filter(self) -> None:
-        flt = self.query_one("#filter", Input)
-        flt.display = True
-        flt.focus()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        try:
-            where = parse_filter(event.value) if event.value.strip() else JobFilter()
-        except JobsError as err:
-            self.filter_refused(err)
-            return
-        self.where = replace(where, state=None)
-        self.leave_filter(not self.where.empty)
-        self.reload()
+    def scoped(self, where: JobFilter) -> JobFilter:
+        return replace(where, state=None)  # every row here is dead: a typed state= is not kept
 
     def on_data_table_row_selected(self, event: KeyedTable.RowSelected) -> None:
         event.stop()

@@ -1,36 +1,55 @@
-"""The filter bar the Jobs and Dead letters screens share: Escape leaves the bar before it leaves
-the screen, and a filter the engine refuses is shown as its code, cause and fix."""
+"""What a screen with a filter bar does with it: ``/`` opens it, a filter applied re-reads from
+the first page with the cursor on the first row, and Escape leaves the bar before it leaves the
+screen. The grammar lives in the widget (console/widgets/filter_bar.py), one for every screen."""
 
 from __future__ import annotations
 
-from textual.widgets import Input
-
+from console.widgets.filter_bar import FilterBar
 from console.widgets.keyed_table import KeyedTable
-from engine.errors import JobsError
+from console.widgets.nav import NavBar
 from engine.projections import JobFilter
 
 
-class FilterBar:
-    """Mixed into a DataScreen that has an ``#filter`` Input, a ``where`` filter and a table."""
+class Filtered:
+    """Mixed into a DataScreen that has a FilterBar, a ``where`` filter and a table."""
 
     TABLE_ID: str  # the table focus returns to when the bar is left
     where: JobFilter
 
-    def filter_refused(self, err: JobsError) -> None:
-        self.notify(f"{err.cause}\nfix: {err.fix}", title=err.code, severity="error", timeout=6)  # type: ignore[attr-defined]
+    def scoped(self, where: JobFilter) -> JobFilter:
+        """The filter this screen keeps from what was typed (dead letters drop the state)."""
+        return where
+
+    def on_filter_bar_applied(self, message: FilterBar.Applied) -> None:
+        message.stop()
+        self.where = self.scoped(message.where)
+        self.restart_pages()
+        self.query_one(f"#{self.TABLE_ID}", KeyedTable).restart()  # type: ignore[attr-defined]
+        self.leave_filter(not self.where.empty)
+        for bar in self.query(NavBar):  # type: ignore[attr-defined]
+            bar.redraw()  # the breadcrumb names the filter
+        self.reload()  # type: ignore[attr-defined]
+
+    def restart_pages(self) -> None:
+        """Forget any pages seen under the old filter."""
+
+    def action_filter(self) -> None:
+        bar = self.query_one(FilterBar)  # type: ignore[attr-defined]
+        bar.display = True
+        bar.focus()
 
     def leave_filter(self, shown: bool) -> None:
         """Hide the bar unless a filter is in force, and hand focus back to the table."""
-        self.query_one("#filter", Input).display = shown  # type: ignore[attr-defined]
+        self.query_one(FilterBar).display = shown  # type: ignore[attr-defined]
         self.query_one(f"#{self.TABLE_ID}", KeyedTable).focus()  # type: ignore[attr-defined]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "back" and self.is_mounted and self.query_one("#filter", Input).has_focus:  # type: ignore[attr-defined]
+        if action == "back" and self.is_mounted and self.query_one(FilterBar).has_focus:  # type: ignore[attr-defined]
             return True
         return super().check_action(action, parameters)  # type: ignore[misc]
 
     def action_back(self) -> None:
-        if self.query_one("#filter", Input).has_focus:  # type: ignore[attr-defined]
+        if self.query_one(FilterBar).has_focus:  # type: ignore[attr-defined]
             self.leave_filter(not self.where.empty)
         else:
             super().action_back()  # type: ignore[misc]

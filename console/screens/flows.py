@@ -66,24 +66,16 @@ class Flows:
     # --- navigation ------------------------------------------------------------------------------
 
     def open_jobs(self: DataScreen, **where: Any) -> None:
-        from console.screens.jobs import JobsScreen
-
-        self.app.push_screen(JobsScreen(JobFilter(**where), drill=True))
+        self.navigate("jobs", where=JobFilter(**where), drill=True)
 
     def open_job(self: DataScreen, job_id: str) -> None:
-        from console.screens.job_detail import JobDetailScreen
-
-        self.app.push_screen(JobDetailScreen(job_id))
+        self.navigate("job", job_id=job_id)
 
     def open_why_job(self: DataScreen, job_id: str) -> None:
-        from console.screens.why import WhyScreen
-
-        self.app.push_screen(WhyScreen(job_id=job_id))
+        self.navigate("why", job_id=job_id)
 
     def open_why_queue(self: DataScreen, queue: str) -> None:
-        from console.screens.why import WhyScreen
-
-        self.app.push_screen(WhyScreen(queue=queue))
+        self.navigate("why", queue=queue)
 
     # --- actions ---------------------------------------------------------------------------------
 
@@ -134,7 +126,7 @@ class Flows:
             clean(name, limit=40),
             "): it becomes ready now with a fresh attempt budget.",
         )
-        self.confirm_and_run("Retry this job?", body, "Retry", call)
+        self.confirm_and_run("Retry this job?", body, f"Retry job {short_id(job_id)}", call)
 
     def cancel_job(self: DataScreen, job_id: str, name: str, state: str) -> None:
         async def call(c: Confirmed) -> str:
@@ -150,7 +142,7 @@ class Flows:
             "): it becomes cancelled and will not run",
             " (a running handler is signalled to stop)." if state == "running" else ".",
         )
-        self.confirm_and_run("Cancel this job?", body, "Cancel job", call)
+        self.confirm_and_run("Cancel this job?", body, f"Cancel job {short_id(job_id)}", call)
 
     @work(group="action", exclusive=True, exit_on_error=False)
     async def retry_from_step_flow(self: DataScreen, job_id: str, steps: Sequence[str]) -> None:
@@ -172,7 +164,7 @@ class Flows:
             clean(", ".join(later), limit=120),
             ") are discarded; earlier steps keep theirs.",
         )
-        await self.confirm_then_run("Retry from a step?", body, "Retry from step", call)  # type: ignore[attr-defined]
+        await self.confirm_then_run("Retry from a step?", body, f"Retry from {clean(step, limit=24)}", call)  # type: ignore[attr-defined]
 
     def send_event(self: DataScreen, event: str, payload: Any, tenant: str | None) -> None:
         async def call(c: Confirmed) -> str:
@@ -187,7 +179,7 @@ class Flows:
             f" (tenant {clean(tenant, limit=30)})" if tenant else "",
             ": every job waiting for a match wakes.",
         )
-        self.confirm_and_run("Send this event?", body, "Send", call)
+        self.confirm_and_run("Send this event?", body, f"Send {clean(event, limit=24)}", call)
 
     def toggle_pause(self: DataScreen, queue: str, paused: bool) -> None:
         async def call(c: Confirmed) -> str:
@@ -198,14 +190,14 @@ class Flows:
 
         if paused:
             body = Text.assemble("Resume queue ", (clean(queue, limit=40), "bold"), ": workers claim its jobs again.")
-            self.confirm_and_run("Resume this queue?", body, "Resume", call)
+            self.confirm_and_run("Resume this queue?", body, f"Resume {clean(queue, limit=24)}", call)
         else:
             body = Text.assemble(
                 "Pause queue ",
                 (clean(queue, limit=40), "bold"),
                 ": no worker claims its jobs until it is resumed (running jobs finish).",
             )
-            self.confirm_and_run("Pause this queue?", body, "Pause", call)
+            self.confirm_and_run("Pause this queue?", body, f"Pause {clean(queue, limit=24)}", call)
 
     @work(group="action", exclusive=True, exit_on_error=False)
     async def bulk_flow(self: DataScreen, action: str, where: JobFilter) -> None:
@@ -223,7 +215,7 @@ class Flows:
             ConfirmScreen(
                 f"{verb} {plan.would_change:,} jobs?",
                 plan_text(plan),
-                verb=f"{verb} {plan.would_change:,}",
+                verb=f"{verb} {plan.would_change:,} job{'s' if plan.would_change != 1 else ''}",
                 pace=BULK_PACE if action == "retry" else None,
             ),
             wait_for_dismiss=True,

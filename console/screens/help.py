@@ -37,6 +37,9 @@ def help_text(*, read_only: bool) -> Text:
 class HelpScreen(ConsoleScreen):
     SCOPE = "help"
 
+    def crumb(self) -> str:
+        return "Help"
+
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
         with VerticalScroll(id="help-body"):

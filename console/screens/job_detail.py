@@ -176,6 +176,9 @@ def json_block(label: str, value: object, unfold: bool) -> Text:
 class JobDetailScreen(DataScreen, Flows):
     SCOPE = "job_detail"
 
+    def crumb(self) -> str:
+        return f"job {short_id(self.job_id)}"
+
     def __init__(self, job_id: str) -> None:
         super().__init__()
         self.job_id = job_id
@@ -239,7 +242,7 @@ class JobDetailScreen(DataScreen, Flows):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         allowed = super().check_action(action, parameters)
-        if not allowed or action in ("back", "why", "unfold") or self.detail is None:
+        if not allowed or action in ("back", "why", "unfold", "copy_id") or self.detail is None:
             return allowed
         j = self.detail.job
         if action == "retry":
@@ -251,6 +254,9 @@ class JobDetailScreen(DataScreen, Flows):
         if action == "send_event":
             return j.state is JobState.SUSPENDED and (j.wait or {}).get("kind") == "event"
         return allowed
+
+    def action_copy_id(self) -> None:
+        self.copy_id(self.job_id)
 
     def action_why(self) -> None:
         self.open_why_job(self.job_id)

@@ -6,18 +6,18 @@ from dataclasses import replace
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.widgets import Input, Static
+from textual.widgets import Static
 
 from console.format import ago, cell, clean, short_id
 from console.messages import JobsLoaded
 from console.screens.base import DataScreen
-from console.screens.filter_bar import FilterBar
+from console.screens.filter_bar import Filtered
 from console.screens.flows import Flows
+from console.widgets.filter_bar import FilterBar
 from console.widgets.fresh import update_changed
 from console.widgets.keyed_table import KeyedTable
 from console.widgets.state_bar import state_text
-from engine.errors import JobsError
-from engine.introspect.filters import describe_filter, parse_filter
+from engine.introspect.filters import describe_filter
 from engine.projections import JobFilter, JobPage, JobSummary
 from engine.types import LIVE_STATES, JobState
 
@@ -49,21 +49,16 @@ def job_row(j: JobSummary, now) -> tuple[Text, ...]:  # type: ignore[no-untyped-
     )
 
 
-def filter_from_text(text: str) -> JobFilter:
-    """The filter bar: key=value words (queue= state= name= tenant= code= input.F=V search=);
-    a bare word is a search on the id or the idempotency key."""
-    words, bare = [], []
-    for w in text.split():
-        (words if "=" in w else bare).append(w)
-    where = parse_filter(" ".join(words)) if words else JobFilter()
-    if bare:
-        where = replace(where, search=" ".join(bare))
-    return where
-
-
-class JobsScreen(FilterBar, DataScreen, Flows):
+class JobsScreen(Filtered, DataScreen, Flows):
     TABLE_ID = "jobs"
     SCOPE = "jobs"
+    MODE = "jobs"
+
+    def crumb(self) -> str:
+        if self.where.empty:
+            return "Jobs"
+        only_queue = self.where.queue and describe_filter(self.where) == f"queue={self.where.queue}"
+        return f"Jobs › {clean(self.where.queue if only_queue else describe_filter(self.where), limit=28)}"
 
     def __init__(self, where: JobFilter | None = None, *, drill: bool = False) -> None:
         super().__init__()
@@ -76,21 +71,17 @@ class JobsScreen(FilterBar, DataScreen, Flows):
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
         yield Static("Jobs", classes="screen-title", id="jobs-title")
-        yield Input(
-            placeholder="filter: queue=Q state=dead name=N tenant=T code=X input.invoice_id=42, or an id/key",
-            id="filter",
-            compact=True,
-        )
+        yield FilterBar("filter: queue=Q state=dead name=N tenant=T code=X input.invoice_id=42, or an id/key")
         yield KeyedTable(COLUMNS, id="jobs")
         yield Static("", id="empty", classes="empty")
         yield Static("", id="pager", classes="note")
         yield from self.compose_bottom()
 
     def on_mount(self) -> None:
-        if not self.drill and self.where.empty and self.console.focus_queue:
-            self.where = JobFilter(queue=self.console.focus_queue)
-        flt = self.query_one("#filter", Input)
-        flt.value = "" if self.where.empty else describe_filter(self.where)
+        if not self.drill and self.where.empty and self.focus_queue:
+            self.where = JobFilter(queue=self.focus_queue)
+        flt = self.query_one(FilterBar)
+        flt.show(self.where)
         flt.display = False
         self.query_one("#jobs", KeyedTable).focus()
         super().on_mount()
@@ -121,22 +112,8 @@ class JobsScreen(FilterBar, DataScreen, Flows):
 
     # --- filter and pages ------------------------------------------------------------------------
 
-    def action_filter(self) -> None:
-        flt = self.query_one("#filter", Input)
-        flt.display = True
-        flt.focus()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        try:
-            where = filter_from_text(event.value)
-        except JobsError as err:
-            self.filter_refused(err)
-            return
-        self.where = where
+    def restart_pages(self) -> None:
         self.cursors = [None]
-        self.leave_filter(not where.empty)
-        self.reload()
 
     def action_page(self, step: int) -> None:
         if step > 0 and self.page is not None and self.page.next_cursor:
@@ -170,6 +147,11 @@ class JobsScreen(FilterBar, DataScreen, Flows):
         j = self._selected()
         if j:
             self.open_job(j.id)
+
+    def action_copy_id(self) -> None:
+        j = self._selected()
+        if j:
+            self.copy_id(j.id)
 
     def action_why(self) -> None:
         j = self._selected()

@@ -101,6 +101,7 @@ def fleet_text(workers: WorkersView | None) -> str | None:
 
 class OverviewScreen(DataScreen, Flows):
     SCOPE = "overview"
+    MODE = "overview"
     _view: QueuesView | None = None
     _workers: WorkersView | None = None
 
@@ -136,8 +137,8 @@ class OverviewScreen(DataScreen, Flows):
         table.set_columns(columns)
         first = not table.keys
         table.sync([(q.name, queue_row(q, columns)) for q in view.queues])
-        if first and self.console.focus_queue in table.keys:
-            table.move_cursor(row=table.keys.index(self.console.focus_queue), animate=False)
+        if first and self.focus_queue in table.keys:
+            table.move_cursor(row=table.keys.index(self.focus_queue), animate=False)
         totals = [(s, sum(getattr(q, s).value for q in view.queues)) for s in STATES]
         totals.append(("completed/h", sum(q.completed_last_hour.value for q in view.queues)))
         paused = [q.name for q in view.queues if q.paused]

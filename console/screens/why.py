@@ -71,7 +71,8 @@ def cause_text(c: Cause, now: datetime) -> Text:
     if c.key:
         facts.append(f"key {clean(c.key, limit=60)}")
     if c.tokens is not None:
-        facts.append(f"{c.tokens:g} tokens left" + (f", refills {until(c.refill_at, now)}" if c.refill_at else ""))
+        left = "no whole token left" if c.tokens < 1 else f"{int(c.tokens)} tokens left"
+        facts.append(left + (f", next token {until(c.refill_at, now)}" if c.refill_at else ""))
     if c.event:
         facts.append(
             f"event {clean(c.event, limit=60)}"
@@ -116,6 +117,9 @@ def report_text(r: WhyReport, now: datetime) -> Text:
 
 class WhyScreen(DataScreen):
     SCOPE = "why"
+
+    def crumb(self) -> str:
+        return "why"
 
     def __init__(self, *, job_id: str | None = None, queue: str | None = None) -> None:
         super().__init__()

@@ -47,6 +47,7 @@ def worker_row(w: WorkerView, now) -> tuple[Text, ...]:  # type: ignore[no-untyp
 
 class WorkersScreen(DataScreen):
     SCOPE = "workers"
+    MODE = "workers"
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()

@@ -27,8 +27,12 @@ class StatusHeader(Static):
         last: datetime | None = app.last_refresh  # type: ignore[attr-defined]
         text = Text()
         text.append(" jobs-console ", style="bold reverse")
-        # What matters most first, so an 80-column terminal still shows it: how fresh, whether
-        # writable, whether connected; then which database.
+        # What matters most first, so an 80-column terminal still shows it: which database (and
+        # the context's name), how fresh, whether writable, whether connected.
+        label = getattr(app, "label", None)
+        if label:
+            text.append(f" {clean(label, limit=20)} ", style="bold reverse")
+        text.append(f" {clean(source.database, limit=36)}", style="bold")
         text.append(f" {stamp(last, last) if last else '—'}", style="bold")
         text.append(f" every {duration(app.refresh_interval)}", style="dim")  # type: ignore[attr-defined]
         text.append("  ")
@@ -38,10 +42,5 @@ class StatusHeader(Static):
             text.append("read-write", style="dim")
         if app.db_error is not None:  # type: ignore[attr-defined]
             text.append("  DISCONNECTED (data as of the time shown)", style="bold red")
-        text.append("  ")
-        text.append(clean(source.database, limit=50), style="bold")
         text.append(f"  {source.driver}", style="dim")
-        label = getattr(app, "label", None)
-        if label:
-            text.append(f"  {clean(label, limit=40)}", style="italic")
         update_changed(self, text, layout=False)  # one line, always: no layout to redo

@@ -31,6 +31,7 @@ class KeyedTable(DataTable[Text | str]):
         self._keys: list[str] = []
         self._cells: dict[str, Cells] = {}
         self._reselect: str | None = None  # the row the cursor was on before the columns changed
+        self._to_top = False  # the next sync puts the cursor on the first row (a new filter)
 
     def on_mount(self) -> None:
         for label, key, *width in self._columns:
@@ -74,8 +75,18 @@ class KeyedTable(DataTable[Text | str]):
             return None
         return self._keys[self.cursor_row]
 
+    def restart(self) -> None:
+        """The rows are about to be a different set (a new filter): the next ``sync`` puts the
+        cursor on the first row instead of following the old one."""
+        self._to_top = True
+
     def sync(self, rows: Sequence[tuple[str, Cells]]) -> None:
         keys = [k for k, _ in rows]
+        if self._to_top:
+            self._to_top = False
+            self._keys, self._reselect = [], None
+            self.move_cursor(row=0, animate=False, scroll=False)
+            self.scroll_to(y=0, animate=False, immediate=True)
         if keys == self._keys:
             for key, cells in rows:
                 old = self._cells.get(key)

@@ -1,10 +1,15 @@
-"""The navigation line: every screen reachable from anywhere, by key, the current one marked.
+"""The navigation line: every screen reachable from anywhere, by key, the shown one marked, and
+the breadcrumb of where you are (Jobs › billing › job 0d64…).
 
 Built from the action table's NAV, so a new screen appears here by adding its entry there. A
-reserved entry (a screen a later issue brings) is shown dim with "soon".
+reserved entry (a screen a later issue brings) is shown dim with "soon" while there is no
+breadcrumb to show; with one, the entries not shown are their keys only, so an 80-column
+terminal has room for it.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from rich.text import Text
 from textual.widgets import Static
@@ -12,7 +17,7 @@ from textual.widgets import Static
 from console import actions
 
 
-def nav_text(current: str | None) -> Text:
+def nav_text(current: str | None, crumbs: Sequence[str] = ()) -> Text:
     t = Text()
     coming = [a for a in actions.NAV if a.coming]
     for a in actions.NAV:
@@ -20,9 +25,12 @@ def nav_text(current: str | None) -> Text:
             continue
         here = a.mode == current
         t.append(f" {a.key} ", style="bold reverse" if here else "bold")
-        t.append(f"{a.title}{' ◂' if here else ''}", style="bold reverse" if here else "")
-        t.append("  ")
-    if coming:
+        if here or len(crumbs) <= 1:  # with a breadcrumb to show, the other entries are keys only
+            t.append(f"{a.title}{' ◂' if here else ''}", style="bold reverse" if here else "")
+            t.append(" ")
+    if len(crumbs) > 1:
+        t.append(" " + " › ".join(crumbs), style="bold")
+    elif coming:
         keys = f"{coming[0].key}-{coming[-1].key}" if len(coming) > 1 else coming[0].key
         t.append(f" {keys} ", style="dim")
         t.append(f"{', '.join(a.title for a in coming)}: soon", style="dim italic")
@@ -31,4 +39,13 @@ def nav_text(current: str | None) -> Text:
 
 class NavBar(Static):
     def on_mount(self) -> None:
-        self.update(nav_text(self.app.current_mode))
+        self.redraw()
+
+    def redraw(self) -> None:
+        """Mark the shown screen's entry (a Jobs list opened from the Overview marks Jobs) and
+        spell the stack out as a breadcrumb."""
+        stack = [s for s in self.app.screen_stack if hasattr(s, "crumb")]
+        if self.screen in stack:
+            stack = stack[: stack.index(self.screen) + 1]
+        mode = next((s.MODE for s in reversed(stack) if getattr(s, "MODE", None)), self.app.current_mode)
+        self.update(nav_text(mode, [s.crumb() for s in stack]))

@@ -21,9 +21,20 @@ def _t(dt: datetime | None) -> str:
 
 
 def _in(seconds: float) -> str:
+    if abs(seconds) < 1:
+        return "in under a second" if seconds >= 0 else "under a second ago"
     s = int(abs(seconds))
     text = f"{s}s" if s < 120 else f"{s // 60}m" if s < 7200 else f"{s // 3600}h"
     return f"in {text}" if seconds >= 0 else f"{text} ago"
+
+
+def _tokens_sentence(key: str, tokens: float, refill: str | None) -> str:
+    """A bucket said in whole tokens: a job needs one, so a fraction of one is none."""
+    if tokens < 1:
+        have = f"Rate limit {key} has no whole token left ({tokens:.2f} of one)"
+    else:
+        have = f"Rate limit {key} has {int(tokens)} token{'s' if int(tokens) != 1 else ''} left"
+    return f"{have}; the next token arrives {refill}." if refill else f"{have}; a token is due now."
 
 
 def pause_cause(p: QueuePause) -> Cause:
@@ -88,7 +99,7 @@ def limit_causes(row: JobRow, limits: Sequence[LimitState], now: datetime) -> li
             out.append(
                 Cause(
                     "rate_limit",
-                    f"Rate limit {lim.key} has {lim.tokens:.2f} tokens; the next one refills {_in((refill - now).total_seconds()) if refill else 'now'}.",
+                    _tokens_sentence(lim.key, lim.tokens, _in((refill - now).total_seconds()) if refill else None),
                     key=lim.key,
                     tokens=lim.tokens,
                     refill_at=refill,

@@ -133,10 +133,10 @@ async def test_pause_asks_then_pauses_with_the_note() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await keys(pilot, "down", "down", "p")  # emails
         assert isinstance(app.screen, ConfirmScreen)
-        assert "Pause queue emails" in str(app.screen.query_one("#confirm-body").render())
+        assert "Pause queue emails" in str(app.screen.query_one("#confirm-text").render())
         await pilot.click("#confirm-note")
         await pilot.press(*"INC-1")
-        await keys(pilot, "enter")
+        await keys(pilot, "enter", "y")  # Enter leaves the note; y confirms
         view = await app.source.queues()
         emails = next(q for q in view.queues if q.name == "emails")
         assert emails.paused and emails.pause_note == "INC-1" and emails.paused_by == "console:test"
@@ -159,7 +159,7 @@ async def test_resume_a_paused_queue() -> None:
     app = console()
     async with app.run_test(size=SIZE) as pilot:
         await keys(pilot, "end", "p")
-        assert "Resume queue webhooks" in str(app.screen.query_one("#confirm-body").render())
+        assert "Resume queue webhooks" in str(app.screen.query_one("#confirm-text").render())
         await keys(pilot, "y")
         view = await app.source.queues()
         assert not next(q for q in view.queues if q.name == "webhooks").paused
@@ -237,7 +237,7 @@ async def test_cancel_a_live_job_from_the_list() -> None:
         await filter_jobs(pilot, "state=delayed queue=emails")
         target = table(app).selected_key
         await keys(pilot, "c")
-        assert "Cancel delayed job" in str(app.screen.query_one("#confirm-body").render())
+        assert "Cancel delayed job" in str(app.screen.query_one("#confirm-text").render())
         await keys(pilot, "y")
         assert await state_of(app, target) is JobState.CANCELLED
         history = (await app.source.job(target)).history
@@ -276,7 +276,7 @@ async def test_detail_retry_from_a_chosen_step() -> None:
         assert isinstance(app.screen, StepChooser)
         await keys(pilot, "down", "enter")  # "send"
         assert isinstance(app.screen, ConfirmScreen)
-        assert "from step send" in str(app.screen.query_one("#confirm-body").render())
+        assert "from step send" in str(app.screen.query_one("#confirm-text").render())
         await keys(pilot, "y")
         detail = await app.source.job(job_id)
         assert detail.job.state is JobState.READY
@@ -290,7 +290,7 @@ async def test_detail_retry_and_its_audit_note() -> None:
         await keys(pilot, "x")
         await pilot.click("#confirm-note")
         await pilot.press(*"smtp fixed")
-        await keys(pilot, "enter")
+        await keys(pilot, "enter", "y")  # Enter leaves the note; y confirms
         detail = await app.source.job(screen.job_id)
         assert detail.job.state is JobState.READY
         assert detail.history[-1].note == "smtp fixed"
@@ -312,7 +312,7 @@ async def test_detail_send_the_awaited_event() -> None:
         screen = await open_job(pilot, "user:8")
         assert "workspace.approved" in str(screen.query_one("#why-line").render())
         await keys(pilot, "e")
-        assert "Send event workspace.approved" in str(app.screen.query_one("#confirm-body").render())
+        assert "Send event workspace.approved" in str(app.screen.query_one("#confirm-text").render())
         await keys(pilot, "y")
         row = (await app.source.job(screen.job_id)).job
         assert row.state is JobState.SUSPENDED and row.run_at <= app.source.now()  # woken: due now
@@ -347,11 +347,11 @@ async def test_bulk_retry_of_a_group_shows_the_dry_run_then_retries_all_of_it() 
         await keys(pilot, "down")  # charge_card / X_CARD_DECLINED, 5 jobs
         assert app.screen.groups[table(app).selected_key].count == 5
         await keys(pilot, "x")
-        body = str(app.screen.query_one("#confirm-body").render())
+        body = str(app.screen.query_one("#confirm-text").render())
         assert "5 jobs match" in body and "X_CARD_DECLINED" in body and "terminal" in body
         await keys(pilot, "y")
         assert isinstance(app.screen, ResultScreen)
-        assert "5 retried" in str(app.screen.query_one("#result-body").render())
+        assert "5 retried" in str(app.screen.query_one("#result-text").render())
         await keys(pilot, "enter")
         assert isinstance(app.screen, DeadLettersScreen)
         assert not await ids(app, state=JobState.DEAD, name="charge_card")
@@ -364,13 +364,15 @@ async def test_bulk_retry_everything_matching_the_filter_paced_with_a_note() -> 
         await keys(pilot, "3", "slash")
         await pilot.press(*"queue=emails")
         await keys(pilot, "enter", "X")
-        body = str(app.screen.query_one("#confirm-body").render())
+        body = str(app.screen.query_one("#confirm-text").render())
         assert "4 jobs match" in body and "queue=emails" in body
         await pilot.click("#confirm-pace")
         await pilot.click("#confirm-note")
         await pilot.press(*"INC-9")
-        await keys(pilot, "enter")
-        text = str(app.screen.query_one("#result-body").render())
+        await keys(pilot, "enter")  # Enter in the note moves on; it does not confirm
+        assert isinstance(app.screen, ConfirmScreen)
+        await keys(pilot, "y")
+        text = str(app.screen.query_one("#result-text").render())
         assert "4 retried" in text and "Paced at 10/s" in text and "INC-9" in text
         await keys(pilot, "enter")
         assert not await ids(app, state=JobState.DEAD, queue="emails")
@@ -392,7 +394,7 @@ async def test_bulk_cancel_of_a_group_cancels_its_live_retries() -> None:
         key = next(k for k, g in app.screen.groups.items() if g.name == "send_email")
         table(app).move_cursor(row=table(app).keys.index(key))
         await keys(pilot, "c")  # the delayed send_email retrying on X_SMTP_TIMEOUT
-        assert "1 job match" in str(app.screen.query_one("#confirm-body").render())
+        assert "1 job match" in str(app.screen.query_one("#confirm-text").render())
         await keys(pilot, "y", "enter")
         live = await app.source.jobs(JobFilter(name="send_email", error_code="X_SMTP_TIMEOUT"))
         assert {j.state for j in live.items} == {JobState.DEAD, JobState.CANCELLED}
@@ -461,7 +463,7 @@ async def test_jobs_bulk_cancel_reaches_every_page_of_the_filter() -> None:
         await filter_jobs(pilot, "queue=emails state=delayed")
         shown = len(app.screen.rows)
         await keys(pilot, "C")
-        body = str(app.screen.query_one("#confirm-body").render())
+        body = str(app.screen.query_one("#confirm-text").render())
         assert f"{shown} jobs match" in body and "queue=emails" in body
         await keys(pilot, "y", "enter")
         assert not await ids(app, queue="emails", state=JobState.DELAYED)

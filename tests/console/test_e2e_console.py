@@ -115,7 +115,7 @@ async def test_retry_a_dead_letter_through_the_console_on_postgres(pg_dsn: str) 
             assert "charge_card" in str(modal.title_text) + str(modal.body)
             assert (await eng.aget(dead_id)).state is JobState.DEAD  # nothing changes before the yes
             modal.query_one("#confirm-note", Input).focus()
-            await pilot.press(*"INC-42", "enter")  # the note, then confirm
+            await pilot.press(*"INC-42", "enter", "y")  # the note; Enter leaves it, y confirms
             await settle(pilot)
             told = [(n.title, n.message) for n in app._notifications]
             assert ("Done", told[-1][1]) == told[-1], told  # the result, said on screen

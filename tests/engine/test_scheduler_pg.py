@@ -68,7 +68,9 @@ async def test_i21_three_schedulers_racing_for_a_simulated_day_enqueue_each_occu
             stalled = next((s for s, r in zip(racing, round_) if r.leader), None) if lapsing else None
             # Complete what was enqueued, so the live dedupe index cannot be what stops a repeat:
             # only the watermark can.
-            claimed = await worker.job_claim(queues=["race"], limit=50, worker="w", now=clock.now(), lease_seconds=60)
+            claimed = (
+                await worker.worker_claim(queues=["race"], limit=50, worker="w", now=clock.now(), lease_seconds=60)
+            ).jobs
             if claimed:
                 from engine.types import Ack, Claim
 

@@ -1,0 +1,37 @@
+"""Every modal at 80x24: the count, the options and the buttons on screen, the body scrolled."""
+
+from __future__ import annotations
+
+from console.app import JobsConsole
+from tests.console.conftest import SMALL, drive
+
+STEP_JOB = ["2", "slash", *"name=send_receipt", "enter", "enter"]
+EVENT_JOB = ["2", "slash", *"search=user:8", "enter", "enter"]
+
+
+def test_modal_bulk_retry_80x24(snap_compare, app: JobsConsole) -> None:
+    assert snap_compare(app, terminal_size=SMALL, run_before=drive("3", "X"))
+
+
+def test_modal_bulk_result_80x24(snap_compare, app: JobsConsole) -> None:
+    assert snap_compare(app, terminal_size=SMALL, run_before=drive("3", "X", "y"))
+
+
+def test_modal_pause_80x24(snap_compare, app: JobsConsole) -> None:
+    assert snap_compare(app, terminal_size=SMALL, run_before=drive("down", "p"))
+
+
+def test_modal_cancel_job_80x24(snap_compare, app: JobsConsole) -> None:
+    assert snap_compare(app, terminal_size=SMALL, run_before=drive("2", "down", "c"))
+
+
+def test_modal_step_chooser_80x24(snap_compare, app: JobsConsole) -> None:
+    assert snap_compare(app, terminal_size=SMALL, run_before=drive(*STEP_JOB, "f"))
+
+
+def test_modal_retry_from_step_80x24(snap_compare, app: JobsConsole) -> None:
+    assert snap_compare(app, terminal_size=SMALL, run_before=drive(*STEP_JOB, "f", "enter"))
+
+
+def test_modal_send_event_80x24(snap_compare, app: JobsConsole) -> None:
+    assert snap_compare(app, terminal_size=SMALL, run_before=drive(*EVENT_JOB, "e"))

@@ -1,0 +1,95 @@
+"""Navigation: a number key goes to that screen's root, the nav bar names the shown screen and
+spells the breadcrumb, stacks stay bounded, one Escape is one level, a filter puts the cursor
+on the first row."""
+
+from __future__ import annotations
+
+from console.app import JobsConsole
+from console.demo.world import seeded_source
+from console.screens.dead_letters import DeadLettersScreen
+from console.screens.job_detail import JobDetailScreen
+from console.screens.jobs import JobsScreen
+from console.screens.overview import OverviewScreen
+from console.widgets.keyed_table import KeyedTable
+from tests.console.conftest import SMALL, settle
+
+
+def console() -> JobsConsole:
+    return JobsConsole(seeded_source(), refresh=60)
+
+
+async def keys(pilot, *names: str) -> None:  # type: ignore[no-untyped-def]
+    for k in names:
+        await pilot.press(k)
+        await settle(pilot)
+
+
+def nav(app: JobsConsole) -> str:
+    return str(app.screen.query_one("#nav").render())
+
+
+async def test_a_number_key_goes_to_the_screens_list_not_its_last_drill_down() -> None:
+    app = console()
+    async with app.run_test(size=SMALL) as pilot:
+        await keys(pilot, "2", "enter")
+        assert isinstance(app.screen, JobDetailScreen)
+        await keys(pilot, "1", "2")
+        assert isinstance(app.screen, JobsScreen) and len(app.screen_stack) == 1
+        await keys(pilot, "3", "enter", "enter", "3")
+        assert isinstance(app.screen, DeadLettersScreen) and len(app.screen_stack) == 1
+
+
+async def test_the_nav_bar_names_the_shown_screen_and_its_breadcrumb() -> None:
+    app = console()
+    async with app.run_test(size=SMALL) as pilot:
+        await keys(pilot, "down", "enter")  # billing's jobs, drilled from the Overview
+        assert isinstance(app.screen, JobsScreen)
+        assert "2 Jobs ◂" in nav(app) and "Overview ◂" not in nav(app)
+        assert "Overview › Jobs › billing" in nav(app)
+        await keys(pilot, "enter")
+        job = app.screen
+        assert isinstance(job, JobDetailScreen)
+        assert f"Overview › Jobs › billing › job {job.job_id[-12:]}" in nav(app)
+        await keys(pilot, "escape")
+        assert isinstance(app.screen, JobsScreen)
+        await keys(pilot, "escape")
+        assert isinstance(app.screen, OverviewScreen) and "1 Overview ◂" in nav(app)
+
+
+async def test_a_burst_of_keys_never_grows_the_stack_beyond_one_screen_per_kind() -> None:
+    app = console()
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await settle(pilot)
+        for _ in range(6):
+            await pilot.press("enter", "y", "escape", "down", "enter", "y")
+        await settle(pilot)
+        kinds = [type(s) for s in app.screen_stack]
+        assert len(kinds) == len(set(kinds)), kinds
+        for _ in range(len(kinds) - 1):
+            await keys(pilot, "escape")
+        assert len(app.screen_stack) == 1
+
+
+async def test_after_a_filter_the_cursor_is_on_the_first_row() -> None:
+    app = console()
+    async with app.run_test(size=SMALL) as pilot:
+        await keys(pilot, "2", "down", "down", "down")
+        table = app.screen.query_one(KeyedTable)
+        assert table.cursor_row == 3
+        await keys(pilot, "slash")
+        await pilot.press(*"queue=emails")
+        await keys(pilot, "enter")
+        assert table.cursor_row == 0 and app.screen.rows[table.selected_key].queue == "emails"
+
+
+async def test_i_copies_the_full_job_id_from_the_list_and_the_detail() -> None:
+    app = console()
+    async with app.run_test(size=SMALL) as pilot:
+        await keys(pilot, "2")
+        full = app.screen.query_one(KeyedTable).selected_key
+        await keys(pilot, "i")
+        assert app.clipboard == full and len(full) == 36
+        await keys(pilot, "down", "enter", "i")
+        assert app.clipboard == app.screen.job_id != full

@@ -1,0 +1,64 @@
+"""The command palette opens and searches on every screen; a crash never exits 0."""
+
+from __future__ import annotations
+
+import pytest
+from textual.command import CommandPalette
+
+from console.app import JobsConsole
+from console.demo.world import seeded_source
+from tests.console.conftest import SMALL, settle
+
+SCREENS = {
+    "overview": (),
+    "jobs": ("2",),
+    "dead_letters": ("3",),
+    "workers": ("4",),
+    "job_detail": ("2", "enter"),
+    "why": ("2", "y"),
+    "help": ("question_mark",),
+}
+
+
+@pytest.mark.parametrize("screen", list(SCREENS))
+async def test_palette_opens_and_searches_on_every_screen(screen: str) -> None:
+    app = JobsConsole(seeded_source(), refresh=60)
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot)
+        for key in SCREENS[screen]:
+            await pilot.press(key)
+            await settle(pilot)
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        assert isinstance(app.screen, CommandPalette)
+        for key in "filter":  # every label holding "[/]" or "[?]" is rendered while matching
+            await pilot.press(key)
+            await settle(pilot)
+        await pilot.press("backspace", "backspace", "backspace", "backspace", "backspace", "backspace")
+        await settle(pilot)
+        await pilot.press("r")
+        await settle(pilot)
+        assert app.return_code is None or app.return_code == 0
+        assert app._exception is None
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, CommandPalette)
+
+
+class _Crashing(JobsConsole):
+    def on_mount(self) -> None:
+        raise RuntimeError("a bug in a screen")
+
+    def run(self, **kwargs):  # type: ignore[no-untyped-def, override]
+        return super().run(headless=True, size=SMALL)
+
+
+def test_a_console_that_crashed_exits_non_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from console import cli
+
+    monkeypatch.setattr(cli, "open_source", lambda dsn, opts: seeded_source())
+    monkeypatch.setattr(cli, "make_app", lambda source, opts: _Crashing(source, refresh=60))
+    result = CliRunner().invoke(cli.app, ["--dsn", "postgresql://u@db.internal:5432/app"])
+    assert result.exit_code != 0
