@@ -1,8 +1,11 @@
 """The outbox relay: moves committed stages into the queue, in stage order, each row once per lease.
 
-One pass (``run_once``): claim a batch under a lease in one statement (I17), publish it through the
-enqueue path (a re-publish of a live job dedupes on its idempotency key), then retire the rows,
-fenced on the claim's token (I18). A publish that fails stops the batch: the rows before it are
+One pass (``run_once``), while no row fails: ONE statement that locks a batch in (staged_at, id)
+order, inserts its jobs and stamps the rows claimed and published (outbox_publish_batch: one round
+trip, one commit). When a row would fail there (a live job holds its key, or any insert error),
+that statement writes nothing and the pass goes in three steps: claim a batch under a lease in one
+statement (I17), publish it through the enqueue path (a re-publish of a live job dedupes on its
+idempotency key, I2), then retire the rows, fenced on the claim's token (I18). A publish that fails stops the batch: the rows before it are
 retired, the failing row records the attempt and its error, and it and every later row are handed
 back at once (I20), so a later row never overtakes it. A relay that stalled past its lease wakes
 up owning nothing: its late mark or release changes no row another claim now holds.
