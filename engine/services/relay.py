@@ -65,6 +65,12 @@ class RelayConfig:
                 cause=f"RelayConfig batch_size={self.batch_size!r} must be a whole number >= 1",
                 fix="RelayConfig(batch_size=250)",
             )
+        if not isinstance(self.one_statement, bool):
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"RelayConfig one_statement={self.one_statement!r} must be True or False",
+                fix="RelayConfig(one_statement=True)",
+            )
         for name in ("poll_interval", "heartbeat_interval", "gauges_interval"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:

@@ -4,8 +4,11 @@ against every driver (memory and postgres)."""
 
 from __future__ import annotations
 
+import pytest
+
 from engine.clock import FakeClock
 from engine.drivers.base import Driver
+from engine.errors import JobsError
 from engine.ids import IdFactory
 from engine.services.relay import Relay, RelayConfig
 from engine.types import JobState
@@ -75,3 +78,9 @@ async def test_i18_a_one_statement_pass_never_takes_rows_a_live_claim_holds(
         token=token, published=[(x.id, ids.new()) for x in held], now=clock.now()
     )
     assert marked == staged[:2]  # A's fence still holds: its mark retires them
+
+
+def test_a_one_statement_setting_that_is_not_a_bool_is_refused_at_construction() -> None:
+    with pytest.raises(JobsError) as e:
+        RelayConfig(one_statement="yes")  # type: ignore[arg-type]
+    assert e.value.code == "X_INVALID_ARGUMENT" and "one_statement='yes'" in e.value.cause
