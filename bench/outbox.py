@@ -3,6 +3,7 @@
 
     python -m bench.outbox                    # a throwaway embedded PostgreSQL, ~1 min
     python -m bench.outbox --rows 20000 --runs 3
+    python -m bench.outbox --only relay       # relay throughput and the drain beside it, no stage cost
 
 - stage cost: a sync psycopg transaction that inserts 1 (or 100) application rows and commits,
   against the same transaction that also stages 1 (or 100) jobs with ``eng.stage``/``stage_many``;
@@ -10,6 +11,10 @@
 - relay throughput: the relays are started and alive (their heartbeat rows) before ``--rows`` rows
   are staged in transactions of 1,000; the clock runs from the first commit to the first 10 ms poll
   that finds no unpublished row: rows per second, staged to jobs claimable.
+- drain: in the same run, the worker drain of bench/drain.py (`jobs worker` processes at the
+  "cli c200" settings of `python -m bench --only drain`) over ``--rows`` enqueued no-op jobs, with
+  1 and 2 processes; relay_over_drain is the relay's rows/s over the drain's jobs/s (>= 1: the relay
+  is not the drain's bottleneck).
 - latency: one idle relay process; a row staged and committed every 50 ms; the time from the
   commit returning to the NOTIFY the published job's insert sends (delivered at ITS commit, so
   the job is claimable then): p50 and p99 in ms.
@@ -30,6 +35,8 @@ from typing import Any
 
 import psycopg
 
+from bench import ours
+from bench.drain import timed_drain
 from bench.sqlq import sql
 from engine.api import Engine, Enqueue
 from engine.drivers.postgres import PostgresDriver
@@ -152,11 +159,20 @@ async def latency(dsn: str, samples: int) -> tuple[float, float]:
     return round(statistics.median(ordered), 2), round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 2)
 
 
+def drain(dsn: str, procs: int, rows: int) -> float:
+    """The worker drain `python -m bench --only drain` measures (bench/drain.py, `jobs worker`
+    processes at its "cli c200" settings) over ``rows`` enqueued no-op jobs: jobs per second."""
+    asyncio.run(ours.seed(dsn, rows))
+    cmds = [ours.worker_command(dsn, **ours.DRAIN_SETTINGS["cli c200"]) for _ in range(procs)]
+    return round(timed_drain(dsn, cmds, ours.REMAINING, ours.PARAMS, rows))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.outbox")
     ap.add_argument("--rows", type=int, default=20_000)
     ap.add_argument("--runs", type=int, default=200, help="transactions per stage-cost figure")
     ap.add_argument("--latency-samples", type=int, default=200)
+    ap.add_argument("--only", choices=("stage", "relay", "latency"), help="one figure group")
     args = ap.parse_args(argv)
     from engine.schema import install_schema
     from engine.testing.embedded_pg import EmbeddedPostgres, create_database, drop_database
@@ -172,11 +188,17 @@ def main(argv: list[str] | None = None) -> int:
         return dsn
 
     try:
-        results.update(stage_cost(fresh("outbox_stage"), args.runs))
-        for n in (1, 2):
+        if args.only in (None, "stage"):
+            results.update(stage_cost(fresh("outbox_stage"), args.runs))
+        # The relay and the drain it feeds, in the same run on the same server.
+        for n in (1, 2) if args.only in (None, "relay") else ():
             results[f"relay.p{n}.rows_per_s"] = throughput(fresh(f"outbox_relay{n}"), n, args.rows)
-        p50, p99 = asyncio.run(latency(fresh("outbox_latency"), args.latency_samples))
-        results["latency.commit_to_claimable.p50_ms"], results["latency.commit_to_claimable.p99_ms"] = p50, p99
+            results[f"drain.p{n}.jobs_per_s"] = drain(fresh(f"outbox_drain{n}"), n, args.rows)
+            ratio = results[f"relay.p{n}.rows_per_s"] / results[f"drain.p{n}.jobs_per_s"]
+            results[f"relay_over_drain.p{n}"] = round(ratio, 2)
+        if args.only in (None, "latency"):
+            p50, p99 = asyncio.run(latency(fresh("outbox_latency"), args.latency_samples))
+            results["latency.commit_to_claimable.p50_ms"], results["latency.commit_to_claimable.p99_ms"] = p50, p99
     finally:
         pg.close()
     for k, v in results.items():

@@ -6,6 +6,9 @@ console refreshes through the real path (Introspector -> PostgresDriver -> named
 each under its budget), and EXPLAINs every projection statement: none may seq-scan jobs.job.
 Then adds an hour at 100 jobs/s (360,000 completions in the last hour), runs the maintenance
 leader's throughput rollup, and times the queues view again (queues.busy_hour).
+Then seeds jobs.outbox a million unpublished rows behind (sql/bench/outbox_seed.sql: some held
+by three live relays, some failing, 200,000 published as the audit trail) and times the outbox
+screen's figures: its view (outbox.view) and a staged row's "why isn't it published" (outbox.why.*).
 Targets: each console projection < 50 ms, a list page < 20 ms (median). Prints a table and JSON.
 `run(dsn=..., jobs=..., runs=...)` is what `python -m bench` calls.
 """
@@ -27,6 +30,7 @@ from bench.sqlq import bench_queries
 
 PAGE_TARGET_MS, VIEW_TARGET_MS = 20.0, 50.0
 BUSY_HOUR = 360_000  # completions in the last hour for queues.busy_hour: 100 jobs/s
+OUTBOX_UNPUBLISHED, OUTBOX_PUBLISHED = 1_000_000, 200_000
 
 
 def seed(dsn: str, jobs: int) -> float:
@@ -43,6 +47,52 @@ def seed(dsn: str, jobs: int) -> float:
         conn.execute(q["bench_seed_workers"].text, {"now": now})  # type: ignore[arg-type]
         conn.execute(q["bench_vacuum"].text)  # type: ignore[arg-type]
     return time.perf_counter() - started
+
+
+def seed_outbox(dsn: str, unpublished: int = OUTBOX_UNPUBLISHED, published: int = OUTBOX_PUBLISHED) -> float:
+    q = bench_queries()
+    started = time.perf_counter()
+    now = datetime.now(UTC)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        # The audit trail first: published rows are the older ones, at the table's head.
+        for name, total in (("bench_seed_outbox_published", published), ("bench_seed_outbox_unpublished", unpublished)):
+            for first in range(1, total + 1, 100_000):
+                conn.execute(q[name].text, {"first": first, "last": min(total, first + 99_999), "now": now})  # type: ignore[arg-type]
+        conn.execute(q["bench_seed_outbox_relays"].text, {"now": now})  # type: ignore[arg-type]
+        for _ in range(2):  # as _seed_busy_hour: the second pass sets the pages all-visible
+            conn.execute(q["bench_vacuum_outbox"].text)  # type: ignore[arg-type]
+    return time.perf_counter() - started
+
+
+async def _measure_outbox(dsn: str, runs: int) -> dict[str, list[float]]:
+    """The outbox screen's figures, through the path `jobs outbox` and the console take."""
+    from engine.drivers.postgres import PostgresDriver
+    from engine.introspect.base import EngineView
+    from engine.introspect.outbox import outbox_view, outbox_why
+
+    driver = PostgresDriver(dsn)
+    view = EngineView(driver)
+    first = await outbox_view(view)
+    assert first.backlog_capped and first.holders and first.failing, "the outbox seed did not take"
+    held_id = await _scalar_id(dsn, "bench_outbox_held_id")
+    waiting_id = await _scalar_id(dsn, "bench_outbox_waiting_id")
+    failing_id = first.failing[0].id
+    cases: dict[str, Any] = {
+        "outbox.view": lambda: outbox_view(view),
+        "outbox.why.waiting": lambda: outbox_why(view, waiting_id),
+        "outbox.why.held": lambda: outbox_why(view, held_id),
+        "outbox.why.failing": lambda: outbox_why(view, failing_id),
+    }
+    out = {name: await _time(call, runs) for name, call in cases.items()}
+    await driver.close()
+    return out
+
+
+async def _scalar_id(dsn: str, name: str) -> str:
+    async with await psycopg.AsyncConnection.connect(dsn) as conn:
+        row = await (await conn.execute(bench_queries()[name].text)).fetchone()  # type: ignore[arg-type]
+        assert row is not None, name
+        return str(row[0])
 
 
 def _bounds() -> list[str]:
@@ -154,6 +204,12 @@ def explain_all(dsn: str, dead_id: str) -> dict[str, list[str]]:
             ("job_page", filter_params(parse_filter(text)) | {"_label": text}),
             ("job_page_count", filter_params(parse_filter(text)) | {"_label": text}),
         ]
+    cases += [
+        ("outbox_backlog", {}),
+        ("outbox_holders", {"limit": 20}),
+        ("outbox_failing", {"limit": 20}),
+        ("outbox_relays", {"since": now}),
+    ]
     found: dict[str, list[str]] = {}
     with psycopg.connect(dsn) as conn:
         conn.execute("set plan_cache_mode = force_custom_plan")
@@ -183,6 +239,8 @@ def run(dsn: str, jobs: int = 1_000_000, runs: int = 30, quick: bool = False) ->
         jobs, runs = min(jobs, 100_000), min(runs, 10)
     seed(dsn, jobs)
     samples, _ = asyncio.run(_measure(dsn, runs, BUSY_HOUR // 10 if quick else BUSY_HOUR))
+    seed_outbox(dsn, OUTBOX_UNPUBLISHED // 10 if quick else OUTBOX_UNPUBLISHED)
+    samples.update(asyncio.run(_measure_outbox(dsn, runs)))
     return samples
 
 
@@ -190,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.projections")
     ap.add_argument("--jobs", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--outbox", type=int, default=OUTBOX_UNPUBLISHED, help="unpublished outbox rows to seed")
     ap.add_argument("--dsn", help="an installed, EMPTY database (default: a throwaway embedded server)")
     args = ap.parse_args(argv)
     from engine.schema import install_schema
@@ -204,12 +263,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         seconds = seed(dsn, args.jobs)
         samples, meta = asyncio.run(_measure(dsn, args.runs))
+        outbox_seconds = seed_outbox(dsn, args.outbox)
+        samples.update(asyncio.run(_measure_outbox(dsn, args.runs)))
         plans = explain_all(dsn, meta["dead_id"])
     finally:
         if pg is not None:
             pg.close()
     rows = []
-    print(f"seeded {args.jobs} jobs in {seconds:.1f} s; {args.runs} runs each (ms)")
+    print(
+        f"seeded {args.jobs} jobs in {seconds:.1f} s, {args.outbox} unpublished outbox rows in {outbox_seconds:.1f} s"
+    )
+    print(f"{args.runs} runs each (ms)")
     print(f"{'projection':<20} {'median':>8} {'p95':>8} {'max':>8} {'target':>7}  ok")
     for name, xs in samples.items():
         xs = sorted(xs)
@@ -228,11 +292,18 @@ def main(argv: list[str] | None = None) -> int:
                 "target_ms": target,
             }
         )
-    seq = {k: v for k, v in plans.items() if any(s.startswith("Seq Scan job") for s in v)}
-    print("EXPLAIN: " + ("no sequential scan of jobs.job" if not seq else f"SEQ SCAN in {sorted(seq)}"))
+    seq = {k: v for k, v in plans.items() if any(s.startswith("Seq Scan job") or s == "Seq Scan outbox" for s in v)}
+    print("EXPLAIN: " + ("no sequential scan of jobs.job or jobs.outbox" if not seq else f"SEQ SCAN in {sorted(seq)}"))
     print(
         json.dumps(
-            {"jobs": args.jobs, "runs": args.runs, "seed_seconds": round(seconds, 1), "results": rows, "plans": plans},
+            {
+                "jobs": args.jobs,
+                "outbox_unpublished": args.outbox,
+                "runs": args.runs,
+                "seed_seconds": round(seconds, 1),
+                "results": rows,
+                "plans": plans,
+            },
             indent=1,
         )
     )

@@ -39,6 +39,16 @@ class OutboxArea(Protocol):
         in (staged_at, id) order (I17). ``lease_ms`` is normalised by claim_lease_ms (I19)."""
         ...
 
+    async def outbox_publish_batch(
+        self, *, relay: str, token: str, limit: int, now: datetime, job_ids: Sequence[str]
+    ) -> list[str] | None:
+        """A whole relay pass in one step when nothing fails: up to ``limit`` claimable rows, in
+        (staged_at, id) order, published as jobs under ``job_ids`` (the i-th row the i-th id) and
+        stamped claimed by ``relay``/``token`` and published together (I17, I18). None, with
+        nothing written, when any row cannot go as a plain insert (a live job holds its key, I2):
+        the relay then takes the row-by-row path. Answers the ids published, in order."""
+        ...
+
     async def outbox_mark_published(
         self, *, token: str, published: Sequence[tuple[str, str]], now: datetime
     ) -> list[str]:

@@ -1,8 +1,11 @@
 """The outbox relay: moves committed stages into the queue, in stage order, each row once per lease.
 
-One pass (``run_once``): claim a batch under a lease in one statement (I17), publish it through the
-enqueue path (a re-publish of a live job dedupes on its idempotency key), then retire the rows,
-fenced on the claim's token (I18). A publish that fails stops the batch: the rows before it are
+One pass (``run_once``), while no row fails: ONE statement that locks a batch in (staged_at, id)
+order, inserts its jobs and stamps the rows claimed and published (outbox_publish_batch: one round
+trip, one commit). When a row would fail there (a live job holds its key, or any insert error),
+that statement writes nothing and the pass goes in three steps: claim a batch under a lease in one
+statement (I17), publish it through the enqueue path (a re-publish of a live job dedupes on its
+idempotency key, I2), then retire the rows, fenced on the claim's token (I18). A publish that fails stops the batch: the rows before it are
 retired, the failing row records the attempt and its error, and it and every later row are handed
 back at once (I20), so a later row never overtakes it. A relay that stalled past its lease wakes
 up owning nothing: its late mark or release changes no row another claim now holds.
@@ -50,6 +53,9 @@ class RelayConfig:
     heartbeat_interval: float = HEARTBEAT_INTERVAL  # how often the relay says it is alive
     gauges_interval: float = 10.0  # how often the backlog gauges are read (with metrics)
     id: str | None = None
+    # A pass as one statement (claim, publish and mark together) while no row fails; False: claim,
+    # publish and mark as three steps, the lease holding the rows between them.
+    one_statement: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lease_ms", claim_lease_ms(self.lease_ms))  # I19: X_INVARIANT here, never later
@@ -58,6 +64,12 @@ class RelayConfig:
                 X_INVALID_ARGUMENT,
                 cause=f"RelayConfig batch_size={self.batch_size!r} must be a whole number >= 1",
                 fix="RelayConfig(batch_size=250)",
+            )
+        if not isinstance(self.one_statement, bool):
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"RelayConfig one_statement={self.one_statement!r} must be True or False",
+                fix="RelayConfig(one_statement=True)",
             )
         for name in ("poll_interval", "heartbeat_interval", "gauges_interval"):
             value = getattr(self, name)
@@ -104,6 +116,9 @@ class Relay:
         self.ids = ids or IdFactory(self.clock)
         self.metrics = metrics
         self._publish = publish or self._enqueue
+        # A pass is one statement (outbox_publish_batch) unless a test or caller steps in between
+        # its claim and its mark (a hook, a publish of its own): then claim, publish, mark.
+        self._fused = cfg.one_statement and publish is None and hook is None
         # Awaited with ("claimed", rows) before the publish and ("published", rows) before the
         # retire: where a test holds a relay still (an asyncio.Event) instead of racing a sleep.
         self._hook = hook
@@ -119,6 +134,16 @@ class Relay:
         await self._beat()
         cfg, drv = self.config, self.driver
         token = str(uuid.uuid4())
+        if self._fused:
+            now = self.clock.now()
+            ids = await drv.outbox_publish_batch(
+                relay=self.id, token=token, limit=cfg.batch_size, now=now, job_ids=self.ids.many(cfg.batch_size, now)
+            )
+            if ids is not None:  # else a row cannot go as a plain insert: the row-by-row path below
+                if self.metrics is not None:
+                    self.metrics.outbox_published.inc(len(ids))
+                await self._gauges()
+                return RelayResult(claimed=len(ids), published=tuple(ids))
         rows = await drv.outbox_claim(
             relay=self.id, token=token, limit=cfg.batch_size, now=self.clock.now(), lease_ms=cfg.lease
         )

@@ -52,6 +52,48 @@ select id::text, staged_at, name, queue, tenant, idempotency_key, input, run_at,
        attempts, last_error, failed_at
 from claimed order by staged_at, id;
 
+-- name: outbox_publish_batch :one
+-- A whole relay pass as ONE statement when nothing fails: lock up to %(limit)s claimable rows in
+-- (staged_at, id) order (I17, as outbox_claim), insert their jobs under the ids %(job_ids)s (the
+-- i-th row of that order takes the i-th id), and stamp the rows claimed by %(relay)s/%(token)s
+-- and published, all in one transaction: a lock, not a lease, holds them meanwhile, and no other
+-- claim can see them until they are published. The insert is job_enqueue_fresh's: no ON CONFLICT,
+-- so a row whose idempotency key a live job holds (I2), or any other failure, aborts the whole
+-- statement with nothing written, and the relay takes the row-by-row path (claim, publish through
+-- job_enqueue's dedupe, mark fenced, release on failure). Answers the ids published, in order.
+with picked as (
+    select id, staged_at, name, queue, tenant, idempotency_key, input, run_at, max_attempts, priority
+    from jobs.outbox
+    where published_at is null and (claim_token is null or lease_until < %(now)s)
+    order by staged_at, id
+    limit %(limit)s
+    for update skip locked
+), numbered as (
+    select p.*, (%(job_ids)s::uuid[])[row_number() over (order by p.staged_at, p.id)] as job_id
+    from picked p
+), ins as (
+    insert into jobs.job (id, name, queue, tenant, idempotency_key, input, state, priority,
+                          max_attempts, run_at, created_at, updated_at)
+    select job_id, name, queue, tenant, idempotency_key, input,
+           case when run_at > %(now)s then 'delayed' else 'ready' end,
+           priority, max_attempts, coalesce(run_at, %(now)s), %(now)s, %(now)s
+    from numbered
+    returning queue
+), marked as (
+    -- By id array (as outbox_claim), each row's job id found by its position in it.
+    update jobs.outbox o
+    set claimed_by = %(relay)s, claim_token = %(token)s, claimed_at = %(now)s, lease_until = null,
+        published_at = %(now)s,
+        job_id = (array(select job_id from numbered order by staged_at, id))[
+            array_position(array(select id from numbered order by staged_at, id), o.id)]
+    where o.id = any(array(select id from numbered)) and o.published_at is null
+    returning o.id, o.staged_at
+)
+select (select array_agg(id::text order by staged_at, id) from marked) as ids,
+       -- Wakes idle workers listening on jobs_enqueue: once per queue, as job_enqueue.
+       (select count(*) from (select pg_notify('jobs_enqueue', q) from (select distinct queue from ins) as d(q)) n)
+           as woke;
+
 -- name: outbox_mark_published :many
 -- Retire published rows, fenced on the claim that published them (I18): a relay whose lease lapsed
 -- and whose rows another relay reclaimed retires nothing (its late mark would otherwise retire a
@@ -85,8 +127,11 @@ select * from jobs.outbox where id = %(id)s;
 
 -- name: outbox_backlog :one
 -- The backlog (capped at %(cap)s: counting stops there), its oldest row, and publishes in the hour
--- before %(now)s. Index-only on outbox_unpublished and outbox_published.
-select (select count(*) from (select 1 from jobs.outbox where published_at is null limit %(cap)s) b)::int as backlog,
+-- before %(now)s. Index-only on outbox_unpublished and outbox_published. The backlog's ORDER BY is
+-- the index's: without it the planner counted by a sequential scan, which reads every retained
+-- published row (the oldest, at the table's head) before the first unpublished one.
+select (select count(*) from (select 1 from jobs.outbox where published_at is null
+                              order by staged_at, id limit %(cap)s) b)::int as backlog,
        (select staged_at from jobs.outbox where published_at is null order by staged_at, id limit 1) as oldest,
        (select count(*) from (select 1 from jobs.outbox
                               where published_at is not null and published_at > %(now)s - interval '1 hour'

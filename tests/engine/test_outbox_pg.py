@@ -192,8 +192,15 @@ async def test_a_relay_sigkilled_mid_batch_has_its_rows_published_by_another_aft
             staged = await eng.astage_many(conn, [Enqueue(confirm_order, {"order": n}) for n in range(120)])
     blocker = psycopg.connect(pg_dsn)
     blocker.execute("lock table jobs.job in share mode")  # the relay's publish waits here: mid-batch
-    cmd = [sys.executable, "-c", "from engine.cli import main; main()", "relay", "--dsn", pg_dsn]
-    cmd += ["--batch-size", "50", "--lease-ms", "3000"]
+    # The three-step pass (claim under a lease, publish, mark): the one-statement pass would block
+    # on the lock before claiming anything, and a kill then leaves no row held at all.
+    script = (
+        "import asyncio, sys; from engine.drivers.postgres import PostgresDriver;"
+        " from engine.services.relay import Relay, RelayConfig;"
+        " cfg = RelayConfig(batch_size=50, lease_ms=3000, one_statement=False);"
+        " asyncio.run(Relay(PostgresDriver(sys.argv[1]), config=cfg).run())"
+    )
+    cmd = [sys.executable, "-c", script, pg_dsn]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=(tmp_path / "relay.log").open("w")

@@ -18,6 +18,8 @@ from typing import Any
 
 from engine.codec import check_json
 from engine.drivers.base_outbox import OutboxTarget
+from engine.drivers.dedupe import dedupe_key
+from engine.drivers.memory.jobs import insert_jobs
 from engine.drivers.memory.state import MemoryBase, Wakeups
 from engine.drivers.outbox_lease import claim_lease_ms
 from engine.errors import X_INVALID_ARGUMENT, JobsError
@@ -151,6 +153,38 @@ class MemoryOutbox(MemoryBase):
                 table[r.id] = row = replace(r, claimed_by=relay, claim_token=token, claimed_at=now, lease_until=until)
                 out.append(row)
             return out
+
+    async def outbox_publish_batch(
+        self, *, relay: str, token: str, limit: int, now: datetime, job_ids: Sequence[str]
+    ) -> list[str] | None:
+        with self.state.lock:
+            table = self._outbox()
+            free = sorted(
+                (
+                    r
+                    for r in table.values()
+                    if r.published_at is None
+                    and (r.claim_token is None or (r.lease_until is not None and r.lease_until < now))
+                ),
+                key=lambda r: (r.staged_at, r.id),
+            )[:limit]
+            jobs = [r.new_job(jid) for r, jid in zip(free, job_ids)]
+            keys = [dedupe_key(j.name, j.tenant, j.idempotency_key) for j in jobs if j.idempotency_key is not None]
+            if len(set(keys)) < len(keys) or any(k in self.state.live_keys for k in keys):
+                return None  # as the plain insert's unique violation: nothing written
+            _, fresh = insert_jobs(self.state, jobs, now)
+            for r, j in zip(free, jobs):
+                table[r.id] = replace(
+                    r,
+                    claimed_by=relay,
+                    claim_token=token,
+                    claimed_at=now,
+                    lease_until=None,
+                    published_at=now,
+                    job_id=j.id,
+                )
+        self._wake(fresh)
+        return [r.id for r in free]
 
     async def outbox_mark_published(
         self, *, token: str, published: Sequence[tuple[str, str]], now: datetime

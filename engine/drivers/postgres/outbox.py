@@ -117,6 +117,18 @@ class PostgresOutbox(PostgresBase):
             for (i, st, n, q, t, k, inp, ra, ma, pr, att, err, fa) in rows
         ]
 
+    async def outbox_publish_batch(
+        self, *, relay: str, token: str, limit: int, now: datetime, job_ids: Sequence[str]
+    ) -> list[str] | None:
+        params = {"relay": relay, "token": token, "limit": limit, "now": now, "job_ids": list(job_ids[:limit])}
+        try:
+            row = await self._row(Q.outbox_publish_batch, params)
+        except (psycopg.OperationalError, psycopg.InterfaceError):
+            raise  # the database is away: the row-by-row path would fail too
+        except psycopg.Error:  # a live key (I2) or a row the insert refuses: nothing was written
+            return None
+        return list((row or {}).get("ids") or [])
+
     async def outbox_mark_published(
         self, *, token: str, published: Sequence[tuple[str, str]], now: datetime
     ) -> list[str]:
