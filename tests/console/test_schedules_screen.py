@@ -95,7 +95,7 @@ async def test_pause_then_trigger_from_the_screen_are_audited() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await drive("5", "p")(pilot)  # the first row: digest.quarter
         assert isinstance(app.screen, ConfirmScreen)
-        assert "Pause task digest.quarter" in str(app.screen.query_one("#confirm-body").render())
+        assert "Pause task digest.quarter" in str(app.screen.query_one("#confirm-text").render())
         await drive("y")(pilot)
         await drive("t", "y")(pilot)
     view = await app.source.schedules()
