@@ -17,6 +17,7 @@ import psycopg
 from psycopg import errors, sql
 from psycopg.conninfo import conninfo_to_dict
 
+from engine.drivers.sqlfiles import Q
 from engine.testing.embedded_pg import EmbeddedPostgres, create_database, drop_database
 
 TEMPLATE = "jobs_template"
@@ -49,7 +50,7 @@ class Databases:
         with psycopg.connect(self.admin, autocommit=True) as conn:
             # Closed to connections: CREATE DATABASE ... TEMPLATE fails while anyone is connected.
             conn.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS false").format(sql.Identifier(self.template)))
-            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", [self.template])
+            conn.execute(Q.database_sessions_end.text, {"name": self.template})  # type: ignore[arg-type]
         return self
 
     def create(self) -> str:
