@@ -82,6 +82,11 @@ SHOTS: tuple[Shot, ...] = (
         press=("2", "down", "c"),
     ),
     Shot("workers", "Workers: host, pid, queues, slots in use, last heartbeat (stale marked)", press=("4",)),
+    Shot(
+        "schedules",
+        "Schedules: each cron task in words, its next and last run and that job's state; the leader and its lease",
+        press=("5",),
+    ),
     Shot("help", "Help: every key of every screen, from the one action table", press=("question_mark",)),
     Shot(
         "read_only",

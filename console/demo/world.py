@@ -10,8 +10,9 @@ Everything goes through the engine's testing factory (engine.testing.Factory: en
 step, nack, heartbeat, slot, pause), never by writing rows, so the state is one the engine can
 really be in. The hour holds: six queues, jobs in every state, dead letters of both stop reasons
 with error codes and tenants, a retrying job, jobs parked behind a full concurrency limit and a
-rate limit, a sleep and an event wait, a paused queue, three workers (one stale), attempts and
-step traces, and inputs that are huge, hostile (terminal escapes, Rich markup) or binary-looking.
+rate limit, a sleep and an event wait, a paused queue, three workers (one stale), the cron tasks
+the second worker schedules as the leader (one runs every minute), attempts and step traces,
+and inputs that are huge, hostile (terminal escapes, Rich markup) or binary-looking.
 """
 
 from __future__ import annotations
@@ -53,11 +54,13 @@ SMTP_TRACEBACK = "\n".join(  # what the worker stores for a failed attempt (Work
 
 
 class _World:
-    def __init__(self, f: Factory, start: datetime, seed: int) -> None:
+    def __init__(self, f: Factory, start: datetime, seed: int, cron: bool = True) -> None:
         self.f, self.start, self.now_at = f, start, start + timedelta(hours=1)
         self.rng = random.Random(seed)
         self.n = 0
         self.contact = ""  # the umbrella contact the rate limit sheds
+        self.scheduler = f.scheduler(app.DEMO_TASKS if cron else (), holder=APP2, host="app2", pid=5151)
+        self.cron = cron
 
     def at(self, moment: datetime) -> None:
         assert isinstance(self.f.clock, FakeClock)
@@ -98,6 +101,7 @@ class _World:
         for minute in range(60):
             self.at(self.start + timedelta(minutes=minute))
             await self.heartbeats(stale_too=minute < 57)
+            await self.cron_tick()
             for h, rate in rates.items():
                 wave = 1 + (minute // 10) % 3  # traffic ebbs and flows, so the sparkline has a shape
                 count = self.rng.randint(0, rate * wave)
@@ -117,6 +121,16 @@ class _World:
                 await self.dead_letter(app.deliver_webhook, "X_HTTP_410", tenant="globex")
         self.at(self.now_at - timedelta(seconds=90))
         await self.heartbeats(stale_too=False)
+
+    async def cron_tick(self) -> None:
+        """One tick of the scheduler the second app worker runs; the occurrence it enqueues (the
+        minutely report) is run by that worker at once."""
+        if not self.cron:
+            return
+        await self.scheduler.run_once()
+        got = await self.f.claim_due("reports", WORKER_OF["reports"], limit=10)
+        self.f.advance(0.5)
+        await self.f.complete(*got)
 
     async def dead_letter(self, h: JobDefinition, code: str, *, tenant: str | None) -> str:
         """A job failing as its handler fails on this input: terminal at once, or every attempt."""
@@ -309,13 +323,15 @@ class _World:
             app.sync_ledger, {"account": 7, "since": "2025-12-01"}, "acme", run_at=now + timedelta(hours=2)
         )
         await self.f.cancel(gone, actor="bob", note="duplicate of a manual sync")
+        if self.cron:
+            await self.scheduler.run_once()  # the leader's latest tick: its lease runs on past the end
 
 
-async def play_world(engine: Engine, *, ending: datetime = NOW, seed: int = 7) -> None:
+async def play_world(engine: Engine, *, ending: datetime = NOW, seed: int = 7, cron: bool = True) -> None:
     """Play the world's hour onto ``engine`` (whose clock must be a FakeClock), ending at ``ending``;
-    leaves the clock there."""
+    leaves the clock there. ``cron=False``: no scheduler ticks (for a test that plays its own)."""
     assert isinstance(engine.clock, FakeClock), "the world is played on a FakeClock"
-    w = _World(Factory.of(engine), ending - timedelta(hours=1), seed)
+    w = _World(Factory.of(engine), ending - timedelta(hours=1), seed, cron)
     await w.f.open()
     w.at(w.start)
     await w.hour_of_traffic()
@@ -331,21 +347,23 @@ def _run(coro: Any) -> Any:
         return pool.submit(asyncio.run, coro).result()
 
 
-def seeded_engine(*, seed: int = 7, empty: bool = False) -> Engine:
+def seeded_engine(*, seed: int = 7, empty: bool = False, cron: bool = True) -> Engine:
     """A memory engine on a FakeClock stopped at NOW, holding the world's hour (or nothing)."""
     clock = FakeClock(START)
     engine = connect("memory://", clock=clock, ids=IdFactory(clock, seed=seed))
     if not empty:
-        _run(play_world(engine, seed=seed))
+        _run(play_world(engine, seed=seed, cron=cron))
     clock.set(NOW)
     return engine
 
 
-def seeded_source(*, seed: int = 7, read_only: bool = False, empty: bool = False, actor: str = "console:test") -> Any:
+def seeded_source(
+    *, seed: int = 7, read_only: bool = False, empty: bool = False, cron: bool = True, actor: str = "console:test"
+) -> Any:
     from console.source import Source
 
     return Source(
-        seeded_engine(seed=seed, empty=empty),
+        seeded_engine(seed=seed, empty=empty, cron=cron),
         read_only=read_only,
         actor=actor,
         database="memory (seeded demo)",

@@ -15,6 +15,7 @@ caller moves, which is how a seeded hour of history is played in a second.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -22,6 +23,8 @@ from engine.api import Engine, Enqueue
 from engine.clock import Clock, FakeClock
 from engine.drivers.base import Driver
 from engine.ids import IdFactory
+from engine.services.scheduler import Scheduler
+from engine.tasks import TaskDefinition
 from engine.types import Ack, Claim, JobRow, JobState, Nack, NackOutcome, NewJob, StopReason, StoredStep
 
 WORKER = "w-factory"
@@ -231,6 +234,13 @@ class Factory:
 
     async def pause(self, queue: str, *, actor: str = "factory", note: str | None = None) -> None:
         await self.driver.queue_pause(queue=queue, paused=True, actor=actor, note=note, now=self.now)
+
+    def scheduler(
+        self, tasks: Iterable[TaskDefinition], *, holder: str, host: str | None = None, pid: int | None = None
+    ) -> Scheduler:
+        """The scheduler a worker runs, on the factory's clock: each ``await s.run_once()`` is one
+        tick (lead or follow, enqueue what fell due, advance the watermarks)."""
+        return Scheduler(self.driver, self.clock, tasks, holder=holder, ids=self.ids, host=host, pid=pid)
 
 
 async def make_job(

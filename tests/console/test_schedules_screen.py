@@ -33,9 +33,9 @@ TASKS = [
 
 
 def scheduled_source(*, read_only: bool = False, leader_until: timedelta = timedelta(0)):  # type: ignore[no-untyped-def]
-    """The seeded source with the tasks declared at 09:00, down from 09:10 to 11:00 (so the
+    """The seeded source (without its own cron tasks) with these tasks declared at 09:00, down from 09:10 to 11:00 (so the
     quarter-hourly digest skipped what it missed), run until NOW - ``leader_until``."""
-    source = seeded_source(read_only=read_only)
+    source = seeded_source(read_only=read_only, cron=False)
     driver = source.engine.driver
     clock = FakeClock(NOW - timedelta(hours=3))
     cfg = SchedulerConfig(interval=10.0, leader_lease=90.0)
