@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.types import JSON, AttemptRecord, HistoryEntry, JobRow, JobState, StopReason
 
 if TYPE_CHECKING:  # the durable-steps area's trace row; only named in an annotation here
@@ -126,6 +127,18 @@ class JobFilter:
     search: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+
+    def __post_init__(self) -> None:
+        # A state given as its word ("dead") is that state; any other word is refused here, with
+        # the states named, rather than failing deep in a driver.
+        if self.state is not None and not isinstance(self.state, JobState):
+            if self.state not in JobState.__members__.values():
+                raise JobsError(
+                    X_INVALID_ARGUMENT,
+                    cause=f"JobFilter(state={self.state!r}): not a state ({', '.join(JobState)})",
+                    fix='JobFilter(state="dead")',
+                )
+            object.__setattr__(self, "state", JobState(self.state))
 
     @property
     def empty(self) -> bool:

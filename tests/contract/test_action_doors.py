@@ -252,3 +252,21 @@ def doors_filter(text: str):  # type: ignore[no-untyped-def]
     from engine.introspect import parse_filter
 
     return parse_filter(text)
+
+
+async def test_i25_id_addressed_actions_refuse_another_tenants_job_through_the_api_and_the_cli(
+    doors: Doors, driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    dead = await make_job(driver, ids, clock.now(), state=JobState.DEAD, tenant="acme")
+    live = await make_job(driver, ids, clock.now(), tenant="acme")
+    for call in (
+        doors.api.acancel(live.id, tenant="globex"),
+        doors.api.aretry_from_step(dead.id, "charge", tenant="globex"),
+    ):
+        err = await refused(call)
+        assert err.code == "X_NOT_FOUND" and "globex" in err.cause
+    for args in (("cancel", live.id), ("retry", dead.id), ("discard", dead.id), ("show", dead.id)):
+        r = await doors.cli(*args, "--tenant", "globex")
+        assert r.exit_code != 0 and "X_NOT_FOUND" in r.stderr and "globex" in r.stderr, (args, r.stderr)
+    assert await driver.job_get(job_id=live.id) == live and await driver.job_get(job_id=dead.id) == dead
+    assert await driver.job_history(job_id=dead.id) == []

@@ -22,7 +22,7 @@ from psycopg.rows import tuple_row
 from engine.drivers.postgres.pool import LoopPools
 from engine.drivers.sqlfiles import Q, Query
 from engine.drivers.transient import CONNECTION_ERRORS, lost
-from engine.errors import X_QUERY_BUDGET, X_SQL_CATALOG, JobsError
+from engine.errors import X_DB_READ_ONLY, X_PERMISSION_DENIED, X_QUERY_BUDGET, X_SQL_CATALOG, JobsError
 
 T = TypeVar("T")
 Conn = psycopg.AsyncConnection[Any]
@@ -47,20 +47,42 @@ async def _answer(cur: Any, cardinality: str) -> Any:
     return await cur.fetchall()
 
 
-class _Connection:
-    """pools.connection(), translating a connection failure on the way in or out (a class, not
-    an asynccontextmanager: this wraps every statement, the hot ones included)."""
+def refused(exc: BaseException, user: str) -> JobsError | None:
+    """The engine's error for a statement the server refused for who or where we are: the role
+    lacks a privilege, or the database takes no writes (a hot standby); None for anything else."""
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+        return JobsError(
+            X_PERMISSION_DENIED,
+            cause=f"the database refused role {user!r}: {first}",
+            fix=f"GRANT jobs_writer TO {user}",
+        )
+    if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
+        return JobsError(
+            X_DB_READ_ONLY,
+            cause=f"the database takes no writes (a hot standby?): {first}",
+            fix="export JOBS_DSN=postgresql://USER@PRIMARY/DB",
+        )
+    return None
 
-    __slots__ = ("_use",)
+
+class _Connection:
+    """pools.connection(), translating a connection failure on the way in or out, and a
+    statement the server refused for our role or a read-only database (a class, not an
+    asynccontextmanager: this wraps every statement, the hot ones included)."""
+
+    __slots__ = ("_use", "_conn")
 
     def __init__(self, pools: LoopPools) -> None:
         self._use = pools.connection()
+        self._conn: Conn | None = None
 
     async def __aenter__(self) -> Conn:
         try:
-            return await self._use.__aenter__()
+            conn = self._conn = await self._use.__aenter__()
         except CONNECTION_ERRORS as exc:
             raise lost(exc) from exc
+        return conn
 
     async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None, tb: Any) -> None:
         try:
@@ -69,6 +91,10 @@ class _Connection:
             raise lost(exc) from exc
         if isinstance(e, CONNECTION_ERRORS):
             raise lost(e) from e
+        if isinstance(e, psycopg.errors.DatabaseError) and self._conn is not None:
+            err = refused(e, self._conn.info.user)
+            if err is not None:
+                raise err from e
 
 
 class PostgresBase:
