@@ -126,6 +126,11 @@ def worker(
     ),
     lease_seconds: float = typer.Option(30.0, "--lease-seconds", help="a claim's lease, renewed every third of it"),
     grace: float = typer.Option(30.0, "--grace", help="drain timeout: in-flight jobs may finish for this long (s)"),
+    close_timeout: float = typer.Option(
+        10.0,
+        "--close-timeout",
+        help="drain: the most the close after the grace may take, whatever the database does (s)",
+    ),
     poll_interval: float = typer.Option(1.0, "--poll-interval", help="the fallback poll when no NOTIFY arrives (s)"),
     traceback_limit: int = typer.Option(
         8192, "--traceback-limit", help="most characters of a failed attempt's traceback stored (its tail); 0: none"
@@ -151,6 +156,7 @@ def worker(
             ("flush-interval", flush_interval, "0.005"),
             ("lease-seconds", lease_seconds, "30"),
             ("grace", grace, "30"),
+            ("close-timeout", close_timeout, "10"),
             ("poll-interval", poll_interval, "1"),
             ("maintenance-interval", maintenance_interval, "5"),
             ("metrics-port", metrics_port, "9464"),
@@ -179,6 +185,7 @@ def worker(
             flush_interval=flush_interval,
             lease_seconds=lease_seconds,
             grace=grace,
+            close_timeout=close_timeout,
             poll_interval=poll_interval,
             traceback_limit=traceback_limit,
         )

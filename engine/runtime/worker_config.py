@@ -26,6 +26,9 @@ class WorkerConfig:
     poll_interval: float = 1.0  # the fallback when no NOTIFY arrives
     heartbeat_interval: float = 5.0
     grace: float = 30.0  # drain: how long in-flight jobs may finish before they are released
+    # drain: the most the close after the grace may take (release, flush, stop the loops,
+    # deregister), real seconds; past it a step that waits on the database is given up
+    close_timeout: float = 10.0
     shed_delay: float = 1.0  # a concurrency shed is claimable again after this
     gauges_interval: float = 10.0
     traceback_limit: int = 8192  # most characters of a failed attempt's traceback stored (its tail); 0: none
@@ -43,6 +46,7 @@ class WorkerConfig:
             "poll_interval",
             "heartbeat_interval",
             "grace",
+            "close_timeout",
             "shed_delay",
             "gauges_interval",
         ):
