@@ -16,6 +16,7 @@ from typing import Any
 from engine.errors import (
     X_DUPLICATE_JOB,
     X_IDEMPOTENCY_REQUIRED,
+    X_INVALID_ARGUMENT,
     X_INVALID_DEFINITION,
     X_NOT_A_JOB,
     X_UNKNOWN_JOB,
@@ -246,6 +247,24 @@ class Registry:
 
     def queues(self) -> list[str]:
         return sorted({h.queue for h in self._jobs.values()})
+
+
+def as_registry(jobs: object) -> Registry:
+    """A Registry from what an app hands the worker: a Registry, a module, one job handle or an
+    iterable of them. Anything else is refused (only real handles register, I23)."""
+    if isinstance(jobs, Registry):
+        return jobs
+    if isinstance(jobs, pytypes.ModuleType):
+        return Registry.from_module(jobs)
+    if isinstance(jobs, JobDefinition):
+        return Registry([jobs])
+    if isinstance(jobs, (list, tuple, set, frozenset)):
+        return Registry(jobs)
+    raise JobsError(
+        X_INVALID_ARGUMENT,
+        cause=f"the worker cannot serve {jobs!r}: not a Registry, module or job handles",
+        fix="eng.worker([send_email, provision_workspace], concurrency=16)",
+    )
 
 
 def describe_job(handle: JobDefinition) -> dict[str, Any]:

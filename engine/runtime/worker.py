@@ -29,17 +29,21 @@ from typing import Any
 from engine.clock import Clock, SystemClock
 from engine.drivers.base import Driver
 from engine.errors import X_INVALID_ARGUMENT, JobsError
-from engine.jobs import Registry
+from engine.jobs import Registry, as_registry
 from engine.runtime import aio, logs
 from engine.runtime.execute import Execution, Runner
 from engine.runtime.leases import LeaseKeeper, _short
 from engine.runtime.limits import Limits
 from engine.runtime.metrics import Metrics
 from engine.runtime.settle import AckBuffer, Backoff, Pending
+from engine.runtime.startup import when_reachable
 from engine.runtime.worker_config import WorkerConfig
 from engine.types import ClaimedJob
 
 STOP_WAIT = 0.5  # seconds a drain past its close_timeout still gives its loops to end
+
+
+__all__ = ["Worker", "WorkerConfig", "as_registry"]
 
 
 class Worker:
@@ -107,10 +111,13 @@ class Worker:
         return len(self._running)
 
     async def start(self) -> None:
+        """Open the driver and register, waiting for a database that does not answer yet
+        (engine/runtime/startup.py), then start the claim loop and the background loops."""
         if self._started:
             return
-        self._started = True
         cfg = self.config
+        await when_reachable(self._register, worker=self.id, start_timeout=cfg.start_timeout)
+        self._started = True
         self._woken = asyncio.Event()
         self._slot_freed = asyncio.Event()
         self._stopped = asyncio.Event()
@@ -140,15 +147,6 @@ class Worker:
             executor=self._executor,
             poke=self._woken.set,
             traceback_limit=cfg.traceback_limit,
-        )
-        await self.driver.open()
-        await self.driver.worker_register(
-            id=self.id,
-            host=socket.gethostname(),
-            pid=os.getpid(),
-            queues=self.queues,
-            concurrency=cfg.concurrency,
-            now=self.clock.now(),
         )
         spawn = asyncio.get_running_loop().create_task
         self._claimer = spawn(self._claim_loop(), name="jobs-claim")
@@ -236,6 +234,17 @@ class Worker:
         self._executor.shutdown(wait=False, cancel_futures=True)
         self._stopped.set()
         logs.emit(logs.WORKER_STOPPED, worker=self.id, released=len(self.released))
+
+    async def _register(self) -> None:
+        await self.driver.open()
+        await self.driver.worker_register(
+            id=self.id,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            queues=self.queues,
+            concurrency=self.config.concurrency,
+            now=self.clock.now(),
+        )
 
     async def _beat(self, *, stopping: bool) -> None:
         try:
@@ -412,25 +421,3 @@ class Worker:
 
 async def _run(service: Callable[[], Awaitable[None]]) -> None:
     await service()
-
-
-def as_registry(jobs: object) -> Registry:
-    """A Registry from what an app hands the worker: a Registry, a module, one job handle or an
-    iterable of them. Anything else is refused (only real handles register, I23)."""
-    import types as pytypes
-
-    from engine.jobs import JobDefinition
-
-    if isinstance(jobs, Registry):
-        return jobs
-    if isinstance(jobs, pytypes.ModuleType):
-        return Registry.from_module(jobs)
-    if isinstance(jobs, JobDefinition):
-        return Registry([jobs])
-    if isinstance(jobs, (list, tuple, set, frozenset)):
-        return Registry(jobs)
-    raise JobsError(
-        X_INVALID_ARGUMENT,
-        cause=f"the worker cannot serve {jobs!r}: not a Registry, module or job handles",
-        fix="eng.worker([send_email, provision_workspace], concurrency=16)",
-    )
