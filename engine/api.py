@@ -23,6 +23,7 @@ from engine.opening import ensure_open, forget
 from engine.outbox_types import Staged
 from engine.projections import ActionResult
 from engine.syncbridge import LoopThread
+from engine.text import check_text
 from engine.types import EnqueueResult, JobRow, NewJob, SentEvent
 
 # A batch past this many rows goes out a statement per CHUNK rows, pipelined in one transaction,
@@ -119,6 +120,7 @@ class Engine:
             raise JobsError(
                 X_INVALID_ARGUMENT, cause=f"tenant={tenant!r} must be a non-empty string or None", fix="tenant='acme'"
             )
+        check_text(tenant, what="tenant", fix="tenant='acme'")
         inp, text = check_json_text(value, job=h.name)
         return NewJob(
             job_id,

@@ -23,6 +23,7 @@ from engine.errors import (
     JobsError,
 )
 from engine.retry import RetryPolicy
+from engine.text import check_text
 
 DEFAULT_QUEUE = "default"
 DEFAULT_EVENT_POLL = 30.0
@@ -71,6 +72,11 @@ class JobDefinition:
                 cause=f"idempotency_key of job {self.name!r} returned {key!r}, not a non-empty string",
                 fix=f"@job(name={self.name!r}, idempotency_key=lambda inp: f\"order:{{inp['id']}}\")",
             )
+        check_text(
+            key,
+            what=f"the idempotency key of job {self.name!r}",
+            fix="enqueue an input whose key fields hold text only",
+        )
         return key
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -142,6 +148,12 @@ def job(
             cause=f"job {label!r} declares queue={queue!r}",
             fix=f"@job(name={label!r}, queue='default')",
         )
+    check_text(
+        queue,
+        what=f"job {label!r} declares queue",
+        fix=f"@job(name={label!r}, queue='default')",
+        code=X_INVALID_DEFINITION,
+    )
     _positive("timeout", timeout, label)
     _positive("step_timeout", step_timeout, label)
     _positive("event_poll", event_poll, label, allow_none=False)
@@ -173,6 +185,7 @@ def job(
                 cause=f"@job({label!r}) decorates {fn!r}, which is not callable",
                 fix="put @job(...) above a def",
             )
+        check_text(name, what="@job declares name", fix="@job(name='send_email', ...)", code=X_INVALID_DEFINITION)
         return JobDefinition(
             name=name or fn.__name__,
             fn=fn,
