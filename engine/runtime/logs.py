@@ -22,6 +22,7 @@ WORKER_RECONNECTING = "jobs.worker.reconnecting"
 WORKER_WAITING_FOR_DATABASE = "jobs.worker.waiting-for-database"  # its start retries a database that does not answer
 WORKER_RECONNECTED = "jobs.worker.reconnected"
 WORKER_RELEASED = "jobs.worker.released"
+WORKER_GONE = "jobs.worker.gone"  # a worker's presence ended holding claims: its jobs re-delivered
 LEASE_LOST = "jobs.lease.lost"
 SLOT_LOST = "jobs.worker.slot-lost"  # a running job's fleet concurrency slot was taken by another holder
 TIMEOUT_ABANDONED = "jobs.timeout.abandoned"

@@ -35,6 +35,7 @@ from engine.runtime.execute import Execution, Runner
 from engine.runtime.leases import LeaseKeeper, _short
 from engine.runtime.limits import Limits
 from engine.runtime.metrics import Metrics
+from engine.runtime.presence import Presence
 from engine.runtime.settle import AckBuffer, Backoff, Pending
 from engine.runtime.startup import when_reachable
 from engine.runtime.worker_config import WorkerConfig
@@ -81,6 +82,9 @@ class Worker:
             lease_seconds=cfg.lease_seconds,
             interval=cfg.renew_interval or cfg.lease_seconds / 3,
             metrics=self.metrics,
+        )
+        self.presence = Presence(
+            driver, self.clock, worker=self.id, interval=cfg.presence_interval, metrics=self.metrics, poke=self._poke
         )
         self._services, self._on_drain = list(services), list(on_drain)
         self._running: dict[str, asyncio.Task[Execution]] = {}
@@ -156,6 +160,7 @@ class Worker:
             spawn(self._listen_loop(), name="jobs-listen"),
             spawn(self._heartbeat_loop(), name="jobs-heartbeat"),
             spawn(self._gauges_loop(), name="jobs-gauges"),
+            spawn(self.presence.run(), name="jobs-presence"),
         ] + [spawn(_run(svc), name="jobs-service") for svc in self._services]
         logs.emit(logs.WORKER_STARTED, worker=self.id, queues=list(self.queues), concurrency=cfg.concurrency)
 
@@ -229,8 +234,10 @@ class Worker:
                 step="loops",
                 tasks=sorted(t.get_name() for t in stuck if isinstance(t, asyncio.Task)),
             )
-        # Unregistered here, or by the reaper once its heartbeat is old.
+        # Unregistered here, or by the reaper once its heartbeat is old; then its presence ends
+        # (a row left behind, still holding claims, has them re-delivered by the fleet).
         await aio.within(lambda: self.driver.worker_deregister(id=self.id), max(close_by, loop.time() + STOP_WAIT))
+        await aio.within(self.presence.release, max(close_by, loop.time() + STOP_WAIT))
         self._executor.shutdown(wait=False, cancel_futures=True)
         self._stopped.set()
         logs.emit(logs.WORKER_STOPPED, worker=self.id, released=len(self.released))
@@ -245,6 +252,11 @@ class Worker:
             concurrency=self.config.concurrency,
             now=self.clock.now(),
         )
+        await self.presence.hold()  # before the first claim: no claim of ours is ever an orphan's
+
+    def _poke(self) -> None:
+        if self._started:
+            self._woken.set()
 
     async def _beat(self, *, stopping: bool) -> None:
         try:
@@ -378,14 +390,8 @@ class Worker:
                     )
                     self._drain_task = asyncio.get_running_loop().create_task(self.drain(), name="jobs-drain")
                 if beat is None:  # reaped while the database was away: register again
-                    await self.driver.worker_register(
-                        id=self.id,
-                        host=socket.gethostname(),
-                        pid=os.getpid(),
-                        queues=self.queues,
-                        concurrency=self.config.concurrency,
-                        now=self.clock.now(),
-                    )
+                    await self.presence.release()  # taken again and noted on the new row
+                    await self._register()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

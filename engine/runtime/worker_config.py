@@ -31,6 +31,8 @@ class WorkerConfig:
     close_timeout: float = 10.0
     # start: how long to wait for a database that does not answer (real seconds); None: as long as it takes
     start_timeout: float | None = None
+    # how often (real seconds) the worker checks its presence and re-delivers gone workers' jobs
+    presence_interval: float = 0.5
     shed_delay: float = 1.0  # a concurrency shed is claimable again after this
     gauges_interval: float = 10.0
     traceback_limit: int = 8192  # most characters of a failed attempt's traceback stored (its tail); 0: none
@@ -49,6 +51,7 @@ class WorkerConfig:
             "heartbeat_interval",
             "grace",
             "close_timeout",
+            "presence_interval",
             "shed_delay",
             "gauges_interval",
         ):

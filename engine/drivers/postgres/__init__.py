@@ -42,6 +42,7 @@ class PostgresDriver(
         # Each area's own state, set here in one place.
         self.optimistic_batches = bool(optimistic_batches)  # jobs: a batch tries the plain INSERT first
         self._listen_conns = {}  # workers: each loop's LISTEN connection
+        self._presence = {}  # workers: each worker's presence session
         self._step_writers = {}  # steps: each loop's group writer
         self._outbox_listen_conns = {}  # outbox: each loop's LISTEN connection for committed stages
 
@@ -56,6 +57,7 @@ class PostgresDriver(
     async def close(self) -> None:
         self._step_writers.clear()
         await self._listeners_close()
+        await self._presence_close()
         await self._outbox_listeners_close()
         for loop, closable in self.pools.forget_all():
             await close_on(loop, closable)
