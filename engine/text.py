@@ -10,6 +10,7 @@ engine.codec, on the same rule.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from engine.errors import X_INVALID_ARGUMENT, JobsError
@@ -49,3 +50,20 @@ def check_texts(value: Any, *, what: str, fix: str, code: str = X_INVALID_ARGUME
     elif isinstance(value, (list, tuple)):
         for v in value:
             check_texts(v, what=what, fix=fix, code=code)
+
+
+# C0 controls but tab and newline, DEL, the C1 range, lone surrogates, and the bidi overrides that
+# can reorder what a reader sees.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    ch = match.group(0)
+    return "\\r" if ch == "\r" else f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` for a terminal: every control character but tab and newline, every bidi override
+    and lone surrogate shown as an escape (``\\x1b``, ``\\u202e``), so no sequence that came with
+    the data (a job's name, tenant, error, a note) reaches the terminal. What the CLI prints."""
+    return _UNPRINTABLE.sub(_escaped, text)

@@ -17,7 +17,7 @@ from typing import Any
 
 import typer
 
-from engine.cli import EXIT_ERROR, app, fail
+from engine.cli import EXIT_ERROR, app, error_text, fail
 from engine.cli.admin import DSN_HELP, resolve_dsn
 from engine.errors import X_INVALID_ARGUMENT, X_WORKER_TARGET, JobsError
 from engine.jobs import Registry
@@ -263,7 +263,7 @@ async def _serve(
                 raise
             return 0
         except JobsError as err:
-            sys.stderr.write(f"error {err.code}: {err.cause}\n  fix: {err.fix}\n  docs: {err.docs}\n")
+            sys.stderr.write(error_text(err))
             return EXIT_ERROR
         if signals:  # signalled as the start ended (its cancellation lost on the way): drain now
             await w.drain()

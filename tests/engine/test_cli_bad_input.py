@@ -42,3 +42,58 @@ def test_unstorable_text_in_the_clis_text_arguments_is_the_engines_error(pg_dsn:
     refused(cli(pg_dsn, "ls", "-f", f"tenant={bad}"), "X_INVALID_ARGUMENT")
     refused(cli(pg_dsn, "ls", "-f", f"search={bad}"), "X_INVALID_ARGUMENT")
     refused(cli(pg_dsn, "pause", f"q{bad}", "--create"), "X_INVALID_ARGUMENT")
+
+
+EVIL = "x\x1b[31mred\x1b]0;title\x07\r\u202eevil[bold]B[/bold]\x9b2J"
+DANGEROUS = ("\x1b", "\x07", "\r", "\u202e", "\x9b")
+
+
+def _seed_evil(dsn: str) -> tuple[str, str]:
+    """A dead job, a running one with a step, a worker and a pause, whose every text field
+    carries terminal escape sequences, a bidi override and rich markup."""
+    from engine.clock import SystemClock
+    from engine.drivers.postgres import PostgresDriver
+    from engine.ids import IdFactory
+    from engine.testing import Factory
+    from engine.types import JobState
+
+    async def go() -> tuple[str, str]:
+        f = Factory(PostgresDriver(dsn), IdFactory(SystemClock()), SystemClock())
+        try:
+            await f.open()
+            dead = await f.job(name=f"n{EVIL}", queue=f"q{EVIL}", tenant=f"t{EVIL}", key=f"k{EVIL}", input={"v": EVIL})
+            claim = await f.claim(dead.id, worker=f"w{EVIL}")
+            await f.step(claim, f"s{EVIL}", 1, status="failed", error=f"E{EVIL}")
+            await f.nack(claim, "dead", error=f"X_EVIL: {EVIL}", error_code="X_EVIL", stop_reason="terminal")
+            other = await f.job(JobState.READY, name=f"n{EVIL}", queue=f"q{EVIL}")
+            await f.cancel(other.id, note=f"note {EVIL}")
+            await f.worker(f"w{EVIL}", host=f"h{EVIL}", pid=1, queues=(f"q{EVIL}",), concurrency=2)
+            await f.pause(f"p{EVIL}", note=f"pause {EVIL}")
+            return dead.id, other.id
+        finally:
+            await f.close()
+
+    import asyncio
+
+    return asyncio.run(go())
+
+
+def test_every_field_the_cli_prints_shows_control_characters_escaped_and_markup_literal(pg_dsn: str) -> None:
+    dead, cancelled = _seed_evil(pg_dsn)
+    runs = {
+        "ls": cli(pg_dsn, "ls"),
+        "show dead": cli(pg_dsn, "show", dead),
+        "show cancelled": cli(pg_dsn, "show", cancelled),
+        "dead": cli(pg_dsn, "dead"),
+        "queues": cli(pg_dsn, "queues"),
+        "workers": cli(pg_dsn, "workers"),
+        "why": cli(pg_dsn, "why", dead),
+        "not found": cli(pg_dsn, "why", f"q{EVIL}x"),
+    }
+    for what, r in runs.items():
+        out = r.stdout + r.stderr
+        assert not any(ch in out for ch in DANGEROUS), (what, out)
+        assert "Traceback" not in out, (what, out)
+    shown = runs["show dead"].stdout
+    assert "\\x1b[31mred\\x1b]0;title\\x07\\r\\u202eevil[bold]B[/bold]\\x9b2J" in shown  # escaped, markup literal
+    assert f"last error: X_EVIL: {EVIL[:3]}".replace("\x1b", "\\x1b") in shown
