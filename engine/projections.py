@@ -182,9 +182,27 @@ class NextRetry:
 
 @dataclass(frozen=True)
 class SlotHolder:
+    """One slot row of a concurrency key; ``state`` and ``started_at`` are its holder job's (its
+    state now, and when its current claim began), None when the slot is free or the job is gone."""
+
     job_id: str | None
     worker: str | None
     lease_until: datetime | None
+    state: JobState | None = None
+    started_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class WaitGroup:
+    """Jobs of one queue that are not claimable now, grouped by what they wait for: ``kind`` is
+    delay (delayed), sleep or event (suspended), rate or concurrency (parked by that limit);
+    ``key`` the event's name or the limit's key; ``next_at`` the earliest run_at among them."""
+
+    state: JobState
+    kind: str
+    key: str | None
+    count: int
+    next_at: datetime
 
 
 @dataclass(frozen=True)
@@ -192,11 +210,15 @@ class Cause:
     """One reason, as data. ``kind`` says which fields matter:
 
     delayed (until), paused (by, at, note), slots (key, holders, limit), rate_limit (key, tokens,
-    refill_at), sleep (until), event (event, match, until = timeout), stale_worker (worker,
-    heartbeat_at), no_worker (queue), duplicate (job_id, state), running (worker, until = lease
-    end), dead (code, stop_reason, attempt, max_attempts), finished (state, at), ready (nothing is
-    wrong: it is next for a worker), backlog (count, workers), waiting (a parked job: since when it
-    has waited, in the text; the queue's oldest-ready age counts from the same time).
+    refill_at, at = when the tokens were counted), limit (limit_kind, key, until = next try),
+    sleep (until), event (event, match, until = the wait's timeout or None, next_check = when the
+    job looks for it again), stale_worker (worker, heartbeat_at), no_worker (queue), duplicate
+    (job_id, state), running (worker, until = lease end), dead (code, stop_reason, attempt,
+    max_attempts), finished (state, at), ready (nothing is wrong: it is next for a worker),
+    backlog (count, workers), waiting (a parked job: since when it has waited, in the text; the
+    queue's oldest-ready age counts from the same time), clear (a queue nothing holds back).
+    A queue's delayed, sleep, event and limit causes carry ``count`` (how many jobs) and ``until``
+    (the first of them to run again).
     """
 
     kind: str
@@ -222,6 +244,8 @@ class Cause:
     attempt: int | None = None
     max_attempts: int | None = None
     count: int | None = None
+    limit_kind: str | None = None  # rate | concurrency
+    next_check: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 from engine.cli import EXIT_DRIFT, app, fail
 from engine.cli.admin import DSN_HELP, resolve_dsn
-from engine.errors import X_INVALID_ARGUMENT, X_NOT_FOUND, JobsError
+from engine.errors import X_INVALID_ARGUMENT, JobsError
 
 T = TypeVar("T")
 BUDGET_HELP = "seconds each query may take before it is cut off"
@@ -290,30 +290,16 @@ def why(
     json_out: bool = typer.Option(False, "--json"),
     budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
 ) -> None:
-    """Why a job is not running, or why a queue's oldest-ready age grows: the causes."""
-    from engine.introspect.base import id_fragment
-
-    try:
-        id_fragment(target)
-        maybe_job = True  # an id, or hex digits of one: a job's, unless no job has it
-    except JobsError:
-        maybe_job = False
-
-    async def call(e: Any) -> Any:
-        i = intro(e, budget)
-        if maybe_job:
-            try:
-                return await i.why_job(target)
-            except JobsError as err:
-                if err.code != X_NOT_FOUND or len(target.strip()) == 36:
-                    raise
-        return await i.why_queue(target)
-
-    rep = run(dsn, json_out, call)
+    """Why a job is not running, or why a queue's oldest-ready age grows: the causes. A queue's
+    name reads as a queue; a mistyped id is an error naming the ids it may have meant (exit 3)."""
+    rep = run(dsn, json_out, lambda e: intro(e, budget).why(target))
     if json_out:
         return emit(rep)
+    out = console()
     for c in rep.causes:
-        console().print(f"- [{c.kind}] {c.text}")
+        out.print(f"- [{c.kind}] {c.text}", markup=False, highlight=False)
+    if not rep.causes:
+        out.print(rep.summary, markup=False, highlight=False)
 
 
 @app.command()

@@ -47,6 +47,7 @@ from engine.projections import (
     LimitState,
     QueuePause,
     QueueStats,
+    WaitGroup,
 )
 from engine.types import (
     Ack,
@@ -311,6 +312,10 @@ class IntrospectArea(Protocol):
 
     async def limit_state(self, *, keys: Sequence[str], now: datetime) -> list[LimitState]:
         """The stored slot rows and rate buckets of these limit keys (keys with neither: left out)."""
+        ...
+
+    async def queue_waits(self, *, queue: str, now: datetime, budget_ms: int | None) -> list[WaitGroup]:
+        """A queue's jobs not claimable at ``now``, grouped by what they wait for (WaitGroup)."""
         ...
 
 
