@@ -80,7 +80,7 @@ def relay(
                 fix="jobs relay --metrics-port 9465",
             )
         config = RelayConfig(batch_size=batch_size, lease_ms=lease_ms, poll_interval=poll_interval)
-        target = resolve_dsn(dsn)
+        target = resolve_dsn(dsn, long_running=True)
     except JobsError as err:
         fail(err, as_json=json_out)
     code = asyncio.run(_serve(target, config, metrics_port, metrics_host))

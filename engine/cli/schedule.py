@@ -155,7 +155,7 @@ def scheduler(
                 cause=f"{target!r} declares no cron task (no @task handle in it)",
                 fix=f"add @task(name=..., cron='*/5 * * * *') to a handler in {target.partition(':')[0]}",
             )
-        target_dsn = resolve_dsn(dsn)
+        target_dsn = resolve_dsn(dsn, long_running=True)
     except JobsError as err:
         fail(err, as_json=json_out)
     code = asyncio.run(_serve(target_dsn, tasks, config, metrics_port, metrics_host))

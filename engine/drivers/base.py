@@ -84,6 +84,12 @@ class Lifecycle(Protocol):
 
     async def close(self) -> None: ...
 
+    async def reset(self) -> None:
+        """Drop the running loop's connections at once (closed in the background, never waited
+        on), so the next call connects afresh: after the server went away or froze, a pool's own
+        reconnection backs off for many seconds, a fresh connection answers at once."""
+        ...
+
     def describe(self) -> str:
         """What this storage is, for a person: ``memory``, or ``postgres`` and the DSN without
         its password (I25)."""
