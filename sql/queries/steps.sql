@@ -104,10 +104,20 @@ with prior as (
         result = null, stop_reason = null, wait = null, waiting_since = null, lease_until = null
     where id = %(id)s and state in ('dead','completed')
     returning id, pg_notify('jobs_enqueue', queue) as notified
+), resumed as (
+    -- The completing claim resumed a suspended run: that run's row becomes the completed attempt.
+    select a.job_id, a.run from jobs.attempt a join prior on a.job_id = prior.id
+    where a.run = (select max(run) from jobs.attempt where job_id = prior.id) and a.outcome = 'suspended'
+      and a.attempt = prior.attempt and exists (select 1 from upd)
+), carried as (
+    update jobs.attempt a
+    set run = prior.run, worker = prior.claimed_by, finished_at = prior.finished_at, outcome = 'completed'
+    from prior, resumed
+    where a.job_id = resumed.job_id and a.run = resumed.run
 ), att as (
     insert into jobs.attempt (job_id, run, attempt, worker, started_at, finished_at, outcome)
     select id, run, attempt, claimed_by, coalesce(claimed_at, finished_at), finished_at, 'completed'
-    from prior where exists (select 1 from upd)
+    from prior where exists (select 1 from upd) and not exists (select 1 from resumed)
     on conflict (job_id, run) do nothing
 ), hist as (
     insert into jobs.history (job_id, at, kind, actor, note, data)

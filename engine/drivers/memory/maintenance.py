@@ -67,21 +67,19 @@ class MemoryMaintenance(MemoryBase):
                         updated_at=now,
                     )
                 )
-                recs = self.state.attempts.setdefault(r.id, [])
-                if all(a.run != r.run for a in recs):
-                    recs.append(
-                        AttemptRecord(
-                            r.id,
-                            r.run,
-                            r.attempt,
-                            r.claimed_by or "?",
-                            r.claimed_at or now,
-                            now,
-                            "lost",
-                            "X_LEASE_LOST",
-                            err,
-                        )
+                self.state.record_attempt(
+                    AttemptRecord(
+                        r.id,
+                        r.run,
+                        r.attempt,
+                        r.claimed_by or "?",
+                        r.claimed_at or now,
+                        now,
+                        "lost",
+                        "X_LEASE_LOST",
+                        err,
                     )
+                )
                 self.state.add_history(
                     HistoryEntry(
                         r.id,
