@@ -158,6 +158,8 @@ def history_text(d: JobDetail, now: datetime) -> Text:
         t.append(f"{stamp(h.at, now):<9} ", style="dim")
         t.append(f"{clean(h.kind, limit=20):<14}", style="bold")
         t.append(f" by {clean(h.actor, limit=30)}" if h.actor else "")
+        if h.kind == "event" and h.data.get("event"):  # which event woke the job
+            t.append(f"  {clean(h.data['event'], limit=60)}")
         if h.note:
             t.append(f"  note: {clean(h.note, limit=120)}", style="italic")
     return t

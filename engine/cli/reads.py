@@ -215,7 +215,12 @@ def show(
             f"{s.error or ''}"
         )
     for h in d.history:
-        out.print(f"  {_t(h.at)} {h.kind} by {h.actor or '?'}{f' — {h.note}' if h.note else ''}")
+        what = f" {h.data['event']}" if h.kind == "event" and h.data.get("event") else ""
+        out.print(
+            f"  {_t(h.at)} {h.kind}{what} by {h.actor or '?'}{f' — {h.note}' if h.note else ''}",
+            markup=False,
+            highlight=False,
+        )
 
 
 @app.command()

@@ -50,7 +50,8 @@ order by seq, name;
 
 -- name: event_send :one
 -- Store one event and make every suspended wait it matches claimable now (event_poll is the
--- fallback bound, this is the fast path): same name, same tenant, payload contains the match.
+-- fallback bound, this is the fast path): same name, same tenant, payload contains the match;
+-- each job it wakes gets an `event` history entry naming the event and its sender.
 with ev as (
     insert into jobs.event (id, name, tenant, payload, sent_at, sent_by)
     values (%(id)s, %(name)s, %(tenant)s, %(payload)s::jsonb, %(now)s, %(actor)s)
@@ -66,6 +67,11 @@ with ev as (
       and j.run_at > %(now)s
     -- Wakes idle workers of the woken jobs' queues (the worker listens on jobs_enqueue).
     returning j.id, pg_notify('jobs_enqueue', j.queue) as notified
+), hist as (
+    -- Each woken job's history says which event woke it and who sent it.
+    insert into jobs.history (job_id, at, kind, actor, note, data)
+    select woke.id, %(now)s, 'event', %(actor)s, null, jsonb_build_object('event', ev.name, 'event_id', ev.id)
+    from woke, ev
 )
 select ev.id, ev.name, ev.tenant, ev.sent_at, (select count(*) from woke)::int as woken from ev;
 

@@ -261,3 +261,32 @@ async def test_event_match_is_jsonb_containment_on_both_drivers(
         )
         is None
     )
+
+
+async def test_an_event_that_wakes_a_job_is_in_its_history_with_who_sent_it(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    jid = await enqueue(driver, ids, clock, tenant="acme")
+
+    async def handler(step: StepApi, row: JobRow) -> object:
+        return await step.wait_for_event("ok", event="workspace.approved", match={"ws": 7})
+
+    assert (await attempt(driver, clock, handler, event_poll=300)).kind == "suspended"
+    clock.advance(1)
+    eid = ids.new()
+    sent = await driver.event_send(
+        id=eid, name="workspace.approved", payload={"ws": 7}, tenant="acme", actor="console:ann", now=clock.now()
+    )
+    assert sent.woken == 1
+    (h,) = await driver.job_history(job_id=jid)
+    assert (h.kind, h.actor, h.at, h.data) == (
+        "event",
+        "console:ann",
+        clock.now(),
+        {"event": "workspace.approved", "event_id": eid},
+    )
+    # An event that wakes nothing (another tenant's) writes no history.
+    await driver.event_send(
+        id=ids.new(), name="workspace.approved", payload={"ws": 7}, tenant="globex", actor="x", now=clock.now()
+    )
+    assert len(await driver.job_history(job_id=jid)) == 1
