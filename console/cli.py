@@ -23,6 +23,22 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 REFRESH_MIN, REFRESH_MAX = 0.25, 3600.0
 DSN_HELP = "PostgreSQL DSN (URL or key=value); defaults to $JOBS_DSN"
 
+
+def _flags_take_no_value() -> None:
+    """typer 0.29's help labels every flag (its own --help included) with a `<bool>` type, as if
+    it took a value: a flag's type column stays empty instead (as `jobs --help`, engine/cli)."""
+    from typer.core import TyperOption
+
+    typed = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: object) -> str | None:
+        return None if self.is_flag else typed(self, ctx)  # type: ignore[arg-type]
+
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_take_no_value()
+
 app = typer.Typer(
     name="jobs-console",
     help="The jobs operations console. `jobs-console demo` opens it on a live embedded demo.",
@@ -150,6 +166,18 @@ def exit_like(console) -> None:  # type: ignore[no-untyped-def]
         raise typer.Exit(code if isinstance(code, int) and code > 0 else EXIT_ERROR)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as installed
+
+        try:
+            typer.echo(f"jobs-console {installed('jobs')}")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            typer.echo("jobs-console (not installed: no version)")
+        raise typer.Exit(EXIT_OK)
+
+
 @app.callback()
 def main_command(
     ctx: typer.Context,
@@ -163,6 +191,9 @@ def main_command(
     ),
     name: str = typer.Option(
         None, "--name", help="a label for this database in the header, e.g. prod-eu", show_default=False
+    ),
+    version: bool = typer.Option(
+        False, "--version", help="print the version and exit", callback=_version, is_eager=True
     ),
 ) -> None:
     """Open the console on a jobs database (`--dsn` or $JOBS_DSN)."""
