@@ -79,6 +79,7 @@ class JobsConsole(App[None]):
         self.focus_queue = queue
         self.label = title
         self.set_reactive(JobsConsole.refresh_interval, float(refresh))
+        source.set_refresh(float(refresh))
         self.activity: list[Activity] = []
 
     def on_mount(self) -> None:
@@ -93,6 +94,7 @@ class JobsConsole(App[None]):
         self._redraw_status()
 
     def watch_refresh_interval(self) -> None:
+        self.source.set_refresh(self.refresh_interval)
         self._redraw_status()
 
     def watch_db_error(self) -> None:

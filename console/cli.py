@@ -23,6 +23,22 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 REFRESH_MIN, REFRESH_MAX = 0.25, 3600.0
 DSN_HELP = "PostgreSQL DSN (URL or key=value); defaults to $JOBS_DSN"
 
+
+def _flags_take_no_value() -> None:
+    """typer 0.29's help labels every flag (its own --help included) with a `<bool>` type, as if
+    it took a value: a flag's type column stays empty instead (as `jobs --help`, engine/cli)."""
+    from typer.core import TyperOption
+
+    typed = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: object) -> str | None:
+        return None if self.is_flag else typed(self, ctx)  # type: ignore[arg-type]
+
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_take_no_value()
+
 app = typer.Typer(
     name="jobs-console",
     help="The jobs operations console. `jobs-console demo` opens it on a live embedded demo.",
@@ -109,29 +125,10 @@ def resolve_dsn(dsn: str | None) -> str:
             cause="a memory:// engine lives inside one process; this console would see no jobs",
             fix="jobs-console demo",
         )
-    check_port(value.strip())
+    # A malformed DSN (a port that is not a number among them) is the engine's X_DSN_INVALID,
+    # raised when the source opens it (engine/drivers/postgres/pool.py, check_dsn): one
+    # classification for the engine, the CLI and the console.
     return value.strip()
-
-
-_KV_PORT = re.compile(r"(?:^|\s)port\s*=\s*('[^']*'|\S*)")
-
-
-def check_port(dsn: str) -> None:
-    """libpq parses a DSN with ``port=notaport`` happily and fails only when connecting (after a
-    DNS lookup): refuse it here as the malformed DSN it is."""
-    if "://" in dsn:
-        netloc = dsn.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0].rsplit("@", 1)[-1]
-        ports = [h.rsplit(":", 1)[1] for h in netloc.split(",") if ":" in h and not h.endswith("]")]
-        ports += re.findall(r"[?&]port=([^&]*)", dsn)
-    else:
-        ports = [m.strip("'") for m in _KV_PORT.findall(dsn)]
-    for value in (p for group in ports for p in group.split(",")):
-        if value and not (value.isdigit() and 0 < int(value) < 65536):
-            raise JobsError(
-                X_DSN_INVALID,
-                cause=f"the DSN's port {value!r} is not a port number",
-                fix="jobs-console --dsn postgresql://USER@HOST:5432/DBNAME",
-            )
 
 
 def report(err: JobsError, dsn: str | None = None) -> None:
@@ -148,7 +145,7 @@ def open_source(dsn: str, opts: Options):  # type: ignore[no-untyped-def]
     try:
         return source_for_dsn(dsn, read_only=opts.read_only)
     except JobsError as err:
-        if err.code == X_DSN_INVALID:  # the driver's fix names `jobs install`; ours names this command
+        if err.code == X_DSN_INVALID:  # the driver's fix names the Python API; ours names this command
             raise JobsError(
                 X_DSN_INVALID, cause=err.cause, fix="jobs-console --dsn postgresql://USER@HOST:5432/DBNAME"
             ) from None
@@ -169,6 +166,18 @@ def exit_like(console) -> None:  # type: ignore[no-untyped-def]
         raise typer.Exit(code if isinstance(code, int) and code > 0 else EXIT_ERROR)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as installed
+
+        try:
+            typer.echo(f"jobs-console {installed('jobs')}")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            typer.echo("jobs-console (not installed: no version)")
+        raise typer.Exit(EXIT_OK)
+
+
 @app.callback()
 def main_command(
     ctx: typer.Context,
@@ -182,6 +191,9 @@ def main_command(
     ),
     name: str = typer.Option(
         None, "--name", help="a label for this database in the header, e.g. prod-eu", show_default=False
+    ),
+    version: bool = typer.Option(
+        False, "--version", help="print the version and exit", callback=_version, is_eager=True
     ),
 ) -> None:
     """Open the console on a jobs database (`--dsn` or $JOBS_DSN)."""

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from console.format import clean, database_label, redact_dsn
 from engine.actions import Operator
 from engine.api import Engine, connect
-from engine.errors import X_DB_UNREACHABLE, X_READ_ONLY, JobsError
+from engine.errors import SHUTTING_DOWN, SLOW, UNREACHABLE, X_DB_UNREACHABLE, X_READ_ONLY, JobsError
 from engine.introspect.base import resolve_id
 from engine.opening import ensure_open
 from engine.projections import (
@@ -81,6 +81,7 @@ class Source:
         self.database = redact_dsn(database or engine.driver.describe())
         self.driver = driver or engine.driver.kind
         self._intro = Introspector(engine, budget=budget)
+        self.deadline = max(1.0, budget * 6)  # set_refresh narrows it to the refresh interval
         self._ops = Operator(engine, actor=self.actor, read_only=read_only)
         self._schedules = _schedules(engine, self.actor, read_only)
 
@@ -97,10 +98,35 @@ class Source:
 
     # --- reads -----------------------------------------------------------------------------------
 
+    def set_refresh(self, interval: float) -> None:
+        """A read gives up after one refresh interval (at least a second, at most six budgets), so
+        a refresh that meets a frozen server raises the banner before the next one is due."""
+        self.deadline = max(1.0, min(self.budget * 6, interval))
+
     async def _read(self, call: Callable[[], Awaitable[T]]) -> T:
-        # The Introspector bounds the query itself; this bounds the whole round trip, so a hung
-        # connection turns into a banner instead of a stuck screen.
-        return await asyncio.wait_for(call(), timeout=max(1.0, self.budget * 6))
+        # The Introspector bounds each statement on the server; this bounds the whole round trip
+        # on the client, without waiting for the abandoned call to unwind (a query cancelled on a
+        # frozen server takes psycopg another ten seconds). A read that found the server gone or
+        # silent drops the engine's connections, so the next one connects afresh: it answers at
+        # once when the server is back, where a pool's own reconnection backs off.
+        task = asyncio.ensure_future(call())
+        try:
+            done, _ = await asyncio.wait({task}, timeout=self.deadline)
+        except asyncio.CancelledError:
+            task.cancel()
+            task.add_done_callback(_retrieve)
+            raise
+        if not done:
+            task.cancel()
+            task.add_done_callback(_retrieve)
+            await self.engine.driver.reset()
+            raise NoAnswer(self.deadline)
+        try:
+            return task.result()
+        except JobsError as err:
+            if err.meta.get("condition") in (UNREACHABLE, SHUTTING_DOWN):
+                await self.engine.driver.reset()
+            raise
 
     async def queues(self) -> QueuesView:
         return await self._read(lambda: self._intro.queues())
@@ -202,15 +228,45 @@ class Source:
 
     @staticmethod
     def describe_failure(exc: BaseException) -> tuple[str, str]:
-        """A banner's title and detail for a failed read; never the DSN's password."""
-        if isinstance(exc, TimeoutError):
-            return "query ran past its time budget", "the database is slow or unreachable"
+        """A banner's title and detail for a failed read, naming the condition: the database
+        unreachable (refused, or no answer at all), shutting down, or slow (a statement cut off
+        by its budget); never the DSN's password."""
+        if isinstance(exc, NoAnswer):
+            return "database unreachable", (
+                f"no answer within {exc.seconds:g}s: the server is frozen, overloaded or cut off"
+            )
         if isinstance(exc, JobsError):
-            title = "database unreachable" if exc.code == X_DB_UNREACHABLE else exc.code
+            condition = exc.meta.get("condition")
+            title = CONDITION_TITLES.get(condition) if isinstance(condition, str) else None
+            if title is None:
+                title = "database unreachable" if exc.code == X_DB_UNREACHABLE else exc.code
             return title, redact_dsn(clean(exc.cause, limit=160))
-        if isinstance(exc, (ConnectionError, OSError)) or "Operational" in type(exc).__name__:
-            return "database unreachable", redact_dsn(clean(str(exc) or type(exc).__name__, limit=160))
-        return f"refresh failed ({type(exc).__name__})", redact_dsn(clean(str(exc), limit=160))
+        name = type(exc).__name__
+        if name in ("AdminShutdown", "CrashShutdown", "CannotConnectNow"):  # never shown raw
+            return "database shutting down", redact_dsn(clean(str(exc) or name, limit=160))
+        if isinstance(exc, (ConnectionError, OSError)) or "Operational" in name:
+            return "database unreachable", redact_dsn(clean(str(exc) or name, limit=160))
+        return f"refresh failed ({name})", redact_dsn(clean(str(exc), limit=160))
+
+
+class NoAnswer(TimeoutError):
+    """A read the database did not answer within the source's deadline."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"no answer within {seconds:g}s")
+        self.seconds = seconds
+
+
+CONDITION_TITLES = {
+    UNREACHABLE: "database unreachable",
+    SHUTTING_DOWN: "database shutting down",
+    SLOW: "database slow",
+}
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # an abandoned read's late failure is not reported as unhandled
 
 
 def _schedules(engine: Engine, actor: str, read_only: bool) -> Any:

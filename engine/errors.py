@@ -65,6 +65,9 @@ X_READ_ONLY = _declare("X_READ_ONLY", "a mutating action was refused in read-onl
 X_PERMISSION_DENIED = _declare("X_PERMISSION_DENIED", "the database role lacks a privilege the statement needs")
 X_DB_READ_ONLY = _declare("X_DB_READ_ONLY", "the database refuses writes (a hot standby, or a read-only session)")
 X_QUERY_BUDGET = _declare("X_QUERY_BUDGET", "an introspection query ran past its time budget and was cut off")
+X_STATEMENT_TIMEOUT = _declare(
+    "X_STATEMENT_TIMEOUT", "the server cancelled a statement that ran past its statement timeout"
+)
 X_EMBEDDED_PG = _declare("X_EMBEDDED_PG", "the embedded PostgreSQL server could not start")
 X_WORKER_TARGET = _declare("X_WORKER_TARGET", "the worker's module or attribute cannot be loaded")
 X_HANDLER_FAILED = _declare("X_HANDLER_FAILED", "a handler raised a non-engine exception")
@@ -130,15 +133,23 @@ class JobsError(Exception):
         return f"{self.code}: {self.cause}\n  fix: {self.fix}\n  docs: {self.docs}"
 
 
+# What a database failure means for whoever watches it (``meta["condition"]`` of the error): the
+# server cannot be reached or does not answer, it is shutting down (or starting up), or it answers
+# too slowly (a statement cut off by a timeout). The console's banner names it.
+UNREACHABLE, SHUTTING_DOWN, SLOW = "unreachable", "shutting-down", "slow"
+
+
 class ConnectionLost(JobsError):
     """The storage's connection failed under a call (the server away or restarting, the pool
     exhausted), not the call's own statement: the call may be repeated after a backoff. A driver
     raises it for its own errors of that kind, so the runtime recognises one error whatever the
-    driver. Its code is X_DB_UNREACHABLE, the code of a database that did not answer."""
+    driver. Its code is X_DB_UNREACHABLE, the code of a database that did not answer;
+    ``condition`` is UNREACHABLE or SHUTTING_DOWN."""
 
-    def __init__(self, cause: str) -> None:
+    def __init__(self, cause: str, *, condition: str = UNREACHABLE) -> None:
         super().__init__(
             X_DB_UNREACHABLE,
             cause=cause,
             fix="check the server is up and the DSN is right: psql \"$JOBS_DSN\" -c 'select 1'",
+            meta={"condition": condition},
         )

@@ -8,9 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from engine.errors import X_INVALID_ARGUMENT, JobsError
+
+# The why projections live in their own module; imported from here as well (explicit re-exports).
+from engine.projections_why import Cause as Cause
+from engine.projections_why import SlotHolder as SlotHolder
+from engine.projections_why import WaitGroup as WaitGroup
+from engine.projections_why import WhyReport as WhyReport
 from engine.types import JSON, AttemptRecord, HistoryEntry, JobRow, JobState, StopReason
 
 if TYPE_CHECKING:  # the durable-steps area's trace row; only named in an annotation here
@@ -188,68 +194,6 @@ class NextRetry:
     at: datetime | None  # when the retry would run (None: unknown without the job's declaration)
     dead_if_fails: bool  # True: the next failure is the last (attempts exhausted)
     note: str  # one sentence, e.g. "attempt 3 of 5 at 12:04:10 if this one fails"
-
-
-# --- why --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SlotHolder:
-    job_id: str | None
-    worker: str | None
-    lease_until: datetime | None
-
-
-@dataclass(frozen=True)
-class Cause:
-    """One reason, as data. ``kind`` says which fields matter:
-
-    delayed (until), paused (by, at, note), slots (key, holders, limit), rate_limit (key, tokens,
-    refill_at), sleep (until), event (event, match, until = timeout), stale_worker (worker,
-    heartbeat_at), no_worker (queue), duplicate (job_id, state), running (worker, until = lease
-    end), dead (code, stop_reason, attempt, max_attempts), finished (state, at), ready (nothing is
-    wrong: it is next for a worker), backlog (count, workers), waiting (a parked job: since when it
-    has waited, in the text; the queue's oldest-ready age counts from the same time).
-    """
-
-    kind: str
-    text: str  # the plain sentence the console shows
-    queue: str | None = None
-    until: datetime | None = None
-    at: datetime | None = None
-    by: str | None = None
-    note: str | None = None
-    key: str | None = None
-    limit: int | None = None
-    holders: tuple[SlotHolder, ...] = ()
-    tokens: float | None = None
-    refill_at: datetime | None = None
-    event: str | None = None
-    match: dict[str, Any] | None = None
-    worker: str | None = None
-    heartbeat_at: datetime | None = None
-    job_id: str | None = None
-    state: JobState | None = None
-    code: str | None = None
-    stop_reason: StopReason | None = None
-    attempt: int | None = None
-    max_attempts: int | None = None
-    count: int | None = None
-
-
-@dataclass(frozen=True)
-class WhyReport:
-    """Why a job is in its state now, or why a queue's oldest-ready age grows."""
-
-    subject: Literal["job", "queue"]
-    target: str  # job id or queue name
-    state: JobState | None  # the job's state (None for a queue)
-    causes: tuple[Cause, ...]
-    at: datetime
-
-    @property
-    def summary(self) -> str:
-        return " ".join(c.text for c in self.causes) if self.causes else "nothing is holding it back."
 
 
 @dataclass(frozen=True)

@@ -99,21 +99,43 @@ def why_text(d: JobDetail, now: datetime) -> Text:
     return t
 
 
+def runs_of(d: JobDetail, now: datetime) -> list[tuple[datetime, datetime]]:
+    """The job's runs as (start, end), in the order they ran: one per attempt row (a resumed run
+    keeps one row), the run under way ending now (a claim that resumed a suspended run continues
+    that run; one that did not starts a new one)."""
+    spans = [(a.started_at, a.finished_at) for a in d.attempts]
+    j, last = d.job, d.attempts[-1] if d.attempts else None
+    # A suspension burned no attempt: the run it paused is attempt j.attempt + 1 until resumed.
+    attempt = j.attempt if j.state is JobState.RUNNING else j.attempt + 1
+    continues = last is not None and last.outcome == "suspended" and last.attempt == attempt
+    if j.state is JobState.RUNNING and j.claimed_at is not None and not continues:
+        spans.append((j.claimed_at, now))
+    elif j.state in (JobState.RUNNING, JobState.SUSPENDED) and continues and spans:
+        spans[-1] = (spans[-1][0], max(now, spans[-1][1]))
+    return spans
+
+
 def attempts_text(d: JobDetail, now: datetime) -> Text:
+    """One line per run, numbered in the order they ran (a retry from a step starts a new run at
+    attempt 1 of its own count: the run number tells them apart)."""
     if not d.attempts:
         return Text("No attempt has been made yet.", style="dim italic")
     t = Text()
-    t.append(f"{'#':>3} {'outcome':<10} {'worker':<20} {'started':<9} {'took':>7}  error\n", style="underline")
-    for a in d.attempts[-10:]:
+    t.append(
+        f"{'run':>3} {'attempt':<7} {'outcome':<10} {'worker':<16} {'started':<9} {'took':>7}  error\n",
+        style="underline",
+    )
+    first = max(0, len(d.attempts) - 10)
+    for n, a in enumerate(d.attempts[first:], start=first + 1):
         took = (a.finished_at - a.started_at).total_seconds()
         style = "red" if a.outcome in ("dead", "retried", "lost") else ("green" if a.outcome == "completed" else "")
-        t.append(f"{a.attempt:>3} ")
+        t.append(f"{f'#{n}':>3} {f'{a.attempt}/{d.job.max_attempts}':<7} ")
         t.append(f"{clean(a.outcome, limit=10):<10} ", style=style)
-        t.append(f"{clean(a.worker, limit=20):<20} {stamp(a.started_at, now):<9} {duration(took):>7}  ")
+        t.append(f"{clean(a.worker, limit=16):<16} {stamp(a.started_at, now):<9} {duration(took):>7}  ")
         t.append(clean(a.error_code or a.error or "", limit=60), style="red")
         t.append("\n")
     if len(d.attempts) > 10:
-        t.append(f"(the last 10 of {len(d.attempts)} attempts)", style="dim")
+        t.append(f"(the last 10 of {len(d.attempts)} runs)", style="dim")
     t.rstrip()
     return t
 
@@ -124,10 +146,10 @@ TRACEBACK_LINES = 8  # folded: the tail, where it was raised
 def traceback_text(d: JobDetail, unfold: bool) -> Text | None:
     """The latest failed attempt's stored traceback: its last lines unless unfolded, the
     exception line in red, the frames dim."""
-    failed = [a for a in d.attempts if a.traceback]
+    failed = [(n, a) for n, a in enumerate(d.attempts, start=1) if a.traceback]
     if not failed:
         return None
-    a = failed[-1]
+    n, a = failed[-1]
     lines = (a.traceback or "").splitlines()
     start = 0 if unfold else max(0, len(lines) - TRACEBACK_LINES)
     if start and lines[start - 1].lstrip().startswith("File "):  # never a frame's code without its File line
@@ -135,7 +157,7 @@ def traceback_text(d: JobDetail, unfold: bool) -> Text | None:
     shown = lines[start:]
     t = Text()
     t.append("Traceback", style="bold")
-    t.append(f"  attempt {a.attempt}, run {a.run}\n", style="dim")
+    t.append(f"  run #{n}, attempt {a.attempt}\n", style="dim")
     if len(shown) < len(lines):
         n = len(lines) - len(shown)
         t.append(f"… {n} earlier line{'s' if n > 1 else ''} folded (u: unfold)\n", style="dim italic")
@@ -158,6 +180,8 @@ def history_text(d: JobDetail, now: datetime) -> Text:
         t.append(f"{stamp(h.at, now):<9} ", style="dim")
         t.append(f"{clean(h.kind, limit=20):<14}", style="bold")
         t.append(f" by {clean(h.actor, limit=30)}" if h.actor else "")
+        if h.kind == "event" and h.data.get("event"):  # which event woke the job
+            t.append(f"  {clean(h.data['event'], limit=60)}")
         if h.note:
             t.append(f"  note: {clean(h.note, limit=120)}", style="italic")
     return t
@@ -218,7 +242,7 @@ class JobDetailScreen(DataScreen, Flows):
         put("#detail-title", Text.assemble(("Job ", "bold"), (d.job.id, "bold"), "  ", state_text(d.job.state.value)))
         put("#why-line", why_text(d, now))
         put("#facts", facts_text(d, now))
-        put("#steps", timeline_text(d.steps, now))
+        put("#steps", timeline_text(d.steps, now, runs_of(d, now)))
         put("#attempts", attempts_text(d, now))
         trace = traceback_text(d, self.unfolded)
         self.query_one("#traceback", Static).display = trace is not None

@@ -1,6 +1,7 @@
-"""Why is it not running? The causes the engine names for a job or a queue, as sentences with
-their details: slot holders and lease ends, the rate bucket and its refill, the pause, the sleep or
-event awaited, a stale worker heartbeat, a live duplicate."""
+"""Why is it not running? The causes the engine names for a job or a queue, as its sentences with
+their details: slot holders (running ones renew their slots), the rate bucket, the limit that shed
+a job, the pause, the sleep or event awaited (its next check and its timeout apart), a stale
+worker heartbeat, a live duplicate; a queue nothing holds back says so."""
 
 from __future__ import annotations
 
@@ -16,13 +17,15 @@ from console.format import ago, clean, short_id, stamp, until
 from console.messages import WhyLoaded
 from console.screens.base import DataScreen
 from console.widgets.fresh import update_changed
-from engine.projections import Cause, WhyReport
+from engine.projections import Cause, SlotHolder, WhyReport
+from engine.types import JobState
 
 TITLES = {
     "delayed": "Delayed",
     "paused": "Queue paused",
-    "slots": "Concurrency slots full",
+    "slots": "Concurrency slots",
     "rate_limit": "Rate limit",
+    "limit": "Shed by a limit",
     "sleep": "Sleeping",
     "event": "Waiting for an event",
     "stale_worker": "Stale worker",
@@ -34,45 +37,58 @@ TITLES = {
     "ready": "Ready",
     "backlog": "Backlog",
     "waiting": "Waiting",
+    "clear": "Nothing holds it back",
 }
+# What a cause's ``until`` is, said per kind (an event wait's is its timeout, not its next check).
+UNTIL = {"event": "times out", "sleep": "wakes", "delayed": "runs", "limit": "tried again", "running": "lease until"}
 
 
-def slots_sentence(c: Cause, now: datetime) -> str:
-    """The slots cause said from its own numbers: the engine's sentence can say "all held" next to
-    a smaller count of live holders (a lease lapsed since the job was parked)."""
-    held, limit, key = len(c.holders), c.limit or len(c.holders), clean(c.key or "a limit", limit=60)
-    ends = [h.lease_until for h in c.holders if h.lease_until is not None]
-    first = min(ends) if ends else c.until
-    if held >= limit:
-        end = (
-            f"the first lease ends {until(first, now)} ({stamp(first, now)})"
-            if first
-            else "no holder's lease end is known"
-        )
-        return f"All {limit} slots of {key} are held by running jobs; {end}, then a slot frees up."
-    free = limit - held
-    return (
-        f"{held} of {limit} slots of {key} are held now; {free} {'is' if free == 1 else 'are'} free again "
-        "(a holder finished or its lease lapsed), so the job takes one when it is next tried."
-    )
+def title(c: Cause) -> str:
+    """The cause's heading, naming the limit it is about (a limit cause says which limit)."""
+    base = TITLES.get(c.kind, clean(c.kind, limit=30))
+    if c.kind == "limit" and c.limit_kind:
+        base = f"Shed by the {c.limit_kind} limit"
+    if c.kind == "slots" and c.limit is not None and len(c.holders) >= c.limit:
+        base = "Concurrency slots full"
+    if c.key and c.kind in ("limit", "slots", "rate_limit"):
+        base += f" · {clean(c.key, limit=50)}"
+    if c.count is not None and c.kind in ("delayed", "sleep", "event", "limit"):
+        base += f" ({c.count:,} job{'s' if c.count != 1 else ''})"
+    return base
+
+
+def holder_text(h: SlotHolder, now: datetime) -> Text:
+    t = Text("\n    holder ")
+    t.append(short_id(h.job_id) if h.job_id else "—", style="bold")
+    t.append(f" on {clean(h.worker or '?', limit=30)}, ")
+    if h.state is JobState.RUNNING:
+        since = f" since {stamp(h.started_at, now)} ({ago(h.started_at, now)})" if h.started_at else ""
+        t.append(f"running{since}; its slot is renewed while it runs")
+    else:
+        what = h.state.value if h.state else "gone"
+        end = f"its slot frees {until(h.lease_until, now)}" if h.lease_until else "its slot's lease end is unknown"
+        t.append(f"{what}, not running; {end}")
+    return t
 
 
 def cause_text(c: Cause, now: datetime) -> Text:
     t = Text()
-    t.append(f"● {TITLES.get(c.kind, clean(c.kind, limit=30))}\n", style="bold")
-    t.append("  " + (slots_sentence(c, now) if c.kind == "slots" else clean(c.text, limit=400)))
+    t.append(f"● {title(c)}\n", style="bold")
+    t.append("  " + clean(c.text, limit=400))
     facts: list[str] = []
-    if c.until and c.kind != "slots":  # the slots sentence names the first lease end
-        facts.append(f"until {stamp(c.until, now)} ({until(c.until, now)})")
-    if c.by or c.at:
+    if c.kind == "event" and c.next_check is not None:
+        facts.append(f"next check {stamp(c.next_check, now)} ({until(c.next_check, now)})")
+    if c.kind == "event" and c.until is None and c.count is None:
+        facts.append("no timeout")
+    if c.until and c.kind != "slots":
+        facts.append(f"{UNTIL.get(c.kind, 'until')} {stamp(c.until, now)} ({until(c.until, now)})")
+    if c.by or (c.at and c.kind == "paused"):
         facts.append(f"by {clean(c.by or '?', limit=30)} {ago(c.at, now)}")
     if c.note:
         facts.append(f"note: {clean(c.note, limit=120)}")
-    if c.key:
-        facts.append(f"key {clean(c.key, limit=60)}")
     if c.tokens is not None:
-        left = "no whole token left" if c.tokens < 1 else f"{int(c.tokens)} tokens left"
-        facts.append(left + (f", next token {until(c.refill_at, now)}" if c.refill_at else ""))
+        left = "no whole token" if c.tokens < 1 else f"{int(c.tokens)} tokens"
+        facts.append(left + (f" at {stamp(c.at, now)}" if c.at else ""))
     if c.event:
         facts.append(
             f"event {clean(c.event, limit=60)}"
@@ -85,19 +101,12 @@ def cause_text(c: Cause, now: datetime) -> Text:
         )
     if c.job_id and c.kind == "duplicate":
         facts.append(f"job {short_id(c.job_id)} ({c.state.value if c.state else '?'})")
-    if c.count is not None:
+    if c.count is not None and c.kind == "backlog":
         facts.append(f"{c.count:,} waiting")
     if facts:
         t.append("\n  " + " · ".join(facts), style="dim")
     for h in c.holders[:10]:
-        t.append("\n    holder ")
-        t.append(short_id(h.job_id) if h.job_id else "—", style="bold")
-        end = (
-            f"lease ends {until(h.lease_until, now)} ({stamp(h.lease_until, now)})"
-            if h.lease_until
-            else "lease end unknown"
-        )
-        t.append(f" on {clean(h.worker or '?', limit=30)}, {end}", style="")
+        t.append_text(holder_text(h, now))
     if len(c.holders) > 10:
         t.append(f"\n    … {len(c.holders) - 10} more holders", style="dim")
     return t

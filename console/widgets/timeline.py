@@ -1,7 +1,14 @@
-"""A job's step trace as a timeline: one line per step with its status, duration bar and error."""
+"""A job's step trace as a timeline: one line per step with its status, the run it ran in, and a
+bar placed on that run's time axis (where in the run it started, how long it took), so a sleep
+or an event wait shows as the gap it is and a retry from a step shows its steps in a later run.
+
+Runs are numbered from 1 in the order they ran (the job detail's attempt table numbers them the
+same way): a retry from a step starts a new run, though its attempt count starts at 1 again.
+"""
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
@@ -18,6 +25,7 @@ STATUS = {  # marker and style: the word stays, so it reads with no colour
     "running": ("▶", "blue"),
 }
 BAR = 20
+Span = tuple[datetime, datetime]
 
 
 class StepLike(Protocol):
@@ -34,25 +42,48 @@ class StepLike(Protocol):
     def duration(self) -> float | None: ...
 
 
-def timeline_text(steps: Sequence[StepLike], now: datetime) -> Text:
+def run_of(spans: Sequence[Span], at: datetime) -> int:
+    """The index of the run a step that started ``at`` ran in: the last run started by then."""
+    return max(0, bisect_right([start for start, _ in spans], at) - 1)
+
+
+def bar(start: datetime, took: float, span: Span) -> str:
+    """``BAR`` cells for the run's time axis: the step's cells filled from where it started."""
+    total = (span[1] - span[0]).total_seconds()
+    if total <= 0:
+        return "█" * BAR if took > 0 else "▏" + "·" * (BAR - 1)
+    lead = min(BAR - 1, max(0, int(BAR * (start - span[0]).total_seconds() / total)))
+    width = min(BAR - lead, max(1, round(BAR * took / total))) if took > 0 else 0
+    if width == 0:
+        return "·" * lead + "▏" + "·" * (BAR - lead - 1)
+    return "·" * lead + "█" * width + "·" * (BAR - lead - width)
+
+
+def timeline_text(steps: Sequence[StepLike], now: datetime, spans: Sequence[Span] = ()) -> Text:
+    """``spans``: the job's runs, (start, end) in the order they ran (console/screens/job_detail.py
+    runs_of); without them every step is placed on one axis from the first start to the last end."""
     if not steps:
         return Text("No steps recorded (the job has not reached a ctx.step call).", style="dim italic")
-    longest = max((s.duration or (now - s.started_at).total_seconds() for s in steps), default=0) or 1
+    if not spans:
+        first = min(s.started_at for s in steps)
+        last = max((s.finished_at or now) for s in steps)
+        spans = [(first, last)]
     width = min(28, max(len(s.name) for s in steps) + 2)
     out = Text()
-    for i, s in enumerate(steps):
-        if i:
-            out.append("\n")
+    out.append(f"  {'step'.ljust(width)}{'kind':<6}{'status':<10}{'run':<5}{'started':<9}", style="underline")
+    out.append(f"{'on the run:' + ' ' * (BAR - 11)} {'took':<8}", style="underline")
+    for s in steps:
+        out.append("\n")
         mark, style = STATUS.get(s.status, ("?", ""))
         took = s.duration if s.duration is not None else (now - s.started_at).total_seconds()
-        filled = max(1, round(BAR * took / longest)) if took > 0 else 0
+        i = run_of(spans, s.started_at)
         out.append(f"{mark} ", style=style)
         out.append(clean(s.name, limit=width - 1).ljust(width))
         out.append(f"{s.kind:<6}", style="dim")
         out.append(f"{s.status:<10}", style=style)
-        out.append(f"#{s.attempt:<3}", style="dim")
-        out.append(stamp(s.started_at, now) + " ", style="dim")
-        out.append("█" * filled + "░" * (BAR - filled) + " ", style=style)
+        out.append(f"#{i + 1:<4}", style="dim")
+        out.append(stamp(s.started_at, now).ljust(9), style="dim")
+        out.append(bar(s.started_at, took, spans[i]) + " ", style=style)
         out.append(duration(s.duration) if s.duration is not None else f"{duration(took)}…")
         if s.result_size:
             out.append(f"  {s.result_size:,}B", style="dim")
@@ -63,5 +94,5 @@ def timeline_text(steps: Sequence[StepLike], now: datetime) -> Text:
 
 
 class StepTimeline(Static):
-    def show(self, steps: Sequence[StepLike], now: datetime) -> None:
-        self.update(timeline_text(steps, now))
+    def show(self, steps: Sequence[StepLike], now: datetime, spans: Sequence[Span] = ()) -> None:
+        self.update(timeline_text(steps, now, spans))

@@ -5,11 +5,29 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import typer
 
-from engine.errors import X_NOT_FOUND, X_UNKNOWN_JOB, JobsError
+from engine.cli.admin import CONNECT_HELP, CONNECT_TIMEOUT, STATEMENT_HELP, dsn_fix, set_timeouts
+from engine.errors import X_DSN_INVALID, X_NOT_FOUND, X_STATEMENT_TIMEOUT, X_UNKNOWN_JOB, JobsError
 from engine.text import printable
+
+
+def flags_take_no_value() -> None:
+    """typer 0.29's help labels every flag (its own --help included) with a `<bool>` type, as if
+    it took a value: a flag's type column stays empty instead (tests/engine/test_cli_help.py)."""
+    from typer.core import TyperOption
+
+    typed = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag else typed(self, ctx)
+
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+flags_take_no_value()
 
 app = typer.Typer(
     name="jobs",
@@ -20,9 +38,40 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"jobs {version('jobs')}")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            typer.echo("jobs (not installed: no version)")
+        raise typer.Exit(EXIT_OK)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    ctx: typer.Context,
+    connect_timeout: int = typer.Option(
+        CONNECT_TIMEOUT, "--connect-timeout", envvar="JOBS_CONNECT_TIMEOUT", help=CONNECT_HELP, metavar="SECONDS"
+    ),
+    statement_timeout: float = typer.Option(
+        None,
+        "--statement-timeout",
+        envvar="JOBS_STATEMENT_TIMEOUT",
+        help=STATEMENT_HELP,
+        metavar="SECONDS",
+        show_default=False,
+    ),
+    version: bool = typer.Option(
+        False, "--version", help="print the version and exit", callback=_version, is_eager=True
+    ),
+) -> None:
     """Operate a jobs deployment: install the schema, run workers, inspect and act on queues."""
+    try:
+        set_timeouts(connect_timeout, statement_timeout, ctx.invoked_subcommand)
+    except JobsError as err:
+        fail(err)
 
 
 # Exit codes scripts can use.
@@ -36,11 +85,18 @@ def error_text(err: JobsError) -> str:
 
 
 def fail(err: JobsError, *, as_json: bool = False) -> None:
-    """Print an engine error as code, cause and fix (JSON on stderr with --json) and exit."""
+    """Print an engine error as code, cause and fix (JSON on stderr with --json) and exit. The
+    fixes that name the Python API (a DSN's shape, a statement timeout) name the CLI's here."""
+    if err.code == X_DSN_INVALID and err.fix.startswith("connect("):
+        err = JobsError(err.code, cause=err.cause, fix=dsn_fix(), meta=err.meta)
+    elif err.code == X_STATEMENT_TIMEOUT:
+        err = JobsError(err.code, cause=err.cause, fix="export JOBS_STATEMENT_TIMEOUT=30", meta=err.meta)
     if as_json:
         sys.stderr.write(json.dumps({"error": err.as_dict()}) + "\n")
     else:
         sys.stderr.write(error_text(err))
+    if err.code == X_DSN_INVALID:  # as jobs-console answers it: the command was given a wrong address
+        raise typer.Exit(EXIT_USAGE)
     raise typer.Exit(EXIT_NOT_FOUND if err.code in (X_NOT_FOUND, X_UNKNOWN_JOB) else EXIT_ERROR)
 
 

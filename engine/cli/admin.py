@@ -1,20 +1,90 @@
-"""What every command shares: the DSN option and where it comes from."""
+"""What every command shares: the DSN option and where it comes from, and the timeouts every
+connection the command opens carries.
+
+A frozen or unreachable server must answer a command with a coded error in a few seconds, never
+hang it: every connection waits at most the connect timeout for the server, and every statement
+of a one-shot command (a read, an action) is cut off by the server past the statement timeout.
+Both are set on the root command (`jobs --connect-timeout 3 queues`) or in the environment
+($JOBS_CONNECT_TIMEOUT, $JOBS_STATEMENT_TIMEOUT). The long-running commands (worker, relay,
+scheduler) and migrate get the connect timeout but no statement timeout unless one is given: a
+migration's index build or a worker's busy claim may rightly take longer than a read.
+"""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
-from engine.errors import X_DSN_INVALID, JobsError
+from engine.errors import X_DSN_INVALID, X_INVALID_ARGUMENT, JobsError
 
 DSN_HELP = "PostgreSQL DSN (URL or key=value); defaults to $JOBS_DSN"
+JSON_HELP = "print JSON instead of a table (errors as JSON on stderr)"
+TENANT_HELP = "only this tenant's jobs: another tenant's job is not found"
+NOTE_HELP = "a note kept in the audit with who and when (an incident number, a reason)"
+DSN_EXAMPLE = "postgresql://USER@HOST:5432/DBNAME"
+CONNECT_TIMEOUT = 5  # seconds a connection waits for the server
+STATEMENT_TIMEOUT = 10.0  # seconds a one-shot command's statement may run
+CONNECT_HELP = "seconds each connection waits for the server before the command fails (whole seconds, at least 2)"
+STATEMENT_HELP = (
+    f"seconds a statement may run before the server cancels it; default {STATEMENT_TIMEOUT:g} for reads and "
+    "actions, none for worker, relay, scheduler and migrate unless given; 0: none"
+)
 
 
-def resolve_dsn(dsn: str | None) -> str:
+@dataclass
+class Timeouts:
+    """The root command's timeouts, for the command it runs (set once per invocation)."""
+
+    connect: int = CONNECT_TIMEOUT
+    statement: float | None = None  # None: the command's default
+    command: str | None = None  # the subcommand being run, for a fix that names it
+
+
+TIMEOUTS = Timeouts()
+
+
+def set_timeouts(connect: int, statement: float | None, command: str | None) -> None:
+    if connect < 2:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"--connect-timeout {connect} is below 2 s, libpq's floor (it would wait 2 s anyway)",
+            fix=f"jobs --connect-timeout 2 {command or 'queues'}",
+        )
+    if statement is not None and statement < 0:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"--statement-timeout {statement:g} is negative",
+            fix=f"jobs --statement-timeout 10 {command or 'queues'}",
+        )
+    TIMEOUTS.connect, TIMEOUTS.statement, TIMEOUTS.command = connect, statement, command
+
+
+def dsn_fix() -> str:
+    """X_DSN_INVALID's fix: the command being run with a DSN of the right shape."""
+    return f"jobs {TIMEOUTS.command or 'queues'} --dsn {DSN_EXAMPLE}"
+
+
+def resolve_dsn(dsn: str | None, *, long_running: bool = False) -> str:
+    """The DSN to use (--dsn, else $JOBS_DSN), carrying this command's timeouts."""
     value = dsn or os.environ.get("JOBS_DSN")
     if not value:
         raise JobsError(
             X_DSN_INVALID,
             cause="no DSN was given and $JOBS_DSN is not set",
-            fix="export JOBS_DSN=postgresql://USER@HOST:5432/DBNAME",
+            fix=f"export JOBS_DSN={DSN_EXAMPLE}",
         )
-    return value
+    if value.strip().startswith("memory:"):
+        return value
+    from engine.drivers.postgres.pool import with_timeouts
+
+    statement = TIMEOUTS.statement if TIMEOUTS.statement is not None else None if long_running else STATEMENT_TIMEOUT
+    try:
+        return with_timeouts(
+            value,
+            connect_timeout=TIMEOUTS.connect,
+            statement_timeout_ms=int(statement * 1000) if statement else None,
+        )
+    except JobsError as err:
+        if err.code == X_DSN_INVALID:  # the driver's fix names the API; this names the command
+            raise JobsError(X_DSN_INVALID, cause=err.cause, fix=dsn_fix()) from None
+        raise

@@ -22,7 +22,7 @@ import typer
 
 from engine.actions.base import default_actor
 from engine.cli import EXIT_DRIFT, EXIT_ERROR, app, fail
-from engine.cli.admin import DSN_HELP, resolve_dsn
+from engine.cli.admin import DSN_HELP, JSON_HELP, resolve_dsn
 from engine.cli.ops import ACTOR_HELP, EXIT_NOOP
 from engine.cli.reads import console, emit, table, to_json
 from engine.errors import X_BACKFILL_PENDING, X_WORKER_TARGET, JobsError
@@ -177,7 +177,7 @@ def backfill_cmd(
     env: str = typer.Option(None, "--env", help="the environment (default $JOBS_ENV, else development)"),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Backfills: the pending alarm, status, and starting, following, cancelling or retrying a pass."""
     try:

@@ -81,7 +81,7 @@ def _migrate(dsn: str | None, status: bool, sql: bool, since: int | None, until:
         if sql and since is not None:
             typer.echo(migration_sql(since, until), nl=False)
             return
-        target = resolve_dsn(dsn)
+        target = resolve_dsn(dsn, long_running=True)
         if sql:
             typer.echo(pending_sql(target), nl=False)
             return

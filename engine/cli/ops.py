@@ -14,7 +14,7 @@ from typing import Any
 import typer
 
 from engine.cli import app, fail
-from engine.cli.admin import DSN_HELP
+from engine.cli.admin import DSN_HELP, JSON_HELP, NOTE_HELP
 from engine.cli.reads import FILTER_HELP, console, emit, run, workers_app
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 
@@ -120,7 +120,7 @@ def retry(
     note: str = typer.Option(None, "--note", help="the incident note kept in the audit"),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Retry a dead job (attempts reset), from a step, or every dead job matching a filter."""
     if all_:
@@ -152,11 +152,11 @@ def cancel(
     filters: list[str] = typer.Option([], "--filter", "-f", help=FILTER_HELP),
     yes: bool = typer.Option(False, "--yes", help="skip the confirmation"),
     rate: float = typer.Option(None, "--rate", help="pace a bulk cancel: at most this many jobs a second"),
-    tenant: str = typer.Option(None, "--tenant"),
-    note: str = typer.Option(None, "--note"),
+    tenant: str = typer.Option(None, "--tenant", help="act only on this tenant's jobs"),
+    note: str = typer.Option(None, "--note", help=NOTE_HELP),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Cancel a live job (a running one stops at its next lease renewal), or all matching a filter."""
     if all_:
@@ -197,10 +197,10 @@ def _pause(
 def pause(
     queue: str = typer.Argument(...),
     create: bool = typer.Option(False, "--create", help="pause a queue nothing names yet (before its first job)"),
-    note: str = typer.Option(None, "--note"),
+    note: str = typer.Option(None, "--note", help=NOTE_HELP),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Pause a queue: durable, shown in `jobs queues`; workers claim nothing more from it.
 
@@ -211,10 +211,10 @@ def pause(
 @app.command()
 def resume(
     queue: str = typer.Argument(...),
-    note: str = typer.Option(None, "--note"),
+    note: str = typer.Option(None, "--note", help=NOTE_HELP),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Resume a paused queue; its pause row goes, so a queue paused by mistake leaves nothing behind."""
     _pause(queue, False, note, actor, dsn, json_out)
@@ -231,7 +231,7 @@ def discard(
     note: str = typer.Option(None, "--note", help="the incident note kept in the audit"),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Discard a dead letter, or every dead job matching a filter after a dry run.
 
@@ -260,7 +260,7 @@ def drain(
     note: str = typer.Option(None, "--note", help="the incident note kept with the request"),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Ask a running worker to stop claiming and drain.
 
@@ -285,7 +285,7 @@ def event(
     tenant: str = typer.Option(None, "--tenant", help="only this tenant's waits take it"),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Send a durable event; the suspended waits it matches wake now."""
     try:
@@ -303,10 +303,12 @@ def enqueue(
     name: str = typer.Argument(..., help="a declared job's name"),
     app_module: str = typer.Option(..., "--app", help="the module holding the @job handles"),
     input_: str = typer.Option("{}", "--input", help="the job's input as JSON"),
-    tenant: str = typer.Option(None, "--tenant"),
+    tenant: str = typer.Option(
+        None, "--tenant", help="the tenant the job belongs to (its idempotency keys are its own)"
+    ),
     delay: str = typer.Option(None, "--delay", help="e.g. 10s, 5m, 1h"),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Enqueue one job of a declared name; answers its id and whether it deduped."""
     from engine.cli.worker import load_target

@@ -12,7 +12,7 @@ from typing import Any
 import typer
 
 from engine.cli import EXIT_ERROR, app, error_text, fail
-from engine.cli.admin import DSN_HELP, resolve_dsn
+from engine.cli.admin import DSN_HELP, JSON_HELP, resolve_dsn
 from engine.cli.reads import _t, console, emit, run, table
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 
@@ -24,7 +24,7 @@ def outbox(
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     why: str = typer.Option(None, "--why", help="an outbox row id: why it is not published yet"),
     limit: int = typer.Option(20, "--limit", help="claims and failing rows shown"),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """The outbox: backlog and its oldest row, claims held by relays, failing rows, relays alive."""
     from engine.introspect.base import EngineView
@@ -80,7 +80,7 @@ def relay(
                 fix="jobs relay --metrics-port 9465",
             )
         config = RelayConfig(batch_size=batch_size, lease_ms=lease_ms, poll_interval=poll_interval)
-        target = resolve_dsn(dsn)
+        target = resolve_dsn(dsn, long_running=True)
     except JobsError as err:
         fail(err, as_json=json_out)
     code = asyncio.run(_serve(target, config, metrics_port, metrics_host))

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 from engine.cli import EXIT_DRIFT, app, fail
-from engine.cli.admin import DSN_HELP, resolve_dsn
-from engine.errors import X_INVALID_ARGUMENT, X_NOT_FOUND, JobsError
+from engine.cli.admin import DSN_HELP, JSON_HELP, TENANT_HELP, resolve_dsn
+from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.text import printable
 
 T = TypeVar("T")
@@ -83,8 +83,9 @@ def console() -> Console:
         def render_str(self, text: str, **kw: Any) -> Text:
             return super().render_str(printable(text), **kw)
 
-    # Piped output (a script, a log) gets a wide table instead of one squeezed into 80 columns.
-    width = None if sys.stdout.isatty() else 200
+    # Piped output (a script, a log) gets a wide table instead of one squeezed into 80 columns,
+    # unless $COLUMNS says how wide.
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200
     return DataConsole(
         no_color=bool(os.environ.get("NO_COLOR")), markup=False, highlight=False, soft_wrap=True, width=width
     )
@@ -94,6 +95,23 @@ def table(*columns: str) -> Table:
     from rich.table import Table
 
     return Table(*columns)
+
+
+def clip(text: str | None, limit: int) -> str:
+    """``text`` on one line of at most ``limit`` characters, cut at a word with an ellipsis."""
+    one = " ".join((text or "").split())
+    if len(one) <= limit:
+        return one
+    cut = one[: limit - 1]
+    space = cut.rfind(" ")
+    if space >= limit // 2:  # a word boundary not too far back; else the long word is cut
+        cut = cut[:space]
+    return cut.rstrip(" ,;:.-") + "…"
+
+
+def _when(dt: datetime, now: datetime) -> str:
+    """A time as short as it can be: HH:MM:SS on the day of ``now``, else the date and minute."""
+    return dt.strftime("%H:%M:%S") if dt.date() == now.date() else dt.strftime("%Y-%m-%d %H:%M")
 
 
 def _t(dt: datetime | None) -> str:
@@ -109,7 +127,7 @@ def intro(eng: Any, budget: float) -> Any:
 @app.command()
 def queues(
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
 ) -> None:
     """Per queue: counts by state, oldest ready age, completions in the last hour, workers, pause."""
@@ -149,10 +167,10 @@ def queues(
 @app.command("ls")
 def list_jobs(
     filters: list[str] = typer.Option([], "--filter", "-f", help=FILTER_HELP),
-    limit: int = typer.Option(50, "--limit"),
+    limit: int = typer.Option(50, "--limit", help="jobs per page (1 to 500)"),
     cursor: str = typer.Option(None, "--cursor", help="continue after a page"),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
 ) -> None:
     """The jobs matching a filter, newest first, one page at a time."""
@@ -184,9 +202,9 @@ def list_jobs(
 @app.command()
 def show(
     job_id: str = typer.Argument(..., help="the job's id, or a unique short id (6+ hex digits of its head or tail)"),
-    tenant: str = typer.Option(None, "--tenant"),
+    tenant: str = typer.Option(None, "--tenant", help=TENANT_HELP),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
 ) -> None:
     """One job: input, result, attempts, step trace, history (audit), next retry and why."""
@@ -203,10 +221,11 @@ def show(
         out.print(f"next: {d.next_retry.note}")
     if j.last_error:
         out.print(f"last error: {j.last_error}")
-    failed = [a for a in d.attempts if a.traceback]
+    # Runs are numbered in the order they ran: a retry from a step starts a new run at attempt 1.
+    failed = [(n, a) for n, a in enumerate(d.attempts, start=1) if a.traceback]
     if failed:  # the latest failed attempt's, as stored (bounded by the worker's traceback_limit)
-        a = failed[-1]
-        out.print(f"traceback (attempt {a.attempt}, run {a.run}):", markup=False, highlight=False)
+        n, a = failed[-1]
+        out.print(f"traceback (run #{n}, attempt {a.attempt}):", markup=False, highlight=False)
         out.print(
             "\n".join(f"  {line}" for line in (a.traceback or "").splitlines()),
             markup=False,
@@ -216,10 +235,12 @@ def show(
     out.print(f"input: {json.dumps(j.input)[:2000]}")
     if j.result is not None:
         out.print(f"result: {json.dumps(j.result)[:2000]}")
-    for a in d.attempts:
+    for n, a in enumerate(d.attempts, start=1):
         out.print(
-            f"  attempt {a.attempt} (run {a.run}) on {a.worker}: {_t(a.started_at)} -> {_t(a.finished_at)} "
-            f"{a.outcome} {a.error_code or ''}"
+            f"  run #{n}: attempt {a.attempt} of {j.max_attempts} on {a.worker}: {_t(a.started_at)} -> "
+            f"{_t(a.finished_at)} {a.outcome} {a.error_code or ''}",
+            markup=False,
+            highlight=False,
         )
     for s in d.steps:
         out.print(
@@ -227,14 +248,19 @@ def show(
             f"{s.error or ''}"
         )
     for h in d.history:
-        out.print(f"  {_t(h.at)} {h.kind} by {h.actor or '?'}{f' — {h.note}' if h.note else ''}")
+        what = f" {h.data['event']}" if h.kind == "event" and h.data.get("event") else ""
+        out.print(
+            f"  {_t(h.at)} {h.kind}{what} by {h.actor or '?'}{f' — {h.note}' if h.note else ''}",
+            markup=False,
+            highlight=False,
+        )
 
 
 @app.command()
 def dead(
     filters: list[str] = typer.Option([], "--filter", "-f", help=FILTER_HELP),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
 ) -> None:
     """Dead letters grouped by job name, error code and stop reason."""
@@ -246,18 +272,30 @@ def dead(
     dl = run(dsn, json_out, call)
     if json_out:
         return emit(dl)
-    t = table("name", "code", "stop", "count", "attempt", "first seen", "last seen", "last error")
-    for g in dl.groups:
-        t.add_row(
+    rows = [
+        [
             g.name,
             g.error_code or "",
             g.stop_reason or "",
             str(g.count),
             f"{g.attempt} of {g.max_attempts}",
-            _t(g.first_seen),
-            _t(g.last_seen),
-            (g.last_error or "")[:80],
-        )
+            _when(g.first_seen, dl.at),
+            _when(g.last_seen, dl.at),
+        ]
+        for g in dl.groups
+    ]
+    heads = ("name", "code", "stop", "count", "attempt", "first seen", "last seen")
+    # The last error gets what the other columns leave of the terminal (at least 16), cut at a
+    # word with an ellipsis and never wrapped: one line per group.
+    used = sum(max([len(h)] + [len(r[i]) for r in rows]) + 3 for i, h in enumerate(heads)) + 4
+    room = max(16, min(80, console().width - used))
+    t = table(*heads)
+    t.add_column("last error", no_wrap=True, overflow="ellipsis", min_width=min(room, 16))
+    for r, g in zip(rows, dl.groups, strict=True):
+        error = g.last_error or ""
+        if g.error_code and error.startswith(f"{g.error_code}: "):  # the code has its own column
+            error = error[len(g.error_code) + 2 :]
+        t.add_row(*r, clip(error, room))
     out = console()
     out.print(t)
     out.print(f"{dl.total} dead")
@@ -272,7 +310,7 @@ app.add_typer(workers_app, name="workers")
 def workers(
     ctx: typer.Context,
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
 ) -> None:
     """Registered workers: host, pid, queues, slots in use, last heartbeat (stale ones marked)."""
@@ -281,7 +319,7 @@ def workers(
     wv = run(dsn, json_out, lambda e: intro(e, budget).workers())
     if json_out:
         return emit(wv)
-    t = table("id", "host", "pid", "queues", "slots", "heartbeat", "")
+    t = table("id", "host", "pid", "queues", "slots", "heartbeat", "state")
     for w in wv.workers:
         t.add_row(
             w.id,
@@ -290,7 +328,7 @@ def workers(
             ",".join(w.queues),
             f"{w.in_use}/{w.concurrency}",
             f"{w.heartbeat_age:.0f}s ago",
-            "STALE" if w.stale else ("DRAIN ASKED" if w.drain_requested_at else ""),
+            "STALE" if w.stale else "draining" if w.stopping else "drain asked" if w.drain_requested_at else "live",
         )
     console().print(t)
 
@@ -299,33 +337,19 @@ def workers(
 def why(
     target: str = typer.Argument(..., help="a job id (or a unique short id), or a queue name"),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
 ) -> None:
-    """Why a job is not running, or why a queue's oldest-ready age grows: the causes."""
-    from engine.introspect.base import id_fragment
-
-    try:
-        id_fragment(target)
-        maybe_job = True  # an id, or hex digits of one: a job's, unless no job has it
-    except JobsError:
-        maybe_job = False
-
-    async def call(e: Any) -> Any:
-        i = intro(e, budget)
-        if maybe_job:
-            try:
-                return await i.why_job(target)
-            except JobsError as err:
-                if err.code != X_NOT_FOUND or len(target.strip()) == 36:
-                    raise
-        return await i.why_queue(target)
-
-    rep = run(dsn, json_out, call)
+    """Why a job is not running, or why a queue's oldest-ready age grows: the causes. A queue's
+    name reads as a queue; a mistyped id is an error naming the ids it may have meant (exit 3)."""
+    rep = run(dsn, json_out, lambda e: intro(e, budget).why(target))
     if json_out:
         return emit(rep)
+    out = console()
     for c in rep.causes:
-        console().print(f"- [{c.kind}] {c.text}")
+        out.print(f"- [{c.kind}] {c.text}", markup=False, highlight=False)
+    if not rep.causes:
+        out.print(rep.summary, markup=False, highlight=False)
 
 
 @app.command()

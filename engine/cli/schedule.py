@@ -13,7 +13,7 @@ import typer
 
 from engine.actions.base import default_actor
 from engine.cli import EXIT_ERROR, app, error_text, fail
-from engine.cli.admin import DSN_HELP, resolve_dsn
+from engine.cli.admin import DSN_HELP, JSON_HELP, NOTE_HELP, resolve_dsn
 from engine.cli.ops import ACTOR_HELP, EXIT_NOOP
 from engine.cli.reads import console, emit, run
 from engine.errors import X_INVALID_ARGUMENT, JobsError
@@ -38,7 +38,7 @@ def _when(value: Any) -> str:
 def schedule(
     ctx: typer.Context,
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Every declared task: cron (in words), zone, next and last occurrence, the last job's state,
     occurrences skipped by catch-up, pause; and the scheduler's leader."""
@@ -94,10 +94,10 @@ def _pause(name: str, paused: bool, note: str | None, actor: str | None, dsn: st
 @schedule_app.command("pause")
 def pause(
     name: str = typer.Argument(...),
-    note: str = typer.Option(None, "--note"),
+    note: str = typer.Option(None, "--note", help=NOTE_HELP),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Pause a task: durable, audited; its occurrences are not enqueued until it is resumed."""
     _pause(name, True, note, actor, dsn, json_out)
@@ -106,10 +106,10 @@ def pause(
 @schedule_app.command("resume")
 def resume(
     name: str = typer.Argument(...),
-    note: str = typer.Option(None, "--note"),
+    note: str = typer.Option(None, "--note", help=NOTE_HELP),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Resume a paused task; what fell due while it was paused is not owed."""
     _pause(name, False, note, actor, dsn, json_out)
@@ -118,10 +118,10 @@ def resume(
 @schedule_app.command("trigger")
 def trigger(
     name: str = typer.Argument(...),
-    note: str = typer.Option(None, "--note"),
+    note: str = typer.Option(None, "--note", help=NOTE_HELP),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Enqueue an occurrence of a task now, under its own idempotency key (audited on the job)."""
     job_id = run(dsn, json_out, lambda e: _schedules(e, actor).trigger(name, note=note))
@@ -155,7 +155,7 @@ def scheduler(
                 cause=f"{target!r} declares no cron task (no @task handle in it)",
                 fix=f"add @task(name=..., cron='*/5 * * * *') to a handler in {target.partition(':')[0]}",
             )
-        target_dsn = resolve_dsn(dsn)
+        target_dsn = resolve_dsn(dsn, long_running=True)
     except JobsError as err:
         fail(err, as_json=json_out)
     code = asyncio.run(_serve(target_dsn, tasks, config, metrics_port, metrics_host))

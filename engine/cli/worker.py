@@ -199,7 +199,7 @@ def worker(
         from engine.runtime.worker import WorkerConfig
 
         WorkerConfig(**options)  # every option checked before the database is touched
-        target_dsn = resolve_dsn(dsn)
+        target_dsn = resolve_dsn(dsn, long_running=True)
     except JobsError as err:
         fail(err, as_json=json_out)
     options["relay"] = not no_relay

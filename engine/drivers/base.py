@@ -47,6 +47,7 @@ from engine.projections import (
     LimitState,
     QueuePause,
     QueueStats,
+    WaitGroup,
 )
 from engine.types import (
     Ack,
@@ -83,6 +84,12 @@ class Lifecycle(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+    async def reset(self) -> None:
+        """Drop the running loop's connections at once (closed in the background, never waited
+        on), so the next call connects afresh: after the server went away or froze, a pool's own
+        reconnection backs off for many seconds, a fresh connection answers at once."""
+        ...
 
     def describe(self) -> str:
         """What this storage is, for a person: ``memory``, or ``postgres`` and the DSN without
@@ -333,6 +340,10 @@ class IntrospectArea(Protocol):
 
     async def limit_state(self, *, keys: Sequence[str], now: datetime) -> list[LimitState]:
         """The stored slot rows and rate buckets of these limit keys (keys with neither: left out)."""
+        ...
+
+    async def queue_waits(self, *, queue: str, now: datetime, budget_ms: int | None) -> list[WaitGroup]:
+        """A queue's jobs not claimable at ``now``, grouped by what they wait for (WaitGroup)."""
         ...
 
 

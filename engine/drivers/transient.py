@@ -11,7 +11,11 @@ from contextlib import contextmanager
 import psycopg
 import psycopg_pool
 
-from engine.errors import ConnectionLost
+from engine.errors import SHUTTING_DOWN, UNREACHABLE, ConnectionLost
+
+# The server's own words when it is going away or not yet back (its sqlstate class 57P: admin
+# shutdown, crash shutdown, cannot connect now); a failed connect carries only the text.
+_SHUTDOWN_WORDS = ("shutting down", "starting up", "administrator command", "terminating connection", "in recovery")
 
 CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     psycopg.OperationalError,
@@ -26,10 +30,21 @@ def is_connection_error(exc: BaseException) -> bool:
     return isinstance(exc, (ConnectionLost, *CONNECTION_ERRORS))
 
 
+def condition_of(exc: BaseException) -> str:
+    """SHUTTING_DOWN when the server said it is going away (or not back yet), else UNREACHABLE."""
+    if isinstance(exc, (psycopg.errors.AdminShutdown, psycopg.errors.CrashShutdown, psycopg.errors.CannotConnectNow)):
+        return SHUTTING_DOWN
+    text = str(exc).lower()
+    return SHUTTING_DOWN if any(w in text for w in _SHUTDOWN_WORDS) else UNREACHABLE
+
+
 def lost(exc: BaseException) -> ConnectionLost:
     """The engine's error for a connection failure ``exc`` (raise it ``from exc``)."""
     first = str(exc).strip().splitlines()
-    return ConnectionLost(f"the connection to the database failed: {first[0] if first else type(exc).__name__}")
+    return ConnectionLost(
+        f"the connection to the database failed: {first[0] if first else type(exc).__name__}",
+        condition=condition_of(exc),
+    )
 
 
 @contextmanager

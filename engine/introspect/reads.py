@@ -6,20 +6,24 @@ never loads it; a count that would be expensive answers capped and says so (`Cou
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from engine.errors import X_INVALID_ARGUMENT, JobsError
+from engine.errors import X_INVALID_ARGUMENT, X_NOT_FOUND, X_UNKNOWN_QUEUE, JobsError
 from engine.ids import parse_id
-from engine.introspect.base import EngineView, load_job
+from engine.introspect.base import MAX_CANDIDATES, MIN_FRAGMENT, EngineView, id_fragment, load_job
 from engine.introspect.filters import scoped
-from engine.introspect.why import job_causes, queue_causes
+from engine.introspect.why import job_causes
+from engine.introspect.why_queue import queue_causes
 from engine.projections import (
     DeadLetters,
     JobDetail,
     JobFilter,
     JobPage,
+    JobSummary,
     LimitState,
     NextRetry,
     QueuePause,
@@ -39,6 +43,7 @@ DEFAULT_COUNT_CAP = 10_000  # past this a count answers "at least" instead of co
 DEFAULT_PAGE_COUNT_CAP = 1_000  # a list's "N matching": a page must stay cheap (< 20 ms)
 DEFAULT_STALE_AFTER = 30.0  # seconds without a heartbeat before a worker is shown stale
 MAX_PAGE = 500
+NEAR = 0.8  # how alike a mistyped id and a job's must be to be offered (one typo in 6 digits: 0.83)
 
 
 class Introspector(EngineView):
@@ -269,12 +274,84 @@ class Introspector(EngineView):
         return await self._why(row)
 
     async def why_queue(self, queue: str) -> WhyReport:
+        """Why a queue's jobs wait; X_UNKNOWN_QUEUE (with the names it may have meant) for a queue
+        no job, worker or pause names."""
         view = await self.queues()
-        q = next((q for q in view.queues if q.name == queue), None) or _empty_queue(queue)
+        q = next((q for q in view.queues if q.name == queue), None)
+        if q is None:
+            known = await self.driver.queue_names_known()
+            if queue not in known:
+                raise unknown_queue(queue, known)
+            q = _empty_queue(queue)
         workers = await self._workers(view.at)
-        return WhyReport(
-            "queue", queue, None, tuple(queue_causes(q, workers=workers, stale_after=self.stale_after)), view.at
+        waits = await self.driver.queue_waits(queue=queue, now=view.at, budget_ms=self.budget_ms)
+        keys = sorted({g.key for g in waits if g.key and g.kind in ("rate", "concurrency")})
+        limits = list(await self.driver.limit_state(keys=keys, now=view.at)) if keys else []
+        causes = queue_causes(q, workers=workers, stale_after=self.stale_after, now=view.at, waits=waits, limits=limits)
+        return WhyReport("queue", queue, None, tuple(causes), view.at)
+
+    async def why(self, target: str) -> WhyReport:
+        """``jobs why TARGET``: a queue's causes when a queue has that name, else a job's when it
+        looks like an id (a mistyped one is X_NOT_FOUND naming the ids it may have meant), else
+        X_UNKNOWN_QUEUE naming the queues it may have meant."""
+        name = target.strip() if isinstance(target, str) else target
+        await self._open()
+        known = await self.driver.queue_names_known()
+        if name in known:
+            return await self.why_queue(name)
+        try:
+            id_fragment(name)
+        except JobsError:
+            raise unknown_queue(name, known) from None
+        try:
+            return await self.why_job(name)
+        except JobsError as err:
+            if err.code != X_NOT_FOUND:
+                raise
+            raise await self._near_misses(name, err) from None
+
+    async def _near_misses(self, value: str, err: JobsError) -> JobsError:
+        """X_NOT_FOUND for an id no job has, naming the jobs whose id's head or tail is one or two
+        keystrokes from it: among the ids that share its first or last six digits and the newest
+        page of jobs (where an id just copied from a screen most likely comes from)."""
+        frag = id_fragment(value).replace("-", "")
+        found: dict[str, JobSummary] = {}
+        for part in {frag[:MIN_FRAGMENT], frag[-MIN_FRAGMENT:]}:
+            for j in await self.driver.job_find(
+                fragment=part, tenant=self.tenant, limit=MAX_CANDIDATES, budget_ms=self.budget_ms
+            ):
+                found[j.id] = j
+        newest = await self.driver.job_page(  # type: ignore[attr-defined]
+            where=scoped(JobFilter(), self.tenant), limit=MAX_PAGE, cursor=None, count_cap=1, budget_ms=self.budget_ms
         )
+        found.update((j.id, j) for j in newest.items)
+
+        def closeness(j: JobSummary) -> float:
+            digits = j.id.replace("-", "")
+            ends = (digits[: len(frag)], digits[-len(frag) :])
+            return max(difflib.SequenceMatcher(None, frag, end).ratio() for end in ends)
+
+        ranked = sorted((j for j in found.values() if closeness(j) >= NEAR), key=closeness, reverse=True)[:3]
+        if not ranked:
+            return err
+        shown = " or ".join(f"{j.id} ({j.name}, {j.state.value})" for j in ranked)
+        return JobsError(
+            X_NOT_FOUND,
+            cause=f"{err.cause}; did you mean {shown}?",
+            fix=f"jobs why {ranked[0].id}",
+            meta={"candidates": [j.id for j in ranked]},
+        )
+
+
+def unknown_queue(name: str, known: Sequence[str]) -> JobsError:
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return JobsError(
+        X_UNKNOWN_QUEUE,
+        cause=f"no job, worker or pause names queue {name!r}, and it is not a job id{hint}",
+        fix=f"jobs why {close[0]}" if close else "jobs queues",
+        meta={"candidates": close},
+    )
 
 
 def _empty_queue(name: str) -> QueueStats:

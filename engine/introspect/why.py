@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from engine.projections import Cause, JobSummary, LimitState, QueuePause, QueueStats, SlotHolder
+from engine.projections import Cause, JobSummary, LimitState, QueuePause, SlotHolder
 from engine.types import JobRow, JobState, ready_since
 
 if TYPE_CHECKING:  # the worker area's registry row; only named in annotations here
@@ -28,13 +28,19 @@ def _in(seconds: float) -> str:
     return f"in {text}" if seconds >= 0 else f"{text} ago"
 
 
-def _tokens_sentence(key: str, tokens: float, refill: str | None) -> str:
-    """A bucket said in whole tokens: a job needs one, so a fraction of one is none."""
+def _tokens_sentence(key: str, tokens: float, refill: str | None, *, counted: str | None = None) -> str:
+    """A bucket said in whole tokens (a job needs one, so a fraction of one is none), as of when
+    they were counted: the stored count is the last take's, and tokens accrue since."""
+    when = f" at {counted}" if counted else ""
     if tokens < 1:
-        have = f"Rate limit {key} has no whole token left ({tokens:.2f} of one)"
+        have = f"Rate limit {key} had no whole token left{when} ({tokens:.2f} of one)"
     else:
-        have = f"Rate limit {key} has {int(tokens)} token{'s' if int(tokens) != 1 else ''} left"
-    return f"{have}; the next token arrives {refill}." if refill else f"{have}; a token is due now."
+        have = f"Rate limit {key} had {int(tokens)} token{'s' if int(tokens) != 1 else ''} left{when}"
+    return (
+        f"{have}; the job is tried again {refill}, when a token is due."
+        if refill
+        else f"{have}; a token is due now, taken at the next claim."
+    )
 
 
 def pause_cause(p: QueuePause) -> Cause:
@@ -72,26 +78,33 @@ def worker_causes(queue: str, workers: Sequence[WorkerRecord] | None, stale_afte
     return out
 
 
+def next_try(at: datetime, now: datetime) -> str:
+    """When a shed job is tried again: its run_at, or, past it, the next claim (it is due)."""
+    return _in((at - now).total_seconds()) if at > now else "at the next claim (it is due now)"
+
+
+def _since(dt: datetime | None, now: datetime) -> str:
+    return "at an unknown time" if dt is None else f"{_in((dt - now).total_seconds())} ({_t(dt)})"
+
+
 def limit_causes(row: JobRow, limits: Sequence[LimitState], now: datetime) -> list[Cause]:
     wait = row.wait or {}
+    retry = next_try(row.run_at, now)
     out: list[Cause] = []
     for lim in limits:
         if lim.slots:
             held = tuple(
                 s for s in lim.slots if s.job_id is not None and (s.lease_until is None or s.lease_until >= now)
             )
-            ends = [s.lease_until for s in held if s.lease_until is not None]
-            first = min(ends) if ends else None
             out.append(
                 Cause(
                     "slots",
-                    _slots_sentence(
-                        lim.key, len(lim.slots), len(held), _in((first - now).total_seconds()) if first else None
-                    ),
+                    slots_sentence(lim.key, len(lim.slots), held, now, retry),
                     key=lim.key,
                     limit=len(lim.slots),
                     holders=held,
-                    until=first,
+                    until=_first_free(held),
+                    limit_kind="concurrency",
                 )
             )
         if lim.tokens is not None:
@@ -99,25 +112,107 @@ def limit_causes(row: JobRow, limits: Sequence[LimitState], now: datetime) -> li
             out.append(
                 Cause(
                     "rate_limit",
-                    _tokens_sentence(lim.key, lim.tokens, _in((refill - now).total_seconds()) if refill else None),
+                    _tokens_sentence(
+                        lim.key,
+                        lim.tokens,
+                        _in((refill - now).total_seconds()) if refill else None,
+                        counted=_t(lim.refilled_at) if lim.refilled_at else None,
+                    ),
                     key=lim.key,
                     tokens=lim.tokens,
                     refill_at=refill,
                     at=lim.refilled_at,
+                    limit_kind="rate",
                 )
             )
     if not out:
-        what = wait.get("limit") or wait.get("reason") or wait.get("kind") or "a limit"
+        kind = wait.get("limit") if wait.get("limit") in ("rate", "concurrency") else None
         key = wait.get("key")
+        what = f"the {kind} limit" if kind else "a limit"
         out.append(
             Cause(
                 "limit",
-                f"Shed by {what}{f' ({key})' if key else ''}; it is tried again {_in((row.run_at - now).total_seconds())}.",
+                f"Shed by {what}{f' {key}' if key else ''}; it is tried again {retry}.",
                 key=key,
                 until=row.run_at,
+                limit_kind=kind,
             )
         )
     return out
+
+
+def _first_free(held: Sequence[SlotHolder]) -> datetime | None:
+    """When a held slot frees by itself: the first lease end of a holder that no longer runs (a
+    running holder renews its lease, so its lease end says nothing about when it lets go)."""
+    ends = [h.lease_until for h in held if h.state is not JobState.RUNNING and h.lease_until is not None]
+    return min(ends) if ends else None
+
+
+def slots_sentence(key: str, limit: int, held: Sequence[SlotHolder], now: datetime, retry: str | None) -> str:
+    """The slots cause, true to its numbers and to who renews what: a running holder renews its
+    slot's lease with its own, so its slot frees when it finishes, not when the lease ends.
+    ``retry``: when the shed job is tried again (None: said of a queue, not of one job)."""
+    if len(held) < limit:
+        free = limit - len(held)
+        taker = f"the job takes one when it is tried again {retry}" if retry else "a shed job takes one at its next try"
+        return (
+            f"{len(held)} of {limit} slots of {key} are held now; {free} {'is' if free == 1 else 'are'} free again "
+            f"(a holder finished or its lease lapsed), so {taker}."
+        )
+    running = [h for h in held if h.state is JobState.RUNNING]
+    stopped = len(held) - len(running)
+    ends = _first_free(held)
+    lapse = f"the first of their leases ends {_in((ends - now).total_seconds())}" if ends else "their leases lapse"
+    if not stopped:
+        text = (
+            f"All {limit} slots of {key} are held by running jobs, which renew their slots while they run: "
+            "a slot frees when one of them finishes"
+        )
+    elif running:
+        text = (
+            f"All {limit} slots of {key} are held: {len(running)} by running jobs, which renew their slots while "
+            f"they run, and {stopped} by jobs no longer running, whose slots free when {lapse}"
+        )
+    else:
+        text = f"All {limit} slots of {key} are held by jobs no longer running; their slots free when {lapse}"
+    text += "."
+    first = min((h for h in running if h.started_at), key=lambda h: h.started_at or now, default=None)
+    if first is not None:
+        text += f" The longest-running holder, on {first.worker or '?'}, started {_since(first.started_at, now)}."
+    return f"{text} The job is tried again {retry}." if retry else text
+
+
+def suspended_cause(row: JobRow, now: datetime) -> Cause:
+    """A sleep, or an event wait: its next check (run_at, the job's event poll) is not its timeout."""
+    wait = row.wait or {}
+    step = f", in step {wait['step']!r}" if wait.get("step") else ""
+    if wait.get("kind") != "event":
+        return Cause(
+            "sleep",
+            f"Sleeping until {_t(row.run_at)} ({_in((row.run_at - now).total_seconds())}){step}.",
+            until=row.run_at,
+        )
+    match = wait.get("match")
+    try:
+        timeout = datetime.fromisoformat(str(wait["timeout_at"])) if wait.get("timeout_at") else None
+    except ValueError:
+        timeout = None
+    check = "now" if row.run_at <= now else _in((row.run_at - now).total_seconds())
+    if timeout is None:
+        end = "the wait has no timeout"
+    elif timeout <= row.run_at:
+        end = f"the wait times out then ({_t(timeout)}) and the job goes on without the event"
+    else:
+        end = f"the wait times out at {_t(timeout)} ({_in((timeout - now).total_seconds())})"
+    return Cause(
+        "event",
+        f"Waiting for event {wait.get('event')!r}{f' matching {match}' if match else ''}{step}: sending it wakes the "
+        f"job at once; otherwise the job looks for it again {check}, and {end}.",
+        event=wait.get("event"),
+        match=match,
+        until=timeout,
+        next_check=row.run_at,
+    )
 
 
 def job_causes(
@@ -134,12 +229,21 @@ def job_causes(
     out: list[Cause] = []
     if st is JobState.RUNNING:
         left = (row.lease_until - now).total_seconds() if row.lease_until else None
+        lease = (
+            f"its worker renews the lease while it runs (the current one ends {_in(left)})"
+            if left is not None and left >= 0
+            else "its lease has lapsed: the job is rescued unless its worker renews it"
+            if left is not None
+            else "its lease end is unknown"
+        )
         out.append(
             Cause(
                 "running",
-                f"Running on {row.claimed_by} (attempt {row.attempt} of {row.max_attempts}); lease ends {_in(left) if left is not None else '?'}.",
+                f"Running on {row.claimed_by} since {_since(row.claimed_at, now)}, attempt {row.attempt} of "
+                f"{row.max_attempts}; {lease}.",
                 worker=row.claimed_by,
                 until=row.lease_until,
+                at=row.claimed_at,
                 attempt=row.attempt,
                 max_attempts=row.max_attempts,
             )
@@ -180,27 +284,7 @@ def job_causes(
             )
         )
     elif st is JobState.SUSPENDED:
-        wait = row.wait or {}
-        if wait.get("kind") == "event":
-            match = wait.get("match")
-            matching = f" matching {match}" if match else ""
-            out.append(
-                Cause(
-                    "event",
-                    f"Waiting for event {wait.get('event')!r}{matching}: sending it wakes the job at once; otherwise it is looked for again {_in((row.run_at - now).total_seconds())} (or the wait times out then, if its timeout comes first).",
-                    event=wait.get("event"),
-                    match=match,
-                    until=row.run_at,
-                )
-            )
-        else:
-            out.append(
-                Cause(
-                    "sleep",
-                    f"Sleeping until {_t(row.run_at)} ({_in((row.run_at - now).total_seconds())}).",
-                    until=row.run_at,
-                )
-            )
+        out.append(suspended_cause(row, now))
     elif st is JobState.PARKED:
         out.extend(limit_causes(row, limits, now))
         since = ready_since(row, now)
@@ -238,58 +322,4 @@ def job_causes(
     return out
 
 
-def queue_causes(
-    q: QueueStats, *, workers: Sequence[WorkerRecord] | None, stale_after: float, limits: Sequence[LimitState] = ()
-) -> list[Cause]:
-    out: list[Cause] = []
-    if q.paused:
-        out.append(pause_cause(QueuePause(q.name, True, q.paused_by, q.paused_at, q.pause_note)))
-    out.extend(worker_causes(q.name, workers, stale_after))
-    if workers is not None and q.slots_total and q.slots_in_use >= q.slots_total and q.depth:
-        out.append(
-            Cause(
-                "backlog",
-                f"All {q.slots_total} worker slots serving {q.name} are busy; {q.depth} jobs wait.",
-                queue=q.name,
-                count=q.depth,
-                limit=q.slots_total,
-            )
-        )
-    if q.parked.value:
-        out.append(
-            Cause("limit", f"{q.parked} jobs of {q.name} are parked by a limit.", queue=q.name, count=q.parked.value)
-        )
-        for lim in limits:
-            held = tuple(s for s in lim.slots if s.job_id is not None)
-            if lim.slots:
-                out.append(
-                    Cause(
-                        "slots",
-                        f"Slots of {lim.key}: {len(held)} of {len(lim.slots)} held.",
-                        key=lim.key,
-                        limit=len(lim.slots),
-                        holders=held,
-                    )
-                )
-    if not out and q.depth:
-        out.append(
-            Cause(
-                "backlog",
-                f"{q.depth} jobs wait in {q.name}; the oldest for {int(q.oldest_ready_age or 0)}s.",
-                queue=q.name,
-                count=q.depth,
-            )
-        )
-    return out
-
-
-__all__ = ["job_causes", "queue_causes", "SlotHolder"]
-
-
-def _slots_sentence(key: str, limit: int, held: int, first_end: str | None) -> str:
-    """The slots cause, true to its numbers: all held, or some free again (a lease lapsed)."""
-    end = f"the first lease ends {first_end}" if first_end else "a slot frees when a holder settles"
-    if held >= limit:
-        return f"All {limit} slots of {key} are held; {end}."
-    free = limit - held
-    return f"{held} of {limit} slots of {key} are held now; {free} {'is' if free == 1 else 'are'} free again (a lease lapsed), taken at the next claim."
+__all__ = ["job_causes", "limit_causes", "pause_cause", "slots_sentence", "worker_causes"]

@@ -16,11 +16,12 @@ import os
 import pwd
 import shlex
 import shutil
+import signal
 import stat
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -193,6 +194,23 @@ class EmbeddedPostgres:
         self.stop()
         return self.start()
 
+    @contextlib.contextmanager
+    def frozen(self, *, backends: bool = False) -> Iterator[int]:
+        """The server frozen (SIGSTOP) for the block, thawed (SIGCONT) after, whatever happens in
+        it: a new connection then waits forever for its answer, as against a hung host. Only the
+        postmaster by default (connections already open keep working); ``backends`` freezes those
+        too, so a statement in flight never answers either. Yields the postmaster's pid."""
+        pid = int((Path(self._data) / "postmaster.pid").read_text().split()[0])
+        frozen = [pid, *(_children(pid) if backends else ())]
+        for p in frozen:
+            os.kill(p, signal.SIGSTOP)
+        try:
+            yield pid
+        finally:
+            for p in frozen:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(p, signal.SIGCONT)
+
     def close(self) -> None:
         """Stop the server (no shutdown checkpoint: the data goes anyway) and delete everything."""
         atexit.unregister(self.close)
@@ -287,6 +305,16 @@ class EmbeddedPostgres:
             if log.exists():
                 detail += f" | server log: {_tail(log.read_text(errors='replace'), 12)}"
             raise _fail(f"{step} (exit {code}, binaries {self._bin})", detail, self._fix)
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (the server's backends and helpers), from /proc."""
+    out = []
+    for proc in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if int(proc.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(proc.parent.name))
+    return out
 
 
 def create_database(admin_conninfo: str, name: str, template: str | None = None) -> str:

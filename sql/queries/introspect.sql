@@ -210,9 +210,31 @@ where j.id = %(id)s and l.id <> j.id
 limit 1;
 
 -- name: limit_slots :many
--- The slot rows of these concurrency keys (who holds each, until when).
-select key, slot, job_id, worker, lease_until from jobs.slot
-where key = any(%(keys)s::text[]) order by key, slot;
+-- The slot rows of these concurrency keys (who holds each, until when), with the holder job's
+-- state and, while it runs, when its claim began (a running holder renews its slot's lease).
+select s.key, s.slot, s.job_id, s.worker, s.lease_until, j.state as job_state,
+       case when j.state = 'running' then j.claimed_at end as started_at
+from jobs.slot s
+left join jobs.job j on j.id = s.job_id
+where s.key = any(%(keys)s::text[]) order by s.key, s.slot;
+
+-- name: queue_waits :many
+-- One queue's jobs that are not claimable now, grouped by what they wait for: delayed ones still
+-- in the future, suspended ones by sleep or by event name, parked ones by the limit and key that
+-- shed them; with the earliest run_at of each group (over the job_due index).
+select state,
+       case when state = 'delayed' then 'delay'
+            when state = 'parked' then coalesce(wait->>'limit', 'limit')
+            else coalesce(wait->>'kind', 'sleep') end as kind,
+       case when state = 'parked' then wait->>'key'
+            when wait->>'kind' = 'event' then wait->>'event' end as key,
+       count(*)::int as n, min(run_at) as next_at
+from jobs.job
+where queue = %(queue)s and state in ('delayed','parked','suspended')
+  and (state <> 'delayed' or run_at > %(now)s)
+group by 1, 2, 3
+order by 4 desc, 1, 2, 3
+limit 20;
 
 -- name: limit_buckets :many
 -- The token buckets of these rate-limit keys.

@@ -108,6 +108,9 @@ returning j.id::text;
 -- name: job_nack :one
 -- Hand one claim back (retry, dead, park, suspend, release), fenced, recording the attempt.
 -- A shed, a suspension and a release burn no attempt (I7, I8); only retry and dead write an error.
+-- A claim that resumed a suspended run continues its attempt: one run is one attempt row, so
+-- when the job's latest attempt row is a suspension of this same attempt, that row is carried
+-- forward (this claim's run, worker, end and outcome; its start kept) instead of a row per poll.
 with done as (
     update jobs.job j
     set state = %(state)s,
@@ -123,12 +126,22 @@ with done as (
         lease_until = null, updated_at = %(now)s
     where j.id = %(id)s and j.state = 'running' and j.claimed_by = %(worker)s and j.run = %(run)s
     returning j.id, j.run, j.attempt, j.claimed_by, j.claimed_at
+), resumed as (
+    select a.job_id, a.run from jobs.attempt a join done on a.job_id = done.id
+    where a.run = (select max(run) from jobs.attempt where job_id = done.id) and a.outcome = 'suspended'
+      and a.attempt = done.attempt + case when %(counts)s then 0 else 1 end
+), carried as (
+    update jobs.attempt a
+    set run = done.run, worker = done.claimed_by, finished_at = %(now)s, outcome = %(attempt_outcome)s,
+        error_code = %(error_code)s, error = %(error)s, traceback = %(traceback)s
+    from done, resumed
+    where a.job_id = resumed.job_id and a.run = resumed.run
 ), rec as (
     insert into jobs.attempt (job_id, run, attempt, worker, started_at, finished_at, outcome, error_code, error,
                               traceback)
     select id, run, attempt + case when %(counts)s then 0 else 1 end, claimed_by, claimed_at, %(now)s,
            %(attempt_outcome)s, %(error_code)s, %(error)s, %(traceback)s
-    from done
+    from done where not exists (select 1 from resumed)
 )
 select id from done;
 
@@ -168,12 +181,25 @@ with old as (
     insert into jobs.history (job_id, at, kind, actor, note, data)
     select id, %(now)s, 'cancelled', %(actor)s, %(note)s, jsonb_build_object('from', (select state from old))
     from upd
+), ran as (
+    select upd.id, upd.run, upd.attempt, upd.claimed_by, upd.claimed_at
+    from upd join old on old.id = upd.id
+    where old.state = 'running' and upd.claimed_by is not null and upd.claimed_at is not null
+), resumed as (
+    -- A running claim that resumed a suspended run continues its attempt row (as job_nack does).
+    select a.job_id, a.run from jobs.attempt a join ran on a.job_id = ran.id
+    where a.run = (select max(run) from jobs.attempt where job_id = ran.id) and a.outcome = 'suspended'
+      and a.attempt = ran.attempt
+), carried as (
+    update jobs.attempt a
+    set run = ran.run, worker = ran.claimed_by, finished_at = %(now)s, outcome = 'cancelled'
+    from ran, resumed
+    where a.job_id = resumed.job_id and a.run = resumed.run
 ), rec as (
     -- A running job's attempt ends here: recorded with outcome cancelled (its claim ran, so it counts).
     insert into jobs.attempt (job_id, run, attempt, worker, started_at, finished_at, outcome)
-    select upd.id, upd.run, upd.attempt, upd.claimed_by, upd.claimed_at, %(now)s, 'cancelled'
-    from upd join old on old.id = upd.id
-    where old.state = 'running' and upd.claimed_by is not null and upd.claimed_at is not null
+    select id, run, attempt, claimed_by, claimed_at, %(now)s, 'cancelled'
+    from ran where not exists (select 1 from resumed)
     on conflict (job_id, run) do nothing
 )
 select old.id, old.state as previous, upd.id is not null as cancelled
@@ -190,11 +216,22 @@ select job_id, at, kind, actor, note, data from jobs.history where job_id = %(id
 -- name: job_attempts :many
 -- A job's settled attempts, in claim order: the attempt rows, and a completed job's last attempt
 -- from the row itself (the ack writes no attempt row; one written before it stopped is not doubled).
+-- A completing claim that resumed a suspended run continues that run's attempt (job_nack): the
+-- suspension's row, the latest and of the same attempt, is shown as the completed attempt it became.
+with done as (
+    select j.id, j.run, j.attempt, j.claimed_by, j.claimed_at, j.finished_at
+    from jobs.job j
+    where j.id = %(id)s and j.state = 'completed' and j.claimed_by is not null
+      and not exists (select 1 from jobs.attempt a where a.job_id = j.id and a.run = j.run)
+), resumed as (
+    select a.run, a.started_at from jobs.attempt a join done on a.job_id = done.id
+    where a.run = (select max(run) from jobs.attempt where job_id = done.id) and a.outcome = 'suspended'
+      and a.attempt = done.attempt
+)
 select job_id, run, attempt, worker, started_at, finished_at, outcome, error_code, error, traceback
-from jobs.attempt where job_id = %(id)s
+from jobs.attempt where job_id = %(id)s and run not in (select run from resumed)
 union all
-select j.id, j.run, j.attempt, j.claimed_by, j.claimed_at, j.finished_at, 'completed', null, null, null
-from jobs.job j
-where j.id = %(id)s and j.state = 'completed' and j.claimed_by is not null
-  and not exists (select 1 from jobs.attempt a where a.job_id = j.id and a.run = j.run)
+select id, run, attempt, claimed_by, coalesce((select started_at from resumed), claimed_at), finished_at, 'completed',
+       null, null, null
+from done
 order by run;

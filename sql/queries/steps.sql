@@ -50,7 +50,8 @@ order by seq, name;
 
 -- name: event_send :one
 -- Store one event and make every suspended wait it matches claimable now (event_poll is the
--- fallback bound, this is the fast path): same name, same tenant, payload contains the match.
+-- fallback bound, this is the fast path): same name, same tenant, payload contains the match;
+-- each job it wakes gets an `event` history entry naming the event and its sender.
 with ev as (
     insert into jobs.event (id, name, tenant, payload, sent_at, sent_by)
     values (%(id)s, %(name)s, %(tenant)s, %(payload)s::jsonb, %(now)s, %(actor)s)
@@ -66,6 +67,11 @@ with ev as (
       and j.run_at > %(now)s
     -- Wakes idle workers of the woken jobs' queues (the worker listens on jobs_enqueue).
     returning j.id, pg_notify('jobs_enqueue', j.queue) as notified
+), hist as (
+    -- Each woken job's history says which event woke it and who sent it.
+    insert into jobs.history (job_id, at, kind, actor, note, data)
+    select woke.id, %(now)s, 'event', %(actor)s, null, jsonb_build_object('event', ev.name, 'event_id', ev.id)
+    from woke, ev
 )
 select ev.id, ev.name, ev.tenant, ev.sent_at, (select count(*) from woke)::int as woken from ev;
 
@@ -104,10 +110,20 @@ with prior as (
         result = null, stop_reason = null, wait = null, waiting_since = null, lease_until = null
     where id = %(id)s and state in ('dead','completed')
     returning id, pg_notify('jobs_enqueue', queue) as notified
+), resumed as (
+    -- The completing claim resumed a suspended run: that run's row becomes the completed attempt.
+    select a.job_id, a.run from jobs.attempt a join prior on a.job_id = prior.id
+    where a.run = (select max(run) from jobs.attempt where job_id = prior.id) and a.outcome = 'suspended'
+      and a.attempt = prior.attempt and exists (select 1 from upd)
+), carried as (
+    update jobs.attempt a
+    set run = prior.run, worker = prior.claimed_by, finished_at = prior.finished_at, outcome = 'completed'
+    from prior, resumed
+    where a.job_id = resumed.job_id and a.run = resumed.run
 ), att as (
     insert into jobs.attempt (job_id, run, attempt, worker, started_at, finished_at, outcome)
     select id, run, attempt, claimed_by, coalesce(claimed_at, finished_at), finished_at, 'completed'
-    from prior where exists (select 1 from upd)
+    from prior where exists (select 1 from upd) and not exists (select 1 from resumed)
     on conflict (job_id, run) do nothing
 ), hist as (
     insert into jobs.history (job_id, at, kind, actor, note, data)

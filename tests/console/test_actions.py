@@ -314,8 +314,15 @@ async def test_detail_send_the_awaited_event() -> None:
         await keys(pilot, "e")
         assert "Send event workspace.approved" in str(app.screen.query_one("#confirm-text").render())
         await keys(pilot, "y")
-        row = (await app.source.job(screen.job_id)).job
-        assert row.state is JobState.SUSPENDED and row.run_at <= app.source.now()  # woken: due now
+        d = await app.source.job(screen.job_id)
+        assert d.job.state is JobState.SUSPENDED and d.job.run_at <= app.source.now()  # woken: due now
+        # The job's history says the event woke it, which one and who sent it.
+        (sent,) = [h for h in d.history if h.kind == "event"]
+        assert (sent.actor, sent.data["event"]) == (app.source.actor, "workspace.approved")
+        await pilot.press("r")
+        await settle(pilot)
+        shown = str(screen.query_one("#history").render())
+        assert f"event          by {app.source.actor}  workspace.approved" in shown
 
 
 async def test_detail_offers_only_what_the_state_allows() -> None:

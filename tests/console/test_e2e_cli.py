@@ -120,3 +120,13 @@ def test_the_installed_entry_point_answers_too() -> None:
     )
     assert done.returncode == EXIT_USAGE
     assert done.stderr.startswith("error X_INVALID_ARGUMENT")
+
+
+def test_version_and_help_whose_flags_take_no_bool() -> None:
+    from importlib.metadata import version
+
+    r = run("--version")
+    assert r.exit_code == 0 and r.stdout.strip() == f"jobs-console {version('jobs')}"
+    for args in (["--help"], ["demo", "--help"]):
+        r = run(*args)
+        assert r.exit_code == 0 and "<bool>" not in r.output and "--read-only" in run("--help").output

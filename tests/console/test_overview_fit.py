@@ -1,17 +1,13 @@
 """The overview at 80x24 fits without scrolling sideways, and shows the fleet's worker slots once
-(in the totals) instead of on every queue row; the wording of the slots and event causes."""
+(in the totals) instead of on every queue row."""
 
 from __future__ import annotations
-
-from datetime import UTC, datetime, timedelta
 
 from console.app import JobsConsole
 from console.demo.world import seeded_source
 from console.screens.overview import NARROW
-from console.screens.why import slots_sentence
 from console.widgets.keyed_table import KeyedTable
 from console.widgets.state_bar import StateBar
-from engine.projections import Cause, SlotHolder
 from tests.console.conftest import SIZE, SMALL, settle
 
 
@@ -42,26 +38,3 @@ async def test_fleet_slots_are_shown_once_not_per_queue() -> None:
             f"fleet: {len(live)} workers, {sum(w.in_use for w in live)}/{sum(w.concurrency for w in live)} slots busy"
             in totals
         )
-
-
-NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
-
-
-def test_slots_sentence_agrees_with_its_holders() -> None:
-    ends = [NOW + timedelta(seconds=20), NOW + timedelta(seconds=50)]
-    full = Cause(
-        "slots",
-        "engine text",
-        key="concurrency:r",
-        limit=2,
-        holders=tuple(SlotHolder(f"j{i}", "w1", e) for i, e in enumerate(ends)),
-    )
-    assert slots_sentence(full, NOW) == (
-        "All 2 slots of concurrency:r are held by running jobs; "
-        "the first lease ends in 20s (12:00:20), then a slot frees up."
-    )
-    lapsed = Cause(
-        "slots", "All 2 slots of concurrency:r are held (0 in use)", key="concurrency:r", limit=2, holders=()
-    )
-    said = slots_sentence(lapsed, NOW)
-    assert said.startswith("0 of 2 slots of concurrency:r are held now; 2 are free again") and "All" not in said

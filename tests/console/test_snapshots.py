@@ -106,6 +106,11 @@ def test_why_queue_paused(snap_compare, app: JobsConsole) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=drive("end", "y"))
 
 
+def test_why_queue_of_suspended_jobs_80x24(snap_compare, app: JobsConsole) -> None:
+    # accounts holds only suspended jobs: they wait for a sleep and an event, never "nothing".
+    assert snap_compare(app, terminal_size=SMALL, run_before=drive("home", "y"))
+
+
 def test_dead_letters_busy(snap_compare, app: JobsConsole) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=drive("3"))
 

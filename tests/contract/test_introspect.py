@@ -313,7 +313,7 @@ async def test_why_waiting_for_an_event(driver: Driver, ids: IdFactory, clock: F
     assert (c.kind, c.event, c.match) == ("event", "invoice.paid", {"invoice": 42}) and "invoice.paid" in c.text
 
 
-async def test_why_a_parked_job_names_the_slot_holders_and_their_lease_ends(
+async def test_why_a_parked_job_names_the_slot_holders_and_that_a_running_one_renews_its_slot(
     driver: Driver, ids: IdFactory, clock: FakeClock
 ) -> None:
     from engine.testing import claim_of as _claim_of
@@ -334,7 +334,10 @@ async def test_why_a_parked_job_names_the_slot_holders_and_their_lease_ends(
     why = await intro(driver, clock).why_job(shed.id)
     slots = next(c for c in why.causes if c.kind == "slots")
     assert slots.key == "job:render" and slots.limit == 1
-    assert [h.job_id for h in slots.holders] == [holder.id] and slots.until == clock.now() + timedelta(seconds=30)
+    assert [(h.job_id, h.state, h.started_at) for h in slots.holders] == [
+        (holder.id, JobState.RUNNING, holder.claimed_at)
+    ]
+    assert slots.until is None and "renew" in slots.text  # a running holder's lease end is not when it lets go
     clock.advance(90)
     why = await intro(driver, clock).why_job(shed.id)
     waiting = next(c for c in why.causes if c.kind == "waiting")

@@ -178,11 +178,9 @@ async def test_i7_an_event_wait_times_out_as_none_and_polls_on_the_way(
     (wait,) = await driver.step_list(job_id=jid)
     assert (wait.status, wait.duration) == ("timed-out", 50.0)
     row = await get(driver, jid)
-    assert row.attempt == 1 and [a.outcome for a in await driver.job_attempts(job_id=jid)] == [
-        "suspended",
-        "suspended",
-        "completed",
-    ]
+    # Three claims, one attempt: the polls continued the run's one attempt row (a poll is no attempt).
+    assert row.attempt == 1 and row.run == 3
+    assert [(a.outcome, a.started_at) for a in await driver.job_attempts(job_id=jid)] == [("completed", start)]
 
 
 async def test_two_waits_on_one_event_name_each_take_their_own_event(
@@ -263,3 +261,32 @@ async def test_event_match_is_jsonb_containment_on_both_drivers(
         )
         is None
     )
+
+
+async def test_an_event_that_wakes_a_job_is_in_its_history_with_who_sent_it(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    jid = await enqueue(driver, ids, clock, tenant="acme")
+
+    async def handler(step: StepApi, row: JobRow) -> object:
+        return await step.wait_for_event("ok", event="workspace.approved", match={"ws": 7})
+
+    assert (await attempt(driver, clock, handler, event_poll=300)).kind == "suspended"
+    clock.advance(1)
+    eid = ids.new()
+    sent = await driver.event_send(
+        id=eid, name="workspace.approved", payload={"ws": 7}, tenant="acme", actor="console:ann", now=clock.now()
+    )
+    assert sent.woken == 1
+    (h,) = await driver.job_history(job_id=jid)
+    assert (h.kind, h.actor, h.at, h.data) == (
+        "event",
+        "console:ann",
+        clock.now(),
+        {"event": "workspace.approved", "event_id": eid},
+    )
+    # An event that wakes nothing (another tenant's) writes no history.
+    await driver.event_send(
+        id=ids.new(), name="workspace.approved", payload={"ws": 7}, tenant="globex", actor="x", now=clock.now()
+    )
+    assert len(await driver.job_history(job_id=jid)) == 1

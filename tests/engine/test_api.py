@@ -124,6 +124,19 @@ def test_a_malformed_dsn_is_refused_without_echoing_the_password() -> None:
     assert "hunter2" not in safe_dsn("postgresql://app:hunter2@db/app")
 
 
+def test_a_port_that_is_not_a_port_number_is_x_dsn_invalid_before_any_connection() -> None:
+    # libpq parses these and fails only when connecting, as an unreachable server after a DNS lookup.
+    for dsn in (
+        "postgresql://app:hunter2@db.example:notaport/app",
+        "postgresql://app@db.example/app?port=99999",
+        "host=db.example password=hunter2 port=x5432",
+    ):
+        with pytest.raises(JobsError) as e:
+            connect(dsn)
+        assert e.value.code == "X_DSN_INVALID" and "is not a port number" in e.value.cause
+        assert "hunter2" not in str(e.value) and "install" not in e.value.fix
+
+
 async def test_a_schema_that_is_not_installed_says_jobs_install(pg_server_empty_dsn: str) -> None:
     eng = connect(pg_server_empty_dsn)
     with pytest.raises(JobsError) as e:

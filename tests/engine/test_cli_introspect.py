@@ -187,12 +187,20 @@ def test_enqueue_answers_id_and_deduped(app_module: str, pg_dsn: str) -> None:
     assert r.exit_code == 1 and "X_INVALID_ARGUMENT" in r.stderr
 
 
-def test_the_slots_cause_agrees_with_its_own_numbers() -> None:
-    from engine.introspect.why import _slots_sentence
-
+def test_why_reads_a_queue_a_job_and_refuses_a_mistyped_id_or_queue(pg_dsn: str) -> None:
+    (dead,) = seed(pg_dsn, JobState.DEAD, queue="billing")
+    r = cli("why", "billing", "--dsn", pg_dsn)
     assert (
-        _slots_sentence("concurrency:r", 2, 2, "in 5s")
-        == "All 2 slots of concurrency:r are held; the first lease ends in 5s."
+        r.exit_code == 0
+        and "Nothing holds queue billing back: no job waits in it (no live worker serves it)." in r.stdout
     )
-    some = _slots_sentence("concurrency:r", 3, 1, None)
-    assert some.startswith("1 of 3 slots of concurrency:r are held now; 2 are free again") and "All" not in some
+    r = cli("why", dead.id[-12:], "--dsn", pg_dsn)
+    assert r.exit_code == 0 and "[dead]" in r.stdout
+    typo = dead.id[-12:-1] + ("0" if dead.id[-1] != "0" else "1")
+    r = cli("why", typo, "--dsn", pg_dsn)
+    assert r.exit_code == 3 and "X_NOT_FOUND" in r.stderr and f"did you mean {dead.id}" in r.stderr
+    r = cli("why", "deadbeefcafe", "--dsn", pg_dsn, "--json")
+    assert r.exit_code == 3 and json.loads(r.stderr)["error"]["code"] == "X_NOT_FOUND" and r.stdout == ""
+    r = cli("why", "biling", "--dsn", pg_dsn)
+    assert r.exit_code == 1 and "X_UNKNOWN_QUEUE" in r.stderr and "did you mean 'billing'" in r.stderr
+    assert "fix: jobs why billing" in r.stderr

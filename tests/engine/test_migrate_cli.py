@@ -78,7 +78,7 @@ def test_jobs_migrate_sql_since_reads_no_database() -> None:
 
 def test_migrate_without_a_dsn_says_how_to_give_one() -> None:
     r = runner.invoke(app, ["migrate", "--json"], env={"JOBS_DSN": ""})
-    assert r.exit_code == 1
+    assert r.exit_code == 2  # a usage error, as every X_DSN_INVALID
     err = json.loads(r.stderr)["error"]
     assert err["code"] == "X_DSN_INVALID" and err["fix"].startswith("export JOBS_DSN=")
 

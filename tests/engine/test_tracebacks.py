@@ -117,7 +117,7 @@ def test_jobs_show_prints_the_last_failed_attempts_traceback_beside_the_message(
     text = runner.invoke(app, ["show", job_id, "--dsn", pg_dsn])
     assert text.exit_code == 0, text.output
     lines = text.output.splitlines()
-    at = lines.index("traceback (attempt 1, run 1):")
+    at = lines.index("traceback (run #1, attempt 1):")
     assert lines[at - 1].startswith("last error: KeyError: x")
     assert lines[at + 1 :][:4] == ["  " + line for line in trace.splitlines()]  # markup shown as typed
     shown = json.loads(runner.invoke(app, ["show", job_id, "--json", "--dsn", pg_dsn]).stdout)

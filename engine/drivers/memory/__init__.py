@@ -43,6 +43,9 @@ class MemoryDriver(
     async def close(self) -> None:
         return None
 
+    async def reset(self) -> None:
+        return None  # no connection to drop
+
     def describe(self) -> str:
         return "memory"
 

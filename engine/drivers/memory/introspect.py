@@ -23,6 +23,7 @@ from engine.projections import (
     QueuePause,
     QueueStats,
     SlotHolder,
+    WaitGroup,
 )
 from engine.types import JobRow, JobState, StopReason, ready_since
 
@@ -214,7 +215,7 @@ class MemoryIntrospect(MemoryBase):
             out = []
             for key in keys:
                 held = tuple(
-                    SlotHolder(v.job_id, v.worker, v.lease_until)
+                    _holder(v.job_id, v.worker, v.lease_until, self.state.jobs.get(v.job_id or ""))
                     for (k, _), v in sorted(self.state.slots.items())
                     if k == key
                 )
@@ -222,6 +223,36 @@ class MemoryIntrospect(MemoryBase):
                 if held or b is not None:
                     out.append(LimitState(key, held, b.tokens if b else None, b.refilled_at if b else None))
             return out
+
+    async def queue_waits(self, *, queue: str, now: datetime, budget_ms: int | None) -> list[WaitGroup]:
+        """queue_waits in sql/queries/introspect.sql: the queue's not-claimable jobs by what they wait for."""
+        groups: dict[tuple[str, str, str | None], list[datetime]] = defaultdict(list)
+        with self.state.lock:
+            for r in self.state.jobs.values():
+                if r.queue != queue or r.state not in _WAITING or (r.state is JobState.DELAYED and r.run_at <= now):
+                    continue
+                w = r.wait or {}
+                if r.state is JobState.DELAYED:
+                    kind, key = "delay", None
+                elif r.state is JobState.PARKED:
+                    kind, key = w.get("limit") or "limit", w.get("key")
+                else:
+                    kind, key = w.get("kind") or "sleep", w.get("event") if w.get("kind") == "event" else None
+                groups[(r.state.value, kind, key)].append(r.run_at)
+        out = [WaitGroup(JobState(st), kind, key, len(ts), min(ts)) for (st, kind, key), ts in groups.items()]
+        # The SQL's order: most jobs first, then state, kind and key (a null key last).
+        out.sort(key=lambda g: (-g.count, g.state.value, g.kind, g.key is None, g.key or ""))
+        return out[:20]
+
+
+_WAITING = frozenset({JobState.DELAYED, JobState.PARKED, JobState.SUSPENDED})
+
+
+def _holder(job_id: str | None, worker: str | None, lease_until: datetime | None, job: JobRow | None) -> SlotHolder:
+    if job is None:
+        return SlotHolder(job_id, worker, lease_until)
+    running = job.state is JobState.RUNNING
+    return SlotHolder(job_id, worker, lease_until, job.state, job.claimed_at if running else None)
 
 
 __all__ = ["MemoryIntrospect", "matches", "summary"]

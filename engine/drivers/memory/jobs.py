@@ -84,7 +84,7 @@ class MemoryJobs(MemoryBase):
         traceback: str | None = None,
     ) -> None:
         assert row.claimed_by is not None and row.claimed_at is not None
-        self.state.attempts.setdefault(row.id, []).append(
+        self.state.record_attempt(
             AttemptRecord(
                 row.id, row.run, attempt, row.claimed_by, row.claimed_at, now, outcome, code, error, traceback
             )

@@ -91,13 +91,11 @@ class MemoryMaintenance(MemoryBase):
                 updated_at=now,
             )
         )
-        recs = self.state.attempts.setdefault(r.id, [])
-        if all(a.run != r.run for a in recs):
-            recs.append(
-                AttemptRecord(
-                    r.id, r.run, r.attempt, r.claimed_by or "?", r.claimed_at or now, now, "lost", "X_LEASE_LOST", err
-                )
+        self.state.record_attempt(
+            AttemptRecord(
+                r.id, r.run, r.attempt, r.claimed_by or "?", r.claimed_at or now, now, "lost", "X_LEASE_LOST", err
             )
+        )
         data = {"worker": r.claimed_by, "run": r.run, "attempt": r.attempt, "to": state.value} | why
         self.state.add_history(HistoryEntry(r.id, now, "lease_lost", "rescuer", None, data))
         return state

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -173,6 +173,19 @@ class MemoryState:
 
     def add_history(self, entry: HistoryEntry) -> None:
         self.history.setdefault(entry.job_id, []).append(entry)
+
+    def record_attempt(self, rec: AttemptRecord) -> None:
+        """Record a settled claim; one that resumed a suspended run continues its attempt (as
+        job_nack in SQL): the job's latest row, a suspension of the same attempt, is carried
+        forward with its start kept, so one run is one attempt row however often it polled."""
+        recs = self.attempts.setdefault(rec.job_id, [])
+        if any(a.run == rec.run for a in recs):  # written already (on conflict do nothing)
+            return
+        last = recs[-1] if recs else None
+        if last is not None and last.outcome == "suspended" and last.attempt == rec.attempt:
+            recs[-1] = replace(rec, started_at=last.started_at)
+        else:
+            recs.append(rec)
 
     def steps_of(self, job_id: str) -> dict[str, StoredStep]:
         return self.steps.setdefault(job_id, {})

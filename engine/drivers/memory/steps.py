@@ -105,6 +105,9 @@ class MemorySteps(MemoryBase):
                     and row.run_at > now
                 ):
                     self.state.put(replace(row, run_at=now, updated_at=now))
+                    self.state.add_history(
+                        HistoryEntry(row.id, now, "event", actor, None, {"event": name, "event_id": id})
+                    )
                     woken.add(row.queue)
                     count += 1
         self._wake(woken)

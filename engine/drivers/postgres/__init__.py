@@ -54,6 +54,9 @@ class PostgresDriver(
         (X_SCHEMA_OUTDATED), each naming `jobs migrate`."""
         await check_current(self.dsn, self._row, self._rows)
 
+    async def reset(self) -> None:
+        self.pools.reset_current()
+
     async def close(self) -> None:
         self._step_writers.clear()
         await self._listeners_close()

@@ -22,7 +22,15 @@ from psycopg.rows import tuple_row
 from engine.drivers.postgres.pool import LoopPools
 from engine.drivers.sqlfiles import Q, Query
 from engine.drivers.transient import CONNECTION_ERRORS, lost
-from engine.errors import X_DB_READ_ONLY, X_PERMISSION_DENIED, X_QUERY_BUDGET, X_SQL_CATALOG, JobsError
+from engine.errors import (
+    SLOW,
+    X_DB_READ_ONLY,
+    X_PERMISSION_DENIED,
+    X_QUERY_BUDGET,
+    X_SQL_CATALOG,
+    X_STATEMENT_TIMEOUT,
+    JobsError,
+)
 
 T = TypeVar("T")
 Conn = psycopg.AsyncConnection[Any]
@@ -93,12 +101,27 @@ class _Connection:
             await self._use.__aexit__(et, e, tb)
         except CONNECTION_ERRORS as exc:
             raise lost(exc) from exc
+        if isinstance(e, psycopg.errors.QueryCanceled):
+            raise cancelled(e) from e
         if isinstance(e, CONNECTION_ERRORS):
             raise lost(e) from e
         if isinstance(e, psycopg.errors.DatabaseError) and self._conn is not None:
             err = refused(e, self._conn.info.user)
             if err is not None:
                 raise err from e
+
+
+def cancelled(exc: BaseException) -> JobsError:
+    """A statement the server cut off (its statement_timeout, or an administrator's cancel): one
+    statement runs in one transaction, so what it would have changed is unchanged."""
+    said = str(exc).strip().splitlines()
+    return JobsError(
+        X_STATEMENT_TIMEOUT,
+        cause=f"the server cancelled a statement ({said[0] if said else 'no reason given'}); "
+        "what it would have changed is unchanged",
+        fix="connect(dsn, statement_timeout_ms=30000)",
+        meta={"condition": SLOW},
+    )
 
 
 class PostgresBase:
@@ -173,4 +196,5 @@ class PostgresBase:
                     X_QUERY_BUDGET,
                     cause=f"the {what} query ran past its {ms} ms budget and was cut off (nothing was changed)",
                     fix=f"jobs {what} --budget {max(1000, int(ms) * 4)}",
+                    meta={"condition": SLOW},
                 ) from None

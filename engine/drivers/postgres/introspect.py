@@ -23,6 +23,7 @@ from engine.projections import (
     QueuePause,
     QueueStats,
     SlotHolder,
+    WaitGroup,
 )
 from engine.types import JobState
 
@@ -203,7 +204,13 @@ class PostgresIntrospect(PostgresBase):
             slots: dict[str, list[SlotHolder]] = defaultdict(list)
             for r in await self._rows(Q.limit_slots, {"keys": list(keys)}, conn=conn):
                 slots[r["key"]].append(
-                    SlotHolder(None if r["job_id"] is None else str(r["job_id"]), r["worker"], r["lease_until"])
+                    SlotHolder(
+                        None if r["job_id"] is None else str(r["job_id"]),
+                        r["worker"],
+                        r["lease_until"],
+                        None if r["job_state"] is None else JobState(r["job_state"]),
+                        r["started_at"],
+                    )
                 )
             buckets = {r["key"]: r for r in await self._rows(Q.limit_buckets, {"keys": list(keys)}, conn=conn)}
             out = []
@@ -218,3 +225,10 @@ class PostgresIntrospect(PostgresBase):
             return out
 
         return await self._budgeted(None, "why", read)
+
+    async def queue_waits(self, *, queue: str, now: datetime, budget_ms: int | None) -> list[WaitGroup]:
+        async def read(conn: Conn) -> list[WaitGroup]:
+            rows = await self._rows(Q.queue_waits, {"queue": queue, "now": now}, conn=conn)
+            return [WaitGroup(JobState(r["state"]), r["kind"], r["key"], r["n"], r["next_at"]) for r in rows]
+
+        return await self._budgeted(budget_ms, "why", read)

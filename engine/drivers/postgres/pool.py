@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import threading
 from typing import Any
 
@@ -19,6 +20,7 @@ from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool
 
 from engine.codec import loads
+from engine.drivers.transient import condition_of
 from engine.errors import X_DB_UNREACHABLE, X_DSN_INVALID, X_NOT_IMPLEMENTED, JobsError
 
 
@@ -56,32 +58,73 @@ def refuse_other_storage(dsn: str) -> None:
         )
 
 
+_KV_PORT = re.compile(r"(?:^|\s)port\s*=\s*('[^']*'|\S*)")
+DSN_FIX = 'connect("postgresql://USER@HOST:5432/DBNAME")'
+# Seconds a connection attempt may wait for the server when the DSN names no connect_timeout:
+# libpq's default is to wait forever (psycopg's async connect, 130 s), which a frozen server turns
+# into a hang. Whole seconds, at least 2 (libpq's own floor).
+DEFAULT_CONNECT_TIMEOUT = 10
+
+
+def _ports(dsn: str) -> list[str]:
+    if "://" in dsn:
+        netloc = dsn.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0].rsplit("@", 1)[-1]
+        ports = [h.rsplit(":", 1)[1] for h in netloc.split(",") if ":" in h and not h.endswith("]")]
+        ports += re.findall(r"[?&]port=([^&]*)", dsn)
+    else:
+        ports = [m.strip("'") for m in _KV_PORT.findall(dsn)]
+    return [p for group in ports for p in group.split(",")]
+
+
 def check_dsn(dsn: str) -> str:
-    """Normalise a DSN (URL or key=value); a malformed one is X_DSN_INVALID, password unshown."""
+    """Normalise a DSN (URL or key=value); a malformed one is X_DSN_INVALID, password unshown.
+    A port that is not a port number is malformed too: libpq parses ``port=notaport`` happily
+    and fails only when connecting (after a DNS lookup), as an unreachable server."""
     refuse_other_storage(dsn)
     try:
-        return ci.make_conninfo(dsn)
+        normal = ci.make_conninfo(dsn)
     except psycopg.ProgrammingError as exc:
         msg = str(exc)
         parts_pw = dsn.split("@", 1)[0] if "@" in dsn else ""
         if parts_pw and ":" in parts_pw.split("//", 1)[-1]:
             msg = msg.replace(parts_pw.split(":")[-1], "***")
         raise JobsError(
-            X_DSN_INVALID,
-            cause=f"the DSN cannot be parsed: {msg.splitlines()[0] if msg else 'malformed'}",
-            fix="jobs install --dsn postgresql://USER@HOST:5432/DBNAME",
+            X_DSN_INVALID, cause=f"the DSN cannot be parsed: {msg.splitlines()[0] if msg else 'malformed'}", fix=DSN_FIX
         ) from None
+    for value in _ports(dsn):
+        if value and not (value.isdigit() and 0 < int(value) < 65536):
+            raise JobsError(X_DSN_INVALID, cause=f"the DSN's port {value!r} is not a port number", fix=DSN_FIX)
+    return normal
+
+
+def with_timeouts(dsn: str, *, connect_timeout: int | None, statement_timeout_ms: int | None) -> str:
+    """The DSN with a connect timeout (whole seconds) and a server-side statement timeout (ms,
+    through libpq's ``options``), so every connection made from it, by any pool or library,
+    carries both; a value already in the DSN is kept. None leaves either out."""
+    parts = ci.conninfo_to_dict(check_dsn(dsn))
+    extra: dict[str, Any] = {}
+    if connect_timeout is not None and parts.get("connect_timeout") in (None, ""):
+        extra["connect_timeout"] = int(connect_timeout)
+    options = str(parts.get("options") or "")
+    if statement_timeout_ms is not None and "statement_timeout" not in options:
+        extra["options"] = f"{options} -c statement_timeout={int(statement_timeout_ms)}".strip()
+    return ci.make_conninfo(dsn, **extra) if extra else dsn
 
 
 def unreachable(dsn: str, exc: BaseException) -> JobsError:
     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    pw = ci.conninfo_to_dict(dsn).get("password")
+    params = ci.conninfo_to_dict(dsn)
+    pw = params.get("password")
     if pw:
         reason = reason.replace(str(pw), "***")
+    if "timeout expired" in reason:  # the server took the connection and never answered
+        wait = params.get("connect_timeout") or DEFAULT_CONNECT_TIMEOUT
+        reason = f"no answer within {wait} s (connect_timeout): the server is frozen, overloaded or cut off"
     return JobsError(
         X_DB_UNREACHABLE,
         cause=f"could not connect to {describe_target(dsn)}: {reason}",
         fix="check the server is up and the DSN is right: psql \"$JOBS_DSN\" -c 'select 1'",
+        meta={"condition": condition_of(exc)},
     )
 
 
@@ -145,7 +188,8 @@ class _Use:
                     status = TransactionStatus.UNKNOWN
                 else:
                     status = TransactionStatus.IDLE
-            if status != TransactionStatus.IDLE:  # broken, or left mid-statement by a cancel
+            orphan = self._pools._leads.get(asyncio.get_running_loop()) is not lead  # reset meanwhile
+            if status != TransactionStatus.IDLE or orphan:  # broken, left mid-statement by a cancel, or let go
                 lead.conn = None
                 if conn is not None:
                     with contextlib.suppress(Exception):
@@ -169,6 +213,8 @@ class LoopPools:
 
     def _kwargs(self) -> dict[str, Any]:
         kw: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0}
+        if ci.conninfo_to_dict(self.dsn).get("connect_timeout") in (None, ""):
+            kw["connect_timeout"] = DEFAULT_CONNECT_TIMEOUT
         if self.statement_timeout_ms:
             kw["options"] = f"-c statement_timeout={int(self.statement_timeout_ms)}"
         return kw
@@ -238,6 +284,29 @@ class LoopPools:
 
         lead.reviving = True
         task = asyncio.get_running_loop().create_task(revive())
+        self._revivals.add(task)
+        task.add_done_callback(self._revivals.discard)
+
+    def reset_current(self) -> None:
+        """Forget this loop's pool and lead connection now, closing them in the background: the
+        next caller opens new ones with a direct connection, which answers at once (or fails
+        with the server's reason), where the old pool would retry on its own backoff."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            pool = self._pools.pop(loop, None)
+            lead = self._leads.pop(loop, None)
+        if pool is None and lead is None:
+            return
+
+        async def close() -> None:
+            if lead is not None and lead.conn is not None and not lead.busy:
+                with contextlib.suppress(Exception):
+                    await lead.conn.close()
+            if pool is not None:
+                with contextlib.suppress(Exception):
+                    await pool.close(timeout=1.0)
+
+        task = loop.create_task(close())
         self._revivals.add(task)
         task.add_done_callback(self._revivals.discard)
 

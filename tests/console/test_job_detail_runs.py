@@ -1,0 +1,79 @@
+"""Job detail numbers runs truthfully and places steps on their run's time axis: two runs after a
+retry from a step are #1 and #2 (each at attempt 1 of its own count), and a step's bar starts where
+in its run it started (a sleep is the gap it is), not at the left edge scaled to the longest step."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from console.demo.world import seeded_source
+from console.screens.job_detail import attempts_text, runs_of, traceback_text
+from console.widgets.timeline import timeline_text
+from engine.projections import JobFilter
+from engine.types import AttemptRecord, JobState, StepRecord
+
+T0 = datetime(2026, 1, 1, 11, 0, tzinfo=UTC)
+
+
+def step(name: str, kind: str, start: float, took: float, status: str = "completed") -> StepRecord:
+    began = T0 + timedelta(seconds=start)
+    return StepRecord("j", name, 0, kind, status, 1, began, began + timedelta(seconds=took), took, None, None)  # type: ignore[arg-type]
+
+
+def run(n: int, start: float, end: float, outcome: str = "completed", traceback: str | None = None) -> AttemptRecord:
+    return AttemptRecord("j", n, 1, "w1", T0 + timedelta(seconds=start), T0 + timedelta(seconds=end), outcome,
+                         traceback=traceback)  # fmt: skip
+
+
+def bars(text: str) -> list[str]:
+    return [
+        next(w for w in line.split() if set(w) <= set("█·▏"))
+        for line in text.splitlines()[1:]
+        if "█" in line or "▏" in line
+    ]
+
+
+def test_steps_sit_on_their_runs_time_axis_a_sleep_is_the_gap_it_is() -> None:
+    steps = [step("charge", "run", 0, 1), step("settle", "sleep", 1, 60), step("notify", "run", 61, 1)]
+    said = timeline_text(steps, T0 + timedelta(seconds=70), [(T0, T0 + timedelta(seconds=62))]).plain
+    charge, settle, notify = bars(said)
+    assert charge.startswith("█") and settle.startswith("█") and len(settle.strip("·")) >= 18
+    assert notify.index("█") >= 19  # at the end of the run, where it ran (it used to start at the left)
+    assert said.splitlines()[0].split()[:6] == ["step", "kind", "status", "run", "started", "on"]
+
+
+def test_two_runs_after_a_retry_from_step_are_numbered_one_and_two() -> None:
+    spans = [(T0, T0 + timedelta(seconds=10)), (T0 + timedelta(seconds=100), T0 + timedelta(seconds=105))]
+    steps = [step("fetch", "run", 0, 2), step("send", "run", 100, 5)]
+    lines = timeline_text(steps, T0 + timedelta(seconds=200), spans).plain.splitlines()
+    assert "#1" in lines[1].split() and "#2" in lines[2].split()
+    assert bars("\n".join(lines))[1] == "█" * 20  # the whole of its own run
+
+
+async def test_the_attempt_table_numbers_runs_in_the_order_they_ran() -> None:
+    source = seeded_source()
+    page = await source.jobs(JobFilter(state=JobState.COMPLETED))
+    d = await source.job(page.items[0].id)
+    two = replace(d, attempts=(run(3, 0, 10, "dead", "Traceback...\nValueError: x"), run(5, 100, 105)))
+    lines = attempts_text(two, T0 + timedelta(seconds=200)).plain.splitlines()
+    assert lines[0].split()[:3] == ["run", "attempt", "outcome"]
+    assert lines[1].split()[:3] == ["#1", f"1/{d.job.max_attempts}", "dead"]
+    assert lines[2].split()[:3] == ["#2", f"1/{d.job.max_attempts}", "completed"]
+    tb = traceback_text(two, unfold=False)
+    assert tb is not None and "run #1, attempt 1" in tb.plain
+    assert runs_of(two, T0) == [
+        (T0, T0 + timedelta(seconds=10)),
+        (T0 + timedelta(seconds=100), T0 + timedelta(seconds=105)),
+    ]
+
+
+async def test_a_suspended_run_lasts_until_now_on_its_axis() -> None:
+    source = seeded_source()
+    page = await source.jobs(JobFilter(state=JobState.SUSPENDED, search="user:8"))
+    d = await source.job(page.items[0].id)
+    now = source.now()
+    ((start, end),) = runs_of(d, now)
+    assert (start, end) == (d.attempts[0].started_at, now)  # the wait under way is part of the run
+    waiting = timeline_text(d.steps, now, runs_of(d, now)).plain.splitlines()[-1]
+    assert waiting.split()[3] == "waiting" and len(bars(waiting + "\n" + waiting)[0].strip("·")) > 10

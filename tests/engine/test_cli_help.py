@@ -1,0 +1,93 @@
+"""What `jobs` says about itself and how its tables read: every option has help, a flag is not
+shown as taking a `<bool>`, `--version` answers, `jobs dead` clips the last error at a word with
+an ellipsis on one line, and every column of `jobs workers` has a header."""
+
+from __future__ import annotations
+
+import asyncio
+from importlib.metadata import version
+
+import typer
+from typer.testing import CliRunner
+
+from engine.cli import app
+from engine.cli.reads import clip
+from engine.clock import SystemClock
+from engine.drivers.postgres import PostgresDriver
+from engine.ids import IdFactory
+from engine.testing import Factory
+from engine.types import JobState
+
+runner = CliRunner()
+
+
+def commands() -> list[tuple[str, typer.core.TyperCommand]]:  # type: ignore[name-defined]
+    out = []
+
+    def walk(cmd, path: str) -> None:  # type: ignore[no-untyped-def]
+        out.append((path, cmd))
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(sub, f"{path} {name}")
+
+    walk(typer.main.get_command(app), "jobs")
+    return out
+
+
+def test_every_option_of_every_command_says_what_it_does() -> None:
+    missing = [
+        f"{path} {'/'.join(p.opts)}"
+        for path, cmd in commands()
+        for p in cmd.params
+        if p.param_type_name == "option" and not (getattr(p, "help", None) or "").strip()
+    ]
+    assert missing == []
+
+
+def test_no_flag_is_shown_as_taking_a_bool() -> None:
+    for path, _ in commands():
+        r = runner.invoke(app, [*path.split()[1:], "--help"], env={"COLUMNS": "120"})
+        assert r.exit_code == 0, (path, r.output)
+        assert "<bool>" not in r.output, path
+
+
+def test_version_prints_the_installed_version() -> None:
+    r = runner.invoke(app, ["--version"])
+    assert r.exit_code == 0 and r.stdout.strip() == f"jobs {version('jobs')}"
+
+
+def test_clip_cuts_at_a_word_with_an_ellipsis_on_one_line() -> None:
+    text = "X_SMTP_TIMEOUT: smtp.example.com:587 did not answer in 30s\n  while sending receipt ord-981 [stop: x]"
+    clipped = clip(text, 60)
+    assert clipped == "X_SMTP_TIMEOUT: smtp.example.com:587 did not answer in 30s…"
+    assert len(clip(text, 40)) <= 40 and clip(text, 40).endswith("587…") and "\n" not in clip(text, 200)
+    assert clip("short", 60) == "short"
+
+
+def test_dead_and_workers_tables_at_80_columns(pg_dsn: str) -> None:
+    async def seed() -> None:
+        d = PostgresDriver(pg_dsn)
+        clock = SystemClock()
+        f = Factory(d, IdFactory(clock), clock)
+        job = await f.job(JobState.READY, name="send_receipt")
+        claim = await f.claim(job.id)
+        error = "X_SMTP_TIMEOUT: the mail server did not answer in 30 seconds while we sent the receipt"
+        await f.nack(claim, "dead", error=error, error_code="X_SMTP_TIMEOUT", stop_reason="attempts-exhausted")
+        await f.worker("w-app1", host="app-1", pid=4242, queues=("default",), concurrency=4)
+        await d.close()
+
+    asyncio.run(seed())
+    r = runner.invoke(app, ["dead", "--dsn", pg_dsn], env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    rows = [line for line in r.stdout.splitlines() if line.startswith("│")]
+    assert len(rows) == 1, r.stdout  # one line for the one group: nothing wrapped onto a second
+    error = rows[0].rstrip(" │").rsplit("│", 1)[1].strip()
+    full = "the mail server did not answer in 30 seconds while we sent the receipt"
+    # Cut after a whole word (the code's prefix is not repeated: the code has its column).
+    assert error.endswith("…") and (full + " ").startswith(error[:-1] + " "), r.stdout
+    wide = runner.invoke(app, ["dead", "--dsn", pg_dsn], env={"COLUMNS": "200"}).stdout
+    assert full in wide, wide
+    r = runner.invoke(app, ["workers", "--dsn", pg_dsn], env={"COLUMNS": "120"})
+    header = next(line for line in r.stdout.splitlines() if "heartbeat" in line)
+    cells = [c.strip() for c in header.strip("┃│ ").split("┃")]
+    assert all(cells) and cells[-1] == "state", header
+    assert "live" in r.stdout
