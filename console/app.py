@@ -170,6 +170,22 @@ class JobsConsole(App[None]):
         if type(self.screen) is not screen_class("help"):
             self.post_message(Navigate("help", {}))
 
+    def action_sort(self) -> None:
+        sort = getattr(self.screen, "sort_table", None)
+        if sort is not None:
+            sort(False)
+
+    def action_sort_reverse(self) -> None:
+        sort = getattr(self.screen, "sort_table", None)
+        if sort is not None:
+            sort(True)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("sort", "sort_reverse"):  # offered where there is a table to sort
+            check = getattr(self.screen, "table", None)
+            return check is not None and check() is not None
+        return True
+
     def action_refresh_now(self) -> None:
         reload = getattr(self.screen, "reload", None)
         if reload is not None:

@@ -251,6 +251,8 @@ class JobDetailScreen(DataScreen, Flows):
             return j.state in (JobState.DEAD, JobState.COMPLETED) and bool(self.detail.steps)
         if action == "cancel":
             return j.state in _LIVE
+        if action == "discard":
+            return j.state is JobState.DEAD
         if action == "send_event":
             return j.state is JobState.SUSPENDED and (j.wait or {}).get("kind") == "event"
         return allowed
@@ -274,6 +276,10 @@ class JobDetailScreen(DataScreen, Flows):
         if self.detail:
             j = self.detail.job
             self.cancel_job(j.id, j.name, j.state.value)
+
+    def action_discard(self) -> None:
+        if self.detail:
+            self.discard_job(self.detail.job.id, self.detail.job.name, then_back=True)
 
     def action_retry_from_step(self) -> None:
         if self.detail:
