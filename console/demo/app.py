@@ -220,13 +220,17 @@ class Demo:
                 if self._stop.is_set() or not self.traffic:
                     continue
                 try:
-                    await eng.aenqueue_many(traffic.tick())
-                    for ws, tenant in traffic.approvals_due():
-                        await self._send_approval(eng, ws, tenant)
+                    await self.beat(eng, traffic)
                 except JobsError as err:  # a lost connection must not end the demo's traffic
                     log.warning("demo traffic: %s", err)
         if self.backend == "postgres":
             await eng.aclose()  # this loop's pool; the memory driver has nothing to close
+
+    async def beat(self, eng: Engine, traffic: Traffic) -> None:
+        """One beat of the traffic: its jobs, then the approval events now due."""
+        await eng.aenqueue_many(traffic.tick())
+        for ws, tenant in traffic.approvals_due():
+            await self._send_approval(eng, ws, tenant)
 
     def _workers(self, eng: Engine) -> list[Any]:
         """The world's two live workers, under its ids and over its queues (the third, stale one

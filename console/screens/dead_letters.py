@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from console import palette
 from console.format import ago, cell, clean
 from console.messages import DeadLettersLoaded
 from console.screens.base import DataScreen
@@ -41,7 +42,7 @@ def group_key(g: DeadGroup) -> str:
 def group_row(g: DeadGroup, now) -> tuple[Text, ...]:  # type: ignore[no-untyped-def]
     return (
         cell(g.name, limit=26, style="bold"),
-        cell(g.error_code, limit=22, style="red"),
+        cell(g.error_code, limit=22, style=palette.style("error")),
         cell(g.stop_reason, limit=18),
         Text(f"{g.count:,}", justify="right", style="bold"),
         Text(f"{g.attempt} of {g.max_attempts}", justify="right"),

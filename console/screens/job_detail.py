@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from console import palette
 from console.format import ago, clean, duration, pretty_json, safe, short_id, stamp, until
 from console.messages import JobLoaded
 from console.screens.base import DataScreen
@@ -54,7 +55,7 @@ def facts_text(d: JobDetail, now: datetime) -> Text:
             (
                 "error",
                 Text.assemble(
-                    (clean(j.error_code or "—", limit=40), "red"),
+                    (clean(j.error_code or "—", limit=40), palette.style("error")),
                     f"  stop reason: {j.stop_reason}" if j.stop_reason else "",
                 ),
             )
@@ -106,11 +107,15 @@ def attempts_text(d: JobDetail, now: datetime) -> Text:
     t.append(f"{'#':>3} {'outcome':<10} {'worker':<20} {'started':<9} {'took':>7}  error\n", style="underline")
     for a in d.attempts[-10:]:
         took = (a.finished_at - a.started_at).total_seconds()
-        style = "red" if a.outcome in ("dead", "retried", "lost") else ("green" if a.outcome == "completed" else "")
+        style = (
+            palette.style("error")
+            if a.outcome in ("dead", "retried", "lost")
+            else (palette.style("ok") if a.outcome == "completed" else "")
+        )
         t.append(f"{a.attempt:>3} ")
         t.append(f"{clean(a.outcome, limit=10):<10} ", style=style)
         t.append(f"{clean(a.worker, limit=20):<20} {stamp(a.started_at, now):<9} {duration(took):>7}  ")
-        t.append(clean(a.error_code or a.error or "", limit=60), style="red")
+        t.append(clean(a.error_code or a.error or "", limit=60), style=palette.style("error"))
         t.append("\n")
     if len(d.attempts) > 10:
         t.append(f"(the last 10 of {len(d.attempts)} attempts)", style="dim")
@@ -141,7 +146,7 @@ def traceback_text(d: JobDetail, unfold: bool) -> Text | None:
         t.append(f"… {n} earlier line{'s' if n > 1 else ''} folded (u: unfold)\n", style="dim italic")
     for i, line in enumerate(shown):
         last = i == len(shown) - 1
-        style = "red" if last else ("dim" if line.lstrip().startswith("File ") else "")
+        style = palette.style("error") if last else ("dim" if line.lstrip().startswith("File ") else "")
         t.append(clean(line, limit=200), style=style)
         if not last:
             t.append("\n")

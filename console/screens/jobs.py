@@ -15,6 +15,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from console import palette
 from console.format import ago, cell, clean, short_id
 from console.messages import JobsLoaded
 from console.screens.base import DataScreen
@@ -80,7 +81,7 @@ def job_row(j: JobSummary, now) -> tuple[Text, ...]:  # type: ignore[no-untyped-
         cell(j.tenant, limit=14),
         state_text(j.state.value),
         Text(f"{j.attempt}/{j.max_attempts}", justify="right"),
-        cell(j.error_code, limit=22, style="red") if j.error_code else Text("—", style="dim"),
+        cell(j.error_code, limit=22, style=palette.style("error")) if j.error_code else Text("—", style="dim"),
         Text(ago(j.run_at, now) if j.state.value in _LIVE else "—", style="dim"),
         Text(ago(j.created_at, now), style="dim"),
     )

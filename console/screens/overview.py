@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from console import palette
 from console.format import cell, duration
 from console.messages import QueuesLoaded
 from console.screens.base import DataScreen
@@ -13,11 +14,11 @@ from console.screens.flows import Flows
 from console.widgets.fresh import update_changed
 from console.widgets.keyed_table import KeyedTable
 from console.widgets.sparkline import bucket, spark
-from console.widgets.state_bar import STATE_STYLE, StateBar
+from console.widgets.state_bar import StateBar, state_style
 from engine.projections import QueueStats, QueuesView, WorkersView
 
-AGE_WARN = 60.0  # seconds: the oldest ready job has waited longer than this (yellow)
-AGE_ALERT = 300.0  # and this (red)
+AGE_WARN = 60.0  # seconds: the oldest ready job has waited longer than this (warn, "!")
+AGE_ALERT = 300.0  # and this (alert, "!!")
 SPARK = 12
 COLUMNS = (
     ("queue", "queue"),
@@ -55,14 +56,14 @@ STATES = ("ready", "parked", "delayed", "running", "suspended", "dead")
 def age_text(age: float | None) -> Text:
     if age is None:
         return Text("—", style="dim")
-    style = "bold red" if age >= AGE_ALERT else ("yellow" if age >= AGE_WARN else "")
-    mark = " !" if age >= AGE_WARN else ""  # the warning reads without colour too
+    style = palette.style("alert") if age >= AGE_ALERT else (palette.style("warn") if age >= AGE_WARN else "")
+    mark = " !!" if age >= AGE_ALERT else (" !" if age >= AGE_WARN else "")  # it reads without colour too
     return Text(duration(age) + mark, style=style)
 
 
 def count_cell(state: str, count: object) -> Text:
     s = str(count)
-    return Text(s, style="dim" if s in ("0", "~0") else STATE_STYLE.get(state, ""), justify="right")
+    return Text(s, style=palette.style("zero") if s in ("0", "~0") else state_style(state), justify="right")
 
 
 def queue_cells(q: QueueStats, *, narrow: bool = False) -> dict[str, Text]:
@@ -71,15 +72,15 @@ def queue_cells(q: QueueStats, *, narrow: bool = False) -> dict[str, Text]:
     are in the totals line; a queue's own jobs in slots are its running count."""
     name = cell(q.name, limit=16 if narrow else 24, style="bold")
     if narrow and q.paused:
-        name.append(" ‖", style="bold reverse yellow")  # the paused column is dropped when narrow
+        name.append(" ‖", style=palette.style("flag"))  # the paused column is dropped when narrow
     return {
         "queue": name,
         **{s: count_cell(s, getattr(q, s)) for s in STATES},
         "completed": count_cell("completed", q.completed_last_hour),
         "oldest": age_text(q.oldest_ready_age),
-        "spark": Text(spark(bucket(q.throughput, SPARK), SPARK), style="green"),
+        "spark": Text(spark(bucket(q.throughput, SPARK), SPARK), style=palette.style("chart")),
         "workers": Text(str(q.workers), justify="right", style="" if q.workers else "dim"),
-        "paused": Text("PAUSED", style="bold reverse yellow") if q.paused else Text("—", style="dim"),
+        "paused": Text("PAUSED", style=palette.style("flag")) if q.paused else Text("—", style="dim"),
     }
 
 
@@ -156,7 +157,7 @@ class OverviewScreen(DataScreen, Flows):
         if view.estimated:
             notes.append("~ an estimate, ≥ a capped count: large tables are not counted exactly")
         notes.append(
-            f"oldest: ! past {duration(AGE_WARN)}, red past {duration(AGE_ALERT)} · Enter: jobs of queue · y: why"
+            f"oldest: ! past {duration(AGE_WARN)}, !! past {duration(AGE_ALERT)} · Enter: jobs of queue · y: why"
         )
         update_changed(self.query_one("#note", Static), Text(" · ".join(notes), style="dim"))
 

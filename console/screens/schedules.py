@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from console import palette
 from console.format import ago, cell, clean, until
 from console.messages import SchedulesLoaded
 from console.screens.base import DataScreen
@@ -17,6 +18,7 @@ from console.screens.confirm import Confirmed
 from console.screens.flows import Flows
 from console.widgets.fresh import update_changed
 from console.widgets.keyed_table import KeyedTable
+from console.widgets.state_bar import state_text
 
 COLUMNS = (
     ("task", "task"),
@@ -28,19 +30,20 @@ COLUMNS = (
     ("skipped", "skipped"),
     ("status", "status"),
 )
-_STATE_STYLE = {"completed": "green", "dead": "bold red", "running": "cyan", "ready": "", "cancelled": "dim"}
 
 
 def task_row(t: Any, now: Any) -> tuple[Text, ...]:
-    status = Text(f"PAUSED {clean(t.paused_by or '?', limit=14)}", style="bold yellow") if t.paused else Text("on")
+    status = (
+        Text(f"PAUSED {clean(t.paused_by or '?', limit=14)}", style=palette.style("flag")) if t.paused else Text("on")
+    )
     return (
         cell(t.name, limit=24, style="bold"),
         cell(t.cron, limit=18),
         cell(t.timezone, limit=18),
         Text(until(t.next_at, now)),
         Text(ago(t.last_at, now), style="dim"),
-        Text(t.last_job_state or "—", style=_STATE_STYLE.get(t.last_job_state or "", "")),
-        Text(str(t.skipped), justify="right", style="yellow" if t.skipped else "dim"),
+        state_text(t.last_job_state) if t.last_job_state else Text("—", style="dim"),
+        Text(str(t.skipped), justify="right", style=palette.style("warn") if t.skipped else "dim"),
         status,
     )
 
@@ -52,20 +55,20 @@ def detail_text(t: Any) -> Text:
     out.append(f"  catch-up {t.catch_up}" + (f" (at most {t.max_catch_up})" if t.max_catch_up else ""), style="dim")
     if t.paused:
         note = f": {clean(t.pause_note, limit=40)}" if t.pause_note else ""
-        out.append(f"  paused by {clean(t.paused_by or '?', limit=20)}{note}", style="yellow")
+        out.append(f"  paused by {clean(t.paused_by or '?', limit=20)}{note}", style=palette.style("warn"))
     return out
 
 
 def leader_text(lead: Any, now: Any) -> Text:
     if lead is None:
-        return Text("No scheduler has ever led: no cron task is being enqueued.", style="bold red")
+        return Text("No scheduler has ever led: no cron task is being enqueued.", style=palette.style("alert"))
     t = Text("Leader ", style="bold")
     t.append(clean(lead.holder, limit=40), style="bold")
     t.append(f"  {clean(lead.host or '?', limit=20)} pid {lead.pid or '?'}  term {lead.term}  ")
     if lead.live:
-        t.append(f"lease ends {until(lead.lease_until, now)}", style="green")
+        t.append(f"lease ends {until(lead.lease_until, now)}", style=palette.style("ok"))
     else:
-        t.append(f"LEASE LAPSED {ago(lead.lease_until, now)}: no one leads", style="bold reverse red")
+        t.append(f"LEASE LAPSED {ago(lead.lease_until, now)}: no one leads", style=palette.style("alarm"))
     t.append("  last tick " + ("never" if lead.ticked_at is None else ago(lead.ticked_at, now)), style="dim")
     return t
 

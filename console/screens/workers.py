@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from console import palette
 from console.format import ago, cell, clean, duration
 from console.messages import WorkersLoaded
 from console.screens.base import DataScreen
@@ -31,13 +32,13 @@ COLUMNS = (
 
 def worker_row(w: WorkerView, now) -> tuple[Text, ...]:  # type: ignore[no-untyped-def]
     status = (
-        Text("STALE", style="bold reverse red")
+        Text("STALE", style=palette.style("alarm"))
         if w.stale
-        else Text("draining", style="yellow")
+        else Text("draining", style=palette.style("warn"))
         if w.stopping
-        else Text(f"asked to drain by {clean(w.drain_requested_by, limit=16)}", style="yellow")
+        else Text(f"asked to drain by {clean(w.drain_requested_by, limit=16)}", style=palette.style("warn"))
         if w.drain_requested_by
-        else Text("live", style="green")
+        else Text("live", style=palette.style("ok"))
     )
     return (
         cell(w.id, limit=28, style="bold"),
@@ -46,7 +47,10 @@ def worker_row(w: WorkerView, now) -> tuple[Text, ...]:  # type: ignore[no-untyp
         cell(", ".join(w.queues), limit=30),
         Text(f"{w.in_use}/{w.concurrency}", justify="right"),
         Text(ago(w.started_at, now), style="dim"),
-        Text("now" if w.heartbeat_age < 1 else f"{duration(w.heartbeat_age)} ago", style="bold red" if w.stale else ""),
+        Text(
+            "now" if w.heartbeat_age < 1 else f"{duration(w.heartbeat_age)} ago",
+            style=palette.style("alert") if w.stale else "",
+        ),
         status,
     )
 

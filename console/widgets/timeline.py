@@ -9,13 +9,14 @@ from typing import Protocol
 from rich.text import Text
 from textual.widgets import Static
 
+from console import palette
 from console.format import clean, duration, stamp
 
-STATUS = {  # marker and style: the word stays, so it reads with no colour
-    "completed": ("✓", "green"),
-    "failed": ("✗", "bold red"),
-    "waiting": ("…", "magenta"),
-    "running": ("▶", "blue"),
+STATUS = {  # marker and style (console/palette.py's role): the word stays, so it reads with no colour
+    "completed": ("✓", "ok"),
+    "failed": ("✗", "alert"),
+    "waiting": ("…", "suspended"),
+    "running": ("▶", "running"),
 }
 BAR = 20
 
@@ -43,7 +44,8 @@ def timeline_text(steps: Sequence[StepLike], now: datetime) -> Text:
     for i, s in enumerate(steps):
         if i:
             out.append("\n")
-        mark, style = STATUS.get(s.status, ("?", ""))
+        mark, role = STATUS.get(s.status, ("?", ""))
+        style = palette.style(role)
         took = s.duration if s.duration is not None else (now - s.started_at).total_seconds()
         filled = max(1, round(BAR * took / longest)) if took > 0 else 0
         out.append(f"{mark} ", style=style)
@@ -58,7 +60,7 @@ def timeline_text(steps: Sequence[StepLike], now: datetime) -> Text:
             out.append(f"  {s.result_size:,}B", style="dim")
         if s.error:
             out.append("\n    ")
-            out.append(clean(s.error, limit=200), style="red")
+            out.append(clean(s.error, limit=200), style=palette.style("error"))
     return out
 
 
