@@ -91,6 +91,13 @@ ACTIONS: tuple[Action, ...] = NAV + (
     # overview
     Action("enter", "open_queue", "Jobs of queue", "list the selected queue's jobs", scope="overview"),
     Action("y", "why_queue", "Why", "why is the selected queue not draining?", scope="overview"),
+    Action(
+        "g",
+        "chart",
+        "Chart",
+        "the selected queue's hour: completed, dead and wait per minute, as bars",
+        scope="overview",
+    ),
     Action("p", "toggle_pause", "Pause/resume", "pause or resume the selected queue", scope="overview", mutating=True),
     # jobs
     Action("escape", "back", "Back", "leave the filter bar, clear the marks, or go back", scope="jobs"),
@@ -267,6 +274,7 @@ ACTIONS: tuple[Action, ...] = NAV + (
     Action(
         "t", "trigger", "Trigger", "enqueue an occurrence of the selected task now", scope="schedules", mutating=True
     ),
+    Action("escape", "back", "Back", "back to the previous screen", scope="chart"),
     Action("escape", "back", "Back", "back to the previous screen", scope="help"),
     Action("escape", "back", "Back", "back to the previous screen", scope="activity"),
 )
@@ -278,6 +286,7 @@ SCOPES: tuple[tuple[str, str], ...] = (
     ("job_detail", "Job detail"),
     ("dead_letters", "Dead letters"),
     ("why", "Why is it not running?"),
+    ("chart", "Queue chart"),
     ("workers", "Workers"),
     ("schedules", "Schedules"),
 )

@@ -34,6 +34,7 @@ COLOUR: dict[str, str] = {
     "alarm": "bold reverse #ff5f5f",  # STALE, LEASE LAPSED
     "chart": "#5fd75f",  # completions in a chart
     "chart_failed": "#ff5f5f",  # failures in a chart
+    "chart_wait": "#5fd7d7",  # latency in a chart
 }
 MONO: dict[str, str] = {
     "ready": "bold",
@@ -53,6 +54,7 @@ MONO: dict[str, str] = {
     "alarm": "bold reverse",
     "chart": "",
     "chart_failed": "bold",
+    "chart_wait": "",
 }
 STATES = ("ready", "parked", "delayed", "running", "suspended", "dead", "completed", "cancelled")
 

@@ -47,6 +47,7 @@ from engine.projections import (
     WhyReport,
     WorkersView,
 )
+from engine.series import QueueSeries
 from engine.types import SentEvent
 
 T = TypeVar("T")
@@ -104,6 +105,10 @@ class Source:
 
     async def queues(self) -> QueuesView:
         return await self._read(lambda: self._intro.queues())
+
+    async def queue_series(self, queue: str) -> QueueSeries:
+        """One queue's last hour, minute by minute: completed, dead, wait and run latency."""
+        return await self._read(lambda: self._intro.queue_series(queue))
 
     async def jobs(self, where: JobFilter, *, cursor: str | None = None, limit: int = PAGE_SIZE) -> JobPage:
         return await self._read(lambda: self._intro.jobs(where, cursor=cursor, limit=limit))

@@ -51,19 +51,15 @@ APPROVAL_EVENT = "workspace.approved"
 
 @dataclass
 class Pace:
-    """How long the demo's pretend work takes: 1.0 in the live demo, 0 in tests (no waiting).
-    ``clock``: the work waits on that clock instead of real time (a simulated demo on a FakeClock,
-    tests/console/test_demo_states.py)."""
+    """How long the demo's pretend work takes: 1.0 in the live demo, 0 in tests (no waiting);
+    on ``clock`` when one is set (a demo simulated on a FakeClock), else in real time."""
 
     scale: float = 1.0
     clock: Any = None
 
     async def __call__(self, seconds: float) -> None:
         if self.scale > 0 and seconds > 0:
-            if self.clock is not None:
-                await self.clock.sleep(seconds * self.scale)
-            else:
-                await asyncio.sleep(seconds * self.scale)
+            await (self.clock.sleep if self.clock is not None else asyncio.sleep)(seconds * self.scale)
 
 
 PACE = Pace()

@@ -26,6 +26,7 @@ PUSHED = {
     "jobs": ("console.screens.jobs", "JobsScreen"),
     "job": ("console.screens.job_detail", "JobDetailScreen"),
     "why": ("console.screens.why", "WhyScreen"),
+    "chart": ("console.screens.chart", "ChartScreen"),
     "activity": ("console.screens.activity", "ActivityScreen"),
     "help": ("console.screens.help", "HelpScreen"),
 }

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.widgets import Static
 
 from console import palette
 from console.format import cell, duration
-from console.messages import QueuesLoaded
+from console.messages import QueuesLoaded, SeriesLoaded
 from console.screens.base import DataScreen
 from console.screens.flows import Flows
+from console.widgets.chart import compact_chart
 from console.widgets.fresh import update_changed
 from console.widgets.keyed_table import KeyedTable
 from console.widgets.sparkline import bucket, spark
 from console.widgets.state_bar import StateBar, state_style
 from engine.projections import QueueStats, QueuesView, WorkersView
+from engine.series import QueueSeries
 
 AGE_WARN = 60.0  # seconds: the oldest ready job has waited longer than this (warn, "!")
 AGE_ALERT = 300.0  # and this (alert, "!!")
@@ -105,12 +108,14 @@ class OverviewScreen(DataScreen, Flows):
     MODE = "overview"
     _view: QueuesView | None = None
     _workers: WorkersView | None = None
+    _series: QueueSeries | None = None
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
         yield Static("Queues", classes="screen-title")
         yield StateBar(id="totals")
         yield KeyedTable(NARROW if self.app.size.width < NARROW_BELOW else COLUMNS, id="queues")
+        yield Static("", id="series")
         yield Static("", id="empty", classes="empty")
         yield Static("", id="note", classes="note")
         yield from self.compose_bottom()
@@ -129,6 +134,38 @@ class OverviewScreen(DataScreen, Flows):
     def on_resize(self) -> None:
         if self.query_one("#queues", KeyedTable).set_columns(self._columns()) and self._view is not None:
             self.on_queues_loaded(QueuesLoaded(self._view, self._workers))
+        self._draw_series()
+
+    # --- the selected queue's compact chart ------------------------------------------------------
+
+    @work(exclusive=True, group="series", exit_on_error=False)
+    async def _load_series(self, queue: str) -> None:
+        try:
+            series = await self.source.queue_series(queue)
+        except Exception:  # the chart is extra: a failing database is the refresh's banner to raise
+            return
+        self.post_message(SeriesLoaded(series))
+
+    def on_series_loaded(self, message: SeriesLoaded) -> None:
+        self._series = message.data
+        self._draw_series()
+
+    def _draw_series(self) -> None:
+        if not self.is_mounted:
+            return
+        series = self._series if self._series is not None and self._series.queue == self._selected() else None
+        update_changed(self.query_one("#series", Static), compact_chart(series, self.size.width - 2))
+
+    def on_data_table_row_highlighted(self, event: KeyedTable.RowHighlighted) -> None:
+        queue = self._selected()
+        if queue is not None and (self._series is None or self._series.queue != queue):
+            self._draw_series()
+            self._load_series(queue)
+
+    def action_chart(self) -> None:
+        queue = self._selected()
+        if queue:
+            self.navigate("chart", queue=queue)
 
     def on_queues_loaded(self, message: QueuesLoaded) -> None:
         view: QueuesView = message.data
@@ -157,9 +194,12 @@ class OverviewScreen(DataScreen, Flows):
         if view.estimated:
             notes.append("~ an estimate, ≥ a capped count: large tables are not counted exactly")
         notes.append(
-            f"oldest: ! past {duration(AGE_WARN)}, !! past {duration(AGE_ALERT)} · Enter: jobs of queue · y: why"
+            f"oldest: ! past {duration(AGE_WARN)}, !! past {duration(AGE_ALERT)} · Enter: jobs · y: why · g: chart"
         )
         update_changed(self.query_one("#note", Static), Text(" · ".join(notes), style="dim"))
+        queue = self._selected()
+        if queue is not None:
+            self._load_series(queue)
 
     def _selected(self) -> str | None:
         return self.query_one("#queues", KeyedTable).selected_key
