@@ -92,6 +92,9 @@ ACTIONS: tuple[Action, ...] = NAV + (
     Action("enter", "open_queue", "Jobs of queue", "list the selected queue's jobs", scope="overview"),
     Action("y", "why_queue", "Why", "why is the selected queue not draining?", scope="overview"),
     Action(
+        "l", "logs", "Logs", "the selected queue's live engine events (when the engine runs here)", scope="overview"
+    ),
+    Action(
         "g",
         "chart",
         "Chart",
@@ -139,6 +142,7 @@ ACTIONS: tuple[Action, ...] = NAV + (
     ),
     Action("y", "why", "Why", "why is the selected job not running?", scope="jobs"),
     Action("i", "copy_id", "Copy id", "copy the selected job's full id to the clipboard", scope="jobs", footer=False),
+    Action("l", "logs", "Logs", "the selected job's attempts, history and live engine events", scope="jobs"),
     Action(
         "X",
         "bulk('retry')",
@@ -183,6 +187,7 @@ ACTIONS: tuple[Action, ...] = NAV + (
     ),
     Action("e", "send_event", "Send event", "send the event this job waits for", scope="job_detail", mutating=True),
     Action("u", "unfold", "Unfold", "show long input and result whole", scope="job_detail"),
+    Action("l", "logs", "Logs", "this job's attempts, history and live engine events", scope="job_detail"),
     Action("i", "copy_id", "Copy id", "copy this job's full id to the clipboard", scope="job_detail", footer=False),
     # dead letters
     Action("escape", "back", "Back", "leave the filter bar, clear the marks, or go back", scope="dead_letters"),
@@ -259,6 +264,7 @@ ACTIONS: tuple[Action, ...] = NAV + (
         scope="workers",
         footer=False,
     ),
+    Action("l", "logs", "Logs", "the selected worker's record and live engine events", scope="workers"),
     Action(
         "d",
         "drain",
@@ -275,6 +281,7 @@ ACTIONS: tuple[Action, ...] = NAV + (
         "t", "trigger", "Trigger", "enqueue an occurrence of the selected task now", scope="schedules", mutating=True
     ),
     Action("escape", "back", "Back", "back to the previous screen", scope="chart"),
+    Action("escape", "back", "Back", "back to the previous screen", scope="logs"),
     Action("escape", "back", "Back", "back to the previous screen", scope="help"),
     Action("escape", "back", "Back", "back to the previous screen", scope="activity"),
 )
@@ -287,6 +294,7 @@ SCOPES: tuple[tuple[str, str], ...] = (
     ("dead_letters", "Dead letters"),
     ("why", "Why is it not running?"),
     ("chart", "Queue chart"),
+    ("logs", "Logs"),
     ("workers", "Workers"),
     ("schedules", "Schedules"),
 )

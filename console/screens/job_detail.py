@@ -247,7 +247,7 @@ class JobDetailScreen(DataScreen, Flows):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         allowed = super().check_action(action, parameters)
-        if not allowed or action in ("back", "why", "unfold", "copy_id") or self.detail is None:
+        if not allowed or action in ("back", "why", "unfold", "copy_id", "logs") or self.detail is None:
             return allowed
         j = self.detail.job
         if action == "retry":
@@ -267,6 +267,9 @@ class JobDetailScreen(DataScreen, Flows):
 
     def action_why(self) -> None:
         self.open_why_job(self.job_id)
+
+    def action_logs(self) -> None:
+        self.navigate("logs", job_id=self.job_id)
 
     def action_unfold(self) -> None:
         self.unfolded = not self.unfolded

@@ -230,6 +230,11 @@ class JobsScreen(Filtered, DataScreen, Flows):
         if j:
             self.copy_id(j.id)
 
+    def action_logs(self) -> None:
+        j = self._selected()
+        if j:
+            self.navigate("logs", job_id=j.id)
+
     def action_why(self) -> None:
         j = self._selected()
         if j:

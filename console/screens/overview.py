@@ -162,6 +162,11 @@ class OverviewScreen(DataScreen, Flows):
             self._draw_series()
             self._load_series(queue)
 
+    def action_logs(self) -> None:
+        queue = self._selected()
+        if queue:
+            self.navigate("logs", queue=queue)
+
     def action_chart(self) -> None:
         queue = self._selected()
         if queue:

@@ -112,6 +112,11 @@ class WorkersScreen(DataScreen, Flows):
     def _by_id(self) -> dict[str, WorkerView]:
         return {w.id: w for w in self.view.workers} if self.view is not None else {}
 
+    def action_logs(self) -> None:
+        key = self.query_one("#workers", KeyedTable).selected_key
+        if key:
+            self.navigate("logs", worker=key)
+
     def action_drain(self) -> None:
         workers = self._by_id()
         table = self.query_one("#workers", KeyedTable)
