@@ -118,6 +118,7 @@ class ConsoleScreen(Screen[None]):
         if table is not None:
             table.toggle_mark()
             self.marks_changed()
+            self.refresh_bindings()  # Escape is offered while there are marks to clear
 
     def marks_changed(self) -> None:
         """The marks changed: a screen that counts them redraws that line."""
@@ -138,6 +139,7 @@ class ConsoleScreen(Screen[None]):
         if self.marked():
             self.clear_marks()
             self.marks_changed()
+            self.refresh_bindings()
         elif len(self.app.screen_stack) > 1:
             self.app.pop_screen()
 

@@ -82,7 +82,9 @@ class SchedulesScreen(DataScreen, Flows):
         yield from self.compose_top()
         yield Static("Schedules", classes="screen-title", id="schedules-title")
         yield Static("", id="leader", classes="note")
-        yield KeyedTable(COLUMNS, id="schedules")
+        table = KeyedTable(COLUMNS, id="schedules")
+        table.sort_value = self._sort_value
+        yield table
         yield Static("", id="detail", classes="note")
         yield Static("", id="empty", classes="empty")
         yield from self.compose_bottom()
@@ -116,6 +118,13 @@ class SchedulesScreen(DataScreen, Flows):
         event.stop()
         if self._view is not None:
             self._show_detail()
+
+    def _sort_value(self, key: str, column: str) -> object:
+        t = next((t for t in self._view.tasks if t.name == key), None) if self._view is not None else None
+        if t is None:
+            return None
+        when = {"next": t.next_at, "last": t.last_at}.get(column)
+        return when.timestamp() if when is not None else (t.skipped if column == "skipped" else None)
 
     def _selected(self) -> Any:
         key = self.query_one("#schedules", KeyedTable).selected_key

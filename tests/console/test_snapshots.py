@@ -154,3 +154,16 @@ def test_no_color(snap_compare, monkeypatch: pytest.MonkeyPatch, screen: str) ->
     app = JobsConsole(seeded_source(), refresh=60)  # Textual reads (and pops) NO_COLOR here
     assert app.no_color
     assert snap_compare(app, terminal_size=SMALL, run_before=drive(*NO_COLOR_KEYS[screen]))
+
+
+def test_queue_chart_80x24(snap_compare, app: JobsConsole) -> None:
+    assert snap_compare(app, terminal_size=SMALL, run_before=drive("down", "g"))
+
+
+def test_logs_of_a_job_80x24(snap_compare, app: JobsConsole) -> None:
+    assert snap_compare(app, terminal_size=SMALL, run_before=drive("3", "enter", "enter", "l"))
+
+
+def test_jobs_sorted_by_state_with_marks_80x24(snap_compare, app: JobsConsole) -> None:
+    keys = ("2", "s", "s", "s", "s", "s", "space", "space")
+    assert snap_compare(app, terminal_size=SMALL, run_before=drive(*keys))
