@@ -132,7 +132,7 @@ class LogsScreen(DataScreen):
         return f"queue {clean(self.queue or '', limit=30)}"
 
     def crumb(self) -> str:
-        return f"logs of {self.what()}"
+        return "logs"  # the title names whose: the breadcrumb stays short enough for 80 columns
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
