@@ -41,7 +41,7 @@ PATHS = (
     Path_(
         "the stop reason of a dead job",
         3,
-        (("3", "jobs in"), ("Enter", "page 1"), ("Enter", "Attempts")),
+        (("3", "jobs in"), ("Enter", "page 1"), ("Enter", "stop reason: ")),
         ("stop reason: attempts-exhausted", "X_SMTP_TIMEOUT"),
     ),
     Path_(
