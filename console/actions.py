@@ -50,10 +50,12 @@ NAV: tuple[Action, ...] = (
         "3",
         "goto('dead_letters')",
         "Dead letters",
-        "dead jobs grouped by name and error code; retry or cancel",
+        "dead jobs grouped by name and error code; retry, cancel or discard",
         footer=False,
     ),
-    Action("4", "goto('workers')", "Workers", "hosts, pids, queues, slots, heartbeats (stale marked)", footer=False),
+    Action(
+        "4", "goto('workers')", "Workers", "hosts, pids, queues, slots, heartbeats (stale marked); drain", footer=False
+    ),
     Action(
         "5", "goto('schedules')", "Schedules", "cron tasks: next and last run, the leader; pause, trigger", footer=False
     ),
