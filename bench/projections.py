@@ -5,7 +5,8 @@ Seeds jobs.job with a production-like mix (sql/bench/seed.sql: 95% completed, 3%
 console refreshes through the real path (Introspector -> PostgresDriver -> named statements,
 each under its budget), and EXPLAINs every projection statement: none may seq-scan jobs.job.
 Then adds an hour at 100 jobs/s (360,000 completions in the last hour), runs the maintenance
-leader's throughput rollup, and times the queues view again (queues.busy_hour).
+leader's throughput rollup, and times the queues view and a queue's chart again
+(queues.busy_hour, queue_series.busy_hour).
 Then seeds jobs.outbox a million unpublished rows behind (sql/bench/outbox_seed.sql: some held
 by three live relays, some failing, 200,000 published as the audit trail) and times the outbox
 screen's figures: its view (outbox.view) and a staged row's "why isn't it published" (outbox.why.*).
@@ -115,6 +116,7 @@ async def _measure(dsn: str, runs: int, busy: int = BUSY_HOUR) -> tuple[dict[str
     cursor = (await intro.jobs(limit=50)).next_cursor
     cases: dict[str, Any] = {
         "queues": lambda: intro.queues(),
+        "queue_series": lambda: intro.queue_series("q1"),
         "page.all": lambda: intro.jobs(limit=50),
         "page.next": lambda: intro.jobs(limit=50, cursor=cursor),
         "page.state=dead": lambda: intro.jobs(parse_filter("state=dead"), limit=50),
@@ -144,6 +146,7 @@ async def _measure(dsn: str, runs: int, busy: int = BUSY_HOUR) -> tuple[dict[str
     )
     await driver.leader_release(name="maintenance", holder="bench", term=term, now=now)
     out["queues.busy_hour"] = await _time(cases["queues"], runs)
+    out["queue_series.busy_hour"] = await _time(cases["queue_series"], runs)
     await driver.close()
     return out, {"dead_id": dead_id}
 
@@ -185,6 +188,7 @@ def explain_all(dsn: str, dead_id: str) -> dict[str, list[str]]:
         ("queue_counts", {}),
         ("queue_oldest_ready", {}),
         ("queue_throughput", {}),
+        ("queue_series", {"queue": "q1"}),
         ("dead_groups", filter_params(parse_filter(""))),
         ("job_duplicate", {}),
         ("job_bulk_groups", filter_params(parse_filter("code=X_BENCH_3")) | {"action": "retry"}),

@@ -50,10 +50,12 @@ NAV: tuple[Action, ...] = (
         "3",
         "goto('dead_letters')",
         "Dead letters",
-        "dead jobs grouped by name and error code; retry or cancel",
+        "dead jobs grouped by name and error code; retry, cancel or discard",
         footer=False,
     ),
-    Action("4", "goto('workers')", "Workers", "hosts, pids, queues, slots, heartbeats (stale marked)", footer=False),
+    Action(
+        "4", "goto('workers')", "Workers", "hosts, pids, queues, slots, heartbeats (stale marked); drain", footer=False
+    ),
     Action(
         "5", "goto('schedules')", "Schedules", "cron tasks: next and last run, the leader; pause, trigger", footer=False
     ),
@@ -78,14 +80,32 @@ ACTIONS: tuple[Action, ...] = NAV + (
     Action(
         "minus", "interval(-1)", "Faster", "refresh more often (interval steps down)", key_display="-", footer=False
     ),
+    Action(
+        "s",
+        "sort",
+        "Sort",
+        "sort the table by its next column, then back to the order it came in (or click a header)",
+        footer=False,
+    ),
+    Action("S", "sort_reverse", "Reverse sort", "reverse the table's sort", key_display="S", footer=False),
     Action("q", "quit", "Quit", "leave the console"),
     Action("ctrl+c", "quit", "Quit", "leave the console (as in any terminal program)", footer=False, key_display="^c"),
     # overview
     Action("enter", "open_queue", "Jobs of queue", "list the selected queue's jobs", scope="overview"),
     Action("y", "why_queue", "Why", "why is the selected queue not draining?", scope="overview"),
+    Action(
+        "l", "logs", "Logs", "the selected queue's live engine events (when the engine runs here)", scope="overview"
+    ),
+    Action(
+        "g",
+        "chart",
+        "Chart",
+        "the selected queue's hour: completed, dead and wait per minute, as bars",
+        scope="overview",
+    ),
     Action("p", "toggle_pause", "Pause/resume", "pause or resume the selected queue", scope="overview", mutating=True),
     # jobs
-    Action("escape", "back", "Back", "leave the filter bar, or go back", scope="jobs"),
+    Action("escape", "back", "Back", "leave the filter bar, clear the marks, or go back", scope="jobs"),
     Action("enter", "open_job", "Open", "open the selected job", scope="jobs"),
     Action(
         "slash",
@@ -97,10 +117,34 @@ ACTIONS: tuple[Action, ...] = NAV + (
     ),
     Action("n", "page(1)", "Next page", "the next (older) page", scope="jobs"),
     Action("b", "page(-1)", "Prev page", "the previous (newer) page", scope="jobs"),
-    Action("x", "retry", "Retry", "retry the selected dead job", scope="jobs", mutating=True),
-    Action("c", "cancel", "Cancel", "cancel the selected live job", scope="jobs", mutating=True),
+    Action(
+        "t",
+        "next_state",
+        "State",
+        "show one state at a time: parked, suspended, dead, running, delayed, ready, then all",
+        scope="jobs",
+    ),
+    Action(
+        "space",
+        "mark",
+        "Mark",
+        "mark or unmark the row; x, c and d then act on the marked rows (Escape clears the marks)",
+        scope="jobs",
+        footer=False,
+    ),
+    Action("x", "retry", "Retry", "retry the selected (or marked) dead jobs", scope="jobs", mutating=True),
+    Action("c", "cancel", "Cancel", "cancel the selected (or marked) live jobs", scope="jobs", mutating=True),
+    Action(
+        "d",
+        "discard",
+        "Discard",
+        "discard the selected (or marked) dead jobs: deleted, the audit kept",
+        scope="jobs",
+        mutating=True,
+    ),
     Action("y", "why", "Why", "why is the selected job not running?", scope="jobs"),
     Action("i", "copy_id", "Copy id", "copy the selected job's full id to the clipboard", scope="jobs", footer=False),
+    Action("l", "logs", "Logs", "the selected job's attempts, history and live engine events", scope="jobs"),
     Action(
         "X",
         "bulk('retry')",
@@ -119,24 +163,51 @@ ACTIONS: tuple[Action, ...] = NAV + (
         mutating=True,
         key_display="C",
     ),
+    Action(
+        "D",
+        "bulk('discard')",
+        "Discard all",
+        "discard every dead job matching the filter, every page (dry run first)",
+        scope="jobs",
+        mutating=True,
+        key_display="D",
+        footer=False,
+    ),
     # job detail
     Action("escape", "back", "Back", "back to the previous screen", scope="job_detail"),
     Action("y", "why", "Why", "why is this job not running?", scope="job_detail"),
     Action("x", "retry", "Retry", "retry this dead job", scope="job_detail", mutating=True),
     Action("f", "retry_from_step", "Retry from step", "re-run from a chosen step", scope="job_detail", mutating=True),
     Action("c", "cancel", "Cancel", "cancel this live job", scope="job_detail", mutating=True),
+    Action(
+        "d",
+        "discard",
+        "Discard",
+        "discard this dead job: deleted, a discarded entry keeps the audit",
+        scope="job_detail",
+        mutating=True,
+    ),
     Action("e", "send_event", "Send event", "send the event this job waits for", scope="job_detail", mutating=True),
     Action("u", "unfold", "Unfold", "show long input and result whole", scope="job_detail"),
+    Action("l", "logs", "Logs", "this job's attempts, history and live engine events", scope="job_detail"),
     Action("i", "copy_id", "Copy id", "copy this job's full id to the clipboard", scope="job_detail", footer=False),
     # dead letters
-    Action("escape", "back", "Back", "leave the filter bar, or go back", scope="dead_letters"),
+    Action("escape", "back", "Back", "leave the filter bar, clear the marks, or go back", scope="dead_letters"),
     Action("enter", "open_group", "Jobs of group", "list the dead jobs of the selected group", scope="dead_letters"),
     Action("slash", "filter", "Filter", "filter: queue= name= tenant= code=", scope="dead_letters", key_display="/"),
+    Action(
+        "space",
+        "mark",
+        "Mark",
+        "mark or unmark the group; x, c and d then act on every marked group (Escape clears the marks)",
+        scope="dead_letters",
+        footer=False,
+    ),
     Action(
         "x",
         "bulk('retry', 'group')",
         "Retry group",
-        "retry every job of the selected group (dry run first)",
+        "retry every job of the selected (or marked) groups (dry run first)",
         scope="dead_letters",
         mutating=True,
     ),
@@ -144,7 +215,15 @@ ACTIONS: tuple[Action, ...] = NAV + (
         "c",
         "bulk('cancel', 'group')",
         "Cancel group",
-        "cancel the live jobs still failing like the selected group (dry run first)",
+        "cancel the live jobs still failing like the selected (or marked) groups (dry run first)",
+        scope="dead_letters",
+        mutating=True,
+    ),
+    Action(
+        "d",
+        "bulk('discard', 'group')",
+        "Discard group",
+        "discard every job of the selected (or marked) groups: deleted, the audit kept (dry run first)",
         scope="dead_letters",
         mutating=True,
     ),
@@ -166,9 +245,36 @@ ACTIONS: tuple[Action, ...] = NAV + (
         mutating=True,
         key_display="C",
     ),
+    Action(
+        "D",
+        "bulk('discard', 'all')",
+        "Discard all",
+        "discard every dead job matching the filter (dry run first)",
+        scope="dead_letters",
+        mutating=True,
+        key_display="D",
+        footer=False,
+    ),
     # why and workers
     Action("escape", "back", "Back", "back to the previous screen", scope="why"),
-    Action("escape", "back", "Back", "back to the previous screen", scope="workers"),
+    Action("escape", "back", "Back", "clear the marks, or go back", scope="workers"),
+    Action(
+        "space",
+        "mark",
+        "Mark",
+        "mark or unmark the worker; d then asks every marked worker to drain (Escape clears the marks)",
+        scope="workers",
+        footer=False,
+    ),
+    Action("l", "logs", "Logs", "the selected worker's record and live engine events", scope="workers"),
+    Action(
+        "d",
+        "drain",
+        "Drain",
+        "ask the selected (or marked) workers to stop claiming and drain",
+        scope="workers",
+        mutating=True,
+    ),
     # schedules
     Action("escape", "back", "Back", "back to the previous screen", scope="schedules"),
     Action("enter", "open_last", "Last run", "open the job of the selected task's last run", scope="schedules"),
@@ -176,6 +282,8 @@ ACTIONS: tuple[Action, ...] = NAV + (
     Action(
         "t", "trigger", "Trigger", "enqueue an occurrence of the selected task now", scope="schedules", mutating=True
     ),
+    Action("escape", "back", "Back", "back to the previous screen", scope="chart"),
+    Action("escape", "back", "Back", "back to the previous screen", scope="logs"),
     Action("escape", "back", "Back", "back to the previous screen", scope="help"),
     Action("escape", "back", "Back", "back to the previous screen", scope="activity"),
 )
@@ -187,6 +295,9 @@ SCOPES: tuple[tuple[str, str], ...] = (
     ("job_detail", "Job detail"),
     ("dead_letters", "Dead letters"),
     ("why", "Why is it not running?"),
+    ("chart", "Queue chart"),
+    ("logs", "Logs"),
+    ("workers", "Workers"),
     ("schedules", "Schedules"),
 )
 

@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from textual.app import App, SystemCommand
+from textual.filter import Monochrome, NoColor
 from textual.markup import escape
 from textual.reactive import reactive
 from textual.screen import Screen
 
-from console import actions
+from console import actions, palette
 from console.messages import ActionFailed, ActionSucceeded, LoadFailed, Navigate, Refreshed
 from console.screens import MODES, screen_class
 from console.source import Source
@@ -73,6 +74,12 @@ class JobsConsole(App[None]):
         title: str | None = None,
     ) -> None:
         super().__init__()
+        palette.use(no_color=self.no_color)
+        if self.no_color:
+            # NO_COLOR: no colour at all. Textual's own choice (Monochrome) still paints greys,
+            # and a state's colour turned grey sank into its background (dark red: 237 on 235);
+            # NoColor leaves the terminal's own colours, and the palette speaks in attributes.
+            self._filters = [NoColor() if isinstance(f, Monochrome) else f for f in self._filters]
         if read_only and not source.read_only:
             source.set_read_only()
         self.source = source
@@ -171,6 +178,22 @@ class JobsConsole(App[None]):
     def action_help(self) -> None:
         if type(self.screen) is not screen_class("help"):
             self.post_message(Navigate("help", {}))
+
+    def action_sort(self) -> None:
+        sort = getattr(self.screen, "sort_table", None)
+        if sort is not None:
+            sort(False)
+
+    def action_sort_reverse(self) -> None:
+        sort = getattr(self.screen, "sort_table", None)
+        if sort is not None:
+            sort(True)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("sort", "sort_reverse"):  # offered where there is a table to sort
+            check = getattr(self.screen, "table", None)
+            return check is not None and check() is not None
+        return True
 
     def action_refresh_now(self) -> None:
         reload = getattr(self.screen, "reload", None)

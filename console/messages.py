@@ -45,6 +45,10 @@ class WhyLoaded(Loaded):
     pass
 
 
+class SeriesLoaded(Loaded):
+    """A queue's minutes (engine.series.QueueSeries): the charts."""
+
+
 @dataclass
 class LoadFailed(Message):
     """A refresh failed (the database went away, a query ran past its budget). It goes up to the

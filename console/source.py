@@ -8,14 +8,15 @@ postgres driver (import-linter holds it to that). A job is named by its id or a 
 
 Constructing one (stable)::
 
-    Source(engine, read_only=False, database=None, driver=None, budget=0.5, actor=None)
+    Source(engine, read_only=False, database=None, driver=None, budget=0.5, actor=None, events=None)
     open_source(dsn, read_only=False)      # connect, check the schema, answer a Source
 
 ``database`` and ``driver`` are the labels the header shows (default: the driver's own
 description, password removed, and its kind). ``budget``: seconds each console query may take
 (a statement timeout on Postgres). ``actor``: who the audit trail names (default
-``console:<os user>``). In read-only mode every action raises X_READ_ONLY here, and the Operator
-is built read-only so the engine refuses it as well.
+``console:<os user>``). ``events``: the engine's log events when it runs in this process (the
+demo passes its in-memory handler's; console/events.py). In read-only mode every action raises
+X_READ_ONLY here, and the Operator is built read-only so the engine refuses it as well.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
+from console.events import LogEvent
 from console.format import clean, database_label, redact_dsn
 from engine.actions import Operator
 from engine.api import Engine, connect
@@ -47,6 +49,7 @@ from engine.projections import (
     WhyReport,
     WorkersView,
 )
+from engine.series import QueueSeries
 from engine.types import SentEvent
 
 T = TypeVar("T")
@@ -71,6 +74,7 @@ class Source:
         driver: str | None = None,
         budget: float = DEFAULT_BUDGET,
         actor: str | None = None,
+        events: Callable[[], list[LogEvent]] | None = None,
     ) -> None:
         from engine.introspect import Introspector
 
@@ -84,6 +88,7 @@ class Source:
         self.deadline = max(1.0, budget * 6)  # set_refresh narrows it to the refresh interval
         self._ops = Operator(engine, actor=self.actor, read_only=read_only)
         self._schedules = _schedules(engine, self.actor, read_only)
+        self._events = events
 
     def set_read_only(self) -> None:
         """One way only: a console opened read-only can never become writable."""
@@ -131,6 +136,10 @@ class Source:
     async def queues(self) -> QueuesView:
         return await self._read(lambda: self._intro.queues())
 
+    async def queue_series(self, queue: str) -> QueueSeries:
+        """One queue's last hour, minute by minute: completed, dead, wait and run latency."""
+        return await self._read(lambda: self._intro.queue_series(queue))
+
     async def jobs(self, where: JobFilter, *, cursor: str | None = None, limit: int = PAGE_SIZE) -> JobPage:
         return await self._read(lambda: self._intro.jobs(where, cursor=cursor, limit=limit))
 
@@ -158,6 +167,15 @@ class Source:
 
     async def why_queue(self, queue: str) -> WhyReport:
         return await self._read(lambda: self._intro.why_queue(queue))
+
+    def live_events(
+        self, *, job_id: str | None = None, queue: str | None = None, worker: str | None = None
+    ) -> list[LogEvent] | None:
+        """The engine's log events about a job, a queue or a worker, newest last, when the engine
+        runs in this process (the demo); None when it does not (console/events.py says why)."""
+        if self._events is None:
+            return None
+        return [e for e in self._events() if e.about(job_id=job_id, queue=queue, worker=worker)]
 
     # --- actions ---------------------------------------------------------------------------------
 

@@ -20,13 +20,13 @@ import contextlib
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from console.demo.jobs import APPROVAL_EVENT, DEMO_JOBS, DEMO_TASKS, PACE, Traffic
 from console.demo.world import WORKERS, play_world
+from console.events import RecentEvents
 from engine import Engine, FakeClock, JobsError, connect
 
 log = logging.getLogger("jobs.console.demo")
@@ -34,15 +34,6 @@ log = logging.getLogger("jobs.console.demo")
 DRAIN_GRACE = 2.0  # seconds in-flight demo jobs get on quit before their leases are released
 TICK = 2.0  # seconds between beats of traffic
 CONCURRENCY = 8  # of the busier worker; the other gets half
-
-
-class _Recent(logging.Handler):
-    def __init__(self, lines: deque[str]) -> None:
-        super().__init__(logging.INFO)
-        self.lines = lines
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(f"{record.levelname} {record.name}: {record.getMessage()}")
 
 
 @dataclass
@@ -70,8 +61,8 @@ class Demo:
     _ready: threading.Event = field(default_factory=threading.Event, init=False)
     _failure: BaseException | None = field(default=None, init=False)
     _stopped: bool = field(default=False, init=False)
-    recent_logs: deque[str] = field(default_factory=lambda: deque(maxlen=200), init=False)
-    _log_state: tuple[bool, logging.Handler] | None = field(default=None, init=False)
+    recent: RecentEvents = field(default_factory=RecentEvents, init=False)  # the Logs screen's live events
+    _log_state: tuple[bool, int, logging.Handler] | None = field(default=None, init=False)
 
     # --- the header's words -------------------------------------------------------------------
 
@@ -115,13 +106,16 @@ class Demo:
 
     def _quiet_engine_logs(self) -> None:
         """The worker logs every failed attempt (the demo fails on purpose); written to stderr
-        they would tear through the console's screen, so the demo keeps the latest in memory."""
+        they would tear through the console's screen, so the demo keeps the latest in memory, where
+        the Logs screen reads them (this process runs the engine, so it can show its events)."""
         engine_log = logging.getLogger("jobs")
-        for old in [h for h in engine_log.handlers if isinstance(h, _Recent)]:
+        for old in [h for h in engine_log.handlers if isinstance(h, RecentEvents)]:
             engine_log.removeHandler(old)
-        self._log_state = (engine_log.propagate, _Recent(self.recent_logs))
-        engine_log.addHandler(self._log_state[1])
+        self._log_state = (engine_log.propagate, engine_log.level, self.recent)
+        engine_log.addHandler(self.recent)
         engine_log.propagate = False
+        if not engine_log.isEnabledFor(logging.INFO):  # sheds, suspensions, a worker's start and drain
+            engine_log.setLevel(logging.INFO)
 
     def _open_engine(self) -> Engine:
         if not self.force_memory:
@@ -166,7 +160,13 @@ class Demo:
     def _make_source(self) -> Any:
         from console.source import Source
 
-        return Source(self.engine, database=self.database, driver=self.driver_label, read_only=self.read_only)
+        return Source(
+            self.engine,
+            database=self.database,
+            driver=self.driver_label,
+            read_only=self.read_only,
+            events=self.recent.snapshot,
+        )
 
     def run(self, make_app: Callable[[Any], Any]) -> None:
         """Run the console built by ``make_app(source)`` until the user quits.
@@ -220,13 +220,17 @@ class Demo:
                 if self._stop.is_set() or not self.traffic:
                     continue
                 try:
-                    await eng.aenqueue_many(traffic.tick())
-                    for ws, tenant in traffic.approvals_due():
-                        await self._send_approval(eng, ws, tenant)
+                    await self.beat(eng, traffic)
                 except JobsError as err:  # a lost connection must not end the demo's traffic
                     log.warning("demo traffic: %s", err)
         if self.backend == "postgres":
             await eng.aclose()  # this loop's pool; the memory driver has nothing to close
+
+    async def beat(self, eng: Engine, traffic: Traffic) -> None:
+        """One beat of the traffic: its jobs, then the approval events now due."""
+        await eng.aenqueue_many(traffic.tick())
+        for ws, tenant in traffic.approvals_due():
+            await self._send_approval(eng, ws, tenant)
 
     def _workers(self, eng: Engine) -> list[Any]:
         """The world's two live workers, under its ids and over its queues (the third, stale one
@@ -268,7 +272,8 @@ class Demo:
             self._cluster = None
         if self._log_state is not None:  # the logger is the process's: hand it back as it was
             engine_log = logging.getLogger("jobs")
-            engine_log.propagate, handler = self._log_state
+            engine_log.propagate, level, handler = self._log_state
+            engine_log.setLevel(level)
             engine_log.removeHandler(handler)
             self._log_state = None
 

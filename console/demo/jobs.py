@@ -51,13 +51,15 @@ APPROVAL_EVENT = "workspace.approved"
 
 @dataclass
 class Pace:
-    """How long the demo's pretend work takes: 1.0 in the live demo, 0 in tests (no waiting)."""
+    """How long the demo's pretend work takes: 1.0 in the live demo, 0 in tests (no waiting);
+    on ``clock`` when one is set (a demo simulated on a FakeClock), else in real time."""
 
     scale: float = 1.0
+    clock: Any = None
 
     async def __call__(self, seconds: float) -> None:
         if self.scale > 0 and seconds > 0:
-            await asyncio.sleep(seconds * self.scale)
+            await (self.clock.sleep if self.clock is not None else asyncio.sleep)(seconds * self.scale)
 
 
 PACE = Pace()
@@ -422,8 +424,8 @@ class Traffic:
         t, specs = self._ticks, []
         umbrella = [(t * 2 + i) % 6 for i in range(2)]
         specs += [Enqueue(sync_crm_contact, {"contact": 9000 + c, "crm": "ok"}, tenant="umbrella") for c in umbrella]
-        if t % 2 == 0:
-            specs.append(self.report(seconds=10.0, name=f"weekly-{(t // 2) % 4 + 1}"))
+        # Ten-second reports every beat over six keys, through two slots: two run, the rest park.
+        specs.append(self.report(seconds=10.0, name=f"weekly-{t % 6 + 1}"))
         if t % 10 == 0:
             specs.append(self.workspace(settle=120.0, approve_after=None))  # sleeping for two minutes
         if t % 10 == 5:

@@ -103,6 +103,23 @@ SHOTS: tuple[Shot, ...] = (
         press=("3", "X"),
         size=(80, 24),
     ),
+    Shot(
+        "queue_chart_80x24",
+        "A queue's hour in an 80x24 terminal: completed, dead and wait p95 per minute (g on the Overview)",
+        press=("down", "g"),
+        size=(80, 24),
+    ),
+    Shot(
+        "logs",
+        "Logs of a job: its attempts and history from the database, and where the live events are",
+        press=("3", "enter", "enter", "l"),
+    ),
+    Shot(
+        "marked_retry_80x24",
+        "Marked rows (space), sorted by state (s): one confirmation names the count",
+        press=("2", "s", "s", "s", "s", "s", "t", "t", "t", "space", "space", "space", "x"),
+        size=(80, 24),
+    ),
 )
 
 

@@ -26,6 +26,8 @@ PUSHED = {
     "jobs": ("console.screens.jobs", "JobsScreen"),
     "job": ("console.screens.job_detail", "JobDetailScreen"),
     "why": ("console.screens.why", "WhyScreen"),
+    "chart": ("console.screens.chart", "ChartScreen"),
+    "logs": ("console.screens.logs", "LogsScreen"),
     "activity": ("console.screens.activity", "ActivityScreen"),
     "help": ("console.screens.help", "HelpScreen"),
 }

@@ -25,6 +25,7 @@ from console.messages import LoadFailed, Navigate, Refreshed
 from console.widgets.banner import Banner
 from console.widgets.footer import ConsoleFooter
 from console.widgets.header import StatusHeader
+from console.widgets.keyed_table import KeyedTable
 from console.widgets.nav import NavBar
 
 if TYPE_CHECKING:
@@ -79,9 +80,52 @@ class ConsoleScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in actions.mutating_names(self.SCOPE) and self.source.read_only:
             return False  # not offered: hidden from the footer and refused (the engine refuses too)
-        if action == "back" and len(self.app.screen_stack) <= 1:
+        if action == "back" and len(self.app.screen_stack) <= 1 and not self.marked():
             return False
+        if action in ("sort", "sort_reverse", "mark"):
+            return self.table() is not None
         return True
+
+    # --- the table: sorting and marks ------------------------------------------------------------
+
+    def table(self) -> KeyedTable | None:
+        """The screen's table (the one sorting and marks apply to), if it has one."""
+        tables = list(self.query(KeyedTable))
+        return tables[0] if tables else None
+
+    def sort_table(self, reverse: bool) -> None:
+        table = self.table()
+        if table is None:
+            return
+        table.reverse_sort() if reverse else table.cycle_sort()
+        self.sorted_changed(table)
+
+    def sorted_changed(self, table: KeyedTable) -> None:
+        """The sort changed: a screen that says how it sorts redraws that line."""
+        said = table.sort_title()
+        self.notify(f"Sorted by {said}" if said else "In the order the engine answers", timeout=2)
+
+    def marked(self) -> list[str]:
+        table = self.table()
+        return table.marked_keys() if table is not None else []
+
+    def clear_marks(self) -> None:
+        for table in self.query(KeyedTable):
+            table.clear_marks()
+
+    def action_mark(self) -> None:
+        table = self.table()
+        if table is not None:
+            table.toggle_mark()
+            self.marks_changed()
+            self.refresh_bindings()  # Escape is offered while there are marks to clear
+
+    def marks_changed(self) -> None:
+        """The marks changed: a screen that counts them redraws that line."""
+
+    def redraw_nav(self) -> None:
+        for bar in self.query(NavBar):
+            bar.redraw()
 
     def on_screen_resume(self) -> None:
         for bar in self.query(NavBar):
@@ -92,7 +136,11 @@ class ConsoleScreen(Screen[None]):
             banner._changed(self.app.db_error)  # type: ignore[attr-defined]
 
     def action_back(self) -> None:
-        if len(self.app.screen_stack) > 1:
+        if self.marked():
+            self.clear_marks()
+            self.marks_changed()
+            self.refresh_bindings()
+        elif len(self.app.screen_stack) > 1:
             self.app.pop_screen()
 
 

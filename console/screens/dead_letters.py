@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from console import palette
 from console.format import ago, cell, clean
 from console.messages import DeadLettersLoaded
 from console.screens.base import DataScreen
@@ -41,7 +42,7 @@ def group_key(g: DeadGroup) -> str:
 def group_row(g: DeadGroup, now) -> tuple[Text, ...]:  # type: ignore[no-untyped-def]
     return (
         cell(g.name, limit=26, style="bold"),
-        cell(g.error_code, limit=22, style="red"),
+        cell(g.error_code, limit=22, style=palette.style("error")),
         cell(g.stop_reason, limit=18),
         Text(f"{g.count:,}", justify="right", style="bold"),
         Text(f"{g.attempt} of {g.max_attempts}", justify="right"),
@@ -50,6 +51,19 @@ def group_row(g: DeadGroup, now) -> tuple[Text, ...]:  # type: ignore[no-untyped
         Text(ago(g.last_seen, now), style="dim"),
         cell(g.last_error, limit=40, style="dim"),
     )
+
+
+def sort_value(g: DeadGroup, column: str) -> object:
+    return {
+        "count": g.count,
+        "attempt": g.attempt,
+        "tenants": g.tenants,
+        "first": g.first_seen.timestamp(),
+        "last": g.last_seen.timestamp(),
+        "code": g.error_code or "",
+        "stop": g.stop_reason or "",
+        "error": g.last_error or "",
+    }.get(column)
 
 
 class DeadLettersScreen(Filtered, DataScreen, Flows):
@@ -66,7 +80,9 @@ class DeadLettersScreen(Filtered, DataScreen, Flows):
         yield from self.compose_top()
         yield Static("Dead letters", classes="screen-title", id="dead-title")
         yield FilterBar("filter: queue=Q name=N tenant=T code=X input.F=V, or an id/key")
-        yield KeyedTable(COLUMNS, id="groups")
+        table = KeyedTable(COLUMNS, id="groups")
+        table.sort_value = lambda key, col: sort_value(self.groups[key], col) if key in self.groups else None
+        yield table
         yield Static("", id="empty", classes="empty")
         yield Static("", id="detail", classes="note")
         yield from self.compose_bottom()
@@ -112,10 +128,13 @@ class DeadLettersScreen(Filtered, DataScreen, Flows):
             return
         t = Text("last error: ", style="dim")
         t.append(clean(g.last_error or "—", limit=220))
+        marked = len(self.query_one("#groups", KeyedTable).marked_keys())
         hint = (
-            "Enter: its jobs"
+            "Enter: its jobs · s: sort"
             if self.source.read_only
-            else "Enter: its jobs · x/c: retry/cancel this group · X/C: everything matching the filter"
+            else f"{marked} groups marked: x/c/d act on all of them · Esc clears the marks"
+            if marked
+            else "Enter: its jobs · x/c/d: retry/cancel/discard the group · X/C/D: all matching · space: mark"
         )
         t.append("\n" + hint, style="dim")  # read-only offers no action, so it names none
         update_changed(note, t)
@@ -146,12 +165,19 @@ class DeadLettersScreen(Filtered, DataScreen, Flows):
 
     def action_bulk(self, action: str, scope: str) -> None:
         if scope == "group":
-            g = self._selected()
-            if g is None:
+            table = self.query_one("#groups", KeyedTable)
+            groups = [self.groups[k] for k in table.marked_keys() if k in self.groups]
+            if not groups:
+                g = self._selected()
+                groups = [g] if g is not None else []
+            if not groups:
                 return
-            where = self._group_filter(g)
+            wheres = [self._group_filter(g) for g in groups]
         else:
-            where = self._dead()
+            wheres = [self._dead()]
         # A dead job is final: cancelling a group means cancelling the LIVE jobs that match it
         # (retries still failing with that code), so they stop adding to the dead letters.
-        self.bulk_flow(action, where if action == "retry" else replace(where, state=None))
+        self.bulk_flow(action, wheres if action != "cancel" else [replace(w, state=None) for w in wheres])
+
+    def marks_changed(self) -> None:
+        self._show_selected()

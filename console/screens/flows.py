@@ -16,39 +16,14 @@ from textual import work
 
 from console.format import clean, short_id
 from console.messages import ActionFailed, ActionSucceeded
-from console.screens.confirm import Confirmed, ConfirmScreen, ResultScreen
+from console.screens.confirm import Confirmed, ConfirmScreen
+from console.screens.flows_bulk import BulkFlows
 from console.screens.steps import StepChooser
 from engine.errors import JobsError
-from engine.introspect.filters import describe_filter
-from engine.projections import ActionResult, BulkPlan, BulkResult, JobFilter
+from engine.projections import ActionResult, DrainRequest, JobFilter
 
 if TYPE_CHECKING:
     from console.screens.base import DataScreen
-
-BULK_PACE = 10.0  # jobs per second offered as the paced alternative to landing all at once
-
-
-def plan_text(plan: BulkPlan) -> Text:
-    t = Text()
-    verb = "retried" if plan.action == "retry" else "cancelled"
-    t.append(f"{plan.matched:,}", style="bold")
-    t.append(f" job{'s' if plan.matched != 1 else ''} match ")
-    t.append(clean(describe_filter(plan.filter), limit=120), style="bold")
-    t.append(".\n")
-    if plan.action == "retry":
-        t.append(f"{plan.deduped:,}", style="bold")
-        t.append(" would dedupe away (a live duplicate holds the key); ")
-    t.append(f"{plan.would_change:,}", style="bold")
-    t.append(f" would be {verb}.\n\n")
-    t.append(f"{'count':>7}  {'stop reason':<19} {'error code':<22} tenant\n", style="underline")
-    for g in plan.groups[:8]:
-        t.append(
-            f"{g.count:>7,}  {clean(g.stop_reason or '—', limit=19):<19} "
-            f"{clean(g.error_code or '—', limit=22):<22} {clean(g.tenant or '—', limit=20)}\n"
-        )
-    if len(plan.groups) > 8:
-        t.append(f"… and {len(plan.groups) - 8} more groups\n", style="dim")
-    return t
 
 
 def result_text(r: ActionResult) -> str:
@@ -60,7 +35,7 @@ def result_text(r: ActionResult) -> str:
     return msg + "."
 
 
-class Flows:
+class Flows(BulkFlows):
     """Mixed into data screens; ``self`` is a DataScreen."""
 
     # --- navigation ------------------------------------------------------------------------------
@@ -113,7 +88,8 @@ class Flows:
         else:
             self.post_message(ActionSucceeded(summary))
             self.notify(clean(summary, limit=300), title="Done", timeout=5)
-        self.reload()
+        if self.is_attached:  # a discarded job's screen went back: nothing left to re-read
+            self.reload()
 
     def retry_job(self: DataScreen, job_id: str, name: str) -> None:
         async def call(c: Confirmed) -> str:
@@ -199,58 +175,55 @@ class Flows:
             )
             self.confirm_and_run("Pause this queue?", body, f"Pause {clean(queue, limit=24)}", call)
 
-    @work(group="action", exclusive=True, exit_on_error=False)
-    async def bulk_flow(self: DataScreen, action: str, where: JobFilter) -> None:
-        try:
-            plan = await self.source.plan(action, where)  # type: ignore[arg-type]
-        except Exception as exc:
-            title, detail = self.source.describe_failure(exc)
-            self.notify(detail, title=f"Dry run failed: {title}", severity="error", timeout=8)
-            return
-        if plan.matched == 0:
-            self.notify(f"Nothing to {action}: no job matches {describe_filter(where)}.", timeout=5)
-            return
-        verb = "Retry" if action == "retry" else "Cancel"
-        confirmed = await self.app.push_screen(
-            ConfirmScreen(
-                f"{verb} {plan.would_change:,} jobs?",
-                plan_text(plan),
-                verb=f"{verb} {plan.would_change:,} job{'s' if plan.would_change != 1 else ''}",
-                pace=BULK_PACE if action == "retry" else None,
-            ),
-            wait_for_dismiss=True,
+    def discard_job(self: DataScreen, job_id: str, name: str, *, then_back: bool = False) -> None:
+        """Discard one dead job; ``then_back``: the screen showing it goes back once it is gone."""
+
+        async def call(c: Confirmed) -> str:
+            said = result_text(await self.source.discard(job_id, note=c.note))
+            if then_back and self.app.screen is self:
+                self.app.pop_screen()
+            return said
+
+        body = Text.assemble(
+            "Discard dead job ",
+            (short_id(job_id), "bold"),
+            " (",
+            clean(name, limit=40),
+            "): its row, attempts and steps are deleted; a discarded entry in the audit keeps who, when, "
+            "the note and what it was. It cannot be retried afterwards.",
         )
-        if confirmed is None:
-            self.notify("Cancelled: nothing changed.", timeout=3)
-            return
-        try:
-            res: BulkResult = await self.source.bulk(
-                action, where, per_second=confirmed.per_second, note=confirmed.note
-            )  # type: ignore[arg-type]
-        except JobsError as err:
-            self.post_message(ActionFailed(f"{err.code}: {err.cause}", err.fix))
-            await self.app.push_screen(
-                ResultScreen(f"{verb} refused", f"{err.code}: {err.cause}\nfix: {err.fix}", failed=True),
-                wait_for_dismiss=True,
-            )
-        except Exception as exc:
-            self.post_message(ActionFailed(f"{type(exc).__name__}: {exc}"))
-            await self.app.push_screen(
-                ResultScreen(
-                    f"{verb} failed part-way",
-                    clean(f"{type(exc).__name__}: {exc}", limit=300)
-                    + "\nSome jobs may have changed: the view below is re-read.",
-                    failed=True,
-                ),
-                wait_for_dismiss=True,
-            )
-        else:
-            done = "retried" if action == "retry" else "cancelled"
-            summary = f"{res.changed:,} {done}, {res.skipped:,} skipped (no longer eligible or deduped)."
-            if res.per_second:
-                summary += f" Paced at {res.per_second:g}/s."
-            if res.note:
-                summary += f"\nNote in the audit trail: {clean(res.note, limit=200)}"
-            self.post_message(ActionSucceeded(summary))
-            await self.app.push_screen(ResultScreen(f"{verb}: done", summary), wait_for_dismiss=True)
-        self.reload()
+        self.confirm_and_run("Discard this job?", body, f"Discard job {short_id(job_id)}", call)
+
+    def drain_worker(self: DataScreen, worker: str, facts: str) -> None:
+        async def call(c: Confirmed) -> str:
+            said = drain_text(await self.source.drain_worker(worker, note=c.note))
+            return said or f"Worker {worker} had been asked to drain already: nothing changed."
+
+        self.confirm_and_run(
+            "Drain this worker?", drain_body([f"{worker}  {facts}"]), f"Drain {clean(worker, limit=24)}", call
+        )
+
+
+def drain_body(workers: list[str]) -> Text:
+    t = Text("Ask ")
+    t.append(f"{len(workers)} worker{'s' if len(workers) != 1 else ''}", style="bold")
+    t.append(" to drain:\n")
+    for w in workers[:10]:
+        t.append(f"  {clean(w, limit=70)}\n")
+    if len(workers) > 10:
+        t.append(f"  … and {len(workers) - 10} more\n", style="dim")
+    t.append(DRAIN_WHAT)
+    return t
+
+
+DRAIN_WHAT = (
+    "Each stops claiming at its next heartbeat; its running jobs finish within its grace (the rest are "
+    "released for another worker), then it exits. Its queues keep running on the other workers."
+)
+
+
+def drain_text(r: DrainRequest) -> str | None:
+    """What a drain request did; None when the worker had been asked already."""
+    if not r.changed:
+        return None
+    return f"worker {r.worker}: asked to drain (it stops claiming at its next heartbeat)."

@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from console import palette
 from console.format import ago, clean, duration, pretty_json, safe, short_id, stamp, until
 from console.messages import JobLoaded
 from console.screens.base import DataScreen
@@ -54,7 +55,7 @@ def facts_text(d: JobDetail, now: datetime) -> Text:
             (
                 "error",
                 Text.assemble(
-                    (clean(j.error_code or "—", limit=40), "red"),
+                    (clean(j.error_code or "—", limit=40), palette.style("error")),
                     f"  stop reason: {j.stop_reason}" if j.stop_reason else "",
                 ),
             )
@@ -128,11 +129,15 @@ def attempts_text(d: JobDetail, now: datetime) -> Text:
     first = max(0, len(d.attempts) - 10)
     for n, a in enumerate(d.attempts[first:], start=first + 1):
         took = (a.finished_at - a.started_at).total_seconds()
-        style = "red" if a.outcome in ("dead", "retried", "lost") else ("green" if a.outcome == "completed" else "")
+        style = (
+            palette.style("error")
+            if a.outcome in ("dead", "retried", "lost")
+            else (palette.style("ok") if a.outcome == "completed" else "")
+        )
         t.append(f"{f'#{n}':>3} {f'{a.attempt}/{d.job.max_attempts}':<7} ")
         t.append(f"{clean(a.outcome, limit=10):<10} ", style=style)
         t.append(f"{clean(a.worker, limit=16):<16} {stamp(a.started_at, now):<9} {duration(took):>7}  ")
-        t.append(clean(a.error_code or a.error or "", limit=60), style="red")
+        t.append(clean(a.error_code or a.error or "", limit=60), style=palette.style("error"))
         t.append("\n")
     if len(d.attempts) > 10:
         t.append(f"(the last 10 of {len(d.attempts)} runs)", style="dim")
@@ -163,7 +168,7 @@ def traceback_text(d: JobDetail, unfold: bool) -> Text | None:
         t.append(f"… {n} earlier line{'s' if n > 1 else ''} folded (u: unfold)\n", style="dim italic")
     for i, line in enumerate(shown):
         last = i == len(shown) - 1
-        style = "red" if last else ("dim" if line.lstrip().startswith("File ") else "")
+        style = palette.style("error") if last else ("dim" if line.lstrip().startswith("File ") else "")
         t.append(clean(line, limit=200), style=style)
         if not last:
             t.append("\n")
@@ -266,7 +271,7 @@ class JobDetailScreen(DataScreen, Flows):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         allowed = super().check_action(action, parameters)
-        if not allowed or action in ("back", "why", "unfold", "copy_id") or self.detail is None:
+        if not allowed or action in ("back", "why", "unfold", "copy_id", "logs") or self.detail is None:
             return allowed
         j = self.detail.job
         if action == "retry":
@@ -275,6 +280,8 @@ class JobDetailScreen(DataScreen, Flows):
             return j.state in (JobState.DEAD, JobState.COMPLETED) and bool(self.detail.steps)
         if action == "cancel":
             return j.state in _LIVE
+        if action == "discard":
+            return j.state is JobState.DEAD
         if action == "send_event":
             return j.state is JobState.SUSPENDED and (j.wait or {}).get("kind") == "event"
         return allowed
@@ -284,6 +291,9 @@ class JobDetailScreen(DataScreen, Flows):
 
     def action_why(self) -> None:
         self.open_why_job(self.job_id)
+
+    def action_logs(self) -> None:
+        self.navigate("logs", job_id=self.job_id)
 
     def action_unfold(self) -> None:
         self.unfolded = not self.unfolded
@@ -298,6 +308,10 @@ class JobDetailScreen(DataScreen, Flows):
         if self.detail:
             j = self.detail.job
             self.cancel_job(j.id, j.name, j.state.value)
+
+    def action_discard(self) -> None:
+        if self.detail:
+            self.discard_job(self.detail.job.id, self.detail.job.name, then_back=True)
 
     def action_retry_from_step(self) -> None:
         if self.detail:

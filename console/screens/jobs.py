@@ -1,4 +1,11 @@
-"""Jobs: a filterable, keyset-paginated list, newest first; Enter opens a job."""
+"""Jobs: a filterable, keyset-paginated list, newest first; Enter opens a job.
+
+The engine pages the list newest first (a keyset on the id, so a page never shifts while jobs
+arrive). Sorting by another column sorts the page shown, and the pager line says so: a sort over
+every matching job would need the engine to page in that order, which its list indexes do not
+serve. ``t`` narrows the list to one state at a time (the states that want attention first).
+Marked rows (space) take x, c and d together behind one confirmation.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +15,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from console import palette
 from console.format import ago, cell, clean, short_id
 from console.messages import JobsLoaded
 from console.screens.base import DataScreen
 from console.screens.filter_bar import Filtered
-from console.screens.flows import Flows
+from console.screens.flows import Flows, result_text
+from console.screens.flows_bulk import Item
 from console.widgets.filter_bar import FilterBar
 from console.widgets.fresh import update_changed
 from console.widgets.keyed_table import KeyedTable
@@ -33,6 +42,35 @@ COLUMNS = (
     ("created", "created"),
 )
 _LIVE = {s.value for s in LIVE_STATES}
+# What ``t`` steps through: the states an operator is asked about first, then the list whole.
+STATE_CYCLE = (
+    JobState.PARKED,
+    JobState.SUSPENDED,
+    JobState.DEAD,
+    JobState.RUNNING,
+    JobState.DELAYED,
+    JobState.READY,
+    None,
+)
+ELIGIBLE = {"retry": {JobState.DEAD}, "cancel": set(LIVE_STATES), "discard": {JobState.DEAD}}
+WHAT = {
+    "retry": "Each becomes ready now with a fresh attempt budget.",
+    "cancel": "Each becomes cancelled and will not run (a running handler is signalled to stop).",
+    "discard": "Each is deleted (row, attempts, steps); a discarded entry in the audit keeps who, when, "
+    "the note and what it was.",
+}
+
+
+def sort_value(j: JobSummary, column: str) -> object:
+    """How a column sorts: times and counts as numbers, not as the text shown."""
+    return {
+        "attempt": j.attempt,
+        "run_at": j.run_at.timestamp(),
+        "created": j.created_at.timestamp(),
+        "state": j.state.value,
+        "error": j.error_code or "",
+        "tenant": j.tenant or "",
+    }.get(column)
 
 
 def job_row(j: JobSummary, now) -> tuple[Text, ...]:  # type: ignore[no-untyped-def]
@@ -43,7 +81,7 @@ def job_row(j: JobSummary, now) -> tuple[Text, ...]:  # type: ignore[no-untyped-
         cell(j.tenant, limit=14),
         state_text(j.state.value),
         Text(f"{j.attempt}/{j.max_attempts}", justify="right"),
-        cell(j.error_code, limit=22, style="red") if j.error_code else Text("—", style="dim"),
+        cell(j.error_code, limit=22, style=palette.style("error")) if j.error_code else Text("—", style="dim"),
         Text(ago(j.run_at, now) if j.state.value in _LIVE else "—", style="dim"),
         Text(ago(j.created_at, now), style="dim"),
     )
@@ -72,7 +110,9 @@ class JobsScreen(Filtered, DataScreen, Flows):
         yield from self.compose_top()
         yield Static("Jobs", classes="screen-title", id="jobs-title")
         yield FilterBar("filter: queue=Q state=dead name=N tenant=T code=X input.invoice_id=42, or an id/key")
-        yield KeyedTable(COLUMNS, id="jobs")
+        table = KeyedTable(COLUMNS, id="jobs")
+        table.sort_value = lambda key, col: sort_value(self.rows[key], col) if key in self.rows else None
+        yield table
         yield Static("", id="empty", classes="empty")
         yield Static("", id="pager", classes="note")
         yield from self.compose_bottom()
@@ -103,17 +143,52 @@ class JobsScreen(Filtered, DataScreen, Flows):
         empty = self.query_one("#empty", Static)
         empty.display = not page.items
         update_changed(empty, "No job matches this filter." if not self.where.empty else "No jobs yet.")
+        self._show_pager()
+
+    def _show_pager(self) -> None:
+        page = self.page
+        if page is None:
+            return
+        table = self.query_one("#jobs", KeyedTable)
         n = len(self.cursors)
         pager = f"page {n} · {len(page.items)} shown of {page.total} matching"
         pager += " · n: next page" if page.next_cursor else " · last page"
         if n > 1:
             pager += " · b: previous page"
-        update_changed(self.query_one("#pager", Static), Text(pager + " · /: filter · Enter: open", style="dim"))
+        marked = len(table.marked_keys())
+        if marked:
+            pager += f" · {marked} marked (x c d act on them; Esc clears)"
+        said = table.sort_title()
+        pager += (
+            f" · sorted by {said}: this page only (the engine pages newest first)"
+            if said
+            else " · /: filter · t: state · s: sort · Enter: open"
+        )
+        update_changed(self.query_one("#pager", Static), Text(pager, style="dim"))
+
+    def sorted_changed(self, table: KeyedTable) -> None:
+        self._show_pager()
+
+    def marks_changed(self) -> None:
+        self._show_pager()
 
     # --- filter and pages ------------------------------------------------------------------------
 
     def restart_pages(self) -> None:
         self.cursors = [None]
+        self.clear_marks()
+
+    def action_next_state(self) -> None:
+        """Narrow the list to the next state of STATE_CYCLE (keeping the rest of the filter)."""
+        now = self.where.state
+        following = STATE_CYCLE[(STATE_CYCLE.index(now) + 1) % len(STATE_CYCLE)] if now in STATE_CYCLE else None
+        self.where = replace(self.where, state=following)
+        self.query_one(FilterBar).show(self.where)
+        self.restart_pages()
+        self.query_one("#jobs", KeyedTable).restart()
+        self.leave_filter(not self.where.empty)
+        self.redraw_nav()
+        self.reload()
 
     def action_page(self, step: int) -> None:
         if step > 0 and self.page is not None and self.page.next_cursor:
@@ -122,13 +197,15 @@ class JobsScreen(Filtered, DataScreen, Flows):
             self.cursors.pop()
         else:
             return
+        self.clear_marks()
         self.reload()
 
     def action_bulk(self, action: str) -> None:
-        # Everything the filter matches, not just this page; a retry only ever touches dead jobs.
+        # Everything the filter matches, not just this page; a retry or a discard only ever
+        # touches dead jobs.
         where = (
             self.where
-            if action != "retry" or self.where.state is not None
+            if action == "cancel" or self.where.state is not None
             else replace(self.where, state=JobState.DEAD)
         )
         self.bulk_flow(action, where)
@@ -153,27 +230,61 @@ class JobsScreen(Filtered, DataScreen, Flows):
         if j:
             self.copy_id(j.id)
 
+    def action_logs(self) -> None:
+        j = self._selected()
+        if j:
+            self.navigate("logs", job_id=j.id)
+
     def action_why(self) -> None:
         j = self._selected()
         if j:
             self.open_why_job(j.id)
 
-    def action_retry(self) -> None:
+    def _targets(self, action: str) -> None:
+        """The marked rows when there are any (one confirmation for all), else the selected row."""
+        marked = [self.rows[k] for k in self.query_one("#jobs", KeyedTable).marked_keys() if k in self.rows]
+        if marked:
+            self._act_on_marked(action, marked)
+            return
         j = self._selected()
         if j is None:
             return
-        if j.state is not JobState.DEAD:
-            self.notify(f"Only a dead job can be retried; this one is {j.state.value}.", severity="warning", timeout=4)
+        if j.state not in ELIGIBLE[action]:
+            need = "a live job" if action == "cancel" else "a dead job"
+            verb = {"retry": "retried", "cancel": "cancelled", "discard": "discarded"}[action]
+            self.notify(f"Only {need} can be {verb}; this one is {j.state.value}.", severity="warning", timeout=4)
             return
-        self.retry_job(j.id, j.name)
+        if action == "retry":
+            self.retry_job(j.id, j.name)
+        elif action == "cancel":
+            self.cancel_job(j.id, j.name, j.state.value)
+        else:
+            self.discard_job(j.id, j.name)
+
+    def _act_on_marked(self, action: str, marked: list[JobSummary]) -> None:
+        ok = [j for j in marked if j.state in ELIGIBLE[action]]
+        left = [f"{short_id(j.id)} {j.name}: {j.state.value}" for j in marked if j.state not in ELIGIBLE[action]]
+        verb = {"retry": "Retry", "cancel": "Cancel", "discard": "Discard"}[action]
+        if not ok:
+            need = "live" if action == "cancel" else "dead"
+            self.notify(f"None of the {len(marked)} marked jobs is {need}: nothing to {action}.", timeout=5)
+            return
+        call = {"retry": self.source.retry, "cancel": self.source.cancel, "discard": self.source.discard}[action]
+
+        def item(j: JobSummary) -> Item:
+            async def run(note: str | None) -> str | None:
+                r = await call(j.id, note=note)
+                return result_text(r) if r.changed else None
+
+            return Item(j.id, f"{short_id(j.id)}  {j.name}  {j.state.value}", run)
+
+        self.marked_flow(verb, "job", [item(j) for j in ok], left, WHAT[action])
+
+    def action_retry(self) -> None:
+        self._targets("retry")
 
     def action_cancel(self) -> None:
-        j = self._selected()
-        if j is None:
-            return
-        if j.state.value not in _LIVE:
-            self.notify(
-                f"Only a live job can be cancelled; this one is {j.state.value}.", severity="warning", timeout=4
-            )
-            return
-        self.cancel_job(j.id, j.name, j.state.value)
+        self._targets("cancel")
+
+    def action_discard(self) -> None:
+        self._targets("discard")

@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from console import palette
 from console.format import cell, duration
-from console.messages import QueuesLoaded
+from console.messages import QueuesLoaded, SeriesLoaded
 from console.screens.base import DataScreen
 from console.screens.flows import Flows
+from console.widgets.chart import compact_chart
 from console.widgets.fresh import update_changed
 from console.widgets.keyed_table import KeyedTable
 from console.widgets.sparkline import bucket, spark
-from console.widgets.state_bar import STATE_STYLE, StateBar
+from console.widgets.state_bar import StateBar, state_style
 from engine.projections import QueueStats, QueuesView, WorkersView
+from engine.series import QueueSeries
 
-AGE_WARN = 60.0  # seconds: the oldest ready job has waited longer than this (yellow)
-AGE_ALERT = 300.0  # and this (red)
+AGE_WARN = 60.0  # seconds: the oldest ready job has waited longer than this (warn, "!")
+AGE_ALERT = 300.0  # and this (alert, "!!")
 SPARK = 12
 COLUMNS = (
     ("queue", "queue"),
@@ -55,14 +59,14 @@ STATES = ("ready", "parked", "delayed", "running", "suspended", "dead")
 def age_text(age: float | None) -> Text:
     if age is None:
         return Text("—", style="dim")
-    style = "bold red" if age >= AGE_ALERT else ("yellow" if age >= AGE_WARN else "")
-    mark = " !" if age >= AGE_WARN else ""  # the warning reads without colour too
+    style = palette.style("alert") if age >= AGE_ALERT else (palette.style("warn") if age >= AGE_WARN else "")
+    mark = " !!" if age >= AGE_ALERT else (" !" if age >= AGE_WARN else "")  # it reads without colour too
     return Text(duration(age) + mark, style=style)
 
 
 def count_cell(state: str, count: object) -> Text:
     s = str(count)
-    return Text(s, style="dim" if s in ("0", "~0") else STATE_STYLE.get(state, ""), justify="right")
+    return Text(s, style=palette.style("zero") if s in ("0", "~0") else state_style(state), justify="right")
 
 
 def queue_cells(q: QueueStats, *, narrow: bool = False) -> dict[str, Text]:
@@ -71,15 +75,15 @@ def queue_cells(q: QueueStats, *, narrow: bool = False) -> dict[str, Text]:
     are in the totals line; a queue's own jobs in slots are its running count."""
     name = cell(q.name, limit=16 if narrow else 24, style="bold")
     if narrow and q.paused:
-        name.append(" ‖", style="bold reverse yellow")  # the paused column is dropped when narrow
+        name.append(" ‖", style=palette.style("flag"))  # the paused column is dropped when narrow
     return {
         "queue": name,
         **{s: count_cell(s, getattr(q, s)) for s in STATES},
         "completed": count_cell("completed", q.completed_last_hour),
         "oldest": age_text(q.oldest_ready_age),
-        "spark": Text(spark(bucket(q.throughput, SPARK), SPARK), style="green"),
+        "spark": Text(spark(bucket(q.throughput, SPARK), SPARK), style=palette.style("chart")),
         "workers": Text(str(q.workers), justify="right", style="" if q.workers else "dim"),
-        "paused": Text("PAUSED", style="bold reverse yellow") if q.paused else Text("—", style="dim"),
+        "paused": Text("PAUSED", style=palette.style("flag")) if q.paused else Text("—", style="dim"),
     }
 
 
@@ -104,12 +108,14 @@ class OverviewScreen(DataScreen, Flows):
     MODE = "overview"
     _view: QueuesView | None = None
     _workers: WorkersView | None = None
+    _series: QueueSeries | None = None
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
         yield Static("Queues", classes="screen-title")
         yield StateBar(id="totals")
         yield KeyedTable(NARROW if self.app.size.width < NARROW_BELOW else COLUMNS, id="queues")
+        yield Static("", id="series")
         yield Static("", id="empty", classes="empty")
         yield Static("", id="note", classes="note")
         yield from self.compose_bottom()
@@ -128,6 +134,43 @@ class OverviewScreen(DataScreen, Flows):
     def on_resize(self) -> None:
         if self.query_one("#queues", KeyedTable).set_columns(self._columns()) and self._view is not None:
             self.on_queues_loaded(QueuesLoaded(self._view, self._workers))
+        self._draw_series()
+
+    # --- the selected queue's compact chart ------------------------------------------------------
+
+    @work(exclusive=True, group="series", exit_on_error=False)
+    async def _load_series(self, queue: str) -> None:
+        try:
+            series = await self.source.queue_series(queue)
+        except Exception:  # the chart is extra: a failing database is the refresh's banner to raise
+            return
+        self.post_message(SeriesLoaded(series))
+
+    def on_series_loaded(self, message: SeriesLoaded) -> None:
+        self._series = message.data
+        self._draw_series()
+
+    def _draw_series(self) -> None:
+        if not self.is_mounted:
+            return
+        series = self._series if self._series is not None and self._series.queue == self._selected() else None
+        update_changed(self.query_one("#series", Static), compact_chart(series, self.size.width - 2))
+
+    def on_data_table_row_highlighted(self, event: KeyedTable.RowHighlighted) -> None:
+        queue = self._selected()
+        if queue is not None and (self._series is None or self._series.queue != queue):
+            self._draw_series()
+            self._load_series(queue)
+
+    def action_logs(self) -> None:
+        queue = self._selected()
+        if queue:
+            self.navigate("logs", queue=queue)
+
+    def action_chart(self) -> None:
+        queue = self._selected()
+        if queue:
+            self.navigate("chart", queue=queue)
 
     def on_queues_loaded(self, message: QueuesLoaded) -> None:
         view: QueuesView = message.data
@@ -156,9 +199,12 @@ class OverviewScreen(DataScreen, Flows):
         if view.estimated:
             notes.append("~ an estimate, ≥ a capped count: large tables are not counted exactly")
         notes.append(
-            f"oldest: ! past {duration(AGE_WARN)}, red past {duration(AGE_ALERT)} · Enter: jobs of queue · y: why"
+            f"oldest: ! past {duration(AGE_WARN)}, !! past {duration(AGE_ALERT)} · Enter: jobs · y: why · g: chart"
         )
         update_changed(self.query_one("#note", Static), Text(" · ".join(notes), style="dim"))
+        queue = self._selected()
+        if queue is not None:
+            self._load_series(queue)
 
     def _selected(self) -> str | None:
         return self.query_one("#queues", KeyedTable).selected_key

@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from console import palette
 from console.format import ago, cell, clean, until
 from console.messages import SchedulesLoaded
 from console.screens.base import DataScreen
@@ -17,6 +18,7 @@ from console.screens.confirm import Confirmed
 from console.screens.flows import Flows
 from console.widgets.fresh import update_changed
 from console.widgets.keyed_table import KeyedTable
+from console.widgets.state_bar import state_text
 
 COLUMNS = (
     ("task", "task"),
@@ -28,19 +30,20 @@ COLUMNS = (
     ("skipped", "skipped"),
     ("status", "status"),
 )
-_STATE_STYLE = {"completed": "green", "dead": "bold red", "running": "cyan", "ready": "", "cancelled": "dim"}
 
 
 def task_row(t: Any, now: Any) -> tuple[Text, ...]:
-    status = Text(f"PAUSED {clean(t.paused_by or '?', limit=14)}", style="bold yellow") if t.paused else Text("on")
+    status = (
+        Text(f"PAUSED {clean(t.paused_by or '?', limit=14)}", style=palette.style("flag")) if t.paused else Text("on")
+    )
     return (
         cell(t.name, limit=24, style="bold"),
         cell(t.cron, limit=18),
         cell(t.timezone, limit=18),
         Text(until(t.next_at, now)),
         Text(ago(t.last_at, now), style="dim"),
-        Text(t.last_job_state or "—", style=_STATE_STYLE.get(t.last_job_state or "", "")),
-        Text(str(t.skipped), justify="right", style="yellow" if t.skipped else "dim"),
+        state_text(t.last_job_state) if t.last_job_state else Text("—", style="dim"),
+        Text(str(t.skipped), justify="right", style=palette.style("warn") if t.skipped else "dim"),
         status,
     )
 
@@ -52,20 +55,20 @@ def detail_text(t: Any) -> Text:
     out.append(f"  catch-up {t.catch_up}" + (f" (at most {t.max_catch_up})" if t.max_catch_up else ""), style="dim")
     if t.paused:
         note = f": {clean(t.pause_note, limit=40)}" if t.pause_note else ""
-        out.append(f"  paused by {clean(t.paused_by or '?', limit=20)}{note}", style="yellow")
+        out.append(f"  paused by {clean(t.paused_by or '?', limit=20)}{note}", style=palette.style("warn"))
     return out
 
 
 def leader_text(lead: Any, now: Any) -> Text:
     if lead is None:
-        return Text("No scheduler has ever led: no cron task is being enqueued.", style="bold red")
+        return Text("No scheduler has ever led: no cron task is being enqueued.", style=palette.style("alert"))
     t = Text("Leader ", style="bold")
     t.append(clean(lead.holder, limit=40), style="bold")
     t.append(f"  {clean(lead.host or '?', limit=20)} pid {lead.pid or '?'}  term {lead.term}  ")
     if lead.live:
-        t.append(f"lease ends {until(lead.lease_until, now)}", style="green")
+        t.append(f"lease ends {until(lead.lease_until, now)}", style=palette.style("ok"))
     else:
-        t.append(f"LEASE LAPSED {ago(lead.lease_until, now)}: no one leads", style="bold reverse red")
+        t.append(f"LEASE LAPSED {ago(lead.lease_until, now)}: no one leads", style=palette.style("alarm"))
     t.append("  last tick " + ("never" if lead.ticked_at is None else ago(lead.ticked_at, now)), style="dim")
     return t
 
@@ -79,7 +82,9 @@ class SchedulesScreen(DataScreen, Flows):
         yield from self.compose_top()
         yield Static("Schedules", classes="screen-title", id="schedules-title")
         yield Static("", id="leader", classes="note")
-        yield KeyedTable(COLUMNS, id="schedules")
+        table = KeyedTable(COLUMNS, id="schedules")
+        table.sort_value = self._sort_value
+        yield table
         yield Static("", id="detail", classes="note")
         yield Static("", id="empty", classes="empty")
         yield from self.compose_bottom()
@@ -113,6 +118,13 @@ class SchedulesScreen(DataScreen, Flows):
         event.stop()
         if self._view is not None:
             self._show_detail()
+
+    def _sort_value(self, key: str, column: str) -> object:
+        t = next((t for t in self._view.tasks if t.name == key), None) if self._view is not None else None
+        if t is None:
+            return None
+        when = {"next": t.next_at, "last": t.last_at}.get(column)
+        return when.timestamp() if when is not None else (t.skipped if column == "skipped" else None)
 
     def _selected(self) -> Any:
         key = self.query_one("#schedules", KeyedTable).selected_key

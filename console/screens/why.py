@@ -13,6 +13,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from console import palette
 from console.format import ago, clean, short_id, stamp, until
 from console.messages import WhyLoaded
 from console.screens.base import DataScreen
@@ -115,7 +116,7 @@ def cause_text(c: Cause, now: datetime) -> Text:
 def report_text(r: WhyReport, now: datetime) -> Text:
     t = Text()
     if not r.causes:
-        t.append("Nothing is holding it back.", style="green")
+        t.append("Nothing is holding it back.", style=palette.style("ok"))
         return t
     for i, c in enumerate(r.causes):
         if i:

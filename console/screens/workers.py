@@ -1,4 +1,6 @@
-"""Workers: host, pid, queues, slots in use and last heartbeat; stale ones marked."""
+"""Workers: host, pid, queues, slots in use and last heartbeat; stale ones marked. ``d`` asks the
+selected (or marked) workers to drain, behind the confirm dialog; the request shows in the
+status column until the worker deregisters."""
 
 from __future__ import annotations
 
@@ -6,9 +8,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from console import palette
 from console.format import ago, cell, clean, duration
 from console.messages import WorkersLoaded
 from console.screens.base import DataScreen
+from console.screens.flows import DRAIN_WHAT, Flows, drain_text
+from console.screens.flows_bulk import Item
 from console.widgets.fresh import update_changed
 from console.widgets.keyed_table import KeyedTable
 from engine.projections import WorkersView, WorkerView
@@ -27,11 +32,13 @@ COLUMNS = (
 
 def worker_row(w: WorkerView, now) -> tuple[Text, ...]:  # type: ignore[no-untyped-def]
     status = (
-        Text("STALE", style="bold reverse red")
+        Text("STALE", style=palette.style("alarm"))
         if w.stale
-        else Text("stopping", style="yellow")
+        else Text("draining", style=palette.style("warn"))
         if w.stopping
-        else Text("live", style="green")
+        else Text(f"asked to drain by {clean(w.drain_requested_by, limit=16)}", style=palette.style("warn"))
+        if w.drain_requested_by
+        else Text("live", style=palette.style("ok"))
     )
     return (
         cell(w.id, limit=28, style="bold"),
@@ -40,19 +47,38 @@ def worker_row(w: WorkerView, now) -> tuple[Text, ...]:  # type: ignore[no-untyp
         cell(", ".join(w.queues), limit=30),
         Text(f"{w.in_use}/{w.concurrency}", justify="right"),
         Text(ago(w.started_at, now), style="dim"),
-        Text("now" if w.heartbeat_age < 1 else f"{duration(w.heartbeat_age)} ago", style="bold red" if w.stale else ""),
+        Text(
+            "now" if w.heartbeat_age < 1 else f"{duration(w.heartbeat_age)} ago",
+            style=palette.style("alert") if w.stale else "",
+        ),
         status,
     )
 
 
-class WorkersScreen(DataScreen):
+def sort_value(w: WorkerView, column: str) -> object:
+    return {
+        "pid": w.pid,
+        "slots": w.in_use,
+        "started": w.started_at.timestamp(),
+        "heartbeat": w.heartbeat_age,
+    }.get(column)
+
+
+def worker_facts(w: WorkerView) -> str:
+    return f"{w.host} pid {w.pid}, {w.in_use}/{w.concurrency} slots busy, queues {', '.join(w.queues)}"
+
+
+class WorkersScreen(DataScreen, Flows):
     SCOPE = "workers"
     MODE = "workers"
+    view: WorkersView | None = None
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
         yield Static("Workers", classes="screen-title", id="workers-title")
-        yield KeyedTable(COLUMNS, id="workers")
+        table = KeyedTable(COLUMNS, id="workers")
+        table.sort_value = lambda key, col: sort_value(self._by_id()[key], col) if key in self._by_id() else None
+        yield table
         yield Static("", id="empty", classes="empty")
         yield Static("", id="note", classes="note")
         yield from self.compose_bottom()
@@ -66,6 +92,7 @@ class WorkersScreen(DataScreen):
 
     def on_workers_loaded(self, message: WorkersLoaded) -> None:
         view: WorkersView = message.data
+        self.view = view
         now = self.source.now()
         self.query_one("#workers", KeyedTable).sync([(w.id, worker_row(w, now)) for w in view.workers])
         stale = sum(1 for w in view.workers if w.stale)
@@ -81,3 +108,30 @@ class WorkersScreen(DataScreen):
             self.query_one("#note", Static),
             Text(f"stale: no heartbeat for {clean(duration(view.stale_after))}", style="dim"),
         )
+
+    def _by_id(self) -> dict[str, WorkerView]:
+        return {w.id: w for w in self.view.workers} if self.view is not None else {}
+
+    def action_logs(self) -> None:
+        key = self.query_one("#workers", KeyedTable).selected_key
+        if key:
+            self.navigate("logs", worker=key)
+
+    def action_drain(self) -> None:
+        workers = self._by_id()
+        table = self.query_one("#workers", KeyedTable)
+        chosen = [workers[k] for k in table.marked_keys() if k in workers]
+        if not chosen:
+            key = table.selected_key
+            if key is None or key not in workers:
+                return
+            self.drain_worker(key, worker_facts(workers[key]))
+            return
+
+        def item(w: WorkerView) -> Item:
+            async def run(note: str | None) -> str | None:
+                return drain_text(await self.source.drain_worker(w.id, note=note))
+
+            return Item(w.id, f"{w.id}  {worker_facts(w)}", run)
+
+        self.marked_flow("Drain", "worker", [item(w) for w in chosen], [], DRAIN_WHAT)

@@ -7,6 +7,7 @@ from datetime import datetime
 from rich.text import Text
 from textual.widgets import Static
 
+from console import palette
 from console.format import clean, duration, stamp
 from console.widgets.fresh import update_changed
 
@@ -37,10 +38,10 @@ class StatusHeader(Static):
         text.append(f" every {duration(app.refresh_interval)}", style="dim")  # type: ignore[attr-defined]
         text.append("  ")
         if source.read_only:
-            text.append(" READ-ONLY ", style="bold reverse yellow")
+            text.append(" READ-ONLY ", style=palette.style("flag"))
         else:
             text.append("read-write", style="dim")
         if app.db_error is not None:  # type: ignore[attr-defined]
-            text.append("  DISCONNECTED (data as of the time shown)", style="bold red")
+            text.append("  DISCONNECTED (data as of the time shown)", style=palette.style("alert"))
         text.append(f"  {source.driver}", style="dim")
         update_changed(self, text, layout=False)  # one line, always: no layout to redo

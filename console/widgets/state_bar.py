@@ -7,23 +7,17 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.widgets import Static
 
+from console import palette
 from console.widgets.fresh import update_changed
 
-# The style of each state's number: the tcss cannot reach inside a Text, so it lives here.
-STATE_STYLE = {
-    "ready": "bold green",
-    "delayed": "cyan",
-    "running": "bold blue",
-    "suspended": "magenta",
-    "parked": "yellow",
-    "dead": "bold red",
-    "completed": "green",
-    "cancelled": "dim",
-}
+
+def state_style(state: str) -> str:
+    """The style of a state's word or count (console/palette.py: colour, or attributes only)."""
+    return palette.style(state) if state in palette.STATES else ""
 
 
 def state_text(state: str) -> Text:
-    return Text(state, style=STATE_STYLE.get(state, ""))
+    return Text(state, style=state_style(state))
 
 
 def counts_text(counts: Sequence[tuple[str, object]]) -> Text:
@@ -33,8 +27,8 @@ def counts_text(counts: Sequence[tuple[str, object]]) -> Text:
         if i:
             out.append(" · ", style="dim")
         zero = str(count) in ("0", "~0", "≥0")
-        out.append(f"{state} ", style="dim" if zero else "")
-        out.append(str(count), style="dim" if zero else STATE_STYLE.get(state, "bold"))
+        out.append(f"{state} ", style=palette.style("zero") if zero else "")
+        out.append(str(count), style=palette.style("zero") if zero else (state_style(state) or "bold"))
     return out
 
 

@@ -16,13 +16,14 @@ from typing import Protocol
 from rich.text import Text
 from textual.widgets import Static
 
+from console import palette
 from console.format import clean, duration, stamp
 
-STATUS = {  # marker and style: the word stays, so it reads with no colour
-    "completed": ("✓", "green"),
-    "failed": ("✗", "bold red"),
-    "waiting": ("…", "magenta"),
-    "running": ("▶", "blue"),
+STATUS = {  # marker and style (console/palette.py's role): the word stays, so it reads with no colour
+    "completed": ("✓", "ok"),
+    "failed": ("✗", "alert"),
+    "waiting": ("…", "suspended"),
+    "running": ("▶", "running"),
 }
 BAR = 20
 Span = tuple[datetime, datetime]
@@ -74,7 +75,8 @@ def timeline_text(steps: Sequence[StepLike], now: datetime, spans: Sequence[Span
     out.append(f"{'on the run:' + ' ' * (BAR - 11)} {'took':<8}", style="underline")
     for s in steps:
         out.append("\n")
-        mark, style = STATUS.get(s.status, ("?", ""))
+        mark, role = STATUS.get(s.status, ("?", ""))
+        style = palette.style(role)
         took = s.duration if s.duration is not None else (now - s.started_at).total_seconds()
         i = run_of(spans, s.started_at)
         out.append(f"{mark} ", style=style)
@@ -89,7 +91,7 @@ def timeline_text(steps: Sequence[StepLike], now: datetime, spans: Sequence[Span
             out.append(f"  {s.result_size:,}B", style="dim")
         if s.error:
             out.append("\n    ")
-            out.append(clean(s.error, limit=200), style="red")
+            out.append(clean(s.error, limit=200), style=palette.style("error"))
     return out
 
 

@@ -49,6 +49,7 @@ from engine.projections import (
     QueueStats,
     WaitGroup,
 )
+from engine.series import QueueSeries
 from engine.types import (
     Ack,
     AttemptRecord,
@@ -316,6 +317,11 @@ class IntrospectArea(Protocol):
     async def queue_stats(self, *, now: datetime, count_cap: int, budget_ms: int | None) -> list[QueueStats]:
         """Per queue: counts by state (each capped at count_cap: kind at-least past it), completed
         in the hour before ``now`` with its per-minute series, oldest ready, pause. Workers zero."""
+        ...
+
+    async def queue_series(self, *, queue: str, now: datetime, budget_ms: int | None) -> QueueSeries:
+        """One queue's 60 calendar minutes up to ``now``'s: completions, jobs gone dead, the wait and
+        run percentiles of the completions (engine/series.py)."""
         ...
 
     async def job_page(

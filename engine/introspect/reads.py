@@ -33,6 +33,7 @@ from engine.projections import (
     WorkersView,
     WorkerView,
 )
+from engine.series import QueueSeries
 from engine.types import JobRow, JobState
 
 if TYPE_CHECKING:  # the worker area's registry row; only named in annotations here
@@ -47,7 +48,7 @@ NEAR = 0.8  # how alike a mistyped id and a job's must be to be offered (one typ
 
 
 class Introspector(EngineView):
-    """``Introspector(engine, budget=0.5)``: ``await intro.queues()``, ``.jobs(where)``, ``.job(id)``,
+    """``Introspector(engine, budget=0.5)``: ``await intro.queues()``, ``.queue_series(name)``, ``.jobs(where)``, ``.job(id)``,
     ``.dead_letters(where)``, ``.workers()``, ``.why_job(id)``, ``.why_queue(name)``.
 
     ``registry``: the app's jobs (engine.jobs.Registry), when known, lets job detail say when the
@@ -120,6 +121,21 @@ class Introspector(EngineView):
         stats += [self._with_workers(_empty_queue(name), workers) for name in extra]
         stats.sort(key=lambda q: q.name)
         return QueuesView(now, tuple(stats))
+
+    async def queue_series(self, queue: str) -> QueueSeries:
+        """One queue's last hour minute by minute: completions, jobs gone dead, and the wait and
+        run percentiles of its completions (engine/series.py). Fleet-wide like ``queues``."""
+        if self.tenant is not None:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"a queue's figures are fleet-wide; this view is scoped to tenant {self.tenant!r} and would "
+                "show other tenants' work",
+                fix="Introspector(engine) for the fleet",
+            )
+        if not isinstance(queue, str) or not queue.strip():
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"queue={queue!r} is empty", fix="intro.queue_series('billing')")
+        await self._open()
+        return await self.driver.queue_series(queue=queue.strip(), now=self.clock.now(), budget_ms=self.budget_ms)  # type: ignore[attr-defined, no-any-return]
 
     def _with_workers(self, q: QueueStats, workers: list[WorkerRecord]) -> QueueStats:
         live = [w for w in workers if q.name in w.queues and w.heartbeat_age <= self.stale_after]

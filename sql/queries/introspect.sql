@@ -111,6 +111,45 @@ from w, (
     group by 1, 2
 ) m;
 
+-- name: queue_series :many
+-- One queue's figures per calendar minute, the 60 up to %(now)s's (minute 0: the one under way): its
+-- completions, its jobs gone dead, its completions' wait (due to claimed) and run (claimed to done)
+-- percentiles in ms. As queue_throughput: rolled minutes from jobs.throughput_minute, the rows
+-- after the watermark counted (a minute or two: the rollup keeps the read flat at any rate). Those
+-- rows are found by finished_at first (job_finished_at, as queue_throughput) and only then by
+-- queue: with the queue in the same WHERE the planner walked job_list_queue_state through every
+-- completed row of the queue (355 ms after a busy hour, python -m bench.projections).
+with w as (
+    select date_trunc('minute', %(now)s) as this_minute,
+           date_trunc('minute', %(now)s) - interval '59 minutes' as lo,
+           coalesce((select value::timestamptz from jobs.meta where key = 'throughput_rolled_until'), '-infinity') as rolled
+), recent as materialized (
+    select j.queue, j.state, j.finished_at, j.claimed_at, j.run_at
+    from jobs.job j, w
+    where j.state in ('completed', 'dead')
+      and j.finished_at >= greatest(w.lo, w.rolled) and j.finished_at <= %(now)s
+)
+select (extract(epoch from (w.this_minute - m.minute)) / 60)::int as minute,
+       m.completed, m.dead, m.wait_p50_ms, m.wait_p95_ms, m.run_p50_ms
+from w, (
+    select t.minute, t.completed, t.dead, t.wait_p50_ms, t.wait_p95_ms, t.run_p50_ms
+    from jobs.throughput_minute t, w
+    where t.queue = %(queue)s and t.minute >= w.lo and t.minute < w.rolled and t.minute <= w.this_minute
+    union all
+    select date_trunc('minute', j.finished_at),
+           (count(*) filter (where j.state = 'completed'))::int,
+           (count(*) filter (where j.state = 'dead'))::int,
+           percentile_disc(0.5) within group (order by (extract(epoch from j.claimed_at - j.run_at) * 1000)::int)
+               filter (where j.state = 'completed'),
+           percentile_disc(0.95) within group (order by (extract(epoch from j.claimed_at - j.run_at) * 1000)::int)
+               filter (where j.state = 'completed'),
+           percentile_disc(0.5) within group (order by (extract(epoch from j.finished_at - j.claimed_at) * 1000)::int)
+               filter (where j.state = 'completed')
+    from recent j
+    where j.queue = %(queue)s
+    group by 1
+) m;
+
 -- name: queue_pauses :many
 -- The durable pause state of every queue that has a row.
 select name, paused, paused_by, paused_at, note from jobs.queue order by name;

@@ -107,7 +107,8 @@ select id from gone;
 delete from jobs.worker where heartbeat_at < %(before)s returning id;
 
 -- name: throughput_rollup :one
--- Completions per (queue, calendar minute) into jobs.throughput_minute, for every minute that
+-- Completions per (queue, calendar minute) into jobs.throughput_minute, with the minute's dead jobs
+-- and its completions' wait and run percentiles (the queue chart), for every minute that
 -- ended at least %(settle)s seconds before %(now)s and lies after the watermark (jobs.meta's
 -- throughput_rolled_until), the last two hours at most; then the watermark moves to the end of the
 -- last minute counted, and minutes older than two hours are dropped. The watermark row is locked
@@ -126,10 +127,18 @@ with leader as (
            date_trunc('minute', %(now)s - make_interval(secs => %(settle)s)) as hi
     from mark
 ), counted as (
-    insert into jobs.throughput_minute (minute, queue, completed)
-    select date_trunc('minute', j.finished_at), j.queue, count(*)
+    insert into jobs.throughput_minute (minute, queue, completed, dead, wait_p50_ms, wait_p95_ms, run_p50_ms)
+    select date_trunc('minute', j.finished_at), j.queue,
+           count(*) filter (where j.state = 'completed'),
+           count(*) filter (where j.state = 'dead'),
+           percentile_disc(0.5) within group (order by (extract(epoch from j.claimed_at - j.run_at) * 1000)::int)
+               filter (where j.state = 'completed'),
+           percentile_disc(0.95) within group (order by (extract(epoch from j.claimed_at - j.run_at) * 1000)::int)
+               filter (where j.state = 'completed'),
+           percentile_disc(0.5) within group (order by (extract(epoch from j.finished_at - j.claimed_at) * 1000)::int)
+               filter (where j.state = 'completed')
     from jobs.job j, span
-    where j.state = 'completed' and j.finished_at >= span.lo and j.finished_at < span.hi
+    where j.state in ('completed', 'dead') and j.finished_at >= span.lo and j.finished_at < span.hi
     group by 1, 2
     returning 1
 ), moved as (

@@ -8,7 +8,7 @@ every data worker has finished before the screen is captured.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -17,6 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input
 from textual.worker import WorkerCancelled, WorkerFailed
 
+from console import palette
 from console.app import JobsConsole
 from console.demo.world import seeded_engine, seeded_source
 from console.source import Source
@@ -90,6 +91,14 @@ def outage_source(*, read_only: bool = False) -> tuple[Source, Outage]:
     return Source(
         engine, read_only=read_only, actor="console:test", database="db.internal/app", driver="postgres"
     ), outage
+
+
+@pytest.fixture(autouse=True)
+def _colour_palette() -> Iterator[None]:
+    """An app built under NO_COLOR switches the process's palette to attributes; the next test
+    starts in colour whatever it builds."""
+    yield
+    palette.use(no_color=False)
 
 
 @pytest.fixture

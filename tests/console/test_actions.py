@@ -503,4 +503,4 @@ async def test_read_only_dead_letters_name_no_action_keys() -> None:
             await pilot.pause()
             hint = str(app.screen.query_one("#detail", Static).render())
             assert "last error" in hint
-            assert ("x/c: retry/cancel" in hint) is (not read_only)
+            assert ("x/c/d: retry/cancel/discard" in hint) is (not read_only)

@@ -35,3 +35,27 @@ def test_modal_retry_from_step_80x24(snap_compare, app: JobsConsole) -> None:
 
 def test_modal_send_event_80x24(snap_compare, app: JobsConsole) -> None:
     assert snap_compare(app, terminal_size=SMALL, run_before=drive(*EVENT_JOB, "e"))
+
+
+def test_modal_discard_job_80x24(snap_compare, app: JobsConsole) -> None:
+    assert snap_compare(app, terminal_size=SMALL, run_before=drive(*STEP_JOB, "d"))
+
+
+def test_modal_discard_group_80x24(snap_compare, app: JobsConsole) -> None:
+    assert snap_compare(app, terminal_size=SMALL, run_before=drive("3", "down", "d"))
+
+
+def test_modal_retry_marked_jobs_80x24(snap_compare, app: JobsConsole) -> None:
+    assert snap_compare(app, terminal_size=SMALL, run_before=drive("2", "t", "t", "t", "space", "space", "x"))
+
+
+def test_modal_cancel_marked_of_mixed_states_80x24(snap_compare, app: JobsConsole) -> None:
+    assert snap_compare(app, terminal_size=SMALL, run_before=drive("2", "space", "space", "c"))
+
+
+def test_modal_drain_worker_80x24(snap_compare, app: JobsConsole) -> None:
+    assert snap_compare(app, terminal_size=SMALL, run_before=drive("4", "d"))
+
+
+def test_modal_drain_marked_workers_80x24(snap_compare, app: JobsConsole) -> None:
+    assert snap_compare(app, terminal_size=SMALL, run_before=drive("4", "space", "space", "d"))

@@ -147,10 +147,28 @@ def test_help_80x24_read_only(snap_compare, ro_app: JobsConsole) -> None:
     assert snap_compare(ro_app, terminal_size=SMALL, run_before=drive("question_mark"))
 
 
-@pytest.mark.parametrize("screen", ["overview", "dead_letters"])
+NO_COLOR_KEYS = {"overview": (), "jobs": ("2",), "dead_letters": ("3",), "bulk_retry": ("3", "x")}
+
+
+@pytest.mark.parametrize("screen", list(NO_COLOR_KEYS))
 def test_no_color(snap_compare, monkeypatch: pytest.MonkeyPatch, screen: str) -> None:
+    """NO_COLOR at 80x24: no colour at all (the terminal's own), states told by attributes and
+    words: dead counts bold reverse, parked bold underline, suspended underlined, ages marked ! and
+    !!, the paused queue marked ‖ (tests/console/test_palette_contrast.py checks every segment)."""
     monkeypatch.setenv("NO_COLOR", "1")
     app = JobsConsole(seeded_source(), refresh=60)  # Textual reads (and pops) NO_COLOR here
     assert app.no_color
-    keys = () if screen == "overview" else ("3",)
-    assert snap_compare(app, terminal_size=SIZE, run_before=drive(*keys))
+    assert snap_compare(app, terminal_size=SMALL, run_before=drive(*NO_COLOR_KEYS[screen]))
+
+
+def test_queue_chart_80x24(snap_compare, app: JobsConsole) -> None:
+    assert snap_compare(app, terminal_size=SMALL, run_before=drive("down", "g"))
+
+
+def test_logs_of_a_job_80x24(snap_compare, app: JobsConsole) -> None:
+    assert snap_compare(app, terminal_size=SMALL, run_before=drive("3", "enter", "enter", "l"))
+
+
+def test_jobs_sorted_by_state_with_marks_80x24(snap_compare, app: JobsConsole) -> None:
+    keys = ("2", "s", "s", "s", "s", "s", "space", "space")
+    assert snap_compare(app, terminal_size=SMALL, run_before=drive(*keys))

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from engine.drivers.jobfilter import search_terms
-from engine.drivers.memory.state import MemoryBase, minute_of
+from engine.drivers.memory.state import MemoryBase, RolledMinute, minute_of, rolled_minute
 from engine.projections import (
     Count,
     DeadGroup,
@@ -25,6 +25,7 @@ from engine.projections import (
     SlotHolder,
     WaitGroup,
 )
+from engine.series import MinuteFigures, QueueSeries
 from engine.types import JobRow, JobState, StopReason, ready_since
 
 _HOUR, _MINUTE = timedelta(hours=1), timedelta(minutes=1)
@@ -106,9 +107,9 @@ class MemoryIntrospect(MemoryBase):
             lo = this_minute - _HOUR + _MINUTE
             roll = self.state.rollup
             rolled = roll.rolled if roll.rolled is not None else datetime.min.replace(tzinfo=now.tzinfo)
-            for (minute, queue), n in roll.minutes.items():
+            for (minute, queue), fig in roll.minutes.items():
                 if lo <= minute < rolled and minute <= this_minute:
-                    done[queue][59 - (this_minute - minute) // _MINUTE] += n
+                    done[queue][59 - (this_minute - minute) // _MINUTE] += fig.completed
             for r in self.state.jobs.values():
                 counts[r.queue][r.state] += 1
                 since = ready_since(r, now)
@@ -147,6 +148,35 @@ class MemoryIntrospect(MemoryBase):
                     )
                 )
             return out
+
+    async def queue_series(self, *, queue: str, now: datetime, budget_ms: int | None) -> QueueSeries:
+        with self.state.lock:
+            # As queue_series in SQL: rolled minutes from the rollup, the rows after it counted.
+            this_minute = minute_of(now)
+            lo = this_minute - _HOUR + _MINUTE
+            roll = self.state.rollup
+            rolled = roll.rolled if roll.rolled is not None else datetime.min.replace(tzinfo=now.tzinfo)
+            figures = {
+                minute: fig
+                for (minute, q), fig in roll.minutes.items()
+                if q == queue and lo <= minute < rolled and minute <= this_minute
+            }
+            live: dict[datetime, list[JobRow]] = defaultdict(list)
+            for r in self.state.jobs.values():
+                if (
+                    r.queue == queue
+                    and r.state in (JobState.COMPLETED, JobState.DEAD)
+                    and r.finished_at is not None
+                    and max(lo, rolled) <= r.finished_at <= now
+                ):
+                    live[minute_of(r.finished_at)].append(r)
+            figures.update({minute: rolled_minute(rows) for minute, rows in live.items()})
+            minutes = []
+            for i in range(60):
+                at = lo + i * _MINUTE
+                fig = figures.get(at, RolledMinute())
+                minutes.append(MinuteFigures(at, fig.completed, fig.dead, fig.wait_p50, fig.wait_p95, fig.run_p50))
+            return QueueSeries(queue, now, tuple(minutes))
 
     async def job_page(
         self, *, where: JobFilter, limit: int, cursor: str | None, count_cap: int, budget_ms: int | None

@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from engine.drivers.memory.state import ROLLUP_KEPT, Leader, MemoryBase, minute_of
+from engine.drivers.memory.state import ROLLUP_KEPT, Leader, MemoryBase, minute_of, rolled_minute
 from engine.types import AttemptRecord, HistoryEntry, JobRow, JobState, Orphan
 
 _PRUNED = (JobState.COMPLETED, JobState.CANCELLED)
+_ROLLED = (JobState.COMPLETED, JobState.DEAD)  # the rows throughput_rollup counts
 
 
 class MemoryMaintenance(MemoryBase):
@@ -136,12 +137,13 @@ class MemoryMaintenance(MemoryBase):
             hi = minute_of(now - timedelta(seconds=settle))
             if hi <= lo:
                 return 0
-            before = len(roll.minutes)
+            counted: dict[tuple[datetime, str], list[JobRow]] = {}
             for r in self.state.jobs.values():
-                if r.state is JobState.COMPLETED and r.finished_at is not None and lo <= r.finished_at < hi:
-                    key = (minute_of(r.finished_at), r.queue)
-                    roll.minutes[key] = roll.minutes.get(key, 0) + 1
-            written = len(roll.minutes) - before
+                if r.state in _ROLLED and r.finished_at is not None and lo <= r.finished_at < hi:
+                    counted.setdefault((minute_of(r.finished_at), r.queue), []).append(r)
+            for key, rows in counted.items():
+                roll.minutes[key] = rolled_minute(rows)
+            written = len(counted)
             roll.rolled = hi
             for key in [k for k in roll.minutes if k[0] < kept_from]:
                 del roll.minutes[key]

@@ -16,6 +16,7 @@ from typing import Any
 
 from engine.drivers.dedupe import DedupeKey, dedupe_key
 from engine.outbox_types import OutboxRow, RelayRecord
+from engine.series import percentile_disc
 from engine.types import (
     LIVE_STATES,
     AttemptRecord,
@@ -84,12 +85,43 @@ class GaugeSnapshot:
     counts: list[GaugeCount]
 
 
+@dataclass(frozen=True)
+class RolledMinute:
+    """One row of jobs.throughput_minute: a queue's minute, as the rollup counted it."""
+
+    completed: int = 0
+    dead: int = 0
+    wait_p50: float | None = None  # seconds (the table keeps milliseconds)
+    wait_p95: float | None = None
+    run_p50: float | None = None
+
+
+def rolled_minute(rows: list[JobRow]) -> RolledMinute:
+    """The figures of one (minute, queue)'s finished rows, as throughput_rollup and queue_series
+    compute them in SQL (percentile_disc over whole milliseconds)."""
+    done = [r for r in rows if r.state is JobState.COMPLETED]
+    waits = [_ms(r.claimed_at - r.run_at) for r in done if r.claimed_at is not None]
+    runs = [_ms(r.finished_at - r.claimed_at) for r in done if r.claimed_at is not None and r.finished_at is not None]
+    p50, p95, run = percentile_disc(waits, 0.5), percentile_disc(waits, 0.95), percentile_disc(runs, 0.5)
+    return RolledMinute(
+        len(done),
+        sum(1 for r in rows if r.state is JobState.DEAD),
+        None if p50 is None else p50 / 1000,
+        None if p95 is None else p95 / 1000,
+        None if run is None else run / 1000,
+    )
+
+
+def _ms(d: timedelta) -> int:
+    return round(d.total_seconds() * 1000)
+
+
 @dataclass
 class Rollup:
     """jobs.throughput_minute and its watermark (jobs.meta throughput_rolled_until)."""
 
     rolled: datetime | None = None  # every minute before it is rolled up; None: none is
-    minutes: dict[tuple[datetime, str], int] = field(default_factory=dict)  # (minute, queue) -> completions
+    minutes: dict[tuple[datetime, str], RolledMinute] = field(default_factory=dict)  # (minute, queue)
 
 
 class Wakeups:

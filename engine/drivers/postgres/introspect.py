@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from engine.drivers.jobfilter import search_terms
@@ -25,6 +25,7 @@ from engine.projections import (
     SlotHolder,
     WaitGroup,
 )
+from engine.series import MinuteFigures, QueueSeries
 from engine.types import JobState
 
 
@@ -76,6 +77,29 @@ def summary_row(d: dict[str, Any]) -> JobSummary:
         error_code=d["error_code"],
         stop_reason=d["stop_reason"],
     )
+
+
+def series_of(queue: str, now: datetime, rows: dict[int, dict[str, Any]]) -> QueueSeries:
+    """queue_series's rows (minute 0: the one under way) as the 60 minutes, oldest first."""
+    this_minute = now.replace(second=0, microsecond=0)
+
+    def seconds(ms: int | None) -> float | None:
+        return None if ms is None else ms / 1000
+
+    minutes = []
+    for ago in range(59, -1, -1):
+        r = rows.get(ago) or {}
+        minutes.append(
+            MinuteFigures(
+                this_minute - timedelta(minutes=ago),
+                r.get("completed") or 0,
+                r.get("dead") or 0,
+                seconds(r.get("wait_p50_ms")),
+                seconds(r.get("wait_p95_ms")),
+                seconds(r.get("run_p50_ms")),
+            )
+        )
+    return QueueSeries(queue, now, tuple(minutes))
 
 
 def pause_row(queue: str, d: dict[str, Any] | None, *, changed: bool = False) -> QueuePause:
@@ -144,6 +168,13 @@ class PostgresIntrospect(PostgresBase):
                     )
                 )
             return out
+
+        return await self._budgeted(budget_ms, "queues", read)
+
+    async def queue_series(self, *, queue: str, now: datetime, budget_ms: int | None) -> QueueSeries:
+        async def read(conn: Conn) -> QueueSeries:
+            rows = {r["minute"]: r for r in await self._rows(Q.queue_series, {"queue": queue, "now": now}, conn=conn)}
+            return series_of(queue, now, rows)
 
         return await self._budgeted(budget_ms, "queues", read)
 

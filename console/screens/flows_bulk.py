@@ -1,0 +1,197 @@
+"""The flows that act on many jobs behind one confirmation: a bulk action over everything a filter
+(or several marked dead-letter groups) matches, after its dry run; and an action on the rows the
+operator marked (space), each applied through the engine's one-job action, so each is audited on
+its own job and refused by the engine on its own terms."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import work
+
+from console.format import clean, short_id
+from console.messages import ActionFailed, ActionSucceeded
+from console.screens.confirm import ConfirmScreen, ResultScreen
+from engine.errors import JobsError
+from engine.introspect.filters import describe_filter
+from engine.projections import BulkGroup, BulkPlan, BulkResult, JobFilter
+
+if TYPE_CHECKING:
+    from console.screens.base import DataScreen
+
+BULK_PACE = 10.0  # jobs per second offered as the paced alternative to landing all at once
+SHOWN = 10  # marked rows named in a confirmation; the rest are counted
+VERBS = {"retry": ("Retry", "retried"), "cancel": ("Cancel", "cancelled"), "discard": ("Discard", "discarded")}
+WHAT = {
+    "retry": "would be retried",
+    "cancel": "would be cancelled",
+    "discard": "would be discarded (deleted; a discarded entry keeps who, when and the note)",
+}
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def plan_text(plans: Sequence[BulkPlan]) -> Text:
+    """The dry run of one bulk action, or of the same action over several marked groups."""
+    action = plans[0].action
+    matched = sum(p.matched for p in plans)
+    t = Text()
+    t.append(f"{matched:,}", style="bold")
+    t.append(f" job{'s' if matched != 1 else ''} match ")
+    if len(plans) == 1:
+        t.append(clean(describe_filter(plans[0].filter), limit=120), style="bold")
+    else:
+        t.append(f"the {len(plans)} marked groups", style="bold")
+    t.append(".\n")
+    if action == "retry":
+        t.append(f"{sum(p.deduped for p in plans):,}", style="bold")
+        t.append(" would dedupe away (a live duplicate holds the key); ")
+    t.append(f"{sum(p.would_change for p in plans):,}", style="bold")
+    t.append(f" {WHAT[action]}.\n\n")
+    t.append(f"{'count':>7}  {'stop reason':<19} {'error code':<22} tenant\n", style="underline")
+    groups: list[BulkGroup] = [g for p in plans for g in p.groups]
+    for g in groups[:8]:
+        t.append(
+            f"{g.count:>7,}  {clean(g.stop_reason or '—', limit=19):<19} "
+            f"{clean(g.error_code or '—', limit=22):<22} {clean(g.tenant or '—', limit=20)}\n"
+        )
+    if len(groups) > 8:
+        t.append(f"… and {len(groups) - 8} more groups\n", style="dim")
+    return t
+
+
+@dataclass(frozen=True)
+class Item:
+    """One marked row an action applies to: its key (a job or worker id), how the confirmation
+    names it, and the engine call that applies the action to it (answering what changed, or
+    None when it was a no-op)."""
+
+    key: str
+    label: str
+    call: Callable[[str | None], Awaitable[str | None]]
+
+
+class BulkFlows:
+    """Mixed into data screens (through Flows); ``self`` is a DataScreen."""
+
+    @work(group="action", exclusive=True, exit_on_error=False)
+    async def bulk_flow(self: DataScreen, action: str, wheres: JobFilter | Sequence[JobFilter]) -> None:
+        wheres = [wheres] if isinstance(wheres, JobFilter) else list(wheres)
+        try:
+            plans = [await self.source.plan(action, w) for w in wheres]  # type: ignore[arg-type]
+        except Exception as exc:
+            title, detail = self.source.describe_failure(exc)
+            self.notify(detail, title=f"Dry run failed: {title}", severity="error", timeout=8)
+            return
+        if sum(p.matched for p in plans) == 0:
+            what = describe_filter(wheres[0]) if len(wheres) == 1 else f"the {len(wheres)} marked groups"
+            self.notify(f"Nothing to {action}: no job matches {what}.", timeout=5)
+            return
+        verb, done = VERBS[action]
+        n = sum(p.would_change for p in plans)
+        confirmed = await self.app.push_screen(
+            ConfirmScreen(
+                f"{verb} {n:,} jobs?",
+                plan_text(plans),
+                verb=f"{verb} {plural(n, 'job')}",
+                pace=BULK_PACE if action == "retry" else None,
+            ),
+            wait_for_dismiss=True,
+        )
+        if confirmed is None:
+            self.notify("Cancelled: nothing changed.", timeout=3)
+            return
+        results: list[BulkResult] = []
+        try:
+            for where in wheres:
+                results.append(
+                    await self.source.bulk(action, where, per_second=confirmed.per_second, note=confirmed.note)  # type: ignore[arg-type]
+                )
+        except JobsError as err:
+            self.post_message(ActionFailed(f"{err.code}: {err.cause}", err.fix))
+            await self.app.push_screen(
+                ResultScreen(f"{verb} refused", f"{err.code}: {err.cause}\nfix: {err.fix}", failed=True),
+                wait_for_dismiss=True,
+            )
+        except Exception as exc:
+            self.post_message(ActionFailed(f"{type(exc).__name__}: {exc}"))
+            await self.app.push_screen(
+                ResultScreen(
+                    f"{verb} failed part-way",
+                    clean(f"{type(exc).__name__}: {exc}", limit=300)
+                    + "\nSome jobs may have changed: the view below is re-read.",
+                    failed=True,
+                ),
+                wait_for_dismiss=True,
+            )
+        else:
+            summary = (
+                f"{sum(r.changed for r in results):,} {done}, {sum(r.skipped for r in results):,} skipped "
+                "(no longer eligible or deduped)."
+            )
+            if confirmed.per_second:
+                summary += f" Paced at {confirmed.per_second:g}/s."
+            if confirmed.note:
+                summary += f"\nNote in the audit trail: {clean(confirmed.note, limit=200)}"
+            self.post_message(ActionSucceeded(summary))
+            await self.app.push_screen(ResultScreen(f"{verb}: done", summary), wait_for_dismiss=True)
+        self.clear_marks()  # type: ignore[attr-defined]
+        self.reload()
+
+    @work(group="action", exclusive=True, exit_on_error=False)
+    async def marked_flow(
+        self: DataScreen, verb: str, noun: str, items: Sequence[Item], left: Sequence[str], what: str
+    ) -> None:
+        """One confirmation for the marked rows ``items`` (``left``: the marked rows the action
+        does not apply to, named so), then the action on each. ``what`` says what the action
+        does, after the list."""
+        n = len(items)
+        body = Text()
+        body.append(f"{verb} {plural(n, noun)}", style="bold")
+        body.append(f" of the {n + len(left)} marked" if left else " (marked)")
+        body.append(":\n")
+        for it in items[:SHOWN]:
+            body.append(f"  {clean(it.label, limit=70)}\n")
+        if n > SHOWN:
+            body.append(f"  … and {n - SHOWN} more\n", style="dim")
+        for why in left[:4]:
+            body.append(f"  left alone: {clean(why, limit=70)}\n", style="dim")
+        if len(left) > 4:
+            body.append(f"  … and {len(left) - 4} more left alone\n", style="dim")
+        body.append(what)
+        confirmed = await self.app.push_screen(
+            ConfirmScreen(f"{verb} {plural(n, noun)}?", body, verb=f"{verb} {plural(n, noun)}"),
+            wait_for_dismiss=True,
+        )
+        if confirmed is None:
+            self.notify("Cancelled: nothing changed.", timeout=3)
+            return
+        changed: list[str] = []
+        unchanged: list[str] = []
+        refused: list[str] = []
+        for it in items:
+            try:
+                said = await it.call(confirmed.note)
+            except JobsError as err:
+                refused.append(f"{short_id(it.key)}: {err.code}: {clean(err.cause, limit=120)}")
+            except Exception as exc:  # a lost connection part-way: the rest are not tried
+                refused.append(f"{short_id(it.key)}: {type(exc).__name__}: {clean(str(exc), limit=120)}")
+                break
+            else:
+                (changed if said is not None else unchanged).append(said or short_id(it.key))
+        summary = f"{len(changed)} of {plural(n, noun)}: done."
+        if unchanged:
+            summary += f" {len(unchanged)} no change (already so): {', '.join(unchanged[:6])}."
+        if refused:
+            summary += f" {len(refused)} refused or failed:\n" + "\n".join(refused[:6])
+        if confirmed.note:
+            summary += f"\nNote in the audit trail: {clean(confirmed.note, limit=200)}"
+        self.post_message((ActionFailed if refused else ActionSucceeded)(f"{verb} {plural(n, noun)}: {summary}"))
+        await self.app.push_screen(ResultScreen(f"{verb}: done", summary, failed=bool(refused)), wait_for_dismiss=True)
+        self.clear_marks()  # type: ignore[attr-defined]
+        self.reload()
