@@ -42,7 +42,8 @@ def outbox(
     out = console()
     backlog = f"{'≥' if view.backlog_capped else ''}{view.backlog}"
     age = "-" if view.oldest_unpublished_age is None else f"{view.oldest_unpublished_age:.1f}s"
-    out.print(f"backlog {backlog}  oldest unpublished {age}  published/1h {view.published_last_hour}")
+    published = f"{'≥' if view.published_capped else ''}{view.published_last_hour}"
+    out.print(f"backlog {backlog}  oldest unpublished {age}  published/1h {published}")
     out.print("relays alive: " + (", ".join(r.id for r in view.relays) or "none"))
     if view.holders:
         t = table("relay", "rows", "lease until", "oldest staged")
