@@ -58,7 +58,11 @@ NAV: tuple[Action, ...] = (
         "5", "goto('schedules')", "Schedules", "cron tasks: next and last run, the leader; pause, trigger", footer=False
     ),
     Action(
-        "6", "coming('Outbox')", "Outbox", "staged rows waiting for the relay", coming="the outbox issue", footer=False
+        "6",
+        "goto('outbox')",
+        "Outbox",
+        "staged rows: backlog, age trend, relays, claims, failing rows; why one is not published",
+        footer=False,
     ),
     Action(
         "7",
@@ -176,6 +180,9 @@ ACTIONS: tuple[Action, ...] = NAV + (
     Action(
         "t", "trigger", "Trigger", "enqueue an occurrence of the selected task now", scope="schedules", mutating=True
     ),
+    # outbox: read-only by nature (a relay retries a failing row at its next claim, and takes a
+    # lapsed claim's rows once the lease ends: there is nothing for an operator to push)
+    Action("escape", "back", "Back", "back to the previous screen", scope="outbox"),
     Action("escape", "back", "Back", "back to the previous screen", scope="help"),
     Action("escape", "back", "Back", "back to the previous screen", scope="activity"),
 )
@@ -188,6 +195,7 @@ SCOPES: tuple[tuple[str, str], ...] = (
     ("dead_letters", "Dead letters"),
     ("why", "Why is it not running?"),
     ("schedules", "Schedules"),
+    ("outbox", "Outbox"),
 )
 
 
