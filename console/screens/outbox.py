@@ -84,18 +84,25 @@ def title_text(view: Any) -> Text:
     return t
 
 
+def _age(s: Sample) -> str:
+    return duration(s.age) if s.backlog else "none waiting"
+
+
 def trend_text(samples: list[Sample]) -> Text:
     t = Text("Age trend ", style="bold")
     if len(samples) < 2:
         t.append("one sample so far: the screen takes one at each refresh", style="dim")
         return t
     first, last = samples[0], samples[-1]
+    span = duration((last.at - first.at).total_seconds())
+    if not any(s.backlog for s in samples):
+        t.append(f"nothing waited at any refresh over {span}", style="green")
+        return t
     ages = [s.age for s in samples][-TREND_WIDTH:]
     t.append(spark(ages, width=TREND_WIDTH, low=min(ages)), style="yellow")
     delta = last.age - first.age
     word, style = ("rising", "bold yellow") if delta >= 1 else ("falling", "green") if delta <= -1 else ("steady", "")
-    span = (last.at - first.at).total_seconds()
-    t.append(f"  {duration(first.age)} → {duration(last.age)} over {duration(span)}: ")
+    t.append(f"  {_age(first)} → {_age(last)} over {span}: ")
     t.append(word, style=style)
     t.append(f"  (backlog {first.backlog:,} → {last.backlog:,})", style="dim")
     return t

@@ -17,7 +17,7 @@ from textual.pilot import Pilot
 from console.app import JobsConsole
 from console.demo.outbox import RELAYS, checkouts
 from console.demo.world import NOW, seeded_engine, seeded_source
-from console.screens.outbox import OutboxScreen
+from console.screens.outbox import OutboxScreen, Sample, trend_text
 from console.source import Source
 from console.widgets.keyed_table import KeyedTable
 from engine.introspect.base import EngineView
@@ -149,6 +149,17 @@ async def test_the_age_trend_is_kept_across_refreshes_that_find_the_clock_moved(
         assert "▁▅█  2m41s → 2m47s over 6s: rising" in trend and "(backlog 5 → 5)" in trend
         await drive("1", "6")(pilot)  # kept while the console runs: the mode's screen stays
         assert len(screen.samples) == 3 and app.screen is screen
+
+
+def test_the_trend_says_when_the_backlog_drained_and_when_nothing_waited() -> None:
+    drained = [
+        Sample(NOW, 11.0, 1),
+        Sample(NOW + timedelta(seconds=20), 14.0, 1),
+        Sample(NOW + timedelta(seconds=28), 0, 0),
+    ]
+    assert "11s → none waiting over 28s: falling  (backlog 1 → 0)" in str(trend_text(drained))
+    idle = [Sample(NOW, 0.0, 0), Sample(NOW + timedelta(seconds=80), 0.0, 0)]
+    assert str(trend_text(idle)) == "Age trend nothing waited at any refresh over 1m20s"
 
 
 PATHS = {
