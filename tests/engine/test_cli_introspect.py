@@ -196,3 +196,31 @@ def test_the_slots_cause_agrees_with_its_own_numbers() -> None:
     )
     some = _slots_sentence("concurrency:r", 3, 1, None)
     assert some.startswith("1 of 3 slots of concurrency:r are held now; 2 are free again") and "All" not in some
+
+
+def test_outbox_prints_relay_ids_and_errors_as_they_are(pg_dsn: str) -> None:
+    """A relay's id (its host name) and a publish's error are data: never Rich markup or emoji codes."""
+    from engine import Engine, Enqueue, job
+    from engine.testing import Factory
+
+    @job(name="confirm_order", queue="mail", idempotency_key=lambda inp: f"order:{inp['order']}")
+    async def confirm(ctx, inp):  # type: ignore[no-untyped-def]
+        return None
+
+    async def go() -> list[str]:
+        f = Factory.of(Engine(PostgresDriver(pg_dsn)))
+        async with f.app_transaction() as tx:
+            staged = await f.stage(tx, Enqueue(confirm, {"order": 1}), Enqueue(confirm, {"order": 2}))
+        claim = await f.relay_claim("relay:x:1:[bold]ok", limit=1)
+        await f.relay_failed(claim, "X_DB: value [waiting] refused :x:")
+        await f.close()
+        return staged
+
+    failing, behind = asyncio.run(go())
+    out = cli("outbox", "--dsn", pg_dsn)
+    assert (
+        out.exit_code == 0 and "relay:x:1:[bold]ok" in out.stdout and "X_DB: value [waiting] refused :x:" in out.stdout
+    )
+    why = cli("outbox", "--dsn", pg_dsn, "--why", behind)
+    assert why.exit_code == 0 and why.stdout.startswith(f"{behind} [waiting] behind row {failing}")
+    assert "relay:x:1:[bold]ok" in why.stdout
