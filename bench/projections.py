@@ -9,7 +9,8 @@ leader's throughput rollup, and times the queues view and a queue's chart again
 (queues.busy_hour, queue_series.busy_hour).
 Then seeds jobs.outbox a million unpublished rows behind (sql/bench/outbox_seed.sql: some held
 by three live relays, some failing, 200,000 published as the audit trail) and times the outbox
-screen's figures: its view (outbox.view) and a staged row's "why isn't it published" (outbox.why.*).
+screen's figures: its view (outbox.view), its rows with the why of each (outbox.rows; both together:
+outbox.screen) and a staged row's "why isn't it published" (outbox.why.*).
 Targets: each console projection < 50 ms, a list page < 20 ms (median). Prints a table and JSON.
 `run(dsn=..., jobs=..., runs=...)` is what `python -m bench` calls.
 """
@@ -69,7 +70,7 @@ async def _measure_outbox(dsn: str, runs: int) -> dict[str, list[float]]:
     """The outbox screen's figures, through the path `jobs outbox` and the console take."""
     from engine.drivers.postgres import PostgresDriver
     from engine.introspect.base import EngineView
-    from engine.introspect.outbox import outbox_view, outbox_why
+    from engine.introspect.outbox import outbox_rows, outbox_view, outbox_why
 
     driver = PostgresDriver(dsn)
     view = EngineView(driver)
@@ -80,6 +81,10 @@ async def _measure_outbox(dsn: str, runs: int) -> dict[str, list[float]]:
     failing_id = first.failing[0].id
     cases: dict[str, Any] = {
         "outbox.view": lambda: outbox_view(view),
+        # The Outbox screen's rows (the backlog's head and the failing rows, a why each), read after
+        # the view on each refresh; outbox.screen is the two together, what one refresh costs.
+        "outbox.rows": lambda: outbox_rows(view, first),
+        "outbox.screen": lambda: _screen(view),
         "outbox.why.waiting": lambda: outbox_why(view, waiting_id),
         "outbox.why.held": lambda: outbox_why(view, held_id),
         "outbox.why.failing": lambda: outbox_why(view, failing_id),
@@ -87,6 +92,12 @@ async def _measure_outbox(dsn: str, runs: int) -> dict[str, list[float]]:
     out = {name: await _time(call, runs) for name, call in cases.items()}
     await driver.close()
     return out
+
+
+async def _screen(view: Any) -> Any:
+    from engine.introspect.outbox import outbox_rows, outbox_view
+
+    return await outbox_rows(view, await outbox_view(view))
 
 
 async def _scalar_id(dsn: str, name: str) -> str:
@@ -213,6 +224,7 @@ def explain_all(dsn: str, dead_id: str) -> dict[str, list[str]]:
         ("outbox_holders", {"limit": 20}),
         ("outbox_failing", {"limit": 20}),
         ("outbox_relays", {"since": now}),
+        ("outbox_head", {"limit": 20}),
     ]
     found: dict[str, list[str]] = {}
     with psycopg.connect(dsn) as conn:

@@ -60,7 +60,11 @@ NAV: tuple[Action, ...] = (
         "5", "goto('schedules')", "Schedules", "cron tasks: next and last run, the leader; pause, trigger", footer=False
     ),
     Action(
-        "6", "coming('Outbox')", "Outbox", "staged rows waiting for the relay", coming="the outbox issue", footer=False
+        "6",
+        "goto('outbox')",
+        "Outbox",
+        "staged rows: backlog, age trend, relays, claims, failing rows; why one is not published",
+        footer=False,
     ),
     Action(
         "7",
@@ -284,6 +288,9 @@ ACTIONS: tuple[Action, ...] = NAV + (
     ),
     Action("escape", "back", "Back", "back to the previous screen", scope="chart"),
     Action("escape", "back", "Back", "back to the previous screen", scope="logs"),
+    # outbox: read-only by nature (a relay retries a failing row at its next claim, and takes a
+    # lapsed claim's rows once the lease ends: there is nothing for an operator to push)
+    Action("escape", "back", "Back", "back to the previous screen", scope="outbox"),
     Action("escape", "back", "Back", "back to the previous screen", scope="help"),
     Action("escape", "back", "Back", "back to the previous screen", scope="activity"),
 )
@@ -299,6 +306,7 @@ SCOPES: tuple[tuple[str, str], ...] = (
     ("logs", "Logs"),
     ("workers", "Workers"),
     ("schedules", "Schedules"),
+    ("outbox", "Outbox"),
 )
 
 

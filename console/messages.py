@@ -50,6 +50,11 @@ class SeriesLoaded(Loaded):
 
 
 @dataclass
+class OutboxLoaded(Loaded):
+    rows: Any = None  # engine.outbox_types.StagedWhy, in stage order: a row and why it is not published
+
+
+@dataclass
 class LoadFailed(Message):
     """A refresh failed (the database went away, a query ran past its budget). It goes up to the
     App, which raises the banner; ``retry_in`` is when the screen tries again."""

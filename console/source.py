@@ -34,6 +34,7 @@ from engine.api import Engine, connect
 from engine.errors import SHUTTING_DOWN, SLOW, UNREACHABLE, X_DB_UNREACHABLE, X_READ_ONLY, JobsError
 from engine.introspect.base import resolve_id
 from engine.opening import ensure_open
+from engine.outbox_types import OutboxView, StagedWhy
 from engine.projections import (
     ActionResult,
     BulkAction,
@@ -55,6 +56,7 @@ from engine.types import SentEvent
 T = TypeVar("T")
 DEFAULT_BUDGET = 0.5  # seconds: watching a database must never load it
 PAGE_SIZE = 50
+OUTBOX_ROWS = 20  # the Outbox screen's backlog head, and at most as many failing rows and claims
 
 
 def _os_user() -> str:
@@ -161,6 +163,18 @@ class Source:
     async def schedules(self) -> Any:
         """engine.introspect.schedules.SchedulesView: the cron tasks and the scheduler's leader."""
         return await self._read(lambda: self._schedules.view())
+
+    async def outbox(self) -> tuple[OutboxView, tuple[StagedWhy, ...]]:
+        """The outbox (backlog, live claims, failing rows, relays alive, published in the last hour)
+        and the rows worth a look, in stage order, each with why it is not published yet: the
+        backlog's head (the oldest ``OUTBOX_ROWS``) and the failing rows."""
+        from engine.introspect.outbox import outbox_rows, outbox_view
+
+        async def read() -> tuple[OutboxView, tuple[StagedWhy, ...]]:
+            view = await outbox_view(self._intro, limit=OUTBOX_ROWS)
+            return view, await outbox_rows(self._intro, view, limit=OUTBOX_ROWS)
+
+        return await self._read(read)
 
     async def why_job(self, job_id: str) -> WhyReport:
         return await self._read(lambda: self._intro.why_job(job_id))

@@ -114,6 +114,7 @@ class OutboxView:
     failing: tuple[OutboxRow, ...]  # rows whose publish failed: attempts, last error
     relays: tuple[RelayRecord, ...]  # relays alive
     now: datetime
+    published_capped: bool = False  # True: published_last_hour is the cap, the real number >= it
 
 
 @dataclass(frozen=True)

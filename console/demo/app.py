@@ -3,8 +3,10 @@
 Start: a throwaway server (engine.testing) is initialised in a fresh directory, the schema
 installed, and the demo's world (world.py: the same hour the snapshots and screenshots show) played
 onto it, ending at the real now. Then the world's two workers (the demo application's real
-handlers) and a traffic generator start on their own thread and event loop, so handlers never
-compete with the console's input. The DSN is printed to stderr before the console opens, so the
+handlers, each running an outbox relay) and a traffic generator start on their own thread and
+event loop, so handlers never compete with the console's input. At each beat the traffic also
+checks out an order of the demo shop: its receipt is staged through the transactional outbox in
+the shop's own transaction (a psycopg connection of its own), one in four rolled back. The DSN is printed to stderr before the console opens, so the
 `jobs` CLI can be pointed at the same database. Only when no server can start does the demo fall
 back to the memory driver, and the header says so.
 
@@ -25,9 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.demo.jobs import APPROVAL_EVENT, DEMO_JOBS, DEMO_TASKS, PACE, Traffic
+from console.demo.outbox import LIVE_FIRST_ORDER, checkout, checkouts
 from console.demo.world import WORKERS, play_world
 from console.events import RecentEvents
 from engine import Engine, FakeClock, JobsError, connect
+from engine.testing import Factory
 
 log = logging.getLogger("jobs.console.demo")
 
@@ -63,6 +67,7 @@ class Demo:
     _stopped: bool = field(default=False, init=False)
     recent: RecentEvents = field(default_factory=RecentEvents, init=False)  # the Logs screen's live events
     _log_state: tuple[bool, int, logging.Handler] | None = field(default=None, init=False)
+    _orders: Any = field(default=None, init=False)  # the shop's next checkouts (outbox.py)
 
     # --- the header's words -------------------------------------------------------------------
 
@@ -223,6 +228,10 @@ class Demo:
                     await self.beat(eng, traffic)
                 except JobsError as err:  # a lost connection must not end the demo's traffic
                     log.warning("demo traffic: %s", err)
+                try:
+                    await self.checkout()
+                except Exception as err:  # the app's own connection failed: the next beat tries again
+                    log.warning("demo checkout: %s", err)
         if self.backend == "postgres":
             await eng.aclose()  # this loop's pool; the memory driver has nothing to close
 
@@ -248,6 +257,15 @@ class Demo:
             )
             for i, (wid, _host, _pid, queues, _conc) in enumerate(WORKERS[:2])
         ]
+
+    async def checkout(self) -> bool:
+        """The shop's next checkout: its receipt staged in the app's own transaction, on a psycopg
+        connection of its own (not the engine's pool), and committed or rolled back (one in four);
+        the workers' relays publish what commits. Answers whether it committed."""
+        assert self.engine is not None
+        if self._orders is None:
+            self._orders = checkouts(self.seed, first=LIVE_FIRST_ORDER)
+        return bool(await checkout(Factory.of(self.engine), next(self._orders)))
 
     async def _send_approval(self, eng: Engine, workspace: str, tenant: str) -> None:
         await eng.asend_event(

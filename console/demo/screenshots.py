@@ -34,6 +34,7 @@ class Shot:
     size: tuple[int, int] = SIZE
     read_only: bool = False
     outage: bool = False  # the database goes away after the first refresh
+    advance: tuple[float, ...] = ()  # then the world's clock moves on this many seconds before each refresh
 
 
 # The same scenarios the snapshot tests pin (tests/console/test_snapshots.py), on the same seed.
@@ -86,6 +87,12 @@ SHOTS: tuple[Shot, ...] = (
         "schedules",
         "Schedules: each cron task in words, its next and last run and that job's state; the leader and its lease",
         press=("5",),
+    ),
+    Shot(
+        "outbox",
+        "Outbox: the backlog and its age's trend, relays alive, live claims, failing rows; why a row is not published",
+        press=("6",),
+        advance=(2.0, 2.0, 2.0, 2.0),
     ),
     Shot("help", "Help: every key of every screen, from the one action table", press=("question_mark",)),
     Shot(
@@ -187,6 +194,10 @@ def render_svg(shot: Shot) -> str:
         await _settle(pilot)
         for key in shot.press:
             await pilot.press(key)
+            await _settle(pilot)
+        for seconds in shot.advance:
+            app.source.engine.clock.advance(seconds)
+            await pilot.press("r")
             await _settle(pilot)
         if outage is not None:
             outage.down = True

@@ -12,7 +12,9 @@ really be in. The hour holds: six queues, jobs in every state, dead letters of b
 with error codes and tenants, a retrying job, jobs parked behind a full concurrency limit and a
 rate limit, a sleep and an event wait, a paused queue, three workers (one stale), the cron tasks
 the second worker schedules as the leader (one runs every minute), attempts and step traces,
-and inputs that are huge, hostile (terminal escapes, Rich markup) or binary-looking.
+inputs that are huge, hostile (terminal escapes, Rich markup) or binary-looking, and the shop's
+checkouts staged through the transactional outbox (some rolled back), whose relays have been
+failing on one receipt for the last three minutes.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from console.demo import jobs as app
+from console.demo.outbox import play_outbox
 from engine import Engine, Enqueue, FakeClock, JobDefinition, connect
 from engine.testing import Factory, IdFactory
 
@@ -56,6 +59,7 @@ SMTP_TRACEBACK = "\n".join(  # what the worker stores for a failed attempt (Work
 class _World:
     def __init__(self, f: Factory, start: datetime, seed: int, cron: bool = True) -> None:
         self.f, self.start, self.now_at = f, start, start + timedelta(hours=1)
+        self.seed = seed
         self.rng = random.Random(seed)
         self.n = 0
         self.contact = ""  # the umbrella contact the rate limit sheds
@@ -326,6 +330,12 @@ class _World:
         if self.cron:
             await self.scheduler.run_once()  # the leader's latest tick: its lease runs on past the end
 
+    async def checkouts(self) -> None:
+        """The shop's checkouts of the hour, through the transactional outbox (outbox.py): played
+        last, on ids of their own, so every id the rest of the world mints stays as it was."""
+        f = Factory(self.f.driver, IdFactory(self.f.clock, seed=self.seed + 1), self.f.clock)
+        await play_outbox(f, self.now_at, worker=APP1, seed=self.seed)
+
 
 async def play_world(engine: Engine, *, ending: datetime = NOW, seed: int = 7, cron: bool = True) -> None:
     """Play the world's hour onto ``engine`` (whose clock must be a FakeClock), ending at ``ending``;
@@ -336,6 +346,7 @@ async def play_world(engine: Engine, *, ending: datetime = NOW, seed: int = 7, c
     w.at(w.start)
     await w.hour_of_traffic()
     await w.live_states()
+    await w.checkouts()
 
 
 def _run(coro: Any) -> Any:

@@ -7,15 +7,16 @@ from collections.abc import Sequence
 BARS = "▁▂▃▄▅▆▇█"
 
 
-def spark(values: Sequence[float], width: int = 20) -> str:
-    """The last ``width`` values, scaled to the largest; zero is a flat baseline."""
-    vals = list(values)[-width:]
+def spark(values: Sequence[float], width: int = 20, *, low: float = 0.0) -> str:
+    """The last ``width`` values, scaled to the largest; ``low`` (zero unless given: the smallest
+    value, for a trend of a figure that never nears zero) is a flat baseline."""
+    vals = [v - low for v in list(values)[-width:]]
     if not vals:
         return ""
     top = max(vals)
     if top <= 0:
         return BARS[0] * len(vals)
-    # Zero is the baseline; any work at all shows at least one step above it.
+    # The baseline is the lowest bar; anything above it shows at least one step up.
     return "".join(BARS[max(1, round(v / top * (len(BARS) - 1)))] if v > 0 else BARS[0] for v in vals)
 
 

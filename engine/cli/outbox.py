@@ -34,25 +34,30 @@ def outbox(
         answer = run(dsn, json_out, lambda e: outbox_why(EngineView(e), why))
         if json_out:
             return emit(answer)
-        console().print(f"{answer.id} [{answer.status}] {answer.text}")
+        from rich.text import Text  # relay ids (host names) and errors are data: never markup or emoji codes
+
+        console().print(Text(f"{answer.id} [{answer.status}] {answer.text}"))
         return None
     view = run(dsn, json_out, lambda e: outbox_view(EngineView(e), limit=limit))
     if json_out:
         return emit(view)
+    from rich.text import Text
+
     out = console()
     backlog = f"{'≥' if view.backlog_capped else ''}{view.backlog}"
     age = "-" if view.oldest_unpublished_age is None else f"{view.oldest_unpublished_age:.1f}s"
-    out.print(f"backlog {backlog}  oldest unpublished {age}  published/1h {view.published_last_hour}")
-    out.print("relays alive: " + (", ".join(r.id for r in view.relays) or "none"))
+    published = f"{'≥' if view.published_capped else ''}{view.published_last_hour}"
+    out.print(f"backlog {backlog}  oldest unpublished {age}  published/1h {published}")
+    out.print(Text("relays alive: " + (", ".join(r.id for r in view.relays) or "none")))
     if view.holders:
         t = table("relay", "rows", "lease until", "oldest staged")
         for h in view.holders:
-            t.add_row(h.relay, str(h.rows), _t(h.lease_until), _t(h.oldest_staged_at))
+            t.add_row(Text(h.relay), str(h.rows), _t(h.lease_until), _t(h.oldest_staged_at))
         out.print(t)
     if view.failing:
         t = table("id", "job", "attempts", "last failed", "last error")
         for r in view.failing:
-            t.add_row(r.id, r.name, str(r.attempts), _t(r.failed_at), r.last_error or "")
+            t.add_row(r.id, Text(r.name), str(r.attempts), _t(r.failed_at), Text(r.last_error or ""))
         out.print(t)
     return None
 

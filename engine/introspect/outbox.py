@@ -1,7 +1,8 @@
-"""The outbox's read models: the backlog view and a staged row's "why isn't it published".
+"""The outbox's read models: the backlog view, the rows at its head, and a staged row's "why isn't
+it published".
 
-Both read the driver's outbox projections only (engine/drivers/*/outbox.py); the CLI (`jobs
-outbox`) and the console print them as they are.
+All read the driver's outbox projections only (engine/drivers/*/outbox.py); the CLI (`jobs
+outbox`) and the console's Outbox screen print them as they are.
 """
 
 from __future__ import annotations
@@ -41,7 +42,20 @@ async def outbox_view(view: EngineView, *, limit: int = 20, count_cap: int = COU
         failing=s.failing,
         relays=s.relays,
         now=now,
+        published_capped=s.published_last_hour >= count_cap,
     )
+
+
+async def outbox_rows(view: EngineView, outbox: OutboxView, *, limit: int = 20) -> tuple[StagedWhy, ...]:
+    """The rows an operator looks at, in stage order, each with why it is not published yet: the
+    backlog's head (the oldest ``limit`` unpublished rows: what the next claim takes, or what holds
+    the relays up) and the failing rows ``outbox`` lists. Each sentence is ``outbox_why``'s, read
+    against the relays alive and the clock of ``outbox``, so the rows and the figures agree."""
+    await view._open()
+    head = await view.driver.outbox_head(limit=limit)
+    rows = {r.id: r for r in (*head, *outbox.failing)}
+    ordered = sorted(rows.values(), key=lambda r: (r.staged_at, r.id))
+    return tuple(why_staged(r, outbox.relays, outbox.now, outbox.failing) for r in ordered)
 
 
 async def outbox_why(view: EngineView, outbox_id: str) -> StagedWhy:
@@ -60,16 +74,25 @@ async def outbox_why(view: EngineView, outbox_id: str) -> StagedWhy:
             fix="jobs outbox --json",
         )
     now = view.clock.now()
-    stats = await view.driver.outbox_stats(now=now, count_cap=1, limit=0, alive_since=_alive_since(now))
-    return why_staged(row, stats.relays, now)
+    # limit=1: the oldest failing row, which a waiting row may be queued behind.
+    stats = await view.driver.outbox_stats(now=now, count_cap=1, limit=1, alive_since=_alive_since(now))
+    return why_staged(row, stats.relays, now, stats.failing)
 
 
 def _t(dt: datetime | None) -> str:
     return "?" if dt is None else dt.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def why_staged(row: OutboxRow, relays: tuple[RelayRecord, ...], now: datetime) -> StagedWhy:
-    """The one sentence for a staged row, read from the row and the relays alive at ``now``."""
+def _relay(name: str | None) -> str:
+    """A relay as a sentence names it: its id says "relay:" already when it is the default one."""
+    return name if name and name.startswith("relay:") else f"relay {name}"
+
+
+def why_staged(
+    row: OutboxRow, relays: tuple[RelayRecord, ...], now: datetime, failing: tuple[OutboxRow, ...] = ()
+) -> StagedWhy:
+    """The one sentence for a staged row, read from the row and the relays alive at ``now``;
+    ``failing``: failing rows (stage order), the oldest of which a waiting row may be behind."""
     status = row.status(now)
     nobody = (
         f"no relay is alive (none beat in the last {ALIVE_WINDOW:g} s): run `jobs worker` or "
@@ -79,12 +102,12 @@ def why_staged(row: OutboxRow, relays: tuple[RelayRecord, ...], now: datetime) -
         return StagedWhy(row.id, status, f"published at {_t(row.published_at)} as job {row.job_id}", row)
     if status == "held":
         text = (
-            f"held by relay {row.claimed_by} until {_t(row.lease_until)} (claimed {_t(row.claimed_at)}): it is "
+            f"held by {_relay(row.claimed_by)} until {_t(row.lease_until)} (claimed {_t(row.claimed_at)}): it is "
             "being published now; if that relay died, another takes it once the lease ends"
         )
         return StagedWhy(row.id, status, text, row)
     if row.claim_token is not None:  # claimed, and the lease lapsed: the relay stopped or stalled
-        text = f"relay {row.claimed_by} held it until {_t(row.lease_until)} and its lease lapsed; " + (
+        text = f"{_relay(row.claimed_by)} held it until {_t(row.lease_until)} and its lease lapsed; " + (
             "the next claim takes it" if relays else nobody
         )
         return StagedWhy(row.id, "lapsed", text, row)
@@ -97,4 +120,11 @@ def why_staged(row: OutboxRow, relays: tuple[RelayRecord, ...], now: datetime) -
     if not relays:
         return StagedWhy(row.id, status, nobody, row)
     names = ", ".join(r.id for r in relays[:3]) + (" ..." if len(relays) > 3 else "")
-    return StagedWhy(row.id, status, f"waiting for the next claim (relays alive: {names})", row)
+    text = f"waiting for the next claim (relays alive: {names})"
+    ahead = next((f for f in failing if (f.staged_at, f.id) < (row.staged_at, row.id)), None)
+    if ahead is not None:  # a claim takes the failing row first, and its failure stops the batch (I20)
+        text = (
+            f"behind row {ahead.id}, whose publish has failed {ahead.attempts} time(s) ({ahead.last_error}): "
+            f"each claim takes that row first, and its failure hands this one back with it (relays alive: {names})"
+        )
+    return StagedWhy(row.id, status, text, row)

@@ -11,24 +11,41 @@ caller moves, which is how a seeded hour of history is played in a second.
     claim = await f.claim(jid, worker="w-1")
     await f.step(claim, "reserve", 1, result={"hold": "h7"})
     await f.nack(claim, "dead", error="X_GATEWAY_TIMEOUT: ...", error_code="X_GATEWAY_TIMEOUT")
+    async with f.app_transaction() as tx:       # the app's own transaction (commit=False: rolled back)
+        await f.stage(tx, Enqueue(send_receipt, {"order": 7}))
+    await f.relay("relay:a").run_once()          # a relay's pass: claim, publish, mark
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from engine.api import Engine, Enqueue
 from engine.clock import Clock, FakeClock
 from engine.drivers.base import Driver
+from engine.drivers.outbox_lease import claim_lease_ms
 from engine.ids import IdFactory
+from engine.outbox_types import OutboxRow
+from engine.services.relay import Relay, RelayConfig
 from engine.services.scheduler import Scheduler
 from engine.tasks import TaskDefinition
 from engine.types import Ack, Claim, JobRow, JobState, Nack, NackOutcome, NewJob, StopReason, StoredStep
 
 WORKER = "w-factory"
 LEASE = 30.0
+
+
+@dataclass(frozen=True)
+class RelayClaim:
+    """A relay's claim in flight: its rows, leased to ``token`` (what every later mutation fences on)."""
+
+    relay: str
+    token: str
+    rows: list[OutboxRow]
 
 
 class Factory:
@@ -241,6 +258,62 @@ class Factory:
         """The scheduler a worker runs, on the factory's clock: each ``await s.run_once()`` is one
         tick (lead or follow, enqueue what fell due, advance the watermarks)."""
         return Scheduler(self.driver, self.clock, tasks, holder=holder, ids=self.ids, host=host, pid=pid)
+
+    # --- the outbox -------------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def app_transaction(self, *, commit: bool = True) -> AsyncIterator[Any]:
+        """An application's own transaction to stage in, as an app holds one: on PostgreSQL a psycopg
+        connection of its own (never the engine's pool) inside ``conn.transaction()``, on the memory
+        driver its ``transaction()``. Committed on a clean exit; rolled back on an exception, or at
+        the end when ``commit`` is False (the app's order failed after its stage)."""
+        if self.driver.kind == "memory":
+            tx = self.driver.transaction()  # type: ignore[attr-defined]
+            with tx:
+                yield tx
+                if not commit:
+                    tx.rollback()
+            return
+        import psycopg
+
+        async with await psycopg.AsyncConnection.connect(self.driver.dsn) as conn:  # type: ignore[attr-defined]
+            async with conn.transaction() as t:
+                yield conn
+                if not commit:
+                    raise psycopg.Rollback(t)
+
+    async def stage(self, tx: Any, *specs: Enqueue) -> list[str]:
+        """Stage declared jobs in ``tx`` (an ``app_transaction``), checked and written as
+        ``Engine.astage_many`` does; answers the outbox rows' ids."""
+        eng = Engine(self.driver, clock=self.clock, ids=self.ids)
+        return [s.id for s in await eng.astage_many(tx, list(specs))]
+
+    def relay(self, relay: str, *, batch_size: int = 250, lease_ms: int | None = None) -> Relay:
+        """The outbox relay a worker runs, on the factory's clock and ids: each ``await
+        r.run_once()`` is one pass (heartbeat, claim, publish, mark)."""
+        return Relay(
+            self.driver,
+            self.clock,
+            config=RelayConfig(id=relay, batch_size=batch_size, lease_ms=lease_ms),
+            ids=self.ids,
+        )
+
+    async def relay_claim(self, relay: str, *, limit: int = 250, lease_ms: int | None = None) -> RelayClaim:
+        """A relay's pass stopped between its claim and its mark: its heartbeat, then up to ``limit``
+        rows leased to it in stage order (I17), as a relay holds them while it publishes."""
+        await self.driver.outbox_relay_beat(relay=relay, now=self.now)
+        token = self.ids.new()
+        rows = await self.driver.outbox_claim(
+            relay=relay, token=token, limit=limit, now=self.now, lease_ms=claim_lease_ms(lease_ms)
+        )
+        return RelayClaim(relay, token, rows)
+
+    async def relay_failed(self, claim: RelayClaim, error: str) -> list[str]:
+        """The claim's publish failed at its first row with ``error``: as a relay's pass does (I20),
+        that row records one more attempt and the error, and every row is handed back at once."""
+        ids = [r.id for r in claim.rows]
+        failed = ids[0] if ids else None
+        return await self.driver.outbox_release(token=claim.token, ids=ids, failed=failed, error=error, now=self.now)
 
 
 async def make_job(

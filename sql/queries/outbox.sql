@@ -155,6 +155,15 @@ where published_at is null and attempts > 0
 order by staged_at, id
 limit %(limit)s;
 
+-- name: outbox_head :many
+-- The backlog's head: the oldest unpublished rows in stage order, the ones the next claim takes (or
+-- that hold it up). The order and the filter are outbox_unpublished's, so it reads %(limit)s index
+-- entries and their rows, whatever the backlog.
+select * from jobs.outbox
+where published_at is null
+order by staged_at, id
+limit %(limit)s;
+
 -- name: outbox_relay_beat :exec
 -- A relay's heartbeat (its row made on the first beat).
 insert into jobs.outbox_relay (id, started_at, heartbeat_at) values (%(relay)s, %(now)s, %(now)s)

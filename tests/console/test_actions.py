@@ -58,7 +58,14 @@ async def test_number_keys_reach_every_screen() -> None:
     app = console()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        for key, mode in (("2", "jobs"), ("3", "dead_letters"), ("4", "workers"), ("1", "overview")):
+        for key, mode in (
+            ("2", "jobs"),
+            ("3", "dead_letters"),
+            ("4", "workers"),
+            ("5", "schedules"),
+            ("6", "outbox"),
+            ("1", "overview"),
+        ):
             await keys(pilot, key)
             assert app.current_mode == mode
         assert table(app).keys == ["accounts", "billing", "emails", "integrations", "reports", "webhooks"]
@@ -67,10 +74,10 @@ async def test_number_keys_reach_every_screen() -> None:
 async def test_a_reserved_key_says_plainly_it_is_not_available() -> None:
     app = console()
     async with app.run_test(size=SIZE) as pilot:
-        await keys(pilot, "6")
+        await keys(pilot, "7")
         assert app.current_mode == "overview"
         (note,) = list(app._notifications)
-        assert "Outbox screen is not available yet" in note.message
+        assert "Backfills screen is not available yet" in note.message
 
 
 async def test_help_lists_every_key_and_closes() -> None:
@@ -79,7 +86,13 @@ async def test_help_lists_every_key_and_closes() -> None:
         await keys(pilot, "question_mark")
         assert isinstance(app.screen, HelpScreen)
         text = str(app.screen.query_one("#help-table").render())
-        for needle in ("Retry from step", "Pause/resume", "coming with the outbox issue", "ctrl+p"):
+        for needle in (
+            "Retry from step",
+            "Pause/resume",
+            "coming with the backfills issue",
+            "staged rows: backlog, age trend",
+            "ctrl+p",
+        ):
             assert needle in text
         await keys(pilot, "escape")
         assert not isinstance(app.screen, HelpScreen)
@@ -451,7 +464,8 @@ async def test_palette_lists_actions_of_the_screen_but_not_mutating_ones_read_on
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert any(t.startswith("Filter") for t in titles) and any(t.startswith("Workers") for t in titles)
         assert not any("Retry" in t for t in titles)
-        assert any("Outbox" in t and "coming" in t for t in titles)
+        assert any("Backfills" in t and "coming" in t for t in titles)
+        assert any(t.startswith("Outbox") and "coming" not in t for t in titles)
 
 
 async def test_palette_runs_an_action() -> None:

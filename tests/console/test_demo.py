@@ -5,7 +5,9 @@ server process or directory behind when it stops."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import pytest
 from console.demo import jobs as demo_jobs
 from console.demo.app import Demo
 from console.demo.jobs import QUEUES
+from console.demo.outbox import LIVE_FIRST_ORDER, checkouts
 from console.demo.world import PAUSED, WORKERS, seeded_source
 from engine.projections import JobFilter
 from engine.types import JobState
@@ -123,9 +126,40 @@ def test_the_demo_shows_the_world_the_snapshots_show() -> None:
         assert {w.id for w in workers.workers} >= {wid for wid, *_ in WORKERS}
         dead = asyncio.run(demo.source.jobs(JobFilter(state=JobState.DEAD), limit=200))
         assert {j.name for j in dead.items} >= {"charge_card", "send_email", "send_receipt", "deliver_webhook"}
+        outbox, _ = asyncio.run(demo.source.outbox())  # the world's checkouts: published by its relays
+        assert outbox.published_last_hour >= 20
     finally:
         demo.stop()
         seeded.engine.close()
+
+
+def test_a_live_checkout_stages_in_its_own_transaction_and_only_what_commits_is_published() -> None:
+    """Each beat's checkout stages its receipt on a psycopg connection of the shop's own: the
+    workers' relays publish the committed ones and the worker sends them; a rolled-back checkout
+    leaves no outbox row and no job."""
+    plan = list(itertools.islice(checkouts(7, first=LIVE_FIRST_ORDER), 8))
+    committed = [c.order for c in plan if c.commit]
+    sent: list[str] = []
+    all_sent = threading.Event()
+
+    def seen(ex) -> None:  # type: ignore[no-untyped-def]
+        if ex.name == "send_receipt" and ex.outcome == "completed":
+            sent.append(ex.job_id)
+            if len(sent) == len(committed) + 1:  # and the first burst's receipt (its slow one never completes)
+                all_sent.set()
+
+    demo = Demo(traffic=False, pace=0, world=False, on_execution=seen).start()
+    try:
+        assert [asyncio.run(demo.checkout()) for _ in plan] == [c.commit for c in plan]
+        assert all_sent.wait(timeout=60)
+        jobs = asyncio.run(demo.source.jobs(JobFilter(name="send_receipt"), limit=200))
+        orders = {j.idempotency_key.removeprefix("receipt:") for j in jobs.items}
+        assert orders >= set(committed) and not orders & {c.order for c in plan if not c.commit}
+        view, rows = asyncio.run(demo.source.outbox())
+        assert (view.backlog, view.published_last_hour, rows) == (0, len(committed), ())
+        assert len(view.relays) == 2  # one relay in each worker
+    finally:
+        demo.stop()
 
 
 def test_the_demo_announces_the_dsn_the_cli_can_use() -> None:

@@ -14,6 +14,8 @@ SCREENS = {
     "jobs": ("2",),
     "dead_letters": ("3",),
     "workers": ("4",),
+    "schedules": ("5",),
+    "outbox": ("6",),
     "job_detail": ("2", "enter"),
     "why": ("2", "y"),
     "help": ("question_mark",),

@@ -31,7 +31,7 @@ def _count_updates(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
-@pytest.mark.parametrize("mode", ["overview", "jobs", "dead_letters", "workers"])
+@pytest.mark.parametrize("mode", ["overview", "jobs", "dead_letters", "workers", "outbox"])
 async def test_an_unchanged_refresh_updates_no_widget(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
     app = JobsConsole(seeded_source(), refresh=60)
     async with app.run_test(size=SIZE) as pilot:

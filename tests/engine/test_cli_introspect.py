@@ -204,3 +204,31 @@ def test_why_reads_a_queue_a_job_and_refuses_a_mistyped_id_or_queue(pg_dsn: str)
     r = cli("why", "biling", "--dsn", pg_dsn)
     assert r.exit_code == 1 and "X_UNKNOWN_QUEUE" in r.stderr and "did you mean 'billing'" in r.stderr
     assert "fix: jobs why billing" in r.stderr
+
+
+def test_outbox_prints_relay_ids_and_errors_as_they_are(pg_dsn: str) -> None:
+    """A relay's id (its host name) and a publish's error are data: never Rich markup or emoji codes."""
+    from engine import Engine, Enqueue, job
+    from engine.testing import Factory
+
+    @job(name="confirm_order", queue="mail", idempotency_key=lambda inp: f"order:{inp['order']}")
+    async def confirm(ctx, inp):  # type: ignore[no-untyped-def]
+        return None
+
+    async def go() -> list[str]:
+        f = Factory.of(Engine(PostgresDriver(pg_dsn)))
+        async with f.app_transaction() as tx:
+            staged = await f.stage(tx, Enqueue(confirm, {"order": 1}), Enqueue(confirm, {"order": 2}))
+        claim = await f.relay_claim("relay:x:1:[bold]ok", limit=1)
+        await f.relay_failed(claim, "X_DB: value [waiting] refused :x:")
+        await f.close()
+        return staged
+
+    failing, behind = asyncio.run(go())
+    out = cli("outbox", "--dsn", pg_dsn)
+    assert (
+        out.exit_code == 0 and "relay:x:1:[bold]ok" in out.stdout and "X_DB: value [waiting] refused :x:" in out.stdout
+    )
+    why = cli("outbox", "--dsn", pg_dsn, "--why", behind)
+    assert why.exit_code == 0 and why.stdout.startswith(f"{behind} [waiting] behind row {failing}")
+    assert "relay:x:1:[bold]ok" in why.stdout

@@ -249,6 +249,11 @@ class MemoryOutbox(MemoryBase):
             relays=relays,
         )
 
+    async def outbox_head(self, *, limit: int) -> list[OutboxRow]:
+        with self.state.lock:
+            waiting = [r for r in self._outbox().values() if r.published_at is None]
+        return sorted(waiting, key=lambda r: (r.staged_at, r.id))[:limit]
+
     async def outbox_relay_beat(self, *, relay: str, now: datetime) -> None:
         with self.state.lock:
             cur = self._relays().get(relay)

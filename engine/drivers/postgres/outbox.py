@@ -196,6 +196,9 @@ class PostgresOutbox(PostgresBase):
             relays=tuple(RelayRecord(r["id"], r["started_at"], r["heartbeat_at"]) for r in relays),
         )
 
+    async def outbox_head(self, *, limit: int) -> list[OutboxRow]:
+        return [outbox_row(r) for r in await self._rows(Q.outbox_head, {"limit": limit})]
+
     async def outbox_relay_beat(self, *, relay: str, now: datetime) -> None:
         await self._exec(Q.outbox_relay_beat, {"relay": relay, "now": now})
 
