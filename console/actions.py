@@ -62,10 +62,9 @@ NAV: tuple[Action, ...] = (
     ),
     Action(
         "7",
-        "coming('Backfills')",
+        "goto('backfills')",
         "Backfills",
-        "declared sweeps and their ledger",
-        coming="the backfills issue",
+        "declared sweeps per environment: status, live progress, the gate, the ledger; start, cancel, retry",
         footer=False,
     ),
 )
@@ -176,6 +175,49 @@ ACTIONS: tuple[Action, ...] = NAV + (
     Action(
         "t", "trigger", "Trigger", "enqueue an occurrence of the selected task now", scope="schedules", mutating=True
     ),
+    # backfills
+    Action("escape", "back", "Back", "back to the previous screen", scope="backfills"),
+    Action("enter", "open_pass", "Open pass", "open the job of the selected backfill's latest pass", scope="backfills"),
+    Action(
+        "d",
+        "dry_run",
+        "Dry run",
+        "start a dry run of the selected backfill in its row's environment (reads, counts, writes nothing)",
+        scope="backfills",
+        mutating=True,
+    ),
+    Action(
+        "w",
+        "write",
+        "Write pass",
+        "start a write pass of the selected backfill in its row's environment",
+        scope="backfills",
+        mutating=True,
+    ),
+    Action(
+        "f",
+        "force",
+        "Force rerun",
+        "rerun an applied backfill: a new write pass and a new ledger row",
+        scope="backfills",
+        mutating=True,
+    ),
+    Action(
+        "x",
+        "retry_pass",
+        "Retry",
+        "continue the failed or cancelled pass from the batch it stopped on",
+        scope="backfills",
+        mutating=True,
+    ),
+    Action(
+        "c",
+        "cancel_pass",
+        "Cancel",
+        "cancel the running pass (its ledger row says so)",
+        scope="backfills",
+        mutating=True,
+    ),
     Action("escape", "back", "Back", "back to the previous screen", scope="help"),
     Action("escape", "back", "Back", "back to the previous screen", scope="activity"),
 )
@@ -188,6 +230,7 @@ SCOPES: tuple[tuple[str, str], ...] = (
     ("dead_letters", "Dead letters"),
     ("why", "Why is it not running?"),
     ("schedules", "Schedules"),
+    ("backfills", "Backfills"),
 )
 
 
