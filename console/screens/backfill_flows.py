@@ -169,8 +169,8 @@ class BackfillFlows:
             " in ",
             (clean(v.environment, limit=20), "bold"),
             f" (job {short_id(v.live_job_id)}): its rate wait and its current batch see the cancel at once (that batch is "
-            f"rolled back); the ledger row says cancelled. The {last.swept:,} rows swept so far stay swept; x continues "
-            f"it from batch {last.batches + 1}.",
+            f"rolled back); the ledger row says cancelled. The rows swept so far ({last.swept:,} when this opened) stay "
+            "swept, and x continues it from the batch it stopped on.",
         )
         confirmed = await self._confirm("Cancel this pass?", body, f"Cancel pass {short_id(v.live_job_id)}", note=True)
         if confirmed is None:

@@ -247,7 +247,7 @@ async def test_i22_cancel_from_the_screen_cancels_the_pass_and_the_ledger_says_s
     async with app.run_test(size=SIZE) as pilot:
         await drive("7", "down", "down", "c")(pilot)
         text = str(app.screen.query_one("#confirm-text").render())
-        assert "Cancel the running" in text and "from batch 31" in text
+        assert "Cancel the running" in text and "(6,000 when this opened)" in text
         app.screen.query_one("#confirm-note").value = "INC-7: replica lag"  # type: ignore[attr-defined]
         await drive("y")(pilot)
     run = (await _ledger(app.source, "accounts_plan_tier"))[0]
