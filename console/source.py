@@ -260,12 +260,11 @@ class Source:
     def _backfill_control(self, environment: str) -> Any:
         from engine.backfills import BackfillControl
 
-        if self._catalog is None:
-            self._catalog = _no_backfills()
         control = self._backfill_controls.get(environment)
         if control is None:
+            catalog = self._catalog if self._catalog is not None else _no_backfills()  # X_BACKFILL_UNKNOWN
             control = BackfillControl(
-                self.engine, self._catalog, actor=self.actor, read_only=self.read_only, environment=environment
+                self.engine, catalog, actor=self.actor, read_only=self.read_only, environment=environment
             )
             self._backfill_controls[environment] = control
         return control
