@@ -68,10 +68,9 @@ NAV: tuple[Action, ...] = (
     ),
     Action(
         "7",
-        "coming('Backfills')",
+        "goto('backfills')",
         "Backfills",
-        "declared sweeps and their ledger",
-        coming="the backfills issue",
+        "sweeps per environment: progress, the gate, the ledger; start, cancel, retry",
         footer=False,
     ),
 )
@@ -291,6 +290,49 @@ ACTIONS: tuple[Action, ...] = NAV + (
     # outbox: read-only by nature (a relay retries a failing row at its next claim, and takes a
     # lapsed claim's rows once the lease ends: there is nothing for an operator to push)
     Action("escape", "back", "Back", "back to the previous screen", scope="outbox"),
+    # backfills
+    Action("escape", "back", "Back", "back to the previous screen", scope="backfills"),
+    Action("enter", "open_pass", "Open pass", "open the job of the selected backfill's latest pass", scope="backfills"),
+    Action(
+        "d",
+        "dry_run",
+        "Dry run",
+        "start a dry run in the selected row's environment (writes nothing)",
+        scope="backfills",
+        mutating=True,
+    ),
+    Action(
+        "w",
+        "write",
+        "Write pass",
+        "start a write pass in the selected row's environment",
+        scope="backfills",
+        mutating=True,
+    ),
+    Action(
+        "f",
+        "force",
+        "Force rerun",
+        "rerun an applied backfill: a new write pass and a new ledger row",
+        scope="backfills",
+        mutating=True,
+    ),
+    Action(
+        "x",
+        "retry_pass",
+        "Retry",
+        "continue the failed or cancelled pass from the batch it stopped on",
+        scope="backfills",
+        mutating=True,
+    ),
+    Action(
+        "c",
+        "cancel_pass",
+        "Cancel",
+        "cancel the running pass (its ledger row says so)",
+        scope="backfills",
+        mutating=True,
+    ),
     Action("escape", "back", "Back", "back to the previous screen", scope="help"),
     Action("escape", "back", "Back", "back to the previous screen", scope="activity"),
 )
@@ -307,6 +349,7 @@ SCOPES: tuple[tuple[str, str], ...] = (
     ("workers", "Workers"),
     ("schedules", "Schedules"),
     ("outbox", "Outbox"),
+    ("backfills", "Backfills"),
 )
 
 

@@ -55,6 +55,8 @@ class Options:
     refresh: float = 2.0
     queue: str | None = None
     name: str | None = None
+    app: str | None = None  # the module declaring the app's backfills
+    environment: str | None = None
 
 
 # --- checking input ---------------------------------------------------------------------------
@@ -143,7 +145,7 @@ def open_source(dsn: str, opts: Options):  # type: ignore[no-untyped-def]
     from console.source import open_source as source_for_dsn
 
     try:
-        return source_for_dsn(dsn, read_only=opts.read_only)
+        return source_for_dsn(dsn, read_only=opts.read_only, app=opts.app, environment=opts.environment)
     except JobsError as err:
         if err.code == X_DSN_INVALID:  # the driver's fix names the Python API; ours names this command
             raise JobsError(
@@ -195,10 +197,33 @@ def main_command(
     version: bool = typer.Option(
         False, "--version", help="print the version and exit", callback=_version, is_eager=True
     ),
+    app_module: str = typer.Option(
+        None,
+        "--app",
+        help="the module declaring the app's backfills, as for `jobs backfill --app` (default $JOBS_APP)",
+        show_default=False,
+    ),
+    env: str = typer.Option(
+        None, "--env", help="this deployment's environment (default $JOBS_ENV, else development)", show_default=False
+    ),
 ) -> None:
     """Open the console on a jobs database (`--dsn` or $JOBS_DSN)."""
     try:
-        opts = Options(read_only=read_only, refresh=parse_refresh(refresh), queue=queue, name=name)
+        opts = Options(
+            read_only=read_only,
+            refresh=parse_refresh(refresh),
+            queue=queue,
+            name=name,
+            app=app_module or os.environ.get("JOBS_APP") or None,
+            environment=env,
+        )
+        if ctx.invoked_subcommand == "demo" and (app_module or env):
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause="--app/--env were given to the demo, which declares its own backfills "
+                "(console.demo.accounts) in production",
+                fix="jobs-console demo",
+            )
     except JobsError as err:
         report(err)
         raise typer.Exit(EXIT_USAGE) from None

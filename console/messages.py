@@ -41,6 +41,10 @@ class SchedulesLoaded(Loaded):
     pass
 
 
+class BackfillsLoaded(Loaded):
+    pass
+
+
 class WhyLoaded(Loaded):
     pass
 

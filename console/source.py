@@ -8,8 +8,9 @@ postgres driver (import-linter holds it to that). A job is named by its id or a 
 
 Constructing one (stable)::
 
-    Source(engine, read_only=False, database=None, driver=None, budget=0.5, actor=None, events=None)
-    open_source(dsn, read_only=False)      # connect, check the schema, answer a Source
+    Source(engine, read_only=False, database=None, driver=None, budget=0.5, actor=None, events=None,
+           backfills=None, app=None)
+    open_source(dsn, read_only=False, app=None, environment=None)   # connect, check the schema
 
 ``database`` and ``driver`` are the labels the header shows (default: the driver's own
 description, password removed, and its kind). ``budget``: seconds each console query may take
@@ -17,6 +18,12 @@ description, password removed, and its kind). ``budget``: seconds each console q
 ``console:<os user>``). ``events``: the engine's log events when it runs in this process (the
 demo passes its in-memory handler's; console/events.py). In read-only mode every action raises
 X_READ_ONLY here, and the Operator is built read-only so the engine refuses it as well.
+
+``backfills``: the application's declared backfills (a module, a ``Backfills``, a catalog), which
+live in the application's code, not in the database: ``open_source(..., app="myapp.backfills")``
+imports that module exactly as ``jobs backfill --app`` does (``jobs-console --app``, default
+$JOBS_APP). None: the Backfills screen says how to declare them. The console's environment is its
+engine's (``jobs-console --env``, else $JOBS_ENV, else development).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import getpass
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -57,6 +65,20 @@ T = TypeVar("T")
 DEFAULT_BUDGET = 0.5  # seconds: watching a database must never load it
 PAGE_SIZE = 50
 OUTBOX_ROWS = 20  # the Outbox screen's backlog head, and at most as many failing rows and claims
+BACKFILL_HISTORY = 20  # ledger rows kept per backfill and environment
+
+
+@dataclass(frozen=True)
+class BackfillsBoard:
+    """What the Backfills screen shows. ``rows``: engine.backfills.BackfillView, one per declared
+    backfill and environment (each environment it declares, and this console's), by name, this
+    console's environment first; ``history``: each row's ledger, newest first."""
+
+    environment: str  # this console's
+    app: str | None  # the module the backfills were loaded from, if the console loaded them
+    declared: int
+    rows: list[Any] = field(default_factory=list)
+    history: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
 
 
 def _os_user() -> str:
@@ -77,7 +99,10 @@ class Source:
         budget: float = DEFAULT_BUDGET,
         actor: str | None = None,
         events: Callable[[], list[LogEvent]] | None = None,
+        backfills: Any = None,
+        app: str | None = None,
     ) -> None:
+        from engine.backfills import Catalog, resolve_environment
         from engine.introspect import Introspector
 
         self.engine = engine
@@ -91,12 +116,17 @@ class Source:
         self._ops = Operator(engine, actor=self.actor, read_only=read_only)
         self._schedules = _schedules(engine, self.actor, read_only)
         self._events = events
+        self.environment = resolve_environment(engine.environment)
+        self.app = app
+        self._catalog = None if backfills is None else Catalog.of(backfills)
+        self._backfill_controls: dict[str, Any] = {}
 
     def set_read_only(self) -> None:
         """One way only: a console opened read-only can never become writable."""
         self.read_only = True
         self._ops = Operator(self.engine, actor=self.actor, read_only=True)
         self._schedules = _schedules(self.engine, self.actor, True)
+        self._backfill_controls.clear()
 
     # --- time ----------------------------------------------------------------------------------
 
@@ -176,6 +206,30 @@ class Source:
 
         return await self._read(read)
 
+    async def backfills(self) -> BackfillsBoard:
+        """Every declared backfill in each environment it names (and this console's): status,
+        live progress, the gate a write pass meets now, and its ledger history."""
+        return await self._read(self._backfills_board)
+
+    async def _backfills_board(self) -> BackfillsBoard:
+        catalog = self._catalog
+        if catalog is None:
+            return BackfillsBoard(self.environment, self.app, 0)
+        envs = {d.backfill: _environments(d, self.environment) for d in catalog}
+        rows: dict[tuple[str, str], Any] = {}
+        history: dict[tuple[str, str], list[Any]] = {}
+        for env in dict.fromkeys(e for names in envs.values() for e in names):
+            control = self._backfill_control(env)
+            rows.update(((v.name, env), v) for v in await control.views() if env in envs[v.name])
+            for run in await control.history(limit=BACKFILL_HISTORY * len(catalog)):
+                history.setdefault((run.name, env), []).append(run)
+        ordered = [rows[(n, e)] for n in catalog.names() for e in envs[n]]
+        return BackfillsBoard(self.environment, self.app, len(catalog), ordered, history)
+
+    async def backfill_gate(self, name: str, environment: str, *, write: bool, force: bool = False) -> Any:
+        """The gate (engine.backfills.Gate) this start would meet now, or None: a read."""
+        return await self._read(lambda: self._backfill_control(environment).gate(name, write=write, force=force))
+
     async def why_job(self, job_id: str) -> WhyReport:
         return await self._read(lambda: self._intro.why_job(job_id))
 
@@ -247,6 +301,32 @@ class Source:
         self._writable("trigger")
         return await self._schedules.trigger(name, note=note)  # type: ignore[no-any-return]
 
+    async def start_backfill(self, name: str, environment: str, *, write: bool = False, force: bool = False) -> Any:
+        """Enqueue a pass (a dry run unless ``write``) after every gate: engine.backfills.Started."""
+        self._writable("starting a backfill pass")
+        return await self._backfill_control(environment).start(name, write=write, force=force)
+
+    async def cancel_backfill(self, name: str, environment: str, *, note: str | None = None) -> ActionResult:
+        self._writable("cancelling a backfill pass")
+        return await self._backfill_control(environment).cancel(name, note=note)  # type: ignore[no-any-return]
+
+    async def retry_backfill(self, name: str, environment: str, *, note: str | None = None) -> ActionResult:
+        """Continue the latest failed or cancelled pass from the batch it stopped on."""
+        self._writable("retrying a backfill pass")
+        return await self._backfill_control(environment).retry(name, note=note)  # type: ignore[no-any-return]
+
+    def _backfill_control(self, environment: str) -> Any:
+        from engine.backfills import BackfillControl
+
+        control = self._backfill_controls.get(environment)
+        if control is None:
+            catalog = self._catalog if self._catalog is not None else _no_backfills()  # X_BACKFILL_UNKNOWN
+            control = BackfillControl(
+                self.engine, catalog, actor=self.actor, read_only=self.read_only, environment=environment
+            )
+            self._backfill_controls[environment] = control
+        return control
+
     async def send_event(self, name: str, payload: Any, *, tenant: str | None = None) -> SentEvent:
         self._writable("send event")
         return await self._ops.send_event(name, payload, tenant=tenant)
@@ -307,10 +387,33 @@ def _schedules(engine: Engine, actor: str, read_only: bool) -> Any:
     return Schedules(engine, actor=actor, read_only=read_only)
 
 
-def open_source(dsn: str, *, read_only: bool = False, budget: float = DEFAULT_BUDGET) -> Source:
-    """Connect, check that the schema is installed (raising JobsError before any screen is
-    drawn), and answer a Source on that engine."""
-    engine = connect(dsn)
+def _environments(d: Any, own: str) -> list[str]:
+    """The environments a backfill is shown in: this console's first, then each it declares."""
+    return list(dict.fromkeys([own, *d.environments]))
+
+
+def _no_backfills() -> Any:
+    from engine.backfills import Catalog
+
+    return Catalog([])
+
+
+def open_source(
+    dsn: str,
+    *,
+    read_only: bool = False,
+    budget: float = DEFAULT_BUDGET,
+    app: str | None = None,
+    environment: str | None = None,
+) -> Source:
+    """Connect, check that the schema is installed and load the app's backfills from ``app``
+    (raising JobsError before any screen is drawn), and answer a Source on that engine."""
+    backfills = None
+    if app:
+        from engine.cli.backfill import load_catalog  # the `jobs backfill --app` door
+
+        backfills = load_catalog(app)
+    engine = connect(dsn, environment=environment)
 
     async def check() -> None:
         try:
@@ -319,4 +422,6 @@ def open_source(dsn: str, *, read_only: bool = False, budget: float = DEFAULT_BU
             await engine.aclose()  # the console's own loop opens its pool again
 
     asyncio.run(check())
-    return Source(engine, read_only=read_only, budget=budget, database=database_label(dsn))
+    return Source(
+        engine, read_only=read_only, budget=budget, database=database_label(dsn), backfills=backfills, app=app
+    )

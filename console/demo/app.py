@@ -1,12 +1,16 @@
 """`jobs-console demo`: a real engine and a real worker, in this process, on a throwaway PostgreSQL.
 
 Start: a throwaway server (engine.testing) is initialised in a fresh directory, the schema
-installed, and the demo's world (world.py: the same hour the snapshots and screenshots show) played
-onto it, ending at the real now. Then the world's two workers (the demo application's real
-handlers, each running an outbox relay) and a traffic generator start on their own thread and
-event loop, so handlers never compete with the console's input. At each beat the traffic also
-checks out an order of the demo shop: its receipt is staged through the transactional outbox in
-the shop's own transaction (a psycopg connection of its own), one in four rolled back. The DSN is printed to stderr before the console opens, so the
+installed, the demo application's own table created in it (accounts.sql: the accounts its two
+backfills sweep), and the demo's world (world.py: the same hour the snapshots and screenshots show)
+played onto it, ending at the real now, in production. The world's running backfill pass is handed
+back (as a draining worker hands back its jobs). Then the world's two workers (the demo
+application's real handlers and backfills, each running an outbox relay; the second resumes that
+pass at its batch) and a traffic generator start on their own thread and event loop, so handlers
+never compete with the console's input. At each beat the traffic also checks out an order of the
+demo shop: its receipt is staged through the transactional outbox in the shop's own transaction
+(a psycopg connection of its own), one in four rolled back. The DSN is printed to stderr before
+the console opens, so the
 `jobs` CLI can be pointed at the same database. Only when no server can start does the demo fall
 back to the memory driver, and the header says so.
 
@@ -26,9 +30,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from console.demo.accounts import PostgresAccounts, declare
 from console.demo.jobs import APPROVAL_EVENT, DEMO_JOBS, DEMO_TASKS, PACE, Traffic
 from console.demo.outbox import LIVE_FIRST_ORDER, checkout, checkouts
-from console.demo.world import WORKERS, play_world
+from console.demo.world import WORKERS, memory_backfills, play_world
+from console.demo.world_backfills import ENVIRONMENT, hand_over
 from console.events import RecentEvents
 from engine import Engine, FakeClock, JobsError, connect
 from engine.testing import Factory
@@ -54,6 +60,7 @@ class Demo:
 
     engine: Engine | None = field(default=None, init=False)
     source: Any = field(default=None, init=False)
+    backfills: Any = field(default=None, init=False)  # the demo app's two (accounts.py), over its table
     backend: str = field(default="", init=False)  # "postgres" | "memory"
     dsn: str | None = field(default=None, init=False)  # the embedded server's, for the `jobs` CLI
     fallback: str | None = field(default=None, init=False)  # why the memory driver is used
@@ -96,6 +103,7 @@ class Demo:
         self._quiet_engine_logs()
         try:
             self.engine = self._open_engine()
+            self.backfills = self._accounts()
             self.timings["engine"] = time.perf_counter() - started
             if self.world:
                 self._play_world()
@@ -138,19 +146,33 @@ class Demo:
                 self._cluster = cluster
                 self.timings.update({f"pg_{k}": v for k, v in cluster.timings.items()})
                 self.backend, self.dsn = "postgres", dsn
-                return connect(dsn)
+                return connect(dsn, environment=ENVIRONMENT)
         self.backend = "memory"
-        return connect("memory://")
+        return connect("memory://", environment=ENVIRONMENT)
+
+    def _accounts(self) -> Any:
+        """The demo app's accounts and its backfills: on PostgreSQL a real table in the demo's
+        database (accounts.sql), on memory an in-process one."""
+        if self.dsn is None:
+            return memory_backfills()
+        store = PostgresAccounts(self.dsn)
+        store.create()
+        return declare(store)
 
     def _play_world(self) -> None:
         """The world's hour, ending now, played through a second engine on a FakeClock: on Postgres
-        over its own pool (closed after), on memory over the live engine's own collections."""
+        over its own pool (closed after), on memory over the live engine's own collections. The
+        world's running backfill pass is then handed back, for the live worker to resume."""
         assert self.engine is not None
         clock = FakeClock(self.engine.clock.now())
-        seeder = connect(self.dsn, clock=clock) if self.dsn else Engine(self.engine.driver, clock=clock)
+        if self.dsn:
+            seeder = connect(self.dsn, clock=clock, environment=ENVIRONMENT)
+        else:
+            seeder = Engine(self.engine.driver, clock=clock, environment=ENVIRONMENT)
 
         async def play() -> None:
-            await play_world(seeder, ending=clock.now(), seed=self.seed)
+            await play_world(seeder, ending=clock.now(), seed=self.seed, backfills=self.backfills)
+            await hand_over(seeder, self.backfills)
             if self.dsn:
                 await seeder.aclose()
 
@@ -171,6 +193,8 @@ class Demo:
             driver=self.driver_label,
             read_only=self.read_only,
             events=self.recent.snapshot,
+            backfills=self.backfills,
+            app="console.demo.accounts",
         )
 
     def run(self, make_app: Callable[[Any], Any]) -> None:
@@ -246,7 +270,7 @@ class Demo:
         of the world stays stale)."""
         return [
             eng.worker(
-                list(DEMO_JOBS) + list(DEMO_TASKS),
+                list(DEMO_JOBS) + list(DEMO_TASKS) + list(self.backfills or ()),
                 id=wid,
                 queues=list(queues),
                 concurrency=max(1, self.concurrency // (1 + i)),

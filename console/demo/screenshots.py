@@ -94,6 +94,12 @@ SHOTS: tuple[Shot, ...] = (
         press=("6",),
         advance=(2.0, 2.0, 2.0, 2.0),
     ),
+    Shot(
+        "backfills",
+        "Backfills: each declared sweep per environment, a running pass's progress and ETA, the gate a start "
+        "meets now, the ledger",
+        press=("7", "down", "down"),
+    ),
     Shot("help", "Help: every key of every screen, from the one action table", press=("question_mark",)),
     Shot(
         "read_only",
@@ -104,6 +110,7 @@ SHOTS: tuple[Shot, ...] = (
     Shot("database_down", "The database went away: a banner, and retries with backoff", outage=True),
     Shot("overview_80x24", "Overview in an 80x24 terminal", size=(80, 24)),
     Shot("dead_letters_80x24", "Dead letters in an 80x24 terminal", press=("3",), size=(80, 24)),
+    Shot("backfills_80x24", "Backfills in an 80x24 terminal", press=("7", "down", "down"), size=(80, 24)),
     Shot(
         "bulk_retry_80x24",
         "A bulk retry's confirmation in an 80x24 terminal",

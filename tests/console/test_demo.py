@@ -178,3 +178,38 @@ def test_the_demo_announces_the_dsn_the_cli_can_use() -> None:
     finally:
         demo.stop()
     assert "in memory" in Demo(force_memory=True).announce()
+
+
+def test_i22_the_demo_opens_with_a_backfill_pass_that_its_live_worker_resumes() -> None:
+    """The world's running pass of accounts_plan_tier is handed to the live worker, which replays
+    the world's 30 batches and reads on from their cursor over the demo's real table, while
+    accounts_email_lower stays pending in staging and production."""
+    from console.screens.backfill_text import status_of
+
+    demo = Demo(traffic=False, pace=0).start()
+    try:
+
+        async def watch() -> tuple[list[tuple[str, str, str]], int]:
+            board = await demo.source.backfills()
+            shown = [(v.name, v.environment, status_of(v)) for v in board.rows]
+            running = board.rows[-1].last
+            assert (running.actor, running.swept, running.batches) == ("carol", 6000, 30)
+            # No event reports a batch: the ledger, which the pass writes after each one, is polled.
+            for _ in range(300):
+                [run] = await demo.engine.driver.backfill_runs(
+                    names=["accounts_plan_tier"], environment="production", limit=1
+                )
+                if run.swept > 6000:
+                    return shown, run.swept
+                await asyncio.sleep(0.1)
+            return shown, run.swept
+
+        shown, swept = asyncio.run(watch())
+        assert shown == [
+            ("accounts_email_lower", "production", "pending"),
+            ("accounts_email_lower", "staging", "pending"),
+            ("accounts_plan_tier", "production", "running"),
+        ]
+        assert swept > 6000 and swept % 200 == 0  # whole batches of 200 after the world's 6,000
+    finally:
+        demo.stop()
