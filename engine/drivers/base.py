@@ -11,9 +11,9 @@ with ``Lifecycle``. Every driver implements every member, so nothing probes a dr
 
 A new area (outbox, schedules, backfills) lands the same way:
 
-1. ``class OutboxArea(Protocol)`` with its members, in engine/drivers/base_outbox.py (so this
-   module stays the core's), (``outbox_stage(*, ..., now)``), added
-   to ``Driver``'s bases and to ``AREAS`` as ``"outbox": OutboxArea``;
+1. ``class OutboxArea(Protocol)`` with its members, in engine/drivers/base_outbox.py (as the read
+   models' are in base_introspect.py, so this module stays short), (``outbox_stage(*, ..., now)``),
+   added to ``Driver``'s bases and to ``AREAS`` as ``"outbox": OutboxArea``;
 2. sql/queries/outbox.sql, each statement headed ``-- name: outbox_claim :many``;
 3. engine/drivers/postgres/outbox.py, ``class PostgresOutbox(PostgresBase)``: each member runs
    its statement through the base (``await self._rows(Q.outbox_claim, {...})``), whose
@@ -32,6 +32,7 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from engine.drivers.base_backfills import BackfillsArea
+from engine.drivers.base_introspect import IntrospectArea
 from engine.drivers.base_outbox import OutboxArea
 from engine.drivers.base_schedules import SchedulesArea
 from engine.projections import (
@@ -39,17 +40,11 @@ from engine.projections import (
     BulkAction,
     BulkBatch,
     BulkPlan,
-    DeadLetters,
     DrainRequest,
     JobFilter,
-    JobPage,
     JobSummary,
-    LimitState,
     QueuePause,
-    QueueStats,
-    WaitGroup,
 )
-from engine.series import QueueSeries
 from engine.types import (
     Ack,
     AttemptRecord,
@@ -308,48 +303,6 @@ class StepsArea(Protocol):
     ) -> StepRetry:
         """Re-run a dead or completed job from ``step_name``: drop that step's and later steps'
         results (by seq), reset it to ready with attempts reset, record who. Refusals change nothing."""
-        ...
-
-
-class IntrospectArea(Protocol):
-    """The read models, each read bounded by ``budget_ms``."""
-
-    async def queue_stats(self, *, now: datetime, count_cap: int, budget_ms: int | None) -> list[QueueStats]:
-        """Per queue: counts by state (each capped at count_cap: kind at-least past it), completed
-        in the hour before ``now`` with its per-minute series, oldest ready, pause. Workers zero."""
-        ...
-
-    async def queue_series(self, *, queue: str, now: datetime, budget_ms: int | None) -> QueueSeries:
-        """One queue's 60 calendar minutes up to ``now``'s: completions, jobs gone dead, the wait and
-        run percentiles of the completions (engine/series.py)."""
-        ...
-
-    async def job_page(
-        self, *, where: JobFilter, limit: int, cursor: str | None, count_cap: int, budget_ms: int | None
-    ) -> JobPage:
-        """One page of the filtered list, newest first, keyset below ``cursor`` (an id)."""
-        ...
-
-    async def dead_groups(
-        self, *, where: JobFilter, now: datetime, count_cap: int, budget_ms: int | None
-    ) -> DeadLetters:
-        """Dead letters matching ``where``, grouped by (name, error code, stop reason)."""
-        ...
-
-    async def job_duplicate(self, *, job_id: str) -> JobSummary | None:
-        """Another live row holding this job's dedupe key (I2's namespace), if any."""
-        ...
-
-    async def queue_get(self, *, queue: str) -> QueuePause:
-        """One queue's durable pause state (not paused when it has no row)."""
-        ...
-
-    async def limit_state(self, *, keys: Sequence[str], now: datetime) -> list[LimitState]:
-        """The stored slot rows and rate buckets of these limit keys (keys with neither: left out)."""
-        ...
-
-    async def queue_waits(self, *, queue: str, now: datetime, budget_ms: int | None) -> list[WaitGroup]:
-        """A queue's jobs not claimable at ``now``, grouped by what they wait for (WaitGroup)."""
         ...
 
 
