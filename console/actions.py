@@ -3,8 +3,7 @@ help screen, so a key, its palette entry and its help line cannot disagree.
 
 ``scope`` is "global" (bound on the App) or a screen's name (bound on that screen). A mutating
 action is never offered in read-only mode (hidden from the footer, the palette and refused by
-``check_action``); the engine refuses it too. A ``coming`` entry reserves a key for a screen a
-later issue brings: pressing it says plainly that it is not available yet.
+``check_action``); the engine refuses it too.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ class Action:
     help: str  # one line for the help screen and the palette
     scope: str = "global"
     mutating: bool = False
-    coming: str | None = None  # the issue that brings it; the key answers "not available yet"
     footer: bool = True
     key_display: str | None = None
 

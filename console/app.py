@@ -167,14 +167,6 @@ class JobsConsole(App[None]):
         if type(self.screen) is not screen_class("activity"):
             self.post_message(Navigate("activity", {}))
 
-    def action_coming(self, what: str) -> None:
-        entry = next(a for a in actions.NAV if a.title == what)
-        self.notify(
-            f"The {what} screen is not available yet: it comes with {entry.coming}.",
-            title="Not available yet",
-            severity="warning",
-        )
-
     def action_help(self) -> None:
         if type(self.screen) is not screen_class("help"):
             self.post_message(Navigate("help", {}))
@@ -210,7 +202,7 @@ class JobsConsole(App[None]):
         for a in actions.offered(scope, read_only=self.source.read_only):
             if a.action in ("help", "quit") or screen.check_action(a.name, ()) is False:
                 continue
-            label = f"{a.title}  [{actions.key_label(a)}]" + (" (coming)" if a.coming else "")
+            label = f"{a.title}  [{actions.key_label(a)}]"
             yield SystemCommand(escape(label), escape(a.help), _runner(screen, a))
         yield SystemCommand(escape("Help  [?]"), "every key of every screen", self.action_help)
         yield SystemCommand(escape("Quit  [q]"), "leave the console", self.action_quit)

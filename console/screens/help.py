@@ -21,12 +21,9 @@ def help_text(*, read_only: bool) -> Text:
         for a in rows:
             t.append(f"  {actions.key_label(a):<8}", style="bold")
             t.append(f"{a.title:<17}")
-            if a.coming:
-                t.append(f"coming with {a.coming}: not available yet", style="italic dim")
-            else:
-                t.append(a.help)
-                if a.mutating and read_only:
-                    t.append("  (read-only: not offered)", style="italic dim")
+            t.append(a.help)
+            if a.mutating and read_only:
+                t.append("  (read-only: not offered)", style="italic dim")
             t.append("\n")
         t.append("\n")
     t.append(f"  {'ctrl+p':<8}", style="bold")

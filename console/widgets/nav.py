@@ -1,10 +1,9 @@
 """The navigation line: every screen reachable from anywhere, by key, the shown one marked, and
 the breadcrumb of where you are (Jobs › billing › job 0d64…).
 
-Built from the action table's NAV, so a new screen appears here by adding its entry there. A
-reserved entry (a screen a later issue brings) is shown dim with "soon" while there is no
-breadcrumb to show; with one, the entries not shown are their keys only, so an 80-column
-terminal has room for it.
+Built from the action table's NAV, so a new screen appears here by adding its entry there. With
+a breadcrumb to show, the entries not shown are their keys only, so an 80-column terminal has
+room for it.
 """
 
 from __future__ import annotations
@@ -19,10 +18,7 @@ from console import actions
 
 def nav_text(current: str | None, crumbs: Sequence[str] = ()) -> Text:
     t = Text()
-    coming = [a for a in actions.NAV if a.coming]
     for a in actions.NAV:
-        if a.coming:
-            continue
         here = a.mode == current
         t.append(f" {a.key} ", style="bold reverse" if here else "bold")
         if here or len(crumbs) <= 1:  # with a breadcrumb to show, the other entries are keys only
@@ -30,10 +26,6 @@ def nav_text(current: str | None, crumbs: Sequence[str] = ()) -> Text:
             t.append(" ")
     if len(crumbs) > 1:
         t.append(" " + " › ".join(crumbs), style="bold")
-    elif coming:
-        keys = f"{coming[0].key}-{coming[-1].key}" if len(coming) > 1 else coming[0].key
-        t.append(f" {keys} ", style="dim")
-        t.append(f"{', '.join(a.title for a in coming)}: soon", style="dim italic")
     return t
 
 

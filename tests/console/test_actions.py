@@ -71,15 +71,6 @@ async def test_number_keys_reach_every_screen() -> None:
         assert table(app).keys == ["accounts", "billing", "emails", "integrations", "reports", "webhooks"]
 
 
-async def test_a_reserved_key_says_plainly_it_is_not_available() -> None:
-    app = console()
-    async with app.run_test(size=SIZE) as pilot:
-        await keys(pilot, "7")
-        assert app.current_mode == "overview"
-        (note,) = list(app._notifications)
-        assert "Backfills screen is not available yet" in note.message
-
-
 async def test_help_lists_every_key_and_closes() -> None:
     app = console()
     async with app.run_test(size=SIZE) as pilot:
@@ -89,7 +80,7 @@ async def test_help_lists_every_key_and_closes() -> None:
         for needle in (
             "Retry from step",
             "Pause/resume",
-            "coming with the backfills issue",
+            "start a dry run in the selected row's environment",
             "staged rows: backlog, age trend",
             "ctrl+p",
         ):
@@ -464,8 +455,8 @@ async def test_palette_lists_actions_of_the_screen_but_not_mutating_ones_read_on
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert any(t.startswith("Filter") for t in titles) and any(t.startswith("Workers") for t in titles)
         assert not any("Retry" in t for t in titles)
-        assert any("Backfills" in t and "coming" in t for t in titles)
-        assert any(t.startswith("Outbox") and "coming" not in t for t in titles)
+        assert any(t.startswith("Backfills") and "[7]" in t for t in titles)
+        assert any(t.startswith("Outbox") and "[6]" in t for t in titles)
 
 
 async def test_palette_runs_an_action() -> None:
