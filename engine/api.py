@@ -4,6 +4,8 @@ retry_from_step and send_event here are that Operator's, with the same checks an
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import itertools
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
@@ -21,6 +23,7 @@ from engine.opening import ensure_open, forget
 from engine.outbox_types import Staged
 from engine.projections import ActionResult
 from engine.syncbridge import LoopThread
+from engine.text import check_text
 from engine.types import EnqueueResult, JobRow, NewJob, SentEvent
 
 # A batch past this many rows goes out a statement per CHUNK rows, pipelined in one transaction,
@@ -78,6 +81,11 @@ class Engine:
         self.clock = clock or SystemClock()
         self.ids = ids or IdFactory(self.clock)
         self._bridge = LoopThread()
+        # An engine never closed (a script that ends without eng.close()) is closed at interpreter
+        # exit, its pools' tasks ended on their loop instead of destroyed pending ("Task was
+        # destroyed but it is pending!"). Holds the driver and the bridge, not the engine.
+        self._close_at_exit = _ExitCloser(driver, self._bridge)
+        atexit.register(self._close_at_exit)
 
     # --- building rows ---------------------------------------------------------------------
 
@@ -112,6 +120,7 @@ class Engine:
             raise JobsError(
                 X_INVALID_ARGUMENT, cause=f"tenant={tenant!r} must be a non-empty string or None", fix="tenant='acme'"
             )
+        check_text(tenant, what="tenant", fix="tenant='acme'")
         inp, text = check_json_text(value, job=h.name)
         return NewJob(
             job_id,
@@ -310,15 +319,54 @@ class Engine:
         )
 
     async def aclose(self) -> None:
+        """Close the driver's pools (``async with connect(...) as eng:`` calls it on leaving)."""
+        atexit.unregister(self._close_at_exit)
         forget(self.driver)
-        await self.driver.close()
+        await self.driver.close()  # every loop's pools, each on its own loop (the sync calls' included)
+        self._bridge.stop()
 
     def close(self) -> None:
+        """Close the driver's pools (``with connect(...) as eng:`` calls it on leaving)."""
+        atexit.unregister(self._close_at_exit)
+        self._close_at_exit()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Engine:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+class _ExitCloser:
+    """Closes an engine's driver on the engine's own loop thread (where the sync calls opened
+    their pools), then stops that thread."""
+
+    def __init__(self, driver: Driver, bridge: LoopThread) -> None:
+        self.driver, self.bridge = driver, bridge
+
+    def __call__(self) -> None:
         forget(self.driver)
+        if not self.bridge.started and not _loop_running():  # no sync call ran: no loop of its own to close on
+            asyncio.run(self.driver.close())
+            return
         try:
-            self._bridge.run(self.driver.close())
+            self.bridge.run(self.driver.close())
         finally:
-            self._bridge.stop()
+            self.bridge.stop()
 
 
 def connect(

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from engine.errors import X_INPUT_NOT_JSON, JobsError
+from engine.text import unstorable
 
 _SCALARS = frozenset({str, int, bool, type(None)})
 _DEPTH = 32  # deeper values take the standard library's path (its recursion limit applies there)
@@ -59,15 +60,25 @@ def _fast(value: Any) -> bytes | None:
 
 
 def _standard(value: Any, what: str, job: str) -> str:
+    where = f" of job {job!r}" if job else ""
     try:
-        return _ENCODER.encode(value)
+        text = _ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
-        where = f" of job {job!r}" if job else ""
         raise JobsError(
             X_INPUT_NOT_JSON,
             cause=f"the {what}{where} is not a JSON value: {exc}",
             fix="pass only dict, list, str, int, float (finite), bool and None; convert dates with .isoformat()",
         ) from exc
+    # orjson's path refuses a lone surrogate; the standard library writes it raw (ensure_ascii off).
+    # The value itself is not shown: an input may hold what a log must not.
+    why = None if text.isascii() else unstorable(text)
+    if why is not None:
+        raise JobsError(
+            X_INPUT_NOT_JSON,
+            cause=f"the {what}{where} holds {why} of its JSON text, which PostgreSQL cannot store",
+            fix="replace lone surrogates first: text.encode('utf-8', 'replace').decode('utf-8')",
+        )
+    return text
 
 
 # A NUL character is valid JSON (written \u0000) that PostgreSQL's jsonb refuses: an escape

@@ -16,12 +16,14 @@ from typing import Any
 from engine.errors import (
     X_DUPLICATE_JOB,
     X_IDEMPOTENCY_REQUIRED,
+    X_INVALID_ARGUMENT,
     X_INVALID_DEFINITION,
     X_NOT_A_JOB,
     X_UNKNOWN_JOB,
     JobsError,
 )
 from engine.retry import RetryPolicy
+from engine.text import check_text
 
 DEFAULT_QUEUE = "default"
 DEFAULT_EVENT_POLL = 30.0
@@ -70,6 +72,11 @@ class JobDefinition:
                 cause=f"idempotency_key of job {self.name!r} returned {key!r}, not a non-empty string",
                 fix=f"@job(name={self.name!r}, idempotency_key=lambda inp: f\"order:{{inp['id']}}\")",
             )
+        check_text(
+            key,
+            what=f"the idempotency key of job {self.name!r}",
+            fix="enqueue an input whose key fields hold text only",
+        )
         return key
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -141,6 +148,12 @@ def job(
             cause=f"job {label!r} declares queue={queue!r}",
             fix=f"@job(name={label!r}, queue='default')",
         )
+    check_text(
+        queue,
+        what=f"job {label!r} declares queue",
+        fix=f"@job(name={label!r}, queue='default')",
+        code=X_INVALID_DEFINITION,
+    )
     _positive("timeout", timeout, label)
     _positive("step_timeout", step_timeout, label)
     _positive("event_poll", event_poll, label, allow_none=False)
@@ -172,6 +185,7 @@ def job(
                 cause=f"@job({label!r}) decorates {fn!r}, which is not callable",
                 fix="put @job(...) above a def",
             )
+        check_text(name, what="@job declares name", fix="@job(name='send_email', ...)", code=X_INVALID_DEFINITION)
         return JobDefinition(
             name=name or fn.__name__,
             fn=fn,
@@ -246,6 +260,24 @@ class Registry:
 
     def queues(self) -> list[str]:
         return sorted({h.queue for h in self._jobs.values()})
+
+
+def as_registry(jobs: object) -> Registry:
+    """A Registry from what an app hands the worker: a Registry, a module, one job handle or an
+    iterable of them. Anything else is refused (only real handles register, I23)."""
+    if isinstance(jobs, Registry):
+        return jobs
+    if isinstance(jobs, pytypes.ModuleType):
+        return Registry.from_module(jobs)
+    if isinstance(jobs, JobDefinition):
+        return Registry([jobs])
+    if isinstance(jobs, (list, tuple, set, frozenset)):
+        return Registry(jobs)
+    raise JobsError(
+        X_INVALID_ARGUMENT,
+        cause=f"the worker cannot serve {jobs!r}: not a Registry, module or job handles",
+        fix="eng.worker([send_email, provision_workspace], concurrency=16)",
+    )
 
 
 def describe_job(handle: JobDefinition) -> dict[str, Any]:

@@ -26,6 +26,10 @@ class LoopThread:
                 self._loop, self._thread = loop, t
             return self._loop
 
+    @property
+    def started(self) -> bool:
+        return self._loop is not None
+
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self._ensure()).result()
 

@@ -325,6 +325,16 @@ class WorkerRecord:
 
 
 @dataclass(frozen=True)
+class Orphan:
+    """A running job re-delivered because its worker is gone (job_rescue_orphaned)."""
+
+    job_id: str
+    state: JobState  # ready, or dead when that was its last attempt
+    queue: str
+    worker: str  # the claimant that is gone
+
+
+@dataclass(frozen=True)
 class Heartbeat:
     """What a worker's heartbeat answers (None instead: its row is gone, it was reaped)."""
 

@@ -23,14 +23,15 @@ os.environ.pop("NO_COLOR", None)
 
 @pytest.fixture(autouse=True)
 def _restore_jobs_logger() -> Iterator[None]:
-    """`jobs worker` and the demo configure the `jobs` logger for a process (JSON lines, no
-    propagation); run in-process by a test, that would hide every later test's log events."""
+    """`jobs worker` and the demo configure the `jobs` logger (and psycopg's) for a process (JSON
+    lines, no propagation); run in-process by a test, that would hide every later test's log events."""
     import logging
 
-    log = logging.getLogger("jobs")
-    saved = (list(log.handlers), log.level, log.propagate, log.disabled)
+    loggers = [logging.getLogger(name) for name in ("jobs", "psycopg", "psycopg_pool")]
+    saved = [(list(log.handlers), log.level, log.propagate, log.disabled) for log in loggers]
     yield
-    log.handlers[:], log.level, log.propagate, log.disabled = saved[0], saved[1], saved[2], saved[3]
+    for log, (handlers, level, propagate, disabled) in zip(loggers, saved):
+        log.handlers[:], log.level, log.propagate, log.disabled = handlers, level, propagate, disabled
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from typing import Any
 from engine.errors import X_INVALID_ARGUMENT, X_READ_ONLY, JobsError
 from engine.ids import IdFactory
 from engine.introspect.base import EngineView
+from engine.text import check_text
 
 DEFAULT_BATCH = 500
 DEFAULT_PLAN_BUDGET = 5.0  # seconds a bulk action's dry run (or a short id's lookup) may take
@@ -55,12 +56,15 @@ class OperatorBase(EngineView):
                 cause=f"actor={actor!r}: every action names who took it",
                 fix="Operator(engine, actor='alice')",
             )
+        check_text(actor, what="actor", fix="Operator(engine, actor='alice')")
         self.actor = actor.strip()
         self.read_only = read_only
         self._read_only_fix = read_only_fix
         self.ids: IdFactory = getattr(engine, "ids", None) or IdFactory(self.clock)
 
-    def _writable(self, what: str) -> None:
+    def _writable(self, what: str, note: str | None = None) -> None:
+        """Refuse a mutating action in read-only mode, and a note PostgreSQL cannot store."""
+        check_text(note, what=f"the {what} note", fix="--note 'why, in plain text'")
         if self.read_only:
             raise JobsError(
                 X_READ_ONLY, cause=f"{what} was refused: this operator is read-only", fix=self._read_only_fix

@@ -11,6 +11,7 @@ from engine.actions.base import OperatorBase
 from engine.errors import X_INVALID_ARGUMENT, X_UNKNOWN_QUEUE, X_UNKNOWN_WORKER, JobsError
 from engine.projections import DrainRequest, QueuePause
 from engine.runtime.steps import check_event
+from engine.text import check_text
 from engine.types import SentEvent
 
 
@@ -32,7 +33,7 @@ class FleetActions(OperatorBase):
         it. Running jobs finish; nothing new starts. Pausing a paused queue is a no-op. A queue
         no job row, worker or pause names is refused with the names it may have meant, unless
         ``create`` (pausing a queue before its first job)."""
-        self._writable("pause")
+        self._writable("pause", note)
         self._fleet("pausing a queue")
         name = _queue_name(queue, "pause")
         await self._open()
@@ -51,7 +52,7 @@ class FleetActions(OperatorBase):
     async def resume(self, queue: str, *, note: str | None = None) -> QueuePause:
         """Resume a paused queue: its pause row goes, so a queue paused by mistake (a typo
         paused with --create) leaves nothing behind. Resuming a queue not paused is a no-op."""
-        self._writable("resume")
+        self._writable("resume", note)
         self._fleet("resuming a queue")
         name = _queue_name(queue, "resume")
         await self._open()
@@ -75,10 +76,11 @@ class FleetActions(OperatorBase):
         its grace, the rest is released). The worker sees the request at its next heartbeat;
         the request (who, when, the note) stays on its row until it deregisters. Asking twice
         is a no-op (``changed`` False)."""
-        self._writable("drain a worker")
+        self._writable("drain a worker", note)
         self._fleet("draining a worker")
         if not isinstance(worker_id, str) or not worker_id.strip():
             raise JobsError(X_INVALID_ARGUMENT, cause=f"worker id {worker_id!r} is empty", fix="jobs workers")
+        check_text(worker_id, what="worker id", fix="jobs workers")
         wid = worker_id.strip()
         await self._open()
         now = self.clock.now()
@@ -98,4 +100,5 @@ class FleetActions(OperatorBase):
 def _queue_name(queue: Any, verb: str) -> str:
     if not isinstance(queue, str) or not queue.strip():
         raise JobsError(X_INVALID_ARGUMENT, cause=f"queue={queue!r} is empty", fix=f"jobs {verb} QUEUE")
+    check_text(queue, what="queue", fix=f"jobs {verb} QUEUE")
     return queue.strip()

@@ -10,6 +10,7 @@ from engine.actions.base import OperatorBase
 from engine.errors import X_INVALID_ARGUMENT, X_INVALID_STATE, X_KEY_HELD, X_UNKNOWN_STEP, JobsError
 from engine.introspect.base import load_job, not_found
 from engine.projections import ActionResult
+from engine.text import check_text
 from engine.types import LIVE_STATES, JobState, StepRetry
 
 
@@ -47,7 +48,7 @@ class JobActions(OperatorBase):
     async def retry(self, job_id: str, *, tenant: str | None = None, note: str | None = None) -> ActionResult:
         """Retry a dead job from scratch (attempts reset). Not dead: X_INVALID_STATE. Another
         live job holding its idempotency key: X_KEY_HELD, naming that job."""
-        self._writable("retry")
+        self._writable("retry", note)
         tenant = self._tenant(tenant)
         row = await load_job(self, job_id, tenant, budget_ms=self.budget_ms)
         if row.state is not JobState.DEAD:
@@ -77,13 +78,14 @@ class JobActions(OperatorBase):
         """Run a dead or completed job again from ``step``: that step's stored result and every
         later one are discarded, earlier ones replay. Refused (X_INVALID_STATE, X_UNKNOWN_STEP,
         X_KEY_HELD, X_NOT_FOUND) with nothing changed."""
-        self._writable("retry from a step")
+        self._writable("retry from a step", note)
         if not isinstance(step, str) or not step.strip():
             raise JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"step={step!r} must be a non-empty string",
                 fix=f"jobs retry {job_id} --from-step STEP",
             )
+        check_text(step, what="step", fix=f"jobs retry {job_id} --from-step STEP")
         tenant = self._tenant(tenant)
         row = await load_job(self, job_id, tenant, budget_ms=self.budget_ms)
         r = checked_step_retry(
@@ -105,7 +107,7 @@ class JobActions(OperatorBase):
     async def cancel(self, job_id: str, *, tenant: str | None = None, note: str | None = None) -> ActionResult:
         """Cancel a live job (ready, delayed, suspended, parked or running: its worker sees the
         cancel at its next lease renewal). An already finished job is a clear no-op."""
-        self._writable("cancel")
+        self._writable("cancel", note)
         tenant = self._tenant(tenant)
         row = await load_job(self, job_id, tenant, budget_ms=self.budget_ms)
         res = await self.driver.job_cancel(
@@ -135,7 +137,7 @@ class JobActions(OperatorBase):
         """Discard a dead letter: its row, attempts and steps are deleted, and a ``discarded``
         entry (who, when, the note, what the job was) stays in its history. Only a dead job:
         anything else is X_INVALID_STATE."""
-        self._writable("discard")
+        self._writable("discard", note)
         tenant = self._tenant(tenant)
         row = await load_job(self, job_id, tenant, budget_ms=self.budget_ms)
         if row.state is not JobState.DEAD:

@@ -9,6 +9,7 @@ import sys
 import typer
 
 from engine.errors import X_NOT_FOUND, X_UNKNOWN_JOB, JobsError
+from engine.text import printable
 
 app = typer.Typer(
     name="jobs",
@@ -28,12 +29,18 @@ def _root() -> None:
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_DRIFT = 0, 1, 2, 3, 4
 
 
+def error_text(err: JobsError) -> str:
+    """An engine error as the CLI prints it: code, cause, fix and docs, one per line. A cause may
+    quote data (a name, a tenant): shown escaped, as the tables show it."""
+    return printable(f"error {err.code}: {err.cause}\n  fix: {err.fix}\n  docs: {err.docs}\n")
+
+
 def fail(err: JobsError, *, as_json: bool = False) -> None:
     """Print an engine error as code, cause and fix (JSON on stderr with --json) and exit."""
     if as_json:
         sys.stderr.write(json.dumps({"error": err.as_dict()}) + "\n")
     else:
-        sys.stderr.write(f"error {err.code}: {err.cause}\n  fix: {err.fix}\n  docs: {err.docs}\n")
+        sys.stderr.write(error_text(err))
     raise typer.Exit(EXIT_NOT_FOUND if err.code in (X_NOT_FOUND, X_UNKNOWN_JOB) else EXIT_ERROR)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from engine.cli import EXIT_ERROR, app, fail
+from engine.cli import EXIT_ERROR, app, error_text, fail
 from engine.cli.admin import DSN_HELP, resolve_dsn
 from engine.cli.reads import _t, console, emit, run, table
 from engine.errors import X_INVALID_ARGUMENT, JobsError
@@ -103,7 +103,7 @@ async def _serve(dsn: str, config: Any, metrics_port: int | None, metrics_host: 
         try:
             await driver.open()
         except JobsError as err:
-            sys.stderr.write(f"error {err.code}: {err.cause}\n  fix: {err.fix}\n  docs: {err.docs}\n")
+            sys.stderr.write(error_text(err))
             return EXIT_ERROR
         if metrics_port:
             server = serve_metrics(metrics, metrics_port, metrics_host)

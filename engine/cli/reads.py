@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 from engine.cli import EXIT_DRIFT, app, fail
 from engine.cli.admin import DSN_HELP, resolve_dsn
 from engine.errors import X_INVALID_ARGUMENT, X_NOT_FOUND, JobsError
+from engine.text import printable
 
 T = TypeVar("T")
 BUDGET_HELP = "seconds each query may take before it is cut off"
@@ -71,11 +72,22 @@ def run(dsn: str | None, as_json: bool, call: Callable[[Any], Awaitable[T]]) -> 
 
 
 def console() -> Console:
-    # Piped output (a script, a log) gets a wide table instead of one squeezed into 80 columns.
+    """The CLI's console. What it prints comes from jobs (names, tenants, errors, notes): a string is
+    never read as markup (``[bold]`` in a job's name stays literal) and every control character in
+    it is shown escaped (engine.text.printable), table cells included, so no terminal sequence that
+    came with the data reaches the terminal."""
     from rich.console import Console  # rich on first print: `jobs worker` and --json print no table
+    from rich.text import Text
 
+    class DataConsole(Console):
+        def render_str(self, text: str, **kw: Any) -> Text:
+            return super().render_str(printable(text), **kw)
+
+    # Piped output (a script, a log) gets a wide table instead of one squeezed into 80 columns.
     width = None if sys.stdout.isatty() else 200
-    return Console(no_color=bool(os.environ.get("NO_COLOR")), highlight=False, soft_wrap=True, width=width)
+    return DataConsole(
+        no_color=bool(os.environ.get("NO_COLOR")), markup=False, highlight=False, soft_wrap=True, width=width
+    )
 
 
 def table(*columns: str) -> Table:
@@ -183,7 +195,7 @@ def show(
         return emit(d)
     out, j = console(), d.job
     out.print(
-        f"[bold]{j.id}[/bold]  {j.name}  queue={j.queue}  tenant={j.tenant or '-'}  state={j.state.value}  attempt "
+        f"{j.id}  {j.name}  queue={j.queue}  tenant={j.tenant or '-'}  state={j.state.value}  attempt "
         f"{j.attempt} of {j.max_attempts}"
     )
     out.print(f"why: {d.why.summary}")

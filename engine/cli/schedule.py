@@ -12,7 +12,7 @@ from typing import Any
 import typer
 
 from engine.actions.base import default_actor
-from engine.cli import EXIT_ERROR, app, fail
+from engine.cli import EXIT_ERROR, app, error_text, fail
 from engine.cli.admin import DSN_HELP, resolve_dsn
 from engine.cli.ops import ACTOR_HELP, EXIT_NOOP
 from engine.cli.reads import console, emit, run
@@ -179,7 +179,7 @@ async def _serve(dsn: str, tasks: list[Any], config: Any, metrics_port: int | No
         try:
             await driver.open()
         except JobsError as err:
-            sys.stderr.write(f"error {err.code}: {err.cause}\n  fix: {err.fix}\n  docs: {err.docs}\n")
+            sys.stderr.write(error_text(err))
             return EXIT_ERROR
         if metrics_port:
             server = serve_metrics(metrics, metrics_port, metrics_host)

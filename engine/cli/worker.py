@@ -17,7 +17,7 @@ from typing import Any
 
 import typer
 
-from engine.cli import EXIT_ERROR, app, fail
+from engine.cli import EXIT_ERROR, app, error_text, fail
 from engine.cli.admin import DSN_HELP, resolve_dsn
 from engine.errors import X_INVALID_ARGUMENT, X_WORKER_TARGET, JobsError
 from engine.jobs import Registry
@@ -126,6 +126,16 @@ def worker(
     ),
     lease_seconds: float = typer.Option(30.0, "--lease-seconds", help="a claim's lease, renewed every third of it"),
     grace: float = typer.Option(30.0, "--grace", help="drain timeout: in-flight jobs may finish for this long (s)"),
+    close_timeout: float = typer.Option(
+        10.0,
+        "--close-timeout",
+        help="drain: the most the close after the grace may take, whatever the database does (s)",
+    ),
+    start_timeout: float = typer.Option(
+        None,
+        "--start-timeout",
+        help="give up starting after this long if the database does not answer (s; default: wait as long as it takes)",
+    ),
     poll_interval: float = typer.Option(1.0, "--poll-interval", help="the fallback poll when no NOTIFY arrives (s)"),
     traceback_limit: int = typer.Option(
         8192, "--traceback-limit", help="most characters of a failed attempt's traceback stored (its tail); 0: none"
@@ -151,6 +161,8 @@ def worker(
             ("flush-interval", flush_interval, "0.005"),
             ("lease-seconds", lease_seconds, "30"),
             ("grace", grace, "30"),
+            ("close-timeout", close_timeout, "10"),
+            ("start-timeout", start_timeout, "60"),
             ("poll-interval", poll_interval, "1"),
             ("maintenance-interval", maintenance_interval, "5"),
             ("metrics-port", metrics_port, "9464"),
@@ -179,6 +191,8 @@ def worker(
             flush_interval=flush_interval,
             lease_seconds=lease_seconds,
             grace=grace,
+            close_timeout=close_timeout,
+            start_timeout=start_timeout,
             poll_interval=poll_interval,
             traceback_limit=traceback_limit,
         )
@@ -207,6 +221,7 @@ async def _serve(
     scheduler: bool = True,
 ) -> int:
     from engine.api import open_driver
+    from engine.runtime import aio
     from engine.runtime.logs import configure_json_logging
     from engine.runtime.metrics import Metrics, serve_metrics
     from engine.services.maintenance import maintained_worker
@@ -224,30 +239,41 @@ async def _serve(
         **options,
     )
     server = None
+    loop = asyncio.get_running_loop()
+    starting = loop.create_task(w.start())
+    signals = 0
+
+    def on_signal() -> None:
+        nonlocal signals
+        signals += 1
+        if signals > 1:  # the operator means it: no second drain
+            os._exit(EXIT_SECOND_SIGNAL)
+        if starting.done():
+            loop.create_task(w.drain())
+        else:  # still waiting for the database: nothing to drain
+            starting.cancel()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_signal)
     try:
         try:
-            await w.start()
+            await starting
+        except asyncio.CancelledError:
+            if not starting.cancelled():
+                raise
+            return 0
         except JobsError as err:
-            sys.stderr.write(f"error {err.code}: {err.cause}\n  fix: {err.fix}\n  docs: {err.docs}\n")
+            sys.stderr.write(error_text(err))
             return EXIT_ERROR
+        if signals:  # signalled as the start ended (its cancellation lost on the way): drain now
+            await w.drain()
+            return 0
         if metrics_port:
             server = serve_metrics(metrics, metrics_port, metrics_host)
-        loop = asyncio.get_running_loop()
-        signals = 0
-
-        def on_signal() -> None:
-            nonlocal signals
-            signals += 1
-            if signals > 1:  # the operator means it: no second drain
-                os._exit(EXIT_SECOND_SIGNAL)
-            loop.create_task(w.drain())
-
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, on_signal)
         print(f"jobs worker {w.id} serving {','.join(w.queues)} (concurrency {w.config.concurrency})", flush=True)
         await w.wait_stopped()
         return 0
     finally:
         if server is not None:
             server.shutdown()  # type: ignore[attr-defined]
-        await driver.close()
+        await aio.within(driver.close, loop.time() + w.config.close_timeout)  # bounded, whatever the database does

@@ -62,6 +62,7 @@ from engine.types import (
     JobState,
     Nack,
     NewJob,
+    Orphan,
     QueueGauges,
     Renewal,
     SentEvent,
@@ -143,6 +144,20 @@ class WorkersArea(Protocol):
         ...
 
     async def worker_deregister(self, *, id: str) -> None: ...
+
+    async def worker_presence_hold(self, *, id: str) -> None:
+        """Hold worker ``id``'s presence and note it on its row: on PostgreSQL a session-level
+        advisory lock on a connection of its own, which the server frees the moment that session
+        ends (a killed process's included); a presence still held, whose session answers, is left
+        as it is. In the memory driver, which cannot die apart from its workers, presence is a
+        flag that only ``worker_presence_release`` ends. ConnectionLost when the database does not
+        answer."""
+        ...
+
+    async def worker_presence_release(self, *, id: str) -> None:
+        """End worker ``id``'s presence (on PostgreSQL: close its session). Jobs it still holds
+        are orphans from then on (job_rescue_orphaned)."""
+        ...
 
     async def worker_list(self, *, now: datetime) -> list[WorkerRecord]:
         """Every registered worker by id, with its heartbeat age at ``now``."""
@@ -230,6 +245,12 @@ class MaintenanceArea(Protocol):
         """Roll completions up per (queue, calendar minute) for every minute that ended ``settle``
         seconds before ``now`` and is not rolled yet (two hours at most); the rows written. The
         queues view reads rolled minutes instead of counting their rows again."""
+        ...
+
+    async def job_rescue_orphaned(self, *, now: datetime, limit: int) -> list[Orphan]:
+        """Re-deliver up to ``limit`` running jobs whose worker is gone: its presence was held on
+        this server (in this lifetime of it) and is no longer. Recorded as job_rescue records a
+        lapsed lease; not fenced on a leader (any worker may run it, and two never take one row)."""
         ...
 
     async def worker_reap(self, *, before: datetime) -> list[str]:

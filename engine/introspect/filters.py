@@ -11,6 +11,7 @@ from typing import Any
 
 from engine.errors import X_INVALID_ARGUMENT, X_TENANT_MISMATCH, X_UNKNOWN_STATE, JobsError
 from engine.projections import JobFilter
+from engine.text import check_text, check_texts
 from engine.types import JobState
 
 _KEYS = ("queue", "state", "name", "tenant", "code", "error_code", "search", "since", "until")
@@ -137,7 +138,13 @@ def parse_filter(text: str | list[str] | tuple[str, ...] | None) -> JobFilter:
 
 
 def scoped(where: JobFilter, tenant: str | None) -> JobFilter:
-    """Narrow a filter to a tenant scope (I25): a filter naming another tenant is refused."""
+    """Narrow a filter to a tenant scope (I25): a filter naming another tenant is refused. Every
+    read and bulk action passes here, so a filter's text PostgreSQL cannot store is refused here."""
+    for key in ("queue", "name", "tenant", "error_code", "search"):
+        check_text(getattr(where, key), what=f"the filter's {key}", fix="jobs ls --filter state=dead")
+    for field, value in where.input_fields:
+        check_text(field, what="the filter's input field", fix="jobs ls --filter input.invoice_id=42")
+        check_texts(value, what=f"the filter's input.{field}", fix="jobs ls --filter input.invoice_id=42")
     if tenant is None:
         return where
     if where.tenant is not None and where.tenant != tenant:

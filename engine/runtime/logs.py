@@ -17,9 +17,12 @@ WORKER_STARTED = "jobs.worker.started"
 WORKER_DRAINING = "jobs.worker.draining"
 WORKER_DRAIN_REQUESTED = "jobs.worker.drain-requested"  # an operator asked it (jobs workers drain ID)
 WORKER_STOPPED = "jobs.worker.stopped"
+WORKER_CLOSE_ABANDONED = "jobs.worker.close-abandoned"  # a drain step given up at its close_timeout
 WORKER_RECONNECTING = "jobs.worker.reconnecting"
+WORKER_WAITING_FOR_DATABASE = "jobs.worker.waiting-for-database"  # its start retries a database that does not answer
 WORKER_RECONNECTED = "jobs.worker.reconnected"
 WORKER_RELEASED = "jobs.worker.released"
+WORKER_GONE = "jobs.worker.gone"  # a worker's presence ended holding claims: its jobs re-delivered
 LEASE_LOST = "jobs.lease.lost"
 SLOT_LOST = "jobs.worker.slot-lost"  # a running job's fleet concurrency slot was taken by another holder
 TIMEOUT_ABANDONED = "jobs.timeout.abandoned"
@@ -39,6 +42,22 @@ SCHEDULE_FAILED = "jobs.schedule.failed"
 SCHEDULE_PAUSED = "jobs.schedule.paused"
 SCHEDULE_RESUMED = "jobs.schedule.resumed"
 SCHEDULE_TRIGGERED = "jobs.schedule.triggered"
+# The connection pool's own messages (psycopg_pool), under names of ours: `message` keeps its text.
+POOL_CONNECT_FAILED = "jobs.pool.connect-failed"  # a connection attempt failed; the pool retries
+POOL_RECONNECT_GAVE_UP = "jobs.pool.reconnect-gave-up"  # the pool stopped retrying one connection
+POOL_CONNECTION_DISCARDED = "jobs.pool.connection-discarded"  # a broken or closed connection dropped
+POOL_MESSAGE = "jobs.pool.message"  # any other warning of the pool or of psycopg
+
+_POOL_EVENTS = {
+    "error connecting in %r: %s": POOL_CONNECT_FAILED,
+    "reconnection attempt in pool %r failed after %s sec": POOL_RECONNECT_GAVE_UP,
+    "discarding broken connection: %s": POOL_CONNECTION_DISCARDED,
+    "discarding closed connection: %s": POOL_CONNECTION_DISCARDED,
+    "closing returned connection: %s": POOL_CONNECTION_DISCARDED,
+    "error resetting connection: %s": POOL_CONNECTION_DISCARDED,
+    "rollback failed: %s: %s. Discarding connection %s": POOL_CONNECTION_DISCARDED,
+}
+LIBRARY_LOGGERS = ("psycopg", "psycopg_pool")  # psycopg.pool is psycopg's child; the scheduler's are psycopg_pool's
 
 logger = logging.getLogger("jobs")
 
@@ -56,15 +75,33 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(body, default=str, separators=(",", ":"))
 
 
+class LibraryHandler(logging.Handler):
+    """Re-emits a library's log records (psycopg, psycopg_pool) as the engine's events, so a
+    worker's log stream is JSON lines only, with stable names."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            event = _POOL_EVENTS.get(str(record.msg), POOL_MESSAGE)
+            emit(event, record.levelno, message=record.getMessage(), logger=record.name)
+        except Exception:  # never let a log line break the caller
+            self.handleError(record)
+
+
 def emit(event: str, level: int = logging.INFO, **fields: Any) -> None:
     if logger.isEnabledFor(level):
         logger.log(level, event, extra={"fields": fields})
 
 
 def configure_json_logging(level: int = logging.INFO) -> None:
-    """What `jobs worker` installs: JSON lines on stderr."""
+    """What `jobs worker` (and `jobs relay`, `jobs scheduler`) installs: JSON lines on stderr,
+    psycopg's and psycopg_pool's warnings among them as `jobs.pool.*` events."""
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter())
     logger.handlers[:] = [handler]
     logger.setLevel(level)
     logger.propagate = False
+    for name in LIBRARY_LOGGERS:  # their warnings as JSON too (their info lines stay off)
+        lib = logging.getLogger(name)
+        lib.handlers[:] = [LibraryHandler()]
+        lib.setLevel(max(level, logging.WARNING))
+        lib.propagate = False

@@ -71,6 +71,12 @@ class Metrics:
             ["queue"],
             registry=r,
         )
+        self.orphaned = Counter(
+            "jobs_orphaned_total",
+            "Running jobs this process re-delivered because their worker was gone (its presence ended)",
+            ["queue"],
+            registry=r,
+        )
         self.settle_failed = Counter(
             "jobs_settle_failed_total", "Acks or nacks that failed (never a job failure, I6)", ["queue"], registry=r
         )

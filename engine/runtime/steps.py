@@ -29,6 +29,7 @@ from engine.retry import register_error_retry
 from engine.runtime.signal import RunSignal
 from engine.runtime.step_signal import StepSignal, invoke_step
 from engine.runtime.suspend import StepSuspension
+from engine.text import check_text
 from engine.types import Claim, JobRow, StepKind, StepStatus, StoredStep
 
 T = TypeVar("T")
@@ -375,6 +376,7 @@ def check_step_name(name: Any) -> None:
             cause=f"step name {name!r} must be a non-empty string of at most {_MAX_NAME} characters",
             fix='await ctx.step.run("charge-card", lambda: charge(order))',
         )
+    check_text(name, what="step name", fix='await ctx.step.run("charge-card", lambda: charge(order))')
 
 
 def check_event_name(name: Any) -> str:
@@ -384,6 +386,7 @@ def check_event_name(name: Any) -> str:
             cause=f"event name {name!r} must be a non-empty string of at most {_MAX_NAME} characters",
             fix='eng.send_event("workspace.approved", {"workspace": 7})',
         )
+    check_text(name, what="event name", fix='eng.send_event("workspace.approved", {"workspace": 7})')
     return name
 
 
@@ -414,6 +417,7 @@ def check_event(name: Any, payload: Any, tenant: Any) -> tuple[str, dict[str, An
         raise JobsError(
             X_INVALID_ARGUMENT, cause=f"tenant={tenant!r} must be a non-empty string or None", fix="tenant='acme'"
         )
+    check_text(tenant, what="tenant", fix="tenant='acme'")
     return name, check_json(payload, what="event payload"), tenant
 
 

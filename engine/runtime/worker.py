@@ -29,15 +29,22 @@ from typing import Any
 from engine.clock import Clock, SystemClock
 from engine.drivers.base import Driver
 from engine.errors import X_INVALID_ARGUMENT, JobsError
-from engine.jobs import Registry
-from engine.runtime import logs
+from engine.jobs import Registry, as_registry
+from engine.runtime import aio, logs
 from engine.runtime.execute import Execution, Runner
 from engine.runtime.leases import LeaseKeeper, _short
 from engine.runtime.limits import Limits
 from engine.runtime.metrics import Metrics
+from engine.runtime.presence import Presence
 from engine.runtime.settle import AckBuffer, Backoff, Pending
+from engine.runtime.startup import when_reachable
 from engine.runtime.worker_config import WorkerConfig
 from engine.types import ClaimedJob
+
+STOP_WAIT = 0.5  # seconds a drain past its close_timeout still gives its loops to end
+
+
+__all__ = ["Worker", "WorkerConfig", "as_registry"]
 
 
 class Worker:
@@ -76,6 +83,9 @@ class Worker:
             interval=cfg.renew_interval or cfg.lease_seconds / 3,
             metrics=self.metrics,
         )
+        self.presence = Presence(
+            driver, self.clock, worker=self.id, interval=cfg.presence_interval, metrics=self.metrics, poke=self._poke
+        )
         self._services, self._on_drain = list(services), list(on_drain)
         self._running: dict[str, asyncio.Task[Execution]] = {}
         self._tasks: list[asyncio.Task[Any]] = []
@@ -105,10 +115,13 @@ class Worker:
         return len(self._running)
 
     async def start(self) -> None:
+        """Open the driver and register, waiting for a database that does not answer yet
+        (engine/runtime/startup.py), then start the claim loop and the background loops."""
         if self._started:
             return
-        self._started = True
         cfg = self.config
+        await when_reachable(self._register, worker=self.id, start_timeout=cfg.start_timeout)
+        self._started = True
         self._woken = asyncio.Event()
         self._slot_freed = asyncio.Event()
         self._stopped = asyncio.Event()
@@ -139,15 +152,6 @@ class Worker:
             poke=self._woken.set,
             traceback_limit=cfg.traceback_limit,
         )
-        await self.driver.open()
-        await self.driver.worker_register(
-            id=self.id,
-            host=socket.gethostname(),
-            pid=os.getpid(),
-            queues=self.queues,
-            concurrency=cfg.concurrency,
-            now=self.clock.now(),
-        )
         spawn = asyncio.get_running_loop().create_task
         self._claimer = spawn(self._claim_loop(), name="jobs-claim")
         self._tasks = [
@@ -156,6 +160,7 @@ class Worker:
             spawn(self._listen_loop(), name="jobs-listen"),
             spawn(self._heartbeat_loop(), name="jobs-heartbeat"),
             spawn(self._gauges_loop(), name="jobs-gauges"),
+            spawn(self.presence.run(), name="jobs-presence"),
         ] + [spawn(_run(svc), name="jobs-service") for svc in self._services]
         logs.emit(logs.WORKER_STARTED, worker=self.id, queues=list(self.queues), concurrency=cfg.concurrency)
 
@@ -176,57 +181,90 @@ class Worker:
 
     async def drain(self, grace: float | None = None) -> None:
         """Stop claiming, let in-flight work finish up to ``grace``, release the rest, flush, and
-        await every background loop (I14). Safe to call twice: a second call waits for the first."""
+        await every background loop (I14). The close after the grace takes at most
+        ``close_timeout`` real seconds whatever the database does: a step still waiting on it
+        then is given up and logged (`jobs.worker.close-abandoned`). Safe to call twice: a second
+        call waits for the first."""
         if not self._started:
             return
         if self._drained:  # a drain under way (a signal, an operator's request): wait for its end
             await self._stopped.wait()
             return
         self._drained = True
-        grace = self.config.grace if grace is None else grace
+        cfg, loop = self.config, asyncio.get_running_loop()
+        grace = cfg.grace if grace is None else grace
         logs.emit(logs.WORKER_DRAINING, worker=self.id, in_flight=len(self._running), grace=grace)
         self.stop_claiming()
-        try:  # the Workers screen shows it draining at once, not at the next heartbeat
-            await self.driver.worker_heartbeat(
-                id=self.id, in_use=len(self._running), stopping=True, now=self.clock.now()
-            )
-        except Exception:
-            pass
-        await _finish(self._claimer)
-        pending = list(self._running.values())
-        if pending:
-            # asyncio.wait, not gather: cancelling the wait at the deadline must not cancel the jobs.
-            await _first(asyncio.wait(pending), self.clock.sleep(grace))
+        # The Workers screen shows it draining at once, not at the next heartbeat; stopped with the loops.
+        self._tasks.append(loop.create_task(self._beat(stopping=True), name="jobs-heartbeat-draining"))
+        grace_over = asyncio.ensure_future(self.clock.sleep(grace))
+        try:
+            await aio.until(grace_over, [self._claimer])  # a claim in flight lands, and its jobs start
+            # asyncio.wait, not gather: the end of the grace must not cancel the jobs.
+            await aio.until(grace_over, list(self._running.values()))
+        finally:
+            grace_over.cancel()
+        close_by = loop.time() + cfg.close_timeout
+        await aio.stop([self._claimer], close_by)  # a claim still waiting on the database
         left = [jid for jid, t in self._running.items() if not t.done()]
         for jid in left:
             lease = self.keeper.leases.get(jid)
             if lease is not None:
                 lease.abort("drain")  # a run still in its handler stops; one settling already ignores it
-        if left:
-            await asyncio.gather(*(self._running[j] for j in left if j in self._running), return_exceptions=True)
-        await self.acks.close()
-        if self.released:
-            try:
-                await self.driver.queue_notify(queues=self.queues)
-            except Exception:  # they are ready rows: the other workers' poll finds them
-                pass
-        for hook in self._on_drain:
-            try:
-                await hook()
-            except Exception:
-                pass
+        steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
+            (
+                "release",
+                lambda: asyncio.gather(*(self._running[j] for j in left if j in self._running), return_exceptions=True),
+            ),
+            ("ack", self.acks.close),
+        ]
+        if self.released:  # wake the others at once (else their poll finds the released rows)
+            steps.append(("notify", lambda: self.driver.queue_notify(queues=self.queues)))
+        steps += [("service", hook) for hook in self._on_drain]
+        for what, step in steps:
+            if not await aio.within(step, close_by):
+                logs.emit(logs.WORKER_CLOSE_ABANDONED, logging.WARNING, worker=self.id, step=what)
         self._closing = True
-        for t in self._tasks:
-            t.cancel()
-        for t in self._tasks:
-            await _finish(t)
-        try:
-            await self.driver.worker_deregister(id=self.id)
-        except Exception:  # the reaper removes the row once its heartbeat is old
-            pass
+        stuck = await aio.stop(self._tasks, max(close_by, loop.time() + STOP_WAIT))
+        if stuck:
+            logs.emit(
+                logs.WORKER_CLOSE_ABANDONED,
+                logging.WARNING,
+                worker=self.id,
+                step="loops",
+                tasks=sorted(t.get_name() for t in stuck if isinstance(t, asyncio.Task)),
+            )
+        # Unregistered here, or by the reaper once its heartbeat is old; then its presence ends
+        # (a row left behind, still holding claims, has them re-delivered by the fleet).
+        await aio.within(lambda: self.driver.worker_deregister(id=self.id), max(close_by, loop.time() + STOP_WAIT))
+        await aio.within(self.presence.release, max(close_by, loop.time() + STOP_WAIT))
         self._executor.shutdown(wait=False, cancel_futures=True)
         self._stopped.set()
         logs.emit(logs.WORKER_STOPPED, worker=self.id, released=len(self.released))
+
+    async def _register(self) -> None:
+        await self.driver.open()
+        await self.driver.worker_register(
+            id=self.id,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            queues=self.queues,
+            concurrency=self.config.concurrency,
+            now=self.clock.now(),
+        )
+        await self.presence.hold()  # before the first claim: no claim of ours is ever an orphan's
+
+    def _poke(self) -> None:
+        if self._started:
+            self._woken.set()
+
+    async def _beat(self, *, stopping: bool) -> None:
+        try:
+            await self.driver.worker_heartbeat(
+                id=self.id, in_use=len(self._running), stopping=stopping, now=self.clock.now()
+            )
+        except Exception:  # the next heartbeat, or the reaper, has the last word
+            pass
 
     async def wait_stopped(self) -> None:
         await self._stopped.wait()
@@ -309,7 +347,7 @@ class Worker:
         if due is not None:
             # A row due already but not claimed is locked by another worker's claim right now.
             wait = min(wait, max(0.01, (due - self.clock.now()).total_seconds()))
-        await _first(self._woken.wait(), self.clock.sleep(wait))
+        await aio.first(self._woken.wait(), self.clock.sleep(wait))
 
     # --- background loops ----------------------------------------------------------------------
 
@@ -352,14 +390,8 @@ class Worker:
                     )
                     self._drain_task = asyncio.get_running_loop().create_task(self.drain(), name="jobs-drain")
                 if beat is None:  # reaped while the database was away: register again
-                    await self.driver.worker_register(
-                        id=self.id,
-                        host=socket.gethostname(),
-                        pid=os.getpid(),
-                        queues=self.queues,
-                        concurrency=self.config.concurrency,
-                        now=self.clock.now(),
-                    )
+                    await self.presence.release()  # taken again and noted on the new row
+                    await self._register()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -395,46 +427,3 @@ class Worker:
 
 async def _run(service: Callable[[], Awaitable[None]]) -> None:
     await service()
-
-
-async def _first(*aws: Awaitable[Any]) -> None:
-    """Wait for the first of ``aws`` to finish; cancel the rest."""
-    tasks = [asyncio.ensure_future(a) for a in aws]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for t in tasks:
-            if not t.done():
-                t.cancel()
-
-
-async def _finish(task: asyncio.Task[Any]) -> None:
-    try:
-        await task
-    except asyncio.CancelledError:
-        if not task.cancelled():
-            raise
-    except Exception:
-        pass
-
-
-def as_registry(jobs: object) -> Registry:
-    """A Registry from what an app hands the worker: a Registry, a module, one job handle or an
-    iterable of them. Anything else is refused (only real handles register, I23)."""
-    import types as pytypes
-
-    from engine.jobs import JobDefinition
-
-    if isinstance(jobs, Registry):
-        return jobs
-    if isinstance(jobs, pytypes.ModuleType):
-        return Registry.from_module(jobs)
-    if isinstance(jobs, JobDefinition):
-        return Registry([jobs])
-    if isinstance(jobs, (list, tuple, set, frozenset)):
-        return Registry(jobs)
-    raise JobsError(
-        X_INVALID_ARGUMENT,
-        cause=f"the worker cannot serve {jobs!r}: not a Registry, module or job handles",
-        fix="eng.worker([send_email, provision_workspace], concurrency=16)",
-    )

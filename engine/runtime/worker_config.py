@@ -26,6 +26,13 @@ class WorkerConfig:
     poll_interval: float = 1.0  # the fallback when no NOTIFY arrives
     heartbeat_interval: float = 5.0
     grace: float = 30.0  # drain: how long in-flight jobs may finish before they are released
+    # drain: the most the close after the grace may take (release, flush, stop the loops,
+    # deregister), real seconds; past it a step that waits on the database is given up
+    close_timeout: float = 10.0
+    # start: how long to wait for a database that does not answer (real seconds); None: as long as it takes
+    start_timeout: float | None = None
+    # how often (real seconds) the worker checks its presence and re-delivers gone workers' jobs
+    presence_interval: float = 0.5
     shed_delay: float = 1.0  # a concurrency shed is claimable again after this
     gauges_interval: float = 10.0
     traceback_limit: int = 8192  # most characters of a failed attempt's traceback stored (its tail); 0: none
@@ -43,12 +50,17 @@ class WorkerConfig:
             "poll_interval",
             "heartbeat_interval",
             "grace",
+            "close_timeout",
+            "presence_interval",
             "shed_delay",
             "gauges_interval",
         ):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
                 raise _bad(name, v, f"jobs worker MODULE --{name.replace('_', '-')} 30")
+        st = self.start_timeout
+        if st is not None and (isinstance(st, bool) or not isinstance(st, (int, float)) or not st > 0):
+            raise _bad("start_timeout", st, "jobs worker MODULE --start-timeout 60")
         check_traceback_limit(self.traceback_limit)
         if self.renew_interval is not None and not (0 < self.renew_interval < self.lease_seconds):
             raise JobsError(

@@ -131,3 +131,52 @@ with leader as (
 )
 select (select count(*) from counted)::int as rows, (select count(*) from moved)::int as moved,
        (select count(*) from dropped)::int as dropped;
+
+-- name: job_rescue_orphaned :many
+-- Re-deliver the running jobs of workers that are gone: a worker whose presence lock was taken
+-- in this lifetime of the server and is no longer held (its session ended: the process was
+-- killed, or it released its presence still holding claims). Any worker may run it; SKIP LOCKED
+-- keeps two from taking one row. As job_rescue: the lost attempt stays burned (dead when it was
+-- the last), is recorded as 'lost', and the history says 'lease_lost', here with why 'worker-gone'.
+with gone as (
+    select w.id from jobs.worker w
+    where w.presence_epoch = pg_postmaster_start_time()
+      and not exists (
+          select 1 from pg_locks l
+          where l.locktype = 'advisory' and l.granted and l.objsubid = 2
+            and l.database = (select oid from pg_database where datname = current_database())
+            and l.classid = %(namespace)s::oid and l.objid = w.presence_key::oid
+      )
+), orphaned as (
+    select id from jobs.job
+    where state = 'running' and claimed_by in (select id from gone)
+    order by id
+    limit %(limit)s
+    for update skip locked
+), upd as (
+    update jobs.job j
+    set state = case when j.attempt >= j.max_attempts then 'dead' else 'ready' end,
+        run_at = case when j.attempt >= j.max_attempts then j.run_at else %(now)s end,
+        stop_reason = case when j.attempt >= j.max_attempts then 'attempts-exhausted' end,
+        finished_at = case when j.attempt >= j.max_attempts then %(now)s end,
+        last_error = 'X_LEASE_LOST: worker ' || coalesce(j.claimed_by, '?') || ' is gone (its database session ended) '
+                     || 'during run ' || j.run || case when j.attempt >= j.max_attempts
+                                      then ' [stop: attempts-exhausted at attempt ' || j.attempt || ' of ' || j.max_attempts || ']'
+                                      else '' end,
+        error_code = 'X_LEASE_LOST',
+        lease_until = null, waiting_since = null, updated_at = %(now)s
+    from orphaned
+    where j.id = orphaned.id
+    returning j.id, j.queue, j.run, j.attempt, j.claimed_by, j.claimed_at, j.state, j.last_error
+), rec as (
+    insert into jobs.attempt (job_id, run, attempt, worker, started_at, finished_at, outcome, error_code, error)
+    select id, run, attempt, coalesce(claimed_by, '?'), coalesce(claimed_at, %(now)s), %(now)s, 'lost', 'X_LEASE_LOST', last_error
+    from upd
+    on conflict (job_id, run) do nothing
+), hist as (
+    insert into jobs.history (job_id, at, kind, actor, note, data)
+    select id, %(now)s, 'lease_lost', 'rescuer', null,
+           jsonb_build_object('worker', claimed_by, 'run', run, 'attempt', attempt, 'to', state, 'why', 'worker-gone')
+    from upd
+)
+select id, state, queue, claimed_by from upd;

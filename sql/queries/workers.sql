@@ -133,3 +133,25 @@ cross join lateral (
 ) as t(run_at)
 where q.name <> all (array(select name from jobs.queue where paused))
   and (select count(*) from picked) < %(limit)s;
+
+-- name: worker_presence_lock :one
+-- Take a worker's presence lock on its own session: session-level, so PostgreSQL frees it the
+-- moment that session ends (a killed process's included). held is false when another session
+-- holds that key: the caller picks another.
+select pg_try_advisory_lock(%(namespace)s, %(key)s) as held;
+
+-- name: worker_presence_record :exec
+-- Where a worker's presence lock is, and in which lifetime of the server it was taken (no clock:
+-- the server's own start time, compared with itself by job_rescue_orphaned).
+update jobs.worker
+set presence_key = %(key)s, presence_epoch = pg_postmaster_start_time()
+where id = %(id)s;
+
+-- name: worker_presence_check :one
+-- The presence session still answers (a session the server ended raises instead).
+select true as alive;
+
+-- name: worker_presence_unlock :exec
+-- Free a worker's presence lock now, before its session closes (the server ends a closed
+-- session a moment later, not before the close returns).
+select pg_advisory_unlock_all();

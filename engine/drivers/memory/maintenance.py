@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from engine.drivers.memory.state import ROLLUP_KEPT, Leader, MemoryBase, minute_of
-from engine.types import AttemptRecord, HistoryEntry, JobState
+from engine.types import AttemptRecord, HistoryEntry, JobRow, JobState, Orphan
 
 _PRUNED = (JobState.COMPLETED, JobState.CANCELLED)
 
@@ -48,57 +48,55 @@ class MemoryMaintenance(MemoryBase):
                 key=lambda r: r.lease_until,  # type: ignore[arg-type, return-value]
             )[:limit]
             for r in lapsed:
-                dead = r.attempt >= r.max_attempts
                 err = f"X_LEASE_LOST: worker {r.claimed_by or '?'} stopped renewing the lease of run {r.run}"
-                if dead:
-                    err += f" [stop: attempts-exhausted at attempt {r.attempt} of {r.max_attempts}]"
-                state = JobState.DEAD if dead else JobState.READY
-                self.state.put(
-                    replace(
-                        r,
-                        state=state,
-                        run_at=r.run_at if dead else now,
-                        stop_reason="attempts-exhausted" if dead else None,
-                        finished_at=now if dead else None,
-                        last_error=err,
-                        error_code="X_LEASE_LOST",
-                        lease_until=None,
-                        waiting_since=None,
-                        updated_at=now,
-                    )
-                )
-                recs = self.state.attempts.setdefault(r.id, [])
-                if all(a.run != r.run for a in recs):
-                    recs.append(
-                        AttemptRecord(
-                            r.id,
-                            r.run,
-                            r.attempt,
-                            r.claimed_by or "?",
-                            r.claimed_at or now,
-                            now,
-                            "lost",
-                            "X_LEASE_LOST",
-                            err,
-                        )
-                    )
-                self.state.add_history(
-                    HistoryEntry(
-                        r.id,
-                        now,
-                        "lease_lost",
-                        "rescuer",
-                        None,
-                        {
-                            "worker": r.claimed_by,
-                            "run": r.run,
-                            "attempt": r.attempt,
-                            "to": state.value,
-                        },
-                    )
-                )
-                out.append((r.id, state))
+                out.append((r.id, self._lose(r, now, err, {})))
         return out
+
+    async def job_rescue_orphaned(self, *, now: datetime, limit: int) -> list[Orphan]:
+        with self.state.lock:
+            gone = {w for w, held in self.state.presence.items() if not held and w in self.state.workers}
+            orphaned = sorted(
+                (r for r in self.state.jobs.values() if r.state is JobState.RUNNING and r.claimed_by in gone),
+                key=lambda r: r.id,
+            )[:limit]
+            out = []
+            for r in orphaned:
+                err = f"X_LEASE_LOST: worker {r.claimed_by} is gone (its database session ended) during run {r.run}"
+                state = self._lose(r, now, err, {"why": "worker-gone"})
+                out.append(Orphan(r.id, state, r.queue, str(r.claimed_by)))
+            return out
+
+    def _lose(self, r: JobRow, now: datetime, err: str, why: dict[str, str]) -> JobState:
+        """A running row whose run is lost: ready again (dead on its last attempt), the attempt
+        recorded as 'lost', the history's 'lease_lost' (the rescuers of maintenance.sql)."""
+        dead = r.attempt >= r.max_attempts
+        if dead:
+            err += f" [stop: attempts-exhausted at attempt {r.attempt} of {r.max_attempts}]"
+        state = JobState.DEAD if dead else JobState.READY
+        self.state.put(
+            replace(
+                r,
+                state=state,
+                run_at=r.run_at if dead else now,
+                stop_reason="attempts-exhausted" if dead else None,
+                finished_at=now if dead else None,
+                last_error=err,
+                error_code="X_LEASE_LOST",
+                lease_until=None,
+                waiting_since=None,
+                updated_at=now,
+            )
+        )
+        recs = self.state.attempts.setdefault(r.id, [])
+        if all(a.run != r.run for a in recs):
+            recs.append(
+                AttemptRecord(
+                    r.id, r.run, r.attempt, r.claimed_by or "?", r.claimed_at or now, now, "lost", "X_LEASE_LOST", err
+                )
+            )
+        data = {"worker": r.claimed_by, "run": r.run, "attempt": r.attempt, "to": state.value} | why
+        self.state.add_history(HistoryEntry(r.id, now, "lease_lost", "rescuer", None, data))
+        return state
 
     async def job_prune(
         self, *, leader: str, holder: str, term: int, now: datetime, before: datetime, dead_before: datetime, limit: int
@@ -153,4 +151,5 @@ class MemoryMaintenance(MemoryBase):
             gone = [w.id for w in workers.values() if w.heartbeat_at < before]
             for wid in gone:
                 del workers[wid]
+                self.state.presence.pop(wid, None)
             return gone

@@ -123,6 +123,9 @@ class MemoryState:
     paused: dict[str, Pause] = field(default_factory=dict)  # the paused rows of jobs.queue
     queues: set[str] = field(default_factory=set)  # every queue named by a pause or a resume (jobs.queue)
     workers: dict[str, WorkerRecord] = field(default_factory=dict)  # jobs.worker
+    # jobs.worker's presence, by worker id: True while held, False once released (the memory
+    # driver's workers cannot die apart from it, so only a release ends a presence)
+    presence: dict[str, bool] = field(default_factory=dict)
     wakeups: Wakeups = field(default_factory=Wakeups)  # the jobs_enqueue channel
     gauges: GaugeSnapshot | None = None
     slots: dict[tuple[str, int], Slot] = field(default_factory=dict)  # (key, slot) -> jobs.slot row

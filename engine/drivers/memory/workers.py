@@ -69,6 +69,17 @@ class MemoryWorkers(MemoryBase):
     async def worker_deregister(self, *, id: str) -> None:
         with self.state.lock:
             self.state.workers.pop(id, None)
+            self.state.presence.pop(id, None)
+
+    async def worker_presence_hold(self, *, id: str) -> None:
+        with self.state.lock:
+            if id in self.state.workers:  # noted on its row, as worker_presence_record does
+                self.state.presence[id] = True
+
+    async def worker_presence_release(self, *, id: str) -> None:
+        with self.state.lock:
+            if id in self.state.presence:
+                self.state.presence[id] = False
 
     async def worker_list(self, *, now: datetime) -> list[WorkerRecord]:
         with self.state.lock:

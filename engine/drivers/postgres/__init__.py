@@ -15,7 +15,7 @@ from engine.drivers.postgres.limits import PostgresLimits
 from engine.drivers.postgres.maintenance import PostgresMaintenance
 from engine.drivers.postgres.migrate import check_current
 from engine.drivers.postgres.outbox import PostgresOutbox
-from engine.drivers.postgres.pool import check_dsn, safe_dsn
+from engine.drivers.postgres.pool import check_dsn, close_on, safe_dsn
 from engine.drivers.postgres.schedules import PostgresSchedules
 from engine.drivers.postgres.steps import PostgresSteps
 from engine.drivers.postgres.workers import PostgresWorkers
@@ -42,6 +42,7 @@ class PostgresDriver(
         # Each area's own state, set here in one place.
         self.optimistic_batches = bool(optimistic_batches)  # jobs: a batch tries the plain INSERT first
         self._listen_conns = {}  # workers: each loop's LISTEN connection
+        self._presence = {}  # workers: each worker's presence session
         self._step_writers = {}  # steps: each loop's group writer
         self._outbox_listen_conns = {}  # outbox: each loop's LISTEN connection for committed stages
 
@@ -56,12 +57,10 @@ class PostgresDriver(
     async def close(self) -> None:
         self._step_writers.clear()
         await self._listeners_close()
+        await self._presence_close()
         await self._outbox_listeners_close()
-        for pool in self.pools.forget_all():
-            try:
-                await pool.close()
-            except RuntimeError:  # a pool of a loop that is gone: its connections went with it
-                pass
+        for loop, closable in self.pools.forget_all():
+            await close_on(loop, closable)
 
 
 __all__ = ["PostgresDriver"]

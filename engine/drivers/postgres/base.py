@@ -28,6 +28,10 @@ T = TypeVar("T")
 Conn = psycopg.AsyncConnection[Any]
 Row = dict[str, Any]
 Params = Mapping[str, Any]
+# The first half of every worker presence lock's key (the two-int form, objsubid 2 in pg_locks),
+# so an app's own advisory locks, taken with one bigint, never collide with them (workers.py
+# takes them, maintenance.py looks for them). 0x6A6F6273 spells "jobs".
+PRESENCE_NAMESPACE = 0x6A6F6273
 
 
 def _expect(query: Query, cardinality: str) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from engine.drivers.postgres.base import PostgresBase
+from engine.drivers.postgres.base import PRESENCE_NAMESPACE, PostgresBase
 from engine.drivers.sqlfiles import Q
-from engine.types import JobState
+from engine.types import JobState, Orphan
 
 
 class PostgresMaintenance(PostgresBase):
@@ -50,6 +50,10 @@ class PostgresMaintenance(PostgresBase):
             Q.throughput_rollup, {"leader": leader, "holder": holder, "term": term, "now": now, "settle": settle}
         )
         return int(row["rows"]) if row else 0
+
+    async def job_rescue_orphaned(self, *, now: datetime, limit: int) -> list[Orphan]:
+        rows = await self._rows(Q.job_rescue_orphaned, {"namespace": PRESENCE_NAMESPACE, "now": now, "limit": limit})
+        return [Orphan(str(r["id"]), JobState(r["state"]), r["queue"], r["claimed_by"]) for r in rows]
 
     async def worker_reap(self, *, before: datetime) -> list[str]:
         return [str(r["id"]) for r in await self._rows(Q.worker_reap, {"before": before})]

@@ -236,9 +236,10 @@ class LoopPools:
         if pool is not None:
             await pool.close()
 
-    def forget_all(self) -> list[Any]:
-        """Every loop's pool and lead connection, forgotten: the caller closes them. A lead
-        connection's reconnection still under way on the calling loop is cancelled."""
+    def forget_all(self) -> list[tuple[asyncio.AbstractEventLoop, Any]]:
+        """Every loop's pool and lead connection, forgotten, each with its loop: the caller
+        closes them (on their own loop). A lead connection's reconnection still under way on the
+        calling loop is cancelled."""
         try:
             loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -247,8 +248,26 @@ class LoopPools:
             if task.get_loop() is loop:
                 task.cancel()
         with self._lock:
-            closable: list[Any] = [lead.conn for lead in self._leads.values() if lead.conn is not None]
-            closable += list(self._pools.values())
+            closable: list[tuple[asyncio.AbstractEventLoop, Any]] = [
+                (at, lead.conn) for at, lead in self._leads.items() if lead.conn is not None
+            ]
+            closable += list(self._pools.items())
             self._pools.clear()
             self._leads.clear()
         return closable
+
+
+async def close_on(loop: asyncio.AbstractEventLoop, closable: Any, *, timeout: float = 5.0) -> None:
+    """Close a pool or a connection of ``loop``. A connection closes from anywhere; a pool's tasks
+    end only on their own loop (else they are destroyed pending when it closes): here when it is
+    the running loop, on its thread when it runs there, not at all when it no longer runs (its
+    tasks ended with it)."""
+    here = asyncio.get_running_loop()
+    try:
+        if loop is here or isinstance(closable, psycopg.AsyncConnection):  # its close awaits nothing
+            await closable.close()
+        elif loop.is_running():
+            done = asyncio.run_coroutine_threadsafe(closable.close(), loop)
+            await asyncio.wait_for(asyncio.wrap_future(done), timeout)
+    except Exception:  # its loop went away meanwhile: so did its connections
+        pass

@@ -4,24 +4,30 @@ queue gauges; each method runs named statements from sql/queries/workers.sql."""
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
 
-from engine.drivers.postgres.base import PostgresBase
+from engine.drivers.postgres.base import PRESENCE_NAMESPACE, PostgresBase
 from engine.drivers.postgres.rows import CLAIM_FIELDS, claimed_rows
 from engine.drivers.sqlfiles import Q
 from engine.drivers.transient import connection_lost
+from engine.errors import X_INVARIANT, JobsError
 from engine.types import ClaimBatch, ClaimedJob, Heartbeat, QueueGauges, WorkerRecord, gauges_at
 
 _RUN_AT = CLAIM_FIELDS.index("run_at")
+PRESENCE_KEY_TRIES = 8
 
 
 class PostgresWorkers(PostgresBase):
     # Each event loop's LISTEN connection, outside the pools (PostgresDriver sets it to {}).
     _listen_conns: dict[asyncio.AbstractEventLoop, psycopg.AsyncConnection[Any]]
+    # Each worker's presence session, by worker id, outside the pools (PostgresDriver sets it to {}).
+    _presence: dict[str, psycopg.AsyncConnection[Any]]
 
     async def worker_register(
         self, *, id: str, host: str, pid: int, queues: Sequence[str], concurrency: int, now: datetime
@@ -37,6 +43,51 @@ class PostgresWorkers(PostgresBase):
                 "now": now,
             },
         )
+
+    async def worker_presence_hold(self, *, id: str) -> None:
+        conn = self._presence.get(id)
+        with connection_lost():
+            if conn is not None:
+                try:
+                    await self._row(Q.worker_presence_check, {}, conn=conn)
+                    return
+                except psycopg.Error:  # its session ended (the server's doing): take the lock again
+                    self._presence.pop(id, None)
+                    await conn.close()
+            conn = await psycopg.AsyncConnection.connect(self.dsn, **self.pools._kwargs(), row_factory=dict_row)
+            try:
+                key = await self._presence_lock(conn)
+                await self._exec(Q.worker_presence_record, {"id": id, "key": key}, conn=conn)
+            except BaseException:
+                await conn.close()
+                raise
+            self._presence[id] = conn
+
+    async def _presence_lock(self, conn: psycopg.AsyncConnection[Any]) -> int:
+        """A presence lock on ``conn`` under a random key (another session holding one: the next)."""
+        for _ in range(PRESENCE_KEY_TRIES):
+            key = secrets.randbelow(2**31 - 1) + 1  # positive: pg_locks shows it as an oid
+            row = await self._row(Q.worker_presence_lock, {"namespace": PRESENCE_NAMESPACE, "key": key}, conn=conn)
+            if row is not None and row["held"]:
+                return key
+        raise JobsError(
+            X_INVARIANT,
+            cause=f"{PRESENCE_KEY_TRIES} random presence keys were all held by other sessions",
+            fix='psql "$JOBS_DSN" -c "select count(*) from pg_locks where locktype = \'advisory\'"',
+        )
+
+    async def worker_presence_release(self, *, id: str) -> None:
+        conn = self._presence.pop(id, None)
+        if conn is not None:
+            try:
+                await self._exec(Q.worker_presence_unlock, {}, conn=conn)
+            except psycopg.Error:  # its session is gone already, and its lock with it
+                pass
+            await conn.close()
+
+    async def _presence_close(self) -> None:
+        while self._presence:
+            await self._presence.popitem()[1].close()  # a connection's close awaits nothing: any loop's
 
     async def worker_heartbeat(self, *, id: str, in_use: int, stopping: bool, now: datetime) -> Heartbeat | None:
         row = await self._row(Q.worker_heartbeat, {"id": id, "in_use": in_use, "stopping": stopping, "now": now})

@@ -1,0 +1,105 @@
+"""A worker's presence, and the fleet's recovery from a worker that died.
+
+Each worker holds a presence for as long as it runs (engine/drivers/base.py: on PostgreSQL a
+session-level advisory lock on a connection of its own, which the server frees the moment the
+process's session ends, SIGKILL included). Every worker, every ``presence_interval`` real seconds,
+checks its own presence still answers (taking it again if the server ended its session) and
+re-delivers the running jobs of workers whose presence is gone (`job_rescue_orphaned`), waking the
+fleet so another worker claims them at once: recovery within about one interval of a kill, not a
+whole lease. A worker alive but stalled keeps its presence, and its jobs wait for their lease, as
+before (the maintenance leader's rescuer). Fencing is unchanged (I15): a re-delivered job's next
+claim bumps its run, and the gone worker's late ack or nack is refused.
+
+The memory driver's workers cannot die apart from the process that holds it: there a presence
+ends only when released (a drain that ended still holding claims), and its jobs are re-delivered
+the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from engine.clock import Clock
+from engine.drivers.base import Driver
+from engine.runtime import logs
+from engine.runtime.leases import _short
+from engine.runtime.metrics import Metrics
+from engine.types import JobState, Orphan
+
+RESCUE_BATCH = 500
+
+
+class Presence:
+    def __init__(
+        self,
+        driver: Driver,
+        clock: Clock,
+        *,
+        worker: str,
+        interval: float,
+        metrics: Metrics,
+        poke: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.driver, self.clock, self.worker, self.interval = driver, clock, worker, interval
+        self.metrics, self.poke = metrics, poke
+
+    async def hold(self) -> None:
+        await self.driver.worker_presence_hold(id=self.worker)
+
+    async def release(self) -> None:
+        try:
+            await self.driver.worker_presence_release(id=self.worker)
+        except Exception:  # its session goes with the process anyway
+            pass
+
+    async def rescue_once(self) -> list[Orphan]:
+        """Re-deliver the running jobs of gone workers, and wake the fleet for them."""
+        orphans = await self.driver.job_rescue_orphaned(now=self.clock.now(), limit=RESCUE_BATCH)
+        if not orphans:
+            return orphans
+        logs.emit(
+            logs.WORKER_GONE,
+            logging.WARNING,
+            workers=sorted({o.worker for o in orphans}),
+            count=len(orphans),
+            job_ids=[o.job_id for o in orphans][:20],
+            by=self.worker,
+        )
+        for o in orphans:
+            self.metrics.orphaned.labels(o.queue).inc()
+        queues = sorted({o.queue for o in orphans if o.state is JobState.READY})
+        if queues:
+            self.poke()
+            try:
+                await self.driver.queue_notify(queues=queues)
+            except Exception:  # they are ready rows: the fleet's poll finds them
+                pass
+        return orphans
+
+    async def run(self) -> None:
+        failing = False
+        while True:
+            try:
+                await self.hold()
+                await self.rescue_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.metrics.reconnects.labels("presence").inc()
+                if not failing:  # once a streak: the claim loop reports the database's state too
+                    failing = True
+                    logs.emit(
+                        logs.WORKER_RECONNECTING,
+                        logging.WARNING,
+                        what="presence",
+                        worker=self.worker,
+                        error=_short(exc),
+                    )
+            else:
+                if failing:
+                    failing = False
+                    logs.emit(logs.WORKER_RECONNECTED, what="presence", worker=self.worker)
+            # Real time: it watches the fleet's sessions, not a deadline of the domain.
+            await asyncio.sleep(self.interval)

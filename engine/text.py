@@ -1,0 +1,69 @@
+"""The one rule for text PostgreSQL can store, in a text column or in jsonb alike: no NUL
+character, and valid UTF-8, so no lone surrogate (which Python makes of bytes it could not
+decode: in argv, or a file read with errors='surrogateescape').
+
+The engine checks it where text enters (a declaration, an enqueue, an event, a step, a filter, an
+action's note), before any driver sees the text, so the memory driver refuses what PostgreSQL
+would and nothing is written. JSON values (inputs, results, payloads) are checked by
+engine.codec, on the same rule.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from engine.errors import X_INVALID_ARGUMENT, JobsError
+
+
+def unstorable(text: str) -> str | None:
+    """None when PostgreSQL can store ``text``, else what breaks the rule and where."""
+    nul = text.find("\x00")
+    if nul >= 0:
+        return f"a NUL character (\\x00) at position {nul}"
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"a lone surrogate ({ascii(text[exc.start])[1:-1]}) at position {exc.start}"
+    return None
+
+
+def check_text(value: Any, *, what: str, fix: str, code: str = X_INVALID_ARGUMENT) -> None:
+    """Refuse a str PostgreSQL cannot store; anything not a str is the caller's to check."""
+    if isinstance(value, str):
+        why = unstorable(value)
+        if why is not None:
+            shown = ascii(value) if len(value) <= 60 else ascii(value[:60]) + "..."
+            raise JobsError(code, cause=f"{what} {shown} holds {why}, which PostgreSQL cannot store", fix=fix)
+
+
+def check_texts(value: Any, *, what: str, fix: str, code: str = X_INVALID_ARGUMENT) -> None:
+    """``check_text`` on every str in a JSON-like value (dict keys included)."""
+    if isinstance(value, str):
+        check_text(value, what=what, fix=fix, code=code)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            check_text(k, what=what, fix=fix, code=code)
+            check_texts(v, what=what, fix=fix, code=code)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            check_texts(v, what=what, fix=fix, code=code)
+
+
+# C0 controls but tab and newline, DEL, the C1 range, lone surrogates, and the bidi overrides that
+# can reorder what a reader sees.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    ch = match.group(0)
+    return "\\r" if ch == "\r" else f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` for a terminal: every control character but tab and newline, every bidi override
+    and lone surrogate shown as an escape (``\\x1b``, ``\\u202e``), so no sequence that came with
+    the data (a job's name, tenant, error, a note) reaches the terminal. What the CLI prints."""
+    return _UNPRINTABLE.sub(_escaped, text)

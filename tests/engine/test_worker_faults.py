@@ -1,0 +1,201 @@
+"""A worker under the database's faults at start-up, and what its log stream says meanwhile.
+
+- Started while the server is down, `jobs worker` waits with backoff, logging each retry as
+  `jobs.worker.waiting-for-database`, and serves once the server is up; `--start-timeout` bounds
+  the wait with the engine's error, never a traceback.
+- A start whose connections the server terminates (a real AdminShutdown, mid schema check) is
+  retried, not fatal.
+- Every line of a worker's stderr is a JSON event, the connection pool's messages included
+  (`jobs.pool.*`), through a server stop and its connections' termination.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict
+
+from engine.api import Engine
+from engine.drivers import postgres as pg_package
+from engine.drivers.postgres import PostgresDriver
+from engine.drivers.sqlfiles import Q
+from engine.runtime import logs
+from engine.runtime.worker import Worker, WorkerConfig
+from engine.testing import EmbeddedPostgres
+from tests.engine import test_worker_app as app
+from tests.engine.test_worker_pg import ROOT
+
+NOWHERE = "host=/nonexistent-socket-dir dbname=nothing user=nobody"
+
+
+class WorkerProcess:
+    """`jobs worker tests.engine.test_worker_app` with both pipes read line by line."""
+
+    def __init__(self, dsn: str, *args: str) -> None:
+        cmd = [sys.executable, "-c", "from engine.cli import main; main()", "worker", app.__name__, "--dsn", dsn]
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "JOBS_TEST_FAST": "1"}
+        self.proc = subprocess.Popen(
+            [*cmd, *args], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        self.stderr: list[str] = []
+
+    async def out(self, prefix: str) -> str:
+        assert self.proc.stdout is not None
+        while True:
+            line = await asyncio.wait_for(asyncio.to_thread(self.proc.stdout.readline), 60)
+            if not line:
+                raise AssertionError(f"the worker exited before printing {prefix!r}: {self.rest()}")
+            if line.startswith(prefix):
+                return line.strip()
+
+    async def event(self, name: str) -> dict[str, Any]:
+        """The next stderr line whose event starts with ``name`` (every line read is kept)."""
+        assert self.proc.stderr is not None
+        while True:
+            line = await asyncio.wait_for(asyncio.to_thread(self.proc.stderr.readline), 60)
+            if not line:
+                raise AssertionError(f"the worker exited before logging {name!r}: {''.join(self.stderr)}")
+            self.stderr.append(line)
+            body = json.loads(line)  # a line that is not JSON fails here, naming itself
+            if str(body.get("event", "")).startswith(name):
+                return body  # type: ignore[no-any-return]
+
+    def rest(self) -> str:
+        assert self.proc.stderr is not None
+        self.stderr.append(self.proc.stderr.read())
+        return "".join(self.stderr)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+
+
+def _end_sessions(dsn: str) -> None:
+    parts = conninfo_to_dict(dsn)
+    admin = psycopg.conninfo.make_conninfo(dsn, dbname="postgres")
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(Q.database_sessions_end.text, {"name": parts["dbname"]})  # type: ignore[arg-type]
+
+
+async def test_a_worker_started_while_the_server_is_down_waits_for_it_and_logs_only_json(
+    pg_dsn: str, pg_cluster: EmbeddedPostgres
+) -> None:
+    await asyncio.to_thread(pg_cluster.stop)
+    w = WorkerProcess(pg_dsn, "--poll-interval", "0.2", "--maintenance-interval", "0.2")
+    eng = Engine(PostgresDriver(pg_dsn))
+    try:
+        first = await w.event(logs.WORKER_WAITING_FOR_DATABASE)
+        second = await w.event(logs.WORKER_WAITING_FOR_DATABASE)
+        assert (first["attempt"], second["attempt"]) == (1, 2)
+        assert second["retry_in"] > first["retry_in"]  # backoff
+        assert "could not connect" in first["error"]
+        await asyncio.to_thread(pg_cluster.start)
+        await w.out("jobs worker ")
+        started = await w.event(logs.WORKER_STARTED)
+        r = await eng.aenqueue(app.pg_work, {"n": 1})
+        assert await w.out("STARTED ") == f"STARTED {r.id}"
+        # Its connections terminated under it: the pool's own messages are JSON events too.
+        await asyncio.to_thread(_end_sessions, pg_dsn)
+        pool_event = await w.event("jobs.pool.")
+        assert pool_event["event"] in (logs.POOL_CONNECTION_DISCARDED, logs.POOL_CONNECT_FAILED)
+        assert pool_event["logger"].startswith("psycopg") and pool_event["message"]
+        w.proc.send_signal(signal.SIGTERM)
+        assert await asyncio.to_thread(w.proc.wait, 30) == 0
+        rest = w.rest().splitlines()
+        assert all(json.loads(line)["event"].startswith("jobs.") for line in rest if line), rest
+        assert started["worker"]
+    finally:
+        w.kill()
+        await eng.aclose()
+
+
+def test_a_worker_gives_up_starting_after_start_timeout_with_the_engines_error() -> None:
+    began = time.monotonic()
+    out = subprocess.run(
+        [sys.executable, "-c", "from engine.cli import main; main()", "worker", app.__name__]
+        + ["--dsn", NOWHERE, "--start-timeout", "1"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    took = time.monotonic() - began
+    assert out.returncode == 1
+    lines = out.stderr.splitlines()
+    waits = [json.loads(line) for line in lines if line.startswith("{")]
+    assert waits and all(w["event"] == logs.WORKER_WAITING_FOR_DATABASE for w in waits)
+    assert "error X_DB_UNREACHABLE:" in out.stderr and "start_timeout 1 s" in out.stderr
+    assert "fix: check the server is up" in out.stderr and "Traceback" not in out.stderr
+    assert 0.5 < took < 20
+
+
+def test_start_timeout_must_be_positive() -> None:
+    with pytest.raises(Exception) as bad:
+        WorkerConfig(start_timeout=0)
+    assert getattr(bad.value, "code", None) == "X_INVALID_ARGUMENT"
+
+
+async def test_a_start_whose_connections_are_terminated_retries_and_starts(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    terminated: list[int] = []
+    check = pg_package.check_current
+
+    async def terminated_mid_check(dsn: str, one: Any, all_: Any) -> None:
+        async def one_terminated(query: Any, params: Any) -> Any:
+            if len(terminated) < 2:  # the server ends every session of the database under the check
+                terminated.append(1)
+                await asyncio.to_thread(_end_sessions, pg_dsn)
+            return await one(query, params)
+
+        await check(dsn, one_terminated, all_)
+
+    monkeypatch.setattr(pg_package, "check_current", terminated_mid_check)
+    caplog.set_level(logging.INFO, logger="jobs")
+    d = PostgresDriver(pg_dsn)
+    w = Worker(d, app_registry(), config=WorkerConfig(queues=(app.QUEUE,), poll_interval=0.2))
+    try:
+        await asyncio.wait_for(w.start(), 60)
+        waits = [r for r in caplog.records if r.getMessage() == logs.WORKER_WAITING_FOR_DATABASE]
+        assert len(terminated) == 2 and len(waits) == 2
+        assert "terminating connection" in waits[0].fields["error"]  # type: ignore[attr-defined]
+        assert [r.getMessage() for r in caplog.records].count(logs.WORKER_STARTED) == 1
+    finally:
+        await w.drain()
+        await d.close()
+
+
+def app_registry() -> Any:
+    from engine.jobs import Registry
+
+    return Registry.from_module(app)
+
+
+def test_the_pools_messages_are_json_events_with_stable_names(capsys: pytest.CaptureFixture[str]) -> None:
+    logs.configure_json_logging()
+    pool = logging.getLogger("psycopg.pool")
+    pool.warning("error connecting in %r: %s", "jobs", "connection refused")
+    pool.warning("discarding closed connection: %s", "<psycopg.AsyncConnection [BAD] at 0x1>")
+    pool.warning("reconnection attempt in pool %r failed after %s sec", "jobs", 300)
+    pool.info("connection requested from %r", "jobs")  # the pool's chatter stays off
+    logging.getLogger("psycopg").warning("some other warning")
+    lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    assert [(b["event"], b["level"], b["logger"]) for b in lines] == [
+        (logs.POOL_CONNECT_FAILED, "warning", "psycopg.pool"),
+        (logs.POOL_CONNECTION_DISCARDED, "warning", "psycopg.pool"),
+        (logs.POOL_RECONNECT_GAVE_UP, "warning", "psycopg.pool"),
+        (logs.POOL_MESSAGE, "warning", "psycopg"),
+    ]
+    assert lines[0]["message"] == "error connecting in 'jobs': connection refused"
