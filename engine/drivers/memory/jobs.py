@@ -52,7 +52,7 @@ def insert_jobs(state: MemoryState, jobs: Sequence[NewJob], now: datetime) -> tu
                 max_attempts=new.max_attempts,
                 run=0,
                 run_at=run_at,
-                created_at=now,
+                created_at=new.created_at or now,
                 updated_at=now,
             )
             state.put(row)
