@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import logging
 import os
 import signal
 import sys
@@ -19,8 +20,10 @@ import typer
 
 from engine.cli import EXIT_ERROR, app, error_text, fail
 from engine.cli.admin import DSN_HELP, resolve_dsn
+from engine.clock import SKEW_ENV, SystemClock, process_clock
 from engine.errors import X_INVALID_ARGUMENT, X_WORKER_TARGET, JobsError
 from engine.jobs import Registry
+from engine.runtime import logs
 
 EXIT_SECOND_SIGNAL = 130
 
@@ -199,12 +202,23 @@ def worker(
         from engine.runtime.worker import WorkerConfig
 
         WorkerConfig(**options)  # every option checked before the database is touched
+        clock = process_clock()  # $JOBS_TEST_CLOCK_SKEW, for tests only
         target_dsn = resolve_dsn(dsn)
     except JobsError as err:
         fail(err, as_json=json_out)
     options["relay"] = not no_relay
     code = runner(
-        _serve(target_dsn, registry, options, maint, not no_maintenance, metrics_port, metrics_host, not no_scheduler)
+        _serve(
+            target_dsn,
+            registry,
+            options,
+            maint,
+            not no_maintenance,
+            metrics_port,
+            metrics_host,
+            not no_scheduler,
+            clock,
+        )
     )
     if code:
         raise typer.Exit(code)
@@ -219,6 +233,7 @@ async def _serve(
     metrics_port: int | None,
     metrics_host: str,
     scheduler: bool = True,
+    clock: SystemClock | None = None,
 ) -> int:
     from engine.api import open_driver
     from engine.runtime import aio
@@ -229,9 +244,13 @@ async def _serve(
     configure_json_logging()
     metrics = Metrics()
     driver = open_driver(dsn)
+    clock = clock or SystemClock()
+    if clock.skew:
+        logs.emit(logs.WORKER_CLOCK_SKEWED, logging.WARNING, skew=clock.skew, env=SKEW_ENV, note="for tests only")
     w = maintained_worker(
         driver,
         registry,
+        clock=clock,
         maintenance=maintenance,
         maintenance_config=maint,
         scheduler=scheduler,
