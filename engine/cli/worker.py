@@ -147,6 +147,14 @@ def worker(
         5.0, "--maintenance-interval", help="seconds between rescue/prune passes"
     ),
     no_maintenance: bool = typer.Option(False, "--no-maintenance", help="never lead the rescuer and pruner"),
+    retention: float = typer.Option(
+        None,
+        "--retention",
+        help="seconds completed and cancelled jobs are kept before the pruner deletes them (7 days)",
+    ),
+    dead_retention: float = typer.Option(
+        None, "--dead-retention", help="seconds dead letters are kept (30 days; not shorter than --retention)"
+    ),
     no_relay: bool = typer.Option(False, "--no-relay", help="run no outbox relay in this worker"),
     no_scheduler: bool = typer.Option(False, "--no-scheduler", help="never lead the cron scheduler for its tasks"),
     metrics_port: int = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
@@ -168,6 +176,8 @@ def worker(
             ("start-timeout", start_timeout, "60"),
             ("poll-interval", poll_interval, "1"),
             ("maintenance-interval", maintenance_interval, "5"),
+            ("retention", retention, "604800"),
+            ("dead-retention", dead_retention, "2592000"),
             ("metrics-port", metrics_port, "9464"),
         ):
             _positive(name, value, target, example)
@@ -183,8 +193,20 @@ def worker(
             )
         from engine.services.maintenance import MaintenanceConfig
 
+        kept = {k: v for k, v in (("retention", retention), ("dead_retention", dead_retention)) if v is not None}
+        if retention is not None and dead_retention is None:  # dead letters: never kept shorter than the rest
+            kept["dead_retention"] = max(retention, MaintenanceConfig.dead_retention)
+        kept_for = retention if retention is not None else MaintenanceConfig.retention
+        if dead_retention is not None and dead_retention < kept_for:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"--dead-retention {dead_retention:g} is shorter than the retention of completed jobs "
+                f"({kept_for:g} s): dead letters are kept at least as long, so an operator can act on them first",
+                fix=f"jobs worker {target} --retention {min(kept_for, dead_retention):g} --dead-retention "
+                f"{dead_retention:g}",
+            )
         maint = MaintenanceConfig(
-            interval=maintenance_interval, leader_lease=max(lease_seconds, maintenance_interval * 3)
+            interval=maintenance_interval, leader_lease=max(lease_seconds, maintenance_interval * 3), **kept
         )
         options: dict[str, Any] = dict(
             queues=wanted,
