@@ -9,6 +9,7 @@ before its result could be stored ran again in the next run.
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -235,20 +236,20 @@ def projections(ev: Evidence) -> Check:
         if shown is None:
             continue
         value, exact = shown
-        compared.append(f"{state} {value}")
+        compared.append(f"{state} {value}" + ("" if exact else " (capped: not compared)"))
         if exact and value != direct:
             problems.append(f"queues view says {state} {value}, a direct count {direct}")
     done = ev.projected.get("completed_last_hour")
     if done is not None:
         value, exact = done
         direct = ev.direct_counts.get("completed", 0)
-        compared.append(f"completed last hour {value}")
+        compared.append(f"completed last hour {value}" + ("" if exact else " (capped: not compared)"))
         if exact and value != direct:
             problems.append(f"queues view says {value} completed in the last hour, a direct count {direct}")
     dead = ev.projected.get("dead_letters")
     if dead is not None:
         value, exact = dead
-        compared.append(f"dead letters {value}")
+        compared.append(f"dead letters {value}" + ("" if exact else " (capped: not compared)"))
         if exact and value != ev.direct_counts.get("dead", 0):
             problems.append(f"dead letters total {value}, a direct count {ev.direct_counts.get('dead', 0)}")
     return Check("projections' counts equal a direct count", not problems, "; ".join(compared), tuple(problems))
@@ -300,6 +301,34 @@ def reruns(ev: Evidence) -> dict[str, int]:
         if o in ("lost", "released", "unsettled"):
             counts[f"re-run ({o})"] += 1
     return dict(counts)
+
+
+def gone_while_alive(ev: Evidence) -> tuple[int, int]:
+    """(workers declared gone while they were alive, jobs re-delivered for it): a worker whose
+    presence session a fault ended is taken for dead by the others until it takes its presence
+    again, and its running jobs are re-delivered. Reported, not asserted: the presence design's
+    price under backend kills."""
+    last: dict[str, float] = {}
+    gone: list[tuple[float, str, int]] = []
+    for text in ev.logs.values():
+        me, latest = None, 0.0
+        for line in text.splitlines():
+            if not line.startswith("{"):
+                continue
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            latest = max(latest, float(e.get("ts", 0)))
+            if e.get("event") == "jobs.worker.started":
+                me = e.get("worker")
+            if e.get("event") == "jobs.worker.gone":
+                for w in e.get("workers", []):
+                    gone.append((float(e["ts"]), w, int(e.get("count", 0))))
+        if me:
+            last[me] = latest
+    alive = [(w, n) for ts, w, n in gone if last.get(w, 0.0) > ts + 1.0]
+    return len(alive), sum(n for _, n in alive)
 
 
 def secrets(ev: Evidence, password: str, marker: str) -> Check:

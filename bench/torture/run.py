@@ -58,6 +58,7 @@ class TortureReport:
     faults: list[Fault]
     recoveries: list[Recovery]
     reruns: dict[str, int]
+    gone_alive: tuple[int, int]  # (workers declared gone while alive, their jobs re-delivered)
     enqueued: int
     producer_errors: int
     skews: tuple[float, ...]
@@ -80,6 +81,7 @@ class TortureReport:
             "fault_counts": self.fault_counts(),
             "recoveries": [vars(r) for r in self.recoveries],
             "reruns": self.reruns,
+            "gone_alive": list(self.gone_alive),
             "enqueued": self.enqueued,
             "producer_errors": self.producer_errors,
             "skews": list(self.skews),
@@ -125,6 +127,10 @@ class TortureReport:
         )
         out.append(
             f"drain at the end: exit codes {exits}; exits on their own during the run: {len(self.unexpected_exits)}"
+        )
+        out.append(
+            f"workers declared gone while alive (a killed presence session): {self.gone_alive[0]}, their jobs "
+            f"re-delivered: {self.gone_alive[1]}"
         )
         reruns = ", ".join(f"{k} {v}" for k, v in sorted(self.reruns.items()))
         out.append(f"handler re-runs (at-least-once, expected): {reruns}")
@@ -226,6 +232,7 @@ async def run_torture(cfg: TortureConfig) -> TortureReport:
             faults=faults_seen,
             recoveries=[recovery(sampler, f.kind, f.at, start, load_end) for f in faults_seen],
             reruns=checks.reruns(evidence),
+            gone_alive=checks.gone_while_alive(evidence),
             enqueued=len(producer.sent),
             producer_errors=producer.errors,
             skews=skews,

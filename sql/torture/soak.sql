@@ -1,0 +1,18 @@
+-- The load benchmarks' own statements (bench/soak): a backlog of ready jobs seeded in one
+-- statement, and the counts the drain polls.
+
+-- name: soak_seed_ready :exec
+-- %(n)s ready no-op jobs of bench.workload's queue, due now, ids in order (UUIDv7-shaped).
+insert into jobs.job (id, name, queue, idempotency_key, input, state, priority, attempt, max_attempts,
+                      run, run_at, created_at, updated_at)
+select ('00000000-0000-7000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, 'bench.noop', 'bench', 'seed:' || g,
+       jsonb_build_object('i', g), 'ready', 0, 0, 1, 0, %(now)s, %(now)s, %(now)s
+from generate_series(1, %(n)s) as g;
+
+-- name: soak_vacuum :exec
+-- The seeded table vacuumed and analysed, as a table that has lived a while would be.
+vacuum (analyze) jobs.job;
+
+-- name: soak_settled :one
+-- Jobs no longer waiting to be claimed or running: what the drain has got through.
+select count(*)::bigint as n from jobs.job where state in ('completed', 'dead');
