@@ -193,9 +193,6 @@ def worker(
             )
         from engine.services.maintenance import MaintenanceConfig
 
-        kept = {k: v for k, v in (("retention", retention), ("dead_retention", dead_retention)) if v is not None}
-        if retention is not None and dead_retention is None:  # dead letters: never kept shorter than the rest
-            kept["dead_retention"] = max(retention, MaintenanceConfig.dead_retention)
         kept_for = retention if retention is not None else MaintenanceConfig.retention
         if dead_retention is not None and dead_retention < kept_for:
             raise JobsError(
@@ -205,8 +202,13 @@ def worker(
                 fix=f"jobs worker {target} --retention {min(kept_for, dead_retention):g} --dead-retention "
                 f"{dead_retention:g}",
             )
+        # Dead letters are never kept shorter than the rest: a long --retention alone lengthens theirs.
+        dead_kept = dead_retention if dead_retention is not None else max(kept_for, MaintenanceConfig.dead_retention)
         maint = MaintenanceConfig(
-            interval=maintenance_interval, leader_lease=max(lease_seconds, maintenance_interval * 3), **kept
+            interval=maintenance_interval,
+            leader_lease=max(lease_seconds, maintenance_interval * 3),
+            retention=kept_for,
+            dead_retention=dead_kept,
         )
         options: dict[str, Any] = dict(
             queues=wanted,
