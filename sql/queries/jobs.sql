@@ -109,10 +109,21 @@ returning j.id::text;
 -- name: job_nack :one
 -- Hand one claim back (retry, dead, park, suspend, release), fenced, recording the attempt.
 -- A shed, a suspension and a release burn no attempt (I7, I8); only retry and dead write an error.
+-- An event wait's suspension looks for its event once more: one sent after the wait looked and
+-- before this suspension woke nobody (the job was still running), so the job is claimable now
+-- instead of sleeping its event_poll (the match is event_find's).
 with done as (
     update jobs.job j
     set state = %(state)s,
-        run_at = coalesce(%(run_at)s, j.run_at),
+        run_at = case
+            when %(state)s = 'suspended' and %(wait)s::jsonb->>'kind' = 'event' and exists (
+                select 1 from jobs.event e
+                where e.name = %(wait)s::jsonb->>'event' and e.tenant is not distinct from j.tenant
+                  and e.payload @> coalesce(%(wait)s::jsonb->'match', '{}'::jsonb)
+                  and e.sent_at >= j.created_at and e.sent_at <= %(now)s
+                  and not exists (select 1 from jobs.step s where s.job_id = j.id and s.event_id = e.id)
+            ) then %(now)s
+            else coalesce(%(run_at)s, j.run_at) end,
         attempt = case when %(counts)s then j.attempt else j.attempt - 1 end,
         last_error = case when %(writes_error)s then %(error)s else j.last_error end,
         error_code = case when %(writes_error)s then %(error_code)s else j.error_code end,
