@@ -48,7 +48,8 @@ class Ledger:
 
         if cls.pool is None:
             dsn = os.environ.get("TORTURE_APP_DSN") or os.environ["JOBS_DSN"]
-            cls.pool = AsyncConnectionPool(dsn, min_size=1, max_size=4, open=False, timeout=5.0)
+            kwargs = {"application_name": "torture-ledger"}  # not an engine connection: the backend kills spare it
+            cls.pool = AsyncConnectionPool(dsn, min_size=1, max_size=4, open=False, timeout=5.0, kwargs=kwargs)
             await cls.pool.open(wait=False)
         token = str(uuid.uuid4())
         row = ctx.job

@@ -303,6 +303,16 @@ def reruns(ev: Evidence) -> dict[str, int]:
     return dict(counts)
 
 
+def last_settled(ev: Evidence, n: int = 3) -> list[str]:
+    """The jobs that finished last, and how long each took from its creation: where the end waited."""
+    done = sorted((j for j in ev.jobs if j["finished_at"] is not None), key=lambda j: j["finished_at"])[-n:]
+    return [
+        f"{j['key']} {j['state']} after {(j['finished_at'] - j['created_at']).total_seconds():.1f} s "
+        f"(run {j['run']}, attempt {j['attempt']})"
+        for j in reversed(done)
+    ]
+
+
 def gone_while_alive(ev: Evidence) -> tuple[int, int]:
     """(workers declared gone while they were alive, jobs re-delivered for it): a worker whose
     presence session a fault ended is taken for dead by the others until it takes its presence

@@ -8,6 +8,9 @@
   ack what it lost, and must notice the loss;
 - ``exhaust``: idle-in-transaction sessions of the application's login holding every connection
   PostgreSQL will give it, for a while;
+- ``term``: SIGTERM of a random worker, the graceful drain an orchestrator asks for (one lands
+  while PostgreSQL restarts): it must exit 0 within its grace and close bound; then it is started
+  again;
 - ``skew``: not an event: the workers run with clocks apart within the documented margin.
 
 A plan is a list of (offset in seconds, kind). ``storm`` overlaps them (kills every few seconds
@@ -30,10 +33,13 @@ from bench.torture.cluster import TortureCluster
 from bench.torture.fleet import Fleet, Incarnation
 from bench.torture.sqlq import sql
 
-KINDS = ("kill", "backend", "restart", "stall", "exhaust")
+KINDS = ("kill", "backend", "restart", "stall", "exhaust", "term")
 RESTART_DOWN = 1.0  # seconds the server stays down
 EXHAUST_HOLD = 4.0  # seconds the sessions hold every connection
 KILL_RESPAWN = 1.0  # seconds before a killed worker's slot is started again
+TERM_SLACK = (
+    5.0  # seconds past its drain bound a SIGTERMed worker may take to exit (process start-up, a loaded machine)
+)
 STALL_SETTLE = 0.5  # seconds between the SIGSTOP and reading what the stopped worker holds
 STALL_SPARE = 10.0  # seconds a woken stalled worker is not killed: time to find and log its losses
 
@@ -63,6 +69,7 @@ def storm_plan(seconds: float, kill_every: float = 7.0) -> list[tuple[float, str
         base = r * seconds / rounds
         span = seconds / rounds
         plan += [(base + span * 0.3, "restart"), (base + span * 0.5, "stall"), (base + span * 0.75, "exhaust")]
+        plan += [(base + span * 0.3 + 0.3, "term"), (base + span * 0.6, "term")]  # the first: during the restart
     return sorted(plan)
 
 
@@ -100,8 +107,7 @@ class Injector:
         self.faults.append(Fault(kind, at, time.monotonic(), detail))
 
     async def kill(self) -> None:
-        now = time.monotonic()
-        live = [i for i in self.fleet.live() if not i.stopped and i.spared_until <= now]
+        live = self.fleet.targets()
         if not live:
             return
         victim = self.rng.choice(live)
@@ -115,6 +121,18 @@ class Injector:
     async def _respawn(self, slot: int) -> None:
         await asyncio.sleep(KILL_RESPAWN)
         self.fleet.spawn(slot)
+
+    async def term(self) -> None:
+        """SIGTERM: the worker drains (stops claiming, gives in-flight work its grace, releases the
+        rest) and exits 0 within grace + close timeout, whatever the database is doing."""
+        live = self.fleet.targets()
+        if not live:
+            return
+        victim = self.rng.choice(live)
+        at = time.monotonic()
+        code, seconds = await asyncio.to_thread(self.fleet.term, victim, self.fleet.drain_bound + TERM_SLACK)
+        self._record("term", at, pid=victim.pid, slot=victim.slot, exit=code, seconds_to_exit=seconds)
+        self.fleet.spawn(victim.slot)
 
     async def backend(self) -> None:
         at = time.monotonic()
@@ -145,7 +163,7 @@ class Injector:
         while victim is None:  # a worker with work in flight (the slow jobs make sure of one)
             busy = {r["pid"] for r in await self._running()}
             now = time.monotonic()
-            live = {i.pid: i for i in self.fleet.live() if not i.stopped and i.spared_until <= now}
+            live = {i.pid: i for i in self.fleet.targets()}
             candidates = sorted(pid for pid in busy if pid in live) or (sorted(live) if now > deadline else [])
             if candidates:
                 victim = live[self.rng.choice(candidates)]
@@ -184,7 +202,9 @@ class Injector:
         try:
             while len(holders) < self.cluster.max_connections:
                 try:
-                    conn = await psycopg.AsyncConnection.connect(self.cluster.app, connect_timeout=3)
+                    conn = await psycopg.AsyncConnection.connect(
+                        self.cluster.app, connect_timeout=3, application_name="torture-exhaust"
+                    )
                 except psycopg.Error as exc:
                     refused = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
                     break

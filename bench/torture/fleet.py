@@ -32,6 +32,7 @@ class Incarnation:
     killed: bool = False  # by the harness (SIGKILL): expected to die
     stopped: bool = False  # SIGSTOPped right now
     drained: bool = False  # SIGTERMed at the end
+    terminated: bool = False  # SIGTERMed mid-run (a fault)
     spared_until: float = 0.0  # monotonic: no kill before (a stalled worker, woken, must be seen noticing)
     exit_code: int | None = None
     exit_seconds: float | None = None  # from SIGTERM to exit
@@ -67,9 +68,9 @@ class Fleet:
             "--lease-seconds",
             f"{self.lease:g}",
             "--grace",
-            "5",
+            f"{self.GRACE:g}",
             "--close-timeout",
-            "5",
+            f"{self.CLOSE:g}",
             "--poll-interval",
             "0.5",
             "--maintenance-interval",
@@ -103,6 +104,11 @@ class Fleet:
             current[inc.slot] = inc
         return [inc for inc in current.values() if inc.proc.poll() is None]
 
+    def targets(self) -> list[Incarnation]:
+        """The workers a fault may pick: running, not stopped, not draining, not spared."""
+        now = time.monotonic()
+        return [i for i in self.live() if not i.stopped and not i.terminated and i.spared_until <= now]
+
     def current(self, slot: int) -> Incarnation:
         return [i for i in self.incarnations if i.slot == slot][-1]
 
@@ -111,6 +117,27 @@ class Fleet:
             if inc.pid == pid:
                 return inc
         return None
+
+    GRACE, CLOSE = 5.0, 5.0  # the workers' --grace and --close-timeout
+
+    @property
+    def drain_bound(self) -> float:
+        return self.GRACE + self.CLOSE
+
+    def term(self, inc: Incarnation, timeout: float) -> tuple[int | None, float | None]:
+        """SIGTERM and wait: (exit code, seconds to exit), or (None, None) when it outlived
+        ``timeout`` (then it is killed)."""
+        inc.terminated = True
+        sent = time.monotonic()
+        inc.proc.send_signal(signal.SIGTERM)
+        try:
+            code = inc.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            inc.proc.kill()
+            inc.proc.wait()
+            return None, None
+        inc.exit_code, inc.exit_seconds = code, time.monotonic() - sent
+        return code, inc.exit_seconds
 
     def kill(self, inc: Incarnation) -> None:
         inc.killed = True
@@ -134,7 +161,7 @@ class Fleet:
         for slot in range(self.size):
             inc = self.current(slot)
             code = inc.proc.poll()
-            if code is None or inc.killed or inc.drained:
+            if code is None or inc.killed or inc.drained or inc.terminated:
                 continue
             inc.exit_code = code
             self.unexpected_exits.append(inc)

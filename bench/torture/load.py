@@ -136,7 +136,9 @@ class Producer:
             s.tries += 1
             committing = False
             try:
-                async with await psycopg.AsyncConnection.connect(self.app_dsn, connect_timeout=5) as conn:
+                async with await psycopg.AsyncConnection.connect(
+                    self.app_dsn, connect_timeout=5, application_name="torture-stage"
+                ) as conn:
                     async with conn.transaction(force_rollback=s.rolled_back):
                         await conn.execute(sql("torture_order"), {"key": s.key})  # type: ignore[arg-type]
                         await self.eng.astage(conn, HANDLES[s.kind], inp)

@@ -32,6 +32,8 @@ from engine.introspect import Introspector
 from engine.introspect.schedules import Schedules
 
 START_TIMEOUT = 90.0  # the fleet registering, on a loaded machine
+# The targets: the completion rate back within 10% of its rate before the fault, in under.
+RECOVERY_TARGETS = {"backend": 10.0, "restart": 30.0}
 
 
 @dataclass
@@ -59,6 +61,7 @@ class TortureReport:
     recoveries: list[Recovery]
     reruns: dict[str, int]
     gone_alive: tuple[int, int]  # (workers declared gone while alive, their jobs re-delivered)
+    last_settled: list[str]  # the jobs that finished last (where the end waited)
     enqueued: int
     producer_errors: int
     skews: tuple[float, ...]
@@ -109,6 +112,7 @@ class TortureReport:
             f"{cfg.lease:g} s), {self.enqueued} enqueues at {cfg.rate:g}/s, plan {cfg.plan}; settled "
             f"{self.settle_seconds:.1f} s later; {self.elapsed:.0f} s in all; logs in {self.logs}",
             f"producer calls retried: {self.producer_errors}",
+            "last to settle: " + "; ".join(self.last_settled),
         ]
         if self.plain_lines:
             out.append(f"log lines that are not JSON events: {len(self.plain_lines)}")
@@ -122,6 +126,14 @@ class TortureReport:
                 f"  {r.kind:8} at {r.at:6.1f} s: before {r.before:6.1f}/s after {r.after:6.1f}/s ratio {ratio:>5}"
                 f" back in {back}{note}"
             )
+        for kind, bound in RECOVERY_TARGETS.items():
+            got = [r.recovered for r in self.recoveries if r.kind == kind]
+            if not got:
+                continue
+            worst = None if any(g is None for g in got) else max(g for g in got if g is not None)
+            verdict = "met " if worst is not None and worst < bound else "MISS"
+            shown = f"{worst:.2f} s" if worst is not None else "not within the window"
+            out.append(f"  [{verdict}] back within 10% after a {kind} in under {bound:g} s: the slowest {shown}")
         exits = ", ".join(
             f"{code}" + (f" in {secs:.1f} s" if secs is not None else "") for _, code, secs in self.worker_exits
         )
@@ -233,6 +245,7 @@ async def run_torture(cfg: TortureConfig) -> TortureReport:
             recoveries=[recovery(sampler, f.kind, f.at, start, load_end) for f in faults_seen],
             reruns=checks.reruns(evidence),
             gone_alive=checks.gone_while_alive(evidence),
+            last_settled=checks.last_settled(evidence),
             enqueued=len(producer.sent),
             producer_errors=producer.errors,
             skews=skews,
@@ -318,14 +331,22 @@ def _checks(ev: checks.Evidence, cfg: TortureConfig, injector: Injector, fleet: 
     if ev.stalls:
         out.append(checks.stalled_worker(ev))
     exits = [f"pid {i.pid} exited {i.exit_code}" for i in fleet.unexpected_exits]
+    for f in injector.faults:
+        if f.kind == "term" and f.detail.get("exit") != 0:
+            exits.append(
+                f"pid {f.detail['pid']} SIGTERMed: exit {f.detail.get('exit')} "
+                f"(None: still running {fleet.drain_bound:g} s + slack later, killed)"
+            )
     drained = [i for i in fleet.incarnations if i.drained]
     bad = [f"pid {i.pid} drained with exit {i.exit_code}" for i in drained if i.exit_code != 0]
+    terms = [f for f in injector.faults if f.kind == "term"]
+    slowest = max((f.detail.get("seconds_to_exit") or 0.0 for f in terms), default=0.0)
     out.append(
         checks.Check(
             "every worker recovered on its own and drained cleanly",
             not exits and not bad,
-            f"{len(exits)} exits on their own; {len(drained)} drained, exit codes "
-            f"{sorted({i.exit_code for i in drained}, key=str)}",
+            f"{len(fleet.unexpected_exits)} exits on their own; {len(terms)} SIGTERMed mid-run, the slowest out in "
+            f"{slowest:.1f} s; {len(drained)} drained at the end, exit codes {sorted({i.exit_code for i in drained}, key=str)}",
             tuple(exits + bad),
         )
     )

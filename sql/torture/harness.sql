@@ -11,10 +11,12 @@ create role torture_app login password %(password)s in role jobs_writer;
 select count(*)::bigint as n from jobs.job where state = 'completed';
 
 -- name: torture_app_backends :many
--- The application's sessions in this database (the workers' and the ledger's), for the
--- backend-kill fault; never the harness's own (it connects as another role).
+-- The engine's sessions in this database (the workers' pools, LISTEN and presence connections),
+-- for the backend-kill fault: not the ledger's nor the exhaustion's (named), nor the harness's
+-- (it connects as another role).
 select pid from pg_stat_activity
-where usename = 'torture_app' and datname = current_database() and backend_type = 'client backend';
+where usename = 'torture_app' and datname = current_database() and backend_type = 'client backend'
+  and application_name not like 'torture-%%';
 
 -- name: torture_terminate :one
 -- End one backend, as an operator or a failover would.
