@@ -2,6 +2,7 @@
 
 from engine.api import Engine, Enqueue, connect
 from engine.clock import Clock, FakeClock, SystemClock
+from engine.codec import set_max_json_bytes
 from engine.errors import JobsError, register_error_codes
 from engine.jobs import JobDefinition, RateLimit, Registry, describe_jobs, job
 from engine.retry import RetryPolicy, register_error_retry, retry_schedule
@@ -30,5 +31,6 @@ __all__ = [
     "register_error_codes",
     "register_error_retry",
     "retry_schedule",
+    "set_max_json_bytes",
     "task",
 ]

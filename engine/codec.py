@@ -11,13 +11,14 @@ Anything else takes the standard library's path, and gets its answer and its err
 from __future__ import annotations
 
 import json
+import os
 import re
 from datetime import datetime
 from typing import Any
 
 import orjson
 
-from engine.errors import X_INPUT_NOT_JSON, JobsError
+from engine.errors import X_INPUT_NOT_JSON, X_INVALID_ARGUMENT, X_TOO_LARGE, JobsError
 from engine.text import unstorable
 
 _SCALARS = frozenset({str, int, bool, type(None)})
@@ -86,7 +87,53 @@ def _standard(value: Any, what: str, job: str) -> str:
 _NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 
+# The largest JSON text (in UTF-8 bytes) stored as an input, result, step result or event payload:
+# JOBS_MAX_JSON_BYTES in the environment, or set_max_json_bytes(); past it, X_TOO_LARGE. A row
+# that size is read back by every claim, console page and `jobs show`: data that big belongs
+# elsewhere, referenced by the job.
+DEFAULT_MAX_JSON_BYTES = 1 << 20
+_max_json_bytes: list[int] = []  # set on first use (the environment's), or by set_max_json_bytes
+
+
+def set_max_json_bytes(limit: int) -> None:
+    """The process's size limit for every JSON value the engine stores (bytes of JSON text)."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"max_json_bytes={limit!r} must be a whole number of bytes >= 1",
+            fix=f"set_max_json_bytes({DEFAULT_MAX_JSON_BYTES})",
+        )
+    _max_json_bytes[:] = [limit]
+
+
+def max_json_bytes() -> int:
+    if not _max_json_bytes:
+        raw = os.environ.get("JOBS_MAX_JSON_BYTES", "").strip()
+        try:
+            limit = int(raw) if raw else DEFAULT_MAX_JSON_BYTES
+        except ValueError:
+            limit = 0
+        if limit < 1:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"JOBS_MAX_JSON_BYTES={raw!r} must be a whole number of bytes >= 1",
+                fix=f"export JOBS_MAX_JSON_BYTES={DEFAULT_MAX_JSON_BYTES}",
+            )
+        _max_json_bytes[:] = [limit]
+    return _max_json_bytes[0]
+
+
 def _storable(text: str, what: str, job: str) -> str:
+    limit = max_json_bytes()
+    if len(text) * 4 > limit:  # a UTF-8 character is at most 4 bytes: shorter text cannot be over
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > limit:
+            where = f" of job {job!r}" if job else ""
+            raise JobsError(
+                X_TOO_LARGE,
+                cause=f"the {what}{where} is {size:,} bytes of JSON, over the limit of {limit:,} bytes",
+                fix=f"export JOBS_MAX_JSON_BYTES={1 << (size - 1).bit_length()}",
+            )
     if "\\u0000" in text and _NUL.search(text):
         where = f" of job {job!r}" if job else ""
         raise JobsError(

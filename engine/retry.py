@@ -82,6 +82,7 @@ _RETRY_TABLE: dict[str, Classification] = {
     "X_STEP_TIMEOUT": "retryable",
     "X_LEASE_LOST": "retryable",
     "X_INPUT_NOT_JSON": "terminal",
+    "X_TOO_LARGE": "terminal",
 }
 
 

@@ -250,7 +250,8 @@ class MaintenanceArea(Protocol):
     async def job_rescue_orphaned(self, *, now: datetime, limit: int) -> list[Orphan]:
         """Re-deliver up to ``limit`` running jobs whose worker is gone: its presence was held on
         this server (in this lifetime of it) and is no longer. Recorded as job_rescue records a
-        lapsed lease; not fenced on a leader (any worker may run it, and two never take one row)."""
+        lapsed lease; not fenced on a leader (any worker may run it, and two never take one row).
+        A pass that took fewer than ``limit`` deletes the gone workers' rows."""
         ...
 
     async def worker_reap(self, *, before: datetime) -> list[str]:

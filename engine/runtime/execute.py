@@ -86,6 +86,21 @@ def _sync_body(fn: Callable[..., Any], ctx: JobContext, inp: Any, row: JobRow) -
     return result
 
 
+def _not_an_exception(row: JobRow, exc: BaseException) -> JobsError:
+    """A handler's BaseException that is not an Exception, as the engine's error (its cause the
+    original, so the stored traceback shows where it was raised): left to propagate, it would end
+    the worker's loop and every job it runs."""
+    try:
+        raise JobsError(
+            X_HANDLER_FAILED,
+            cause=f"the handler of job {row.name!r} raised {type(exc).__name__}({exc!s}), a BaseException that is "
+            "not an Exception; it fails this attempt instead of ending the worker",
+            fix="raise an Exception (or a JobsError with a code) from a handler, never SystemExit or KeyboardInterrupt",
+        ) from exc
+    except JobsError as err:
+        return err
+
+
 def _abandoned(row: JobRow, reason: str | None) -> None:
     logs.emit(
         logs.TIMEOUT_ABANDONED,
@@ -176,6 +191,10 @@ class Runner:
             outcome_exc = s
         except Exception as exc:
             outcome_exc = exc
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt, an app's own BaseException
+            if isinstance(exc, GeneratorExit):  # this coroutine is being closed
+                raise
+            outcome_exc = _not_an_exception(row, exc)  # this attempt's failure, not the worker's end
         finally:
             running = False
             if deadline is not None:

@@ -138,6 +138,10 @@ select (select count(*) from counted)::int as rows, (select count(*) from moved)
 -- killed, or it released its presence still holding claims). Any worker may run it; SKIP LOCKED
 -- keeps two from taking one row. As job_rescue: the lost attempt stays burned (dead when it was
 -- the last), is recorded as 'lost', and the history says 'lease_lost', here with why 'worker-gone'.
+-- Once a pass took all their jobs (fewer than the limit), the gone workers' rows are deleted, so
+-- the next pass, every worker's every presence_interval, finds nobody and reads no job row (the
+-- `exists (select 1 from gone)` is a one-time filter). A worker alive after all (its session was
+-- terminated) registers again at its next heartbeat and holds its presence again.
 with gone as (
     select w.id from jobs.worker w
     where w.presence_epoch = pg_postmaster_start_time()
@@ -149,7 +153,7 @@ with gone as (
       )
 ), orphaned as (
     select id from jobs.job
-    where state = 'running' and claimed_by in (select id from gone)
+    where state = 'running' and claimed_by in (select id from gone) and exists (select 1 from gone)
     order by id
     limit %(limit)s
     for update skip locked
@@ -178,5 +182,9 @@ with gone as (
     select id, %(now)s, 'lease_lost', 'rescuer', null,
            jsonb_build_object('worker', claimed_by, 'run', run, 'attempt', attempt, 'to', state, 'why', 'worker-gone')
     from upd
+), forgotten as (
+    delete from jobs.worker w
+    using gone
+    where w.id = gone.id and (select count(*) from orphaned) < %(limit)s
 )
 select id, state, queue, claimed_by from upd;

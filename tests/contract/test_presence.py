@@ -52,6 +52,7 @@ async def test_a_gone_workers_running_jobs_are_redelivered_and_its_late_ack_refu
         [(lost.job_id, JobState.READY, "default", "w1"), (last.job_id, JobState.DEAD, "default", "w1")]
     )
     assert await driver.job_rescue_orphaned(now=clock.now(), limit=10) == []  # each once
+    assert [w.id for w in await driver.worker_list(now=clock.now())] == ["never-held", "w2"]  # w1's row went
     row = await driver.job_get(job_id=lost.job_id)
     assert row is not None and (row.state, row.attempt, row.error_code, row.run_at) == (
         JobState.READY,
@@ -95,3 +96,17 @@ async def test_a_deregistered_worker_is_not_judged_by_its_presence(
     assert await driver.job_rescue_orphaned(now=clock.now(), limit=10) == []
     row = await driver.job_get(job_id=claim.job_id)
     assert row is not None and row.state is JobState.RUNNING  # its lease decides
+
+
+async def test_a_pass_cut_by_its_limit_keeps_the_gone_workers_row_for_the_next(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    await _register(driver, "w1", clock)
+    await driver.worker_presence_hold(id="w1")
+    claims = [await _job(driver, ids, clock, "w1") for _ in range(3)]
+    await driver.worker_presence_release(id="w1")
+    first = await driver.job_rescue_orphaned(now=clock.now(), limit=2)
+    assert len(first) == 2 and [w.id for w in await driver.worker_list(now=clock.now())] == ["w1"]
+    rest = await driver.job_rescue_orphaned(now=clock.now(), limit=2)
+    assert sorted(o.job_id for o in first + rest) == sorted(c.job_id for c in claims)
+    assert await driver.worker_list(now=clock.now()) == []

@@ -73,12 +73,11 @@ async def test_i14_a_drain_ends_when_a_loops_cancellation_is_lost_in_a_connectio
     )
     try:
         async with asyncio.timeout(30):  # a safety net: the hang this test pins would never end
-            await w.start()
-            await eng.aenqueue(quick, {"n": 1})
-            trap.armed = True
-            await trap.inside.wait()
-            began = time.monotonic()
-            await w.drain()  # what leaving `async with eng.worker(...)` runs
+            async with w:
+                await eng.aenqueue(quick, {"n": 1})
+                trap.armed = True
+                await trap.inside.wait()
+                began = time.monotonic()  # leaving the block drains
             took = time.monotonic() - began
         assert trap.swallowed == 1
         assert took < grace + close_timeout + 1.0, f"the drain took {took:.2f} s"

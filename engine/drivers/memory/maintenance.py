@@ -64,6 +64,10 @@ class MemoryMaintenance(MemoryBase):
                 err = f"X_LEASE_LOST: worker {r.claimed_by} is gone (its database session ended) during run {r.run}"
                 state = self._lose(r, now, err, {"why": "worker-gone"})
                 out.append(Orphan(r.id, state, r.queue, str(r.claimed_by)))
+            if len(orphaned) < limit:  # every job of theirs taken: the gone workers' rows go
+                for wid in gone:
+                    self.state.workers.pop(wid, None)
+                    self.state.presence.pop(wid, None)
             return out
 
     def _lose(self, r: JobRow, now: datetime, err: str, why: dict[str, str]) -> JobState:

@@ -19,7 +19,7 @@ from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool
 
 from engine.codec import loads
-from engine.errors import X_DB_UNREACHABLE, X_DSN_INVALID, JobsError
+from engine.errors import X_DB_UNREACHABLE, X_DSN_INVALID, X_NOT_IMPLEMENTED, JobsError
 
 
 def safe_dsn(dsn: str) -> str:
@@ -42,8 +42,23 @@ def describe_target(dsn: str) -> str:
     return f"database {parts.get('dbname') or parts.get('user') or '?'} on {host}:{port}"
 
 
+def refuse_other_storage(dsn: str) -> None:
+    """A URL naming another storage (redis://, nats://, mysql://) is X_NOT_IMPLEMENTED, naming
+    what is supported, rather than a DSN psycopg cannot parse."""
+    scheme, sep, _ = dsn.strip().partition("://")
+    scheme = scheme.lower()
+    if sep and scheme and not scheme.startswith("postgres") and scheme.replace("+", "").isalnum():
+        raise JobsError(
+            X_NOT_IMPLEMENTED,
+            cause=f"{scheme}:// names a storage the engine does not implement: jobs live in PostgreSQL "
+            "(postgresql://, postgres:// or key=value) or, for tests and demos, in memory (memory://)",
+            fix="export JOBS_DSN=postgresql://USER@HOST:5432/DBNAME",
+        )
+
+
 def check_dsn(dsn: str) -> str:
     """Normalise a DSN (URL or key=value); a malformed one is X_DSN_INVALID, password unshown."""
+    refuse_other_storage(dsn)
     try:
         return ci.make_conninfo(dsn)
     except psycopg.ProgrammingError as exc:
