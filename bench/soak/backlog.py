@@ -83,10 +83,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip", type=int, default=1_000, help="jobs settled before the window opens")
     p.add_argument("--window", type=int, default=8_000, help="jobs settled inside the window")
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument(
+        "--setting", action="append", default=[], metavar="NAME=VALUE", help="a server setting (shared_buffers=1GB)"
+    )
     a = p.parse_args(argv)
+    settings = dict(kv.split("=", 1) for kv in a.setting)
     if a.skip + a.window > a.small:
         p.error(f"--skip + --window ({a.skip + a.window}) must fit in --small ({a.small})")
-    pg = EmbeddedPostgres(settings={"max_wal_size": "4GB"})
+    pg = EmbeddedPostgres(settings={"max_wal_size": "4GB", **settings})
     try:
         admin = pg.start()
         started = time.monotonic()
@@ -108,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
             f"backlog drain ({a.workers} workers, jobs {a.skip:,} to {a.skip + a.window:,}): {a.small:,} ready "
             f"{small:,.0f} jobs/s [{min(rates['small']):,.0f}-{max(rates['small']):,.0f}], {a.large:,} ready "
             f"{large:,.0f} jobs/s [{min(rates['large']):,.0f}-{max(rates['large']):,.0f}]; ratio {ratio:.2f} "
-            f"(target >= 0.90: {'met' if ratio >= 0.9 else 'MISSED'})",
+            f"(target >= 0.90: {'met' if ratio >= 0.9 else 'MISSED'})"
+            + (f"; {', '.join(a.setting)}" if a.setting else ""),
             flush=True,
         )
         return 0

@@ -51,6 +51,7 @@ class Sample:
     live_tuples: int
     table_mb: float
     autovacuums: int
+    sizes_mb: dict[str, float] = field(default_factory=dict)  # the heap and each index
 
 
 @dataclass
@@ -96,6 +97,10 @@ class SoakReport:
             "table_mb_at_third": third[0].table_mb if third else None,
             "table_mb_end": self.samples[-1].table_mb if self.samples else None,
             "table_mb_max": max((s.table_mb for s in self.samples), default=0.0),
+            "sizes_mb": {
+                name: (third[0].sizes_mb.get(name, 0.0), self.samples[-1].sizes_mb.get(name, 0.0))
+                for name in (self.samples[-1].sizes_mb if self.samples and third else {})
+            },
         }
 
     def lines(self) -> list[str]:
@@ -128,6 +133,8 @@ class SoakReport:
             f"worker RSS MB warm {m['rss_mb_warm']} -> end {m['rss_mb_end']} (growth {m['rss_growth_mb']})",
             f"jobs table: dead tuples at most {m['dead_tuples_max']}; size {f(m['table_mb_at_third'])} MB at a third, "
             f"{f(m['table_mb_end'])} MB at the end, {f(m['table_mb_max'])} MB at most",
+            "  from a third to the end, MB: "
+            + ", ".join(f"{name} {a:.1f} -> {b:.1f}" for name, (a, b) in m["sizes_mb"].items()),
         ]
         return out
 
@@ -253,6 +260,7 @@ async def _soak(cfg: SoakConfig, dsn: str, eng: Any, col: Collector, procs: list
 async def _sample(cfg: SoakConfig, at: float, batch: list[tuple[float, float]], procs: list[Any], stats: Any) -> Sample:
     lat = [(s - e) * 1000 for e, s in batch]
     row = await (await stats.execute(sql("torture_table_stats"))).fetchone()
+    sizes = await (await stats.execute(sql("soak_sizes"))).fetchall()
     return Sample(
         at=at,
         started=len(batch),
@@ -264,4 +272,5 @@ async def _sample(cfg: SoakConfig, at: float, batch: list[tuple[float, float]], 
         live_tuples=int(row["live"]) if row else 0,
         table_mb=round(int(row["bytes"]) / 2**20, 2) if row else 0.0,
         autovacuums=int(row["autovacuums"]) if row else 0,
+        sizes_mb={r["name"]: round(int(r["bytes"]) / 2**20, 2) for r in sizes},
     )

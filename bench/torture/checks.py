@@ -246,6 +246,14 @@ def projections(ev: Evidence) -> Check:
         compared.append(f"completed last hour {value}" + ("" if exact else " (capped: not compared)"))
         if exact and value != direct:
             problems.append(f"queues view says {value} completed in the last hour, a direct count {direct}")
+    spark = ev.projected.get("throughput")
+    if spark is not None:
+        value, exact = spark
+        compared.append(f"sparkline minutes {value}" + ("" if exact else " (past the hour: not compared)"))
+        if exact and value != ev.direct_counts.get("completed", 0):
+            problems.append(
+                f"the sparkline's minutes add up to {value}, a direct count of completed {ev.direct_counts.get('completed', 0)}"
+            )
     dead = ev.projected.get("dead_letters")
     if dead is not None:
         value, exact = dead

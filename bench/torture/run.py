@@ -265,6 +265,11 @@ async def run_torture(cfg: TortureConfig) -> TortureReport:
         await asyncio.to_thread(cluster.close)
 
 
+def elapsed_minutes(producer: Producer) -> float:
+    first = min((s.at for s in producer.sent.values()), default=time.monotonic())
+    return (time.monotonic() - first) / 60
+
+
 async def _registered(dsn: str, n: int) -> bool:
     return len(await _rows(dsn, "torture_workers")) >= n
 
@@ -299,6 +304,8 @@ async def _gather(cluster: TortureCluster, eng: Any, producer: Producer, injecto
         for state in ("ready", "delayed", "running", "suspended", "parked", "dead", "completed_last_hour"):
             c = getattr(q, state)
             projected[state] = (c.value, c.exact)
+        # The sparkline's minutes (rolled up by the leader, the rest counted): never capped.
+        projected["throughput"] = (sum(q.throughput), elapsed_minutes(producer) < 55)
     logs = {inc.log.name: inc.log.read_text(errors="replace") for inc in fleet.incarnations if inc.log.exists()}
     stalled = {s["log"]: read_events(Path(s["log"])) for s in injector.stalls}
     return checks.Evidence(

@@ -16,3 +16,11 @@ vacuum (analyze) jobs.job;
 -- name: soak_settled :one
 -- Jobs no longer waiting to be claimed or running: what the drain has got through.
 select count(*)::bigint as n from jobs.job where state in ('completed', 'dead');
+
+-- name: soak_sizes :many
+-- The jobs table's heap and each of its indexes, in bytes: which of them grows.
+select 'heap' as name, pg_relation_size('jobs.job'::regclass)::bigint as bytes
+union all
+select i.relname::text, pg_relation_size(i.oid)::bigint
+from pg_index x join pg_class i on i.oid = x.indexrelid
+where x.indrelid = 'jobs.job'::regclass;
