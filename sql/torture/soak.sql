@@ -24,3 +24,11 @@ union all
 select i.relname::text, pg_relation_size(i.oid)::bigint
 from pg_index x join pg_class i on i.oid = x.indexrelid
 where x.indrelid = 'jobs.job'::regclass;
+
+-- name: soak_finished_nth :one
+-- When the n-th completion (0-based, in completion order) was acked: the drain's rate is read
+-- from the workers' own stamps, free of the poll's granularity.
+select finished_at from jobs.job
+where state in ('completed', 'cancelled', 'dead')
+order by finished_at
+offset %(n)s limit 1;

@@ -32,8 +32,10 @@ def test_a_soak_at_a_steady_rate_loses_nothing_and_reports_every_figure() -> Non
 def test_the_backlog_drain_measures_both_depths(capsys: pytest.CaptureFixture[str]) -> None:
     from bench.soak import backlog
 
-    assert backlog.main(["--small", "2000", "--large", "6000", "--skip", "200", "--window", "1000", "--runs", "1"]) == 0
+    args = ["--small", "2000", "--large", "6000", "--skip", "200", "--window", "1000", "--large-window", "3000"]
+    assert backlog.main([*args, "--runs", "1"]) == 0
     out = capsys.readouterr().out
     print(out)
     assert "run 1 small:" in out and "run 1 large:" in out
-    assert "backlog drain (2 workers, jobs 200 to 1,200): 2,000 ready" in out and "ratio" in out
+    assert "backlog drain (2 workers; jobs 200 to 1,200 of the small, to 3,200 of the large): 2,000 ready" in out
+    assert "ratio" in out
