@@ -7,8 +7,9 @@ never a worker's (their clocks are skewed on purpose).
 
 For a fault at ``t``: the rate before is the completions in [t - window, t] over the window; the
 rate after, those in [t, t + window]; their ratio is the first figure. The recovery time is the
-first ``tau`` from which the rate over [t + tau, t + tau + probe] is back within 10% of the rate
-before (at least 90% of it): how long the fleet took to be itself again.
+first ``tau`` from which the rate over [t + tau, t + tau + 1 s] is back within 10% of the rate
+before (at least 90% of it): how long the fleet took to be itself again. The dip is the lowest
+1-second rate in the window after, over the rate before.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import psycopg
 from bench.torture.sqlq import sql
 
 WINDOW = 30.0
-PROBE = 3.0
+PROBE = 1.0
 WITHIN = 0.9
 
 
@@ -89,6 +90,7 @@ class Recovery:
     ratio: float | None  # after / before
     recovered: float | None  # seconds until the rate is back within 10%; None: not within the window
     full_window: bool  # both windows lie inside the measured run
+    dip: float | None = None  # the lowest 1-second rate after the fault, over the rate before
 
 
 def recovery(s: Sampler, kind: str, t: float, start: float, end: float, window: float = WINDOW) -> Recovery:
@@ -107,4 +109,9 @@ def recovery(s: Sampler, kind: str, t: float, start: float, end: float, window: 
                 break
             tau += 0.25
     full = t - window >= start and t + window <= end
-    return Recovery(kind, t - start, before, after, ratio, recovered, full)
+    lows = [
+        s.rate(t + k * 0.25, t + k * 0.25 + PROBE)
+        for k in range(int(max(0.0, min(end, t + window) - t - PROBE) / 0.25) + 1)
+    ]
+    dip = min(lows) / before if lows and before > 0 else None
+    return Recovery(kind, t - start, before, after, ratio, recovered, full, dip)

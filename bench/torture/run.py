@@ -83,6 +83,7 @@ class TortureReport:
             "faults": [{"kind": f.kind, "at": f.at, "seconds": f.until - f.at, **f.detail} for f in self.faults],
             "fault_counts": self.fault_counts(),
             "recoveries": [vars(r) for r in self.recoveries],
+            "timeline": self.extra.get("timeline", []),
             "reruns": self.reruns,
             "gone_alive": list(self.gone_alive),
             "enqueued": self.enqueued,
@@ -117,14 +118,18 @@ class TortureReport:
         if self.plain_lines:
             out.append(f"log lines that are not JSON events: {len(self.plain_lines)}")
             out += [f"  {line}" for line in self.plain_lines[:10]]
-        out.append("recovery (rate = completions/s; after/before over 30 s; seconds until back within 10%):")
+        out.append(
+            "recovery (rate = completions/s; ratio: after/before over 30 s; dip: the lowest 1-s rate after / before;"
+            " seconds until a 1-s rate is back within 10%):"
+        )
         for r in self.recoveries:
             ratio = f"{r.ratio:.2f}" if r.ratio is not None else "-"
+            dip = f"{r.dip:.2f}" if r.dip is not None else "-"
             back = f"{r.recovered:.2f} s" if r.recovered is not None else "not within the window"
             note = "" if r.full_window else " (windows cut by the run's edges)"
             out.append(
                 f"  {r.kind:8} at {r.at:6.1f} s: before {r.before:6.1f}/s after {r.after:6.1f}/s ratio {ratio:>5}"
-                f" back in {back}{note}"
+                f" dip {dip:>5} back in {back}{note}"
             )
         for kind, bound in RECOVERY_TARGETS.items():
             got = [r.recovered for r in self.recoveries if r.kind == kind]
@@ -255,6 +260,7 @@ async def run_torture(cfg: TortureConfig) -> TortureReport:
             elapsed=time.monotonic() - began,
             settle_seconds=settle,
             logs=logs,
+            extra={"timeline": [(round(t - start, 2), c) for t, c in zip(sampler.times, sampler.counts)]},
         )
         return report
     finally:
