@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import math
+import os
 import threading
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
+
+from engine.errors import X_INVALID_ARGUMENT, JobsError
 
 
 class Clock(Protocol):
@@ -22,6 +26,8 @@ class Clock(Protocol):
 
 
 class SystemClock:
+    skew = 0.0  # seconds this process's wall clock is moved by (SkewedClock); 0 on every real clock
+
     def now(self) -> datetime:
         return datetime.now(UTC)
 
@@ -30,6 +36,43 @@ class SystemClock:
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))
+
+
+class SkewedClock(SystemClock):
+    """The system clock moved by ``skew`` seconds (``now()`` only: durations and lease bookkeeping
+    stay on the monotonic clock). For tests only: the torture run gives each worker process its
+    own, to prove the fleet keeps its guarantees while the processes' clocks disagree within the
+    margin README.md states ("Clocks")."""
+
+    def __init__(self, skew: float) -> None:
+        self.skew = skew
+        self._delta = timedelta(seconds=skew)
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + self._delta
+
+
+SKEW_ENV = "JOBS_TEST_CLOCK_SKEW"
+
+
+def process_clock() -> SystemClock:
+    """The clock a `jobs worker` process runs on: the system's, or, when $JOBS_TEST_CLOCK_SKEW
+    names a number of seconds (tests only), the system's moved by that much. A value that is not
+    a finite number is refused before anything starts."""
+    raw = os.environ.get(SKEW_ENV, "").strip()
+    if not raw:
+        return SystemClock()
+    try:
+        skew = float(raw)
+    except ValueError:
+        skew = math.nan
+    if not math.isfinite(skew):
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"{SKEW_ENV}={raw!r} is not a number of seconds",
+            fix=f"unset {SKEW_ENV} (it is for tests only), or {SKEW_ENV}=0.5",
+        )
+    return SkewedClock(skew) if skew else SystemClock()
 
 
 class FakeClock:

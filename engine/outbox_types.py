@@ -51,6 +51,7 @@ class OutboxRow:
             self.tenant,
             self.run_at,
             self.priority,
+            created_at=self.staged_at,
         )
 
     def status(self, now: datetime) -> OutboxStatus:

@@ -65,6 +65,10 @@ class NewJob(NamedTuple):
     # ``input`` as JSON text when the caller already dumped it (the engine does, checking it): the
     # Postgres driver writes it as is instead of dumping it again. None: the driver dumps ``input``.
     input_text: str | None = None
+    # When the job came to exist, when not at the insert: a staged job exists from its stage
+    # (the outbox row's staged_at), so an event sent between the stage and its publication is not
+    # taken for one from before the job. None: the insert's now.
+    created_at: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import logging
 import os
 import signal
 import sys
@@ -19,8 +20,10 @@ import typer
 
 from engine.cli import EXIT_ERROR, app, error_text, fail
 from engine.cli.admin import DSN_HELP, resolve_dsn
+from engine.clock import SKEW_ENV, SystemClock, process_clock
 from engine.errors import X_INVALID_ARGUMENT, X_WORKER_TARGET, JobsError
 from engine.jobs import Registry
+from engine.runtime import logs
 
 EXIT_SECOND_SIGNAL = 130
 
@@ -144,6 +147,14 @@ def worker(
         5.0, "--maintenance-interval", help="seconds between rescue/prune passes"
     ),
     no_maintenance: bool = typer.Option(False, "--no-maintenance", help="never lead the rescuer and pruner"),
+    retention: float = typer.Option(
+        None,
+        "--retention",
+        help="seconds completed and cancelled jobs are kept before the pruner deletes them (7 days)",
+    ),
+    dead_retention: float = typer.Option(
+        None, "--dead-retention", help="seconds dead letters are kept (30 days; not shorter than --retention)"
+    ),
     no_relay: bool = typer.Option(False, "--no-relay", help="run no outbox relay in this worker"),
     no_scheduler: bool = typer.Option(False, "--no-scheduler", help="never lead the cron scheduler for its tasks"),
     metrics_port: int = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
@@ -165,6 +176,8 @@ def worker(
             ("start-timeout", start_timeout, "60"),
             ("poll-interval", poll_interval, "1"),
             ("maintenance-interval", maintenance_interval, "5"),
+            ("retention", retention, "604800"),
+            ("dead-retention", dead_retention, "2592000"),
             ("metrics-port", metrics_port, "9464"),
         ):
             _positive(name, value, target, example)
@@ -180,8 +193,22 @@ def worker(
             )
         from engine.services.maintenance import MaintenanceConfig
 
+        kept_for = retention if retention is not None else MaintenanceConfig.retention
+        if dead_retention is not None and dead_retention < kept_for:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"--dead-retention {dead_retention:g} is shorter than the retention of completed jobs "
+                f"({kept_for:g} s): dead letters are kept at least as long, so an operator can act on them first",
+                fix=f"jobs worker {target} --retention {min(kept_for, dead_retention):g} --dead-retention "
+                f"{dead_retention:g}",
+            )
+        # Dead letters are never kept shorter than the rest: a long --retention alone lengthens theirs.
+        dead_kept = dead_retention if dead_retention is not None else max(kept_for, MaintenanceConfig.dead_retention)
         maint = MaintenanceConfig(
-            interval=maintenance_interval, leader_lease=max(lease_seconds, maintenance_interval * 3)
+            interval=maintenance_interval,
+            leader_lease=max(lease_seconds, maintenance_interval * 3),
+            retention=kept_for,
+            dead_retention=dead_kept,
         )
         options: dict[str, Any] = dict(
             queues=wanted,
@@ -199,12 +226,23 @@ def worker(
         from engine.runtime.worker import WorkerConfig
 
         WorkerConfig(**options)  # every option checked before the database is touched
+        clock = process_clock()  # $JOBS_TEST_CLOCK_SKEW, for tests only
         target_dsn = resolve_dsn(dsn, long_running=True)
     except JobsError as err:
         fail(err, as_json=json_out)
     options["relay"] = not no_relay
     code = runner(
-        _serve(target_dsn, registry, options, maint, not no_maintenance, metrics_port, metrics_host, not no_scheduler)
+        _serve(
+            target_dsn,
+            registry,
+            options,
+            maint,
+            not no_maintenance,
+            metrics_port,
+            metrics_host,
+            not no_scheduler,
+            clock,
+        )
     )
     if code:
         raise typer.Exit(code)
@@ -219,6 +257,7 @@ async def _serve(
     metrics_port: int | None,
     metrics_host: str,
     scheduler: bool = True,
+    clock: SystemClock | None = None,
 ) -> int:
     from engine.api import open_driver
     from engine.runtime import aio
@@ -229,9 +268,13 @@ async def _serve(
     configure_json_logging()
     metrics = Metrics()
     driver = open_driver(dsn)
+    clock = clock or SystemClock()
+    if clock.skew:
+        logs.emit(logs.WORKER_CLOCK_SKEWED, logging.WARNING, skew=clock.skew, env=SKEW_ENV, note="for tests only")
     w = maintained_worker(
         driver,
         registry,
+        clock=clock,
         maintenance=maintenance,
         maintenance_config=maint,
         scheduler=scheduler,

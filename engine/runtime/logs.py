@@ -17,6 +17,7 @@ WORKER_STARTED = "jobs.worker.started"
 WORKER_DRAINING = "jobs.worker.draining"
 WORKER_DRAIN_REQUESTED = "jobs.worker.drain-requested"  # an operator asked it (jobs workers drain ID)
 WORKER_STOPPED = "jobs.worker.stopped"
+WORKER_CLOCK_SKEWED = "jobs.worker.clock-skewed"  # $JOBS_TEST_CLOCK_SKEW moved this process's clock (tests only)
 WORKER_CLOSE_ABANDONED = "jobs.worker.close-abandoned"  # a drain step given up at its close_timeout
 WORKER_RECONNECTING = "jobs.worker.reconnecting"
 WORKER_WAITING_FOR_DATABASE = "jobs.worker.waiting-for-database"  # its start retries a database that does not answer

@@ -8,7 +8,8 @@ select value from jobs.meta where key = 'schema_version';
 
 -- name: job_enqueue :many
 -- Insert a batch in one round trip. The batch is one jsonb array of rows, [id, name, queue,
--- tenant, key, input, max_attempts, run_at, priority] each: one parameter parsed once (nine
+-- tenant, key, input, max_attempts, run_at, priority] each, and a tenth, created_at, when the job
+-- has its own (a staged job exists from its stage): one parameter parsed once (nine
 -- binary arrays cost twice as much end to end, most of it in dumping them element by element).
 -- Answers only the rows NOT inserted, each with the live row holding its dedupe key (none: it
 -- committed after this statement's snapshot, and the driver looks again); every other row was
@@ -16,14 +17,14 @@ select value from jobs.meta where key = 'schema_version';
 with input as (
     select (e->>0)::uuid as id, e->>1 as name, e->>2 as queue, e->>3 as tenant, e->>4 as key,
            e->5 as input, (e->>6)::int as max_attempts, (e->>7)::timestamptz as run_at,
-           (e->>8)::int as priority, ord
+           (e->>8)::int as priority, coalesce((e->>9)::timestamptz, %(now)s) as created_at, ord
     from jsonb_array_elements(%(rows)s::jsonb) with ordinality as t(e, ord)
 ), ins as (
     insert into jobs.job (id, name, queue, tenant, idempotency_key, input, state, priority,
                           max_attempts, run_at, created_at, updated_at)
     select id, name, queue, tenant, key, input,
            case when run_at > %(now)s then 'delayed' else 'ready' end,
-           priority, max_attempts, run_at, %(now)s, %(now)s
+           priority, max_attempts, run_at, created_at, %(now)s
     from input
     on conflict (name, (coalesce(tenant, '')), idempotency_key)
         where state in ('ready','delayed','running','suspended','parked')
@@ -57,7 +58,7 @@ with ins as (
                           max_attempts, run_at, created_at, updated_at)
     select (e->>0)::uuid, e->>1, e->>2, e->>3, e->>4, e->5,
            case when (e->>7)::timestamptz > %(now)s then 'delayed' else 'ready' end,
-           (e->>8)::int, (e->>6)::int, (e->>7)::timestamptz, %(now)s, %(now)s
+           (e->>8)::int, (e->>6)::int, (e->>7)::timestamptz, coalesce((e->>9)::timestamptz, %(now)s), %(now)s
     from jsonb_array_elements(%(rows)s::jsonb) as t(e)
     returning queue
 )
@@ -71,7 +72,7 @@ insert into jobs.job (id, name, queue, tenant, idempotency_key, input, state, pr
                       max_attempts, run_at, created_at, updated_at)
 values (%(id)s, %(name)s, %(queue)s, %(tenant)s, %(key)s, %(input)s::jsonb,
         case when %(run_at)s::timestamptz > %(now)s then 'delayed' else 'ready' end,
-        %(priority)s, %(max_attempts)s, %(run_at)s, %(now)s, %(now)s)
+        %(priority)s, %(max_attempts)s, %(run_at)s, %(created_at)s, %(now)s)
 on conflict (name, (coalesce(tenant, '')), idempotency_key)
     where state in ('ready','delayed','running','suspended','parked')
     do nothing
@@ -111,10 +112,21 @@ returning j.id::text;
 -- A claim that resumed a suspended run continues its attempt: one run is one attempt row, so
 -- when the job's latest attempt row is a suspension of this same attempt, that row is carried
 -- forward (this claim's run, worker, end and outcome; its start kept) instead of a row per poll.
+-- An event wait's suspension looks for its event once more: one sent after the wait looked and
+-- before this suspension woke nobody (the job was still running), so the job is claimable now
+-- instead of sleeping its event_poll (the match is event_find's).
 with done as (
     update jobs.job j
     set state = %(state)s,
-        run_at = coalesce(%(run_at)s, j.run_at),
+        run_at = case
+            when %(state)s = 'suspended' and %(wait)s::jsonb->>'kind' = 'event' and exists (
+                select 1 from jobs.event e
+                where e.name = %(wait)s::jsonb->>'event' and e.tenant is not distinct from j.tenant
+                  and e.payload @> coalesce(%(wait)s::jsonb->'match', '{}'::jsonb)
+                  and e.sent_at >= j.created_at and e.sent_at <= %(now)s
+                  and not exists (select 1 from jobs.step s where s.job_id = j.id and s.event_id = e.id)
+            ) then %(now)s
+            else coalesce(%(run_at)s, j.run_at) end,
         attempt = case when %(counts)s then j.attempt else j.attempt - 1 end,
         last_error = case when %(writes_error)s then %(error)s else j.last_error end,
         error_code = case when %(writes_error)s then %(error_code)s else j.error_code end,

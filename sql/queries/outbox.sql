@@ -61,6 +61,8 @@ from claimed order by staged_at, id;
 -- so a row whose idempotency key a live job holds (I2), or any other failure, aborts the whole
 -- statement with nothing written, and the relay takes the row-by-row path (claim, publish through
 -- job_enqueue's dedupe, mark fenced, release on failure). Answers the ids published, in order.
+-- A job exists from its stage: created_at is the row's staged_at, so a wait takes an event sent
+-- between the stage and this publication.
 with picked as (
     select id, staged_at, name, queue, tenant, idempotency_key, input, run_at, max_attempts, priority
     from jobs.outbox
@@ -76,7 +78,7 @@ with picked as (
                           max_attempts, run_at, created_at, updated_at)
     select job_id, name, queue, tenant, idempotency_key, input,
            case when run_at > %(now)s then 'delayed' else 'ready' end,
-           priority, max_attempts, coalesce(run_at, %(now)s), %(now)s, %(now)s
+           priority, max_attempts, coalesce(run_at, %(now)s), staged_at, %(now)s
     from numbered
     returning queue
 ), marked as (

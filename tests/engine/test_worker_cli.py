@@ -55,3 +55,44 @@ def test_the_worker_runs_on_uvloop_when_it_is_installed_unless_told_otherwise() 
 
     assert event_loop_runner("auto", APP) is uvloop.run and event_loop_runner("uvloop", APP) is uvloop.run
     assert event_loop_runner("asyncio", APP) is asyncio.run
+
+
+@pytest.mark.parametrize(
+    ("args", "fix"),
+    [
+        (["--retention", "0"], f"fix: jobs worker {APP} --retention 604800"),
+        (["--dead-retention", "-1"], f"fix: jobs worker {APP} --dead-retention 2592000"),
+        (["--dead-retention", "3600"], f"fix: jobs worker {APP} --retention 3600 --dead-retention 3600"),
+        (
+            ["--retention", "600", "--dead-retention", "60"],
+            f"fix: jobs worker {APP} --retention 60 --dead-retention 60",
+        ),
+    ],
+)
+def test_a_retention_the_pruner_cannot_keep_is_refused_before_the_database(args: list[str], fix: str) -> None:
+    result = CliRunner().invoke(app, ["worker", APP, *args, "--dsn", NOWHERE])
+    assert result.exit_code != 0
+    assert "error X_INVALID_ARGUMENT:" in result.stderr and fix in result.stderr
+    assert "X_DB_UNREACHABLE" not in result.stderr
+
+
+def test_retention_options_reach_the_maintenance_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.cli import worker as cli
+
+    seen: dict[str, object] = {}
+
+    async def serve(dsn: str, registry: object, options: object, maint: object, *rest: object) -> int:
+        seen["maint"] = maint
+        return 0
+
+    monkeypatch.setattr(cli, "_serve", serve)
+    assert CliRunner().invoke(app, ["worker", APP, "--retention", "60", "--dsn", NOWHERE]).exit_code == 0
+    maint = seen["maint"]
+    assert (maint.retention, maint.dead_retention) == (60, 30 * 86400)  # type: ignore[attr-defined]
+    assert (
+        CliRunner()
+        .invoke(app, ["worker", APP, "--retention", "60", "--dead-retention", "90", "--dsn", NOWHERE])
+        .exit_code
+        == 0
+    )
+    assert (seen["maint"].retention, seen["maint"].dead_retention) == (60, 90)  # type: ignore[attr-defined]

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from engine.codec import check_json
 from engine.drivers.dedupe import dedupe_key
 from engine.drivers.memory.state import LIVE, MemoryBase, MemoryState
+from engine.drivers.memory.steps import event_sent_for
 from engine.types import (
     Ack,
     AttemptRecord,
@@ -52,7 +53,7 @@ def insert_jobs(state: MemoryState, jobs: Sequence[NewJob], now: datetime) -> tu
                 max_attempts=new.max_attempts,
                 run=0,
                 run_at=run_at,
-                created_at=now,
+                created_at=new.created_at or now,
                 updated_at=now,
             )
             state.put(row)
@@ -125,6 +126,8 @@ class MemoryJobs(MemoryBase):
             else:
                 run_at = nack.run_at or row.run_at
                 state = _NACK_STATE[nack.outcome]
+                if state is JobState.SUSPENDED and event_sent_for(self.state, row, nack.wait, now):
+                    run_at = now  # sent after the wait looked, before this suspension: claimable now
             self.state.put(
                 replace(
                     row,

@@ -46,6 +46,22 @@ def _size(step: StoredStep) -> int | None:
     return len(dumps(step.result, what="step result").encode())
 
 
+def event_sent_for(state: Any, row: Any, wait: dict[str, Any] | None, now: datetime) -> bool:
+    """Whether an event the suspending event wait ``wait`` of ``row`` would take is there already
+    (event_find's match): job_nack's last look before it suspends."""
+    if not wait or wait.get("kind") != "event":
+        return False
+    taken = {s.event_id for s in state.steps_of(row.id).values() if s.event_id is not None}
+    return any(
+        e.name == wait.get("event")
+        and e.tenant == row.tenant
+        and jsonb_contains(e.payload, wait.get("match") or {})
+        and row.created_at <= e.sent_at <= now
+        and e.id not in taken
+        for e in state.events
+    )
+
+
 class MemorySteps(MemoryBase):
     async def step_load(self, *, job_id: str) -> list[StoredStep]:
         with self.state.lock:

@@ -67,6 +67,7 @@ class PostgresJobs(PostgresBase):
                 "max_attempts": j.max_attempts,
                 "run_at": j.run_at or now,
                 "priority": j.priority,
+                "created_at": j.created_at or now,
                 "now": now,
             }
             if await self._raw(Q.job_enqueue_one, values) is None:
@@ -267,7 +268,8 @@ class _Collapsed:
 
     def doc(self) -> str:
         """job_enqueue's one parameter: a jsonb array of [id, name, queue, tenant, key, input,
-        max_attempts, run_at, priority] rows."""
+        max_attempts, run_at, priority] rows, and created_at tenth when the job has its own (a
+        staged job's stage time; the statements take now when it is absent)."""
         now = self.now
         return orjson.dumps(
             [
@@ -281,6 +283,19 @@ class _Collapsed:
                     j.max_attempts,
                     j.run_at or now,
                     j.priority,
+                ]
+                if j.created_at is None
+                else [
+                    j.id,
+                    j.name,
+                    j.queue,
+                    j.tenant,
+                    j.idempotency_key,
+                    orjson.Fragment(j.input_text or dumps(j.input, job=j.name)),
+                    j.max_attempts,
+                    j.run_at or now,
+                    j.priority,
+                    j.created_at,
                 ]
                 for j in self.unique
             ],

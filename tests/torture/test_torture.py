@@ -1,0 +1,64 @@
+"""The torture run's invariants (tests/torture/conftest.py runs it once): nothing committed is
+lost, nothing rolled back runs, nothing completes twice, a step's stored result is its one
+execution, each cron occurrence is enqueued once, the console's counts are true, a stalled worker
+acks nothing it lost, and every worker recovers from every fault on its own."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.torture.faults import KINDS
+from bench.torture.run import TortureReport
+from tests.torture.conftest import check
+
+pytestmark = pytest.mark.timeout(420)  # the first test runs the whole run (about 1.5 min)
+
+
+def test_every_committed_enqueue_reaches_its_end_or_legitimately_waits(torture: TortureReport) -> None:
+    check(torture, "every committed enqueue settled")
+
+
+def test_no_rolled_back_staging_ran(torture: TortureReport) -> None:
+    check(torture, "no rolled-back staging ran")
+
+
+def test_i15_every_completed_job_has_exactly_one_completion(torture: TortureReport) -> None:
+    check(torture, "every completed job has exactly one completion")
+
+
+def test_i9_every_stored_step_ran_once_per_successful_write(torture: TortureReport) -> None:
+    check(torture, "every stored step ran once per successful write")
+
+
+def test_i21_each_cron_occurrence_was_enqueued_once(torture: TortureReport) -> None:
+    check(torture, "each cron occurrence was enqueued once")
+
+
+def test_projections_counts_equal_a_direct_count(torture: TortureReport) -> None:
+    check(torture, "projections' counts equal a direct count")
+
+
+def test_i13_a_stalled_worker_acks_nothing_it_lost_and_notices_the_loss(torture: TortureReport) -> None:
+    check(torture, "a stalled worker acks nothing it lost, and notices")
+
+
+def test_every_worker_recovers_on_its_own_and_drains_cleanly(torture: TortureReport) -> None:
+    check(torture, "every worker recovered on its own and drained cleanly")
+
+
+def test_every_kind_of_fault_was_injected_and_measured(torture: TortureReport) -> None:
+    counts = torture.fault_counts()
+    assert all(counts[kind] >= 1 for kind in KINDS), counts
+    assert counts["kill"] >= 5 and counts["backend"] >= 3, counts
+    assert sorted(torture.skews) == [-0.5, 0.0, 0.5]  # two workers' clocks 1 s apart, the margin
+    assert [r.kind for r in torture.recoveries] == [f.kind for f in torture.faults]  # reported, not asserted
+
+
+def test_the_report_ends_with_the_checks_the_fault_counts_and_the_reruns(torture: TortureReport) -> None:
+    lines = torture.lines()
+    tail = lines[-len(torture.checks) - sum(len(c.problems[:8]) for c in torture.checks) :]
+    assert [line for line in tail if line.startswith("[")] == [c.line() for c in torture.checks]
+    before = lines[: len(lines) - len(tail)]
+    assert before[-1].startswith("faults injected: kill ")
+    assert before[-2].startswith("handler re-runs (at-least-once, expected): handler runs ")
+    assert torture.reruns["handler runs"] >= torture.enqueued * 0.9
