@@ -250,11 +250,16 @@ class MaintenanceArea(Protocol):
         queues view reads rolled minutes instead of counting their rows again."""
         ...
 
-    async def job_rescue_orphaned(self, *, now: datetime, limit: int) -> list[Orphan]:
-        """Re-deliver up to ``limit`` running jobs whose worker is gone: its presence was held on
-        this server (in this lifetime of it) and is no longer. Recorded as job_rescue records a
-        lapsed lease; not fenced on a leader (any worker may run it, and two never take one row).
-        A pass that took fewer than ``limit`` deletes the gone workers' rows."""
+    async def worker_gone(self) -> list[str]:
+        """The workers whose presence is gone now: held on this server (in this lifetime of it)
+        and no longer."""
+        ...
+
+    async def job_rescue_orphaned(self, *, workers: Sequence[str], now: datetime, limit: int) -> list[Orphan]:
+        """Re-deliver up to ``limit`` running jobs of those of ``workers`` still gone (as
+        worker_gone reads it). Recorded as job_rescue records a lapsed lease; not fenced on a
+        leader (any worker may run it, and two never take one row). A pass that took fewer than
+        ``limit`` deletes those workers' rows."""
         ...
 
     async def worker_reap(self, *, before: datetime) -> list[str]:

@@ -5,8 +5,10 @@ session-level advisory lock on a connection of its own, which the server frees t
 process's session ends, SIGKILL included). Every worker, every ``presence_interval`` real seconds,
 checks its own presence still answers (taking it again if the server ended its session) and
 re-delivers the running jobs of workers whose presence is gone (`job_rescue_orphaned`), waking the
-fleet so another worker claims them at once: recovery within about one interval of a kill, not a
-whole lease. A worker alive but stalled keeps its presence, and its jobs wait for their lease, as
+fleet so another worker claims them at once: recovery within about three intervals of a kill, not
+a whole lease. A worker is re-delivered for only once it has been seen gone for ``GRACE``
+intervals: a worker whose presence session the server ended (a backend kill) takes it again at its
+own next look, and its jobs must not be taken from it meanwhile. A worker alive but stalled keeps its presence, and its jobs wait for their lease, as
 before (the maintenance leader's rescuer). Fencing is unchanged (I15): a re-delivered job's next
 claim bumps its run, and the gone worker's late ack or nack is refused.
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 
 from engine.clock import Clock
@@ -29,6 +32,7 @@ from engine.runtime.metrics import Metrics
 from engine.types import JobState, Orphan
 
 RESCUE_BATCH = 500
+GRACE = 2  # intervals a worker must have been seen gone before its jobs are re-delivered
 
 
 class Presence:
@@ -41,9 +45,11 @@ class Presence:
         interval: float,
         metrics: Metrics,
         poke: Callable[[], None] = lambda: None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.driver, self.clock, self.worker, self.interval = driver, clock, worker, interval
-        self.metrics, self.poke = metrics, poke
+        self.metrics, self.poke, self.monotonic = metrics, poke, monotonic
+        self._seen_gone: dict[str, float] = {}  # worker -> when this worker first saw it gone
 
     async def hold(self) -> None:
         await self.driver.worker_presence_hold(id=self.worker)
@@ -55,8 +61,14 @@ class Presence:
             pass
 
     async def rescue_once(self) -> list[Orphan]:
-        """Re-deliver the running jobs of gone workers, and wake the fleet for them."""
-        orphans = await self.driver.job_rescue_orphaned(now=self.clock.now(), limit=RESCUE_BATCH)
+        """Re-deliver the running jobs of workers gone for the grace, and wake the fleet for them."""
+        at = self.monotonic()
+        gone = await self.driver.worker_gone()
+        self._seen_gone = {w: self._seen_gone.get(w, at) for w in gone}
+        due = [w for w, since in self._seen_gone.items() if at - since >= GRACE * self.interval]
+        if not due:
+            return []
+        orphans = await self.driver.job_rescue_orphaned(workers=due, now=self.clock.now(), limit=RESCUE_BATCH)
         if not orphans:
             return orphans
         logs.emit(

@@ -154,9 +154,29 @@ with leader as (
 select (select count(*) from counted)::int as rows, (select count(*) from moved)::int as moved,
        (select count(*) from dropped)::int as dropped;
 
+-- fragment: presence_gone
+-- A worker whose presence lock was taken in this lifetime of the server and is no longer held.
+-- Appended to a WHERE clause over jobs.worker w.
+and w.presence_epoch = pg_postmaster_start_time()
+and not exists (
+    select 1 from pg_locks l
+    where l.locktype = 'advisory' and l.granted and l.objsubid = 2
+      and l.database = (select oid from pg_database where datname = current_database())
+      and l.classid = %(namespace)s::oid and l.objid = w.presence_key::oid
+)
+
+-- name: worker_gone :many
+-- The workers whose presence is gone now. A worker's own presence session may end and be taken
+-- again within its interval (the server ended it; the worker reconnects): the caller re-delivers
+-- the jobs of a worker only once it has been gone for a grace (engine/runtime/presence.py).
+select w.id from jobs.worker w
+where true
+  -- include: presence_gone
+order by w.id;
+
 -- name: job_rescue_orphaned :many
--- Re-deliver the running jobs of workers that are gone: a worker whose presence lock was taken
--- in this lifetime of the server and is no longer held (its session ended: the process was
+-- Re-deliver the running jobs of the named workers that are still gone: a worker whose presence
+-- lock was taken in this lifetime of the server and is no longer held (its session ended: the process was
 -- killed, or it released its presence still holding claims). Any worker may run it; SKIP LOCKED
 -- keeps two from taking one row. As job_rescue: the lost attempt stays burned (dead when it was
 -- the last), is recorded as 'lost', and the history says 'lease_lost', here with why 'worker-gone'.
@@ -166,13 +186,8 @@ select (select count(*) from counted)::int as rows, (select count(*) from moved)
 -- terminated) registers again at its next heartbeat and holds its presence again.
 with gone as (
     select w.id from jobs.worker w
-    where w.presence_epoch = pg_postmaster_start_time()
-      and not exists (
-          select 1 from pg_locks l
-          where l.locktype = 'advisory' and l.granted and l.objsubid = 2
-            and l.database = (select oid from pg_database where datname = current_database())
-            and l.classid = %(namespace)s::oid and l.objid = w.presence_key::oid
-      )
+    where w.id = any(%(workers)s::text[])
+      -- include: presence_gone
 ), orphaned as (
     select id from jobs.job
     where state = 'running' and claimed_by in (select id from gone) and exists (select 1 from gone)

@@ -43,15 +43,19 @@ async def test_a_gone_workers_running_jobs_are_redelivered_and_its_late_ack_refu
     last = await _job(driver, ids, clock, "w1", max_attempts=1)
     kept = await _job(driver, ids, clock, "w2")
     unjudged = await _job(driver, ids, clock, "never-held")
-    assert await driver.job_rescue_orphaned(now=clock.now(), limit=10) == []  # every presence holds
+    assert (
+        await driver.job_rescue_orphaned(workers=await driver.worker_gone(), now=clock.now(), limit=10) == []
+    )  # every presence holds
 
     await driver.worker_presence_release(id="w1")
     clock.advance(1)
-    orphans = await driver.job_rescue_orphaned(now=clock.now(), limit=10)
+    orphans = await driver.job_rescue_orphaned(workers=await driver.worker_gone(), now=clock.now(), limit=10)
     assert sorted((o.job_id, o.state, o.queue, o.worker) for o in orphans) == sorted(
         [(lost.job_id, JobState.READY, "default", "w1"), (last.job_id, JobState.DEAD, "default", "w1")]
     )
-    assert await driver.job_rescue_orphaned(now=clock.now(), limit=10) == []  # each once
+    assert (
+        await driver.job_rescue_orphaned(workers=await driver.worker_gone(), now=clock.now(), limit=10) == []
+    )  # each once
     assert [w.id for w in await driver.worker_list(now=clock.now())] == ["never-held", "w2"]  # w1's row went
     row = await driver.job_get(job_id=lost.job_id)
     assert row is not None and (row.state, row.attempt, row.error_code, row.run_at) == (
@@ -93,7 +97,7 @@ async def test_a_deregistered_worker_is_not_judged_by_its_presence(
     claim = await _job(driver, ids, clock, "w1")
     await driver.worker_deregister(id="w1")
     await driver.worker_presence_release(id="w1")
-    assert await driver.job_rescue_orphaned(now=clock.now(), limit=10) == []
+    assert await driver.job_rescue_orphaned(workers=await driver.worker_gone(), now=clock.now(), limit=10) == []
     row = await driver.job_get(job_id=claim.job_id)
     assert row is not None and row.state is JobState.RUNNING  # its lease decides
 
@@ -105,8 +109,28 @@ async def test_a_pass_cut_by_its_limit_keeps_the_gone_workers_row_for_the_next(
     await driver.worker_presence_hold(id="w1")
     claims = [await _job(driver, ids, clock, "w1") for _ in range(3)]
     await driver.worker_presence_release(id="w1")
-    first = await driver.job_rescue_orphaned(now=clock.now(), limit=2)
+    first = await driver.job_rescue_orphaned(workers=await driver.worker_gone(), now=clock.now(), limit=2)
     assert len(first) == 2 and [w.id for w in await driver.worker_list(now=clock.now())] == ["w1"]
-    rest = await driver.job_rescue_orphaned(now=clock.now(), limit=2)
+    rest = await driver.job_rescue_orphaned(workers=await driver.worker_gone(), now=clock.now(), limit=2)
     assert sorted(o.job_id for o in first + rest) == sorted(c.job_id for c in claims)
     assert await driver.worker_list(now=clock.now()) == []
+
+
+async def test_the_orphan_rescue_takes_only_the_named_workers_that_are_still_gone(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    for wid in ("w1", "w2", "w3"):
+        await _register(driver, wid, clock)
+        await driver.worker_presence_hold(id=wid)
+    one = await _job(driver, ids, clock, "w1")
+    two = await _job(driver, ids, clock, "w2")
+    await _job(driver, ids, clock, "w3")
+    await driver.worker_presence_release(id="w1")
+    await driver.worker_presence_release(id="w2")
+    assert await driver.worker_gone() == ["w1", "w2"]
+    # w3 holds its presence: named, it is still not judged; w2 gone but not named waits its turn
+    orphans = await driver.job_rescue_orphaned(workers=["w1", "w3"], now=clock.now(), limit=10)
+    assert [o.job_id for o in orphans] == [one.job_id]
+    orphans = await driver.job_rescue_orphaned(workers=["w2"], now=clock.now(), limit=10)
+    assert [o.job_id for o in orphans] == [two.job_id]
+    assert await driver.worker_gone() == []

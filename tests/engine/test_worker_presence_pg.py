@@ -46,12 +46,12 @@ async def test_a_session_the_server_ended_is_a_gone_worker_that_takes_its_presen
         pid = d._presence["w1"].info.backend_pid
         with psycopg.connect(pg_dsn, autocommit=True) as admin:
             admin.execute("select pg_terminate_backend(%s, 5000)", [pid])  # waits until it is gone
-        (orphan,) = await d.job_rescue_orphaned(now=clock.now(), limit=10)
+        (orphan,) = await d.job_rescue_orphaned(workers=await d.worker_gone(), now=clock.now(), limit=10)
         assert (orphan.job_id, orphan.worker, orphan.state) == (jid, "w1", JobState.READY)
         await d.worker_presence_hold(id="w1")  # its check finds the session gone, and takes it again
         assert d._presence["w1"].info.backend_pid != pid
         await d.worker_claim(queues=["default"], limit=1, worker="w1", now=clock.now(), lease_seconds=LEASE)
-        assert await d.job_rescue_orphaned(now=clock.now(), limit=10) == []
+        assert await d.job_rescue_orphaned(workers=await d.worker_gone(), now=clock.now(), limit=10) == []
     finally:
         await d.close()
 
@@ -66,16 +66,18 @@ async def test_after_a_server_restart_no_worker_is_judged_until_it_holds_its_pre
         await asyncio.to_thread(pg_cluster.restart)  # every lock is gone; the worker may be alive
         for _ in range(2):
             try:
-                assert await d.job_rescue_orphaned(now=clock.now(), limit=10) == []
+                assert await d.job_rescue_orphaned(workers=await d.worker_gone(), now=clock.now(), limit=10) == []
                 break
             except Exception:  # the pool's connections died with the server: the next is new
                 continue
         row = await d.job_get(job_id=jid)
         assert row is not None and row.state is JobState.RUNNING
         await d.worker_presence_hold(id="w1")  # taken again, noted with the new lifetime
-        assert await d.job_rescue_orphaned(now=clock.now(), limit=10) == []
+        assert await d.job_rescue_orphaned(workers=await d.worker_gone(), now=clock.now(), limit=10) == []
         await d.worker_presence_release(id="w1")
-        assert [o.job_id for o in await d.job_rescue_orphaned(now=clock.now(), limit=10)] == [jid]
+        assert [
+            o.job_id for o in await d.job_rescue_orphaned(workers=await d.worker_gone(), now=clock.now(), limit=10)
+        ] == [jid]
     finally:
         await d.close()
 

@@ -3,6 +3,7 @@ the worker reaper, with the same meaning as sql/queries/maintenance.sql, on the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -53,9 +54,15 @@ class MemoryMaintenance(MemoryBase):
                 out.append((r.id, self._lose(r, now, err, {})))
         return out
 
-    async def job_rescue_orphaned(self, *, now: datetime, limit: int) -> list[Orphan]:
+    async def worker_gone(self) -> list[str]:
         with self.state.lock:
-            gone = {w for w, held in self.state.presence.items() if not held and w in self.state.workers}
+            return sorted(w for w, held in self.state.presence.items() if not held and w in self.state.workers)
+
+    async def job_rescue_orphaned(self, *, workers: Sequence[str], now: datetime, limit: int) -> list[Orphan]:
+        with self.state.lock:
+            gone = {
+                w for w, held in self.state.presence.items() if not held and w in self.state.workers and w in workers
+            }
             orphaned = sorted(
                 (r for r in self.state.jobs.values() if r.state is JobState.RUNNING and r.claimed_by in gone),
                 key=lambda r: r.id,

@@ -3,6 +3,7 @@ reaper (sql/queries/maintenance.sql), every mutation fenced on the leader's term
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from engine.drivers.postgres.base import PRESENCE_NAMESPACE, PostgresBase
@@ -51,8 +52,12 @@ class PostgresMaintenance(PostgresBase):
         )
         return int(row["rows"]) if row else 0
 
-    async def job_rescue_orphaned(self, *, now: datetime, limit: int) -> list[Orphan]:
-        rows = await self._rows(Q.job_rescue_orphaned, {"namespace": PRESENCE_NAMESPACE, "now": now, "limit": limit})
+    async def worker_gone(self) -> list[str]:
+        return [r["id"] for r in await self._rows(Q.worker_gone, {"namespace": PRESENCE_NAMESPACE})]
+
+    async def job_rescue_orphaned(self, *, workers: Sequence[str], now: datetime, limit: int) -> list[Orphan]:
+        params = {"namespace": PRESENCE_NAMESPACE, "workers": list(workers), "now": now, "limit": limit}
+        rows = await self._rows(Q.job_rescue_orphaned, params)
         return [Orphan(str(r["id"]), JobState(r["state"]), r["queue"], r["claimed_by"]) for r in rows]
 
     async def worker_reap(self, *, before: datetime) -> list[str]:
