@@ -19,6 +19,10 @@ pytest_plugins = ["tests.pg_fixtures"]
 
 # Snapshots are rendered with colour; NO_COLOR in the caller's environment would change them.
 os.environ.pop("NO_COLOR", None)
+# The CLI sizes its tables to $COLUMNS when set (a terminal's width); pytest-xdist's workers set it
+# to 80. The tests that need a width give it (CliRunner's env=).
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
 
 
 @pytest.fixture(autouse=True)
