@@ -12,8 +12,12 @@ migration's index build or a worker's busy claim may rightly take longer than a 
 
 from __future__ import annotations
 
+import asyncio
 import os
+import signal
+import sys
 from dataclasses import dataclass
+from typing import Any
 
 from engine.errors import X_DSN_INVALID, X_INVALID_ARGUMENT, JobsError
 
@@ -88,3 +92,37 @@ def resolve_dsn(dsn: str | None, *, long_running: bool = False) -> str:
         if err.code == X_DSN_INVALID:  # the driver's fix names the API; this names the command
             raise JobsError(X_DSN_INVALID, cause=err.cause, fix=dsn_fix()) from None
         raise
+
+
+START_HELP = "give up starting after this long if the database does not answer (s; default: wait as long as it takes)"
+
+
+def check_start_timeout(value: float | None, command: str) -> None:
+    if value is not None and not value > 0:
+        raise JobsError(
+            X_INVALID_ARGUMENT, cause=f"--start-timeout {value:g} must be positive", fix=f"{command} --start-timeout 60"
+        )
+
+
+async def start_when_reachable(driver: Any, who: str, start_timeout: float | None) -> int | None:
+    """Open ``driver`` for a long-running command, waiting for the database as a worker does
+    (engine/runtime/startup.py): None once open; else the exit code (0 for a SIGTERM or SIGINT
+    during the wait, 1 with the engine's error on stderr when it gave up or was refused)."""
+    from engine.cli import EXIT_ERROR, error_text
+    from engine.runtime.startup import when_reachable
+
+    loop = asyncio.get_running_loop()
+    start = loop.create_task(when_reachable(driver.open, worker=who, start_timeout=start_timeout))
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, start.cancel)
+    try:
+        await start
+    except asyncio.CancelledError:
+        return 0
+    except JobsError as err:
+        sys.stderr.write(error_text(err))
+        return EXIT_ERROR
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+    return None

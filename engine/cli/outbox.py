@@ -6,13 +6,12 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sys
 from typing import Any
 
 import typer
 
-from engine.cli import EXIT_ERROR, app, error_text, fail
-from engine.cli.admin import DSN_HELP, JSON_HELP, resolve_dsn
+from engine.cli import app, fail
+from engine.cli.admin import DSN_HELP, JSON_HELP, START_HELP, check_start_timeout, resolve_dsn, start_when_reachable
 from engine.cli.reads import _t, console, emit, run, table
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 
@@ -72,6 +71,7 @@ def relay(
     poll_interval: float = typer.Option(1.0, "--poll-interval", help="the fallback poll when no NOTIFY arrives (s)"),
     metrics_port: int = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
     metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="the metrics address (loopback by default)"),
+    start_timeout: float = typer.Option(None, "--start-timeout", help=START_HELP),
     json_out: bool = typer.Option(False, "--json", help="errors as JSON on stderr"),
 ) -> None:
     """Run the outbox relay alone (every `jobs worker` runs one too, unless --no-relay)."""
@@ -85,15 +85,18 @@ def relay(
                 fix="jobs relay --metrics-port 9465",
             )
         config = RelayConfig(batch_size=batch_size, lease_ms=lease_ms, poll_interval=poll_interval)
+        check_start_timeout(start_timeout, "jobs relay")
         target = resolve_dsn(dsn, long_running=True)
     except JobsError as err:
         fail(err, as_json=json_out)
-    code = asyncio.run(_serve(target, config, metrics_port, metrics_host))
+    code = asyncio.run(_serve(target, config, metrics_port, metrics_host, start_timeout))
     if code:
         raise typer.Exit(code)
 
 
-async def _serve(dsn: str, config: Any, metrics_port: int | None, metrics_host: str) -> int:
+async def _serve(
+    dsn: str, config: Any, metrics_port: int | None, metrics_host: str, start_timeout: float | None
+) -> int:
     from engine.api import open_driver
     from engine.runtime.logs import configure_json_logging
     from engine.runtime.metrics import Metrics, serve_metrics
@@ -105,11 +108,9 @@ async def _serve(dsn: str, config: Any, metrics_port: int | None, metrics_host: 
     r = Relay(driver, config=config, metrics=metrics)
     server = None
     try:
-        try:
-            await driver.open()
-        except JobsError as err:
-            sys.stderr.write(error_text(err))
-            return EXIT_ERROR
+        started = await start_when_reachable(driver, r.id, start_timeout)
+        if started is not None:
+            return started
         if metrics_port:
             server = serve_metrics(metrics, metrics_port, metrics_host)
         loop = asyncio.get_running_loop()

@@ -6,14 +6,21 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sys
 from typing import Any
 
 import typer
 
 from engine.actions.base import default_actor
-from engine.cli import EXIT_ERROR, app, error_text, fail
-from engine.cli.admin import DSN_HELP, JSON_HELP, NOTE_HELP, resolve_dsn
+from engine.cli import app, fail
+from engine.cli.admin import (
+    DSN_HELP,
+    JSON_HELP,
+    NOTE_HELP,
+    START_HELP,
+    check_start_timeout,
+    resolve_dsn,
+    start_when_reachable,
+)
 from engine.cli.ops import ACTOR_HELP, EXIT_NOOP
 from engine.cli.reads import console, emit, run
 from engine.errors import X_INVALID_ARGUMENT, JobsError
@@ -139,6 +146,7 @@ def scheduler(
     lease_seconds: float = typer.Option(30.0, "--lease-seconds", help="the leader's lease (s)"),
     metrics_port: int = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
     metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="the metrics address"),
+    start_timeout: float = typer.Option(None, "--start-timeout", help=START_HELP),
     json_out: bool = typer.Option(False, "--json", help="errors as JSON on stderr"),
 ) -> None:
     """Run the cron scheduler alone (it enqueues; workers run the jobs) until SIGTERM/SIGINT."""
@@ -155,15 +163,18 @@ def scheduler(
                 cause=f"{target!r} declares no cron task (no @task handle in it)",
                 fix=f"add @task(name=..., cron='*/5 * * * *') to a handler in {target.partition(':')[0]}",
             )
+        check_start_timeout(start_timeout, f"jobs scheduler {target}")
         target_dsn = resolve_dsn(dsn, long_running=True)
     except JobsError as err:
         fail(err, as_json=json_out)
-    code = asyncio.run(_serve(target_dsn, tasks, config, metrics_port, metrics_host))
+    code = asyncio.run(_serve(target_dsn, tasks, config, metrics_port, metrics_host, start_timeout))
     if code:
         raise typer.Exit(code)
 
 
-async def _serve(dsn: str, tasks: list[Any], config: Any, metrics_port: int | None, metrics_host: str) -> int:
+async def _serve(
+    dsn: str, tasks: list[Any], config: Any, metrics_port: int | None, metrics_host: str, start_timeout: float | None
+) -> int:
     from engine.api import open_driver
     from engine.clock import SystemClock
     from engine.runtime.logs import configure_json_logging
@@ -176,11 +187,9 @@ async def _serve(dsn: str, tasks: list[Any], config: Any, metrics_port: int | No
     sched = Scheduler(driver, SystemClock(), tasks, config=config, metrics=metrics)
     server = None
     try:
-        try:
-            await driver.open()
-        except JobsError as err:
-            sys.stderr.write(error_text(err))
-            return EXIT_ERROR
+        started = await start_when_reachable(driver, sched.holder, start_timeout)
+        if started is not None:
+            return started
         if metrics_port:
             server = serve_metrics(metrics, metrics_port, metrics_host)
         loop = asyncio.get_running_loop()

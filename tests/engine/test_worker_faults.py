@@ -39,10 +39,11 @@ NOWHERE = "host=/nonexistent-socket-dir dbname=nothing user=nobody"
 
 
 class WorkerProcess:
-    """`jobs worker tests.engine.test_worker_app` with both pipes read line by line."""
+    """`jobs worker tests.engine.test_worker_app` (or another long-running ``command``) with both
+    pipes read line by line."""
 
-    def __init__(self, dsn: str, *args: str) -> None:
-        cmd = [sys.executable, "-c", "from engine.cli import main; main()", "worker", app.__name__, "--dsn", dsn]
+    def __init__(self, dsn: str, *args: str, command: tuple[str, ...] = ("worker", app.__name__)) -> None:
+        cmd = [sys.executable, "-c", "from engine.cli import main; main()", *command, "--dsn", dsn]
         env = {**os.environ, "PYTHONPATH": str(ROOT), "JOBS_TEST_FAST": "1"}
         self.proc = subprocess.Popen(
             [*cmd, *args], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -199,3 +200,58 @@ def test_the_pools_messages_are_json_events_with_stable_names(capsys: pytest.Cap
         (logs.POOL_MESSAGE, "warning", "psycopg"),
     ]
     assert lines[0]["message"] == "error connecting in 'jobs': connection refused"
+
+
+@pytest.mark.parametrize(
+    "command,banner",
+    [(("relay",), "jobs relay "), (("scheduler", "tests.engine.test_scheduler_app"), "jobs scheduler ")],
+    ids=["relay", "scheduler"],
+)
+async def test_a_relay_or_scheduler_started_while_the_server_is_down_waits_for_it(
+    pg_dsn: str, pg_cluster: EmbeddedPostgres, command: tuple[str, ...], banner: str
+) -> None:
+    await asyncio.to_thread(pg_cluster.stop)
+    p = WorkerProcess(pg_dsn, command=command)
+    try:
+        first = await p.event(logs.WORKER_WAITING_FOR_DATABASE)
+        second = await p.event(logs.WORKER_WAITING_FOR_DATABASE)
+        assert (first["attempt"], second["attempt"]) == (1, 2) and second["retry_in"] > first["retry_in"]
+        await asyncio.to_thread(pg_cluster.start)
+        await p.out(banner)
+        p.proc.send_signal(signal.SIGTERM)
+        assert await asyncio.to_thread(p.proc.wait, 30) == 0
+    finally:
+        p.kill()
+
+
+@pytest.mark.parametrize(
+    "command", [("relay",), ("scheduler", "tests.engine.test_scheduler_app")], ids=["relay", "scheduler"]
+)
+def test_a_relay_or_scheduler_gives_up_after_start_timeout_and_a_signal_while_waiting_exits_0(
+    command: tuple[str, ...],
+) -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from engine.cli import main; main()",
+            *command,
+            "--dsn",
+            NOWHERE,
+            "--start-timeout",
+            "1",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 1 and "X_DB_UNREACHABLE" in out.stderr and "start_timeout 1 s" in out.stderr
+    p = WorkerProcess(NOWHERE, command=command)
+    try:
+        asyncio.run(p.event(logs.WORKER_WAITING_FOR_DATABASE))
+        p.proc.send_signal(signal.SIGTERM)
+        assert p.proc.wait(30) == 0
+    finally:
+        p.kill()
