@@ -177,7 +177,8 @@ class WorkersArea(Protocol):
         ...
 
     async def queue_wait(self, *, queues: Sequence[str], timeout: float) -> bool:
-        """Wait up to ``timeout`` real seconds for new work in ``queues`` (LISTEN); True when woken."""
+        """Wait up to ``timeout`` real seconds for new work in ``queues`` (LISTEN); True when woken,
+        and at once when the wait (re)subscribed: what was sent before that reached no one."""
         ...
 
     async def queue_notify(self, *, queues: Sequence[str]) -> None:

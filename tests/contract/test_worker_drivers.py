@@ -100,9 +100,10 @@ async def test_a_short_claim_says_when_work_it_did_not_take_falls_due(
 
 
 async def test_enqueue_wakes_a_listening_worker(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
+    # The first wait subscribes (and may answer at once: what came before reached no one).
+    await driver.queue_wait(queues=["mail"], timeout=0.01)
     waiting = asyncio.ensure_future(driver.queue_wait(queues=["mail"], timeout=10))
-    await asyncio.sleep(0.05)  # let the LISTEN land first (it is what we are testing, not a condition)
-    assert not waiting.done()
+    await asyncio.sleep(0)  # the wait task starts
     await driver.job_enqueue(jobs=[_new(ids, queue="mail")], now=clock.now())
     assert await asyncio.wait_for(waiting, 5) is True
     # Another queue's work does not wake it; an explicit notify does.
@@ -110,7 +111,7 @@ async def test_enqueue_wakes_a_listening_worker(driver: Driver, ids: IdFactory, 
     await driver.job_enqueue(jobs=[_new(ids, queue="other")], now=clock.now())
     assert await waiting is False
     waiting = asyncio.ensure_future(driver.queue_wait(queues=["mail"], timeout=10))
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0)
     await driver.queue_notify(queues=["mail"])
     assert await asyncio.wait_for(waiting, 5) is True
 

@@ -39,7 +39,19 @@ def test_a_statements_positional_form_numbers_each_named_parameter_once_in_order
     assert err.value.code == "X_SQL_CATALOG" and "%(ids)b" in err.value.cause
     text, names = Q.job_enqueue_one.positional
     assert "%(" not in text and f"${len(names)}" in text and f"${len(names) + 1}" not in text
-    assert set(names) == {"id", "name", "queue", "tenant", "key", "input", "run_at", "now", "priority", "max_attempts", "created_at"}
+    assert set(names) == {
+        "id",
+        "name",
+        "queue",
+        "tenant",
+        "key",
+        "input",
+        "run_at",
+        "now",
+        "priority",
+        "max_attempts",
+        "created_at",
+    }
 
 
 def test_no_named_statement_holds_a_bare_percent_sign() -> None:

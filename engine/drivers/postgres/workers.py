@@ -142,20 +142,23 @@ class PostgresWorkers(PostgresBase):
 
     # --- LISTEN/NOTIFY: one dedicated connection per event loop, outside the pool -------------
 
-    async def _listen_conn(self) -> psycopg.AsyncConnection[Any]:
+    async def _listen_conn(self) -> tuple[psycopg.AsyncConnection[Any], bool]:
+        """This loop's LISTEN connection, and whether it was subscribed just now."""
         loop = asyncio.get_running_loop()
         conn = self._listen_conns.get(loop)
         if conn is not None and not conn.closed:
-            return conn
+            return conn, False
         # A new connection re-subscribes: after a restart of the server the old one is gone.
         conn = await psycopg.AsyncConnection.connect(self.dsn, autocommit=True)
         await self._exec(Q.queue_listen, {}, conn=conn)
         self._listen_conns[loop] = conn
-        return conn
+        return conn, True
 
     async def queue_wait(self, *, queues: Sequence[str], timeout: float) -> bool:
         with connection_lost():
-            conn = await self._listen_conn()
+            conn, fresh = await self._listen_conn()
+            if fresh:  # a NOTIFY sent before the subscription reached no one: look now
+                return True
             wanted = set(queues)
             try:
                 async for note in conn.notifies(timeout=timeout):
