@@ -25,6 +25,13 @@ os.environ.pop("COLUMNS", None)
 os.environ.pop("LINES", None)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Under xdist each process sees only its own tests, so an update could not tell which
+    # snapshots are unused: updating runs in one process.
+    if config.getoption("--snapshot-update", default=False) and config.getoption("numprocesses", default=None):
+        raise pytest.UsageError("--snapshot-update runs in one process: add -n 0")
+
+
 @pytest.fixture(autouse=True)
 def _restore_jobs_logger() -> Iterator[None]:
     """`jobs worker` and the demo configure the `jobs` logger (and psycopg's) for a process (JSON
