@@ -19,6 +19,29 @@ update jobs.leader
 set lease_until = %(now)s - interval '1 millisecond'
 where name = %(name)s and holder = %(holder)s and term = %(term)s;
 
+-- fragment: lost_attempt
+-- The attempt row of a run a rescuer takes back (`upd`: the rescued rows, with run, attempt,
+-- claimed_by, claimed_at, last_error): recorded as 'lost'. A lost claim that resumed a suspended
+-- run ends that run's attempt row instead (one run, one attempt row, as job_nack does).
+resumed as (
+    select distinct on (a.job_id) a.job_id, a.run, a.outcome, a.attempt
+    from jobs.attempt a join upd on a.job_id = upd.id
+    order by a.job_id, a.run desc
+), carried as (
+    update jobs.attempt a
+    set run = upd.run, worker = coalesce(upd.claimed_by, '?'), finished_at = %(now)s, outcome = 'lost',
+        error_code = 'X_LEASE_LOST', error = upd.last_error
+    from upd, resumed
+    where resumed.job_id = upd.id and resumed.outcome = 'suspended' and resumed.attempt = upd.attempt
+      and a.job_id = resumed.job_id and a.run = resumed.run
+    returning a.job_id
+), rec as (
+    insert into jobs.attempt (job_id, run, attempt, worker, started_at, finished_at, outcome, error_code, error)
+    select id, run, attempt, coalesce(claimed_by, '?'), coalesce(claimed_at, %(now)s), %(now)s, 'lost', 'X_LEASE_LOST', last_error
+    from upd where id not in (select job_id from carried)
+    on conflict (job_id, run) do nothing
+),
+
 -- name: job_rescue :many
 -- Return running rows whose lease lapsed to ready (dead when that was the last attempt): the
 -- lost attempt stays burned, is recorded as 'lost', and the history says 'lease_lost'. Fenced on
@@ -47,25 +70,9 @@ with leader as (
     from lapsed
     where j.id = lapsed.id
     returning j.id, j.run, j.attempt, j.claimed_by, j.claimed_at, j.state, j.last_error
-), resumed as (
-    -- A lost claim that resumed a suspended run ends that run's attempt row (as job_nack does).
-    select distinct on (a.job_id) a.job_id, a.run, a.outcome, a.attempt
-    from jobs.attempt a join upd on a.job_id = upd.id
-    order by a.job_id, a.run desc
-), carried as (
-    update jobs.attempt a
-    set run = upd.run, worker = coalesce(upd.claimed_by, '?'), finished_at = %(now)s, outcome = 'lost',
-        error_code = 'X_LEASE_LOST', error = upd.last_error
-    from upd, resumed
-    where resumed.job_id = upd.id and resumed.outcome = 'suspended' and resumed.attempt = upd.attempt
-      and a.job_id = resumed.job_id and a.run = resumed.run
-    returning a.job_id
-), rec as (
-    insert into jobs.attempt (job_id, run, attempt, worker, started_at, finished_at, outcome, error_code, error)
-    select id, run, attempt, coalesce(claimed_by, '?'), coalesce(claimed_at, %(now)s), %(now)s, 'lost', 'X_LEASE_LOST', last_error
-    from upd where id not in (select job_id from carried)
-    on conflict (job_id, run) do nothing
-), hist as (
+),
+-- include: lost_attempt
+hist as (
     insert into jobs.history (job_id, at, kind, actor, note, data)
     select id, %(now)s, 'lease_lost', 'rescuer', null,
            jsonb_build_object('worker', claimed_by, 'run', run, 'attempt', attempt, 'to', state)
@@ -209,25 +216,9 @@ with gone as (
     from orphaned
     where j.id = orphaned.id
     returning j.id, j.queue, j.run, j.attempt, j.claimed_by, j.claimed_at, j.state, j.last_error
-), resumed as (
-    -- A lost claim that resumed a suspended run ends that run's attempt row (as job_rescue does).
-    select distinct on (a.job_id) a.job_id, a.run, a.outcome, a.attempt
-    from jobs.attempt a join upd on a.job_id = upd.id
-    order by a.job_id, a.run desc
-), carried as (
-    update jobs.attempt a
-    set run = upd.run, worker = coalesce(upd.claimed_by, '?'), finished_at = %(now)s, outcome = 'lost',
-        error_code = 'X_LEASE_LOST', error = upd.last_error
-    from upd, resumed
-    where resumed.job_id = upd.id and resumed.outcome = 'suspended' and resumed.attempt = upd.attempt
-      and a.job_id = resumed.job_id and a.run = resumed.run
-    returning a.job_id
-), rec as (
-    insert into jobs.attempt (job_id, run, attempt, worker, started_at, finished_at, outcome, error_code, error)
-    select id, run, attempt, coalesce(claimed_by, '?'), coalesce(claimed_at, %(now)s), %(now)s, 'lost', 'X_LEASE_LOST', last_error
-    from upd where id not in (select job_id from carried)
-    on conflict (job_id, run) do nothing
-), hist as (
+),
+-- include: lost_attempt
+hist as (
     insert into jobs.history (job_id, at, kind, actor, note, data)
     select id, %(now)s, 'lease_lost', 'rescuer', null,
            jsonb_build_object('worker', claimed_by, 'run', run, 'attempt', attempt, 'to', state, 'why', 'worker-gone')

@@ -283,19 +283,7 @@ class _Collapsed:
                     j.max_attempts,
                     j.run_at or now,
                     j.priority,
-                ]
-                if j.created_at is None
-                else [
-                    j.id,
-                    j.name,
-                    j.queue,
-                    j.tenant,
-                    j.idempotency_key,
-                    orjson.Fragment(j.input_text or dumps(j.input, job=j.name)),
-                    j.max_attempts,
-                    j.run_at or now,
-                    j.priority,
-                    j.created_at,
+                    *(() if j.created_at is None else (j.created_at,)),
                 ]
                 for j in self.unique
             ],
