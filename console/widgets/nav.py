@@ -2,8 +2,8 @@
 the breadcrumb of where you are (Jobs › billing › job 0d64…).
 
 Built from the action table's NAV, so a new screen appears here by adding its entry there. With
-a breadcrumb to show, the entries not shown are their keys only, so an 80-column terminal has
-room for it.
+a breadcrumb to show, or when every title does not fit the terminal's width (80 columns hold six
+of the seven), the entries not shown are their keys only, so the shown one is always named.
 """
 
 from __future__ import annotations
@@ -16,16 +16,24 @@ from textual.widgets import Static
 from console import actions
 
 
-def nav_text(current: str | None, crumbs: Sequence[str] = ()) -> Text:
+def nav_text(current: str | None, crumbs: Sequence[str] = (), width: int | None = None) -> Text:
+    full = _entries(current, titled=len(crumbs) <= 1)
+    if width is not None and len(crumbs) <= 1 and full.cell_len > width:
+        full = _entries(current, titled=False)
+    if len(crumbs) > 1:
+        full.append(" " + " › ".join(crumbs), style="bold")
+    return full
+
+
+def _entries(current: str | None, *, titled: bool) -> Text:
+    """Every NAV key; the shown screen's title always, the others' only when ``titled``."""
     t = Text()
     for a in actions.NAV:
         here = a.mode == current
         t.append(f" {a.key} ", style="bold reverse" if here else "bold")
-        if here or len(crumbs) <= 1:  # with a breadcrumb to show, the other entries are keys only
+        if here or titled:
             t.append(f"{a.title}{' ◂' if here else ''}", style="bold reverse" if here else "")
             t.append(" ")
-    if len(crumbs) > 1:
-        t.append(" " + " › ".join(crumbs), style="bold")
     return t
 
 
@@ -40,4 +48,8 @@ class NavBar(Static):
         if self.screen in stack:
             stack = stack[: stack.index(self.screen) + 1]
         mode = next((s.MODE for s in reversed(stack) if getattr(s, "MODE", None)), self.app.current_mode)
-        self.update(nav_text(mode, [s.crumb() for s in stack]))
+        width = self.size.width or self.app.size.width
+        self.update(nav_text(mode, [s.crumb() for s in stack], width))
+
+    def on_resize(self) -> None:
+        self.redraw()

@@ -93,3 +93,16 @@ async def test_i_copies_the_full_job_id_from_the_list_and_the_detail() -> None:
         assert app.clipboard == full and len(full) == 36
         await keys(pilot, "down", "enter", "i")
         assert app.clipboard == app.screen.job_id != full
+
+
+async def test_at_80_columns_the_nav_bar_always_names_the_shown_screen() -> None:
+    app = console()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await keys(pilot, "7")
+        bar = nav(app)
+        assert "7 Backfills ◂" in bar and len(bar.rstrip()) <= 80
+        assert all(f" {k} " in bar for k in "123456")  # the others by their keys
+    app = console()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await keys(pilot, "7")
+        assert "3 Dead letters" in nav(app) and "7 Backfills ◂" in nav(app)  # wide enough for every title
