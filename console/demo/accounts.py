@@ -27,10 +27,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import psycopg
-
 from engine import JobsError
 from engine.backfills import Backfills, Batch, Keyset
+from engine.testing import app_connection
 
 ROWS = 30_000
 VERSION = "2.3.1"  # the demo application's version, recorded on each ledger row
@@ -70,7 +69,7 @@ class PostgresAccounts:
     def __init__(self, dsn: str | None = None) -> None:
         self.dsn = dsn
 
-    def connect(self) -> psycopg.Connection[Any]:
+    def connect(self) -> Any:
         dsn = self.dsn or os.environ.get("JOBS_DSN")
         if not dsn:
             raise JobsError(
@@ -78,7 +77,7 @@ class PostgresAccounts:
                 cause="the demo's accounts live in the demo's database, and no DSN names it",
                 fix="JOBS_DSN='...the DSN jobs-console demo printed...' jobs backfill --app console.demo.accounts",
             )
-        return psycopg.connect(dsn)
+        return app_connection(dsn)
 
     def create(self, rows: int = ROWS) -> None:
         """The table, its rows (no column filled yet) and the app's migration ledger."""

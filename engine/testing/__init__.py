@@ -8,7 +8,7 @@ factory works on any driver.
 
 from engine.ids import IdFactory  # seeded: the same ids on every run
 from engine.testing.backfills import PassPlayer
-from engine.testing.databases import Databases, install, throwaway_postgres
+from engine.testing.databases import Databases, app_connection, install, throwaway_postgres
 from engine.testing.embedded_pg import EmbeddedPostgres, create_database, drop_database, find_server_binaries
 from engine.testing.factory import Factory, claim_of, make_job
 
@@ -18,6 +18,7 @@ __all__ = [
     "Factory",
     "IdFactory",
     "PassPlayer",
+    "app_connection",
     "claim_of",
     "create_database",
     "drop_database",

@@ -87,3 +87,9 @@ def throwaway_postgres(**server_options: Any) -> Iterator[Databases]:
     gone when the block ends. ``server_options`` go to ``EmbeddedPostgres`` (max_connections, ...)."""
     with EmbeddedPostgres(**server_options) as server:
         yield Databases(server.conninfo()).prepare()
+
+
+def app_connection(dsn: str) -> Any:
+    """A psycopg connection of the application's own to ``dsn`` (never the engine's pool), as an
+    application holds one for its tables: the demo's accounts, a test's own rows."""
+    return psycopg.connect(dsn)
