@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.demo.accounts import PostgresAccounts, declare
-from console.demo.jobs import APPROVAL_EVENT, DEMO_JOBS, DEMO_TASKS, PACE, Traffic
+from console.demo.jobs import APPROVAL_EVENT, DEMO_JOBS, DEMO_TASKS, PACE
 from console.demo.outbox import LIVE_FIRST_ORDER, checkout, checkouts
+from console.demo.traffic import Traffic
 from console.demo.world import WORKERS, memory_backfills, play_world
 from console.demo.world_backfills import ENVIRONMENT, hand_over
 from console.events import RecentEvents

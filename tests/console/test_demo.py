@@ -17,6 +17,7 @@ from console.demo import jobs as demo_jobs
 from console.demo.app import Demo
 from console.demo.jobs import QUEUES
 from console.demo.outbox import LIVE_FIRST_ORDER, checkouts
+from console.demo.traffic import Traffic
 from console.demo.world import PAUSED, WORKERS, seeded_source
 from engine.projections import JobFilter
 from engine.types import JobState
@@ -47,7 +48,7 @@ def test_the_demo_runs_on_embedded_postgres_and_stops_without_orphans() -> None:
         postmaster = int((directory / "data" / "postmaster.pid").read_text().split()[0])
         assert _alive(postmaster)
         burst = asyncio.run(demo.source.jobs(JobFilter(), limit=200))
-        assert len(burst.items) == len(demo_jobs.Traffic().first_burst(demo.engine.clock.now()))
+        assert len(burst.items) == len(Traffic().first_burst(demo.engine.clock.now()))
     finally:
         demo.stop()
     assert not _alive(postmaster)

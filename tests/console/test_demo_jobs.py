@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from console.demo import jobs as d
+from console.demo.traffic import Traffic
 from engine.errors import JobsError
 from engine.retry import decide_retry
 
@@ -19,14 +20,14 @@ def _signature(specs: list) -> list[tuple]:  # type: ignore[type-arg]
 
 
 def test_the_same_seed_gives_the_same_traffic() -> None:
-    a, b = d.Traffic(seed=3), d.Traffic(seed=3)
+    a, b = Traffic(seed=3), Traffic(seed=3)
     assert _signature(a.first_burst(NOW)) == _signature(b.first_burst(NOW))
     assert [_signature(a.tick()) for _ in range(20)] == [_signature(b.tick()) for _ in range(20)]
-    assert _signature(d.Traffic(seed=4).first_burst(NOW)) != _signature(d.Traffic(seed=3).first_burst(NOW))
+    assert _signature(Traffic(seed=4).first_burst(NOW)) != _signature(Traffic(seed=3).first_burst(NOW))
 
 
 def test_the_first_burst_enqueues_every_demo_job_and_every_failure_scenario() -> None:
-    burst = d.Traffic().first_burst(NOW)
+    burst = Traffic().first_burst(NOW)
     assert {s.job.name for s in burst} == {h.name for h in d.DEMO_JOBS}
     cards = {s.input["card"] for s in burst if s.job is d.charge_card}
     assert {"declined", "gateway-down", "flaky", "ok"} <= cards
@@ -40,7 +41,7 @@ def test_the_first_burst_enqueues_every_demo_job_and_every_failure_scenario() ->
 def test_idempotency_keys_collide_only_where_the_cadence_cycles_them() -> None:
     """Random traffic never reuses a key; the cadence's umbrella contacts and weekly reports cycle
     over a few keys on purpose, so while they are held back the live ones dedupe (a bounded backlog)."""
-    t = d.Traffic()
+    t = Traffic()
     specs = t.first_burst(NOW) + [s for _ in range(50) for s in t.tick()]
 
     def cycled(s) -> bool:  # type: ignore[no-untyped-def]
@@ -54,7 +55,7 @@ def test_idempotency_keys_collide_only_where_the_cadence_cycles_them() -> None:
 def test_the_cadence_keeps_every_explained_state_arriving() -> None:
     """Every ten beats (20 s) the traffic holds more contacts and reports than their limits admit,
     a workspace that sleeps, one that waits for its event, and failing inputs."""
-    t = d.Traffic()
+    t = Traffic()
     window = [s for _ in range(10) for s in t.tick()]
     umbrella = [s for s in window if s.job is d.sync_crm_contact and s.tenant == "umbrella"]
     assert len(umbrella) / (10 * 2.0) > d.sync_crm_contact.rate_limit.limit / d.sync_crm_contact.rate_limit.per
@@ -68,7 +69,7 @@ def test_the_cadence_keeps_every_explained_state_arriving() -> None:
 
 
 def test_approvals_are_due_a_few_ticks_after_their_workspace() -> None:
-    t = d.Traffic()
+    t = Traffic()
     burst = t.first_burst(NOW)
     first = next(s for s in burst if s.job is d.provision_workspace)
     assert t.approvals_due() == []

@@ -19,7 +19,7 @@ import pytest
 
 from console.demo import jobs as demo_jobs
 from console.demo.app import TICK, Demo
-from console.demo.jobs import Traffic
+from console.demo.traffic import Traffic
 from engine import FakeClock, connect
 from engine.introspect import Introspector
 from engine.projections import JobFilter
