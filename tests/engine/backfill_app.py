@@ -2,12 +2,14 @@
 
 Its database is $BACKFILL_APP_DSN: a table `accounts` the tests create (create_accounts), and
 `app_migrations`, the app's own migration ledger. `BACKFILL_ANNOUNCE=1` makes each write batch
-print `BATCH n` on stdout, so a test can kill a worker mid-pass; `BACKFILL_RATE` paces the sweep.
+print `BATCH n` on stdout; `BACKFILL_HOLD_AT=n` then holds batch n after its write and before its
+commit, so a test kills the worker at a known point; `BACKFILL_RATE` paces the sweep.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import psycopg
@@ -58,6 +60,8 @@ def _fill(batch: Batch) -> None:
     batch.conn.execute("update accounts set email_lower = lower(email), hits = hits + 1 where id = any(%s)", [ids])
     if os.environ.get("BACKFILL_ANNOUNCE") == "1":
         print(f"BATCH {batch.number}", flush=True)
+        if os.environ.get("BACKFILL_HOLD_AT") == str(batch.number):
+            time.sleep(60)  # the test kills this process here
     for hook in ON_BATCH:
         hook(batch)
 
