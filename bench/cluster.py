@@ -15,7 +15,7 @@ from psycopg import conninfo as ci
 from psycopg import sql as pgsql
 
 from bench.sqlq import sql
-from engine.schema import install_schema
+from engine.schema import install_schema, migrate
 from engine.testing import EmbeddedPostgres, create_database, drop_database
 
 TEMPLATE = "bench_template"
@@ -69,6 +69,15 @@ class BenchCluster:
         name = f"b_{next(self._numbers)}"
         dsn = create_database(self.admin, name, TEMPLATE)
         self._live.append(name)
+        return dsn
+
+    def fresh_at(self, target: int) -> str:
+        """A new empty database at migration ``target`` (not the template's last one)."""
+        self.drop_all()
+        name = f"b_{next(self._numbers)}_at_{target}"
+        dsn = create_database(self.admin, name)
+        self._live.append(name)
+        migrate(dsn, target=target)
         return dsn
 
     def drop_all(self) -> None:
