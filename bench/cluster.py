@@ -19,6 +19,9 @@ from engine.schema import install_schema, migrate
 from engine.testing import EmbeddedPostgres, create_database, drop_database
 
 TEMPLATE = "bench_template"
+# `python -m bench --durable`: PostgreSQL's defaults, where every commit flushes the WAL (the
+# default regime turns the three off, the same for every system).
+DURABLE = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
 
 
 def asyncpg_kwargs(dsn: str) -> dict[str, Any]:
@@ -45,8 +48,8 @@ async def _install_pgqueuer(dsn: str) -> None:
 
 
 class BenchCluster:
-    def __init__(self) -> None:
-        self.pg = EmbeddedPostgres(max_connections=200)
+    def __init__(self, *, durable: bool = False) -> None:
+        self.pg = EmbeddedPostgres(max_connections=200, settings=DURABLE if durable else None)
         self.admin = ""
         self._numbers = itertools.count(1)
         self._live: list[str] = []
