@@ -15,10 +15,13 @@ from psycopg import conninfo as ci
 from psycopg import sql as pgsql
 
 from bench.sqlq import sql
-from engine.schema import install_schema
+from engine.schema import install_schema, migrate
 from engine.testing import EmbeddedPostgres, create_database, drop_database
 
 TEMPLATE = "bench_template"
+# `python -m bench --durable`: PostgreSQL's defaults, where every commit flushes the WAL (the
+# default regime turns the three off, the same for every system).
+DURABLE = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
 
 
 def asyncpg_kwargs(dsn: str) -> dict[str, Any]:
@@ -45,8 +48,8 @@ async def _install_pgqueuer(dsn: str) -> None:
 
 
 class BenchCluster:
-    def __init__(self) -> None:
-        self.pg = EmbeddedPostgres(max_connections=200)
+    def __init__(self, *, durable: bool = False) -> None:
+        self.pg = EmbeddedPostgres(max_connections=200, settings=DURABLE if durable else None)
         self.admin = ""
         self._numbers = itertools.count(1)
         self._live: list[str] = []
@@ -69,6 +72,15 @@ class BenchCluster:
         name = f"b_{next(self._numbers)}"
         dsn = create_database(self.admin, name, TEMPLATE)
         self._live.append(name)
+        return dsn
+
+    def fresh_at(self, target: int) -> str:
+        """A new empty database at migration ``target`` (not the template's last one)."""
+        self.drop_all()
+        name = f"b_{next(self._numbers)}_at_{target}"
+        dsn = create_database(self.admin, name)
+        self._live.append(name)
+        migrate(dsn, target=target)
         return dsn
 
     def drop_all(self) -> None:

@@ -42,6 +42,7 @@ def seed(dsn: str, jobs: int) -> float:
     with psycopg.connect(dsn, autocommit=True) as conn:
         for first in range(1, jobs + 1, 100_000):
             conn.execute(q["bench_seed_jobs"].text, {"first": first, "last": min(jobs, first + 99_999), "now": now})  # type: ignore[arg-type]
+            conn.execute(q["bench_settle_seeded"].text)  # type: ignore[arg-type]
         bounds = _bounds()
         for lo, hi in zip(bounds, bounds[1:]):
             conn.execute(q["bench_seed_attempts"].text, {"lo": lo, "hi": hi})  # type: ignore[arg-type]
@@ -176,6 +177,7 @@ def _seed_busy_hour(dsn: str, n: int) -> None:
     q = bench_queries()
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(q["bench_seed_busy_hour"].text, {"n": n, "now": datetime.now(UTC)})  # type: ignore[arg-type]
+        conn.execute(q["bench_settle_seeded"].text)  # type: ignore[arg-type]
         # A vacuum right after a bulk insert left its pages not all-visible (35,153 of 44,148
         # pages, so the planner sent index-only counts to the heap); autovacuum's next pass sets
         # them, and the second pass here stands for it.

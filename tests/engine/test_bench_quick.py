@@ -51,3 +51,13 @@ def test_quick_bench_produces_every_figure(tmp_path: Path) -> None:
         assert f["median"] > 0, f  # a zero throughput or latency means the figure was not measured
     assert {t["key"] for t in doc["targets"]} >= {"drain.p1", "enqueue.single", "latency.r100.p99"}
     assert "| ours" not in done.stdout and "ours/peer" in done.stdout  # the table was printed
+
+
+def test_durable_bench_runs_its_server_with_postgres_defaults_for_durability() -> None:
+    from bench.cluster import BenchCluster
+
+    durable, default = BenchCluster(durable=True).pg._settings, BenchCluster().pg._settings
+    assert {k: durable.get(k) for k in ("fsync", "synchronous_commit", "full_page_writes")} == dict.fromkeys(
+        ("fsync", "synchronous_commit", "full_page_writes"), "on"
+    )
+    assert "fsync" not in default  # the default regime keeps embedded_pg's fsync=off

@@ -99,3 +99,23 @@ def test_no_index_names_lease_until_so_a_renewal_can_be_a_hot_update(pg_dsn: str
                from pg_index i where i.indrelid = 'jobs.job'::regclass"""
         ).fetchall()
     assert rows and [name for name, d in rows if "lease_until" in d] == []
+
+
+def test_the_live_table_holds_no_settled_rows_list_index_and_the_ack_writes_none_of_its(pg_dsn: str) -> None:
+    # 0010_settled_rows: an enqueue writes jobs.job's indexes only; the settled rows' lists are
+    # jobs.job_done's, written by the ack that moves a row there.
+    now = datetime.now(UTC)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        live = {
+            r[0]
+            for r in conn.execute(
+                "select indexrelid::regclass::text from pg_index where indrelid = 'jobs.job'::regclass"
+            )
+        }
+        assert {"job_list_state", "job_list_name", "job_dead_v5", "job_dead_code"}.isdisjoint(live), live
+        _backlog(conn, BATCH, now)
+        rows = conn.execute(Q.worker_claim.text, _claim(conn, now)).fetchall()
+        acked = conn.execute(Q.job_ack_many.text, _ack(rows, now)).fetchall()
+        assert len(acked) == BATCH
+        where = conn.execute("select tableoid::regclass::text, state, count(*) from jobs.job group by 1, 2").fetchall()
+    assert where == [("jobs.job_done", "completed", BATCH)]
