@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown suite {unknown[0]!r}; choose from {','.join(SUITES)}")
     res = Results()
-    cluster = BenchCluster(durable=args.durable)
+    cluster = BenchCluster(durable=args.durable, stats="costs" in chosen)
     started = time.time()
     try:
         cluster.start()
