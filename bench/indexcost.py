@@ -97,6 +97,7 @@ def measure(dsn: str, setup: list[str], ack: str = "") -> tuple[float, float, fl
                     Q.worker_claim.text,
                     {  # type: ignore[arg-type]
                         "queues": ["bench"],
+                        "floors": [None],
                         "limit": 200,
                         "worker": "w1",
                         "now": now,
