@@ -1,4 +1,4 @@
-"""Old against new, for the engine's enqueue: `python -m bench.ab --base REV [--rounds 5]`.
+"""Old against new, for the engine's enqueue and drain: `python -m bench.ab --base REV [--rounds 5]`.
 
 The shared machine's speed drifts by 2x within minutes, so a change is judged by alternating the
 two trees in one invocation, not by two runs of `python -m bench`. REV is checked out in a
@@ -23,7 +23,7 @@ from engine.testing import create_database, drop_database
 
 HERE = Path(__file__).resolve().parents[1]
 CHILD = Path(__file__).resolve().with_name("ab_child.py")
-FIGURES = {"single": 3_000, "batch100": 20_000, "batch1000": 20_000}
+FIGURES = {"single": 3_000, "batch100": 20_000, "batch1000": 20_000, "drain": 20_000}
 
 
 def _measure(tree: Path, dsn: str, figure: str, n: int) -> tuple[float, float]:
@@ -72,7 +72,7 @@ def run(base: str, rounds: int, figures: list[str]) -> dict[str, dict[str, list[
 def report(base: str, results: dict[str, dict[str, list[tuple[float, float]]]]) -> str:
     lines = [
         f"{'figure':10s} {'base ' + base[:10]:>26s} {'new (this tree)':>26s} {'new/base':>9s} "
-        f"{'client CPU us/job':>20s}"
+        f"{'client CPU us/job':>20s}"  # drain: the worker's process, server excluded
     ]
     for figure, sides in results.items():
         cells, medians, cpus = [], [], []

@@ -2,7 +2,8 @@
 
 `python bench/ab_child.py TREE DSN FIGURE N` puts TREE first on sys.path (so `engine` and `bench`
 are that tree's), installs TREE's schema on DSN, enqueues N no-op jobs through the public API
-(one per call, or in batches of 100 or 1,000) and prints {"rate": jobs/s, "cpu_us": client CPU a
+(one per call, or in batches of 100 or 1,000; or, for "drain", seeds N in batches of 1,000 and
+times a Worker embedded in this process, concurrency 200, draining them) and prints {"rate": jobs/s, "cpu_us": client CPU a
 job, and the engine it imported} as one line of JSON. Kept free of this tree's imports: it must run
 any revision's engine.
 """
@@ -25,7 +26,33 @@ def main() -> None:
 
     install_schema(dsn)
 
+    async def drain() -> tuple[float, float]:
+        import psycopg
+
+        from bench.sqlq import sql
+        from engine.drivers.postgres import PostgresDriver
+        from engine.jobs import Registry
+        from engine.runtime.worker import Worker, WorkerConfig
+
+        eng = connect(dsn)
+        try:
+            for base in range(0, n, 1000):
+                await eng.aenqueue_many([Enqueue(workload.noop, {"i": i}) for i in range(base, min(n, base + 1000))])
+        finally:
+            await eng.aclose()
+        config = WorkerConfig(queues=(workload.QUEUE,), concurrency=200, batch_size=200, ack_batch=200)
+        remaining = sql("ours_remaining")
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as poll:
+            started, cpu = time.perf_counter(), time.process_time()
+            async with Worker(PostgresDriver(dsn), Registry.from_module(workload), config=config):
+                while (await (await poll.execute(remaining, {"queue": workload.QUEUE})).fetchone())[0]:  # type: ignore[index]
+                    await asyncio.sleep(0.01)
+                elapsed, used = time.perf_counter() - started, time.process_time() - cpu
+        return n / elapsed, used / n * 1e6
+
     async def go() -> tuple[float, float]:
+        if figure == "drain":
+            return await drain()
         eng = connect(dsn)
         try:
             await eng.aenqueue(workload.noop, {"i": -1})  # warm: pool open, schema checked, prepared

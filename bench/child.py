@@ -78,6 +78,7 @@ async def loopq_drain(cfg: dict[str, Any], rep: Reporter) -> None:
                     claim,
                     {  # type: ignore[arg-type]
                         "queues": [cfg["queue"]],
+                        "floors": [None],
                         "limit": cfg["batch"],
                         "worker": worker,
                         "now": now,

@@ -45,6 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=",".join(SUITES), help=f"comma-separated suites: {','.join(SUITES)}")
     ap.add_argument("--runs", type=int, default=None, help="runs per figure (default 3, quick 1)")
     ap.add_argument("--json", type=Path, default=None, help="where to write the JSON (default bench/results/)")
+    ap.add_argument(
+        "--durable",
+        action="store_true",
+        help="fsync, synchronous_commit and full_page_writes on (PostgreSQL's defaults) instead of off",
+    )
     args = ap.parse_args(argv)
     plan = QUICK if args.quick else FULL
     if args.runs is not None:
@@ -58,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown suite {unknown[0]!r}; choose from {','.join(SUITES)}")
     res = Results()
-    cluster = BenchCluster()
+    cluster = BenchCluster(durable=args.durable, stats="costs" in chosen)
     started = time.time()
     try:
         cluster.start()
@@ -77,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             "command": " ".join(["python -m bench", *(argv if argv is not None else sys.argv[1:])]),
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
             "quick": args.quick,
+            "durable": args.durable,
             "plan": plan.__dict__,
             "suite_seconds": timings,
             "python": platform.python_version(),

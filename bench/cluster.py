@@ -15,10 +15,16 @@ from psycopg import conninfo as ci
 from psycopg import sql as pgsql
 
 from bench.sqlq import sql
-from engine.schema import install_schema
+from engine.schema import install_schema, migrate
 from engine.testing import EmbeddedPostgres, create_database, drop_database
 
 TEMPLATE = "bench_template"
+# `python -m bench --durable`: PostgreSQL's defaults, where every commit flushes the WAL (the
+# default regime turns the three off, the same for every system).
+DURABLE = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
+# The cost suite's counters (bench/costs.py); utility statements (BEGIN, COMMIT, SET, LISTEN) are
+# not counted as statements: commits are counted apart.
+STATS = {"shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track_utility": "off"}
 
 
 def asyncpg_kwargs(dsn: str) -> dict[str, Any]:
@@ -45,14 +51,19 @@ async def _install_pgqueuer(dsn: str) -> None:
 
 
 class BenchCluster:
-    def __init__(self) -> None:
-        self.pg = EmbeddedPostgres(max_connections=200)
+    def __init__(self, *, durable: bool = False, stats: bool = False) -> None:
+        settings = (DURABLE if durable else {}) | (STATS if stats else {})
+        self.pg = EmbeddedPostgres(max_connections=200, settings=settings)
+        self.stats = stats
         self.admin = ""
         self._numbers = itertools.count(1)
         self._live: list[str] = []
 
     def start(self) -> None:
         self.admin = self.pg.start()
+        if self.stats:
+            with psycopg.connect(self.admin, autocommit=True) as conn:
+                conn.execute(sql("costs_install"))  # type: ignore[arg-type]
         drop_database(self.admin, TEMPLATE)
         dsn = create_database(self.admin, TEMPLATE)
         install_schema(dsn)
@@ -69,6 +80,15 @@ class BenchCluster:
         name = f"b_{next(self._numbers)}"
         dsn = create_database(self.admin, name, TEMPLATE)
         self._live.append(name)
+        return dsn
+
+    def fresh_at(self, target: int) -> str:
+        """A new empty database at migration ``target`` (not the template's last one)."""
+        self.drop_all()
+        name = f"b_{next(self._numbers)}_at_{target}"
+        dsn = create_database(self.admin, name)
+        self._live.append(name)
+        migrate(dsn, target=target)
         return dsn
 
     def drop_all(self) -> None:

@@ -157,6 +157,8 @@ def seed(dsn: str, jobs: int) -> float:
             conn.execute(
                 sql("console_bench_seed_jobs"), {"first": first, "last": min(jobs, first + 99_999), "now": now}
             )
+            conn.execute(sql("bench_settle_seeded"))
+        conn.execute(sql("bench_compact_live"))
         conn.execute(sql("console_bench_analyze"))
     return time.perf_counter() - started
 

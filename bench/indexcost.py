@@ -1,13 +1,13 @@
 """What each index costs the hot path, in server CPU: `python -m bench.indexcost [--runs 3]`.
 
-For each variant of jobs.job's index set (all of schema.sql's, then without the GIN on input,
-without the console's list indexes, and without those and job_waiting_v2), it enqueues batches of
+For each variant of the schema (VARIANTS: the one table before 0010_settled_rows, 0010's live
+table + jobs.job_done, and single changes to their index sets), it enqueues batches of
 1,000 through the statement the engine sends a batch as (job_enqueue_fresh: a plain insert),
 then through job_enqueue (the same through ON CONFLICT: "+arbiter"), and runs 100 claim + ack cycles
 of 200 through worker_claim and job_ack_many, on one connection, and reads that backend's CPU
 time (utime + stime from /proc, so a noisy neighbour's steal does not count as ours) per row.
-Prints a table; the figures answer "what does the console's list-index set cost an enqueue and
-an ack" with numbers rather than wall-clock guesses on a shared machine.
+Prints a table; the figures answer "what does each index set cost an enqueue, a claim and an
+ack" with numbers rather than wall-clock guesses on a shared machine.
 """
 
 from __future__ import annotations
@@ -23,24 +23,30 @@ import orjson
 import psycopg
 
 from bench.cluster import BenchCluster
+from bench.sqlq import sql
 from engine.drivers.postgres.rows import CLAIM_FIELDS
 from engine.drivers.sqlfiles import Q
 
-LISTS = [
-    "job_list_input",
-    "job_list_queue_state",
-    "job_list_state",
-    "job_list_name",
-    "job_list_key",
-    "job_list_tenant",
-    "job_finished_at",
-]
-# The ready row's "waiting since" index: the enqueue writes it, the ack does not.
-VARIANTS: dict[str, list[str]] = {
-    "schema.sql": [],
-    "without the GIN on input": ["job_list_input"],
-    "without the list indexes": LISTS,
-    "without the list indexes and job_waiting_v2": [*LISTS, "job_waiting_v2"],
+# Each variant: (the last migration applied, statements run on top, the ack statement). "0009"
+# is the schema before 0010_settled_rows (one table: settled rows keep the list indexes' entries
+# and the ack updates in place); the others are 0010's live table + jobs.job_done, then one change
+# each to jobs.job_done's or jobs.job's index set.
+Variant = tuple[int | None, list[str], str]
+VARIANTS: dict[str, Variant] = {
+    "0009: one table, ack in place": (9, [], "ack_in_place"),
+    "0010: live table + job_done": (None, [], ""),
+    "0010, job_done without job_list_state": (None, ["drop index jobs.job_list_state"], ""),
+    "0010, job_done finished_at as BRIN": (
+        None,
+        [
+            "drop index jobs.job_done_finished_at",
+            "create index job_done_finished_at on jobs.job_done using brin (finished_at)",
+        ],
+        "",
+    ),
+    "0010, job_done GIN with fastupdate off": (None, ["alter index jobs.job_list_input set (fastupdate = off)"], ""),
+    "0010, job_done without the GIN on input": (None, ["drop index jobs.job_list_input"], ""),
+    "0010, jobs.job without job_list_queue_state": (None, ["drop index jobs.job_list_queue_state"], ""),
 }
 _TICK = os.sysconf("SC_CLK_TCK")
 _RUN = CLAIM_FIELDS.index("run")
@@ -57,12 +63,13 @@ def _per_row(pid: int, rows: int, work: Callable[[], None]) -> float:
     return (_cpu(pid) - before) / rows * 1e6
 
 
-def measure(dsn: str, drops: list[str]) -> tuple[float, float, float, float]:
+def measure(dsn: str, setup: list[str], ack: str = "") -> tuple[float, float, float, float]:
     """(enqueue as the engine sends a batch, the same through ON CONFLICT, claim, ack) backend
     CPU in us a row."""
+    ack_sql = sql(ack) if ack else Q.job_ack_many.text
     with psycopg.connect(dsn, autocommit=True, prepare_threshold=0) as conn:
-        for index in drops:
-            conn.execute(f"drop index jobs.{index}")  # type: ignore[arg-type]
+        for statement in setup:
+            conn.execute(statement)  # type: ignore[arg-type]
         pid = conn.info.backend_pid
         now = datetime.now(UTC)
         batches = [
@@ -90,6 +97,7 @@ def measure(dsn: str, drops: list[str]) -> tuple[float, float, float, float]:
                     Q.worker_claim.text,
                     {  # type: ignore[arg-type]
                         "queues": ["bench"],
+                        "floors": [None],
                         "limit": 200,
                         "worker": "w1",
                         "now": now,
@@ -100,7 +108,7 @@ def measure(dsn: str, drops: list[str]) -> tuple[float, float, float, float]:
             ]
             t1 = _cpu(pid)
             conn.execute(
-                Q.job_ack_many.text,
+                ack_sql,  # type: ignore[arg-type]
                 {  # type: ignore[arg-type]
                     "ids": "{" + ",".join(r[0] for r in got) + "}",
                     "workers": ["w1"] * len(got),
@@ -124,8 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cluster.start()
         for _ in range(args.runs):
-            for name, drops in VARIANTS.items():  # interleaved: the machine's drift hits every variant
-                got.setdefault(name, []).append(measure(cluster.fresh(), drops))
+            for name, (target, setup, ack) in VARIANTS.items():  # interleaved: drift hits every variant
+                got.setdefault(name, []).append(
+                    measure(cluster.fresh() if target is None else cluster.fresh_at(target), setup, ack)
+                )
     finally:
         cluster.close()
     print(f"backend CPU per row, median of {args.runs} runs (us)")

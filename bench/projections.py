@@ -35,18 +35,23 @@ BUSY_HOUR = 360_000  # completions in the last hour for queues.busy_hour: 100 jo
 OUTBOX_UNPUBLISHED, OUTBOX_PUBLISHED = 1_000_000, 200_000
 
 
-def seed(dsn: str, jobs: int) -> float:
+def seed(dsn: str, jobs: int, *, upgraded: bool = False) -> float:
+    """Seed ``jobs`` rows. ``upgraded``: leave jobs.job's heap and indexes as an upgrade from the
+    one-table schema leaves them (sized for every row until they are rebuilt) instead of compact."""
     q = bench_queries()
     started = time.perf_counter()
     now = datetime.now(UTC)
     with psycopg.connect(dsn, autocommit=True) as conn:
         for first in range(1, jobs + 1, 100_000):
             conn.execute(q["bench_seed_jobs"].text, {"first": first, "last": min(jobs, first + 99_999), "now": now})  # type: ignore[arg-type]
+            conn.execute(q["bench_settle_seeded"].text)  # type: ignore[arg-type]
         bounds = _bounds()
         for lo, hi in zip(bounds, bounds[1:]):
             conn.execute(q["bench_seed_attempts"].text, {"lo": lo, "hi": hi})  # type: ignore[arg-type]
             conn.execute(q["bench_seed_steps"].text, {"lo": lo, "hi": hi})  # type: ignore[arg-type]
         conn.execute(q["bench_seed_workers"].text, {"now": now})  # type: ignore[arg-type]
+        if not upgraded:
+            conn.execute(q["bench_compact_live"].text)  # type: ignore[arg-type]
         conn.execute(q["bench_vacuum"].text)  # type: ignore[arg-type]
     return time.perf_counter() - started
 
@@ -112,7 +117,9 @@ def _bounds() -> list[str]:
     return [f"{d:x}0000000-0000-0000-0000-000000000000" for d in range(16)] + ["ffffffff-ffff-ffff-ffff-ffffffffffff"]
 
 
-async def _measure(dsn: str, runs: int, busy: int = BUSY_HOUR) -> tuple[dict[str, list[float]], dict[str, Any]]:
+async def _measure(
+    dsn: str, runs: int, busy: int = BUSY_HOUR, *, upgraded: bool = False
+) -> tuple[dict[str, list[float]], dict[str, Any]]:
     from engine.actions import Operator
     from engine.drivers.postgres import PostgresDriver
     from engine.introspect import Introspector, parse_filter
@@ -148,7 +155,7 @@ async def _measure(dsn: str, runs: int, busy: int = BUSY_HOUR) -> tuple[dict[str
     out = {name: await _time(call, runs) for name, call in cases.items()}
     # A busy hour: `busy` more completions in the last hour, rolled up by a maintenance pass as a
     # fleet's leader does every few seconds; the sparkline then counts only the unrolled minutes.
-    _seed_busy_hour(dsn, busy)
+    _seed_busy_hour(dsn, busy, upgraded=upgraded)
     now = datetime.now(UTC)
     term = await driver.leader_acquire(name="maintenance", holder="bench", now=now, lease_seconds=60)
     assert term is not None, "another maintenance leader holds this database"
@@ -172,10 +179,13 @@ async def _time(call: Any, runs: int) -> list[float]:
     return samples
 
 
-def _seed_busy_hour(dsn: str, n: int) -> None:
+def _seed_busy_hour(dsn: str, n: int, *, upgraded: bool = False) -> None:
     q = bench_queries()
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(q["bench_seed_busy_hour"].text, {"n": n, "now": datetime.now(UTC)})  # type: ignore[arg-type]
+        conn.execute(q["bench_settle_seeded"].text)  # type: ignore[arg-type]
+        if not upgraded:
+            conn.execute(q["bench_compact_live"].text)  # type: ignore[arg-type]
         # A vacuum right after a bulk insert left its pages not all-visible (35,153 of 44,148
         # pages, so the planner sent index-only counts to the heap); autovacuum's next pass sets
         # them, and the second pass here stands for it.
@@ -266,6 +276,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--outbox", type=int, default=OUTBOX_UNPUBLISHED, help="unpublished outbox rows to seed")
     ap.add_argument("--dsn", help="an installed, EMPTY database (default: a throwaway embedded server)")
+    ap.add_argument(
+        "--upgraded",
+        action="store_true",
+        help="jobs.job as an upgrade from the one-table schema leaves it (heap and indexes sized for every row)",
+    )
     args = ap.parse_args(argv)
     from engine.schema import install_schema
     from engine.testing import EmbeddedPostgres, create_database
@@ -277,8 +292,8 @@ def main(argv: list[str] | None = None) -> int:
         dsn = create_database(pg.start(), "projections")
         install_schema(dsn)
     try:
-        seconds = seed(dsn, args.jobs)
-        samples, meta = asyncio.run(_measure(dsn, args.runs))
+        seconds = seed(dsn, args.jobs, upgraded=args.upgraded)
+        samples, meta = asyncio.run(_measure(dsn, args.runs, upgraded=args.upgraded))
         outbox_seconds = seed_outbox(dsn, args.outbox)
         samples.update(asyncio.run(_measure_outbox(dsn, args.runs)))
         plans = explain_all(dsn, meta["dead_id"])

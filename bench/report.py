@@ -25,11 +25,11 @@ class Target:
 
 
 TARGETS = (
-    Target("drain.p1", "peer", ">=", 1.25, "drain 1 process >= 1.25x pgqueuer"),
-    Target("drain.p2", "peer", ">=", 1.25, "drain 2 processes >= 1.25x pgqueuer"),
+    Target("drain.p1", "peer", ">=", 1.5, "drain 1 process >= 1.5x pgqueuer"),
+    Target("drain.p2", "peer", ">=", 1.5, "drain 2 processes >= 1.5x pgqueuer"),
     Target("enqueue.batch100", "peer", ">=", 1.0, "batched enqueue (100) >= 1x pgqueuer"),
     Target("enqueue.batch1000", "peer", ">=", 1.0, "batched enqueue (1000) >= 1x pgqueuer"),
-    Target("enqueue.single", "peer", ">=", 1.2, "single enqueue >= 1.2x pgqueuer"),
+    Target("enqueue.single", "peer", ">=", 1.0, "single enqueue >= 1x pgqueuer"),
     Target("latency.r100.p50", "peer", "<=", 1.0, "latency p50 at 100/s <= pgqueuer's"),
     Target("latency.r1000.p50", "peer", "<=", 1.0, "latency p50 at 1000/s <= pgqueuer's"),
     Target("latency.r100.p99", "abs", "<", 10.0, "latency p99 at 100/s < 10 ms"),

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from bench import costs as cost_suite
 from bench import ours, peer, raw
 from bench.cluster import BenchCluster
 from bench.drain import timed_drain
@@ -213,6 +214,11 @@ def console(c: BenchCluster, plan: Plan, res: Results) -> None:
             res.put(fig)
 
 
+def costs(c: BenchCluster, plan: Plan, res: Results) -> None:
+    """Statements, commits and WAL bytes per job, ours and pgqueuer's (bench/costs.py)."""
+    cost_suite.suite(c, plan, res, arun)
+
+
 SUITES: dict[str, Suite] = {
     "enqueue": enqueue,
     "limit": limit,
@@ -220,4 +226,5 @@ SUITES: dict[str, Suite] = {
     "latency": latency,
     "steps": steps,
     "console": console,
+    "costs": costs,
 }

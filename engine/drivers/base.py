@@ -27,7 +27,7 @@ A new area (outbox, schedules, backfills) lands the same way:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -167,13 +167,21 @@ class WorkersArea(Protocol):
         ...
 
     async def worker_claim(
-        self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
+        self,
+        *,
+        queues: Sequence[str],
+        limit: int,
+        worker: str,
+        now: datetime,
+        lease_seconds: float,
+        after: Mapping[str, datetime] | None = None,
     ) -> ClaimBatch:
         """The one claim: lease up to ``limit`` due rows of unpaused ``queues`` to ``worker``, in
         priority, run_at, id order. Each claim burns one attempt (a later park/suspend/release
         hands it back) and clears what a finished run left (finished_at, result, stop reason).
         With a claim short of ``limit``, also when the queues next have work it did not take (an
-        idle worker's wake-up)."""
+        idle worker's wake-up). ``after``: per queue, read only rows due at or after that time
+        (the worker's floor, engine/runtime/floors.py); a queue not in it is read from its head."""
         ...
 
     async def queue_wait(self, *, queues: Sequence[str], timeout: float) -> bool:

@@ -32,6 +32,7 @@ from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.jobs import Registry, as_registry
 from engine.runtime import aio, logs
 from engine.runtime.execute import Execution, Runner
+from engine.runtime.floors import ClaimFloors
 from engine.runtime.leases import LeaseKeeper, _short
 from engine.runtime.limits import Limits
 from engine.runtime.metrics import Metrics
@@ -88,6 +89,7 @@ class Worker:
         )
         self._services, self._on_drain = list(services), list(on_drain)
         self._running: dict[str, asyncio.Task[Execution]] = {}
+        self._floors = ClaimFloors()  # where the next claim starts reading each queue
         self._tasks: list[asyncio.Task[Any]] = []
         self._stopping = False
         self._closing = False
@@ -282,6 +284,8 @@ class Worker:
                 continue
             self._woken.clear()
             limit = min(free, cfg.batch_size)
+            started = self.clock.monotonic()
+            after = self._floors.after(started)
             try:
                 batch = await self.driver.worker_claim(
                     queues=self.queues,
@@ -289,6 +293,7 @@ class Worker:
                     worker=self.id,
                     now=self.clock.now(),
                     lease_seconds=cfg.lease_seconds,
+                    after=after,
                 )
             except asyncio.CancelledError:
                 raise
@@ -302,6 +307,7 @@ class Worker:
                 failing = False
                 backoff.reset()
                 logs.emit(logs.WORKER_RECONNECTED, what="claim", worker=self.id)
+            self._floors.claimed(batch.jobs, after=after, started=started, now=self.clock.monotonic())
             for cj in batch.jobs:
                 self._start_job(cj)
             if self._stopping:

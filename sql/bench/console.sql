@@ -38,4 +38,4 @@ lateral (select case when kind = 'live' then (array['ready', 'delayed', 'running
 
 -- name: console_bench_analyze :exec
 -- Fresh planner statistics after the bulk insert, as autovacuum would have them on a live system.
-analyze jobs.job;
+analyze jobs.job, jobs.job_done;

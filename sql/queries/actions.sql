@@ -18,13 +18,29 @@ with old as (
                    and l.idempotency_key = old.idempotency_key
                    and l.state in ('ready','delayed','running','suspended','parked')
     limit 1
-), upd as (
-    update jobs.job j
+), kept as (
+    -- A dead row an older release settled in place, not yet moved to jobs.job_done: revived in place.
+    update only jobs.job j
     set state = 'ready', attempt = 0, run_at = %(now)s, updated_at = %(now)s, finished_at = null,
         result = null, stop_reason = null, wait = null, waiting_since = null, lease_until = null
     from old
     where j.id = old.id and old.state = 'dead' and not exists (select 1 from holder)
     returning j.id
+), back as (
+    delete from jobs.job_done d
+    using old
+    where d.id = old.id and old.state = 'dead' and not exists (select 1 from holder)
+    returning d.*
+), moved as (
+    insert into jobs.job
+        -- include: job_columns
+    select id, name, queue, tenant, idempotency_key, input, null, 'ready', priority, 0, max_attempts, run,
+           %(now)s, created_at, %(now)s, claimed_by, claimed_at, null, null, last_error, error_code,
+           null, null, null
+    from back
+    returning id
+), upd as (
+    select id from kept union all select id from moved
 ), hist as (
     insert into jobs.history (job_id, at, kind, actor, note, data)
     select id, %(now)s, 'retried', %(actor)s, %(note)s, jsonb_build_object('from', 'dead') from upd
@@ -79,12 +95,28 @@ with batch as (
           and l.idempotency_key = b.idempotency_key
           and l.state in ('ready','delayed','running','suspended','parked'))
     order by b.name, coalesce(b.tenant, ''), b.idempotency_key, b.id desc
-), upd as (
-    update jobs.job j
+), kept as (
+    -- Dead rows an older release settled in place, not yet moved to jobs.job_done: revived in place.
+    update only jobs.job j
     set state = 'ready', attempt = 0, run_at = %(now)s, updated_at = %(now)s, finished_at = null,
         result = null, stop_reason = null, wait = null, waiting_since = null, lease_until = null
     from pick where j.id = pick.id and j.state = 'dead'
     returning j.id
+), back as (
+    delete from jobs.job_done d
+    using pick
+    where d.id = pick.id and d.state = 'dead'
+    returning d.*
+), moved as (
+    insert into jobs.job
+        -- include: job_columns
+    select id, name, queue, tenant, idempotency_key, input, null, 'ready', priority, 0, max_attempts, run,
+           %(now)s, created_at, %(now)s, claimed_by, claimed_at, null, null, last_error, error_code,
+           null, null, null
+    from back
+    returning id
+), upd as (
+    select id from kept union all select id from moved
 ), hist as (
     insert into jobs.history (job_id, at, kind, actor, note, data)
     select id, %(now)s, 'retried', %(actor)s, %(note)s, jsonb_build_object('from', 'dead', 'bulk', %(label)s::text)
@@ -106,15 +138,22 @@ with batch as (
     order by id desc
     limit %(limit)s
     for update
+), gone as (
+    delete from only jobs.job j
+    using batch where j.id = batch.id
+    returning j.*
 ), upd as (
-    update jobs.job j
-    set state = 'cancelled', finished_at = %(now)s, updated_at = %(now)s, lease_until = null
-    from batch where j.id = batch.id
-    returning j.id, batch.state as previous
+    insert into jobs.job_done
+        -- include: job_columns
+    select id, name, queue, tenant, idempotency_key, input, result, 'cancelled', priority, attempt,
+           max_attempts, run, run_at, created_at, %(now)s, claimed_by, claimed_at, null, %(now)s,
+           last_error, error_code, stop_reason, wait, waiting_since
+    from gone
+    returning id
 ), hist as (
     insert into jobs.history (job_id, at, kind, actor, note, data)
-    select id, %(now)s, 'cancelled', %(actor)s, %(note)s, jsonb_build_object('from', previous, 'bulk', %(label)s::text)
-    from upd
+    select upd.id, %(now)s, 'cancelled', %(actor)s, %(note)s, jsonb_build_object('from', batch.state, 'bulk', %(label)s::text)
+    from upd join batch on batch.id = upd.id
 )
 select (select count(*) from batch)::int as scanned,
        (select id from batch order by id limit 1) as last_id,

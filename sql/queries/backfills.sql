@@ -73,13 +73,29 @@ with old as (
                    and l.idempotency_key = old.idempotency_key
                    and l.state in ('ready','delayed','running','suspended','parked')
     limit 1
-), upd as (
-    update jobs.job j
+), kept as (
+    -- A row an older release settled in place, not yet moved to jobs.job_done: revived in place.
+    update only jobs.job j
     set state = 'ready', attempt = 0, run_at = %(now)s, updated_at = %(now)s, finished_at = null,
         result = null, stop_reason = null, wait = null, waiting_since = null, lease_until = null
     from old
     where j.id = old.id and old.state in ('dead','cancelled') and not exists (select 1 from holder)
     returning j.id
+), back as (
+    delete from jobs.job_done d
+    using old
+    where d.id = old.id and old.state in ('dead','cancelled') and not exists (select 1 from holder)
+    returning d.*
+), moved as (
+    insert into jobs.job
+        -- include: job_columns
+    select id, name, queue, tenant, idempotency_key, input, null, 'ready', priority, 0, max_attempts, run,
+           %(now)s, created_at, %(now)s, claimed_by, claimed_at, null, null, last_error, error_code,
+           null, null, null
+    from back
+    returning id
+), upd as (
+    select id from kept union all select id from moved
 ), hist as (
     insert into jobs.history (job_id, at, kind, actor, note, data)
     select id, %(now)s, 'retried', %(actor)s, %(note)s, jsonb_build_object('from', (select state from old)) from upd

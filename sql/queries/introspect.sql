@@ -159,15 +159,17 @@ select name, paused, paused_by, paused_at, note from jobs.queue order by name;
 select name, paused, paused_by, paused_at, note from jobs.queue where name = %(queue)s;
 
 -- name: job_page :many
--- One page of the filtered list, newest first, keyset on id (below %(cursor)s). Two arms because
--- the list indexes leave out running rows (0001_initial.sql): every other row from those indexes,
--- newest first, stopping at the page size; running rows (few: the fleet's slots) from
--- job_running, newest first too. An arm the state filter rules out folds away at plan time
--- (custom plans).
+-- One page of the filtered list, newest first, keyset on id (below %(cursor)s): an ordered merge
+-- of three arms, each its own index walk newest first that stops at the page size: the live rows
+-- that are not running (jobs.job's list indexes), the running ones (few: the fleet's slots, from
+-- job_running) and the settled ones (jobs.job_done, 0010_settled_rows.sql). Each arm is planned
+-- for its own table: read through jobs.job as one Append, a filter that matched no live row (a
+-- dead-state page) walked the whole live table by id to find none. An arm the state filter rules
+-- out folds away at plan time (custom plans).
 select * from (
     (select id, name, queue, tenant, state, idempotency_key, priority, attempt, max_attempts, run_at,
            created_at, updated_at, finished_at, error_code, stop_reason
-     from jobs.job
+     from only jobs.job
      where state <> 'running' and (%(state)s::text is null or %(state)s::text <> 'running')
        and (%(cursor)s::uuid is null or id < %(cursor)s::uuid)
       -- include: job_filter
@@ -176,8 +178,17 @@ select * from (
     union all
     (select id, name, queue, tenant, state, idempotency_key, priority, attempt, max_attempts, run_at,
            created_at, updated_at, finished_at, error_code, stop_reason
-     from jobs.job
+     from only jobs.job
      where state = 'running' and (%(state)s::text is null or %(state)s::text = 'running')
+       and (%(cursor)s::uuid is null or id < %(cursor)s::uuid)
+      -- include: job_filter
+     order by id desc
+     limit %(limit)s)
+    union all
+    (select id, name, queue, tenant, state, idempotency_key, priority, attempt, max_attempts, run_at,
+           created_at, updated_at, finished_at, error_code, stop_reason
+     from jobs.job_done
+     where (%(state)s::text is null or %(state)s::text in ('completed','dead','cancelled'))
        and (%(cursor)s::uuid is null or id < %(cursor)s::uuid)
       -- include: job_filter
      order by id desc
@@ -187,22 +198,29 @@ order by id desc
 limit %(limit)s;
 
 -- name: job_page_count :one
--- How many rows the filter matches, counting no further than %(cap)s + 1: each arm (running rows,
--- every other row) is an index walk that stops at the cap, never a seq scan.
-select least(
-    (select count(*) from (
-        select 1 from jobs.job
-        where state <> 'running' and (%(state)s::text is null or %(state)s::text <> 'running')
+-- How many rows the filter matches, counting no further than %(cap)s + 1: each of job_page's arms
+-- is an index walk that stops at the cap, never a seq scan, and the arms run one after the other
+-- under one limit, so the count stops as soon as the cap is reached in any of them.
+select count(*)::int as n from (
+    (select 1 from only jobs.job
+     where state <> 'running' and (%(state)s::text is null or %(state)s::text <> 'running')
       -- include: job_filter
-        order by id desc
-        limit %(cap)s + 1) rest)
-  + (select count(*) from (
-        select 1 from jobs.job
-        where state = 'running' and (%(state)s::text is null or %(state)s::text = 'running')
+     order by id desc
+     limit %(cap)s + 1)
+    union all
+    (select 1 from only jobs.job
+     where state = 'running' and (%(state)s::text is null or %(state)s::text = 'running')
       -- include: job_filter
-        order by id desc
-        limit %(cap)s + 1) running),
-    %(cap)s + 1)::int as n;
+     order by id desc
+     limit %(cap)s + 1)
+    union all
+    (select 1 from jobs.job_done
+     where (%(state)s::text is null or %(state)s::text in ('completed','dead','cancelled'))
+      -- include: job_filter
+     order by id desc
+     limit %(cap)s + 1)
+    limit %(cap)s + 1
+) matched;
 
 -- name: dead_groups :many
 -- Dead letters grouped by (name, error code, stop reason): count, first/last seen and tenants from

@@ -2,6 +2,13 @@
 -- Every time-comparing statement takes %(now)s: time is a parameter (the engine's clock).
 -- Every mutation of a claimed row is fenced on the claimant: claimed_by + run (I15).
 
+-- fragment: job_columns
+-- jobs.job's columns in table order: the insert that moves a row between jobs.job and
+-- jobs.job_done (0010_settled_rows.sql) names every one.
+(id, name, queue, tenant, idempotency_key, input, result, state, priority, attempt, max_attempts, run,
+ run_at, created_at, updated_at, claimed_by, claimed_at, lease_until, finished_at, last_error,
+ error_code, stop_reason, wait, waiting_since)
+
 -- name: schema_version :one
 -- The installed schema version; fails with undefined_table when nothing is installed.
 select value from jobs.meta where key = 'schema_version';
@@ -87,24 +94,32 @@ where name = %(name)s and coalesce(tenant, '') = coalesce(%(tenant)s::text, '')
 limit 1;
 
 -- name: job_ack_many :many
--- Complete a batch of claims, fenced per row. A completed attempt is recorded on the row itself
--- (claimed_by, claimed_at, finished_at, run, attempt: job_attempts reads it back), so the ack
--- writes no attempt row: failed, lost, parked and suspended attempts each get one (job_nack,
--- job_rescue), and a completed row that leaves 'completed' writes its own first
--- (job_reset_from_step).
+-- Complete a batch of claims, fenced per row: each row leaves jobs.job and enters jobs.job_done
+-- (0010_settled_rows.sql), so the ack writes the settled rows' list indexes and none of the live
+-- table's. A completed attempt is recorded on the row itself (claimed_by, claimed_at,
+-- finished_at, run, attempt: job_attempts reads it back), so the ack writes no attempt row:
+-- failed, lost, parked and suspended attempts each get one (job_nack, job_rescue), and a completed
+-- row that leaves 'completed' writes its own first (job_reset_from_step).
 -- No join to an unnest of the batch: with the running rows' statistics stale (they always are in
 -- a busy queue), the planner nested-looped the unnest inside the running-row scan and rescanned
 -- it per row (10 ms for 200 acks). Each row finds its own claimant, run and result by its position
 -- in the id array instead, so the only plan is one probe of job_running per id. The text arrays
 -- go in binary (%%(x)b): text dumping quotes every element through a regex.
-update jobs.job j
-set state = 'completed',
-    result = (%(results)b::text[])[array_position(%(ids)s::uuid[], j.id)]::jsonb,
-    finished_at = %(now)s, updated_at = %(now)s, lease_until = null, wait = null, waiting_since = null
-where j.id = any(%(ids)s::uuid[]) and j.state = 'running'
-  and j.claimed_by = (%(workers)b::text[])[array_position(%(ids)s::uuid[], j.id)]
-  and j.run = (%(runs)s::int[])[array_position(%(ids)s::uuid[], j.id)]
-returning j.id::text;
+with gone as (
+    delete from only jobs.job j
+    where j.id = any(%(ids)s::uuid[]) and j.state = 'running'
+      and j.claimed_by = (%(workers)b::text[])[array_position(%(ids)s::uuid[], j.id)]
+      and j.run = (%(runs)s::int[])[array_position(%(ids)s::uuid[], j.id)]
+    returning j.*
+)
+insert into jobs.job_done
+    -- include: job_columns
+select id, name, queue, tenant, idempotency_key, input,
+       (%(results)b::text[])[array_position(%(ids)s::uuid[], id)]::jsonb, 'completed', priority,
+       attempt, max_attempts, run, run_at, created_at, %(now)s, claimed_by, claimed_at, null, %(now)s,
+       last_error, error_code, stop_reason, null, null
+from gone
+returning id::text;
 
 -- name: job_nack :one
 -- Hand one claim back (retry, dead, park, suspend, release), fenced, recording the attempt.
@@ -115,8 +130,9 @@ returning j.id::text;
 -- An event wait's suspension looks for its event once more: one sent after the wait looked and
 -- before this suspension woke nobody (the job was still running), so the job is claimable now
 -- instead of sleeping its event_poll (the match is event_find's).
+-- A row going dead leaves jobs.job for jobs.job_done; every other outcome keeps it live in place.
 with done as (
-    update jobs.job j
+    update only jobs.job j
     set state = %(state)s,
         run_at = case
             when %(state)s = 'suspended' and %(wait)s::jsonb->>'kind' = 'event' and exists (
@@ -134,28 +150,47 @@ with done as (
         wait = %(wait)s::jsonb,
         -- A shed keeps the first shed's: the row waits since it first fell due (its run_at then).
         waiting_since = case when %(state)s = 'parked' then coalesce(j.waiting_since, j.run_at) end,
-        finished_at = case when %(state)s = 'dead' then %(now)s else null end,
+        finished_at = null,
         lease_until = null, updated_at = %(now)s
     where j.id = %(id)s and j.state = 'running' and j.claimed_by = %(worker)s and j.run = %(run)s
+      and %(state)s::text <> 'dead'
     returning j.id, j.run, j.attempt, j.claimed_by, j.claimed_at
+), gone as (
+    delete from only jobs.job j
+    where j.id = %(id)s and j.state = 'running' and j.claimed_by = %(worker)s and j.run = %(run)s
+      and %(state)s::text = 'dead'
+    returning j.*
+), dead as (
+    insert into jobs.job_done
+        -- include: job_columns
+    select id, name, queue, tenant, idempotency_key, input, result, 'dead', priority,
+           case when %(counts)s then attempt else attempt - 1 end, max_attempts, run,
+           coalesce(%(run_at)s, run_at), created_at, %(now)s, claimed_by, claimed_at, null, %(now)s,
+           case when %(writes_error)s then %(error)s else last_error end,
+           case when %(writes_error)s then %(error_code)s else error_code end,
+           %(stop_reason)s, %(wait)s::jsonb, null
+    from gone
+    returning id, run, attempt, claimed_by, claimed_at
+), settled as (
+    select * from done union all select * from dead
 ), resumed as (
-    select a.job_id, a.run from jobs.attempt a join done on a.job_id = done.id
-    where a.run = (select max(run) from jobs.attempt where job_id = done.id) and a.outcome = 'suspended'
-      and a.attempt = done.attempt + case when %(counts)s then 0 else 1 end
+    select a.job_id, a.run from jobs.attempt a join settled on a.job_id = settled.id
+    where a.run = (select max(run) from jobs.attempt where job_id = settled.id) and a.outcome = 'suspended'
+      and a.attempt = settled.attempt + case when %(counts)s then 0 else 1 end
 ), carried as (
     update jobs.attempt a
-    set run = done.run, worker = done.claimed_by, finished_at = %(now)s, outcome = %(attempt_outcome)s,
+    set run = settled.run, worker = settled.claimed_by, finished_at = %(now)s, outcome = %(attempt_outcome)s,
         error_code = %(error_code)s, error = %(error)s, traceback = %(traceback)s
-    from done, resumed
+    from settled, resumed
     where a.job_id = resumed.job_id and a.run = resumed.run
 ), rec as (
     insert into jobs.attempt (job_id, run, attempt, worker, started_at, finished_at, outcome, error_code, error,
                               traceback)
     select id, run, attempt + case when %(counts)s then 0 else 1 end, claimed_by, claimed_at, %(now)s,
            %(attempt_outcome)s, %(error_code)s, %(error)s, %(traceback)s
-    from done where not exists (select 1 from resumed)
+    from settled where not exists (select 1 from resumed)
 )
-select id from done;
+select id from settled;
 
 -- name: job_renew_many :many
 -- Extend the leases of a batch of claims, fenced; answer per claim ok | cancelled | lost.
@@ -179,16 +214,24 @@ left join jobs.job j on j.id = r.id;
 
 -- name: job_cancel :one
 -- Cancel one live job, for this tenant only when a tenant is given (I25); answer its old state.
+-- The row leaves jobs.job for jobs.job_done.
 with old as (
     select id, state from jobs.job
     where id = %(id)s and (%(tenant)s::text is null or tenant = %(tenant)s::text)
     for update
-), upd as (
-    update jobs.job j
-    set state = 'cancelled', finished_at = %(now)s, updated_at = %(now)s, lease_until = null
-    from old
+), gone as (
+    delete from only jobs.job j
+    using old
     where j.id = old.id and old.state in ('ready','delayed','running','suspended','parked')
-    returning j.id, j.run, j.attempt, j.claimed_by, j.claimed_at
+    returning j.*
+), upd as (
+    insert into jobs.job_done
+        -- include: job_columns
+    select id, name, queue, tenant, idempotency_key, input, result, 'cancelled', priority, attempt,
+           max_attempts, run, run_at, created_at, %(now)s, claimed_by, claimed_at, null, %(now)s,
+           last_error, error_code, stop_reason, wait, waiting_since
+    from gone
+    returning id, run, attempt, claimed_by, claimed_at
 ), hist as (
     insert into jobs.history (job_id, at, kind, actor, note, data)
     select id, %(now)s, 'cancelled', %(actor)s, %(note)s, jsonb_build_object('from', (select state from old))

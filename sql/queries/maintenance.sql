@@ -55,21 +55,33 @@ with leader as (
     order by lease_until
     limit %(limit)s
     for update skip locked
-), upd as (
-    update jobs.job j
-    set state = case when j.attempt >= j.max_attempts then 'dead' else 'ready' end,
-        run_at = case when j.attempt >= j.max_attempts then j.run_at else %(now)s end,
-        stop_reason = case when j.attempt >= j.max_attempts then 'attempts-exhausted' end,
-        finished_at = case when j.attempt >= j.max_attempts then %(now)s end,
-        last_error = 'X_LEASE_LOST: worker ' || coalesce(j.claimed_by, '?') || ' stopped renewing the lease of run '
-                     || j.run || case when j.attempt >= j.max_attempts
-                                      then ' [stop: attempts-exhausted at attempt ' || j.attempt || ' of ' || j.max_attempts || ']'
-                                      else '' end,
+), again as (
+    update only jobs.job j
+    set state = 'ready', run_at = %(now)s, stop_reason = null, finished_at = null,
+        last_error = 'X_LEASE_LOST: worker ' || coalesce(j.claimed_by, '?') || ' stopped renewing the lease of run ' || j.run,
         error_code = 'X_LEASE_LOST',
         lease_until = null, waiting_since = null, updated_at = %(now)s
     from lapsed
-    where j.id = lapsed.id
+    where j.id = lapsed.id and j.attempt < j.max_attempts
     returning j.id, j.run, j.attempt, j.claimed_by, j.claimed_at, j.state, j.last_error
+), gone as (
+    -- The lost attempt was the last: the row goes dead, into jobs.job_done.
+    delete from only jobs.job j
+    using lapsed
+    where j.id = lapsed.id and j.attempt >= j.max_attempts
+    returning j.*
+), dead as (
+    insert into jobs.job_done
+        -- include: job_columns
+    select id, name, queue, tenant, idempotency_key, input, result, 'dead', priority, attempt, max_attempts,
+           run, run_at, created_at, %(now)s, claimed_by, claimed_at, null, %(now)s,
+           'X_LEASE_LOST: worker ' || coalesce(claimed_by, '?') || ' stopped renewing the lease of run ' || run
+           || ' [stop: attempts-exhausted at attempt ' || attempt || ' of ' || max_attempts || ']',
+           'X_LEASE_LOST', 'attempts-exhausted', wait, null
+    from gone
+    returning id, run, attempt, claimed_by, claimed_at, state, last_error
+), upd as (
+    select * from again union all select * from dead
 ),
 -- include: lost_attempt
 hist as (
@@ -83,7 +95,9 @@ select id, state from upd;
 -- name: job_prune :many
 -- Delete finished rows past retention with their steps, attempts and history (no foreign key
 -- cascades them: 0001_initial.sql says why), in a bounded batch: completed and cancelled after
--- %(before)s, dead letters after their own %(dead_before)s.
+-- %(before)s, dead letters after their own %(dead_before)s. In the same pass, up to %(limit)s
+-- other settled rows still in jobs.job (a worker of a release before 0010_settled_rows settled
+-- them in place) move to jobs.job_done, as job_move_settled moves them.
 with leader as (
     select 1 from jobs.leader
     where name = %(leader)s and holder = %(holder)s and term = %(term)s and lease_until >= %(now)s
@@ -106,8 +120,39 @@ with leader as (
     delete from jobs.step where job_id in (select id from gone)
 ), history as (
     delete from jobs.history where job_id in (select id from gone)
+), straggler as (
+    select id from only jobs.job j
+    where state in ('completed','dead','cancelled') and exists (select 1 from leader)
+      and not exists (select 1 from doomed d where d.id = j.id)
+    order by finished_at
+    limit %(limit)s
+    for update skip locked
+), out as (
+    delete from only jobs.job j using straggler s where j.id = s.id
+    returning j.*
+), moved as (
+    insert into jobs.job_done select * from out
 )
 select id from gone;
+
+-- name: job_move_settled :one
+-- Move up to %(limit)s settled rows (completed, dead, cancelled) from jobs.job to jobs.job_done,
+-- oldest first: what `jobs migrate` runs in batches after 0010_settled_rows, each batch its own
+-- transaction, while workers run (rows another transaction holds are skipped and taken later).
+with batch as (
+    select id from only jobs.job
+    where state in ('completed','dead','cancelled')
+    order by finished_at
+    limit %(limit)s
+    for update skip locked
+), out as (
+    delete from only jobs.job j using batch b where j.id = b.id
+    returning j.*
+), moved as (
+    insert into jobs.job_done select * from out
+    returning 1
+)
+select count(*)::int as moved from moved;
 
 -- name: worker_reap :many
 -- Delete the rows of workers whose heartbeat stopped before %(before)s (killed processes).
@@ -201,21 +246,34 @@ with gone as (
     order by id
     limit %(limit)s
     for update skip locked
-), upd as (
-    update jobs.job j
-    set state = case when j.attempt >= j.max_attempts then 'dead' else 'ready' end,
-        run_at = case when j.attempt >= j.max_attempts then j.run_at else %(now)s end,
-        stop_reason = case when j.attempt >= j.max_attempts then 'attempts-exhausted' end,
-        finished_at = case when j.attempt >= j.max_attempts then %(now)s end,
+), again as (
+    update only jobs.job j
+    set state = 'ready', run_at = %(now)s, stop_reason = null, finished_at = null,
         last_error = 'X_LEASE_LOST: worker ' || coalesce(j.claimed_by, '?') || ' is gone (its database session ended) '
-                     || 'during run ' || j.run || case when j.attempt >= j.max_attempts
-                                      then ' [stop: attempts-exhausted at attempt ' || j.attempt || ' of ' || j.max_attempts || ']'
-                                      else '' end,
+                     || 'during run ' || j.run,
         error_code = 'X_LEASE_LOST',
         lease_until = null, waiting_since = null, updated_at = %(now)s
     from orphaned
-    where j.id = orphaned.id
+    where j.id = orphaned.id and j.attempt < j.max_attempts
     returning j.id, j.queue, j.run, j.attempt, j.claimed_by, j.claimed_at, j.state, j.last_error
+), lost as (
+    -- The lost attempt was the last: the row goes dead, into jobs.job_done.
+    delete from only jobs.job j
+    using orphaned
+    where j.id = orphaned.id and j.attempt >= j.max_attempts
+    returning j.*
+), dead as (
+    insert into jobs.job_done
+        -- include: job_columns
+    select id, name, queue, tenant, idempotency_key, input, result, 'dead', priority, attempt, max_attempts,
+           run, run_at, created_at, %(now)s, claimed_by, claimed_at, null, %(now)s,
+           'X_LEASE_LOST: worker ' || coalesce(claimed_by, '?') || ' is gone (its database session ended) '
+           || 'during run ' || run || ' [stop: attempts-exhausted at attempt ' || attempt || ' of ' || max_attempts || ']',
+           'X_LEASE_LOST', 'attempts-exhausted', wait, null
+    from lost
+    returning id, queue, run, attempt, claimed_by, claimed_at, state, last_error
+), upd as (
+    select * from again union all select * from dead
 ),
 -- include: lost_attempt
 hist as (

@@ -40,3 +40,7 @@ select version, name, checksum, applied_at, method from jobs.migration order by 
 -- Record one applied migration (method: migrate, or sql when printed for another tool).
 insert into jobs.migration (version, name, checksum, method)
 values (%(version)s, %(name)s, %(checksum)s, %(method)s);
+
+-- name: job_done_presence :one
+-- Whether 0010_settled_rows has made jobs.job_done (the rows it moves go there).
+select to_regclass('jobs.job_done') is not null as present;

@@ -104,12 +104,26 @@ returning name, seq;
 with prior as (
     select id, run, attempt, claimed_by, claimed_at, finished_at from jobs.job
     where id = %(id)s and state = 'completed' and claimed_by is not null
-), upd as (
-    update jobs.job
+), kept as (
+    -- A row an older release settled in place, not yet moved to jobs.job_done: revived in place.
+    update only jobs.job
     set state = 'ready', attempt = 0, run_at = %(now)s, updated_at = %(now)s, finished_at = null,
         result = null, stop_reason = null, wait = null, waiting_since = null, lease_until = null
     where id = %(id)s and state in ('dead','completed')
-    returning id, pg_notify('jobs_enqueue', queue) as notified
+    returning id, queue
+), back as (
+    delete from jobs.job_done where id = %(id)s and state in ('dead','completed')
+    returning *
+), moved as (
+    insert into jobs.job
+        -- include: job_columns
+    select id, name, queue, tenant, idempotency_key, input, null, 'ready', priority, 0, max_attempts, run,
+           %(now)s, created_at, %(now)s, claimed_by, claimed_at, null, null, last_error, error_code,
+           null, null, null
+    from back
+    returning id, queue
+), upd as (
+    select id, pg_notify('jobs_enqueue', queue) as notified from (select * from kept union all select * from moved) r
 ), resumed as (
     -- The completing claim resumed a suspended run: that run's row becomes the completed attempt.
     select a.job_id, a.run from jobs.attempt a join prior on a.job_id = prior.id

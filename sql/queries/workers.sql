@@ -92,14 +92,17 @@ from jsonb_array_elements(coalesce((select gauges from stored),
 -- run_at): the first ready row in claim order, else the earliest delayed, parked or suspended
 -- row, of unpaused queues, leaving out the rows just taken. An idle worker sleeps until then (or
 -- a NOTIFY): asked in the claim's own round trip, and only when the claim came back short.
+-- %(floors)s, one per queue (null: none), is where the worker's claim starts reading that queue:
+-- rows due at or after it (engine/runtime/floors.py says why); the next-due row is looked for
+-- from there too.
 with picked as (
     select c.id
-    from unnest(%(queues)s::text[]) as q(name)
+    from unnest(%(queues)s::text[], %(floors)s::timestamptz[]) as q(name, floor)
     cross join lateral (
         select id, priority, run_at from jobs.job
         where queue = q.name
           and state in ('ready','delayed','parked','suspended')
-          and run_at <= %(now)s
+          and run_at <= %(now)s and run_at >= coalesce(q.floor, '-infinity')
         order by priority desc, run_at, id
         limit %(limit)s
         for update skip locked
@@ -108,7 +111,8 @@ with picked as (
     order by c.priority desc, c.run_at, c.id
     limit %(limit)s
 ), upd as (
-    update jobs.job j
+    -- only: a live row is in jobs.job itself; jobs.job_done (its child) is not probed per id.
+    update only jobs.job j
     set state = 'running', run = j.run + 1, attempt = j.attempt + 1,
         claimed_by = %(worker)s, claimed_at = %(now)s,
         lease_until = %(now)s + %(lease_seconds)s * interval '1 second', updated_at = %(now)s,
@@ -120,10 +124,11 @@ with picked as (
 select * from upd
 union all
 select null, null, null, null, null, null, null, null, null, null, min(t.run_at), null, null, null, null, null
-from unnest(%(queues)s::text[]) as q(name)
+from unnest(%(queues)s::text[], %(floors)s::timestamptz[]) as q(name, floor)
 cross join lateral (
     (select run_at from jobs.job
      where queue = q.name and state = 'ready' and id <> all (array(select id from picked))
+       and run_at >= coalesce(q.floor, '-infinity')
      order by priority desc, run_at, id
      limit 1)
     union all

@@ -51,3 +51,38 @@ def test_quick_bench_produces_every_figure(tmp_path: Path) -> None:
         assert f["median"] > 0, f  # a zero throughput or latency means the figure was not measured
     assert {t["key"] for t in doc["targets"]} >= {"drain.p1", "enqueue.single", "latency.r100.p99"}
     assert "| ours" not in done.stdout and "ours/peer" in done.stdout  # the table was printed
+
+
+def test_durable_bench_runs_its_server_with_postgres_defaults_for_durability() -> None:
+    from bench.cluster import BenchCluster
+
+    durable, default = BenchCluster(durable=True).pg._settings, BenchCluster().pg._settings
+    assert {k: durable.get(k) for k in ("fsync", "synchronous_commit", "full_page_writes")} == dict.fromkeys(
+        ("fsync", "synchronous_commit", "full_page_writes"), "on"
+    )
+    assert "fsync" not in default  # the default regime keeps embedded_pg's fsync=off
+
+
+@pytest.mark.timeout(300)
+def test_the_cost_suite_counts_each_systems_statements_and_commits_per_job(tmp_path: Path) -> None:
+    from bench.costs import FIGURES
+
+    out = tmp_path / "costs.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--only", "costs", "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    figs = {(f["key"], f["system"]): f["median"] for f in json.loads(out.read_text())["figures"]}
+    for system in ("ours", "peer"):
+        for what in ("enqueue.single", "enqueue.batch100", "drain.p1"):
+            assert all(figs[(f"cost.{what}.{name}", system)] > 0 for name in FIGURES), (system, what, figs)
+        # One job a call: at least one statement and one commit each (per 1,000 jobs); a batch of
+        # 100 shares them, so it asks for fewer; the harness's own polls are not counted.
+        assert figs[("cost.enqueue.single.statements", system)] >= 1000
+        assert figs[("cost.enqueue.single.commits", system)] >= 1000
+        assert figs[("cost.enqueue.batch100.commits", system)] < 100

@@ -5,6 +5,7 @@ ever had. A lease renewal must be able to be a HOT update (no index names lease_
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -51,7 +52,7 @@ def _backlog(conn: psycopg.Connection[Any], n: int, now: datetime) -> None:
 
 
 def _claim(conn: psycopg.Connection[Any], now: datetime) -> dict[str, Any]:
-    return {"queues": ["bench"], "limit": BATCH, "worker": "w1", "now": now, "lease_seconds": 30.0}
+    return {"queues": ["bench"], "floors": [None], "limit": BATCH, "worker": "w1", "now": now, "lease_seconds": 30.0}
 
 
 def test_the_claim_reads_no_more_of_a_fresh_backlog_than_it_takes(pg_dsn: str) -> None:
@@ -99,3 +100,71 @@ def test_no_index_names_lease_until_so_a_renewal_can_be_a_hot_update(pg_dsn: str
                from pg_index i where i.indrelid = 'jobs.job'::regclass"""
         ).fetchall()
     assert rows and [name for name, d in rows if "lease_until" in d] == []
+
+
+def test_the_live_table_holds_no_settled_rows_list_index_and_the_ack_writes_none_of_its(pg_dsn: str) -> None:
+    # 0010_settled_rows: an enqueue writes jobs.job's indexes only; the settled rows' lists are
+    # jobs.job_done's, written by the ack that moves a row there.
+    now = datetime.now(UTC)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        live = {
+            r[0]
+            for r in conn.execute(
+                "select indexrelid::regclass::text from pg_index where indrelid = 'jobs.job'::regclass"
+            )
+        }
+        assert {"job_list_state", "job_list_name", "job_dead_v5", "job_dead_code"}.isdisjoint(live), live
+        _backlog(conn, BATCH, now)
+        rows = conn.execute(Q.worker_claim.text, _claim(conn, now)).fetchall()
+        acked = conn.execute(Q.job_ack_many.text, _ack(rows, now)).fetchall()
+        assert len(acked) == BATCH
+        where = conn.execute("select tableoid::regclass::text, state, count(*) from jobs.job group by 1, 2").fetchall()
+    assert where == [("jobs.job_done", "completed", BATCH)]
+
+
+def _claim_entries_read(conn: psycopg.Connection[Any], params: dict[str, Any], dsn: str) -> int:
+    """job_claim index entries one claim reads (pg_stat_user_indexes.idx_tup_read: dead ones too),
+    the claim rolled back."""
+    reads = "select idx_tup_read, idx_scan from pg_stat_user_indexes where indexrelname = 'job_claim'"
+    with psycopg.connect(dsn, autocommit=True) as obs:
+        before = obs.execute(reads).fetchone()
+        conn.execute("begin")
+        conn.execute(Q.worker_claim.text, params).fetchall()
+        conn.execute("rollback")
+        conn.execute("select pg_stat_force_next_flush()")  # this backend's counters, reported at once
+        for _ in range(200):  # the report lands as the backend goes idle: a moment at most
+            after = obs.execute(reads).fetchone()
+            if after is not None and before is not None and after[1] > before[1]:
+                return int(after[0] - before[0])
+            time.sleep(0.01)
+    raise AssertionError("the claim's index statistics were never reported")
+
+
+def test_under_a_long_snapshot_a_claim_from_its_floor_steps_over_none_of_the_rows_claimed_before(
+    pg_dsn: str,
+) -> None:
+    # A session idle in transaction holds the xmin horizon: the row versions every claim leaves
+    # behind stay, and so do their job_claim entries, which a claim from the head of the queue
+    # reads one by one (a heap visit each). From the worker's floor (engine/runtime/floors.py) it
+    # reads only the rows it takes.
+    now = datetime.now(UTC)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn, psycopg.connect(pg_dsn) as holder:
+        holder.execute("select txid_current()")
+        conn.execute(
+            """insert into jobs.job
+                     (id, name, queue, idempotency_key, input, state, max_attempts, run_at, created_at, updated_at)
+               select gen_random_uuid(), 'bench.noop', 'bench', 'k' || i, '{}', 'ready', 3,
+                      %(now)s - interval '1 hour' + i * interval '1 millisecond', %(now)s, %(now)s
+               from generate_series(1, 5000) as i""",
+            {"now": now},
+        )
+        floor = None
+        for _ in range(5000 // BATCH):
+            rows = [r for r in conn.execute(Q.worker_claim.text, _claim(conn, now)).fetchall() if r[0] is not None]
+            conn.execute(Q.job_ack_many.text, _ack(rows, now))
+            floor = max(r[CLAIM_FIELDS.index("run_at")] for r in rows)
+        _backlog(conn, BATCH, now)  # the next jobs, due after every claimed one
+        full = _claim_entries_read(conn, _claim(conn, now), pg_dsn)
+        floored = _claim_entries_read(conn, _claim(conn, now) | {"floors": [floor]}, pg_dsn)
+        holder.rollback()
+    assert full >= 5000 and floored <= 2 * BATCH, (full, floored)

@@ -4,7 +4,7 @@ the same meaning as sql/queries/workers.sql, on the injected clock."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -24,12 +24,27 @@ from engine.types import (
 
 
 def _claim(
-    state: MemoryState, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
+    state: MemoryState,
+    *,
+    queues: Sequence[str],
+    limit: int,
+    worker: str,
+    now: datetime,
+    lease_seconds: float,
+    after: Mapping[str, datetime],
 ) -> list[ClaimedJob]:
-    """Lease up to ``limit`` due rows of unpaused ``queues`` to ``worker``, in claim order."""
+    """Lease up to ``limit`` due rows of unpaused ``queues`` to ``worker``, in claim order, each
+    queue read from its floor in ``after`` (rows due at or after it) when it has one."""
     wanted = set(queues) - set(state.paused)
     with state.lock:
-        due = [r for r in state.jobs.values() if r.queue in wanted and r.state in CLAIMABLE and r.run_at <= now]
+        due = [
+            r
+            for r in state.jobs.values()
+            if r.queue in wanted
+            and r.state in CLAIMABLE
+            and r.run_at <= now
+            and (r.queue not in after or r.run_at >= after[r.queue])
+        ]
         due.sort(key=lambda r: (-r.priority, r.run_at, r.id))
         out = []
         for r in due[:limit]:
@@ -87,17 +102,34 @@ class MemoryWorkers(MemoryBase):
         return [replace(w, heartbeat_age=max(0.0, (now - w.heartbeat_at).total_seconds())) for w in ws]
 
     async def worker_claim(
-        self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
+        self,
+        *,
+        queues: Sequence[str],
+        limit: int,
+        worker: str,
+        now: datetime,
+        lease_seconds: float,
+        after: Mapping[str, datetime] | None = None,
     ) -> ClaimBatch:
-        jobs = _claim(self.state, queues=queues, limit=limit, worker=worker, now=now, lease_seconds=lease_seconds)
-        return ClaimBatch(jobs, self._next_due(queues) if len(jobs) < limit else None)
+        floors = {q: at for q, at in (after or {}).items() if at is not None}
+        jobs = _claim(
+            self.state, queues=queues, limit=limit, worker=worker, now=now, lease_seconds=lease_seconds, after=floors
+        )
+        return ClaimBatch(jobs, self._next_due(queues, floors) if len(jobs) < limit else None)
 
-    def _next_due(self, queues: Sequence[str]) -> datetime | None:
-        # As worker_claim's SQL: per unpaused queue, the first ready row in claim order, else the
-        # earliest other claimable row (the rows just claimed are running now, so left out).
+    def _next_due(self, queues: Sequence[str], floors: Mapping[str, datetime]) -> datetime | None:
+        # As worker_claim's SQL: per unpaused queue, the first ready row in claim order (from the
+        # queue's floor), else the earliest other claimable row (the rows just claimed are running
+        # now, so left out).
         wanted = set(queues) - set(self.state.paused)
         with self.state.lock:
-            rows = [r for r in self.state.jobs.values() if r.queue in wanted and r.state in CLAIMABLE]
+            rows = [
+                r
+                for r in self.state.jobs.values()
+                if r.queue in wanted
+                and r.state in CLAIMABLE
+                and (r.state is not JobState.READY or r.queue not in floors or r.run_at >= floors[r.queue])
+            ]
         due = [r.run_at for r in rows if r.state is not JobState.READY]
         first_ready: dict[str, JobRow] = {}
         for r in rows:

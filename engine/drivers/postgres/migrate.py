@@ -88,7 +88,7 @@ def migrate(dsn: str, *, target: int | None = None) -> list[Migration]:
                 _refuse_to_apply(status, dsn)
                 todo = [m for m in status.pending if target is None or m.version <= target]
                 if not todo:
-                    return done
+                    break
                 mig = todo[0]
                 try:
                     conn.execute(mig.text)  # type: ignore[arg-type]  # a file of ours, not text from a caller
@@ -96,6 +96,29 @@ def migrate(dsn: str, *, target: int | None = None) -> list[Migration]:
                     raise _failed(mig, status, dsn, exc) from exc
                 conn.execute(Q.migration_record.text, _record(mig, "migrate"))
             done.append(mig)
+        move_settled(conn)
+    return done
+
+
+# Rows a batch of job_move_settled moves: each batch is its own short transaction, so workers
+# claiming and settling meanwhile wait on none of them.
+MOVE_BATCH = 5_000
+
+
+def move_settled(conn: psycopg.Connection[dict[str, Any]], *, batch: int = MOVE_BATCH) -> int:
+    """Move the settled rows still in jobs.job into jobs.job_done (0010_settled_rows.sql), a
+    batch per transaction, until none is left; answer how many moved. Nothing before 0010."""
+    with conn.transaction():
+        present = (conn.execute(Q.job_done_presence.text).fetchone() or {}).get("present")
+    if not present:
+        return 0
+    moved = 0
+    while True:
+        with conn.transaction():
+            n = int((conn.execute(Q.job_move_settled.text, {"limit": batch}).fetchone() or {"moved": 0})["moved"])
+        moved += n
+        if n == 0:
+            return moved
 
 
 def _failed(mig: Migration, status: MigrationStatus, dsn: str, exc: BaseException) -> JobsError:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -117,12 +117,20 @@ class PostgresWorkers(PostgresBase):
         ]
 
     async def worker_claim(
-        self, *, queues: Sequence[str], limit: int, worker: str, now: datetime, lease_seconds: float
+        self,
+        *,
+        queues: Sequence[str],
+        limit: int,
+        worker: str,
+        now: datetime,
+        lease_seconds: float,
+        after: Mapping[str, datetime] | None = None,
     ) -> ClaimBatch:
         rows = await self._raw(
             Q.worker_claim,
             {
                 "queues": list(queues),
+                "floors": [after.get(q) for q in queues] if after else [None] * len(queues),
                 "limit": limit,
                 "worker": worker,
                 "now": now,
