@@ -137,8 +137,23 @@ async def ours_worker(cfg: dict[str, Any], rep: Reporter) -> None:
     settings = cfg.get("settings", {})
     driver = PostgresDriver(cfg["dsn"], pool_size=cfg.get("pool_size", 10))
     config = WorkerConfig(queues=(workload.QUEUE,), **settings)
-    async with Worker(driver, Registry.from_module(workload), config=config):
+    kind = _batched(Worker, cfg["wake_delay"]) if cfg.get("wake_delay") else Worker
+    async with kind(driver, Registry.from_module(workload), config=config):
         await asyncio.Event().wait()  # the parent kills the process once its figure is taken
+
+
+def _batched(worker: type[Any], delay: float) -> type[Any]:
+    """bench.wakeups' variant: an idle worker woken waits ``delay`` before it claims, so one
+    claim takes the jobs that arrived meanwhile."""
+
+    class Batched(worker):  # type: ignore[misc,valid-type]
+        async def _idle(self, due: Any) -> None:
+            idle = not self._woken.is_set()
+            await super()._idle(due)
+            if idle:
+                await asyncio.sleep(delay)
+
+    return Batched
 
 
 KINDS = {"loop": loop_drain, "loopq": loopq_drain, "peer": peer_worker, "ours": ours_worker}

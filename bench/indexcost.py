@@ -47,6 +47,17 @@ VARIANTS: dict[str, Variant] = {
     "0010, job_done GIN with fastupdate off": (None, ["alter index jobs.job_list_input set (fastupdate = off)"], ""),
     "0010, job_done without the GIN on input": (None, ["drop index jobs.job_list_input"], ""),
     "0010, jobs.job without job_list_queue_state": (None, ["drop index jobs.job_list_queue_state"], ""),
+    "0010, jobs.job without job_live_input (GIN)": (None, ["drop index jobs.job_live_input"], ""),
+    "0010, jobs.job without job_live_list": (None, ["drop index jobs.job_live_list"], ""),
+    "0010, jobs.job with claim, dedupe, due, waiting only": (
+        None,
+        [
+            "drop index jobs.job_live_input",
+            "drop index jobs.job_live_list",
+            "drop index jobs.job_list_queue_state",
+        ],
+        "",
+    ),
 }
 _TICK = os.sysconf("SC_CLK_TCK")
 _RUN = CLAIM_FIELDS.index("run")

@@ -13,7 +13,9 @@ A row due before that point is not lost: a released job keeps its place in the q
 priority waits behind a higher one, a job can be enqueued with a past run_at. A full claim from
 the head of every queue runs at least every FULL_EVERY seconds (no more often than FULL_SHARE
 times its own duration, so a slow one costs a bounded share of the claims' time), and again at
-once while a full claim still finds such rows.
+once while a full claim still finds such rows. A delayed row falls due at its own run_at, which
+may lie before a floor: when a short claim says the next row falls due before a floor, the claim
+at that moment is a full one, so a delayed job starts on time.
 """
 
 from __future__ import annotations
@@ -56,3 +58,9 @@ class ClaimFloors:
                 behind = True
         if after is None:
             self._full_at = now if behind else now + max(FULL_EVERY, FULL_SHARE * (now - started))
+
+    def due(self, at: datetime | None, *, wall: datetime, now: float) -> None:
+        """A short claim said the next row falls due ``at`` (wall clock ``wall`` at monotonic
+        ``now``): if that is before a floor, the claim made then is a full one."""
+        if at is not None and self._floor and at < max(self._floor.values()):
+            self._full_at = min(self._full_at, now + max(0.0, (at - wall).total_seconds()))

@@ -313,6 +313,7 @@ class Worker:
             if self._stopping:
                 break
             if len(batch.jobs) < limit:
+                self._floors.due(batch.next_due, wall=self.clock.now(), now=self.clock.monotonic())
                 await self._idle(batch.next_due)
             else:
                 await asyncio.sleep(0)  # let the jobs just started run before the next claim

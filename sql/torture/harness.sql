@@ -81,8 +81,9 @@ select key from torture.orders;
 select task, watermark, skipped from jobs.schedule_state;
 
 -- name: torture_table_stats :one
--- The jobs table's dead tuples and size (the soak watches both stay bounded).
-select coalesce(n_dead_tup, 0)::bigint as dead, coalesce(n_live_tup, 0)::bigint as live,
-       pg_total_relation_size('jobs.job')::bigint as bytes,
-       coalesce(autovacuum_count, 0)::bigint as autovacuums
-from pg_stat_user_tables where relid = 'jobs.job'::regclass;
+-- The jobs tables' dead tuples and size, jobs.job and its child jobs.job_done together (the soak
+-- watches both stay bounded).
+select coalesce(sum(n_dead_tup), 0)::bigint as dead, coalesce(sum(n_live_tup), 0)::bigint as live,
+       (pg_total_relation_size('jobs.job') + pg_total_relation_size('jobs.job_done'))::bigint as bytes,
+       coalesce(sum(autovacuum_count), 0)::bigint as autovacuums
+from pg_stat_user_tables where relid in ('jobs.job'::regclass, 'jobs.job_done'::regclass);

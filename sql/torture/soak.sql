@@ -18,12 +18,14 @@ vacuum (analyze) jobs.job;
 select count(*)::bigint as n from jobs.job where state in ('completed', 'dead');
 
 -- name: soak_sizes :many
--- The jobs table's heap and each of its indexes, in bytes: which of them grows.
+-- The jobs tables' heaps and each of their indexes, in bytes: which of them grows.
 select 'heap' as name, pg_relation_size('jobs.job'::regclass)::bigint as bytes
+union all
+select 'job_done heap', pg_relation_size('jobs.job_done'::regclass)::bigint
 union all
 select i.relname::text, pg_relation_size(i.oid)::bigint
 from pg_index x join pg_class i on i.oid = x.indexrelid
-where x.indrelid = 'jobs.job'::regclass;
+where x.indrelid in ('jobs.job'::regclass, 'jobs.job_done'::regclass);
 
 -- name: soak_finished_nth :one
 -- When the n-th completion (0-based, in completion order) was acked: the drain's rate is read

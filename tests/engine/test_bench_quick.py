@@ -61,6 +61,8 @@ def test_durable_bench_runs_its_server_with_postgres_defaults_for_durability() -
         ("fsync", "synchronous_commit", "full_page_writes"), "on"
     )
     assert "fsync" not in default  # the default regime keeps embedded_pg's fsync=off
+    # On a disk: in the default cluster's tmpfs an fsync is free and nothing would be flushed.
+    assert BenchCluster(durable=True).pg._base_dir == "/var/tmp"
 
 
 @pytest.mark.timeout(300)

@@ -53,3 +53,18 @@ def test_a_full_claim_that_finds_a_row_below_a_floor_is_followed_by_another_at_o
     assert f.after(2.0) is None
     f.claimed([_claimed("a", 8)], after=None, started=2.0, now=2.0)
     assert f.after(2.0) is not None
+
+
+def test_a_row_falling_due_before_a_floor_makes_the_claim_at_its_due_time_a_full_one() -> None:
+    f = ClaimFloors()
+    f.claimed([_claimed("a", 5)], after=None, started=0.0, now=0.0)
+    assert f.after(0.1) is not None
+    # A delayed row due at T0+4.5 (before the floor at T0+5), said at wall T0+4.2, monotonic 0.2.
+    f.due(T0 + timedelta(seconds=4.5), wall=T0 + timedelta(seconds=4.2), now=0.2)
+    assert f.after(0.49) is not None
+    assert f.after(0.5) is None
+    # One due after every floor leaves the floors on.
+    g = ClaimFloors()
+    g.claimed([_claimed("a", 5)], after=None, started=0.0, now=0.0)
+    g.due(T0 + timedelta(seconds=6), wall=T0 + timedelta(seconds=4.2), now=0.2)
+    assert g.after(0.5) is not None and g.after(FULL_EVERY) is None

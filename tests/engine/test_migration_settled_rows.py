@@ -244,7 +244,7 @@ async def test_the_orphan_rescue_moves_a_last_lost_attempt_to_job_done_and_keeps
         )
         await driver.worker_claim(queues=["billing"], limit=10, worker="w1", now=NOW, lease_seconds=30)
         await driver.worker_presence_release(id="w1")  # the worker is gone, its jobs still running
-        orphans = await driver.job_rescue_orphaned(now=NOW, limit=10)
+        orphans = await driver.job_rescue_orphaned(workers=await driver.worker_gone(), now=NOW, limit=10)
         assert sorted((o.job_id, o.state) for o in orphans) == [(last, JobState.DEAD), (again, JobState.READY)]
         assert _where(dsn) == {last: "jobs.job_done", again: "jobs.job"}
         dead = await driver.job_get(job_id=last)

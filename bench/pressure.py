@@ -1,0 +1,329 @@
+"""The hot table under long snapshots, and at a held depth: `python -m bench.pressure`.
+
+    python -m bench.pressure --scenario idle-tx       # clean, then sessions idle in transaction, then recovery
+    python -m bench.pressure --scenario rr-readers    # clean, then long REPEATABLE READ readers, then recovery
+    python -m bench.pressure --scenario held --minutes 30 --depth 4000   # throughput at a held depth
+
+One throwaway PostgreSQL (`--durable`: fsync and synchronous_commit on), `jobs worker
+bench.workload` processes (maintenance on, as users run them; `--workers` x `--concurrency`
+slots, no-op jobs), and a producer in this process:
+- idle-tx / rr-readers: a steady offered rate (`--rate` jobs/s, enqueued every 50 ms in one
+  batch) through three phases, `--clean` s, `--pressure` s, `--recovery` s. The pressure is
+  `--sessions` sessions that take a transaction id and sit idle in transaction (idle-tx: the xmin
+  horizon held), or readers that each hold one REPEATABLE READ transaction and read the live jobs
+  every 0.2 s (rr-readers), for the whole pressure phase.
+- held: the producer tops the ready backlog up to `--depth` every 100 ms for `--minutes`.
+Each second the harness samples completions (the acks' own finished_at), the ready depth, and the
+jobs tables' dead and live tuples and sizes. Printed: per phase the completion rate, its ratio to
+the clean phase (target >= 0.90), the deepest backlog, the claim wait p50/p99 (run_at to
+claimed_at), the most dead tuples; for held, the rate per minute with the dead tuples beside it
+(target: the last minutes within 10% of the first). The timeline goes to the JSON (`--json`).
+
+Workers are started as `python -c "from engine.cli import main; main()" worker ...` from the current
+directory, so running this file from another checkout (with its sql/bench/pressure.sql) measures
+that checkout's engine on the same harness.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from bench import workload
+from bench.cluster import DURABLE, DURABLE_DIR
+from bench.drain import spawn, stop
+from bench.sqlq import sql
+
+TARGET = 0.90
+
+
+@dataclass
+class Sample:
+    t: float  # seconds since the start
+    phase: str
+    completed: int  # in the second before t
+    depth: int
+    tables: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+def worker_command(dsn: str, concurrency: int) -> list[str]:
+    return [
+        sys.executable,
+        "-c",
+        "from engine.cli import main; main()",
+        "worker",
+        "bench.workload",
+        "--dsn",
+        dsn,
+        "--queues",
+        workload.QUEUE,
+        "--concurrency",
+        str(concurrency),
+        "--batch-size",
+        str(concurrency),
+    ]
+
+
+class Producer:
+    """Enqueues no-op jobs through the public API: at a rate, or topping up to a depth."""
+
+    def __init__(self, dsn: str) -> None:
+        from engine.api import connect
+
+        self.eng = connect(dsn, pool_size=4)
+        self.n = 0
+        self.stopped = False
+
+    async def _batch(self, k: int) -> None:
+        from engine.api import Enqueue
+
+        specs = [Enqueue(workload.noop, {"i": self.n + j}) for j in range(k)]
+        self.n += k
+        await self.eng.aenqueue_many(specs)
+
+    async def at_rate(self, rate: float) -> None:
+        tick, owed, t0 = 0.05, 0.0, time.perf_counter()
+        sent = 0
+        while not self.stopped:
+            owed = rate * (time.perf_counter() - t0) - sent
+            if owed >= 1:
+                k = int(owed)
+                await self._batch(k)
+                sent += k
+            await asyncio.sleep(tick)
+
+    async def held(self, dsn: str, depth: int) -> None:
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+            while not self.stopped:
+                row = await (await conn.execute(sql("pressure_depth"))).fetchone()  # type: ignore[arg-type]
+                missing = depth - (row[0] if row else 0)
+                while missing > 0:
+                    k = min(missing, 1000)
+                    await self._batch(k)
+                    missing -= k
+                await asyncio.sleep(0.1)
+
+    async def close(self) -> None:
+        await self.eng.aclose()
+
+
+async def _idle_tx(dsn: str, until: asyncio.Event) -> None:
+    async with await psycopg.AsyncConnection.connect(dsn) as conn:
+        await conn.execute(sql("pressure_hold_xid"))  # type: ignore[arg-type]
+        await until.wait()  # idle in transaction, the xid held
+        await conn.rollback()
+
+
+async def _rr_reader(dsn: str, until: asyncio.Event) -> None:
+    async with await psycopg.AsyncConnection.connect(dsn) as conn:
+        await conn.set_isolation_level(psycopg.IsolationLevel.REPEATABLE_READ)
+        while not until.is_set():  # one transaction, one snapshot, for the whole phase
+            await conn.execute(sql("pressure_read"))  # type: ignore[arg-type]
+            try:
+                await asyncio.wait_for(until.wait(), 0.2)
+            except TimeoutError:
+                pass
+        await conn.rollback()
+
+
+async def _sample(dsn: str, start: float, phase: dict[str, str], out: list[Sample], stop_at: asyncio.Event) -> None:
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        nxt = time.time() + 1
+        while not stop_at.is_set():
+            await asyncio.sleep(max(0.0, nxt - time.time()))
+            # The second before last: the acks stamped in it have all committed by now.
+            hi = datetime.fromtimestamp(nxt - 1, UTC)
+            lo = hi - timedelta(seconds=1)
+            nxt += 1
+            done = await (await conn.execute(sql("pressure_completed"), {"lo": lo, "hi": hi})).fetchone()  # type: ignore[arg-type]
+            depth = await (await conn.execute(sql("pressure_depth"))).fetchone()  # type: ignore[arg-type]
+            tabs = await (await conn.execute(sql("pressure_dead_tuples"))).fetchall()  # type: ignore[arg-type]
+            out.append(
+                Sample(
+                    round(hi.timestamp() - start, 1),
+                    phase["now"],
+                    done[0] if done else 0,
+                    depth[0] if depth else 0,
+                    {r[0]: dict(zip(("dead", "live", "heap", "indexes", "autovacuums"), r[1:])) for r in tabs},
+                )
+            )
+
+
+async def _claim_wait(dsn: str, lo: float, hi: float) -> tuple[float | None, float | None]:
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        row = await (
+            await conn.execute(
+                sql("pressure_claim_wait"),  # type: ignore[arg-type]
+                {"lo": datetime.fromtimestamp(lo, UTC), "hi": datetime.fromtimestamp(hi, UTC)},
+            )
+        ).fetchone()
+    return (row[0], row[1]) if row else (None, None)
+
+
+async def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
+    procs = [spawn(worker_command(dsn, args.concurrency)) for _ in range(args.workers)]
+    producer = Producer(dsn)
+    samples: list[Sample] = []
+    phase = {"now": "warm-up"}
+    done = asyncio.Event()
+    try:
+        if args.scenario == "held":
+            feeding = asyncio.create_task(producer.held(dsn, args.depth))
+            phases = [("held", args.minutes * 60.0)]
+        else:
+            feeding = asyncio.create_task(producer.at_rate(args.rate))
+            phases = [("clean", args.clean), ("pressure", args.pressure), ("recovery", args.recovery)]
+        await asyncio.sleep(args.warm)
+        start = time.time()
+        sampler = asyncio.create_task(_sample(dsn, start, phase, samples, done))
+        bounds: dict[str, tuple[float, float]] = {}
+        for name, seconds in phases:
+            phase["now"] = name
+            t0 = time.time()
+            if name == "pressure":
+                until = asyncio.Event()
+                kind = _idle_tx if args.scenario == "idle-tx" else _rr_reader
+                held = [asyncio.create_task(kind(dsn, until)) for _ in range(args.sessions)]
+                await asyncio.sleep(seconds)
+                until.set()
+                await asyncio.gather(*held)
+            else:
+                await asyncio.sleep(seconds)
+            bounds[name] = (t0, time.time())
+        done.set()
+        await sampler
+        producer.stopped = True
+        await feeding
+        waits = {name: await _claim_wait(dsn, lo, hi) for name, (lo, hi) in bounds.items()}
+    finally:
+        producer.stopped = True
+        await producer.close()
+        stop(procs)
+    return _report(args, samples, bounds, waits, start)
+
+
+def _report(
+    args: argparse.Namespace,
+    samples: list[Sample],
+    bounds: dict[str, tuple[float, float]],
+    waits: dict[str, tuple[float | None, float | None]],
+    start: float,
+) -> dict[str, Any]:
+    phases: dict[str, dict[str, Any]] = {}
+    for name, (lo, hi) in bounds.items():
+        mine = [s for s in samples if lo - start < s.t <= hi - start]
+        if not mine:
+            continue
+        dead = {t: max(s.tables.get(t, {}).get("dead", 0) for s in mine) for t in ("job", "job_done")}
+        phases[name] = {
+            "seconds": round(hi - lo, 1),
+            "rate": sum(s.completed for s in mine) / len(mine),
+            "max_depth": max(s.depth for s in mine),
+            "claim_wait_p50_ms": waits[name][0],
+            "claim_wait_p99_ms": waits[name][1],
+            "max_dead_tuples": dead,
+            "end_tables": mine[-1].tables,
+        }
+    out: dict[str, Any] = {"scenario": args.scenario, "phases": phases}
+    if "clean" in phases and "pressure" in phases and phases["clean"]["rate"]:
+        out["pressure_over_clean"] = phases["pressure"]["rate"] / phases["clean"]["rate"]
+    if args.scenario == "held":
+        minutes = [samples[i : i + 60] for i in range(0, len(samples), 60)]
+        out["minutes"] = [
+            {
+                "minute": k,
+                "rate": statistics.mean(s.completed for s in m),
+                "depth": statistics.median(s.depth for s in m),
+                "dead": {t: m[-1].tables.get(t, {}).get("dead", 0) for t in ("job", "job_done")},
+                "bytes": {
+                    t: m[-1].tables.get(t, {}).get("heap", 0) + m[-1].tables.get(t, {}).get("indexes", 0)
+                    for t in ("job", "job_done")
+                },
+            }
+            for k, m in enumerate(minutes)
+            if m
+        ]
+        rates = [m["rate"] for m in out["minutes"]]
+        if len(rates) >= 4:
+            out["last_over_first"] = statistics.mean(rates[-3:]) / statistics.mean(rates[:3])
+    out["timeline"] = [s.__dict__ for s in samples]
+    return out
+
+
+def _print(doc: dict[str, Any]) -> None:
+    print(f"scenario {doc['scenario']}")
+    print(
+        f"{'phase':<10} {'s':>5} {'jobs/s':>8} {'max depth':>10} {'wait p50':>9} {'wait p99':>9}  max dead (job / job_done)"
+    )
+    for name, p in doc["phases"].items():
+        d = p["max_dead_tuples"]
+        p50, p99 = p["claim_wait_p50_ms"], p["claim_wait_p99_ms"]
+        print(
+            f"{name:<10} {p['seconds']:5.0f} {p['rate']:8.1f} {p['max_depth']:10,} "
+            f"{(p50 or 0):8.1f}ms {(p99 or 0):8.1f}ms  {d['job']:,} / {d['job_done']:,}"
+        )
+    if "pressure_over_clean" in doc:
+        ratio = doc["pressure_over_clean"]
+        print(f"pressure / clean: {ratio:.2f} (target >= {TARGET:.2f}: {'met' if ratio >= TARGET else 'MISSED'})")
+    for m in doc.get("minutes", []):
+        print(
+            f"minute {m['minute']:>3}: {m['rate']:8.1f} jobs/s, depth {m['depth']:>7,.0f}, "
+            f"dead {m['dead']['job']:>8,} / {m['dead']['job_done']:>8,}, "
+            f"MB {m['bytes']['job'] / 1e6:7.1f} / {m['bytes']['job_done'] / 1e6:7.1f}"
+        )
+    if "last_over_first" in doc:
+        print(f"last 3 minutes / first 3: {doc['last_over_first']:.3f} (target >= 0.90)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.pressure", description=__doc__)
+    ap.add_argument("--scenario", choices=("idle-tx", "rr-readers", "held"), required=True)
+    ap.add_argument("--rate", type=float, default=800.0, help="offered jobs/s (idle-tx, rr-readers)")
+    ap.add_argument("--clean", type=float, default=60.0)
+    ap.add_argument("--pressure", type=float, default=240.0)
+    ap.add_argument("--recovery", type=float, default=60.0)
+    ap.add_argument("--sessions", type=int, default=None, help="pressure sessions (idle-tx 1, rr-readers 4)")
+    ap.add_argument("--depth", type=int, default=4000, help="held: the ready backlog kept")
+    ap.add_argument("--minutes", type=float, default=30.0, help="held: how long")
+    ap.add_argument("--workers", type=int, default=2, help="worker processes")
+    ap.add_argument("--concurrency", type=int, default=16, help="slots per worker process")
+    ap.add_argument("--warm", type=float, default=5.0, help="seconds before the first phase")
+    ap.add_argument("--durable", action="store_true")
+    ap.add_argument("--base-dir", default=None, help="where the cluster lives (default: tmpfs; --durable: /var/tmp)")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    if args.sessions is None:
+        args.sessions = 1 if args.scenario == "idle-tx" else 4
+    from engine.schema import install_schema
+    from engine.testing import EmbeddedPostgres, create_database
+
+    pg = EmbeddedPostgres(
+        max_connections=100,
+        settings=DURABLE if args.durable else None,
+        base_dir=args.base_dir or (DURABLE_DIR if args.durable else None),
+    )
+    try:
+        dsn = create_database(pg.start(), "pressure")
+        install_schema(dsn)
+        doc = asyncio.run(run(args, dsn))
+    finally:
+        pg.close()
+    doc["args"] = {k: v for k, v in vars(args).items() if k != "json"}
+    _print(doc)
+    if args.json:
+        args.json.write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,41 @@
+-- The pressure bench's reads and pressure sessions (bench/pressure.py). Each read works on the
+-- one-table schema too (before 0010_settled_rows), so the same harness measures either.
+
+-- name: pressure_completed :one
+-- Jobs completed in [%(lo)s, %(hi)s), by their acks' own stamps.
+select count(*)::int as n from jobs.job
+where state = 'completed' and finished_at >= %(lo)s and finished_at < %(hi)s;
+
+-- name: pressure_depth :one
+-- Jobs waiting to be claimed now (ready ones), up to a million.
+select count(*)::int as n from (select 1 from jobs.job where state = 'ready' limit 1000000) r;
+
+-- name: pressure_dead_tuples :many
+-- Dead and live tuples of the jobs tables, as the statistics collector has them (about a second
+-- behind); jobs.job_done only where it exists.
+select relname as name, n_dead_tup::bigint as dead, n_live_tup::bigint as live,
+       pg_relation_size(relid)::bigint as heap_bytes, pg_indexes_size(relid)::bigint as index_bytes,
+       autovacuum_count::int as autovacuums
+from pg_stat_user_tables
+where schemaname = 'jobs' and relname in ('job', 'job_done')
+order by relname;
+
+-- name: pressure_claim_wait :one
+-- The median and 99th percentile, in ms, of how long the jobs completed in [%(lo)s, %(hi)s)
+-- waited from due (run_at) to claimed.
+select percentile_disc(0.5) within group (order by extract(epoch from claimed_at - run_at) * 1000) as p50,
+       percentile_disc(0.99) within group (order by extract(epoch from claimed_at - run_at) * 1000) as p99
+from jobs.job
+where state = 'completed' and finished_at >= %(lo)s and finished_at < %(hi)s;
+
+-- name: pressure_hold_xid :one
+-- An idle-in-transaction session's first statement: takes a transaction id, so the xmin horizon
+-- stays at it (no row version made after it can be removed) while the session idles.
+select txid_current()::text as xid;
+
+-- name: pressure_read :one
+-- One read of a long REPEATABLE READ reader (its snapshot is the transaction's first one): of a
+-- small table, so the reader's own cost stays the same however much the jobs tables bloat (a
+-- count of the live jobs here grew with their dead versions until the four readers took the
+-- machine's two cores); what it does to the queue is hold its snapshot.
+select count(*)::int as n from jobs.queue;
