@@ -339,6 +339,26 @@ class Orphan:
 
 
 @dataclass(frozen=True)
+class IndexSize:
+    """A GIN index of the jobs tables (index_sizes): its size now and its baseline, its size right
+    after its last rebuild (or when first seen), both in bytes."""
+
+    index: str  # schema.name
+    bytes: int
+    baseline: int
+
+
+@dataclass(frozen=True)
+class IndexRebuilt:
+    """One index rebuilt by index_rebuild: its size before and after, and how long it took."""
+
+    index: str
+    before: int
+    after: int
+    seconds: float
+
+
+@dataclass(frozen=True)
 class Heartbeat:
     """What a worker's heartbeat answers (None instead: its row is gone, it was reaped)."""
 

@@ -55,6 +55,8 @@ from engine.types import (
     EventRecord,
     Heartbeat,
     HistoryEntry,
+    IndexRebuilt,
+    IndexSize,
     JobRow,
     JobState,
     Nack,
@@ -273,6 +275,25 @@ class MaintenanceArea(Protocol):
 
     async def worker_reap(self, *, before: datetime) -> list[str]:
         """Delete worker rows whose heartbeat stopped before ``before``."""
+        ...
+
+    async def index_sizes(self, *, leader: str, holder: str, term: int, now: datetime) -> list[IndexSize]:
+        """The GIN indexes of the jobs tables, each with its size and its baseline (its size after
+        its last rebuild; an index seen for the first time gets its size now), fenced on the
+        leader's term. A GIN keeps a key for every value it ever indexed, so unique inputs grow it
+        for ever: the leader rebuilds one grown past its baseline (index_rebuild). The memory
+        driver has no indexes and answers []."""
+        ...
+
+    async def index_rebuild(
+        self, *, leader: str, holder: str, term: int, now: datetime, index: str, before: int
+    ) -> IndexRebuilt | None:
+        """Rebuild ``index`` (schema.name, as index_sizes names it; ``before``: its size then)
+        without blocking writes, and store its new size as its baseline. One at a time fleet-wide:
+        None, doing nothing, when another rebuild is under way or the leader no longer holds its
+        term. First drops what an interrupted rebuild left (an invalid ``<index>_ccnew``).
+        X_PERMISSION_DENIED when the role does not own the index. The memory driver has no
+        indexes and answers None."""
         ...
 
 

@@ -8,7 +8,10 @@
 - the throughput rollup counts each closed minute's completions per queue once, for the queues
   view's sparkline (which then reads rolled minutes rather than an hour of rows every refresh);
 - the reaper deletes the registration rows of workers whose heartbeat stopped;
-- the outbox pruner deletes published outbox rows past their retention (the audit trail).
+- the outbox pruner deletes published outbox rows past their retention (the audit trail);
+- index upkeep rebuilds a GIN index over `input` grown past its size after its last rebuild:
+  a GIN keeps a key for every value it ever indexed (vacuum empties a key, never removes it),
+  so inputs holding unique values grow it for ever while the pruner keeps the rows bounded.
 
 A config, `run_once()` returning what it did, and a thin loop (STYLE.md, convention 5).
 """
@@ -19,18 +22,20 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from engine.clock import Clock
 from engine.drivers.base import Driver
-from engine.errors import X_INVALID_ARGUMENT, JobsError
+from engine.errors import X_INVALID_ARGUMENT, X_PERMISSION_DENIED, JobsError
 from engine.runtime import logs
 from engine.runtime.execute import Execution
 from engine.runtime.metrics import Metrics
 from engine.runtime.worker import Worker, WorkerConfig, as_registry
+from engine.types import IndexSize
 
 LEADER = "maintenance"
+REINDEX_MIN_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -49,8 +54,15 @@ class MaintenanceConfig:
     # queues view counts the rows of the minutes not rolled yet: at most settle + 60 s of them.
     throughput_settle: float = 30.0
     outbox_retention: float = 7 * 86400.0  # published outbox rows: the audit trail, then pruned
+    # Index upkeep: every reindex_interval seconds (None: never) the leader rebuilds a GIN index of
+    # the jobs tables grown past max(reindex_min_bytes, reindex_growth x its size after its last
+    # rebuild), with REINDEX INDEX CONCURRENTLY (the role must own the schema).
+    reindex_interval: float | None = 600.0
+    reindex_growth: float = 2.0
+    reindex_min_bytes: int = REINDEX_MIN_BYTES
 
     def __post_init__(self) -> None:
+        self._check_reindex()
         for name in (
             "interval",
             "leader_lease",
@@ -82,6 +94,40 @@ class MaintenanceConfig:
                 fix=f"MaintenanceConfig(dead_retention={self.retention * 4})",
             )
 
+    def _check_reindex(self) -> None:
+        every, growth, least = self.reindex_interval, self.reindex_growth, self.reindex_min_bytes
+        if every is not None and (not isinstance(every, (int, float)) or isinstance(every, bool) or not every > 0):
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"MaintenanceConfig reindex_interval={every!r} must be > 0 seconds, or None for no index upkeep",
+                fix="MaintenanceConfig(reindex_interval=600)",
+            )
+        if not isinstance(growth, (int, float)) or isinstance(growth, bool) or not growth > 1:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"MaintenanceConfig reindex_growth={growth!r} must be > 1 (the factor an index grows by "
+                "past its size after its last rebuild before it is rebuilt again)",
+                fix="MaintenanceConfig(reindex_growth=2.0)",
+            )
+        if not isinstance(least, int) or isinstance(least, bool) or least < 0:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"MaintenanceConfig reindex_min_bytes={least!r} must be a whole number of bytes >= 0",
+                fix=f"MaintenanceConfig(reindex_min_bytes={REINDEX_MIN_BYTES})",
+            )
+        if every is None and (growth != 2.0 or least != REINDEX_MIN_BYTES):
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"reindex_growth={growth!r} and reindex_min_bytes={least!r} do nothing with "
+                "reindex_interval=None (index upkeep off)",
+                fix="MaintenanceConfig(reindex_interval=600)",
+            )
+
+
+def grown(size: IndexSize, *, growth: float, min_bytes: int) -> bool:
+    """An index to rebuild: past ``min_bytes`` and past ``growth`` times its baseline."""
+    return size.bytes > max(min_bytes, growth * size.baseline)
+
 
 @dataclass(frozen=True)
 class MaintenanceResult:
@@ -92,6 +138,7 @@ class MaintenanceResult:
     reaped: tuple[str, ...] = field(default=())
     rolled: int = 0  # (queue, minute) rows of completions rolled up
     outbox_pruned: int = 0  # published outbox rows past outbox_retention
+    reindexed: tuple[str, ...] = ()  # the indexes rebuilt (schema.name)
 
 
 class Maintenance:
@@ -99,6 +146,7 @@ class Maintenance:
         self.driver, self.clock, self.holder = driver, clock, holder
         self.config = config or MaintenanceConfig()
         self.term: int | None = None
+        self.reindex_due: datetime | None = None  # this leader's next index check; None: at once
 
     async def run_once(self) -> MaintenanceResult:
         cfg, now = self.config, self.clock.now()
@@ -150,7 +198,52 @@ class Maintenance:
             before=now - timedelta(seconds=cfg.outbox_retention),
             limit=cfg.prune_batch,
         )
-        return MaintenanceResult(True, term, tuple(j for j, _ in rescued), pruned, tuple(reaped), rolled, outbox_pruned)
+        reindexed = await self._index_upkeep(term, now)
+        return MaintenanceResult(
+            True, term, tuple(j for j, _ in rescued), pruned, tuple(reaped), rolled, outbox_pruned, reindexed
+        )
+
+    async def _index_upkeep(self, term: int, now: datetime) -> tuple[str, ...]:
+        """Every reindex_interval, one check of the GIN sizes; each grown one rebuilt in turn.
+        A role that may not rebuild is told once a check (a warning with the fix) and the pass
+        goes on. A rebuild runs for as long as it takes, within this pass: the lease may pass to
+        another worker meanwhile, whose rebuilds wait for this one (index_rebuild's lock)."""
+        cfg = self.config
+        if cfg.reindex_interval is None or (self.reindex_due is not None and now < self.reindex_due):
+            return ()
+        self.reindex_due = now + timedelta(seconds=cfg.reindex_interval)
+        sizes = await self.driver.index_sizes(leader=LEADER, holder=self.holder, term=term, now=now)
+        done: list[str] = []
+        for size in sizes:
+            if not grown(size, growth=cfg.reindex_growth, min_bytes=cfg.reindex_min_bytes):
+                continue
+            try:
+                rebuilt = await self.driver.index_rebuild(
+                    leader=LEADER,
+                    holder=self.holder,
+                    term=term,
+                    now=self.clock.now(),
+                    index=size.index,
+                    before=size.bytes,
+                )
+            except JobsError as err:
+                if err.code != X_PERMISSION_DENIED:
+                    raise
+                logs.emit(
+                    logs.MAINTENANCE_REINDEX_REFUSED, logging.WARNING, index=size.index, cause=err.cause, fix=err.fix
+                )
+                break
+            if rebuilt is None:  # another rebuild under way, or the lease moved on
+                break
+            logs.emit(
+                logs.MAINTENANCE_REINDEXED,
+                index=rebuilt.index,
+                bytes_before=rebuilt.before,
+                bytes_after=rebuilt.after,
+                seconds=round(rebuilt.seconds, 3),
+            )
+            done.append(rebuilt.index)
+        return tuple(done)
 
     async def run(self) -> None:
         while True:

@@ -287,3 +287,93 @@ hist as (
     where w.id = gone.id and (select count(*) from orphaned) < %(limit)s
 )
 select id, state, queue, claimed_by from upd;
+
+-- Index upkeep (engine/services/maintenance.py). A GIN index keeps an entry-tree key for every
+-- distinct value it ever indexed: vacuum empties a key's posting list and never removes the key,
+-- so inputs holding unique values (ids, timestamps) grow the GINs over `input` forever while the
+-- heap and every btree stay flat. The leader rebuilds a grown one with REINDEX INDEX
+-- CONCURRENTLY, on a connection of its own in autocommit (it cannot run in a transaction block),
+-- and keeps each GIN's size after its last rebuild in jobs.meta (`index_baseline:<index>`).
+
+-- name: index_sizes :many
+-- The GIN indexes of jobs.job and jobs.job_done (found by access method, so a GIN added later is
+-- covered; valid ones only: an interrupted rebuild's leftover is not one), each with its size now
+-- and its baseline. An index seen for the first time gets its size now as its baseline. Fenced
+-- on the leader's term: no rows for anyone else.
+with leader as (
+    select 1 from jobs.leader
+    where name = %(leader)s and holder = %(holder)s and term = %(term)s and lease_until >= %(now)s
+), gin as (
+    select n.nspname || '.' || c.relname as index, pg_relation_size(c.oid) as bytes
+    from pg_index i
+    join pg_class c on c.oid = i.indexrelid
+    join pg_namespace n on n.oid = c.relnamespace
+    join pg_am a on a.oid = c.relam
+    where i.indrelid in ('jobs.job'::regclass, 'jobs.job_done'::regclass)
+      and a.amname = 'gin' and i.indisvalid and exists (select 1 from leader)
+), seen as (
+    insert into jobs.meta (key, value)
+    select 'index_baseline:' || index, bytes::text from gin
+    on conflict (key) do nothing
+    returning key, value
+)
+select g.index, g.bytes, coalesce(m.value, s.value)::bigint as baseline
+from gin g
+left join jobs.meta m on m.key = 'index_baseline:' || g.index
+left join seen s on s.key = 'index_baseline:' || g.index
+order by g.index;
+
+-- name: index_rebuild_session :exec
+-- The rebuild's own session runs without a statement timeout: a REINDEX of a big index takes
+-- minutes, and one cut off leaves an invalid copy behind.
+set statement_timeout = 0;
+
+-- name: index_rebuild_lock :one
+-- One rebuild at a time fleet-wide, whoever leads: a session lock on the rebuild's connection,
+-- freed when it closes (a killed process's included). Its own first key, apart from the
+-- workers' presence locks (PRESENCE_NAMESPACE) and an app's one-bigint locks.
+select pg_try_advisory_lock(%(namespace)s, 1) as held;
+
+-- name: index_leftovers :many
+-- What an interrupted REINDEX CONCURRENTLY leaves: an invalid index of jobs.job or jobs.job_done
+-- named <index>_ccnew (or _ccnew1, ...). Only read under the rebuild lock, so never the copy of a
+-- rebuild of ours still under way.
+select n.nspname as schema, c.relname as name
+from pg_index i
+join pg_class c on c.oid = i.indexrelid
+join pg_namespace n on n.oid = c.relnamespace
+where i.indrelid in ('jobs.job'::regclass, 'jobs.job_done'::regclass)
+  and not i.indisvalid and c.relname ~ '_ccnew[0-9]*$'
+order by c.relname;
+
+-- name: index_leftover_drop :exec
+-- Drop one leftover ({index}: an identifier, composed by the driver with psycopg.sql).
+drop index concurrently if exists {index};
+
+-- name: index_leader_holds :one
+-- The leader still holds its term: checked right before a rebuild starts.
+select exists (
+    select 1 from jobs.leader
+    where name = %(leader)s and holder = %(holder)s and term = %(term)s and lease_until >= %(now)s
+) as holds;
+
+-- name: index_rebuild :exec
+-- Rebuild one index without blocking writes ({index}: an identifier, composed by the driver).
+reindex index concurrently {index};
+
+-- name: index_baseline_reset :one
+-- The index's size after its rebuild, stored as its new baseline unless another holder took
+-- the lease meanwhile (its term moved on: a rebuild takes longer than a lease, so the lease's
+-- end is not checked here). Not stored, the next check finds the index small against the old one.
+with leader as (
+    select 1 from jobs.leader
+    where name = %(leader)s and holder = %(holder)s and term = %(term)s
+), size as (
+    select pg_relation_size(%(index)s::regclass) as bytes
+), stored as (
+    insert into jobs.meta (key, value)
+    select 'index_baseline:' || %(index)s, bytes::text from size where exists (select 1 from leader)
+    on conflict (key) do update set value = excluded.value
+    returning 1
+)
+select bytes, exists (select 1 from stored) as stored from size;

@@ -1,5 +1,6 @@
 """MemoryDriver's maintenance: the leader lease, the rescuer, the pruner, the throughput rollup and
-the worker reaper, with the same meaning as sql/queries/maintenance.sql, on the injected clock."""
+the worker reaper, with the same meaning as sql/queries/maintenance.sql, on the injected clock.
+Index upkeep has nothing to do here: the memory driver keeps no indexes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from engine.drivers.memory.state import ROLLUP_KEPT, Leader, MemoryBase, minute_of, rolled_minute
-from engine.types import AttemptRecord, HistoryEntry, JobRow, JobState, Orphan
+from engine.types import AttemptRecord, HistoryEntry, IndexRebuilt, IndexSize, JobRow, JobState, Orphan
 
 _PRUNED = (JobState.COMPLETED, JobState.CANCELLED)
 _ROLLED = (JobState.COMPLETED, JobState.DEAD)  # the rows throughput_rollup counts
@@ -164,3 +165,13 @@ class MemoryMaintenance(MemoryBase):
                 del workers[wid]
                 self.state.presence.pop(wid, None)
             return gone
+
+    async def index_sizes(self, *, leader: str, holder: str, term: int, now: datetime) -> list[IndexSize]:
+        """No indexes, so none grows: nothing to check."""
+        return []
+
+    async def index_rebuild(
+        self, *, leader: str, holder: str, term: int, now: datetime, index: str, before: int
+    ) -> IndexRebuilt | None:
+        """No indexes, so nothing to rebuild (index_sizes names none)."""
+        return None

@@ -1,14 +1,33 @@
-"""PostgresDriver's maintenance: leader lease, rescuer, pruner, throughput rollup and worker
-reaper (sql/queries/maintenance.sql), every mutation fenced on the leader's term."""
+"""PostgresDriver's maintenance: leader lease, rescuer, pruner, throughput rollup, worker
+reaper and index upkeep (sql/queries/maintenance.sql), every mutation fenced on the leader's term."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from datetime import datetime
 
-from engine.drivers.postgres.base import PRESENCE_NAMESPACE, PostgresBase
-from engine.drivers.sqlfiles import Q
-from engine.types import JobState, Orphan
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from engine.drivers.postgres.base import PRESENCE_NAMESPACE, Conn, PostgresBase, cancelled
+from engine.drivers.sqlfiles import Q, Query
+from engine.drivers.transient import CONNECTION_ERRORS, lost
+from engine.errors import X_PERMISSION_DENIED, JobsError
+from engine.types import IndexRebuilt, IndexSize, JobState, Orphan
+
+# The first key of the rebuild lock (index_rebuild_lock), "jobr": apart from the workers'
+# presence locks (PRESENCE_NAMESPACE) and an app's own one-bigint locks.
+REBUILD_NAMESPACE = 0x6A6F6272
+
+
+def _composed(query: Query, index: str) -> sql.Composed:
+    """``query``'s text with ``{index}`` (schema.name) quoted by sql.Identifier. REINDEX and DROP
+    INDEX take an identifier, never a parameter, so these two statements of sql/ are completed
+    here (as engine/backfills/keyset.py composes the one statement whose table is the app's);
+    the name comes from the catalog (index_sizes, index_leftovers), never from a caller."""
+    return sql.SQL(query.text).format(index=sql.Identifier(*index.split(".", 1)))
 
 
 class PostgresMaintenance(PostgresBase):
@@ -62,3 +81,50 @@ class PostgresMaintenance(PostgresBase):
 
     async def worker_reap(self, *, before: datetime) -> list[str]:
         return [str(r["id"]) for r in await self._rows(Q.worker_reap, {"before": before})]
+
+    async def index_sizes(self, *, leader: str, holder: str, term: int, now: datetime) -> list[IndexSize]:
+        params = {"leader": leader, "holder": holder, "term": term, "now": now}
+        rows = await self._rows(Q.index_sizes, params)
+        return [IndexSize(r["index"], int(r["bytes"]), int(r["baseline"])) for r in rows]
+
+    async def index_rebuild(
+        self, *, leader: str, holder: str, term: int, now: datetime, index: str, before: int
+    ) -> IndexRebuilt | None:
+        fence = {"leader": leader, "holder": holder, "term": term, "now": now}
+        acting = index
+        try:
+            # A connection of its own, never a pool's: REINDEX CONCURRENTLY runs outside any
+            # transaction block, for minutes, and the rebuild lock is this session's. Closed after.
+            conn: Conn = await psycopg.AsyncConnection.connect(self.dsn, **self.pools._kwargs(), row_factory=dict_row)
+            async with conn:
+                await self._exec(Q.index_rebuild_session, {}, conn=conn)
+                lock = await self._row(Q.index_rebuild_lock, {"namespace": REBUILD_NAMESPACE}, conn=conn)
+                if not (lock and lock["held"]):
+                    return None  # another session rebuilds (a leader before a change of lease)
+                for left in await self._rows(Q.index_leftovers, {}, conn=conn):
+                    acting = f"{left['schema']}.{left['name']}"
+                    await conn.execute(_composed(Q.index_leftover_drop, acting))
+                acting = index
+                held = await self._row(Q.index_leader_holds, fence, conn=conn)
+                if not (held and held["holds"]):
+                    return None
+                started = time.monotonic()
+                await conn.execute(_composed(Q.index_rebuild, index))
+                seconds = time.monotonic() - started
+                after = await self._row(Q.index_baseline_reset, {**fence, "index": index}, conn=conn)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise _not_owner(acting, exc) from exc
+        except psycopg.errors.QueryCanceled as exc:
+            raise cancelled(exc) from exc
+        except CONNECTION_ERRORS as exc:
+            raise lost(exc) from exc
+        return IndexRebuilt(index, before, int(after["bytes"]) if after else before, seconds)
+
+
+def _not_owner(index: str, exc: BaseException) -> JobsError:
+    said = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return JobsError(
+        X_PERMISSION_DENIED,
+        cause=f"only the owner of the jobs schema may rebuild index {index} ({said}); it keeps growing until rebuilt",
+        fix=f"run REINDEX INDEX CONCURRENTLY {index} as the jobs schema's owner (the role that ran jobs migrate)",
+    )
