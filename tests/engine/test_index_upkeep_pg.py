@@ -167,7 +167,7 @@ async def test_a_leader_whose_term_moved_on_starts_no_rebuild(
     assert stale is None and _filenode(pg_dsn, "jobs.job_list_input") == before
 
 
-async def test_a_second_rebuild_waits_for_none_while_another_session_holds_the_rebuild_lock(
+async def test_no_rebuild_starts_while_another_session_holds_the_rebuild_lock(
     pg: PostgresDriver, pg_dsn: str, clock: FakeClock
 ) -> None:
     term = await pg.leader_acquire(name=LEADER, holder="m1", now=clock.now(), lease_seconds=30)
