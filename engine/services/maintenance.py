@@ -207,7 +207,8 @@ class Maintenance:
         """Every reindex_interval, one check of the GIN sizes; each grown one rebuilt in turn.
         A role that may not rebuild is told once a check (a warning with the fix) and the pass
         goes on. A rebuild runs for as long as it takes, within this pass: the lease may pass to
-        another worker meanwhile, whose rebuilds wait for this one (index_rebuild's lock)."""
+        another worker meanwhile (its rescuer then runs there), and no rebuild of that worker starts
+        while this one runs (index_rebuild's lock)."""
         cfg = self.config
         if cfg.reindex_interval is None or (self.reindex_due is not None and now < self.reindex_due):
             return ()
