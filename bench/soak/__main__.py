@@ -20,6 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--concurrency", type=int, default=50)
     p.add_argument("--retention", type=float, default=30.0, help="the workers' --retention (seconds)")
+    p.add_argument("--reindex-interval", type=float, default=60.0, help="the workers' --reindex-interval (s)")
+    p.add_argument("--reindex-min-mb", type=float, default=4.0, help="the workers' --reindex-min-mb")
     p.add_argument(
         "--sample", type=float, default=None, help="seconds between samples (default: 5, 30 past 10 minutes)"
     )
@@ -33,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
         workers=a.workers,
         concurrency=a.concurrency,
         retention=a.retention,
+        reindex_interval=a.reindex_interval,
+        reindex_min_mb=a.reindex_min_mb,
         sample=sample,
     )
     report = asyncio.run(run_soak(cfg))

@@ -37,6 +37,8 @@ class SoakConfig:
     retention: float = 30.0  # seconds completed jobs are kept (the pruner's)
     sample: float = 5.0  # seconds between samples
     maintenance_interval: float = 2.0
+    reindex_interval: float = 60.0  # the leader's GIN checks (jobs worker --reindex-interval)
+    reindex_min_mb: float = 4.0  # ... and the smallest it rebuilds (--reindex-min-mb)
 
 
 @dataclass
@@ -107,7 +109,8 @@ class SoakReport:
         cfg = self.config
         out = [
             f"soak: {cfg.seconds:g} s at {cfg.rate:g} jobs/s, {cfg.workers} `jobs worker` processes (concurrency "
-            f"{cfg.concurrency}, --retention {cfg.retention:g}), a sample every {cfg.sample:g} s",
+            f"{cfg.concurrency}, --retention {cfg.retention:g}, --reindex-interval {cfg.reindex_interval:g} "
+            f"--reindex-min-mb {cfg.reindex_min_mb:g}), a sample every {cfg.sample:g} s",
             f"{'t (s)':>7} {'jobs/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'RSS MB (each worker)':>22} {'dead tup':>9} "
             f"{'live tup':>9} {'table MB':>9} {'autovac':>7}",
         ]
@@ -165,6 +168,10 @@ def worker_command(cfg: SoakConfig) -> list[str]:
         f"{cfg.retention:g}",
         "--maintenance-interval",
         f"{cfg.maintenance_interval:g}",
+        "--reindex-interval",
+        f"{cfg.reindex_interval:g}",
+        "--reindex-min-mb",
+        f"{cfg.reindex_min_mb:g}",
     ]
 
 

@@ -155,6 +155,14 @@ def worker(
     dead_retention: float = typer.Option(
         None, "--dead-retention", help="seconds dead letters are kept (30 days; not shorter than --retention)"
     ),
+    reindex_interval: float = typer.Option(
+        None,
+        "--reindex-interval",
+        help="seconds between the leader's checks of the GIN indexes over input (600); 0: never rebuild them",
+    ),
+    reindex_min_mb: float = typer.Option(
+        None, "--reindex-min-mb", help="never rebuild a GIN index smaller than this many MiB (16)"
+    ),
     no_relay: bool = typer.Option(False, "--no-relay", help="run no outbox relay in this worker"),
     no_scheduler: bool = typer.Option(False, "--no-scheduler", help="never lead the cron scheduler for its tasks"),
     metrics_port: int = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
@@ -179,8 +187,11 @@ def worker(
             ("retention", retention, "604800"),
             ("dead-retention", dead_retention, "2592000"),
             ("metrics-port", metrics_port, "9464"),
+            ("reindex-min-mb", reindex_min_mb, "16"),
         ):
             _positive(name, value, target, example)
+        if reindex_interval is not None and reindex_interval < 0:
+            _positive("reindex-interval", reindex_interval, target, "600")
         registry = load_target(target)
         wanted = tuple(q.strip() for q in queues.split(",") if q.strip()) if queues else tuple(registry.queues())
         unknown = sorted(set(wanted) - set(registry.queues()))
@@ -209,6 +220,7 @@ def worker(
             leader_lease=max(lease_seconds, maintenance_interval * 3),
             retention=kept_for,
             dead_retention=dead_kept,
+            **_upkeep(reindex_interval, reindex_min_mb),
         )
         options: dict[str, Any] = dict(
             queues=wanted,
@@ -320,3 +332,21 @@ async def _serve(
         if server is not None:
             server.shutdown()  # type: ignore[attr-defined]
         await aio.within(driver.close, loop.time() + w.config.close_timeout)  # bounded, whatever the database does
+
+
+def _upkeep(interval: float | None, min_mb: float | None) -> dict[str, Any]:
+    """MaintenanceConfig's index upkeep fields from --reindex-interval (0: off) and --reindex-min-mb."""
+    if interval == 0:
+        if min_mb is not None:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"--reindex-min-mb {min_mb:g} does nothing with --reindex-interval 0 (index upkeep off)",
+                fix="drop --reindex-min-mb, or give --reindex-interval 600",
+            )
+        return {"reindex_interval": None}
+    out: dict[str, Any] = {}
+    if interval is not None:
+        out["reindex_interval"] = interval
+    if min_mb is not None:
+        out["reindex_min_bytes"] = int(min_mb * 1024 * 1024)
+    return out

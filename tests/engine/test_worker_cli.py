@@ -96,3 +96,34 @@ def test_retention_options_reach_the_maintenance_config(monkeypatch: pytest.Monk
         == 0
     )
     assert (seen["maint"].retention, seen["maint"].dead_retention) == (60, 90)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("args", "fix"),
+    [
+        (["--reindex-interval", "-5"], f"fix: jobs worker {APP} --reindex-interval 600"),
+        (["--reindex-min-mb", "0"], f"fix: jobs worker {APP} --reindex-min-mb 16"),
+        (["--reindex-interval", "0", "--reindex-min-mb", "4"], "fix: drop --reindex-min-mb"),
+    ],
+)
+def test_an_index_upkeep_option_that_cannot_work_is_refused_before_the_database(args: list[str], fix: str) -> None:
+    result = CliRunner().invoke(app, ["worker", APP, *args, "--dsn", NOWHERE])
+    assert result.exit_code != 0
+    assert "error X_INVALID_ARGUMENT:" in result.stderr and fix in result.stderr
+    assert "X_DB_UNREACHABLE" not in result.stderr
+
+
+def test_index_upkeep_options_reach_the_maintenance_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.cli import worker as cli
+
+    seen: list[object] = []
+
+    async def serve(dsn: str, registry: object, options: object, maint: object, *rest: object) -> int:
+        seen.append(maint)
+        return 0
+
+    monkeypatch.setattr(cli, "_serve", serve)
+    for args in (["--reindex-interval", "60", "--reindex-min-mb", "4"], ["--reindex-interval", "0"], []):
+        assert CliRunner().invoke(app, ["worker", APP, *args, "--dsn", NOWHERE]).exit_code == 0
+    got = [(m.reindex_interval, m.reindex_min_bytes) for m in seen]  # type: ignore[attr-defined]
+    assert got == [(60, 4 * 1024 * 1024), (None, 16 * 1024 * 1024), (600, 16 * 1024 * 1024)]
