@@ -5,6 +5,21 @@
 -- statement. Tenant-aware: a tenant given narrows the row (I25). The job filter is introspect.sql's
 -- fragment job_filter (`-- include: job_filter`).
 
+-- fragment: revive_settled
+-- A retry's move back (`back`: the settled rows it deleted from jobs.job_done, every column):
+-- each enters jobs.job as ready, attempts reset, result, lease and stop cleared (the columns in
+-- table order, as job_columns names them). Answers id and queue.
+moved as (
+    insert into jobs.job (id, name, queue, tenant, idempotency_key, input, result, state, priority, attempt,
+                          max_attempts, run, run_at, created_at, updated_at, claimed_by, claimed_at, lease_until,
+                          finished_at, last_error, error_code, stop_reason, wait, waiting_since)
+    select id, name, queue, tenant, idempotency_key, input, null, 'ready', priority, 0, max_attempts, run,
+           %(now)s, created_at, %(now)s, claimed_by, claimed_at, null, null, last_error, error_code,
+           null, null, null
+    from back
+    returning id, queue
+),
+
 -- name: job_retry_dead :one
 -- Make one dead job ready again, attempts reset, unless a live row holds its dedupe key (then
 -- nothing changes and that row is named). Answers the old state either way.
@@ -31,15 +46,9 @@ with old as (
     using old
     where d.id = old.id and old.state = 'dead' and not exists (select 1 from holder)
     returning d.*
-), moved as (
-    insert into jobs.job
-        -- include: job_columns
-    select id, name, queue, tenant, idempotency_key, input, null, 'ready', priority, 0, max_attempts, run,
-           %(now)s, created_at, %(now)s, claimed_by, claimed_at, null, null, last_error, error_code,
-           null, null, null
-    from back
-    returning id
-), upd as (
+),
+-- include: revive_settled
+upd as (
     select id from kept union all select id from moved
 ), hist as (
     insert into jobs.history (job_id, at, kind, actor, note, data)
@@ -107,15 +116,9 @@ with batch as (
     using pick
     where d.id = pick.id and d.state = 'dead'
     returning d.*
-), moved as (
-    insert into jobs.job
-        -- include: job_columns
-    select id, name, queue, tenant, idempotency_key, input, null, 'ready', priority, 0, max_attempts, run,
-           %(now)s, created_at, %(now)s, claimed_by, claimed_at, null, null, last_error, error_code,
-           null, null, null
-    from back
-    returning id
-), upd as (
+),
+-- include: revive_settled
+upd as (
     select id from kept union all select id from moved
 ), hist as (
     insert into jobs.history (job_id, at, kind, actor, note, data)

@@ -86,15 +86,9 @@ with old as (
     using old
     where d.id = old.id and old.state in ('dead','cancelled') and not exists (select 1 from holder)
     returning d.*
-), moved as (
-    insert into jobs.job
-        -- include: job_columns
-    select id, name, queue, tenant, idempotency_key, input, null, 'ready', priority, 0, max_attempts, run,
-           %(now)s, created_at, %(now)s, claimed_by, claimed_at, null, null, last_error, error_code,
-           null, null, null
-    from back
-    returning id
-), upd as (
+),
+-- include: revive_settled
+upd as (
     select id from kept union all select id from moved
 ), hist as (
     insert into jobs.history (job_id, at, kind, actor, note, data)

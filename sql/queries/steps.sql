@@ -114,15 +114,9 @@ with prior as (
 ), back as (
     delete from jobs.job_done where id = %(id)s and state in ('dead','completed')
     returning *
-), moved as (
-    insert into jobs.job
-        -- include: job_columns
-    select id, name, queue, tenant, idempotency_key, input, null, 'ready', priority, 0, max_attempts, run,
-           %(now)s, created_at, %(now)s, claimed_by, claimed_at, null, null, last_error, error_code,
-           null, null, null
-    from back
-    returning id, queue
-), upd as (
+),
+-- include: revive_settled
+upd as (
     select id, pg_notify('jobs_enqueue', queue) as notified from (select * from kept union all select * from moved) r
 ), resumed as (
     -- The completing claim resumed a suspended run: that run's row becomes the completed attempt.
