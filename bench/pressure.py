@@ -19,9 +19,8 @@ the clean phase (target >= 0.90), the deepest backlog, the claim wait p50/p99 (r
 claimed_at), the most dead tuples; for held, the rate per minute with the dead tuples beside it
 (target: the last minutes within 10% of the first). The timeline goes to the JSON (`--json`).
 
-Workers are started as `python -c "from engine.cli import main; main()" worker ...` from the current
-directory, so running this file from another checkout (with its sql/bench/pressure.sql) measures
-that checkout's engine on the same harness.
+Workers are bench.ours.worker_command's `jobs worker` processes (the `jobs` of this interpreter's
+environment), as bench's drain starts them.
 """
 
 from __future__ import annotations
@@ -30,7 +29,6 @@ import argparse
 import asyncio
 import json
 import statistics
-import sys
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -39,7 +37,7 @@ from typing import Any
 
 import psycopg
 
-from bench import workload
+from bench import ours, workload
 from bench.cluster import DURABLE, DURABLE_DIR
 from bench.drain import spawn, stop
 from bench.sqlq import sql
@@ -54,24 +52,6 @@ class Sample:
     completed: int  # in the second before t
     depth: int
     tables: dict[str, dict[str, int]] = field(default_factory=dict)
-
-
-def worker_command(dsn: str, concurrency: int) -> list[str]:
-    return [
-        sys.executable,
-        "-c",
-        "from engine.cli import main; main()",
-        "worker",
-        "bench.workload",
-        "--dsn",
-        dsn,
-        "--queues",
-        workload.QUEUE,
-        "--concurrency",
-        str(concurrency),
-        "--batch-size",
-        str(concurrency),
-    ]
 
 
 class Producer:
@@ -171,7 +151,8 @@ async def _claim_wait(dsn: str, lo: float, hi: float) -> tuple[float | None, flo
 
 
 async def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
-    procs = [spawn(worker_command(dsn, args.concurrency)) for _ in range(args.workers)]
+    command = ours.worker_command(dsn, concurrency=args.concurrency, batch_size=args.concurrency)
+    procs = [spawn(command) for _ in range(args.workers)]
     producer = Producer(dsn)
     samples: list[Sample] = []
     phase = {"now": "warm-up"}

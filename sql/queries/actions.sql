@@ -20,6 +20,21 @@ moved as (
     returning id, queue
 ),
 
+-- fragment: cancel_settled
+-- A cancel's move (`gone`: the live rows it deleted from jobs.job, every column): each enters
+-- jobs.job_done as cancelled, finished now, its lease cleared (the columns in table order, as
+-- job_columns names them). Answers id, run, attempt, claimed_by, claimed_at.
+upd as (
+    insert into jobs.job_done (id, name, queue, tenant, idempotency_key, input, result, state, priority, attempt,
+                               max_attempts, run, run_at, created_at, updated_at, claimed_by, claimed_at,
+                               lease_until, finished_at, last_error, error_code, stop_reason, wait, waiting_since)
+    select id, name, queue, tenant, idempotency_key, input, result, 'cancelled', priority, attempt,
+           max_attempts, run, run_at, created_at, %(now)s, claimed_by, claimed_at, null, %(now)s,
+           last_error, error_code, stop_reason, wait, waiting_since
+    from gone
+    returning id, run, attempt, claimed_by, claimed_at
+),
+
 -- name: job_retry_dead :one
 -- Make one dead job ready again, attempts reset, unless a live row holds its dedupe key (then
 -- nothing changes and that row is named). Answers the old state either way.
@@ -145,15 +160,9 @@ with batch as (
     delete from only jobs.job j
     using batch where j.id = batch.id
     returning j.*
-), upd as (
-    insert into jobs.job_done
-        -- include: job_columns
-    select id, name, queue, tenant, idempotency_key, input, result, 'cancelled', priority, attempt,
-           max_attempts, run, run_at, created_at, %(now)s, claimed_by, claimed_at, null, %(now)s,
-           last_error, error_code, stop_reason, wait, waiting_since
-    from gone
-    returning id
-), hist as (
+),
+-- include: cancel_settled
+hist as (
     insert into jobs.history (job_id, at, kind, actor, note, data)
     select upd.id, %(now)s, 'cancelled', %(actor)s, %(note)s, jsonb_build_object('from', batch.state, 'bulk', %(label)s::text)
     from upd join batch on batch.id = upd.id

@@ -224,15 +224,9 @@ with old as (
     using old
     where j.id = old.id and old.state in ('ready','delayed','running','suspended','parked')
     returning j.*
-), upd as (
-    insert into jobs.job_done
-        -- include: job_columns
-    select id, name, queue, tenant, idempotency_key, input, result, 'cancelled', priority, attempt,
-           max_attempts, run, run_at, created_at, %(now)s, claimed_by, claimed_at, null, %(now)s,
-           last_error, error_code, stop_reason, wait, waiting_since
-    from gone
-    returning id, run, attempt, claimed_by, claimed_at
-), hist as (
+),
+-- include: cancel_settled
+hist as (
     insert into jobs.history (job_id, at, kind, actor, note, data)
     select id, %(now)s, 'cancelled', %(actor)s, %(note)s, jsonb_build_object('from', (select state from old))
     from upd
