@@ -56,6 +56,7 @@ def _values(i: int) -> dict[str, Any]:
         "max_attempts": 3,
         "run_at": now,
         "priority": 0,
+        "created_at": now,
         "now": now,
     }
 
