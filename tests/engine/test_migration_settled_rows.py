@@ -5,9 +5,10 @@ afterwards are still read, retried and moved (the pruner's pass, `jobs migrate`'
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 import psycopg
@@ -43,6 +44,16 @@ def empty_db(pg_server: str) -> Iterator[Callable[[], str]]:
     yield make
     for name in made:
         drop_database(pg_server, name)
+
+
+@contextlib.asynccontextmanager
+async def _opened(dsn: str) -> AsyncIterator[PostgresDriver]:
+    driver = PostgresDriver(dsn)
+    await driver.open()
+    try:
+        yield driver
+    finally:
+        await driver.close()
 
 
 def _uuid(i: int) -> str:
@@ -118,9 +129,7 @@ async def test_a_job_enqueued_before_0010_is_still_dedupe_protected_claimable_an
     before = {j: s for j, s in _seed(dsn).items() if s == "ready"}
     migrate(dsn)
     (old_id,) = before
-    driver = PostgresDriver(dsn)
-    try:
-        await driver.open()
+    async with _opened(dsn) as driver:
         again = NewJob(_uuid(99), "charge", "billing", "k0", {"n": 0}, 3)
         (answer,) = await driver.job_enqueue(jobs=[again], now=NOW)
         assert (answer.id, answer.deduped) == (old_id, True)  # I2 across the upgrade
@@ -138,8 +147,6 @@ async def test_a_job_enqueued_before_0010_is_still_dedupe_protected_claimable_an
             (1, "w2", "completed")
         ]
         assert _where(dsn)[old_id] == "jobs.job_done"
-    finally:
-        await driver.close()
 
 
 async def test_a_row_the_previous_release_settles_in_place_is_read_retried_and_moved(
@@ -147,9 +154,7 @@ async def test_a_row_the_previous_release_settles_in_place_is_read_retried_and_m
 ) -> None:
     dsn = empty_db()
     migrate(dsn)
-    driver = PostgresDriver(dsn)
-    try:
-        await driver.open()
+    async with _opened(dsn) as driver:
         ids = [_uuid(i) for i in range(4)]
         await driver.job_enqueue(jobs=[NewJob(i, "charge", "billing", i, {}, 1) for i in ids], now=NOW)
         await driver.worker_claim(queues=["billing"], limit=10, worker="w1", now=NOW, lease_seconds=30)
@@ -175,8 +180,6 @@ async def test_a_row_the_previous_release_settles_in_place_is_read_retried_and_m
         )  # fmt: skip
         assert pruned == []
         assert sorted(_where(dsn).values()) == ["jobs.job", "jobs.job", "jobs.job_done", "jobs.job_done"]
-    finally:
-        await driver.close()
     with psycopg.connect(dsn, row_factory=dict_row) as conn:
         assert move_settled(conn, batch=1) == 1  # the last one, in batches of one
         assert move_settled(conn, batch=1) == 0
@@ -193,9 +196,7 @@ async def test_each_settling_statement_moves_the_row_to_job_done_and_a_retry_mov
 ) -> None:
     dsn = empty_db()
     migrate(dsn)
-    driver = PostgresDriver(dsn)
-    try:
-        await driver.open()
+    async with _opened(dsn) as driver:
         ids = [_uuid(i) for i in range(3)]
         await driver.job_enqueue(jobs=[NewJob(i, "charge", "billing", i, {}, 1) for i in ids], now=NOW)
         batch = await driver.worker_claim(queues=["billing"], limit=2, worker="w1", now=NOW, lease_seconds=30)
@@ -223,8 +224,6 @@ async def test_each_settling_statement_moves_the_row_to_job_done_and_a_retry_mov
         assert _where(dsn)[dead_id] == "jobs.job"
         (again,) = await driver.job_enqueue(jobs=[NewJob(_uuid(7), "charge", "billing", dead_id, {}, 1)], now=NOW)
         assert (again.id, again.deduped) == (dead_id, True)  # live again: the dedupe index holds it (I2)
-    finally:
-        await driver.close()
 
 
 async def test_the_orphan_rescue_moves_a_last_lost_attempt_to_job_done_and_keeps_a_retry_live(
@@ -232,9 +231,7 @@ async def test_the_orphan_rescue_moves_a_last_lost_attempt_to_job_done_and_keeps
 ) -> None:
     dsn = empty_db()
     migrate(dsn)
-    driver = PostgresDriver(dsn)
-    try:
-        await driver.open()
+    async with _opened(dsn) as driver:
         await driver.worker_register(id="w1", host="h", pid=1, queues=["billing"], concurrency=4, now=NOW)
         await driver.worker_presence_hold(id="w1")
         last, again = _uuid(1), _uuid(2)
@@ -251,5 +248,3 @@ async def test_the_orphan_rescue_moves_a_last_lost_attempt_to_job_done_and_keeps
         assert dead is not None and (dead.stop_reason, dead.error_code) == ("attempts-exhausted", "X_LEASE_LOST")
         assert "is gone" in (dead.last_error or "") and dead.finished_at == NOW
         assert [a.outcome for a in await driver.job_attempts(job_id=last)] == ["lost"]
-    finally:
-        await driver.close()
