@@ -160,17 +160,32 @@ select name, paused, paused_by, paused_at, note from jobs.queue where name = %(q
 
 -- name: job_page :many
 -- One page of the filtered list, newest first, keyset on id (below %(cursor)s): an ordered merge
--- of three arms, each its own index walk newest first that stops at the page size: the live rows
--- that are not running (jobs.job's list indexes), the running ones (few: the fleet's slots, from
--- job_running) and the settled ones (jobs.job_done, 0010_settled_rows.sql). Each arm is planned
--- for its own table: read through jobs.job as one Append, a filter that matched no live row (a
--- dead-state page) walked the whole live table by id to find none. An arm the state filter rules
--- out folds away at plan time (custom plans).
+-- of four arms, each its own index walk newest first that stops at the page size: the live rows
+-- that are not running (jobs.job's list indexes: job_live_queue_state, the dedupe index for name,
+-- tenant and key prefix, whose tenant is coalesce(tenant, ''), the GIN), the running ones (few:
+-- the fleet's slots, from job_running), the settled ones (jobs.job_done, 0010_settled_rows.sql)
+-- and the settled rows still in jobs.job (a worker of a release before 0010 settles in place
+-- until the maintenance leader moves the row: job_finished_at, empty otherwise). Each arm is
+-- planned for its own table: read through jobs.job as one Append, a filter that matched no live
+-- row (a dead-state page) walked the whole live table by id to find none. An arm the state
+-- filter rules out folds away at plan time (custom plans).
 select * from (
     (select id, name, queue, tenant, state, idempotency_key, priority, attempt, max_attempts, run_at,
            created_at, updated_at, finished_at, error_code, stop_reason
      from only jobs.job
-     where state <> 'running' and (%(state)s::text is null or %(state)s::text <> 'running')
+     where state in ('ready','delayed','suspended','parked')
+       and (%(state)s::text is null or %(state)s::text in ('ready','delayed','suspended','parked'))
+       and (%(cursor)s::uuid is null or id < %(cursor)s::uuid)
+       and (%(tenant)s::text is null or coalesce(tenant, '') = %(tenant)s::text)
+      -- include: job_filter
+     order by id desc
+     limit %(limit)s)
+    union all
+    (select id, name, queue, tenant, state, idempotency_key, priority, attempt, max_attempts, run_at,
+           created_at, updated_at, finished_at, error_code, stop_reason
+     from only jobs.job
+     where state in ('completed','dead','cancelled')
+       and (%(state)s::text is null or %(state)s::text in ('completed','dead','cancelled'))
        and (%(cursor)s::uuid is null or id < %(cursor)s::uuid)
       -- include: job_filter
      order by id desc
@@ -203,7 +218,16 @@ limit %(limit)s;
 -- under one limit, so the count stops as soon as the cap is reached in any of them.
 select count(*)::int as n from (
     (select 1 from only jobs.job
-     where state <> 'running' and (%(state)s::text is null or %(state)s::text <> 'running')
+     where state in ('ready','delayed','suspended','parked')
+       and (%(state)s::text is null or %(state)s::text in ('ready','delayed','suspended','parked'))
+       and (%(tenant)s::text is null or coalesce(tenant, '') = %(tenant)s::text)
+      -- include: job_filter
+     order by id desc
+     limit %(cap)s + 1)
+    union all
+    (select 1 from only jobs.job
+     where state in ('completed','dead','cancelled')
+       and (%(state)s::text is null or %(state)s::text in ('completed','dead','cancelled'))
       -- include: job_filter
      order by id desc
      limit %(cap)s + 1)

@@ -46,8 +46,9 @@ select pg_notify('jobs_enqueue', q) from unnest(%(queues)s::text[]) as t(q);
 -- finds jobs.gauge_snapshot older than max_age locks it (skip locked: a caller that finds another
 -- counting takes the last snapshot rather than wait or count twice), counts and stores; the
 -- others read the snapshot. `exists (select 1 from due)` is a one-time filter: a fresh snapshot
--- never starts the scans of jobs.job. The waiting arm reads job_waiting_v2 (queue, state, run_at,
--- updated_at, waiting_since), the dead arm job_dead_v5 (queue included): both can be index-only.
+-- never starts the scans of jobs.job. The waiting arm reads job_live_queue_state (queue, state, id;
+-- run_at, updated_at, waiting_since included), the dead arm job_dead_v5 (queue included): both can
+-- be index-only.
 with due as (
     select id from jobs.gauge_snapshot
     where id = 1 and taken_at <= %(now)s - make_interval(secs => %(max_age)s)

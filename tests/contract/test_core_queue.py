@@ -114,10 +114,15 @@ def test_i2_index_conflict_target_and_live_lookup_spell_one_namespace() -> None:
     The memory driver's key is the same expression."""
     norm = lambda s: re.sub(r"\s+", " ", s).strip().lower()  # noqa: E731
     schema = norm(schema_sql())
-    idx = re.search(r"create unique index job_dedupe_live_v3 on jobs.job \((.*?)\) where state in \((.*?)\);", schema)
-    assert idx is not None
-    expression, live_states = idx.group(1), idx.group(2)
-    assert expression == "name, (coalesce(tenant, '')), idempotency_key"
+    # The last definition is the installed one (0011 gave the key text_pattern_ops: the same
+    # equality, and ON CONFLICT names no operator class).
+    defined = re.findall(
+        r"create unique index job_dedupe_live_v3 on jobs.job \((.*?)\) where state in \((.*?)\);", schema
+    )
+    assert defined
+    spelled, live_states = defined[-1]
+    assert spelled == "name, (coalesce(tenant, '')), idempotency_key text_pattern_ops"
+    expression = spelled.removesuffix(" text_pattern_ops")
     enqueue = norm(load_queries()["job_enqueue"].text)
     assert f"on conflict ({expression}) where state in ({live_states}) do nothing" in enqueue
     # The fallback lookups read the same namespace over the same states.

@@ -168,3 +168,24 @@ def test_under_a_long_snapshot_a_claim_from_its_floor_steps_over_none_of_the_row
         floored = _claim_entries_read(conn, _claim(conn, now) | {"floors": [floor]}, pg_dsn)
         holder.rollback()
     assert full >= 5000 and floored <= 2 * BATCH, (full, floored)
+
+
+def test_an_enqueued_ready_row_enters_five_indexes_of_the_live_table(pg_dsn: str) -> None:
+    # Every index an enqueue writes is server time on the hot path (python -m bench.indexcost):
+    # 0011_live_indexes folded the console's live lists into the dedupe index and one
+    # (queue, state, id) index. A row is in an index when it matches the index's predicate.
+    now = datetime.now(UTC)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        _backlog(conn, 1, now)
+        preds = conn.execute(
+            """select i.indexrelid::regclass::text, coalesce(pg_get_expr(i.indpred, i.indrelid), 'true')
+               from pg_index i where i.indrelid = 'jobs.job'::regclass"""
+        ).fetchall()
+        entered = {
+            name
+            for name, pred in preds
+            if conn.execute(f"select count(*) from only jobs.job where {pred}").fetchone() == (1,)  # noqa: S608
+        }
+    assert entered == {
+        f"jobs.{n}" for n in ("job_pkey", "job_dedupe_live_v3", "job_claim", "job_live_queue_state", "job_live_input")
+    }
