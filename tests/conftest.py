@@ -15,7 +15,7 @@ from engine.drivers.base import Driver
 from engine.ids import IdFactory
 from engine.testing import Databases
 
-pytest_plugins = ["tests.pg_fixtures"]
+pytest_plugins = ["tests.pg_fixtures", "tests.engine.upgrades"]
 
 # Snapshots are rendered with colour; NO_COLOR in the caller's environment would change them.
 os.environ.pop("NO_COLOR", None)

@@ -29,6 +29,8 @@ def test_quick_bench_produces_every_figure(tmp_path: Path) -> None:
             "--quick",
             "--only",
             "enqueue,limit,drain,latency,steps,console",
+            "--drain-jobs",
+            "1200",
             "--json",
             str(out),
         ],
@@ -40,6 +42,7 @@ def test_quick_bench_produces_every_figure(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     doc = json.loads(out.read_text())
+    assert doc["meta"]["plan"]["drain"] == 1200  # --drain-jobs: every drain run empties that many
     got = {(f["key"], f["system"]) for f in doc["figures"]}
     want = expected_figures(worker=ours.worker_available(), steps=ours.steps_available())
     if importlib.util.find_spec("bench.projections") is not None:  # the introspection bench's figures
@@ -88,3 +91,11 @@ def test_the_cost_suite_counts_each_systems_statements_and_commits_per_job(tmp_p
         assert figs[("cost.enqueue.single.statements", system)] >= 1000
         assert figs[("cost.enqueue.single.commits", system)] >= 1000
         assert figs[("cost.enqueue.batch100.commits", system)] < 100
+
+
+def test_drain_jobs_refuses_a_size_below_one(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.cli import main
+
+    with pytest.raises(SystemExit) as refused:
+        main(["--drain-jobs", "0"])
+    assert refused.value.code == 2 and "--drain-jobs must be >= 1" in capsys.readouterr().err

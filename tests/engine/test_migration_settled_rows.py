@@ -5,23 +5,19 @@ afterwards are still read, retried and moved (the pruner's pass, `jobs migrate`'
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import os
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import psycopg
-import pytest
 from psycopg.rows import dict_row
 
 from engine.drivers.migrations import migrations
-from engine.drivers.postgres import PostgresDriver
 from engine.drivers.postgres.migrate import move_settled
 from engine.schema import migrate
-from engine.testing.embedded_pg import create_database, drop_database
 from engine.types import Ack, Claim, JobState, Nack, NewJob
 from tests.engine.test_migrations import catalog
+from tests.engine.upgrades import job_uuid, opened
 
 SETTLED_ROWS = next(m.version for m in migrations() if m.name == "settled_rows")
 NOW = datetime(2026, 12, 3, 12, tzinfo=UTC)
@@ -32,34 +28,6 @@ _COLS = (
 )
 
 
-@pytest.fixture
-def empty_db(pg_server: str) -> Iterator[Callable[[], str]]:
-    made: list[str] = []
-
-    def make() -> str:
-        name = f"mig10_{os.getpid()}_{next(_n)}"
-        made.append(name)
-        return create_database(pg_server, name)
-
-    yield make
-    for name in made:
-        drop_database(pg_server, name)
-
-
-@contextlib.asynccontextmanager
-async def _opened(dsn: str) -> AsyncIterator[PostgresDriver]:
-    driver = PostgresDriver(dsn)
-    await driver.open()
-    try:
-        yield driver
-    finally:
-        await driver.close()
-
-
-def _uuid(i: int) -> str:
-    return f"0190c0de-0000-7000-8000-{i:012d}"
-
-
 def _seed(dsn: str) -> dict[str, str]:
     """As the release before 0010 wrote them: one job in each state, all in jobs.job, with an
     attempt row and a history entry each. Answers id -> state."""
@@ -67,7 +35,7 @@ def _seed(dsn: str) -> dict[str, str]:
     out = {}
     with psycopg.connect(dsn) as conn:
         for i, state in enumerate(states):
-            job_id, settled = _uuid(i), state in ("completed", "dead", "cancelled")
+            job_id, settled = job_uuid(i), state in ("completed", "dead", "cancelled")
             claimed = state in ("running", "completed", "dead")
             conn.execute(
                 f"insert into jobs.job ({_COLS}) values (%s, 'charge', 'billing', %s, %s, %s, %s, 3, %s, %s, %s, %s,"  # noqa: S608
@@ -129,11 +97,11 @@ async def test_a_job_enqueued_before_0010_is_still_dedupe_protected_claimable_an
     before = {j: s for j, s in _seed(dsn).items() if s == "ready"}
     migrate(dsn)
     (old_id,) = before
-    async with _opened(dsn) as driver:
-        again = NewJob(_uuid(99), "charge", "billing", "k0", {"n": 0}, 3)
+    async with opened(dsn) as driver:
+        again = NewJob(job_uuid(99), "charge", "billing", "k0", {"n": 0}, 3)
         (answer,) = await driver.job_enqueue(jobs=[again], now=NOW)
         assert (answer.id, answer.deduped) == (old_id, True)  # I2 across the upgrade
-        (batch_answer, _) = await driver.job_enqueue(jobs=[again, again._replace(id=_uuid(98))], now=NOW)
+        (batch_answer, _) = await driver.job_enqueue(jobs=[again, again._replace(id=job_uuid(98))], now=NOW)
         assert batch_answer.id == old_id and batch_answer.deduped
         batch = await driver.worker_claim(queues=["billing"], limit=10, worker="w2", now=NOW, lease_seconds=30)
         claimed = [c.claim for c in batch.jobs if c.row.id == old_id]
@@ -154,8 +122,8 @@ async def test_a_row_the_previous_release_settles_in_place_is_read_retried_and_m
 ) -> None:
     dsn = empty_db()
     migrate(dsn)
-    async with _opened(dsn) as driver:
-        ids = [_uuid(i) for i in range(4)]
+    async with opened(dsn) as driver:
+        ids = [job_uuid(i) for i in range(4)]
         await driver.job_enqueue(jobs=[NewJob(i, "charge", "billing", i, {}, 1) for i in ids], now=NOW)
         await driver.worker_claim(queues=["billing"], limit=10, worker="w1", now=NOW, lease_seconds=30)
         with psycopg.connect(dsn) as conn:  # the previous release's ack and nack: updates in place
@@ -196,8 +164,8 @@ async def test_each_settling_statement_moves_the_row_to_job_done_and_a_retry_mov
 ) -> None:
     dsn = empty_db()
     migrate(dsn)
-    async with _opened(dsn) as driver:
-        ids = [_uuid(i) for i in range(3)]
+    async with opened(dsn) as driver:
+        ids = [job_uuid(i) for i in range(3)]
         await driver.job_enqueue(jobs=[NewJob(i, "charge", "billing", i, {}, 1) for i in ids], now=NOW)
         batch = await driver.worker_claim(queues=["billing"], limit=2, worker="w1", now=NOW, lease_seconds=30)
         claims = {c.row.id: c.claim for c in batch.jobs}
@@ -222,7 +190,7 @@ async def test_each_settling_statement_moves_the_row_to_job_done_and_a_retry_mov
         retried = await driver.job_retry_dead(job_id=dead_id, tenant=None, now=NOW, actor="ops")
         assert retried is not None and retried.changed
         assert _where(dsn)[dead_id] == "jobs.job"
-        (again,) = await driver.job_enqueue(jobs=[NewJob(_uuid(7), "charge", "billing", dead_id, {}, 1)], now=NOW)
+        (again,) = await driver.job_enqueue(jobs=[NewJob(job_uuid(7), "charge", "billing", dead_id, {}, 1)], now=NOW)
         assert (again.id, again.deduped) == (dead_id, True)  # live again: the dedupe index holds it (I2)
 
 
@@ -231,10 +199,10 @@ async def test_the_orphan_rescue_moves_a_last_lost_attempt_to_job_done_and_keeps
 ) -> None:
     dsn = empty_db()
     migrate(dsn)
-    async with _opened(dsn) as driver:
+    async with opened(dsn) as driver:
         await driver.worker_register(id="w1", host="h", pid=1, queues=["billing"], concurrency=4, now=NOW)
         await driver.worker_presence_hold(id="w1")
-        last, again = _uuid(1), _uuid(2)
+        last, again = job_uuid(1), job_uuid(2)
         await driver.job_enqueue(
             jobs=[NewJob(last, "charge", "billing", "a", {}, 1), NewJob(again, "charge", "billing", "b", {}, 3)],
             now=NOW,
