@@ -282,6 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--durable", action="store_true")
     ap.add_argument("--base-dir", default=None, help="where the cluster lives (default: tmpfs; --durable: /var/tmp)")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument(
+        "--setting", action="append", default=[], metavar="NAME=VALUE", help="a server setting (autovacuum_naptime=5s)"
+    )
     args = ap.parse_args(argv)
     if args.sessions is None:
         args.sessions = 1 if args.scenario == "idle-tx" else 4
@@ -290,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
 
     pg = EmbeddedPostgres(
         max_connections=100,
-        settings=DURABLE if args.durable else None,
+        settings=(DURABLE if args.durable else {}) | dict(kv.split("=", 1) for kv in args.setting),
         base_dir=args.base_dir or (DURABLE_DIR if args.durable else None),
     )
     try:
