@@ -19,6 +19,7 @@ from engine.drivers.postgres.maintenance import REBUILD_NAMESPACE
 from engine.ids import IdFactory
 from engine.services.maintenance import LEADER, Maintenance, MaintenanceConfig
 from engine.types import Ack, NewJob
+from tests.engine.upgrades import opened
 
 Q = "upkeep"
 SMALL = MaintenanceConfig(reindex_interval=600, reindex_growth=1.5, reindex_min_bytes=64 * 1024)
@@ -26,12 +27,8 @@ SMALL = MaintenanceConfig(reindex_interval=600, reindex_growth=1.5, reindex_min_
 
 @pytest.fixture
 async def pg(pg_dsn: str) -> AsyncIterator[PostgresDriver]:
-    d = PostgresDriver(pg_dsn)
-    await d.open()
-    try:
+    async with opened(pg_dsn) as d:
         yield d
-    finally:
-        await d.close()
 
 
 def _one(dsn: str, statement: str, params: Any = None) -> Any:

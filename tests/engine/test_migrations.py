@@ -4,7 +4,6 @@ another tool runs instead of `jobs migrate`."""
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 import shutil
@@ -12,7 +11,7 @@ import subprocess
 import sys
 import threading
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -24,28 +23,11 @@ from engine.drivers.migrations import migrations, parse_migrations
 from engine.drivers.postgres import PostgresDriver
 from engine.errors import JobsError
 from engine.schema import migrate, migration_sql, migration_status, pending_sql
-from engine.testing.embedded_pg import create_database, drop_database
 from engine.types import Claim, Nack
 
 ROOT = Path(__file__).resolve().parents[2]
 # What the first release's `jobs install` ran: its schema.sql, verbatim (schema_version 3).
 FIRST_RELEASE = (Path(__file__).parent / "data" / "schema_0_1.sql").read_text()
-_n = itertools.count(1)
-
-
-@pytest.fixture
-def empty_db(pg_server: str) -> Iterator[Callable[[], str]]:
-    """Fresh databases with nothing installed, as many as a test asks for."""
-    made: list[str] = []
-
-    def make() -> str:
-        name = f"mig_{os.getpid()}_{next(_n)}"
-        made.append(name)
-        return create_database(pg_server, name)
-
-    yield make
-    for name in made:
-        drop_database(pg_server, name)
 
 
 def _run(dsn: str, script: str) -> None:
