@@ -263,9 +263,15 @@ def projections(ev: Evidence) -> Check:
     return Check("projections' counts equal a direct count", not problems, "; ".join(compared), tuple(problems))
 
 
+def _lost_last_attempt(j: dict[str, Any]) -> bool:
+    """The lost run was the job's last attempt: the rescuer made it dead (X_LEASE_LOST,
+    attempts-exhausted) rather than deliver it again, as a lost attempt counts as one."""
+    return j["state"] == "dead" and j["error_code"] == "X_LEASE_LOST" and j["attempt"] >= j["max_attempts"]
+
+
 def stalled_worker(ev: Evidence) -> Check:
-    """The stalled worker's jobs went to another claim while it slept; it acked none of them, and
-    it logged each loss when it woke."""
+    """The stalled worker's jobs went to another claim while it slept (or, when its run was the
+    job's last attempt, dead); it acked none of them, and it logged each loss when it woke."""
     problems: list[str] = []
     jobs = {j["id"]: j for j in ev.jobs}
     held = noticed = 0
@@ -280,7 +286,7 @@ def stalled_worker(ev: Evidence) -> Check:
                 continue
             if j["run"] == h["run"] and j["claimed_by"] == h["worker"] and j["state"] == "completed":
                 problems.append(f"{j['key']}: completed by the stalled worker's lost run {h['run']}")
-            elif j["run"] == h["run"]:
+            elif j["run"] == h["run"] and not _lost_last_attempt(j):
                 problems.append(f"{j['key']}: never re-delivered while its worker stalled ({j['state']})")
             if h["job_id"] in told:
                 noticed += 1
