@@ -158,6 +158,11 @@ select name, paused, paused_by, paused_at, note from jobs.queue order by name;
 -- One queue's pause state.
 select name, paused, paused_by, paused_at, note from jobs.queue where name = %(queue)s;
 
+-- fragment: page_row
+-- The jobs list's row (engine/drivers/postgres/introspect.py summary_row), in each of job_page's arms.
+id, name, queue, tenant, state, idempotency_key, priority, attempt, max_attempts, run_at,
+created_at, updated_at, finished_at, error_code, stop_reason
+
 -- name: job_page :many
 -- One page of the filtered list, newest first, keyset on id (below %(cursor)s): an ordered merge
 -- of four arms, each its own index walk newest first that stops at the page size: the live rows
@@ -170,8 +175,8 @@ select name, paused, paused_by, paused_at, note from jobs.queue where name = %(q
 -- row (a dead-state page) walked the whole live table by id to find none. An arm the state
 -- filter rules out folds away at plan time (custom plans).
 select * from (
-    (select id, name, queue, tenant, state, idempotency_key, priority, attempt, max_attempts, run_at,
-           created_at, updated_at, finished_at, error_code, stop_reason
+    (select
+           -- include: page_row
      from only jobs.job
      where state in ('ready','delayed','suspended','parked')
        and (%(state)s::text is null or %(state)s::text in ('ready','delayed','suspended','parked'))
@@ -181,8 +186,8 @@ select * from (
      order by id desc
      limit %(limit)s)
     union all
-    (select id, name, queue, tenant, state, idempotency_key, priority, attempt, max_attempts, run_at,
-           created_at, updated_at, finished_at, error_code, stop_reason
+    (select
+           -- include: page_row
      from only jobs.job
      where state in ('completed','dead','cancelled')
        and (%(state)s::text is null or %(state)s::text in ('completed','dead','cancelled'))
@@ -191,8 +196,8 @@ select * from (
      order by id desc
      limit %(limit)s)
     union all
-    (select id, name, queue, tenant, state, idempotency_key, priority, attempt, max_attempts, run_at,
-           created_at, updated_at, finished_at, error_code, stop_reason
+    (select
+           -- include: page_row
      from only jobs.job
      where state = 'running' and (%(state)s::text is null or %(state)s::text = 'running')
        and (%(cursor)s::uuid is null or id < %(cursor)s::uuid)
@@ -200,8 +205,8 @@ select * from (
      order by id desc
      limit %(limit)s)
     union all
-    (select id, name, queue, tenant, state, idempotency_key, priority, attempt, max_attempts, run_at,
-           created_at, updated_at, finished_at, error_code, stop_reason
+    (select
+           -- include: page_row
      from jobs.job_done
      where (%(state)s::text is null or %(state)s::text in ('completed','dead','cancelled'))
        and (%(cursor)s::uuid is null or id < %(cursor)s::uuid)
