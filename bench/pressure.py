@@ -151,7 +151,10 @@ async def _claim_wait(dsn: str, lo: float, hi: float) -> tuple[float | None, flo
 
 
 async def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
-    command = ours.worker_command(dsn, concurrency=args.concurrency, batch_size=args.concurrency)
+    command = [
+        *ours.worker_command(dsn, concurrency=args.concurrency, batch_size=args.concurrency),
+        *args.worker_option,
+    ]
     procs = [spawn(command) for _ in range(args.workers)]
     producer = Producer(dsn)
     samples: list[Sample] = []
@@ -284,6 +287,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument(
         "--setting", action="append", default=[], metavar="NAME=VALUE", help="a server setting (autovacuum_naptime=5s)"
+    )
+    ap.add_argument(
+        "--worker-option",
+        action="append",
+        default=[],
+        metavar="OPTION",
+        help="an option of `jobs worker`, as one argument: --worker-option=--vacuum-threshold=0",
     )
     args = ap.parse_args(argv)
     if args.sessions is None:

@@ -349,6 +349,17 @@ class IndexSize:
 
 
 @dataclass(frozen=True)
+class TableRows:
+    """A table of the jobs schema (table_rows): its live and dead row versions as the server's
+    statistics count them, and whether this role may vacuum it (it owns the table)."""
+
+    table: str  # schema.name
+    live: int
+    dead: int
+    owned: bool
+
+
+@dataclass(frozen=True)
 class IndexRebuilt:
     """One index rebuilt by index_rebuild: its size before and after, and how long it took."""
 

@@ -163,6 +163,12 @@ def worker(
     reindex_min_mb: float = typer.Option(
         None, "--reindex-min-mb", help="never rebuild a GIN index smaller than this many MiB (16)"
     ),
+    vacuum_threshold: int = typer.Option(
+        None,
+        "--vacuum-threshold",
+        help="dead row versions past which (plus 0.2 x its live rows) the leader vacuums a jobs table "
+        "(10000); 0: leave the tables to autovacuum",
+    ),
     no_relay: bool = typer.Option(False, "--no-relay", help="run no outbox relay in this worker"),
     no_scheduler: bool = typer.Option(False, "--no-scheduler", help="never lead the cron scheduler for its tasks"),
     metrics_port: int = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
@@ -192,6 +198,8 @@ def worker(
             _positive(name, value, target, example)
         if reindex_interval is not None and reindex_interval < 0:
             _positive("reindex-interval", reindex_interval, target, "600")
+        if vacuum_threshold is not None and vacuum_threshold < 0:
+            _positive("vacuum-threshold", vacuum_threshold, target, "10000")
         registry = load_target(target)
         wanted = tuple(q.strip() for q in queues.split(",") if q.strip()) if queues else tuple(registry.queues())
         unknown = sorted(set(wanted) - set(registry.queues()))
@@ -221,6 +229,7 @@ def worker(
             retention=kept_for,
             dead_retention=dead_kept,
             **_upkeep(reindex_interval, reindex_min_mb),
+            **({} if vacuum_threshold is None else {"vacuum_threshold": vacuum_threshold or None}),
         )
         options: dict[str, Any] = dict(
             queues=wanted,

@@ -68,6 +68,7 @@ from engine.types import (
     StepRecord,
     StepRetry,
     StoredStep,
+    TableRows,
     WorkerRecord,
 )
 
@@ -294,6 +295,18 @@ class MaintenanceArea(Protocol):
         term. First drops what an interrupted rebuild left (an invalid ``<index>_ccnew``).
         X_PERMISSION_DENIED when the role does not own the index. The memory driver has no
         indexes and answers None."""
+        ...
+
+    async def table_rows(self, *, leader: str, holder: str, term: int, now: datetime) -> list[TableRows]:
+        """The tables of the jobs schema, each with its live and dead row versions as the server's
+        statistics count them and whether this role owns it, fenced on the leader's term (no rows
+        for anyone else). The memory driver keeps no dead versions and answers []."""
+        ...
+
+    async def table_vacuum(self, *, table: str) -> float:
+        """VACUUM ``table`` (schema.name, as table_rows names it) on a connection of its own,
+        skipped when another vacuum holds it; the seconds it took. Never blocks enqueues, claims
+        or acks. The memory driver has nothing to vacuum (table_rows names no table)."""
         ...
 
 

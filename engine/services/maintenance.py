@@ -11,7 +11,10 @@
 - the outbox pruner deletes published outbox rows past their retention (the audit trail);
 - index upkeep rebuilds a GIN index over `input` grown past its size after its last rebuild:
   a GIN keeps a key for every value it ever indexed (vacuum empties a key, never removes it),
-  so inputs holding unique values grow it for ever while the pruner keeps the rows bounded.
+  so inputs holding unique values grow it for ever while the pruner keeps the rows bounded;
+- table upkeep vacuums a jobs table whose dead row versions passed a threshold: every job leaves
+  two in jobs.job, and autovacuum, once a minute and throttled, lets the hot table grow to
+  hundreds of MB of them under load (docs/internals.md, "Table upkeep").
 
 A config, `run_once()` returning what it did, and a thin loop (STYLE.md, convention 5).
 """
@@ -32,10 +35,14 @@ from engine.runtime import logs
 from engine.runtime.execute import Execution
 from engine.runtime.metrics import Metrics
 from engine.runtime.worker import Worker, WorkerConfig, as_registry
-from engine.types import IndexSize
+from engine.types import IndexSize, TableRows
 
 LEADER = "maintenance"
 REINDEX_MIN_BYTES = 16 * 1024 * 1024
+# A vacuum that took d seconds is followed by none of the same table for 9 d: upkeep spends at
+# most a tenth of the time on one table, even when nothing it finds can be removed yet (a
+# session holding the xmin horizon keeps every dead version).
+VACUUM_DUTY = 0.1
 
 
 @dataclass(frozen=True)
@@ -60,9 +67,15 @@ class MaintenanceConfig:
     reindex_interval: float | None = 600.0
     reindex_growth: float = 2.0
     reindex_min_bytes: int = REINDEX_MIN_BYTES
+    # Table upkeep: each pass the leader VACUUMs a table of the jobs schema holding more dead row
+    # versions than vacuum_threshold + vacuum_scale_factor x its live rows (None: autovacuum's
+    # alone); a plain VACUUM, which never blocks the hot path (the role must own the table).
+    vacuum_threshold: int | None = 10_000
+    vacuum_scale_factor: float = 0.2
 
     def __post_init__(self) -> None:
         self._check_reindex()
+        self._check_vacuum()
         for name in (
             "interval",
             "leader_lease",
@@ -123,6 +136,34 @@ class MaintenanceConfig:
                 fix="MaintenanceConfig(reindex_interval=600)",
             )
 
+    def _check_vacuum(self) -> None:
+        least, scale = self.vacuum_threshold, self.vacuum_scale_factor
+        if least is not None and (not isinstance(least, int) or isinstance(least, bool) or least < 1):
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"MaintenanceConfig vacuum_threshold={least!r} must be a whole number of dead rows >= 1, "
+                "or None to leave the jobs tables to autovacuum",
+                fix="MaintenanceConfig(vacuum_threshold=10_000)",
+            )
+        if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not scale >= 0:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"MaintenanceConfig vacuum_scale_factor={scale!r} must be >= 0 (the share of a table's "
+                "live rows its dead rows pass, beyond vacuum_threshold, before the leader vacuums it)",
+                fix="MaintenanceConfig(vacuum_scale_factor=0.2)",
+            )
+        if least is None and scale != 0.2:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"vacuum_scale_factor={scale!r} does nothing with vacuum_threshold=None (table upkeep off)",
+                fix="MaintenanceConfig(vacuum_threshold=10_000)",
+            )
+
+
+def bloated(table: TableRows, *, threshold: int, scale: float) -> bool:
+    """A table to vacuum: more dead row versions than ``threshold`` + ``scale`` x its live rows."""
+    return table.dead > threshold + scale * table.live
+
 
 def grown(size: IndexSize, *, growth: float, min_bytes: int) -> bool:
     """An index to rebuild: past ``min_bytes`` and past ``growth`` times its baseline."""
@@ -139,6 +180,7 @@ class MaintenanceResult:
     rolled: int = 0  # (queue, minute) rows of completions rolled up
     outbox_pruned: int = 0  # published outbox rows past outbox_retention
     reindexed: tuple[str, ...] = ()  # the indexes rebuilt (schema.name)
+    vacuumed: tuple[str, ...] = ()  # the tables vacuumed (schema.name)
 
 
 class Maintenance:
@@ -147,6 +189,8 @@ class Maintenance:
         self.config = config or MaintenanceConfig()
         self.term: int | None = None
         self.reindex_due: datetime | None = None  # this leader's next index check; None: at once
+        self.vacuum_due: dict[str, datetime] = {}  # per table, the earliest next vacuum (VACUUM_DUTY)
+        self.vacuum_refused: set[str] = set()  # tables this role may not vacuum, told once
 
     async def run_once(self) -> MaintenanceResult:
         cfg, now = self.config, self.clock.now()
@@ -199,9 +243,50 @@ class Maintenance:
             limit=cfg.prune_batch,
         )
         reindexed = await self._index_upkeep(term, now)
+        vacuumed = await self._table_upkeep(term, now)
         return MaintenanceResult(
-            True, term, tuple(j for j, _ in rescued), pruned, tuple(reaped), rolled, outbox_pruned, reindexed
+            True, term, tuple(j for j, _ in rescued), pruned, tuple(reaped), rolled, outbox_pruned, reindexed, vacuumed
         )
+
+    async def _table_upkeep(self, term: int, now: datetime) -> tuple[str, ...]:
+        """Each table of the jobs schema past its dead-row threshold vacuumed in turn, unless its
+        last vacuum was too recent (VACUUM_DUTY). A table this role may not vacuum is told once
+        (a warning with the fix) and left to autovacuum."""
+        cfg = self.config
+        if cfg.vacuum_threshold is None:
+            return ()
+        done: list[str] = []
+        for table in await self.driver.table_rows(leader=LEADER, holder=self.holder, term=term, now=now):
+            if not bloated(table, threshold=cfg.vacuum_threshold, scale=cfg.vacuum_scale_factor):
+                continue
+            if now < self.vacuum_due.get(table.table, now):
+                continue
+            if not table.owned:
+                if table.table not in self.vacuum_refused:
+                    self.vacuum_refused.add(table.table)
+                    logs.emit(
+                        logs.MAINTENANCE_VACUUM_REFUSED,
+                        logging.WARNING,
+                        table=table.table,
+                        dead=table.dead,
+                        cause="only the table's owner may vacuum it; until autovacuum visits, claims step over "
+                        "its dead row versions",
+                        fix=f"run jobs worker as the jobs schema's owner (the role that ran jobs migrate), or "
+                        f"tune autovacuum for {table.table} (README, 'Autovacuum at a high rate')",
+                    )
+                continue
+            seconds = await self.driver.table_vacuum(table=table.table)
+            self.vacuum_due[table.table] = self.clock.now() + timedelta(seconds=seconds * (1 / VACUUM_DUTY - 1))
+            logs.emit(
+                logs.MAINTENANCE_VACUUMED,
+                logging.DEBUG,
+                table=table.table,
+                dead=table.dead,
+                live=table.live,
+                seconds=round(seconds, 3),
+            )
+            done.append(table.table)
+        return tuple(done)
 
     async def _index_upkeep(self, term: int, now: datetime) -> tuple[str, ...]:
         """Every reindex_interval, one check of the GIN sizes; each grown one rebuilt in turn.

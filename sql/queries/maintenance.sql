@@ -323,9 +323,10 @@ left join jobs.meta m on m.key = 'index_baseline:' || g.index
 left join seen s on s.key = 'index_baseline:' || g.index
 order by g.index;
 
--- name: index_rebuild_session :exec
--- The rebuild's own session runs without a statement timeout: a REINDEX of a big index takes
--- minutes, and one cut off leaves an invalid copy behind.
+-- name: upkeep_session :exec
+-- A rebuild's or a vacuum's own session runs without a statement timeout: a REINDEX of a big
+-- index takes minutes (one cut off leaves an invalid copy behind), and so may a VACUUM of a
+-- bloated table.
 set statement_timeout = 0;
 
 -- name: index_rebuild_lock :one
@@ -377,3 +378,30 @@ with leader as (
     returning 1
 )
 select bytes, exists (select 1 from stored) as stored from size;
+
+-- Table upkeep (engine/services/maintenance.py). Every job leaves two dead row versions in
+-- jobs.job (its claim's update, its ack's delete), thousands a second under load, and autovacuum
+-- visits a database once a minute (autovacuum_naptime) at a throttled pace: the table and its
+-- indexes grow to hundreds of MB for a few thousand live rows and every claim steps over the
+-- dead entries. The leader reads the statistics each pass and vacuums a table past its threshold
+-- (a plain VACUUM: it never blocks enqueues, claims or acks).
+
+-- name: table_rows :many
+-- The tables of the jobs schema with their live and dead row versions (the cumulative
+-- statistics, a second or so behind) and whether this role owns them (VACUUM skips, with a
+-- warning, a table its role does not own). Fenced on the leader's term: no rows for anyone else.
+with leader as (
+    select 1 from jobs.leader
+    where name = %(leader)s and holder = %(holder)s and term = %(term)s and lease_until >= %(now)s
+)
+select s.schemaname || '.' || s.relname as name, s.n_live_tup as live, s.n_dead_tup as dead,
+       pg_has_role(c.relowner, 'USAGE') as owned
+from pg_stat_user_tables s
+join pg_class c on c.oid = s.relid
+where s.schemaname = 'jobs' and exists (select 1 from leader)
+order by s.relname;
+
+-- name: table_vacuum :exec
+-- Vacuum one table ({table}: an identifier, composed by the driver), skipped at once when another
+-- vacuum (autovacuum's) holds it. Outside a transaction block, on a connection of its own.
+vacuum (skip_locked) {table};

@@ -1,6 +1,6 @@
-"""MaintenanceConfig's index upkeep settings and the rule that picks an index to rebuild: a bad
-value is refused at declaration with X_INVALID_ARGUMENT, its cause and a fix, and a setting that
-would do nothing is refused rather than ignored."""
+"""MaintenanceConfig's index and table upkeep settings and the rules that pick an index to rebuild
+and a table to vacuum: a bad value is refused at declaration with X_INVALID_ARGUMENT, its cause
+and a fix, and a setting that would do nothing is refused rather than ignored."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from engine.errors import X_INVALID_ARGUMENT, JobsError
-from engine.services.maintenance import REINDEX_MIN_BYTES, MaintenanceConfig, grown
-from engine.types import IndexSize
+from engine.services.maintenance import REINDEX_MIN_BYTES, MaintenanceConfig, bloated, grown
+from engine.types import IndexSize, TableRows
 
 
 def test_index_upkeep_defaults_to_a_check_every_ten_minutes_rebuilding_past_twice_the_baseline_and_16_mib() -> None:
@@ -50,3 +50,36 @@ def test_an_index_is_rebuilt_only_past_both_min_bytes_and_growth_times_its_basel
     assert not grown(IndexSize("jobs.i", 20 * mib, 10 * mib), growth=2.0, min_bytes=REINDEX_MIN_BYTES)  # x2 exactly
     assert not grown(IndexSize("jobs.i", 15 * mib, 1 * mib), growth=2.0, min_bytes=REINDEX_MIN_BYTES)  # small
     assert grown(IndexSize("jobs.i", 17 * mib, 1 * mib), growth=2.0, min_bytes=REINDEX_MIN_BYTES)
+
+
+def test_table_upkeep_defaults_to_10000_dead_rows_plus_a_fifth_of_the_live_ones() -> None:
+    cfg = MaintenanceConfig()
+    assert (cfg.vacuum_threshold, cfg.vacuum_scale_factor) == (10_000, 0.2)
+    assert MaintenanceConfig(vacuum_threshold=None).vacuum_threshold is None  # off: autovacuum's alone
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"vacuum_threshold": 0}, "vacuum_threshold=0"),
+        ({"vacuum_threshold": -1}, "vacuum_threshold=-1"),
+        ({"vacuum_threshold": 10.5}, "vacuum_threshold=10.5"),
+        ({"vacuum_threshold": True}, "vacuum_threshold=True"),
+        ({"vacuum_scale_factor": -0.1}, "vacuum_scale_factor=-0.1"),
+        ({"vacuum_scale_factor": "0.2"}, "vacuum_scale_factor='0.2'"),
+        ({"vacuum_threshold": None, "vacuum_scale_factor": 0.5}, "vacuum_scale_factor=0.5"),
+    ],
+)
+def test_a_bad_table_upkeep_setting_is_refused_with_its_value_and_a_fix(options: dict[str, Any], named: str) -> None:
+    with pytest.raises(JobsError) as caught:
+        MaintenanceConfig(**options)
+    assert caught.value.code == X_INVALID_ARGUMENT
+    assert named in caught.value.cause
+    assert caught.value.fix.startswith("MaintenanceConfig(")
+
+
+def test_a_table_is_vacuumed_only_past_its_threshold_plus_its_share_of_live_rows() -> None:
+    assert bloated(TableRows("jobs.job", 4_000, 10_801, True), threshold=10_000, scale=0.2)
+    assert not bloated(TableRows("jobs.job", 4_000, 10_800, True), threshold=10_000, scale=0.2)  # exactly
+    assert not bloated(TableRows("jobs.job", 1_000_000, 200_000, True), threshold=10_000, scale=0.2)
+    assert bloated(TableRows("jobs.job", 1_000_000, 200_000, True), threshold=10_000, scale=0.0)

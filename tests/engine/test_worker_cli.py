@@ -127,3 +127,22 @@ def test_index_upkeep_options_reach_the_maintenance_config(monkeypatch: pytest.M
         assert CliRunner().invoke(app, ["worker", APP, *args, "--dsn", NOWHERE]).exit_code == 0
     got = [(m.reindex_interval, m.reindex_min_bytes) for m in seen]  # type: ignore[attr-defined]
     assert got == [(60, 4 * 1024 * 1024), (None, 16 * 1024 * 1024), (600, 16 * 1024 * 1024)]
+
+
+def test_the_vacuum_threshold_reaches_the_maintenance_config_and_zero_leaves_it_to_autovacuum(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from engine.cli import worker as cli
+
+    seen: list[object] = []
+
+    async def serve(dsn: str, registry: object, options: object, maint: object, *rest: object) -> int:
+        seen.append(maint)
+        return 0
+
+    monkeypatch.setattr(cli, "_serve", serve)
+    for args in (["--vacuum-threshold", "500"], ["--vacuum-threshold", "0"], []):
+        assert CliRunner().invoke(app, ["worker", APP, *args, "--dsn", NOWHERE]).exit_code == 0
+    assert [m.vacuum_threshold for m in seen] == [500, None, 10_000]  # type: ignore[attr-defined]
+    bad = CliRunner().invoke(app, ["worker", APP, "--vacuum-threshold", "-1", "--dsn", NOWHERE])
+    assert bad.exit_code != 0 and f"fix: jobs worker {APP} --vacuum-threshold 10000" in bad.stderr

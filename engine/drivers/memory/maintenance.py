@@ -1,6 +1,7 @@
 """MemoryDriver's maintenance: the leader lease, the rescuer, the pruner, the throughput rollup and
 the worker reaper, with the same meaning as sql/queries/maintenance.sql, on the injected clock.
-Index upkeep has nothing to do here: the memory driver keeps no indexes."""
+Index and table upkeep have nothing to do here: the memory driver keeps no indexes and no dead
+row versions."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from engine.drivers.memory.state import ROLLUP_KEPT, Leader, MemoryBase, minute_of, rolled_minute
-from engine.types import AttemptRecord, HistoryEntry, IndexRebuilt, IndexSize, JobRow, JobState, Orphan
+from engine.types import AttemptRecord, HistoryEntry, IndexRebuilt, IndexSize, JobRow, JobState, Orphan, TableRows
 
 _PRUNED = (JobState.COMPLETED, JobState.CANCELLED)
 _ROLLED = (JobState.COMPLETED, JobState.DEAD)  # the rows throughput_rollup counts
@@ -175,3 +176,11 @@ class MemoryMaintenance(MemoryBase):
     ) -> IndexRebuilt | None:
         """No indexes, so nothing to rebuild (index_sizes names none)."""
         return None
+
+    async def table_rows(self, *, leader: str, holder: str, term: int, now: datetime) -> list[TableRows]:
+        """No dead row versions (a deleted row is gone at once): no table to vacuum."""
+        return []
+
+    async def table_vacuum(self, *, table: str) -> float:
+        """Nothing to vacuum (table_rows names no table)."""
+        return 0.0

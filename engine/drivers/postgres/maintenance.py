@@ -1,5 +1,5 @@
 """PostgresDriver's maintenance: leader lease, rescuer, pruner, throughput rollup, worker
-reaper and index upkeep (sql/queries/maintenance.sql), every mutation fenced on the leader's term."""
+reaper, index and table upkeep (sql/queries/maintenance.sql), every mutation fenced on the leader's term."""
 
 from __future__ import annotations
 
@@ -15,19 +15,20 @@ from engine.drivers.postgres.base import PRESENCE_NAMESPACE, Conn, PostgresBase,
 from engine.drivers.sqlfiles import Q, Query
 from engine.drivers.transient import CONNECTION_ERRORS, lost
 from engine.errors import X_PERMISSION_DENIED, JobsError
-from engine.types import IndexRebuilt, IndexSize, JobState, Orphan
+from engine.types import IndexRebuilt, IndexSize, JobState, Orphan, TableRows
 
 # The first key of the rebuild lock (index_rebuild_lock), "jobr": apart from the workers'
 # presence locks (PRESENCE_NAMESPACE) and an app's own one-bigint locks.
 REBUILD_NAMESPACE = 0x6A6F6272
 
 
-def _composed(query: Query, index: str) -> sql.Composed:
-    """``query``'s text with ``{index}`` (schema.name) quoted by sql.Identifier. REINDEX and DROP
-    INDEX take an identifier, never a parameter, so these two statements of sql/ are completed
-    here (as engine/backfills/keyset.py composes the one statement whose table is the app's);
-    the name comes from the catalog (index_sizes, index_leftovers), never from a caller."""
-    return sql.SQL(query.text).format(index=sql.Identifier(*index.split(".", 1)))
+def _composed(query: Query, **names: str) -> sql.Composed:
+    """``query``'s text with each ``{name}`` (schema.name) quoted by sql.Identifier. REINDEX, DROP
+    INDEX and VACUUM take an identifier, never a parameter, so these statements of sql/ are
+    completed here (as engine/backfills/keyset.py composes the one statement whose table is the
+    app's); the names come from the catalog (index_sizes, index_leftovers, table_rows), never
+    from a caller."""
+    return sql.SQL(query.text).format(**{k: sql.Identifier(*v.split(".", 1)) for k, v in names.items()})
 
 
 class PostgresMaintenance(PostgresBase):
@@ -97,19 +98,19 @@ class PostgresMaintenance(PostgresBase):
             # transaction block, for minutes, and the rebuild lock is this session's. Closed after.
             conn: Conn = await psycopg.AsyncConnection.connect(self.dsn, **self.pools._kwargs(), row_factory=dict_row)
             async with conn:
-                await self._exec(Q.index_rebuild_session, {}, conn=conn)
+                await self._exec(Q.upkeep_session, {}, conn=conn)
                 lock = await self._row(Q.index_rebuild_lock, {"namespace": REBUILD_NAMESPACE}, conn=conn)
                 if not (lock and lock["held"]):
                     return None  # another session rebuilds (a leader before a change of lease)
                 for left in await self._rows(Q.index_leftovers, {}, conn=conn):
                     acting = f"{left['schema']}.{left['name']}"
-                    await conn.execute(_composed(Q.index_leftover_drop, acting))
+                    await conn.execute(_composed(Q.index_leftover_drop, index=acting))
                 acting = index
                 held = await self._row(Q.index_leader_holds, fence, conn=conn)
                 if not (held and held["holds"]):
                     return None
                 started = time.monotonic()
-                await conn.execute(_composed(Q.index_rebuild, index))
+                await conn.execute(_composed(Q.index_rebuild, index=index))
                 seconds = time.monotonic() - started
                 after = await self._row(Q.index_baseline_reset, {**fence, "index": index}, conn=conn)
         except psycopg.errors.InsufficientPrivilege as exc:
@@ -119,6 +120,26 @@ class PostgresMaintenance(PostgresBase):
         except CONNECTION_ERRORS as exc:
             raise lost(exc) from exc
         return IndexRebuilt(index, before, int(after["bytes"]) if after else before, seconds)
+
+    async def table_rows(self, *, leader: str, holder: str, term: int, now: datetime) -> list[TableRows]:
+        params = {"leader": leader, "holder": holder, "term": term, "now": now}
+        rows = await self._rows(Q.table_rows, params)
+        return [TableRows(r["name"], int(r["live"]), int(r["dead"]), bool(r["owned"])) for r in rows]
+
+    async def table_vacuum(self, *, table: str) -> float:
+        try:
+            # A connection of its own, in autocommit and without the pool's statement timeout (a
+            # vacuum of a bloated table takes longer), closed after: the pool's stay on the hot path.
+            conn: Conn = await psycopg.AsyncConnection.connect(self.dsn, **self.pools._kwargs(), row_factory=dict_row)
+            async with conn:
+                await self._exec(Q.upkeep_session, {}, conn=conn)
+                started = time.monotonic()
+                await conn.execute(_composed(Q.table_vacuum, table=table))
+                return time.monotonic() - started
+        except psycopg.errors.QueryCanceled as exc:
+            raise cancelled(exc) from exc
+        except CONNECTION_ERRORS as exc:
+            raise lost(exc) from exc
 
 
 def _not_owner(index: str, exc: BaseException) -> JobsError:
