@@ -1,9 +1,9 @@
 """jobs: a durable background-job engine on PostgreSQL. The public API only.
 
-Each public name is imported on first use (PEP 562's module ``__getattr__``): importing a
-submodule (a worker's ``engine.runtime.worker``, ``engine.drivers.postgres``) first runs this
-file, and the facade behind ``connect`` (engine.api, with the console's read models it opens) is
-no part of what a worker process needs. ``from engine import connect, job`` reads as before.
+Each public name is imported from its module on first use (PEP 562's module ``__getattr__``):
+importing a submodule runs this file first, and a worker process (``engine.runtime.worker``,
+``engine.drivers.postgres``) needs none of the facade behind ``connect`` (engine.api).
+``from engine import connect, job`` and ``from engine import *`` resolve the names here.
 """
 
 from __future__ import annotations
