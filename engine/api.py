@@ -9,22 +9,24 @@ import atexit
 import itertools
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from engine.actions import Operator
 from engine.clock import Clock, SystemClock, utc
 from engine.codec import check_json_text
 from engine.drivers.base import Driver
 from engine.errors import X_DSN_INVALID, X_INVALID_ARGUMENT, X_NOT_A_JOB, JobsError
 from engine.ids import IdFactory
-from engine.introspect.base import EngineView, load_job
 from engine.jobs import JobDefinition
 from engine.opening import ensure_open, forget
 from engine.outbox_types import Staged
-from engine.projections import ActionResult
 from engine.syncbridge import LoopThread
 from engine.text import check_text
 from engine.types import EnqueueResult, JobRow, NewJob, SentEvent
+
+if TYPE_CHECKING:  # the operator actions and the reads are imported where they are used: a worker
+    # process opens its driver here (open_driver) and never loads them
+    from engine.actions import Operator
+    from engine.projections import ActionResult
 
 # A batch past this many rows goes out a statement per CHUNK rows, pipelined in one transaction,
 # so checking and encoding a chunk overlaps the server's insert of the one before
@@ -142,6 +144,8 @@ class Engine:
         """The operator actions (engine/actions): retry, retry_from_step, cancel, discard, plan and
         bulk, pause, resume, send_event, drain_worker, each audited as ``actor`` (default
         $JOBS_ACTOR, else user@host) and held to ``tenant`` when given (I25)."""
+        from engine.actions import Operator
+
         return Operator(self, actor=actor, tenant=tenant, read_only=read_only)
 
     # --- async API -------------------------------------------------------------------------
@@ -174,6 +178,8 @@ class Engine:
 
     async def aget(self, job_id: str, *, tenant: str | None = None) -> JobRow:
         """The job ``job_id`` names (its id, or a unique short id); X_NOT_FOUND when none does."""
+        from engine.introspect.base import EngineView, load_job
+
         return await load_job(EngineView(self), job_id, tenant)
 
     async def acancel(

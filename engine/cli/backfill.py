@@ -20,7 +20,6 @@ from typing import Any, TypeVar
 
 import typer
 
-from engine.actions.base import default_actor
 from engine.cli import EXIT_DRIFT, EXIT_ERROR, app, fail
 from engine.cli.admin import DSN_HELP, JSON_HELP, resolve_dsn
 from engine.cli.ops import ACTOR_HELP, EXIT_NOOP
@@ -69,6 +68,7 @@ def _run(dsn: str | None, env: str | None, json_out: bool, call: Callable[[Any],
 
 
 def _control(eng: Any, catalog: Any, actor: str | None) -> Any:
+    from engine.actions.base import default_actor
     from engine.backfills import BackfillControl
 
     return BackfillControl(eng, catalog, actor=actor or default_actor(), environment=eng.environment)

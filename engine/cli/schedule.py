@@ -10,7 +10,6 @@ from typing import Any
 
 import typer
 
-from engine.actions.base import default_actor
 from engine.cli import app, fail
 from engine.cli.admin import (
     DSN_HELP,
@@ -32,6 +31,7 @@ app.add_typer(schedule_app, name="schedule")
 
 
 def _schedules(eng: Any, actor: str | None = None, *, acting: bool = True) -> Any:
+    from engine.actions.base import default_actor
     from engine.introspect.schedules import Schedules
 
     return Schedules(eng, actor=(actor or default_actor()) if acting else None)

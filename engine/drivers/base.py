@@ -29,22 +29,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from engine.drivers.base_backfills import BackfillsArea
 from engine.drivers.base_introspect import IntrospectArea
 from engine.drivers.base_outbox import OutboxArea
 from engine.drivers.base_schedules import SchedulesArea
-from engine.projections import (
-    ActionResult,
-    BulkAction,
-    BulkBatch,
-    BulkPlan,
-    DrainRequest,
-    JobFilter,
-    JobSummary,
-    QueuePause,
-)
 from engine.types import (
     Ack,
     AttemptRecord,
@@ -71,6 +61,18 @@ from engine.types import (
     TableRows,
     WorkerRecord,
 )
+
+if TYPE_CHECKING:  # the console's read models; only named in annotations here
+    from engine.projections import (
+        ActionResult,
+        BulkAction,
+        BulkBatch,
+        BulkPlan,
+        DrainRequest,
+        JobFilter,
+        JobSummary,
+        QueuePause,
+    )
 
 
 class Lifecycle(Protocol):

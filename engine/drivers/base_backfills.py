@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from engine.projections import ActionResult
 from engine.types import BackfillRun, BackfillStatus, Claim, LivePass
+
+if TYPE_CHECKING:  # the console's read model of an action's outcome; only named in annotations here
+    from engine.projections import ActionResult
 
 
 class BackfillsArea(Protocol):

@@ -5,19 +5,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from engine.projections import (
-    DeadLetters,
-    JobFilter,
-    JobPage,
-    JobSummary,
-    LimitState,
-    QueuePause,
-    QueueStats,
-    WaitGroup,
-)
-from engine.series import QueueSeries
+if TYPE_CHECKING:  # the read models; only named in annotations here
+    from engine.projections import (
+        DeadLetters,
+        JobFilter,
+        JobPage,
+        JobSummary,
+        LimitState,
+        QueuePause,
+        QueueStats,
+        WaitGroup,
+    )
+    from engine.series import QueueSeries
 
 
 class IntrospectArea(Protocol):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from engine.schedule import Advanced, SchedulePause, SchedulerLeader, ScheduleRow, TaskDecl, Triggered
+if TYPE_CHECKING:  # the scheduler's rows; only named in annotations here
+    from engine.schedule import Advanced, SchedulePause, SchedulerLeader, ScheduleRow, TaskDecl, Triggered
 
 
 class SchedulesArea(Protocol):

@@ -8,7 +8,7 @@ live holder instead of an error.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -16,18 +16,19 @@ from engine.drivers.jobfilter import id_range
 from engine.drivers.postgres.base import Conn, PostgresBase
 from engine.drivers.postgres.introspect import filter_params, pause_row, summary_row
 from engine.drivers.sqlfiles import Q
-from engine.projections import (
-    ActionResult,
-    BulkAction,
-    BulkBatch,
-    BulkGroup,
-    BulkPlan,
-    DrainRequest,
-    JobFilter,
-    JobSummary,
-    QueuePause,
-)
 from engine.types import JobState
+
+if TYPE_CHECKING:  # each action imports the read models it builds: a worker process never loads them
+    from engine.projections import (
+        ActionResult,
+        BulkAction,
+        BulkBatch,
+        BulkPlan,
+        DrainRequest,
+        JobFilter,
+        JobSummary,
+        QueuePause,
+    )
 
 _BULK = {
     "retry": Q.job_bulk_retry,
@@ -42,6 +43,8 @@ class PostgresActions(PostgresBase):
     async def job_retry_dead(
         self, *, job_id: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
     ) -> ActionResult | None:
+        from engine.projections import ActionResult
+
         p = {"id": job_id, "tenant": tenant, "now": now, "actor": actor, "note": note}
         for _ in range(_RACE_RETRIES):
             try:
@@ -72,6 +75,8 @@ class PostgresActions(PostgresBase):
     async def job_bulk_plan(
         self, *, action: BulkAction, where: JobFilter, now: datetime, budget_ms: int | None
     ) -> BulkPlan:
+        from engine.projections import BulkGroup, BulkPlan
+
         p = filter_params(where) | {"action": action}
 
         async def read(conn: Conn) -> BulkPlan:
@@ -99,6 +104,8 @@ class PostgresActions(PostgresBase):
         limit: int,
         before: str | None,
     ) -> BulkBatch:
+        from engine.projections import BulkBatch
+
         p: dict[str, Any] = filter_params(where) | {
             "now": now,
             "actor": actor,
@@ -124,6 +131,8 @@ class PostgresActions(PostgresBase):
     async def queue_pause(
         self, *, queue: str, paused: bool, actor: str | None, note: str | None, now: datetime
     ) -> QueuePause:
+        from engine.projections import QueuePause
+
         p = {"queue": queue, "paused": paused, "actor": actor, "note": note, "now": now}
         r = await self._budgeted(None, "pause", lambda c: self._row(Q.queue_pause_set, p, conn=c))
         if r is None:
@@ -157,6 +166,8 @@ class PostgresActions(PostgresBase):
     async def job_discard(
         self, *, job_id: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
     ) -> ActionResult | None:
+        from engine.projections import ActionResult
+
         p = {"id": job_id, "tenant": tenant, "now": now, "actor": actor, "note": note}
         r = await self._budgeted(None, "discard", lambda c: self._row(Q.job_discard, p, conn=c))
         if r is None:
@@ -171,6 +182,8 @@ class PostgresActions(PostgresBase):
     async def worker_drain_request(
         self, *, id: str, actor: str | None, note: str | None, now: datetime
     ) -> DrainRequest | None:
+        from engine.projections import DrainRequest
+
         p = {"id": id, "actor": actor, "note": note, "now": now}
         r = await self._budgeted(None, "workers drain", lambda c: self._row(Q.worker_drain_request, p, conn=c))
         if r is None:

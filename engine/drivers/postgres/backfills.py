@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.drivers.postgres.base import PostgresBase
 from engine.drivers.sqlfiles import Q, Query
-from engine.projections import ActionResult
 from engine.types import BackfillRun, BackfillStatus, Claim, JobState, LivePass
+
+if TYPE_CHECKING:  # the one action here imports its read model: a worker process never loads it
+    from engine.projections import ActionResult
 
 
 def _run(r: Any) -> BackfillRun:
@@ -95,6 +97,8 @@ class PostgresBackfills(PostgresBase):
     async def backfill_pass_resume(
         self, *, job_id: str, now: datetime, actor: str | None, note: str | None
     ) -> ActionResult | None:
+        from engine.projections import ActionResult
+
         rows = await self._bf(Q.backfill_pass_resume, {"id": job_id, "now": now, "actor": actor, "note": note})
         if not rows:
             return None

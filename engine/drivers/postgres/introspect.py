@@ -7,26 +7,27 @@ import json
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.drivers.jobfilter import search_terms
 from engine.drivers.postgres.base import Conn, PostgresBase
 from engine.drivers.sqlfiles import Q
-from engine.projections import (
-    Count,
-    DeadGroup,
-    DeadLetters,
-    JobFilter,
-    JobPage,
-    JobSummary,
-    LimitState,
-    QueuePause,
-    QueueStats,
-    SlotHolder,
-    WaitGroup,
-)
-from engine.series import MinuteFigures, QueueSeries
 from engine.types import JobState
+
+if TYPE_CHECKING:  # each read imports the read models it builds: a worker process never loads them
+    from engine.projections import (
+        Count,
+        DeadLetters,
+        JobFilter,
+        JobPage,
+        JobSummary,
+        LimitState,
+        QueuePause,
+        QueueStats,
+        SlotHolder,
+        WaitGroup,
+    )
+    from engine.series import QueueSeries
 
 
 def _like_prefix(s: str) -> str:
@@ -56,10 +57,14 @@ def filter_params(where: JobFilter) -> dict[str, Any]:
 
 
 def capped(n: int, cap: int) -> Count:
+    from engine.projections import Count
+
     return Count(n) if n <= cap else Count(cap, "at-least")
 
 
 def summary_row(d: dict[str, Any]) -> JobSummary:
+    from engine.projections import JobSummary
+
     return JobSummary(
         id=str(d["id"]),
         name=d["name"],
@@ -81,6 +86,8 @@ def summary_row(d: dict[str, Any]) -> JobSummary:
 
 def series_of(queue: str, now: datetime, rows: dict[int, dict[str, Any]]) -> QueueSeries:
     """queue_series's rows (minute 0: the one under way) as the 60 minutes, oldest first."""
+    from engine.series import MinuteFigures, QueueSeries
+
     this_minute = now.replace(second=0, microsecond=0)
 
     def seconds(ms: int | None) -> float | None:
@@ -103,6 +110,8 @@ def series_of(queue: str, now: datetime, rows: dict[int, dict[str, Any]]) -> Que
 
 
 def pause_row(queue: str, d: dict[str, Any] | None, *, changed: bool = False) -> QueuePause:
+    from engine.projections import QueuePause
+
     if d is None:
         return QueuePause(queue, False, changed=changed)
     return QueuePause(d["name"], bool(d["paused"]), d["paused_by"], d["paused_at"], d["note"], changed=changed)
@@ -110,6 +119,8 @@ def pause_row(queue: str, d: dict[str, Any] | None, *, changed: bool = False) ->
 
 class PostgresIntrospect(PostgresBase):
     async def queue_stats(self, *, now: datetime, count_cap: int, budget_ms: int | None) -> list[QueueStats]:
+        from engine.projections import Count, QueueStats
+
         async def read(conn: Conn) -> list[QueueStats]:
             running = {r["name"]: r["n"] for r in await self._rows(Q.queue_running, {}, conn=conn)}
             names = sorted({r["name"] for r in await self._rows(Q.queue_names, {}, conn=conn)} | set(running))
@@ -181,6 +192,8 @@ class PostgresIntrospect(PostgresBase):
     async def job_page(
         self, *, where: JobFilter, limit: int, cursor: str | None, count_cap: int, budget_ms: int | None
     ) -> JobPage:
+        from engine.projections import JobPage
+
         p = filter_params(where) | {"cursor": cursor, "limit": limit + 1, "cap": count_cap}
 
         async def read(conn: Conn) -> JobPage:
@@ -195,6 +208,8 @@ class PostgresIntrospect(PostgresBase):
     async def dead_groups(
         self, *, where: JobFilter, now: datetime, count_cap: int, budget_ms: int | None
     ) -> DeadLetters:
+        from engine.projections import DeadGroup, DeadLetters
+
         async def read(conn: Conn) -> DeadLetters:
             rows = await self._rows(Q.dead_groups, filter_params(where), conn=conn)
             groups = tuple(
@@ -231,6 +246,8 @@ class PostgresIntrospect(PostgresBase):
         return await self._budgeted(None, "queues", read)
 
     async def limit_state(self, *, keys: Sequence[str], now: datetime) -> list[LimitState]:
+        from engine.projections import LimitState, SlotHolder
+
         async def read(conn: Conn) -> list[LimitState]:
             slots: dict[str, list[SlotHolder]] = defaultdict(list)
             for r in await self._rows(Q.limit_slots, {"keys": list(keys)}, conn=conn):
@@ -258,6 +275,8 @@ class PostgresIntrospect(PostgresBase):
         return await self._budgeted(None, "why", read)
 
     async def queue_waits(self, *, queue: str, now: datetime, budget_ms: int | None) -> list[WaitGroup]:
+        from engine.projections import WaitGroup
+
         async def read(conn: Conn) -> list[WaitGroup]:
             rows = await self._rows(Q.queue_waits, {"queue": queue, "now": now}, conn=conn)
             return [WaitGroup(JobState(r["state"]), r["kind"], r["key"], r["n"], r["next_at"]) for r in rows]

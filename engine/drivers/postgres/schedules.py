@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import orjson
 
 from engine.drivers.postgres.base import PostgresBase
 from engine.drivers.sqlfiles import Q
-from engine.schedule import Advanced, SchedulePause, SchedulerLeader, ScheduleRow, TaskDecl, Triggered
+
+if TYPE_CHECKING:  # each method imports the rows it builds: a worker that runs no scheduler never loads them
+    from engine.schedule import Advanced, SchedulePause, SchedulerLeader, ScheduleRow, TaskDecl, Triggered
 
 
 class PostgresSchedules(PostgresBase):
@@ -36,6 +39,8 @@ class PostgresSchedules(PostgresBase):
         await self._exec(Q.schedule_declare, {"tasks": doc, "now": now})
 
     async def schedule_list(self) -> list[ScheduleRow]:
+        from engine.schedule import ScheduleRow
+
         return [
             ScheduleRow(
                 r["task"],
@@ -73,6 +78,8 @@ class PostgresSchedules(PostgresBase):
         term: int,
         now: datetime,
     ) -> Advanced:
+        from engine.schedule import Advanced
+
         row = await self._row(
             Q.schedule_advance,
             {
@@ -96,6 +103,8 @@ class PostgresSchedules(PostgresBase):
     async def schedule_pause(
         self, *, task: str, paused: bool, actor: str | None, note: str | None, now: datetime
     ) -> SchedulePause | None:
+        from engine.schedule import SchedulePause
+
         row = await self._row(
             Q.schedule_pause_set, {"task": task, "paused": paused, "actor": actor, "note": note, "now": now}
         )
@@ -116,6 +125,8 @@ class PostgresSchedules(PostgresBase):
         note: str | None,
         now: datetime,
     ) -> Triggered | None:
+        from engine.schedule import Triggered
+
         row = await self._row(
             Q.schedule_trigger,
             {
@@ -142,6 +153,8 @@ class PostgresSchedules(PostgresBase):
         return bool(row and row["ticked"])
 
     async def schedule_leader_get(self, *, leader: str) -> SchedulerLeader | None:
+        from engine.schedule import SchedulerLeader
+
         r = await self._row(Q.schedule_leader_get, {"leader": leader})
         if r is None:
             return None

@@ -1,0 +1,87 @@
+"""What a process imports, pinned by name: a worker's start-up is mostly its imports, so the modules
+only the console, the CLI's reads and the operator actions use stay out of a worker process.
+
+Each check runs in a fresh interpreter (this one has imported everything already) and reads
+sys.modules after the imports a worker makes.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# The read models and the operator actions: the console's, the CLI reads', engine.api's.
+READ_SIDE = (
+    "engine.actions",
+    "engine.introspect",
+    "engine.projections",
+    "engine.projections_why",
+    "engine.series",
+)
+# The terminal UI and the CLI's toolkit: never a worker's.
+UI = ("console", "textual", "rich", "typer")
+
+
+def imported_by(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def loaded(modules: set[str], packages: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if m in packages or m.startswith(tuple(p + "." for p in packages)))
+
+
+def test_a_worker_process_does_not_import_the_console_read_models() -> None:
+    # What an embedded worker imports (bench/child.py's ours_worker, an app's own process).
+    modules = imported_by(
+        "from engine.drivers.postgres import PostgresDriver\n"
+        "from engine.jobs import Registry\n"
+        "from engine.runtime.worker import Worker, WorkerConfig\n"
+    )
+    assert "engine.runtime.worker" in modules  # the probe imported what it says
+    assert loaded(modules, READ_SIDE + UI + ("engine.api", "engine.schedule")) == []
+
+
+def test_jobs_worker_imports_no_read_model_on_its_way_to_serving() -> None:
+    # `jobs worker`: the CLI (typer, each command module registered), the target's jobs, the
+    # maintained worker with its relay and scheduler, and the driver opened by engine.api.
+    modules = imported_by(
+        "from engine.cli import main\n"
+        "from engine.cli.worker import load_target\n"
+        "load_target('tests.engine.secrets_app')\n"
+        "from engine.services.maintenance import maintained_worker\n"
+        "from engine.services.relay import Relay\n"
+        "from engine.services.scheduler import Scheduler\n"
+        "from engine.api import open_driver\n"
+        "from engine.drivers.postgres import PostgresDriver\n"
+    )
+    assert "typer" in modules  # the CLI is typer: only the read side and the UI stay out
+    assert loaded(modules, READ_SIDE + ("console", "textual", "rich")) == []
+
+
+def test_importing_engine_alone_imports_none_of_its_public_names_modules() -> None:
+    modules = imported_by("import engine")
+    assert loaded(modules, ("engine",)) == ["engine"]
+
+
+def test_the_public_names_still_resolve_from_engine() -> None:
+    import engine
+    from engine.errors import JobsError
+
+    namespace: dict[str, object] = {}
+    exec("from engine import *", namespace)
+    assert sorted(n for n in namespace if not n.startswith("__")) == sorted(engine.__all__)
+    assert set(engine.__all__) <= set(dir(engine))
+    assert engine.JobError is JobsError
+    assert engine.connect.__module__ == "engine.api"
+    with pytest.raises(AttributeError, match="not_a_public_name"):
+        engine.not_a_public_name  # noqa: B018
