@@ -229,7 +229,7 @@ def worker(
             retention=kept_for,
             dead_retention=dead_kept,
             **_upkeep(reindex_interval, reindex_min_mb),
-            **({} if vacuum_threshold is None else {"vacuum_threshold": vacuum_threshold or None}),
+            **_vacuum(vacuum_threshold),
         )
         options: dict[str, Any] = dict(
             queues=wanted,
@@ -341,6 +341,11 @@ async def _serve(
         if server is not None:
             server.shutdown()  # type: ignore[attr-defined]
         await aio.within(driver.close, loop.time() + w.config.close_timeout)  # bounded, whatever the database does
+
+
+def _vacuum(threshold: int | None) -> dict[str, Any]:
+    """MaintenanceConfig's table upkeep field from --vacuum-threshold (0: off, autovacuum's alone)."""
+    return {} if threshold is None else {"vacuum_threshold": threshold or None}
 
 
 def _upkeep(interval: float | None, min_mb: float | None) -> dict[str, Any]:

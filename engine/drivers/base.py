@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from engine.drivers.base_backfills import BackfillsArea
 from engine.drivers.base_introspect import IntrospectArea
+from engine.drivers.base_maintenance import MaintenanceArea
 from engine.drivers.base_outbox import OutboxArea
 from engine.drivers.base_schedules import SchedulesArea
 from engine.types import (
@@ -45,20 +46,15 @@ from engine.types import (
     EventRecord,
     Heartbeat,
     HistoryEntry,
-    IndexRebuilt,
-    IndexSize,
     JobRow,
-    JobState,
     Nack,
     NewJob,
-    Orphan,
     QueueGauges,
     Renewal,
     SentEvent,
     StepRecord,
     StepRetry,
     StoredStep,
-    TableRows,
     WorkerRecord,
 )
 
@@ -225,90 +221,6 @@ class LimitsArea(Protocol):
 
     async def rate_take(self, *, key: str, limit: int, per: float, now: datetime) -> float:
         """Take a token from the bucket of ``key``: 0.0 when taken, else seconds until one refills."""
-        ...
-
-
-class MaintenanceArea(Protocol):
-    """The leader lease and what the leader does, every mutation fenced on its term."""
-
-    async def leader_acquire(self, *, name: str, holder: str, now: datetime, lease_seconds: float) -> int | None:
-        """Take or renew a leader lease; its term (grows on each change of holder), or None."""
-        ...
-
-    async def leader_release(self, *, name: str, holder: str, term: int, now: datetime) -> None: ...
-
-    async def job_rescue(
-        self, *, leader: str, holder: str, term: int, now: datetime, limit: int
-    ) -> list[tuple[str, JobState]]:
-        """Return lapsed-lease running rows to ready (dead on the last attempt), recording the loss."""
-        ...
-
-    async def job_prune(
-        self,
-        *,
-        leader: str,
-        holder: str,
-        term: int,
-        now: datetime,
-        before: datetime,
-        dead_before: datetime,
-        limit: int,
-    ) -> list[str]:
-        """Delete up to ``limit`` completed/cancelled rows finished before ``before``, dead ones
-        before ``dead_before``."""
-        ...
-
-    async def throughput_rollup(self, *, leader: str, holder: str, term: int, now: datetime, settle: float) -> int:
-        """Roll completions up per (queue, calendar minute) for every minute that ended ``settle``
-        seconds before ``now`` and is not rolled yet (two hours at most); the rows written. The
-        queues view reads rolled minutes instead of counting their rows again."""
-        ...
-
-    async def worker_gone(self) -> list[str]:
-        """The workers whose presence is gone now: held on this server (in this lifetime of it)
-        and no longer."""
-        ...
-
-    async def job_rescue_orphaned(self, *, workers: Sequence[str], now: datetime, limit: int) -> list[Orphan]:
-        """Re-deliver up to ``limit`` running jobs of those of ``workers`` still gone (as
-        worker_gone reads it). Recorded as job_rescue records a lapsed lease; not fenced on a
-        leader (any worker may run it, and two never take one row). A pass that took fewer than
-        ``limit`` deletes those workers' rows."""
-        ...
-
-    async def worker_reap(self, *, before: datetime) -> list[str]:
-        """Delete worker rows whose heartbeat stopped before ``before``."""
-        ...
-
-    async def index_sizes(self, *, leader: str, holder: str, term: int, now: datetime) -> list[IndexSize]:
-        """The GIN indexes of the jobs tables, each with its size and its baseline (its size after
-        its last rebuild; an index seen for the first time gets its size now), fenced on the
-        leader's term. A GIN keeps a key for every value it ever indexed, so unique inputs grow it
-        for ever: the leader rebuilds one grown past its baseline (index_rebuild). The memory
-        driver has no indexes and answers []."""
-        ...
-
-    async def index_rebuild(
-        self, *, leader: str, holder: str, term: int, now: datetime, index: str, before: int
-    ) -> IndexRebuilt | None:
-        """Rebuild ``index`` (schema.name, as index_sizes names it; ``before``: its size then)
-        without blocking writes, and store its new size as its baseline. One at a time fleet-wide:
-        None, doing nothing, when another rebuild is under way or the leader no longer holds its
-        term. First drops what an interrupted rebuild left (an invalid ``<index>_ccnew``).
-        X_PERMISSION_DENIED when the role does not own the index. The memory driver has no
-        indexes and answers None."""
-        ...
-
-    async def table_rows(self, *, leader: str, holder: str, term: int, now: datetime) -> list[TableRows]:
-        """The tables of the jobs schema, each with its live and dead row versions as the server's
-        statistics count them and whether this role owns it, fenced on the leader's term (no rows
-        for anyone else). The memory driver keeps no dead versions and answers []."""
-        ...
-
-    async def table_vacuum(self, *, table: str) -> float:
-        """VACUUM ``table`` (schema.name, as table_rows names it) on a connection of its own,
-        skipped when another vacuum holds it; the seconds it took. Never blocks enqueues, claims
-        or acks. The memory driver has nothing to vacuum (table_rows names no table)."""
         ...
 
 
