@@ -272,7 +272,7 @@ class Maintenance:
                         cause="only the table's owner may vacuum it; until autovacuum visits, claims step over "
                         "its dead row versions",
                         fix=f"run jobs worker as the jobs schema's owner (the role that ran jobs migrate), or "
-                        f"tune autovacuum for {table.table} (README, 'Autovacuum at a high rate')",
+                        f"tune autovacuum for {table.table} (README, 'Vacuum at a high rate')",
                     )
                 continue
             seconds = await self.driver.table_vacuum(table=table.table)
