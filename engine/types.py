@@ -351,12 +351,14 @@ class IndexSize:
 @dataclass(frozen=True)
 class TableRows:
     """A table of the jobs schema (table_rows): its live and dead row versions as the server's
-    statistics count them, and whether this role may vacuum it (it owns the table)."""
+    statistics count them, whether this role may vacuum it (it owns the table), and whether a
+    transaction older than its last vacuum is open (every version dead since is still visible)."""
 
     table: str  # schema.name
     live: int
     dead: int
     owned: bool
+    held: bool = False
 
 
 @dataclass(frozen=True)

@@ -166,8 +166,8 @@ def worker(
     vacuum_threshold: int = typer.Option(
         None,
         "--vacuum-threshold",
-        help="dead row versions past which (plus 0.2 x its live rows) the leader vacuums a jobs table "
-        "(10000); 0: leave the tables to autovacuum",
+        help="dead row versions past which (plus 0.2 x its live rows) the leader vacuums a jobs table, "
+        "e.g. 10000 (default 0: leave the tables to autovacuum)",
     ),
     no_relay: bool = typer.Option(False, "--no-relay", help="run no outbox relay in this worker"),
     no_scheduler: bool = typer.Option(False, "--no-scheduler", help="never lead the cron scheduler for its tasks"),

@@ -82,8 +82,10 @@ class MaintenanceArea(Protocol):
 
     async def table_rows(self, *, leader: str, holder: str, term: int, now: datetime) -> list[TableRows]:
         """The tables of the jobs schema, each with its live and dead row versions as the server's
-        statistics count them and whether this role owns it, fenced on the leader's term (no rows
-        for anyone else). The memory driver keeps no dead versions and answers []."""
+        statistics count them, whether this role owns it and whether a transaction older than
+        its last vacuum is open (``held``: nothing dead since could be removed), fenced on the
+        leader's term (no rows for anyone else). The memory driver keeps no dead versions and
+        answers []."""
         ...
 
     async def table_vacuum(self, *, table: str) -> float:

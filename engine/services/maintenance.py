@@ -67,10 +67,11 @@ class MaintenanceConfig:
     reindex_interval: float | None = 600.0
     reindex_growth: float = 2.0
     reindex_min_bytes: int = REINDEX_MIN_BYTES
-    # Table upkeep: each pass the leader VACUUMs a table of the jobs schema holding more dead row
-    # versions than vacuum_threshold + vacuum_scale_factor x its live rows (None: autovacuum's
-    # alone); a plain VACUUM, which never blocks the hot path (the role must own the table).
-    vacuum_threshold: int | None = 10_000
+    # Table upkeep, off by default (None: autovacuum's alone): each pass the leader VACUUMs a
+    # table of the jobs schema holding more dead row versions than vacuum_threshold (10_000 is a
+    # start) + vacuum_scale_factor x its live rows; a plain VACUUM, which never blocks the hot
+    # path (the role must own the table). README, "Vacuum at a high rate", has its trade-off.
+    vacuum_threshold: int | None = None
     vacuum_scale_factor: float = 0.2
 
     def __post_init__(self) -> None:
@@ -152,7 +153,7 @@ class MaintenanceConfig:
                 "live rows its dead rows pass, beyond vacuum_threshold, before the leader vacuums it)",
                 fix="MaintenanceConfig(vacuum_scale_factor=0.2)",
             )
-        if least is None and scale != 0.2:
+        if least is None and scale != 0.2:  # off
             raise JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"vacuum_scale_factor={scale!r} does nothing with vacuum_threshold=None (table upkeep off)",
@@ -250,8 +251,9 @@ class Maintenance:
 
     async def _table_upkeep(self, term: int, now: datetime) -> tuple[str, ...]:
         """Each table of the jobs schema past its dead-row threshold vacuumed in turn, unless its
-        last vacuum was too recent (VACUUM_DUTY). A table this role may not vacuum is told once
-        (a warning with the fix) and left to autovacuum."""
+        last vacuum was too recent (VACUUM_DUTY) or a transaction older than that vacuum is
+        still open (what died since is visible to it: nothing to remove). A table this role may
+        not vacuum is told once (a warning with the fix) and left to autovacuum."""
         cfg = self.config
         if cfg.vacuum_threshold is None:
             return ()
@@ -259,8 +261,8 @@ class Maintenance:
         for table in await self.driver.table_rows(leader=LEADER, holder=self.holder, term=term, now=now):
             if not bloated(table, threshold=cfg.vacuum_threshold, scale=cfg.vacuum_scale_factor):
                 continue
-            if now < self.vacuum_due.get(table.table, now):
-                continue
+            if table.held or now < self.vacuum_due.get(table.table, now):
+                continue  # nothing it could remove yet, or its last vacuum too recent
             if not table.owned:
                 if table.table not in self.vacuum_refused:
                     self.vacuum_refused.add(table.table)

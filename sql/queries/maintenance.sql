@@ -388,20 +388,36 @@ select bytes, exists (select 1 from stored) as stored from size;
 
 -- name: table_rows :many
 -- The tables of the jobs schema with their live and dead row versions (the cumulative
--- statistics, a second or so behind) and whether this role owns them (VACUUM skips, with a
--- warning, a table its role does not own). Fenced on the leader's term: no rows for anyone else.
+-- statistics, a second or so behind), whether this role owns them (VACUUM skips, with a warning,
+-- a table its role does not own), and whether a transaction older than the table's last vacuum
+-- is still open (`held`): every version that died since then is visible to it, so a vacuum now
+-- would scan the table and remove nothing (a session idle in transaction, a long report). The
+-- horizon is this database's sessions holding an xid or a snapshot, and its prepared
+-- transactions. Fenced on the leader's term: no rows for anyone else.
 with leader as (
     select 1 from jobs.leader
     where name = %(leader)s and holder = %(holder)s and term = %(term)s and lease_until >= %(now)s
+), horizon as (
+    select min(since) as oldest from (
+        select xact_start as since from pg_stat_activity
+        where datname = current_database() and pid <> pg_backend_pid()
+          and (backend_xid is not null or backend_xmin is not null)
+        union all
+        select prepared from pg_prepared_xacts where database = current_database()
+    ) tx
 )
 select s.schemaname || '.' || s.relname as name, s.n_live_tup as live, s.n_dead_tup as dead,
-       pg_has_role(c.relowner, 'USAGE') as owned
+       pg_has_role(c.relowner, 'USAGE') as owned,
+       coalesce(h.oldest < greatest(s.last_vacuum, s.last_autovacuum), false) as held
 from pg_stat_user_tables s
 join pg_class c on c.oid = s.relid
+cross join horizon h
 where s.schemaname = 'jobs' and exists (select 1 from leader)
 order by s.relname;
 
 -- name: table_vacuum :exec
 -- Vacuum one table ({table}: an identifier, composed by the driver), skipped at once when another
--- vacuum (autovacuum's) holds it. Outside a transaction block, on a connection of its own.
-vacuum (skip_locked) {table};
+-- vacuum (autovacuum's) holds it. Outside a transaction block, on a connection of its own. No
+-- truncation: giving empty pages at the table's end back takes an ACCESS EXCLUSIVE lock that
+-- stops every claim and ack while it lasts, and the next enqueues would fill them again.
+vacuum (skip_locked, truncate false) {table};

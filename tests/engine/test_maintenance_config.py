@@ -52,10 +52,10 @@ def test_an_index_is_rebuilt_only_past_both_min_bytes_and_growth_times_its_basel
     assert grown(IndexSize("jobs.i", 17 * mib, 1 * mib), growth=2.0, min_bytes=REINDEX_MIN_BYTES)
 
 
-def test_table_upkeep_defaults_to_10000_dead_rows_plus_a_fifth_of_the_live_ones() -> None:
+def test_table_upkeep_is_off_by_default_and_scales_a_threshold_by_a_fifth_of_the_live_rows() -> None:
     cfg = MaintenanceConfig()
-    assert (cfg.vacuum_threshold, cfg.vacuum_scale_factor) == (10_000, 0.2)
-    assert MaintenanceConfig(vacuum_threshold=None).vacuum_threshold is None  # off: autovacuum's alone
+    assert (cfg.vacuum_threshold, cfg.vacuum_scale_factor) == (None, 0.2)  # off: autovacuum's alone
+    assert MaintenanceConfig(vacuum_threshold=10_000).vacuum_threshold == 10_000
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,9 @@
 """Table upkeep under the maintenance leader (engine/services/maintenance.py, table_rows and
 table_vacuum in sql/queries/maintenance.sql): every job leaves dead row versions in jobs.job, so
 the leader vacuums a jobs table whose dead rows pass vacuum_threshold + vacuum_scale_factor x its
-live rows, never more than a tenth of the time (VACUUM_DUTY), and says once when its role may
-not. On a real PostgreSQL, with autovacuum kept off the table so only the leader vacuums it."""
+live rows, never more than a tenth of the time (VACUUM_DUTY) nor while a transaction older than
+its last vacuum holds what died since, and says once when its role may not. On a real
+PostgreSQL, with autovacuum kept off the table so only the leader vacuums it."""
 
 from __future__ import annotations
 
@@ -71,10 +72,11 @@ async def test_the_leader_vacuums_a_jobs_table_whose_dead_rows_pass_its_threshol
     assert event["seconds"] >= 0
 
 
-async def test_a_table_within_its_threshold_is_left_to_autovacuum(
+async def test_a_table_within_its_threshold_or_with_upkeep_off_as_by_default_is_left_to_autovacuum(
     pg: PostgresDriver, pg_dsn: str, clock: FakeClock
 ) -> None:
     await _dead_rows(pg, pg_dsn, clock, 300)
+    assert (await Maintenance(pg, clock, holder="m1").run_once()).vacuumed == ()  # off by default
     cfg = MaintenanceConfig(vacuum_threshold=300, vacuum_scale_factor=0)  # more than 300: 300 is within
     assert (await Maintenance(pg, clock, holder="m1", config=cfg).run_once()).vacuumed == ()
     off = MaintenanceConfig(vacuum_threshold=None)
@@ -97,6 +99,28 @@ async def test_a_worker_that_does_not_lead_reads_no_tables_and_vacuums_nothing(
     assert (rows["jobs.job"].dead, rows["jobs.job"].owned) == (300, True)
     assert {"jobs.job_done", "jobs.attempt", "jobs.leader"} <= rows.keys()  # every table of the schema
     assert _vacuums(pg_dsn) == (0, 300)
+
+
+async def test_no_vacuum_while_a_transaction_older_than_the_last_one_holds_what_died_since(
+    pg: PostgresDriver, pg_dsn: str, clock: FakeClock
+) -> None:
+    await _dead_rows(pg, pg_dsn, clock, 300)
+    cfg = MaintenanceConfig(vacuum_threshold=100, vacuum_scale_factor=0)
+    m = Maintenance(pg, clock, holder="m1", config=cfg)
+    with psycopg.connect(pg_dsn) as holder:
+        holder.execute("select txid_current()")  # open, idle in transaction: the horizon held
+        assert (await m.run_once()).vacuumed == ("jobs.job",)  # its last vacuum: none before
+        assert _vacuums(pg_dsn) == (1, 0)
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute("update jobs.job set priority = priority + 1")
+            conn.execute("select pg_stat_force_next_flush()")
+        clock.advance(60)  # past the duty rule's wait
+        assert (await m.run_once()).vacuumed == ()  # all 300 visible to the holder
+        rows = {t.table: t for t in await pg.table_rows(leader=LEADER, holder="m1", term=1, now=clock.now())}
+        assert (rows["jobs.job"].dead, rows["jobs.job"].held) == (300, True)
+        holder.rollback()
+    assert (await m.run_once()).vacuumed == ("jobs.job",)
+    assert _vacuums(pg_dsn) == (2, 0)
 
 
 @pytest.fixture
@@ -149,7 +173,7 @@ class _Bloated(MemoryDriver):
 
 async def test_a_table_is_vacuumed_again_only_after_nine_times_its_last_vacuum(clock: FakeClock) -> None:
     d = _Bloated()
-    m = Maintenance(d, clock, holder="m1")
+    m = Maintenance(d, clock, holder="m1", config=MaintenanceConfig(vacuum_threshold=10_000))
     assert (await m.run_once()).vacuumed == ("jobs.job",)
     clock.advance(17.9)  # a 2 s vacuum: none of that table for 18 s (a tenth of the time at most)
     assert (await m.run_once()).vacuumed == () and d.vacuums == 1

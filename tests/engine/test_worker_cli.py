@@ -129,7 +129,7 @@ def test_index_upkeep_options_reach_the_maintenance_config(monkeypatch: pytest.M
     assert got == [(60, 4 * 1024 * 1024), (None, 16 * 1024 * 1024), (600, 16 * 1024 * 1024)]
 
 
-def test_the_vacuum_threshold_reaches_the_maintenance_config_and_zero_leaves_it_to_autovacuum(
+def test_the_vacuum_threshold_reaches_the_maintenance_config_and_zero_or_none_leaves_it_to_autovacuum(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from engine.cli import worker as cli
@@ -143,6 +143,6 @@ def test_the_vacuum_threshold_reaches_the_maintenance_config_and_zero_leaves_it_
     monkeypatch.setattr(cli, "_serve", serve)
     for args in (["--vacuum-threshold", "500"], ["--vacuum-threshold", "0"], []):
         assert CliRunner().invoke(app, ["worker", APP, *args, "--dsn", NOWHERE]).exit_code == 0
-    assert [m.vacuum_threshold for m in seen] == [500, None, 10_000]  # type: ignore[attr-defined]
+    assert [m.vacuum_threshold for m in seen] == [500, None, None]  # type: ignore[attr-defined]
     bad = CliRunner().invoke(app, ["worker", APP, "--vacuum-threshold", "-1", "--dsn", NOWHERE])
     assert bad.exit_code != 0 and f"fix: jobs worker {APP} --vacuum-threshold 10000" in bad.stderr

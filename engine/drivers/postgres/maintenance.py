@@ -124,7 +124,7 @@ class PostgresMaintenance(PostgresBase):
     async def table_rows(self, *, leader: str, holder: str, term: int, now: datetime) -> list[TableRows]:
         params = {"leader": leader, "holder": holder, "term": term, "now": now}
         rows = await self._rows(Q.table_rows, params)
-        return [TableRows(r["name"], int(r["live"]), int(r["dead"]), bool(r["owned"])) for r in rows]
+        return [TableRows(r["name"], int(r["live"]), int(r["dead"]), bool(r["owned"]), bool(r["held"])) for r in rows]
 
     async def table_vacuum(self, *, table: str) -> float:
         try:
