@@ -7,7 +7,7 @@ not. On a real PostgreSQL."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import psycopg
@@ -226,22 +226,6 @@ async def test_the_memory_driver_has_no_index_to_check_or_rebuild(clock: FakeClo
     result = await Maintenance(mem, clock, holder="m1", config=SMALL).run_once()
     assert result.leader and result.reindexed == ()
     assert await mem.index_sizes(leader=LEADER, holder="m1", term=1, now=clock.now()) == []
-
-
-@pytest.fixture
-def writer_dsn(pg_dsn: str) -> Iterator[str]:
-    """A login granted jobs_writer-like rights on this database (what sql/roles/roles.sql grants),
-    which does not own the schema. Roles are the cluster's: a name of this test's own."""
-    role = f"upkeep_writer_{_one(pg_dsn, 'select current_database()')}"
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f'create role "{role}" login')
-        conn.execute(f'grant usage on schema jobs to "{role}"')
-        conn.execute(f'grant select, insert, update, delete on all tables in schema jobs to "{role}"')
-        conn.execute(f'grant usage on all sequences in schema jobs to "{role}"')
-    yield psycopg.conninfo.make_conninfo(pg_dsn, user=role)
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f'drop owned by "{role}"')
-        conn.execute(f'drop role "{role}"')
 
 
 async def test_a_role_that_does_not_own_the_schema_logs_one_warning_with_the_fix_and_the_pass_succeeds(

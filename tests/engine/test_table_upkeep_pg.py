@@ -8,7 +8,7 @@ PostgreSQL, with autovacuum kept off the table so only the leader vacuums it."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import psycopg
@@ -79,8 +79,6 @@ async def test_a_table_within_its_threshold_or_with_upkeep_off_as_by_default_is_
     assert (await Maintenance(pg, clock, holder="m1").run_once()).vacuumed == ()  # off by default
     cfg = MaintenanceConfig(vacuum_threshold=300, vacuum_scale_factor=0)  # more than 300: 300 is within
     assert (await Maintenance(pg, clock, holder="m1", config=cfg).run_once()).vacuumed == ()
-    off = MaintenanceConfig(vacuum_threshold=None)
-    assert (await Maintenance(pg, clock, holder="m1", config=off).run_once()).vacuumed == ()
     assert _vacuums(pg_dsn) == (0, 300)
 
 
@@ -89,9 +87,7 @@ async def test_a_worker_that_does_not_lead_reads_no_tables_and_vacuums_nothing(
 ) -> None:
     await _dead_rows(pg, pg_dsn, clock, 300)
     cfg = MaintenanceConfig(vacuum_threshold=100, vacuum_scale_factor=0)
-    assert (
-        await Maintenance(pg, clock, holder="m1", config=MaintenanceConfig(vacuum_threshold=None)).run_once()
-    ).leader
+    assert (await Maintenance(pg, clock, holder="m1").run_once()).leader  # leads, upkeep off
     other = await Maintenance(pg, clock, holder="m2", config=cfg).run_once()
     assert (other.leader, other.vacuumed) == (False, ())
     assert await pg.table_rows(leader=LEADER, holder="m2", term=1, now=clock.now()) == []
@@ -121,24 +117,6 @@ async def test_no_vacuum_while_a_transaction_older_than_the_last_one_holds_what_
         holder.rollback()
     assert (await m.run_once()).vacuumed == ("jobs.job",)
     assert _vacuums(pg_dsn) == (2, 0)
-
-
-@pytest.fixture
-def writer_dsn(pg_dsn: str) -> Iterator[str]:
-    """A login granted jobs_writer-like rights on this database, which does not own the schema.
-    Roles are the cluster's: a name of this test's own."""
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        row = conn.execute("select current_database()").fetchone()
-        assert row is not None
-        role = f"vacuum_writer_{row[0]}"
-        conn.execute(f'create role "{role}" login')
-        conn.execute(f'grant usage on schema jobs to "{role}"')
-        conn.execute(f'grant select, insert, update, delete on all tables in schema jobs to "{role}"')
-        conn.execute(f'grant usage on all sequences in schema jobs to "{role}"')
-    yield psycopg.conninfo.make_conninfo(pg_dsn, user=role)
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f'drop owned by "{role}"')
-        conn.execute(f'drop role "{role}"')
 
 
 async def test_a_role_that_does_not_own_the_table_is_told_once_with_the_fix_and_vacuums_nothing(

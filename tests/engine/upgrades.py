@@ -1,5 +1,5 @@
-"""What the migration tests share (a plugin of tests/conftest.py): empty databases to migrate,
-a driver opened on one, ids."""
+"""What the schema tests share (a plugin of tests/conftest.py): empty databases to migrate, a
+driver opened on one, ids, and a login that does not own the schema."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import itertools
 import os
 from collections.abc import AsyncIterator, Callable, Iterator
 
+import psycopg
 import pytest
 
 from engine.drivers.postgres import PostgresDriver
@@ -44,3 +45,21 @@ async def opened(dsn: str) -> AsyncIterator[PostgresDriver]:
 def job_uuid(i: int) -> str:
     """A fixed UUIDv7-shaped id, ordered by ``i``."""
     return f"0190c0de-0000-7000-8000-{i:012d}"
+
+
+@pytest.fixture
+def writer_dsn(pg_dsn: str) -> Iterator[str]:
+    """A login granted jobs_writer-like rights on this test's database (what sql/roles/roles.sql
+    grants), which does not own the schema. Roles are the cluster's: a name of this database's."""
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        row = conn.execute("select current_database()").fetchone()
+        assert row is not None
+        role = f"writer_{row[0]}"
+        conn.execute(f'create role "{role}" login')
+        conn.execute(f'grant usage on schema jobs to "{role}"')
+        conn.execute(f'grant select, insert, update, delete on all tables in schema jobs to "{role}"')
+        conn.execute(f'grant usage on all sequences in schema jobs to "{role}"')
+    yield psycopg.conninfo.make_conninfo(pg_dsn, user=role)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f'drop owned by "{role}"')
+        conn.execute(f'drop role "{role}"')
