@@ -40,8 +40,8 @@ from engine.types import IndexSize, TableRows
 LEADER = "maintenance"
 REINDEX_MIN_BYTES = 16 * 1024 * 1024
 # A vacuum that took d seconds is followed by none of the same table for 9 d: upkeep spends at
-# most a tenth of the time on one table, even when nothing it finds can be removed yet (a
-# session holding the xmin horizon keeps every dead version).
+# most a tenth of the time on one table (a vacuum's cost is a scan of each of its indexes,
+# whatever the dead count).
 VACUUM_DUTY = 0.1
 
 

@@ -3,8 +3,9 @@ reaper, index and table upkeep (sql/queries/maintenance.sql), every mutation fen
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 
 import psycopg
@@ -32,6 +33,16 @@ def _composed(query: Query, **names: str) -> sql.Composed:
 
 
 class PostgresMaintenance(PostgresBase):
+    @contextlib.asynccontextmanager
+    async def _upkeep_connection(self) -> AsyncIterator[Conn]:
+        """A connection of its own, never a pool's, closed after: REINDEX CONCURRENTLY and VACUUM
+        run outside any transaction block (autocommit), for as long as they take (no statement
+        timeout), and the pool's connections stay on the hot path meanwhile."""
+        conn: Conn = await psycopg.AsyncConnection.connect(self.dsn, **self.pools._kwargs(), row_factory=dict_row)
+        async with conn:
+            await self._exec(Q.upkeep_session, {}, conn=conn)
+            yield conn
+
     async def leader_acquire(self, *, name: str, holder: str, now: datetime, lease_seconds: float) -> int | None:
         row = await self._row(
             Q.leader_acquire, {"name": name, "holder": holder, "now": now, "lease_seconds": lease_seconds}
@@ -94,11 +105,7 @@ class PostgresMaintenance(PostgresBase):
         fence = {"leader": leader, "holder": holder, "term": term, "now": now}
         acting = index
         try:
-            # A connection of its own, never a pool's: REINDEX CONCURRENTLY runs outside any
-            # transaction block, for minutes, and the rebuild lock is this session's. Closed after.
-            conn: Conn = await psycopg.AsyncConnection.connect(self.dsn, **self.pools._kwargs(), row_factory=dict_row)
-            async with conn:
-                await self._exec(Q.upkeep_session, {}, conn=conn)
+            async with self._upkeep_connection() as conn:  # the rebuild lock is this session's
                 lock = await self._row(Q.index_rebuild_lock, {"namespace": REBUILD_NAMESPACE}, conn=conn)
                 if not (lock and lock["held"]):
                     return None  # another session rebuilds (a leader before a change of lease)
@@ -128,11 +135,7 @@ class PostgresMaintenance(PostgresBase):
 
     async def table_vacuum(self, *, table: str) -> float:
         try:
-            # A connection of its own, in autocommit and without the pool's statement timeout (a
-            # vacuum of a bloated table takes longer), closed after: the pool's stay on the hot path.
-            conn: Conn = await psycopg.AsyncConnection.connect(self.dsn, **self.pools._kwargs(), row_factory=dict_row)
-            async with conn:
-                await self._exec(Q.upkeep_session, {}, conn=conn)
+            async with self._upkeep_connection() as conn:
                 started = time.monotonic()
                 await conn.execute(_composed(Q.table_vacuum, table=table))
                 return time.monotonic() - started
