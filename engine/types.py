@@ -362,6 +362,16 @@ class TableRows:
 
 
 @dataclass(frozen=True)
+class SettledBucket:
+    """A bucket of settled rows (settled_buckets): its number, when it opened, when it was sealed
+    (None: the open one, jobs.job_done_now)."""
+
+    n: int
+    opened_at: datetime
+    sealed_at: datetime | None
+
+
+@dataclass(frozen=True)
 class IndexRebuilt:
     """One index rebuilt by index_rebuild: its size before and after, and how long it took."""
 

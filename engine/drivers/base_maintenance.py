@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
-from engine.types import IndexRebuilt, IndexSize, JobState, Orphan, TableRows
+from engine.types import IndexRebuilt, IndexSize, JobState, Orphan, SettledBucket, TableRows
 
 
 class MaintenanceArea(Protocol):
@@ -37,6 +37,36 @@ class MaintenanceArea(Protocol):
     ) -> list[str]:
         """Delete up to ``limit`` completed/cancelled rows finished before ``before``, dead ones
         before ``dead_before``."""
+        ...
+
+    async def settled_buckets(self, *, leader: str, holder: str, term: int, now: datetime) -> list[SettledBucket]:
+        """The buckets of settled rows, oldest first, the open one last, fenced on the leader's
+        term (none for anyone else). The memory driver keeps its settled rows in no bucket and
+        answers []."""
+        ...
+
+    async def settled_seal(self, *, leader: str, holder: str, term: int, now: datetime) -> int | None:
+        """Seal the open bucket and open the next in one transaction; the bucket sealed. None, doing
+        nothing, when the leader no longer holds its term or a reader holds the open bucket past a
+        short lock timeout (the next pass tries again). X_PERMISSION_DENIED when the role may not."""
+        ...
+
+    async def settled_drop(
+        self,
+        *,
+        leader: str,
+        holder: str,
+        term: int,
+        now: datetime,
+        bucket: int,
+        before: datetime,
+        dead_before: datetime,
+    ) -> int | None:
+        """Drop sealed ``bucket`` whole once every completed and cancelled row in it finished
+        before ``before``, moving its dead letters finished since ``dead_before`` to the open
+        bucket first; its jobs' attempts, steps and history go with it. The rows dropped; None,
+        changing nothing, when a row is not yet past retention, the lease moved on or a reader
+        holds the bucket. X_PERMISSION_DENIED when the role may not."""
         ...
 
     async def throughput_rollup(self, *, leader: str, holder: str, term: int, now: datetime, settle: float) -> int:

@@ -2,9 +2,10 @@
 
 - the rescuer returns running rows whose lease lapsed to `ready` (a killed worker's jobs), the
   lost attempt counted and recorded as a lease loss on the job's history;
-- the pruner deletes completed and cancelled rows past a retention, with their steps, attempts
-  and history, in bounded batches so it never holds long locks; dead letters are kept for their own, longer
-  retention (an operator acts on them first);
+- the pruner drops each bucket of settled rows past a retention whole, with their steps,
+  attempts and history (engine/services/buckets.py), and deletes the rest past it in bounded
+  batches so it never holds long locks; dead letters are kept for their own, longer retention
+  (an operator acts on them first);
 - the throughput rollup counts each closed minute's completions per queue once, for the queues
   view's sparkline (which then reads rolled minutes rather than an hour of rows every refresh);
 - the reaper deletes the registration rows of workers whose heartbeat stopped;
@@ -35,6 +36,7 @@ from engine.runtime import logs
 from engine.runtime.execute import Execution
 from engine.runtime.metrics import Metrics
 from engine.runtime.worker import Worker, WorkerConfig, as_registry
+from engine.services.buckets import Buckets
 from engine.types import IndexSize, TableRows
 
 LEADER = "maintenance"
@@ -192,6 +194,7 @@ class Maintenance:
         self.reindex_due: datetime | None = None  # this leader's next index check; None: at once
         self.vacuum_due: dict[str, datetime] = {}  # per table, the earliest next vacuum (VACUUM_DUTY)
         self.vacuum_refused: set[str] = set()  # tables this role may not vacuum, told once
+        self.buckets = Buckets(driver, leader=LEADER, holder=holder)
 
     async def run_once(self) -> MaintenanceResult:
         cfg, now = self.config, self.clock.now()
@@ -215,7 +218,7 @@ class Maintenance:
         rolled = await self.driver.throughput_rollup(
             leader=LEADER, holder=self.holder, term=term, now=now, settle=cfg.throughput_settle
         )
-        pruned = 0
+        pruned = await self.buckets.upkeep(term, now, retention=cfg.retention, dead_retention=cfg.dead_retention)
         before = now - timedelta(seconds=cfg.retention)
         dead_before = now - timedelta(seconds=cfg.dead_retention)
         for _ in range(cfg.prune_batches_per_pass):

@@ -12,13 +12,16 @@ select count(*)::int as n from (select 1 from jobs.job where state = 'ready' lim
 
 -- name: pressure_dead_tuples :many
 -- Dead and live tuples of the jobs tables, as the statistics collector has them (about a second
--- behind); jobs.job_done only where it exists.
-select relname as name, n_dead_tup::bigint as dead, n_live_tup::bigint as live,
-       pg_relation_size(relid)::bigint as heap_bytes, pg_indexes_size(relid)::bigint as index_bytes,
-       autovacuum_count::int as autovacuums
+-- behind): jobs.job, and the settled side summed (jobs.job_done and its buckets, where they exist).
+select case when relid = 'jobs.job'::regclass then 'job' else 'job_done' end as name,
+       sum(n_dead_tup)::bigint as dead, sum(n_live_tup)::bigint as live,
+       sum(pg_relation_size(relid))::bigint as heap_bytes, sum(pg_indexes_size(relid))::bigint as index_bytes,
+       sum(autovacuum_count)::int as autovacuums
 from pg_stat_user_tables
-where schemaname = 'jobs' and relname in ('job', 'job_done')
-order by relname;
+where relid = 'jobs.job'::regclass or relid = to_regclass('jobs.job_done')
+   or relid in (select inhrelid from pg_inherits where inhparent = to_regclass('jobs.job_done'))
+group by 1
+order by 1;
 
 -- name: pressure_claim_wait :one
 -- The median and 99th percentile, in ms, of how long the jobs completed in [%(lo)s, %(hi)s)

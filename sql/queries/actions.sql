@@ -25,7 +25,7 @@ moved as (
 -- jobs.job_done as cancelled, finished now, its lease cleared (the columns in table order, as
 -- job_columns names them). Answers id, run, attempt, claimed_by, claimed_at.
 upd as (
-    insert into jobs.job_done (id, name, queue, tenant, idempotency_key, input, result, state, priority, attempt,
+    insert into jobs.job_done_now (id, name, queue, tenant, idempotency_key, input, result, state, priority, attempt,
                                max_attempts, run, run_at, created_at, updated_at, claimed_by, claimed_at,
                                lease_until, finished_at, last_error, error_code, stop_reason, wait, waiting_since)
     select id, name, queue, tenant, idempotency_key, input, result, 'cancelled', priority, attempt,

@@ -112,7 +112,7 @@ with gone as (
       and j.run = (%(runs)s::int[])[array_position(%(ids)s::uuid[], j.id)]
     returning j.*
 )
-insert into jobs.job_done
+insert into jobs.job_done_now
     -- include: job_columns
 select id, name, queue, tenant, idempotency_key, input,
        (%(results)b::text[])[array_position(%(ids)s::uuid[], id)]::jsonb, 'completed', priority,
@@ -161,7 +161,7 @@ with done as (
       and %(state)s::text = 'dead'
     returning j.*
 ), dead as (
-    insert into jobs.job_done
+    insert into jobs.job_done_now
         -- include: job_columns
     select id, name, queue, tenant, idempotency_key, input, result, 'dead', priority,
            case when %(counts)s then attempt else attempt - 1 end, max_attempts, run,

@@ -71,7 +71,7 @@ with leader as (
     where j.id = lapsed.id and j.attempt >= j.max_attempts
     returning j.*
 ), dead as (
-    insert into jobs.job_done
+    insert into jobs.job_done_now
         -- include: job_columns
     select id, name, queue, tenant, idempotency_key, input, result, 'dead', priority, attempt, max_attempts,
            run, run_at, created_at, %(now)s, claimed_by, claimed_at, null, %(now)s,
@@ -92,23 +92,40 @@ hist as (
 )
 select id, state from upd;
 
+-- fragment: past_retention
+-- A settled row past its retention, for the leader only (`leader`): completed and cancelled
+-- finished before %(before)s, dead letters before their own %(dead_before)s; the oldest first, in
+-- a bounded batch.
+where exists (select 1 from leader)
+  and ((state in ('completed','cancelled') and finished_at < %(before)s)
+       or (state = 'dead' and finished_at < %(dead_before)s))
+order by finished_at
+limit %(limit)s
+for update skip locked
+
 -- name: job_prune :many
 -- Delete finished rows past retention with their steps, attempts and history (no foreign key
--- cascades them: 0001_initial.sql says why), in a bounded batch: completed and cancelled after
--- %(before)s, dead letters after their own %(dead_before)s. In the same pass, up to %(limit)s
--- other settled rows still in jobs.job (a worker of a release before 0010_settled_rows settled
--- them in place) move to jobs.job_done, as job_move_settled moves them.
+-- cascades them: 0001_initial.sql says why), in a bounded batch, oldest first: from jobs.job_done
+-- itself (rows settled before 0012_settled_buckets), its open bucket, and jobs.job (rows an older
+-- release settled in place). A sealed bucket is dropped whole once all of it is past retention
+-- (settled_drop), so none of its rows is deleted here. In the same pass, up to %(limit)s other
+-- settled rows still in jobs.job move to the open bucket, as job_move_settled moves them.
 with leader as (
     select 1 from jobs.leader
     where name = %(leader)s and holder = %(holder)s and term = %(term)s and lease_until >= %(now)s
+), in_done as (
+    select id, finished_at from only jobs.job_done
+    -- include: past_retention
+), in_open as (
+    select id, finished_at from only jobs.job_done_now
+    -- include: past_retention
+), in_place as (
+    select id, finished_at from only jobs.job
+    -- include: past_retention
 ), doomed as (
-    select id from jobs.job
-    where exists (select 1 from leader)
-      and ((state in ('completed','cancelled') and finished_at < %(before)s)
-           or (state = 'dead' and finished_at < %(dead_before)s))
+    select id from (select * from in_done union all select * from in_open union all select * from in_place) d
     order by finished_at
     limit %(limit)s
-    for update skip locked
 ), gone as (
     delete from jobs.job j
     using doomed
@@ -131,7 +148,7 @@ with leader as (
     delete from only jobs.job j using straggler s where j.id = s.id
     returning j.*
 ), moved as (
-    insert into jobs.job_done select * from out
+    insert into jobs.job_done_now select * from out
 )
 select id from gone;
 
@@ -263,7 +280,7 @@ with gone as (
     where j.id = orphaned.id and j.attempt >= j.max_attempts
     returning j.*
 ), dead as (
-    insert into jobs.job_done
+    insert into jobs.job_done_now
         -- include: job_columns
     select id, name, queue, tenant, idempotency_key, input, result, 'dead', priority, attempt, max_attempts,
            run, run_at, created_at, %(now)s, claimed_by, claimed_at, null, %(now)s,
@@ -296,7 +313,8 @@ select id, state, queue, claimed_by from upd;
 -- and keeps each GIN's size after its last rebuild in jobs.meta (`index_baseline:<index>`).
 
 -- name: index_sizes :many
--- The GIN indexes of jobs.job and jobs.job_done (found by access method, so a GIN added later is
+-- The GIN indexes of jobs.job, jobs.job_done and its open bucket (a sealed one is dropped whole,
+-- its keys with it; the open one is pruned row by row while the leader cannot seal it) (found by access method, so a GIN added later is
 -- covered; valid ones only: an interrupted rebuild's leftover is not one), each with its size now
 -- and its baseline. An index seen for the first time gets its size now as its baseline. Fenced
 -- on the leader's term: no rows for anyone else.
@@ -309,7 +327,7 @@ with leader as (
     join pg_class c on c.oid = i.indexrelid
     join pg_namespace n on n.oid = c.relnamespace
     join pg_am a on a.oid = c.relam
-    where i.indrelid in ('jobs.job'::regclass, 'jobs.job_done'::regclass)
+    where i.indrelid in ('jobs.job'::regclass, 'jobs.job_done'::regclass, 'jobs.job_done_now'::regclass)
       and a.amname = 'gin' and i.indisvalid and exists (select 1 from leader)
 ), seen as (
     insert into jobs.meta (key, value)
@@ -343,7 +361,7 @@ select n.nspname as schema, c.relname as name
 from pg_index i
 join pg_class c on c.oid = i.indexrelid
 join pg_namespace n on n.oid = c.relnamespace
-where i.indrelid in ('jobs.job'::regclass, 'jobs.job_done'::regclass)
+where i.indrelid in ('jobs.job'::regclass, 'jobs.job_done'::regclass, 'jobs.job_done_now'::regclass)
   and not i.indisvalid and c.relname ~ '_ccnew[0-9]*$'
 order by c.relname;
 
@@ -421,3 +439,26 @@ order by s.relname;
 -- truncation: giving empty pages at the table's end back takes an ACCESS EXCLUSIVE lock that
 -- stops every claim and ack while it lasts, and the next enqueues would fill them again.
 vacuum (skip_locked, truncate false) {table};
+
+-- name: settled_buckets :many
+-- The buckets of settled rows (0012_settled_buckets.sql), oldest first, the open one last; none
+-- unless the caller holds the leader's term.
+select b.n, b.opened_at, b.sealed_at
+from jobs.job_done_bucket b
+where exists (select 1 from jobs.leader
+              where name = %(leader)s and holder = %(holder)s and term = %(term)s and lease_until >= %(now)s)
+order by b.n;
+
+-- name: settled_seal :one
+-- Seal the open bucket and open the next (jobs.job_done_seal), fenced on the leader's term: no
+-- row when the caller does not hold it.
+select jobs.job_done_seal(%(now)s, %(lock_timeout)s) as sealed
+from jobs.leader
+where name = %(leader)s and holder = %(holder)s and term = %(term)s and lease_until >= %(now)s;
+
+-- name: settled_drop :one
+-- Drop a sealed bucket past retention (jobs.job_done_drop: null when a row is not yet), fenced
+-- on the leader's term: no row when the caller does not hold it.
+select jobs.job_done_drop(%(bucket)s, %(before)s, %(dead_before)s, %(lock_timeout)s) as dropped
+from jobs.leader
+where name = %(leader)s and holder = %(holder)s and term = %(term)s and lease_until >= %(now)s;

@@ -8,7 +8,10 @@ create role jobs_writer nologin;
 grant jobs_reader to jobs_writer;
 grant insert, update, delete on all tables in schema jobs to jobs_writer;
 grant usage on all sequences in schema jobs to jobs_writer;
+-- The maintenance leader's seal and drop of the buckets of settled rows (0012_settled_buckets.sql).
+grant execute on all functions in schema jobs to jobs_writer;
 -- Tables and sequences a later `jobs migrate` adds get the same grants.
 alter default privileges in schema jobs grant select on tables to jobs_reader;
 alter default privileges in schema jobs grant insert, update, delete on tables to jobs_writer;
 alter default privileges in schema jobs grant usage on sequences to jobs_writer;
+alter default privileges in schema jobs grant execute on functions to jobs_writer;

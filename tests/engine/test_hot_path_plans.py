@@ -104,7 +104,7 @@ def test_no_index_names_lease_until_so_a_renewal_can_be_a_hot_update(pg_dsn: str
 
 def test_the_live_table_holds_no_settled_rows_list_index_and_the_ack_writes_none_of_its(pg_dsn: str) -> None:
     # 0010_settled_rows: an enqueue writes jobs.job's indexes only; the settled rows' lists are
-    # jobs.job_done's, written by the ack that moves a row there.
+    # jobs.job_done's (its open bucket's), written by the ack that moves a row there.
     now = datetime.now(UTC)
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         live = {
@@ -119,7 +119,7 @@ def test_the_live_table_holds_no_settled_rows_list_index_and_the_ack_writes_none
         acked = conn.execute(Q.job_ack_many.text, _ack(rows, now)).fetchall()
         assert len(acked) == BATCH
         where = conn.execute("select tableoid::regclass::text, state, count(*) from jobs.job group by 1, 2").fetchall()
-    assert where == [("jobs.job_done", "completed", BATCH)]
+    assert where == [("jobs.job_done_now", "completed", BATCH)]  # the open bucket (0012_settled_buckets)
 
 
 def _claim_entries_read(conn: psycopg.Connection[Any], params: dict[str, Any], dsn: str) -> int:

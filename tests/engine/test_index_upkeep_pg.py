@@ -46,6 +46,18 @@ def _baseline(dsn: str, index: str) -> int | None:
     return None if value is None else int(value)
 
 
+def _open_bucket_gin(dsn: str) -> str:
+    """The GIN over input of the open bucket of settled rows (jobs.job_done_now)."""
+    return str(
+        _one(
+            dsn,
+            "select 'jobs.' || c.relname from pg_index i join pg_class c on c.oid = i.indexrelid"
+            " join pg_am a on a.oid = c.relam where i.indrelid = 'jobs.job_done_now'::regclass and a.amname = 'gin'",
+            (),
+        )
+    )
+
+
 def _set_baseline(dsn: str, index: str, size: int) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(
@@ -97,20 +109,21 @@ async def test_a_gin_grown_past_its_baseline_is_rebuilt_smaller_and_its_new_size
 
     monkeypatch.setattr(pg, "index_sizes", counted)
     m = Maintenance(pg, clock, holder="m1", config=SMALL)
+    gin = _open_bucket_gin(pg_dsn)  # where the acks write (0012_settled_buckets)
     first = await m.run_once()  # first seen: each GIN's size now is its baseline
     assert first.reindexed == () and len(checks) == 1
-    empty = _baseline(pg_dsn, "jobs.job_list_input")
-    assert empty == _size(pg_dsn, "jobs.job_list_input")
+    empty = _baseline(pg_dsn, gin)
+    assert empty == _size(pg_dsn, gin)
 
     await _settle_unique_jobs(pg, clock, 20_000)
     _delete_settled_and_vacuum(pg_dsn)
-    grown = _size(pg_dsn, "jobs.job_list_input")
+    grown = _size(pg_dsn, gin)
     assert grown > 1.5 * empty and grown > SMALL.reindex_min_bytes  # vacuumed, and still grown
 
     clock.advance(600)
     done = await m.run_once()
-    assert "jobs.job_list_input" in done.reindexed and len(checks) == 2
-    rebuilt = _size(pg_dsn, "jobs.job_list_input")
+    assert gin in done.reindexed and len(checks) == 2
+    rebuilt = _size(pg_dsn, gin)
     assert rebuilt < grown
     for index in done.reindexed:
         assert _baseline(pg_dsn, index) == _size(pg_dsn, index)
@@ -119,7 +132,7 @@ async def test_a_gin_grown_past_its_baseline_is_rebuilt_smaller_and_its_new_size
     assert (await m.run_once()).reindexed == () and len(checks) == 2  # within the interval: no check
     clock.advance(300)
     assert (await m.run_once()).reindexed == () and len(checks) == 3  # checked: not grown since
-    assert _size(pg_dsn, "jobs.job_list_input") == rebuilt
+    assert _size(pg_dsn, gin) == rebuilt
 
 
 async def test_a_rebuild_logs_the_index_its_bytes_before_and_after_and_its_seconds(

@@ -66,9 +66,13 @@ def _seed(dsn: str) -> dict[str, str]:
 
 
 def _where(dsn: str) -> dict[str, str]:
-    """Each job id -> the table holding it."""
+    """Each job id -> the table holding it: jobs.job, or jobs.job_done for the settled side (since
+    0012_settled_buckets a settled row is in one of jobs.job_done's buckets)."""
     with psycopg.connect(dsn) as conn:
-        rows = conn.execute("select id::text, tableoid::regclass::text from jobs.job").fetchall()
+        rows = conn.execute(
+            "select id::text, case when tableoid = 'jobs.job'::regclass then 'jobs.job' else 'jobs.job_done' end"
+            " from jobs.job"
+        ).fetchall()
     return dict(rows)  # type: ignore[arg-type]
 
 

@@ -10,7 +10,17 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from engine.drivers.memory.state import ROLLUP_KEPT, Leader, MemoryBase, minute_of, rolled_minute
-from engine.types import AttemptRecord, HistoryEntry, IndexRebuilt, IndexSize, JobRow, JobState, Orphan, TableRows
+from engine.types import (
+    AttemptRecord,
+    HistoryEntry,
+    IndexRebuilt,
+    IndexSize,
+    JobRow,
+    JobState,
+    Orphan,
+    SettledBucket,
+    TableRows,
+)
 
 _PRUNED = (JobState.COMPLETED, JobState.CANCELLED)
 _ROLLED = (JobState.COMPLETED, JobState.DEAD)  # the rows throughput_rollup counts
@@ -175,6 +185,28 @@ class MemoryMaintenance(MemoryBase):
         self, *, leader: str, holder: str, term: int, now: datetime, index: str, before: int
     ) -> IndexRebuilt | None:
         """No indexes, so nothing to rebuild (index_sizes names none)."""
+        return None
+
+    async def settled_buckets(self, *, leader: str, holder: str, term: int, now: datetime) -> list[SettledBucket]:
+        """Settled rows in no bucket (the pruner deletes them one by one): none to seal or drop."""
+        return []
+
+    async def settled_seal(self, *, leader: str, holder: str, term: int, now: datetime) -> int | None:
+        """No buckets (settled_buckets names none)."""
+        return None
+
+    async def settled_drop(
+        self,
+        *,
+        leader: str,
+        holder: str,
+        term: int,
+        now: datetime,
+        bucket: int,
+        before: datetime,
+        dead_before: datetime,
+    ) -> int | None:
+        """No buckets (settled_buckets names none)."""
         return None
 
     async def table_rows(self, *, leader: str, holder: str, term: int, now: datetime) -> list[TableRows]:

@@ -7,6 +7,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -16,11 +17,14 @@ from engine.drivers.postgres.base import PRESENCE_NAMESPACE, Conn, PostgresBase,
 from engine.drivers.sqlfiles import Q, Query
 from engine.drivers.transient import CONNECTION_ERRORS, lost
 from engine.errors import X_PERMISSION_DENIED, JobsError
-from engine.types import IndexRebuilt, IndexSize, JobState, Orphan, TableRows
+from engine.types import IndexRebuilt, IndexSize, JobState, Orphan, SettledBucket, TableRows
 
 # The first key of the rebuild lock (index_rebuild_lock), "jobr": apart from the workers'
 # presence locks (PRESENCE_NAMESPACE) and an app's own one-bigint locks.
 REBUILD_NAMESPACE = 0x6A6F6272
+# How long a seal or a drop waits for a reader of the bucket before it gives up for this pass:
+# every ack queues behind a rename that waits, so the wait stays shorter than a claim's.
+BUCKET_LOCK_TIMEOUT = "100ms"
 
 
 def _composed(query: Query, **names: str) -> sql.Composed:
@@ -76,6 +80,48 @@ class PostgresMaintenance(PostgresBase):
             },
         )
         return [str(r["id"]) for r in rows]
+
+    async def settled_buckets(self, *, leader: str, holder: str, term: int, now: datetime) -> list[SettledBucket]:
+        rows = await self._rows(Q.settled_buckets, {"leader": leader, "holder": holder, "term": term, "now": now})
+        return [SettledBucket(int(r["n"]), r["opened_at"], r["sealed_at"]) for r in rows]
+
+    async def settled_seal(self, *, leader: str, holder: str, term: int, now: datetime) -> int | None:
+        fence = {"leader": leader, "holder": holder, "term": term, "now": now}
+        row = await self._bucket_call(Q.settled_seal, {**fence, "lock_timeout": BUCKET_LOCK_TIMEOUT})
+        return None if row is None else int(row["sealed"])
+
+    async def settled_drop(
+        self,
+        *,
+        leader: str,
+        holder: str,
+        term: int,
+        now: datetime,
+        bucket: int,
+        before: datetime,
+        dead_before: datetime,
+    ) -> int | None:
+        params = {"leader": leader, "holder": holder, "term": term, "now": now, "bucket": bucket}
+        params |= {"before": before, "dead_before": dead_before, "lock_timeout": BUCKET_LOCK_TIMEOUT}
+        row = await self._bucket_call(Q.settled_drop, params)
+        return None if row is None or row["dropped"] is None else int(row["dropped"])
+
+    async def _bucket_call(self, query: Query, params: dict[str, object]) -> dict[str, Any] | None:
+        """A seal or a drop: None when a reader held the bucket past BUCKET_LOCK_TIMEOUT. Both
+        are caught inside the connection's block, where a lock timeout is not a lost connection."""
+        async with self._connection() as conn:
+            try:
+                return await self._row(query, params, conn=conn)
+            except psycopg.errors.LockNotAvailable:
+                return None
+            except psycopg.errors.InsufficientPrivilege as exc:
+                said = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise JobsError(
+                    X_PERMISSION_DENIED,
+                    cause=f"this role may not seal or drop the buckets of settled rows ({said}); the pruner "
+                    "deletes them row by row instead",
+                    fix="grant execute on all functions in schema jobs to jobs_writer (README, 'Database roles')",
+                ) from exc
 
     async def throughput_rollup(self, *, leader: str, holder: str, term: int, now: datetime, settle: float) -> int:
         row = await self._row(
