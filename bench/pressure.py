@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -52,6 +53,23 @@ class Sample:
     completed: int  # in the second before t
     depth: int
     tables: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Each minute's first sample: the server's counters and the CPU seconds spent so far (held).
+    counters: dict[str, float] = field(default_factory=dict)
+
+
+def _cpu_seconds(pids: list[int]) -> tuple[float, float]:
+    """(the CPU seconds of the processes ``pids``, of the whole machine) so far, from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    mine = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        mine += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    total = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    busy = sum(int(v) for v in total[:3]) + sum(int(v) for v in total[5:8])  # all but idle and iowait
+    return mine, busy / tick
 
 
 class Producer:
@@ -116,7 +134,9 @@ async def _rr_reader(dsn: str, until: asyncio.Event) -> None:
         await conn.rollback()
 
 
-async def _sample(dsn: str, start: float, phase: dict[str, str], out: list[Sample], stop_at: asyncio.Event) -> None:
+async def _sample(
+    dsn: str, start: float, phase: dict[str, str], out: list[Sample], stop_at: asyncio.Event, pids: list[int]
+) -> None:
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         nxt = time.time() + 1
         while not stop_at.is_set():
@@ -137,6 +157,12 @@ async def _sample(dsn: str, start: float, phase: dict[str, str], out: list[Sampl
                     {r[0]: dict(zip(("dead", "live", "heap", "indexes", "autovacuums"), r[1:])) for r in tabs},
                 )
             )
+            if len(out) % 60 == 1:
+                cur = await conn.execute(sql("pressure_server_counters"))  # type: ignore[arg-type]
+                row = await cur.fetchone()
+                names = [c.name for c in cur.description or ()]
+                workers_cpu, machine_cpu = _cpu_seconds(pids)
+                out[-1].counters = {**dict(zip(names, row or ())), "workers_cpu": workers_cpu, "cpu": machine_cpu}
 
 
 async def _claim_wait(dsn: str, lo: float, hi: float) -> tuple[float | None, float | None]:
@@ -169,7 +195,8 @@ async def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
             phases = [("clean", args.clean), ("pressure", args.pressure), ("recovery", args.recovery)]
         await asyncio.sleep(args.warm)
         start = time.time()
-        sampler = asyncio.create_task(_sample(dsn, start, phase, samples, done))
+        pids = [p.pid for p, _ in procs]
+        sampler = asyncio.create_task(_sample(dsn, start, phase, samples, done, pids))
         bounds: dict[str, tuple[float, float]] = {}
         for name, seconds in phases:
             phase["now"] = name
@@ -237,6 +264,10 @@ def _report(
             for k, m in enumerate(minutes)
             if m
         ]
+        for k, m in enumerate(out["minutes"]):  # each minute's counters: the deltas to the next minute's
+            a, b = minutes[k][0].counters, (minutes[k + 1][0].counters if k + 1 < len(minutes) else {})
+            if a and b:
+                m["server"] = {name: b[name] - a[name] for name in a}
         rates = [m["rate"] for m in out["minutes"]]
         if len(rates) >= 4:
             out["last_over_first"] = statistics.mean(rates[-3:]) / statistics.mean(rates[:3])
@@ -265,6 +296,13 @@ def _print(doc: dict[str, Any]) -> None:
             f"dead {m['dead']['job']:>8,} / {m['dead']['job_done']:>8,}, "
             f"MB {m['bytes']['job'] / 1e6:7.1f} / {m['bytes']['job_done'] / 1e6:7.1f}"
         )
+        if "server" in m:  # per second over the minute
+            d = {k: v / 60 for k, v in m["server"].items()}
+            print(
+                f"            read {d['blks_read']:8,.0f}/s  hit {d['blks_hit']:9,.0f}/s  checkpoints {m['server']['checkpoints']:.0f}"
+                f"  backend writes {d['buffers_backend']:6,.0f}/s  WAL {d['wal_bytes'] / 1e6:6.1f} MB/s"
+                f"  FPI {d['wal_fpi']:6,.0f}/s  CPU: workers {d['workers_cpu']:.2f}, rest {d['cpu'] - d['workers_cpu']:.2f} cores"
+            )
     if "last_over_first" in doc:
         print(f"last 3 minutes / first 3: {doc['last_over_first']:.3f} (target >= 0.90)")
 

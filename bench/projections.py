@@ -1,7 +1,8 @@
 """Projection timings on a big table: `python -m bench.projections [--jobs 1000000] [--runs 30]`.
 
 Seeds jobs.job with a production-like mix (sql/bench/seed.sql: 95% completed, 3% dead, 2% live;
-50 names, 20 tenants, 5 queues; attempts and steps to match), then times every projection the
+50 names, 20 tenants, 5 queues; attempts and steps to match; the settled rows in buckets of
+200,000, SEED_BUCKET), then times every projection the
 console refreshes through the real path (Introspector -> PostgresDriver -> named statements,
 each under its budget), and EXPLAINs every projection statement: none may seq-scan jobs.job.
 Then adds an hour at 100 jobs/s (360,000 completions in the last hour), runs the maintenance
@@ -33,6 +34,9 @@ from bench.sqlq import bench_queries
 PAGE_TARGET_MS, VIEW_TARGET_MS = 20.0, 50.0
 BUSY_HOUR = 360_000  # completions in the last hour for queues.busy_hour: 100 jobs/s
 OUTBOX_UNPUBLISHED, OUTBOX_PUBLISHED = 1_000_000, 200_000
+# Settled rows a bucket holds in the seed: 1,000,000 jobs leave four sealed buckets and the open
+# one, as a fleet keeps them (a bucket is open for a quarter of the retention).
+SEED_BUCKET = 200_000
 
 
 def seed(dsn: str, jobs: int, *, upgraded: bool = False) -> float:
@@ -45,6 +49,8 @@ def seed(dsn: str, jobs: int, *, upgraded: bool = False) -> float:
         for first in range(1, jobs + 1, 100_000):
             conn.execute(q["bench_seed_jobs"].text, {"first": first, "last": min(jobs, first + 99_999), "now": now})  # type: ignore[arg-type]
             conn.execute(q["bench_settle_seeded"].text)  # type: ignore[arg-type]
+            if (first + 99_999) % SEED_BUCKET == 0:
+                conn.execute(q["bench_seal"].text)  # type: ignore[arg-type]
         bounds = _bounds()
         for lo, hi in zip(bounds, bounds[1:]):
             conn.execute(q["bench_seed_attempts"].text, {"lo": lo, "hi": hi})  # type: ignore[arg-type]

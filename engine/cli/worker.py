@@ -150,7 +150,8 @@ def worker(
     retention: float = typer.Option(
         None,
         "--retention",
-        help="seconds completed and cancelled jobs are kept before the pruner deletes them (7 days)",
+        help="seconds completed and cancelled jobs are kept before the pruner deletes them (7 days; at most a quarter"
+        " more: they go with their bucket)",
     ),
     dead_retention: float = typer.Option(
         None, "--dead-retention", help="seconds dead letters are kept (30 days; not shorter than --retention)"

@@ -54,7 +54,7 @@ class MaintenanceConfig:
     rescue_batch: int = 500
     prune_batch: int = 1000
     prune_batches_per_pass: int = 10
-    retention: float = 7 * 86400.0  # completed and cancelled rows
+    retention: float = 7 * 86400.0  # completed and cancelled rows (dropped with their bucket: at most 1.25x)
     dead_retention: float = 30 * 86400.0  # dead letters: longer, so an operator can act first
     worker_reap_after: float = 600.0  # a worker row whose heartbeat is older than this is gone
     # A minute's completions are rolled up this long after it ends: a completion recorded later

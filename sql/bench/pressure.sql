@@ -42,3 +42,16 @@ select txid_current()::text as xid;
 -- count of the live jobs here grew with their dead versions until the four readers took the
 -- machine's two cores); what it does to the queue is hold its snapshot.
 select count(*)::int as n from jobs.queue;
+
+-- name: pressure_server_counters :one
+-- The server's cumulative counters the held scenario reads each minute (their deltas per minute;
+-- PostgreSQL 17 and later, the embedded server's): buffers read from outside the buffer cache and
+-- found in it, checkpoints begun, buffers a client backend had to write itself, WAL bytes and
+-- full-page images written.
+select (select blks_read from pg_stat_database where datname = current_database())::bigint as blks_read,
+       (select blks_hit from pg_stat_database where datname = current_database())::bigint as blks_hit,
+       (select num_timed + num_requested from pg_stat_checkpointer)::bigint as checkpoints,
+       (select coalesce(sum(writes), 0) from pg_stat_io where backend_type = 'client backend')::bigint
+           as buffers_backend,
+       (select wal_bytes from pg_stat_wal)::bigint as wal_bytes,
+       (select wal_fpi from pg_stat_wal)::bigint as wal_fpi;

@@ -64,11 +64,16 @@ from generate_series(0, 3) as w
 on conflict (id) do nothing;
 
 -- name: bench_settle_seeded :exec
--- The seeded settled rows into jobs.job_done, where the engine keeps them (0010_settled_rows.sql):
--- the seed statements insert every row into jobs.job; this moves the completed, dead and cancelled
--- ones, set-based, after each batch.
+-- The seeded settled rows into the open bucket, where the engine settles them
+-- (0012_settled_buckets.sql): the seed statements insert every row into jobs.job; this moves the
+-- completed, dead and cancelled ones, set-based, after each batch.
 with out as (delete from only jobs.job where state in ('completed','dead','cancelled') returning *)
-insert into jobs.job_done select * from out;
+insert into jobs.job_done_now select * from out;
+
+-- name: bench_seal :exec
+-- Seal the open bucket, as the maintenance leader does once it has been open for a quarter of
+-- the retention: the seed spreads its settled rows over buckets as a fleet's retention does.
+select jobs.job_done_seal(now(), '1min');
 
 -- name: bench_compact_live :exec
 -- jobs.job as a fleet running 0010_settled_rows keeps it: its heap and indexes sized for the live
@@ -79,9 +84,10 @@ insert into jobs.job_done select * from out;
 vacuum full jobs.job;
 
 -- name: bench_vacuum :exec
--- Planner statistics and the visibility map, as autovacuum leaves a live system (jobs.job's
--- settled rows are in jobs.job_done, its own table: a vacuum of jobs.job does not reach it).
-vacuum analyze jobs.job, jobs.job_done;
+-- Planner statistics and the visibility map, as autovacuum leaves a live system: every table of
+-- the database (each bucket of settled rows is a table of its own, which a vacuum of jobs.job or
+-- jobs.job_done does not reach).
+vacuum analyze;
 
 -- name: bench_seed_busy_hour :exec
 -- %(n)s more completions spread evenly over the hour before %(now)s (360,000: an hour at 100
