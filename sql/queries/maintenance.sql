@@ -342,9 +342,9 @@ left join seen s on s.key = 'index_baseline:' || g.index
 order by g.index;
 
 -- name: upkeep_session :exec
--- A rebuild's or a vacuum's own session runs without a statement timeout: a REINDEX of a big
--- index takes minutes (one cut off leaves an invalid copy behind), and so may a VACUUM of a
--- bloated table.
+-- A rebuild's, a vacuum's or a bucket's seal or drop's own session runs without a statement
+-- timeout: a REINDEX of a big index takes minutes (one cut off leaves an invalid copy behind), and
+-- so may a VACUUM of a bloated table or the drop of a big bucket with its jobs' steps.
 set statement_timeout = 0;
 
 -- name: index_rebuild_lock :one

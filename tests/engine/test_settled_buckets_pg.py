@@ -7,7 +7,7 @@ and history deleted with it. On a real PostgreSQL: the buckets are its tables.""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -16,14 +16,17 @@ import pytest
 
 from engine.clock import FakeClock
 from engine.drivers.memory import MemoryDriver
+from engine.drivers.migrations import migrations
 from engine.drivers.postgres import PostgresDriver
 from engine.ids import IdFactory
+from engine.schema import migrate
 from engine.services.buckets import WIDTH
 from engine.services.maintenance import LEADER, Maintenance, MaintenanceConfig
 from engine.testing.factory import make_job
 from engine.types import Ack, JobState, NewJob, StoredStep
-from tests.engine.upgrades import opened
+from tests.engine.upgrades import job_uuid, opened
 
+BUCKETS = next(m.version for m in migrations() if m.name == "settled_buckets")
 RETENTION = 400.0  # seconds: a bucket is open for a quarter of it, 100 s
 CFG = MaintenanceConfig(retention=RETENTION, dead_retention=4 * RETENTION, reindex_interval=None)
 
@@ -263,3 +266,32 @@ async def test_the_memory_driver_keeps_settled_rows_in_no_bucket(clock: FakeCloc
     assert term is not None
     assert await d.settled_buckets(leader=LEADER, holder="m1", term=term, now=clock.now()) == []
     assert await d.settled_seal(leader=LEADER, holder="m1", term=term, now=clock.now()) is None
+
+
+async def test_an_upgrade_from_0011_keeps_its_settled_rows_readable_and_pruned_row_by_row(
+    empty_db: Callable[[], str], clock: FakeClock
+) -> None:
+    dsn = empty_db()
+    migrate(dsn, target=BUCKETS - 1)
+    old = job_uuid(1)
+    with psycopg.connect(dsn, autocommit=True) as conn:  # as a 0011 release's ack left it
+        conn.execute(
+            "insert into jobs.job_done (id, name, queue, idempotency_key, input, state, max_attempts, run_at,"
+            " created_at, updated_at, finished_at) values (%s, 'bucket.job', 'q', 'k', '{}', 'completed', 3,"
+            " %s, %s, %s, %s)",
+            (old, clock.now(), clock.now(), clock.now(), clock.now()),
+        )
+    migrate(dsn)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("update jobs.job_done_bucket set opened_at = %s", (clock.now(),))
+    async with opened(dsn) as pg:
+        row = await pg.job_get(job_id=old)
+        assert row is not None and row.state is JobState.COMPLETED and _where(dsn, old) == "jobs.job_done"
+        [new] = await _completed(pg, clock, 1, seed=40)
+        assert _where(dsn, new) == "jobs.job_done_now"
+        m = Maintenance(pg, clock, holder="m1", config=CFG)
+        clock.advance(RETENTION + 1)  # the old row deleted; the new one's bucket sealed by this pass
+        assert (await m.run_once()).pruned == 1 and await pg.job_get(job_id=old) is None
+        assert await pg.job_get(job_id=new) is not None
+        clock.advance(RETENTION + 1)  # and dropped once its seal is past retention
+        assert (await m.run_once()).pruned == 1 and await pg.job_get(job_id=new) is None

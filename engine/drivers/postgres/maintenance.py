@@ -40,8 +40,9 @@ class PostgresMaintenance(PostgresBase):
     @contextlib.asynccontextmanager
     async def _upkeep_connection(self) -> AsyncIterator[Conn]:
         """A connection of its own, never a pool's, closed after: REINDEX CONCURRENTLY and VACUUM
-        run outside any transaction block (autocommit), for as long as they take (no statement
-        timeout), and the pool's connections stay on the hot path meanwhile."""
+        run outside any transaction block (autocommit), they and a bucket's drop for as long as
+        they take (no statement timeout), and the pool's connections stay on the hot path
+        meanwhile."""
         conn: Conn = await psycopg.AsyncConnection.connect(self.dsn, **self.pools._kwargs(), row_factory=dict_row)
         async with conn:
             await self._exec(Q.upkeep_session, {}, conn=conn)
@@ -107,21 +108,26 @@ class PostgresMaintenance(PostgresBase):
         return None if row is None or row["dropped"] is None else int(row["dropped"])
 
     async def _bucket_call(self, query: Query, params: dict[str, object]) -> dict[str, Any] | None:
-        """A seal or a drop: None when a reader held the bucket past BUCKET_LOCK_TIMEOUT. Both
-        are caught inside the connection's block, where a lock timeout is not a lost connection."""
-        async with self._connection() as conn:
-            try:
+        """A seal or a drop, on a connection of its own without a statement timeout (a drop deletes
+        a whole bucket's attempts, steps and history: one cut off would leave the bucket for ever);
+        None when a reader held the bucket past BUCKET_LOCK_TIMEOUT."""
+        try:
+            async with self._upkeep_connection() as conn:
                 return await self._row(query, params, conn=conn)
-            except psycopg.errors.LockNotAvailable:
-                return None
-            except psycopg.errors.InsufficientPrivilege as exc:
-                said = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-                raise JobsError(
-                    X_PERMISSION_DENIED,
-                    cause=f"this role may not seal or drop the buckets of settled rows ({said}); the pruner "
-                    "deletes them row by row instead",
-                    fix="grant execute on all functions in schema jobs to jobs_writer (README, 'Database roles')",
-                ) from exc
+        except psycopg.errors.LockNotAvailable:
+            return None
+        except psycopg.errors.InsufficientPrivilege as exc:
+            said = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise JobsError(
+                X_PERMISSION_DENIED,
+                cause=f"this role may not seal or drop the buckets of settled rows ({said}); the pruner "
+                "deletes them row by row instead",
+                fix="grant execute on all functions in schema jobs to jobs_writer (README, 'Database roles')",
+            ) from exc
+        except psycopg.errors.QueryCanceled as exc:
+            raise cancelled(exc) from exc
+        except CONNECTION_ERRORS as exc:
+            raise lost(exc) from exc
 
     async def throughput_rollup(self, *, leader: str, holder: str, term: int, now: datetime, settle: float) -> int:
         row = await self._row(
