@@ -27,6 +27,7 @@ language plpgsql security definer set search_path = pg_catalog, jobs as $$
 declare
     n bigint := nextval('jobs.job_done_bucket_n');
     p text := 'job_done_' || n || '_';
+    g record;
 begin
     create table jobs.job_done_now () inherits (jobs.job_done);
     execute 'alter table jobs.job_done_now add constraint ' || quote_ident(p || 'pkey') || ' primary key (id)';
@@ -41,6 +42,15 @@ begin
             ' (name, error_code, stop_reason, tenant, finished_at) include (queue) where state = ''dead''';
     execute 'create index ' || quote_ident(p || 'dead_code') || ' on jobs.job_done_now (error_code, id desc) where state = ''dead''';
     execute 'create statistics jobs.' || quote_ident(p || 'mcv') || ' (mcv) on queue, state from jobs.job_done_now';
+    -- The grants of jobs.job_done, whoever made them (sql/roles/roles.sql's default privileges,
+    -- or an operator's own grants on the tables a migration made): a role that may settle a row
+    -- today may still after a seal.
+    for g in select a.grantee, a.privilege_type
+             from pg_class c, aclexplode(c.relacl) a
+             where c.oid = 'jobs.job_done'::regclass and a.grantee <> c.relowner loop
+        execute 'grant ' || g.privilege_type || ' on jobs.job_done_now to '
+                || case when g.grantee = 0 then 'public' else g.grantee::regrole::text end;
+    end loop;
     insert into jobs.job_done_bucket (n, opened_at) values (n, p_now);
     return n;
 end $$;

@@ -295,3 +295,19 @@ async def test_an_upgrade_from_0011_keeps_its_settled_rows_readable_and_pruned_r
         assert await pg.job_get(job_id=new) is not None
         clock.advance(RETENTION + 1)  # and dropped once its seal is past retention
         assert (await m.run_once()).pruned == 1 and await pg.job_get(job_id=new) is None
+
+
+async def test_a_new_bucket_carries_the_grants_of_jobs_job_done_so_a_role_granted_by_hand_still_settles(
+    pg_dsn: str, writer_dsn: str, clock: FakeClock
+) -> None:
+    # The writer was granted each table by hand (no default privileges): a bucket opened by a
+    # seal is a new table, and an ack into it must not be refused.
+    writer = psycopg.conninfo.conninfo_to_dict(writer_dsn)["user"]
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f'grant execute on all functions in schema jobs to "{writer}"')
+    async with opened(writer_dsn) as w:
+        before = await _completed(w, clock, 1, seed=50)
+        sealed = await w.settled_seal(leader=LEADER, holder="m1", term=await _term(w, clock), now=clock.now())
+        after = await _completed(w, clock, 1, seed=51)
+    assert sealed is not None and _tables(pg_dsn) == {f"job_done_{sealed}": 1, "job_done_now": 1}
+    assert _where(pg_dsn, before[0]) == f"jobs.job_done_{sealed}" and _where(pg_dsn, after[0]) == "jobs.job_done_now"
