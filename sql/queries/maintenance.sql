@@ -313,10 +313,10 @@ select id, state, queue, claimed_by from upd;
 -- and keeps each GIN's size after its last rebuild in jobs.meta (`index_baseline:<index>`).
 
 -- name: index_sizes :many
--- The GIN indexes of jobs.job, jobs.job_done and its open bucket (a sealed one is dropped whole,
--- its keys with it; the open one is pruned row by row while the leader cannot seal it) (found by access method, so a GIN added later is
--- covered; valid ones only: an interrupted rebuild's leftover is not one), each with its size now
--- and its baseline. An index seen for the first time gets its size now as its baseline. Fenced
+-- The GIN indexes of jobs.job, jobs.job_done and its open bucket (found by access method, so a
+-- GIN added later is covered; valid ones only: an interrupted rebuild's leftover is not one), each
+-- with its size now and its baseline. A sealed bucket's GIN is dropped whole with its keys; the
+-- open one is pruned row by row while the leader cannot seal it. An index seen for the first time gets its size now as its baseline. Fenced
 -- on the leader's term: no rows for anyone else.
 with leader as (
     select 1 from jobs.leader
