@@ -17,7 +17,10 @@ Each second the harness samples completions (the acks' own finished_at), the rea
 jobs tables' dead and live tuples and sizes. Printed: per phase the completion rate, its ratio to
 the clean phase (target >= 0.90), the deepest backlog, the claim wait p50/p99 (run_at to
 claimed_at), the most dead tuples; for held, the rate per minute with the dead tuples beside it
-(target: the last minutes within 10% of the first). The timeline goes to the JSON (`--json`).
+(target: the last minutes within 10% of the first), and each minute the server's counters and
+the CPU of the workers, of this harness and of the rest (the server). `--statements` loads
+pg_stat_statements and prints, per minute, the time a call of the statements costing the server
+most and whether each call was planned. The timeline goes to the JSON (`--json`).
 
 Workers are bench.ours.worker_command's `jobs worker` processes (the `jobs` of this interpreter's
 environment), as bench's drain starts them.
@@ -39,11 +42,13 @@ from typing import Any
 import psycopg
 
 from bench import ours, workload
-from bench.cluster import DURABLE, DURABLE_DIR
+from bench.cluster import DURABLE, DURABLE_DIR, STATS
 from bench.drain import spawn, stop
 from bench.sqlq import sql
 
 TARGET = 0.90
+# `--statements`: the cost suite's counters, with planning counted (a plan each call or a cached one).
+STATEMENTS = STATS | {"pg_stat_statements.track_planning": "on"}
 
 
 @dataclass
@@ -55,6 +60,8 @@ class Sample:
     tables: dict[str, dict[str, int]] = field(default_factory=dict)
     # Each minute's first sample: the server's counters and the CPU seconds spent so far (held).
     counters: dict[str, float] = field(default_factory=dict)
+    # ... and every statement's counters so far, by queryid (held --statements).
+    statements: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _cpu_seconds(pids: list[int]) -> tuple[float, float]:
@@ -135,7 +142,13 @@ async def _rr_reader(dsn: str, until: asyncio.Event) -> None:
 
 
 async def _sample(
-    dsn: str, start: float, phase: dict[str, str], out: list[Sample], stop_at: asyncio.Event, pids: list[int]
+    dsn: str,
+    start: float,
+    phase: dict[str, str],
+    out: list[Sample],
+    stop_at: asyncio.Event,
+    pids: list[int],
+    statements: bool,
 ) -> None:
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         nxt = time.time() + 1
@@ -162,7 +175,16 @@ async def _sample(
                 row = await cur.fetchone()
                 names = [c.name for c in cur.description or ()]
                 workers_cpu, machine_cpu = _cpu_seconds(pids)
-                out[-1].counters = {**dict(zip(names, row or ())), "workers_cpu": workers_cpu, "cpu": machine_cpu}
+                out[-1].counters = {
+                    **dict(zip(names, row or ())),
+                    "workers_cpu": workers_cpu,
+                    "harness_cpu": time.process_time(),
+                    "cpu": machine_cpu,
+                }
+                if statements:
+                    cur = await conn.execute(sql("pressure_statements"))  # type: ignore[arg-type]
+                    names = [c.name for c in cur.description or ()]
+                    out[-1].statements = {r[0]: dict(zip(names[1:], r[1:])) for r in await cur.fetchall()}
 
 
 async def _claim_wait(dsn: str, lo: float, hi: float) -> tuple[float | None, float | None]:
@@ -196,7 +218,7 @@ async def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
         await asyncio.sleep(args.warm)
         start = time.time()
         pids = [p.pid for p, _ in procs]
-        sampler = asyncio.create_task(_sample(dsn, start, phase, samples, done, pids))
+        sampler = asyncio.create_task(_sample(dsn, start, phase, samples, done, pids, args.statements))
         bounds: dict[str, tuple[float, float]] = {}
         for name, seconds in phases:
             phase["now"] = name
@@ -268,11 +290,50 @@ def _report(
             a, b = minutes[k][0].counters, (minutes[k + 1][0].counters if k + 1 < len(minutes) else {})
             if a and b:
                 m["server"] = {name: b[name] - a[name] for name in a}
+            sa, sb = minutes[k][0].statements, (minutes[k + 1][0].statements if k + 1 < len(minutes) else {})
+            if sa and sb:
+                m["statements"] = _statement_deltas(sa, sb)
         rates = [m["rate"] for m in out["minutes"]]
         if len(rates) >= 4:
             out["last_over_first"] = statistics.mean(rates[-3:]) / statistics.mean(rates[:3])
     out["timeline"] = [s.__dict__ for s in samples]
     return out
+
+
+def _statement_deltas(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each statement's calls, plans and times over one minute (``b`` minus ``a``), called in it."""
+    out: dict[str, dict[str, Any]] = {}
+    for qid, now in b.items():
+        was = a.get(qid, {})
+        calls = now["calls"] - was.get("calls", 0)
+        if calls:
+            d = {k: now[k] - was.get(k, 0) for k in ("calls", "exec_ms", "plans", "plan_ms", "hits")}
+            out[qid] = {"query": now["query"], **d}
+    return out
+
+
+def _print_statements(minutes: list[dict[str, Any]]) -> None:
+    """The statements taking the most server time: per minute, the time a call (us) and the share
+    of calls planned (1.00: a custom plan each call; near 0: a cached generic plan)."""
+    timed = [m for m in minutes if "statements" in m]
+    if not timed:
+        return
+    total: dict[str, float] = {}
+    for m in timed:
+        for qid, s in m["statements"].items():
+            total[qid] = total.get(qid, 0.0) + s["exec_ms"] + s["plan_ms"]
+    print("statements by server time (per minute: us a call, exec + plan / share of calls planned / hits a call)")
+    for qid in sorted(total, key=total.__getitem__, reverse=True)[:8]:
+        query = next(m["statements"][qid]["query"] for m in timed if qid in m["statements"])
+        print(f"  {total[qid] / 1000:7.1f} s  {query[:110]}")
+        cells = []
+        for m in timed:
+            s = m["statements"].get(qid)
+            if s:
+                us = (s["exec_ms"] + s["plan_ms"]) * 1000 / s["calls"]
+                cells.append(f"{m['minute']}:{us:.0f}/{s['plans'] / s['calls']:.2f}/{s['hits'] / s['calls']:.0f}")
+        for i in range(0, len(cells), 6):
+            print("      " + "  ".join(cells[i : i + 6]))
 
 
 def _print(doc: dict[str, Any]) -> None:
@@ -301,8 +362,10 @@ def _print(doc: dict[str, Any]) -> None:
             print(
                 f"            read {d['blks_read']:8,.0f}/s  hit {d['blks_hit']:9,.0f}/s  checkpoints {m['server']['checkpoints']:.0f}"
                 f"  backend writes {d['buffers_backend']:6,.0f}/s  WAL {d['wal_bytes'] / 1e6:6.1f} MB/s"
-                f"  FPI {d['wal_fpi']:6,.0f}/s  CPU: workers {d['workers_cpu']:.2f}, rest {d['cpu'] - d['workers_cpu']:.2f} cores"
+                f"  FPI {d['wal_fpi']:6,.0f}/s  CPU: workers {d['workers_cpu']:.2f}, harness {d['harness_cpu']:.2f}, "
+                f"rest {d['cpu'] - d['workers_cpu'] - d['harness_cpu']:.2f} cores"
             )
+    _print_statements(doc.get("minutes", []))
     if "last_over_first" in doc:
         print(f"last 3 minutes / first 3: {doc['last_over_first']:.3f} (target >= 0.90)")
 
@@ -321,6 +384,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--concurrency", type=int, default=16, help="slots per worker process")
     ap.add_argument("--warm", type=float, default=5.0, help="seconds before the first phase")
     ap.add_argument("--durable", action="store_true")
+    ap.add_argument(
+        "--statements",
+        action="store_true",
+        help="held: load pg_stat_statements and print, per minute, the time a call of the costliest statements",
+    )
     ap.add_argument("--base-dir", default=None, help="where the cluster lives (default: tmpfs; --durable: /var/tmp)")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument(
@@ -341,12 +409,17 @@ def main(argv: list[str] | None = None) -> int:
 
     pg = EmbeddedPostgres(
         max_connections=100,
-        settings=(DURABLE if args.durable else {}) | dict(kv.split("=", 1) for kv in args.setting),
+        settings=(DURABLE if args.durable else {})
+        | (STATEMENTS if args.statements else {})
+        | dict(kv.split("=", 1) for kv in args.setting),
         base_dir=args.base_dir or (DURABLE_DIR if args.durable else None),
     )
     try:
         dsn = create_database(pg.start(), "pressure")
         install_schema(dsn)
+        if args.statements:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute(sql("pressure_statements_install"))  # type: ignore[arg-type]
         doc = asyncio.run(run(args, dsn))
     finally:
         pg.close()

@@ -55,3 +55,17 @@ select (select blks_read from pg_stat_database where datname = current_database(
            as buffers_backend,
        (select wal_bytes from pg_stat_wal)::bigint as wal_bytes,
        (select wal_fpi from pg_stat_wal)::bigint as wal_fpi;
+
+-- name: pressure_statements_install :exec
+-- The held scenario's statement counters (`--statements`: pg_stat_statements loaded by
+-- shared_preload_libraries, with planning tracked).
+create extension if not exists pg_stat_statements;
+
+-- name: pressure_statements :many
+-- Every statement's counters so far, for the held scenario's per-minute deltas: a statement's
+-- plans against its calls tell a custom plan (planned each call) from a cached generic one.
+select queryid::text as id, regexp_replace(left(query, 200), '\s+', ' ', 'g') as query,
+       calls::bigint as calls, total_exec_time::float8 as exec_ms, plans::bigint as plans,
+       total_plan_time::float8 as plan_ms, shared_blks_hit::bigint as hits
+from pg_stat_statements
+where dbid = (select oid from pg_database where datname = current_database());
