@@ -5,6 +5,12 @@ statements share is a fragment, headed ``-- fragment: job_filter``, and a statem
 with a line ``-- include: job_filter`` (indented as that line; a fragment of any file of
 sql/queries). A duplicate name, a header without a body, a bad cardinality or an include of no
 fragment fails loudly at load, not at the first call.
+
+A header ending in ``generic`` (``-- name: worker_claim :many generic``) marks a statement that
+always runs its generic plan (plan_generic, in the same round trip and transaction): one whose
+plan is the same for every parameter and costs more to make than to run. PostgreSQL's plan cache
+would otherwise plan it anew on every call for good once a replanning after a statistics change
+costs its generic plan above its custom ones.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from pathlib import Path
 
 from engine.errors import X_SQL_CATALOG, JobsError
 
-_HEADER = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s+:(one|many|exec)\s*$")
+_HEADER = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s+:(one|many|exec)(\s+generic)?\s*$")
 _FRAGMENT = re.compile(r"^--\s*fragment:\s*([a-z_][a-z0-9_]*)\s*$")
 _INCLUDE = re.compile(r"^(\s*)--\s*include:\s*([a-z_][a-z0-9_]*)\s*$")
 
@@ -32,6 +38,7 @@ class Query:
     purpose: str
     text: str
     source: str
+    generic: bool = False  # the header ends in ``generic``: always the statement's generic plan
 
     @cached_property
     def positional(self) -> tuple[str, tuple[str, ...]]:
@@ -81,14 +88,14 @@ def parse_file(text: str, source: str) -> tuple[dict[str, Query], dict[str, Frag
     """One file's statements (their includes not yet resolved) and fragments."""
     out: dict[str, Query] = {}
     fragments: dict[str, Fragment] = {}
-    current: tuple[str, str] | None = None  # (name, cardinality); cardinality "" for a fragment
+    current: tuple[str, str, bool] | None = None  # (name, cardinality, generic); cardinality "" for a fragment
     purpose: list[str] = []
     body: list[str] = []
 
     def flush() -> None:
         if current is None:
             return
-        name, cardinality = current
+        name, cardinality, generic = current
         sql = "\n".join(body).strip()
         if not sql:
             header = f"-- fragment: {name}" if not cardinality else f"-- name: {name} :{cardinality}"
@@ -99,7 +106,7 @@ def parse_file(text: str, source: str) -> tuple[dict[str, Query], dict[str, Frag
         if not cardinality:
             fragments[name] = Fragment(name, _dedent(body), source)
         else:
-            out[name] = Query(name, cardinality, " ".join(purpose).strip(), sql.rstrip(";"), source)
+            out[name] = Query(name, cardinality, " ".join(purpose).strip(), sql.rstrip(";"), source, generic)
 
     for line in text.splitlines():
         stripped = line.strip()
@@ -112,7 +119,7 @@ def parse_file(text: str, source: str) -> tuple[dict[str, Query], dict[str, Frag
                     f"{'statement' if m else 'fragment'} {name!r} is declared twice in {source}",
                     f"rename one of the two '-- {'name' if m else 'fragment'}: {name}' headers",
                 )
-            current, purpose, body = (name, m.group(2) if m else ""), [], []
+            current, purpose, body = (name, m.group(2) if m else "", bool(m and m.group(3))), [], []
         elif current is not None:
             if not body and line.startswith("--") and not _INCLUDE.match(line):
                 purpose.append(line.lstrip("- ").strip())
@@ -121,7 +128,7 @@ def parse_file(text: str, source: str) -> tuple[dict[str, Query], dict[str, Frag
         elif stripped.startswith(("-- name:", "-- fragment:")):
             raise _catalog_error(
                 f"malformed header {stripped!r} in {source}",
-                "-- name: statement_name :one|:many|:exec, or -- fragment: fragment_name",
+                "-- name: statement_name :one|:many|:exec [generic], or -- fragment: fragment_name",
             )
     flush()
     return out, fragments

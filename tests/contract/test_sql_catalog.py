@@ -62,3 +62,13 @@ async def test_a_statement_runs_only_as_the_cardinality_its_header_declares(pg_d
         assert await driver._rows(Q.job_history, {"id": "00000000-0000-0000-0000-000000000000"}) == []
     finally:
         await driver.close()
+
+
+def test_a_header_ending_in_generic_marks_its_statement_and_any_other_word_is_refused() -> None:
+    got = parse_queries("-- name: a :one generic\nselect 1;\n-- name: b :many\nselect 2;\n", "t.sql")
+    assert (got["a"].generic, got["b"].generic) == (True, False)
+    assert Q.worker_claim.generic  # the claim: one plan whatever its parameters, costly to make
+    with pytest.raises(JobsError) as err:
+        parse_queries("-- name: a :one custom\nselect 1;\n", "t.sql")
+    assert err.value.code == X_SQL_CATALOG and "malformed header" in err.value.cause
+    assert "[generic]" in err.value.fix

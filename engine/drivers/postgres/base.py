@@ -124,6 +124,17 @@ def cancelled(exc: BaseException) -> JobsError:
     )
 
 
+async def _send(conn: Conn, cur: Any, query: Query, text: str, args: Any) -> None:
+    """Execute one statement on ``cur``; one headed ``generic`` (sqlfiles) goes out after
+    plan_generic in one pipeline: one round trip, one transaction, so the setting ends with it."""
+    if not query.generic:
+        await cur.execute(text, args)
+        return
+    async with conn.pipeline():
+        await conn.execute(Q.plan_generic.text)
+        await cur.execute(text, args)
+
+
 class PostgresBase:
     dsn: str
     pools: LoopPools
@@ -144,7 +155,7 @@ class PostgresBase:
             async with self._connection() as pooled:
                 return await self._run(query, params, conn=pooled, tuples=tuples)
         cur = conn.cursor(row_factory=tuple_row) if tuples else conn.cursor()
-        await cur.execute(query.text, params)  # type: ignore[arg-type]
+        await _send(conn, cur, query, query.text, params)
         return await _answer(cur, query.cardinality)
 
     async def _rows(self, query: Query, params: Params, *, conn: Conn | None = None) -> list[Row]:
@@ -166,7 +177,7 @@ class PostgresBase:
         text, names = query.positional
         async with self._connection() as conn:
             cur = psycopg.AsyncRawCursor(conn, row_factory=tuple_row)
-            await cur.execute(text, tuple(values[n] for n in names))  # type: ignore[arg-type]
+            await _send(conn, cur, query, text, tuple(values[n] for n in names))
             return await _answer(cur, query.cardinality)
 
     async def _pipelined(self, query: Query, params: Iterable[Params]) -> list[Any]:
@@ -176,6 +187,8 @@ class PostgresBase:
         sent: list[Any] = []
         async with self._connection() as conn, conn.transaction():
             async with conn.pipeline():
+                if query.generic:
+                    await conn.execute(Q.plan_generic.text)
                 for p in params:
                     cur = conn.cursor()
                     await cur.execute(query.text, p)  # type: ignore[arg-type]
