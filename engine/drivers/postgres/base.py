@@ -131,8 +131,9 @@ async def _plan_generic(conn: Conn) -> None:
 
 async def _send(conn: Conn, cur: Any, query: Query, text: str, args: Any) -> None:
     """Execute one statement on ``cur``; one headed ``generic`` (sqlfiles) goes out after
-    plan_generic in one pipeline: one round trip, one transaction, so the setting ends with it
-    (~50 us of client CPU a call, the pipeline's)."""
+    plan_generic in one pipeline: one round trip and, on an idle connection, one transaction, so
+    the setting ends with the statement (inside a caller's transaction, with that transaction).
+    The pipeline costs ~50 us of client CPU a call."""
     if not query.generic:
         await cur.execute(text, args)
         return
