@@ -54,6 +54,9 @@ SCHEDULE_TRIGGERED = "jobs.schedule.triggered"
 POOL_CONNECT_FAILED = "jobs.pool.connect-failed"  # a connection attempt failed; the pool retries
 POOL_RECONNECT_GAVE_UP = "jobs.pool.reconnect-gave-up"  # the pool stopped retrying one connection
 POOL_CONNECTION_DISCARDED = "jobs.pool.connection-discarded"  # a broken or closed connection dropped
+# A pipeline (the claim's) whose statement had already raised could not be ended either: its
+# connection was lost; the statement's own error is what the caller handles.
+POOL_PIPELINE_LOST = "jobs.pool.pipeline-lost"
 POOL_MESSAGE = "jobs.pool.message"  # any other warning of the pool or of psycopg
 
 _POOL_EVENTS = {
@@ -64,6 +67,7 @@ _POOL_EVENTS = {
     "closing returned connection: %s": POOL_CONNECTION_DISCARDED,
     "error resetting connection: %s": POOL_CONNECTION_DISCARDED,
     "rollback failed: %s: %s. Discarding connection %s": POOL_CONNECTION_DISCARDED,
+    "error ignored terminating %r: %s": POOL_PIPELINE_LOST,
 }
 LIBRARY_LOGGERS = ("psycopg", "psycopg_pool")  # psycopg.pool is psycopg's child; the scheduler's are psycopg_pool's
 
