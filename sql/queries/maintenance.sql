@@ -316,8 +316,8 @@ select id, state, queue, claimed_by from upd;
 -- The GIN indexes of jobs.job, jobs.job_done and its open bucket (found by access method, so a
 -- GIN added later is covered; valid ones only: an interrupted rebuild's leftover is not one), each
 -- with its size now and its baseline. A sealed bucket's GIN is dropped whole with its keys; the
--- open one is pruned row by row while the leader cannot seal it. An index seen for the first time gets its size now as its baseline. Fenced
--- on the leader's term: no rows for anyone else.
+-- open one is pruned row by row while the leader cannot seal it. An index seen for the first time
+-- gets its size now as its baseline. Fenced on the leader's term: no rows for anyone else.
 with leader as (
     select 1 from jobs.leader
     where name = %(leader)s and holder = %(holder)s and term = %(term)s and lease_until >= %(now)s
