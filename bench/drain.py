@@ -6,20 +6,36 @@ the first poll (every POLL seconds, on a connection opened beforehand) that find
 
 from __future__ import annotations
 
+import compileall
+import functools
 import os
 import signal
 import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import psycopg
 
 POLL = 0.01
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@functools.cache
+def compile_tree() -> None:
+    """Byte-compile this tree's modules, once per harness, before it starts a worker process. An
+    editable install's modules are otherwise compiled from source at every process start where the
+    environment sets PYTHONDONTWRITEBYTECODE (~60 ms of a worker's ~360 ms start here), which no
+    deployment pays (pip compiles a wheel's modules at install, and the peers' installed packages
+    were compiled the same way)."""
+    for package in ("engine", "bench"):
+        compileall.compile_dir(ROOT / package, quiet=1)
 
 
 def spawn(argv: Sequence[str], env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], Any]:
+    compile_tree()
     log = tempfile.TemporaryFile()
     full_env = {**os.environ, **(env or {})}
     return subprocess.Popen(list(argv), stdout=log, stderr=log, env=full_env, start_new_session=True), log

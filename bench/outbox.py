@@ -30,19 +30,16 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import psycopg
 
 from bench import ours
-from bench.drain import timed_drain
+from bench.drain import ROOT, compile_tree, timed_drain
 from bench.sqlq import sql
 from engine.api import Engine, Enqueue
 from engine.drivers.postgres import PostgresDriver
 from engine.jobs import job
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @job(name="bench_receipt", queue="bench_outbox", idempotency_key=lambda inp: f"order:{inp['order']}")
@@ -91,6 +88,7 @@ def stage_cost(dsn: str, runs: int) -> dict[str, float]:
 
 def _relay(dsn: str) -> subprocess.Popen[bytes]:
     cmd = [sys.executable, "-c", "from engine.cli import main; main()", "relay", "--dsn", dsn, "--batch-size", "500"]
+    compile_tree()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 

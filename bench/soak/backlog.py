@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 import psycopg
 from psycopg import sql as pgsql
 
-from bench.torture.fleet import ROOT
+from bench.drain import ROOT, compile_tree
 from bench.torture.sqlq import sql
 from engine.testing import EmbeddedPostgres, create_database, drop_database, install
 
@@ -51,6 +51,7 @@ def drain_rate(admin: str, template: str, run: str, *, workers: int, skip: int, 
             settled = sql("soak_settled")
             env = {**os.environ, "JOBS_DSN": dsn}
             cmd = [sys.executable, "-c", "from engine.cli import main; main()", *WORKER]
+            compile_tree()
             procs = [
                 subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 for _ in range(workers)

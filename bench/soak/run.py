@@ -21,8 +21,8 @@ import psycopg
 from psycopg.rows import dict_row
 
 from bench import workload
+from bench.drain import ROOT, compile_tree
 from bench.latency import Collector, percentile
-from bench.torture.fleet import ROOT
 from bench.torture.sqlq import sql
 from engine.api import connect
 from engine.testing import EmbeddedPostgres, create_database, install
@@ -186,6 +186,7 @@ async def run_soak(cfg: SoakConfig) -> SoakReport:
         env = {**os.environ, "JOBS_DSN": dsn, "BENCH_UDP": col.path}
         import subprocess
 
+        compile_tree()
         procs = [
             subprocess.Popen(
                 worker_command(cfg), cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from bench.drain import ROOT, compile_tree
+
 APP = "bench.torture.app"
 
 
@@ -92,6 +93,7 @@ class Fleet:
         else:
             env.pop("JOBS_TEST_CLOCK_SKEW", None)
         with log.open("wb") as out:
+            compile_tree()
             proc = subprocess.Popen(self.command(), cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
         inc = Incarnation(slot, number, proc, log, time.monotonic())
         self.incarnations.append(inc)
