@@ -18,11 +18,6 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import psycopg
-
-from bench.sqlq import sql
-from engine.drivers.sqlfiles import Q
-
 
 class Reporter:
     """Sends each job's enqueue and start times to the parent's datagram socket."""
@@ -45,6 +40,10 @@ async def _noop(rep: Reporter, payload: Any) -> None:
 
 
 async def loop_drain(cfg: dict[str, Any], rep: Reporter) -> None:
+    import psycopg
+
+    from bench.sqlq import sql
+
     claim, ack = sql("raw_claim"), sql("raw_ack_many")
 
     async def one(i: int) -> None:
@@ -66,6 +65,10 @@ async def loop_drain(cfg: dict[str, Any], rep: Reporter) -> None:
 
 async def loopq_drain(cfg: dict[str, Any], rep: Reporter) -> None:
     """The worker's statements (its claim with lease, the fenced ack + attempt row), no engine code."""
+    import psycopg
+
+    from engine.drivers.sqlfiles import Q
+
     # An experiment may pass its own statements (bench scripts comparing SQL variants in one run).
     claim, ack = cfg.get("claim_sql") or Q.worker_claim.text, cfg.get("ack_sql") or Q.job_ack_many.text
 
@@ -113,9 +116,7 @@ async def peer_worker(cfg: dict[str, Any], rep: Reporter) -> None:
     from pgqueuer.qm import QueueManager
     from pgqueuer.queries import Queries
 
-    from bench.cluster import asyncpg_kwargs
-
-    conn = await asyncpg.connect(**asyncpg_kwargs(cfg["dsn"]))
+    conn = await asyncpg.connect(**cfg["asyncpg"])
     qm = QueueManager(Queries(AsyncpgDriver(conn)))
 
     @qm.entrypoint("noop")

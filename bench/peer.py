@@ -72,7 +72,9 @@ async def seed(dsn: str, n: int) -> None:
 
 
 def worker_command(dsn: str, *, batch: int = BATCH, udp: str | None = None) -> list[str]:
-    cfg = {"kind": "peer", "dsn": dsn, "batch": batch, "uvloop": True, "udp": udp}
+    # asyncpg's keywords made here: the peer's process imports pgqueuer and asyncpg, and none of
+    # the harness's own modules (psycopg, the cluster), whose import would count as its start.
+    cfg = {"kind": "peer", "asyncpg": asyncpg_kwargs(dsn), "batch": batch, "uvloop": True, "udp": udp}
     return [sys.executable, "-m", "bench.child", json.dumps(cfg)]
 
 
