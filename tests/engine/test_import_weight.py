@@ -85,3 +85,17 @@ def test_the_public_names_still_resolve_from_engine() -> None:
     assert engine.connect.__module__ == "engine.api"
     with pytest.raises(AttributeError, match="not_a_public_name"):
         engine.not_a_public_name  # noqa: B018
+
+
+def test_the_benchs_peer_worker_process_imports_nothing_of_the_harness_beyond_its_child_module() -> None:
+    # pgqueuer's worker process (bench/child.py, kind peer): its imports are inside the drain's
+    # clock, so it loads pgqueuer, asyncpg and uvloop, and none of psycopg, the engine or the
+    # harness's cluster, which our worker does not pay for it.
+    modules = imported_by(
+        "import bench.child\n"
+        "import asyncpg, uvloop\n"
+        "from pgqueuer.qm import QueueManager\n"
+        "from pgqueuer.queries import Queries\n"
+    )
+    assert "pgqueuer.qm" in modules and "bench.child" in modules  # the probe imported what it says
+    assert loaded(modules, ("psycopg", "engine", "bench")) == ["bench", "bench.child"]
