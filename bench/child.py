@@ -1,9 +1,12 @@
 """A worker process of the bench: `python -m bench.child '{"kind": ..., "dsn": ...}'`.
 
 kinds: loop (a bare psycopg loop over the raw table), loopq (the same loop over the engine's own
-statements on jobs.job, no engine code), peer (pgqueuer's QueueManager). Our own worker runs
-through the real `jobs worker` CLI instead (bench/ours.py). Handlers are no-ops, or, with
-`"udp"` set, send (enqueued_at, started_at) to the parent for the latency figures.
+statements on jobs.job, no engine code), peer (pgqueuer's QueueManager), ours (the engine's
+Worker embedded; the real `jobs worker` CLI is the other way bench/ours.py starts it). Each kind
+imports what it runs and nothing at the module's top does: a process's imports count in a drain
+from its spawn, so pgqueuer's process loads no psycopg and no engine module
+(tests/engine/test_import_weight.py). Handlers are no-ops, or, with `"udp"` set, send
+(enqueued_at, started_at) to the parent for the latency figures.
 """
 
 from __future__ import annotations
