@@ -2,10 +2,16 @@
 -- statement, and the counts the drain polls.
 
 -- name: soak_seed_ready :exec
--- %(n)s ready no-op jobs of bench.workload's queue, due now, ids in order (UUIDv7-shaped).
+-- %(n)s ready no-op jobs of bench.workload's queue, due now, ids in order (UUIDv7-shaped). Their
+-- idempotency keys, by %(keys)s: 'decimal' seed:1, seed:2, ... (text order is not the claim order:
+-- seed:1000 and seed:1001 are ~111 keys apart in the dedupe index at 1,000,000 rows, adjacent at
+-- 10,000); 'padded' seed:0000001, ... (text order is the claim order at any depth, as UUIDv7 or
+-- fixed-width keys); 'random' an md5 of the number (no order at any depth, as UUIDv4 keys).
 insert into jobs.job (id, name, queue, idempotency_key, input, state, priority, attempt, max_attempts,
                       run, run_at, created_at, updated_at)
-select ('00000000-0000-7000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, 'bench.noop', 'bench', 'seed:' || g,
+select ('00000000-0000-7000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, 'bench.noop', 'bench',
+       'seed:' || case %(keys)s::text when 'padded' then lpad(g::text, 7, '0') when 'random' then md5(g::text)
+                                      else g::text end,
        jsonb_build_object('i', g), 'ready', 0, 0, 1, 0, %(now)s, %(now)s, %(now)s
 from generate_series(1, %(n)s) as g;
 

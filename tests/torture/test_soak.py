@@ -36,6 +36,9 @@ def test_the_backlog_drain_measures_both_depths(capsys: pytest.CaptureFixture[st
     assert backlog.main([*args, "--runs", "1"]) == 0
     out = capsys.readouterr().out
     print(out)
-    assert "run 1 small:" in out and "run 1 large:" in out
-    assert "backlog drain (2 workers; jobs 200 to 1,200 of the small, to 3,200 of the large): 2,000 ready" in out
+    assert "run 1 decimal small:" in out and "run 1 decimal large:" in out
+    assert (
+        "backlog drain (2 workers; jobs 200 to 1,200 of the small, to 3,200 of the large), keys decimal: 2,000 ready"
+        in out
+    )
     assert "ratio" in out
