@@ -7,8 +7,8 @@ through the statement the engine sends a batch as (job_enqueue_fresh: a plain in
 time-ordered, as the engine mints them), then batches of 1,000 through job_enqueue (the same
 through ON CONFLICT: "+arbiter"), and runs 100 claim + ack cycles of 200 through worker_claim and
 job_ack_many, on one connection. Per row it reads that backend's CPU time (utime + stime from
-/proc, so a noisy neighbour's steal does not count as ours) and the WAL the server wrote, which
-is exact: every index entry is a WAL record, so the WAL table tells the index sets apart on a
+/proc, so a noisy neighbour's steal does not count as ours) and the WAL it wrote, which is
+exact: every index entry is a WAL record, so the WAL table tells the index sets apart on a
 machine too noisy for the CPU table to. The figures answer "what does each index set cost an
 enqueue, a claim and an ack" with numbers rather than wall-clock guesses on a shared machine.
 """
@@ -86,9 +86,10 @@ class Sizes:
 
 
 class Meter:
-    """One backend's CPU time (utime + stime from /proc, 10 ms ticks) and the WAL the server
-    wrote (bytes between two insert positions: exact, and the same on a quiet machine or a noisy
-    one, with full_page_writes off as in the bench's default server), summed per phase."""
+    """One backend's CPU time (utime + stime from /proc, 10 ms ticks) and the WAL it wrote
+    (PostgreSQL 18's per-backend WAL statistics, flushed on demand: exact, the same on a quiet
+    machine or a noisy one, and no other session's, with full_page_writes off as in the bench's
+    default server), summed per phase."""
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.conn, self.pid = conn, conn.info.backend_pid
@@ -98,7 +99,8 @@ class Meter:
 
     def _now(self) -> tuple[float, int]:
         fields = open(f"/proc/{self.pid}/stat").read().split(")")[1].split()
-        row = self.conn.execute("select pg_current_wal_insert_lsn() - '0/0'::pg_lsn").fetchone()
+        self.conn.execute("select pg_stat_force_next_flush()")  # flushed as the backend goes idle
+        row = self.conn.execute("select wal_bytes from pg_stat_get_backend_wal(pg_backend_pid())").fetchone()
         return (int(fields[11]) + int(fields[12])) / _TICK, int(row[0]) if row else 0
 
     def count(self, phase: str, rows: int, work: Callable[[], Any]) -> Any:
