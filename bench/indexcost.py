@@ -134,7 +134,9 @@ def _setup(conn: psycopg.Connection[Any], statements: list[str]) -> None:
     for statement in statements:
         if "{bucket}" in statement:
             row = conn.execute("select n from jobs.job_done_bucket where sealed_at is null").fetchone()
-            statement = statement.replace("{bucket}", f"job_done_{row[0] if row else '?'}_")
+            if row is None:
+                raise ValueError(f"{statement!r} names the open bucket, and this schema has none (before 0012)")
+            statement = statement.replace("{bucket}", f"job_done_{row[0]}_")
         conn.execute(statement)  # type: ignore[arg-type]
 
 
@@ -168,24 +170,24 @@ def measure(dsn: str, setup: list[str], ack: str = "", sizes: Sizes = Sizes()) -
         meter.count("+arbiter", 5 * sizes.big, lambda: enqueue(batches[8:13], Q.job_enqueue.text))
         enqueue(batches[13:])
         claim = {"queues": ["bench"], "floors": [None], "limit": sizes.claim, "worker": "w1", "now": now}
+
+        def claimed() -> list[Any]:
+            rows = conn.execute(Q.worker_claim.text, {**claim, "lease_seconds": 30.0}).fetchall()  # type: ignore[arg-type]
+            return [r for r in rows if r[0] is not None]  # its last row (id null) says when work is next due
+
+        def acked(got: list[Any]) -> None:
+            conn.execute(
+                ack_sql,  # type: ignore[arg-type]
+                {  # type: ignore[arg-type]
+                    "ids": "{" + ",".join(r[0] for r in got) + "}",
+                    "workers": ["w1"] * len(got),
+                    "runs": "{" + ",".join(str(r[_RUN]) for r in got) + "}",
+                    "results": ["null"] * len(got),
+                    "now": now,
+                },
+            )
+
         for cycle in range(sizes.cycles):
-
-            def claimed() -> list[Any]:
-                rows = conn.execute(Q.worker_claim.text, {**claim, "lease_seconds": 30.0}).fetchall()  # type: ignore[arg-type]
-                return [r for r in rows if r[0] is not None]
-
-            def acked(got: list[Any]) -> None:
-                conn.execute(
-                    ack_sql,  # type: ignore[arg-type]
-                    {  # type: ignore[arg-type]
-                        "ids": "{" + ",".join(r[0] for r in got) + "}",
-                        "workers": ["w1"] * len(got),
-                        "runs": "{" + ",".join(str(r[_RUN]) for r in got) + "}",
-                        "results": ["null"] * len(got),
-                        "now": now,
-                    },
-                )
-
             if cycle < sizes.warm:
                 acked(claimed())
                 continue
