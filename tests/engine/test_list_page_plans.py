@@ -17,6 +17,12 @@ from engine.drivers.sqlfiles import Q
 from engine.introspect import parse_filter
 
 LIVE, SETTLED, PAGE = 3_000, 3_000, 51
+# A UUIDv7 at the time {at}: its milliseconds over the first six bytes of a random UUID, the
+# version bits set to 7 (PostgreSQL 18's uuidv7() spelled out, so the seed runs on older servers).
+UUID7_AT = (
+    "encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing"
+    " substring(int8send(floor(extract(epoch from {at}) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid"
+)
 NOW = datetime(2026, 12, 4, 12, tzinfo=UTC)
 
 
@@ -41,7 +47,8 @@ def both_tables(pg_dsn: str) -> str:
                 f"""insert into {table} (id, name, queue, tenant, idempotency_key, input, state, attempt,
                                          max_attempts, run, run_at, created_at, updated_at, finished_at,
                                          error_code, stop_reason)
-                    select uuidv7(i * interval '1 second'), %(name)s, 'q', %(tenant)s, %(name)s || i,
+                    select {UUID7_AT.format(at="%(now)s::timestamptz + i * interval '1 second'")}, %(name)s, 'q',
+                           %(tenant)s, %(name)s || i,
                            jsonb_build_object('i', i), %(state)s, 0, 1, 0, %(now)s, %(now)s, %(now)s,
                            case when %(state)s = 'dead' then %(now)s::timestamptz end,
                            case when %(state)s = 'dead' then 'X_GONE' end,
