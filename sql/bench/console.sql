@@ -1,16 +1,15 @@
 -- Seeding for the console bench (python -m bench.console): the mix the projections bench uses
 -- (95% completed, 3% dead, 2% live; 50 job names, 20 tenants, 5 queues),
 -- made set-based so a million rows take seconds, not minutes.
--- Ids are UUIDv7 at each row's own time, spelled out (the time's milliseconds over the first six
--- bytes of a random UUID, the version bits set to 7) rather than PostgreSQL 18's uuidv7(), so the
--- seeds run on older servers too (JOBS_PG_BINARIES=system).
 
 -- name: console_bench_seed_jobs :exec
 -- Insert rows %(first)s..%(last)s, one every 2 seconds back from %(now)s (UUIDv7 ids in that order).
 insert into jobs.job (id, name, queue, tenant, idempotency_key, input, result, state, priority, attempt,
                       max_attempts, run, run_at, created_at, updated_at, claimed_by, claimed_at,
                       lease_until, finished_at, last_error, error_code, stop_reason, wait)
-select encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send(floor(extract(epoch from at) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid, 'job_' || (g %% 50), 'q' || (g %% 5),
+select
+       -- include: uuid7_at
+       , 'job_' || (g %% 50), 'q' || (g %% 5),
        case when g %% 21 = 0 then null else 't' || (g %% 20) end,
        'k:' || g, jsonb_build_object('n', g, 'invoice_id', g %% 100000),
        case when kind = 'completed' then jsonb_build_object('ok', true) end,

@@ -4,16 +4,15 @@
 -- 30 s after %(now)s), every 10,000th has failed to publish (attempts, last error). Published rows
 -- (the audit trail) are staged and published one every 10 ms back from %(now)s: the last hour
 -- holds ~360,000 of them.
--- Ids are UUIDv7 at each row's own time, spelled out (the time's milliseconds over the first six
--- bytes of a random UUID, the version bits set to 7) rather than PostgreSQL 18's uuidv7(), so the
--- seeds run on older servers too (JOBS_PG_BINARIES=system).
 
 -- name: bench_seed_outbox_unpublished :exec
 -- Unpublished rows %(first)s..%(last)s.
 insert into jobs.outbox (id, staged_at, name, queue, tenant, idempotency_key, input, run_at, max_attempts,
                          priority, claimed_at, claimed_by, claim_token, lease_until, attempts, last_error,
                          failed_at)
-select encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send(floor(extract(epoch from at) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid, at, 'job_' || (g %% 50), 'q' || (g %% 5),
+select
+       -- include: uuid7_at
+       , at, 'job_' || (g %% 50), 'q' || (g %% 5),
        case when g %% 21 = 0 then null else 't' || (g %% 20) end,
        'ob:' || g, jsonb_build_object('order', g), null, 3, 0,
        case when held then %(now)s::timestamptz end,
@@ -33,10 +32,13 @@ from (
 -- Published rows %(first)s..%(last)s, each with the job id it became.
 insert into jobs.outbox (id, staged_at, name, queue, tenant, idempotency_key, input, max_attempts, priority,
                          claimed_at, claimed_by, claim_token, published_at, job_id)
-select encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send(floor(extract(epoch from at) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid, at, 'job_' || (g %% 50), 'q' || (g %% 5), null, 'obp:' || g,
+select
+       -- include: uuid7_at
+       , at, 'job_' || (g %% 50), 'q' || (g %% 5), null, 'obp:' || g,
        jsonb_build_object('order', g), 3, 0, at, 'bench-relay-' || (g %% 3),
        ('00000000-0000-4000-8000-0000000001' || lpad((g %% 100)::text, 2, '0'))::uuid,
-       at + interval '5 milliseconds', encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send(floor(extract(epoch from at) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid
+       at + interval '5 milliseconds',
+       -- include: uuid7_at
 from (
     select g, %(now)s::timestamptz - g * interval '10 milliseconds' as at
     from generate_series(%(first)s::int, %(last)s::int) as g

@@ -2,16 +2,21 @@
 -- set-based (generate_series) so a million rows take seconds. One row every 2 seconds back from
 -- %(now)s, so the last hour holds ~1,700 completions; 95% completed, 3% dead (both stop
 -- reasons), 2% spread over the live states; 50 names, 20 tenants (every 21st row none), 5 queues.
--- Ids are UUIDv7 at each row's own time, spelled out (the time's milliseconds over the first six
+
+-- fragment: uuid7_at
+-- The id of a row made at `at`: a UUIDv7 spelled out (the time's milliseconds over the first six
 -- bytes of a random UUID, the version bits set to 7) rather than PostgreSQL 18's uuidv7(), so the
--- seeds run on older servers too (JOBS_PG_BINARIES=system).
+-- seeds of every file of sql/bench run on older servers too (JOBS_PG_BINARIES=system).
+encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send(floor(extract(epoch from at) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid
 
 -- name: bench_seed_jobs :exec
 -- Insert job rows %(first)s..%(last)s (UUIDv7 ids minted for each row's own time).
 insert into jobs.job (id, name, queue, tenant, idempotency_key, input, result, state, priority, attempt,
                       max_attempts, run, run_at, created_at, updated_at, claimed_by, claimed_at,
                       lease_until, finished_at, last_error, error_code, stop_reason, wait)
-select encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send(floor(extract(epoch from at) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid, 'job_' || (g %% 50), 'q' || (g %% 5),
+select
+       -- include: uuid7_at
+       , 'job_' || (g %% 50), 'q' || (g %% 5),
        case when g %% 21 = 0 then null else 't' || (g %% 20) end,
        'k:' || g, jsonb_build_object('n', g, 'invoice_id', g %% 100000),
        case when state = 'completed' then jsonb_build_object('ok', true) end,
@@ -97,7 +102,9 @@ vacuum analyze;
 -- jobs/s), for the queues view's sparkline on a busy queue (queues.busy_hour).
 insert into jobs.job (id, name, queue, idempotency_key, input, result, state, attempt, max_attempts, run,
                       run_at, created_at, updated_at, claimed_by, claimed_at, finished_at)
-select encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send(floor(extract(epoch from at) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid, 'job_' || (g %% 50), 'q' || (g %% 5), 'busy:' || g,
+select
+       -- include: uuid7_at
+       , 'job_' || (g %% 50), 'q' || (g %% 5), 'busy:' || g,
        jsonb_build_object('n', g), jsonb_build_object('ok', true), 'completed', 1, 3, 1,
        at, at, at, 'bench-worker-' || (g %% 4), at, at
 from (select g, %(now)s::timestamptz - g * (interval '1 hour' / %(n)s::int) as at

@@ -12,17 +12,13 @@ from typing import Any
 import psycopg
 import pytest
 
+from bench.sqlq import fragment
 from engine.drivers.postgres.introspect import filter_params
 from engine.drivers.sqlfiles import Q
 from engine.introspect import parse_filter
 
 LIVE, SETTLED, PAGE = 3_000, 3_000, 51
-# A UUIDv7 at the time {at}: its milliseconds over the first six bytes of a random UUID, the
-# version bits set to 7 (PostgreSQL 18's uuidv7() spelled out, so the seed runs on older servers).
-UUID7_AT = (
-    "encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing"
-    " substring(int8send(floor(extract(epoch from {at}) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid"
-)
+UUID7_AT = fragment("bench", "uuid7_at")  # a UUIDv7 at the row's time `at`, on any server version
 NOW = datetime(2026, 12, 4, 12, tzinfo=UTC)
 
 
@@ -47,13 +43,13 @@ def both_tables(pg_dsn: str) -> str:
                 f"""insert into {table} (id, name, queue, tenant, idempotency_key, input, state, attempt,
                                          max_attempts, run, run_at, created_at, updated_at, finished_at,
                                          error_code, stop_reason)
-                    select {UUID7_AT.format(at="%(now)s::timestamptz + i * interval '1 second'")}, %(name)s, 'q',
-                           %(tenant)s, %(name)s || i,
+                    select {UUID7_AT}, %(name)s, 'q', %(tenant)s, %(name)s || i,
                            jsonb_build_object('i', i), %(state)s, 0, 1, 0, %(now)s, %(now)s, %(now)s,
                            case when %(state)s = 'dead' then %(now)s::timestamptz end,
                            case when %(state)s = 'dead' then 'X_GONE' end,
                            case when %(state)s = 'dead' then 'terminal' end
-                    from generate_series(1, %(n)s) as i""",  # noqa: S608
+                    from (select i, %(now)s::timestamptz + i * interval '1 second' as at
+                          from generate_series(1, %(n)s) as i) as s""",  # noqa: S608
                 {"name": name, "tenant": "t" + name[0], "state": state, "now": NOW, "n": LIVE},
             )
         conn.execute("vacuum analyze jobs.job, jobs.job_done")
