@@ -24,21 +24,6 @@ REFRESH_MIN, REFRESH_MAX = 0.25, 3600.0
 DSN_HELP = "PostgreSQL DSN (URL or key=value); defaults to $JOBS_DSN"
 
 
-def _flags_take_no_value() -> None:
-    """typer 0.29's help labels every flag (its own --help included) with a `<bool>` type, as if
-    it took a value: a flag's type column stays empty instead (as `jobs --help`, engine/cli)."""
-    from typer.core import TyperOption
-
-    typed = TyperOption.display_type_rich
-
-    def display_type_rich(self: TyperOption, ctx: object) -> str | None:
-        return None if self.is_flag else typed(self, ctx)  # type: ignore[arg-type]
-
-    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
-
-
-_flags_take_no_value()
-
 app = typer.Typer(
     name="jobs-console",
     help="The jobs operations console. `jobs-console demo` opens it on a live embedded demo.",

@@ -5,29 +5,12 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
 
 import typer
 
 from engine.cli.admin import CONNECT_HELP, CONNECT_TIMEOUT, STATEMENT_HELP, dsn_fix, set_timeouts
 from engine.errors import X_DSN_INVALID, X_NOT_FOUND, X_STATEMENT_TIMEOUT, X_UNKNOWN_JOB, JobsError
 from engine.text import printable
-
-
-def flags_take_no_value() -> None:
-    """typer 0.29's help labels every flag (its own --help included) with a `<bool>` type, as if
-    it took a value: a flag's type column stays empty instead (tests/engine/test_cli_help.py)."""
-    from typer.core import TyperOption
-
-    typed = TyperOption.display_type_rich
-
-    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
-        return None if self.is_flag else typed(self, ctx)
-
-    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
-
-
-flags_take_no_value()
 
 app = typer.Typer(
     name="jobs",

@@ -99,3 +99,26 @@ def test_the_benchs_peer_worker_process_imports_nothing_of_the_harness_beyond_it
     )
     assert "pgqueuer.qm" in modules and "bench.child" in modules  # the probe imported what it says
     assert loaded(modules, ("psycopg", "engine", "bench")) == ["bench", "bench.child"]
+
+
+def test_jobs_worker_reads_its_options_without_pydantic() -> None:
+    # typer 0.29 coerces every option through a pydantic TypeAdapter built at the first parse
+    # (~110 ms more a command on a 2-core machine, a worker's start among them); the dependency is
+    # held below it (pyproject.toml). The probe parses a full `jobs worker` command line and stops
+    # where the worker would import its target.
+    modules = imported_by(
+        "import sys\n"
+        "import engine.cli.worker as w\n"
+        "from engine.cli import main\n"
+        "def stop(target):\n"
+        "    raise SystemExit(0)\n"
+        "w.load_target = stop\n"
+        "sys.argv = ['jobs', 'worker', 'bench.workload', '--queues', 'bench', '--concurrency', '200',\n"
+        "            '--batch-size', '200', '--grace', '5', '--loop', 'asyncio', '--no-relay']\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code == 0, exc.code\n"
+    )
+    assert "engine.cli.worker" in modules and "typer" in modules  # the probe parsed through typer
+    assert loaded(modules, ("pydantic", "pydantic_core")) == []
