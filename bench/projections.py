@@ -37,17 +37,22 @@ OUTBOX_UNPUBLISHED, OUTBOX_PUBLISHED = 1_000_000, 200_000
 # Settled rows a bucket holds in the seed: 1,000,000 jobs leave four sealed buckets and the open
 # one, as a fleet keeps them (a bucket is open for a quarter of the retention).
 SEED_BUCKET = 200_000
+LIVE_PERCENT = 2  # of the seeded rows; --live-percent 50: a backlog of 500,000 ready rows at 1,000,000
 
 
-def seed(dsn: str, jobs: int, *, upgraded: bool = False) -> float:
-    """Seed ``jobs`` rows. ``upgraded``: leave jobs.job's heap and indexes as an upgrade from the
-    one-table schema leaves them (sized for every row until they are rebuilt) instead of compact."""
+def seed(dsn: str, jobs: int, *, upgraded: bool = False, live: int = LIVE_PERCENT) -> float:
+    """Seed ``jobs`` rows, ``live`` percent of them live (past 2%: a backlog of ready rows).
+    ``upgraded``: leave jobs.job's heap and indexes as an upgrade from the one-table schema leaves
+    them (sized for every row until they are rebuilt) instead of compact."""
+    if not 2 <= live <= 90:
+        raise ValueError(f"live={live}: the percent of live rows must be within 2..90 (--live-percent 50)")
     q = bench_queries()
     started = time.perf_counter()
     now = datetime.now(UTC)
     with psycopg.connect(dsn, autocommit=True) as conn:
         for first in range(1, jobs + 1, 100_000):
-            conn.execute(q["bench_seed_jobs"].text, {"first": first, "last": min(jobs, first + 99_999), "now": now})  # type: ignore[arg-type]
+            params = {"first": first, "last": min(jobs, first + 99_999), "now": now, "live": live}
+            conn.execute(q["bench_seed_jobs"].text, params)  # type: ignore[arg-type]
             conn.execute(q["bench_settle_seeded"].text)  # type: ignore[arg-type]
             if (first + 99_999) % SEED_BUCKET == 0:
                 conn.execute(q["bench_seal"].text)  # type: ignore[arg-type]
@@ -281,6 +286,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--outbox", type=int, default=OUTBOX_UNPUBLISHED, help="unpublished outbox rows to seed")
+    ap.add_argument(
+        "--live-percent",
+        type=int,
+        default=LIVE_PERCENT,
+        help="percent of the jobs live (2..90; past 2 the rest of them ready: the console during a backlog)",
+    )
     ap.add_argument("--dsn", help="an installed, EMPTY database (default: a throwaway embedded server)")
     ap.add_argument(
         "--upgraded",
@@ -288,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
         help="jobs.job as an upgrade from the one-table schema leaves it (heap and indexes sized for every row)",
     )
     args = ap.parse_args(argv)
+    if not 2 <= args.live_percent <= 90:
+        ap.error(f"--live-percent {args.live_percent}: must be within 2..90 (--live-percent 50)")
     from engine.schema import install_schema
     from engine.testing import EmbeddedPostgres, create_database
 
@@ -298,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         dsn = create_database(pg.start(), "projections")
         install_schema(dsn)
     try:
-        seconds = seed(dsn, args.jobs, upgraded=args.upgraded)
+        seconds = seed(dsn, args.jobs, upgraded=args.upgraded, live=args.live_percent)
         samples, meta = asyncio.run(_measure(dsn, args.runs, upgraded=args.upgraded))
         outbox_seconds = seed_outbox(dsn, args.outbox)
         samples.update(asyncio.run(_measure_outbox(dsn, args.runs)))
@@ -310,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
             pg.close()
     rows = []
     print(
-        f"seeded {args.jobs} jobs in {seconds:.1f} s, {args.outbox} unpublished outbox rows in {outbox_seconds:.1f} s"
+        f"seeded {args.jobs} jobs ({args.live_percent}% live) in {seconds:.1f} s, {args.outbox} unpublished outbox rows in {outbox_seconds:.1f} s"
     )
     print(f"{args.runs} runs each (ms)")
     print(f"{'projection':<20} {'median':>8} {'p95':>8} {'max':>8} {'target':>7}  ok")

@@ -2,6 +2,8 @@
 -- set-based (generate_series) so a million rows take seconds. One row every 2 seconds back from
 -- %(now)s, so the last hour holds ~1,700 completions; 95% completed, 3% dead (both stop
 -- reasons), 2% spread over the live states; 50 names, 20 tenants (every 21st row none), 5 queues.
+-- A backlog (bench_seed_jobs' %(live)s past 2): that many percent of the rows live, the 2% spread
+-- over the live states as always and the rest ready, the settled ones 95:3 completed to dead.
 
 -- fragment: uuid7_at
 -- The id of a row made at `at`: a UUIDv7 spelled out (the time's milliseconds over the first six
@@ -10,7 +12,8 @@
 encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send(floor(extract(epoch from at) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid
 
 -- name: bench_seed_jobs :exec
--- Insert job rows %(first)s..%(last)s (UUIDv7 ids minted for each row's own time).
+-- Insert job rows %(first)s..%(last)s (UUIDv7 ids minted for each row's own time), %(live)s percent
+-- of them live (2: the mix above).
 insert into jobs.job (id, name, queue, tenant, idempotency_key, input, result, state, priority, attempt,
                       max_attempts, run, run_at, created_at, updated_at, claimed_by, claimed_at,
                       lease_until, finished_at, last_error, error_code, stop_reason, wait)
@@ -40,7 +43,8 @@ select
             when state = 'parked' then jsonb_build_object('kind', 'limit', 'key', 'concurrency:job_' || (g %% 50)) end
 from (
     select g, %(now)s::timestamptz - g * interval '2 seconds' as at,
-           case when g %% 100 < 95 then 'completed' when g %% 100 < 98 then 'dead' else 'live' end as kind
+           case when g %% 100 >= 98 then 'live' when g %% 100 >= 100 - %(live)s::int then 'ready'
+                when g %% 100 < (100 - %(live)s::int) * 95 / 98 then 'completed' else 'dead' end as kind
     from generate_series(%(first)s::int, %(last)s::int) as g
 ) s,
 lateral (select case when kind = 'live' then (array['ready', 'delayed', 'running', 'suspended', 'parked'])[1 + g / 100 %% 5]

@@ -51,6 +51,26 @@ async def test_i24_queue_stats_count_by_state_and_parked_counts_as_ready(
     assert parked.state is JobState.PARKED and not view.estimated
 
 
+async def test_i24_the_oldest_waiting_row_is_found_across_priorities_and_due_delayed_rows(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    t0 = clock.now()
+    # mail: the longest-waiting row has the lowest priority; a delayed row not yet due is not waiting.
+    await make_job(driver, ids, t0, queue="mail", priority=0)
+    await make_job(driver, ids, t0, state=JobState.DELAYED, queue="mail", priority=5, run_at=t0 + timedelta(hours=1))
+    # reports: a delayed row fell due before the ready row was enqueued, so it has waited longest.
+    await make_job(
+        driver, ids, t0, state=JobState.DELAYED, queue="reports", priority=1, run_at=t0 + timedelta(seconds=5)
+    )
+    clock.advance(10)
+    await make_job(driver, ids, clock.now(), queue="mail", priority=9)
+    await make_job(driver, ids, clock.now(), queue="reports", priority=9)
+    clock.advance(110)
+    by = {q.name: q for q in (await intro(driver, clock).queues()).queues}
+    assert by["mail"].oldest_ready_at == t0 and by["mail"].oldest_ready_age == 120.0
+    assert by["reports"].oldest_ready_at == t0 + timedelta(seconds=5) and by["reports"].oldest_ready_age == 115.0
+
+
 async def test_queue_throughput_is_completions_per_calendar_minute_over_the_last_hour(
     driver: Driver, ids: IdFactory, clock: FakeClock
 ) -> None:
