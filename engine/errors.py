@@ -42,6 +42,7 @@ X_DB_UNREACHABLE = _declare("X_DB_UNREACHABLE", "the database did not accept a c
 X_SCHEMA_MISSING = _declare("X_SCHEMA_MISSING", "the jobs schema is not installed")
 X_SCHEMA_OUTDATED = _declare("X_SCHEMA_OUTDATED", "the jobs schema is older than this engine")
 X_MIGRATION_FAILED = _declare("X_MIGRATION_FAILED", "a migration failed and was rolled back")
+X_SERVER_UNSUPPORTED = _declare("X_SERVER_UNSUPPORTED", "the PostgreSQL server is older than jobs supports (15)")
 X_MIGRATION_CHANGED = _declare("X_MIGRATION_CHANGED", "an applied migration's file no longer matches what was applied")
 X_SQL_CATALOG = _declare("X_SQL_CATALOG", "the named SQL statements are inconsistent")
 X_NOT_FOUND = _declare("X_NOT_FOUND", "no job has that id (for this tenant)")

@@ -1,6 +1,20 @@
 -- The migration runner's statements (engine/drivers/postgres/migrate.py). The migrations themselves
 -- are sql/migrations/NNNN_name.sql, applied in order, each in its own transaction.
 
+-- name: migration_server_check :exec
+-- The oldest server jobs supports: PostgreSQL 15 (the oldest upstream still supports, and the
+-- oldest the suite runs on; 18 is the one it is written for). Raised before anything is written,
+-- by `jobs migrate` and first thing in the script `jobs migrate --sql` prints, with SQLSTATE
+-- 0A000 (feature_not_supported), which the runner reports as X_SERVER_UNSUPPORTED.
+do $$
+begin
+    if current_setting('server_version_num')::int < 150000 then
+        raise exception using errcode = 'feature_not_supported',
+            message = 'jobs needs PostgreSQL 15 or later; this server runs ' || current_setting('server_version');
+    end if;
+end
+$$;
+
 -- name: migration_lock :exec
 -- Serialise migrators for the transaction (the key 0.1's `jobs install` took, so the two never interleave).
 select pg_advisory_xact_lock(7201100);

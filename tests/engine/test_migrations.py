@@ -12,6 +12,7 @@ import sys
 import threading
 import tomllib
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import pytest
 
 from engine.drivers.migrations import migrations, parse_migrations
 from engine.drivers.postgres import PostgresDriver
+from engine.drivers.sqlfiles import Q
 from engine.errors import JobsError
 from engine.schema import migrate, migration_sql, migration_status, pending_sql
 from engine.types import Claim, Nack
@@ -282,3 +284,25 @@ def test_a_wrapper_pins_its_range_so_two_wrappers_apply_each_migration_once(empt
     with pytest.raises(JobsError) as err:
         migration_sql(since=1, until=last + 1)
     assert err.value.code == "X_INVALID_ARGUMENT"
+
+
+def test_migrate_refuses_a_server_older_than_jobs_supports_and_applies_nothing(
+    empty_db: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dsn = empty_db()
+    check = Q.migration_server_check
+    assert "< 150000" in check.text  # the floor; raised past this server's version below
+    monkeypatch.setattr(Q, "migration_server_check", replace(check, text=check.text.replace("< 150000", "< 990000")))
+    with pytest.raises(JobsError) as err:
+        migrate(dsn)
+    assert err.value.code == "X_SERVER_UNSUPPORTED"
+    assert "jobs needs PostgreSQL 15 or later; this server runs " in err.value.cause
+    assert "nothing was applied" in err.value.cause and "pg_upgrade" in err.value.fix
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("select to_regclass('jobs.migration')").fetchone() == (None,)
+
+
+def test_the_migration_script_checks_the_server_before_it_writes_anything() -> None:
+    script = migration_sql(since=0)
+    first = script.index("server_version_num")
+    assert first < script.index("pg_advisory_xact_lock") < script.index("create table if not exists jobs.migration")

@@ -25,6 +25,7 @@ from engine.errors import (
     X_MIGRATION_FAILED,
     X_SCHEMA_MISSING,
     X_SCHEMA_OUTDATED,
+    X_SERVER_UNSUPPORTED,
     JobsError,
 )
 
@@ -32,11 +33,23 @@ MIGRATE_FIX = 'jobs migrate --dsn "$JOBS_DSN"'
 
 
 def _connect(dsn: str) -> psycopg.Connection[dict[str, Any]]:
+    """A connection to a server jobs supports (migration_server_check), or the error saying why not."""
     conninfo = check_dsn(dsn)
     try:
-        return psycopg.connect(conninfo, row_factory=dict_row)
+        conn = psycopg.connect(conninfo, row_factory=dict_row, autocommit=True)
     except psycopg.OperationalError as exc:
         raise unreachable(conninfo, exc) from None
+    try:
+        conn.execute(Q.migration_server_check.text)
+    except psycopg.errors.FeatureNotSupported as exc:
+        conn.close()
+        raise JobsError(
+            X_SERVER_UNSUPPORTED,
+            cause=f"{safe_dsn(dsn)}: {str(exc).strip().splitlines()[0]}; nothing was applied",
+            fix="upgrade the server (pg_upgrade) to PostgreSQL 15 or later, or point JOBS_DSN at one",
+        ) from None
+    conn.autocommit = False
+    return conn
 
 
 def _read(conn: psycopg.Connection[dict[str, Any]]) -> MigrationStatus:
@@ -148,7 +161,7 @@ def script_of(todo: tuple[Migration, ...] | list[Migration], *, header: str = ""
     them applied: for a team whose own tool (Alembic, Django, Flyway, psql) runs migrations. It
     opens no transaction of its own: the tool's transaction holds it (psql: --single-transaction)."""
     parts = [f"-- {line}" for line in header.splitlines()]
-    parts += [Q.migration_lock.text + ";", Q.migration_bootstrap.text + ";"]
+    parts += [Q.migration_server_check.text + ";", Q.migration_lock.text + ";", Q.migration_bootstrap.text + ";"]
     for mig in todo:
         parts += [
             "",
