@@ -81,10 +81,13 @@ explain (format json) select 1 from jobs.job where queue = %(queue)s and state =
 -- however often a limit shed it since (waiting_since; updated_at, its last shed, for a row parked
 -- before that column): its run_at is when it may be tried again.
 -- The earliest run_at is read from job_claim (queue, priority desc, run_at, id) one priority at a
--- time, each priority found by a loose scan (one probe each): the first ready or due row of each
--- is its earliest, so a backlog costs a probe per priority, not a read of every waiting row
--- (75 ms a refresh over 500,000 ready rows in five queues). Parked rows are read one by one:
--- their age is not in an index's order, and there are as many as limits hold back.
+-- time, each priority found by a loose scan (one probe each): the first ready or due delayed row
+-- of each is its earliest, so a backlog costs a probe per priority, not a read of every waiting
+-- row (75 ms a refresh over 500,000 ready rows in five queues). The walk stops at %(now)s, as the
+-- claim does (a ready row is due: its run_at is when it became ready), so rows not yet due (jobs
+-- scheduled ahead, sleeps) are never stepped over; due parked and suspended rows ahead of the
+-- first ready one are. Parked rows' own age is read one by one: it is in no index's order, and
+-- there are as many as limits hold back.
 select n.name,
        least(
            (select min(d.run_at)
@@ -101,8 +104,8 @@ select n.name,
                   )
                   select (select j.run_at from jobs.job j
                           where j.queue = n.name and j.state in ('ready','delayed','parked','suspended')
-                            and j.priority = p.priority
-                            and (j.state = 'ready' or (j.state = 'delayed' and j.run_at <= %(now)s))
+                            and j.priority = p.priority and j.run_at <= %(now)s
+                            and j.state in ('ready','delayed')
                           order by j.run_at limit 1) as run_at
                   from p where p.priority is not null) d),
            (select min(coalesce(j.waiting_since, j.updated_at)) from jobs.job j

@@ -55,3 +55,28 @@ def test_the_oldest_waiting_row_of_a_backlog_is_found_without_reading_the_backlo
     assert oldest == ("q", T0 + timedelta(seconds=1))  # row 1, priority 1: every priority was probed
     assert doc is not None
     assert _rows_read(doc[0][0]["Plan"]) <= 20  # a few probes, against READY rows read one by one
+
+
+def test_the_oldest_waiting_row_is_found_without_stepping_over_rows_not_yet_due(pg_dsn: str) -> None:
+    # Jobs scheduled ahead share the claim index with the ready ones: READY delayed rows due
+    # tomorrow at priority 5, where no row is ready, and READY ready rows at priority 0.
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(
+            f"""insert into jobs.job (id, name, queue, idempotency_key, input, state, priority, attempt,
+                                      max_attempts, run, run_at, created_at, updated_at)
+                select {UUID7_AT}, 'j', 'q', 'k' || i, '{{}}', case when i %% 2 = 1 then 'ready' else 'delayed' end,
+                       case when i %% 2 = 1 then 0 else 5 end, 0, 1, 0,
+                       case when i %% 2 = 1 then at else at + interval '1 day' end, at, at
+                from (select i, %(t0)s::timestamptz + i * interval '1 second' as at
+                      from generate_series(1, %(n)s) as i) as s""",  # noqa: S608
+            {"t0": T0, "n": 2 * READY},
+        )
+        conn.execute("vacuum analyze jobs.job")
+    params = {"queues": ["q"], "now": T0 + timedelta(hours=2)}
+    with psycopg.connect(pg_dsn) as conn:
+        conn.execute("set plan_cache_mode = force_custom_plan")
+        (oldest,) = conn.execute(Q.queue_oldest_ready.text, params).fetchall()
+        doc = conn.execute(f"explain (analyze, format json) {Q.queue_oldest_ready.text}", params).fetchone()
+    assert oldest == ("q", T0 + timedelta(seconds=1))
+    assert doc is not None
+    assert _rows_read(doc[0][0]["Plan"]) <= 20
