@@ -40,12 +40,18 @@ SEED_BUCKET = 200_000
 LIVE_PERCENT = 2  # of the seeded rows; --live-percent 50: a backlog of 500,000 ready rows at 1,000,000
 
 
+def live_refusal(live: int) -> str | None:
+    """Why ``live`` percent of live rows cannot be seeded, or None: the one range, for seed() and
+    the command line (which refuses before a server starts)."""
+    return None if 2 <= live <= 90 else f"--live-percent {live}: must be within 2..90 (--live-percent 50)"
+
+
 def seed(dsn: str, jobs: int, *, upgraded: bool = False, live: int = LIVE_PERCENT) -> float:
     """Seed ``jobs`` rows, ``live`` percent of them live (past 2%: a backlog of ready rows).
     ``upgraded``: leave jobs.job's heap and indexes as an upgrade from the one-table schema leaves
     them (sized for every row until they are rebuilt) instead of compact."""
-    if not 2 <= live <= 90:
-        raise ValueError(f"live={live}: the percent of live rows must be within 2..90 (--live-percent 50)")
+    if refusal := live_refusal(live):
+        raise ValueError(refusal)
     q = bench_queries()
     started = time.perf_counter()
     now = datetime.now(UTC)
@@ -299,8 +305,8 @@ def main(argv: list[str] | None = None) -> int:
         help="jobs.job as an upgrade from the one-table schema leaves it (heap and indexes sized for every row)",
     )
     args = ap.parse_args(argv)
-    if not 2 <= args.live_percent <= 90:
-        ap.error(f"--live-percent {args.live_percent}: must be within 2..90 (--live-percent 50)")
+    if refusal := live_refusal(args.live_percent):
+        ap.error(refusal)
     from engine.schema import install_schema
     from engine.testing import EmbeddedPostgres, create_database
 
