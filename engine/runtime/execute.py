@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import timedelta
@@ -130,10 +130,12 @@ class Runner:
         executor: Executor,
         poke: Callable[[], None] = lambda: None,
         traceback_limit: int = 8192,
+        tasks: Mapping[str, asyncio.Task[Any]],
     ) -> None:
         self.driver, self.registry, self.clock, self.worker = driver, registry, clock, worker
         self.keeper, self.acks, self.limits, self.metrics = keeper, acks, limits, metrics
         self.executor, self.poke, self.traceback_limit = executor, poke, traceback_limit
+        self.tasks = tasks  # the task running each job, by id: what an abort cancels
 
     async def run(self, cj: ClaimedJob) -> Execution:
         row = cj.row
@@ -160,14 +162,14 @@ class Runner:
         signal = RunSignal()
         loop = asyncio.get_running_loop()
         ctx = JobContext(row, signal, lambda: step_api_for(d, self.driver, cj, lease.claim, self.clock, signal, loop))
-        task = asyncio.current_task()
         running = True
 
         def abort(reason: str) -> None:
             if signal.aborted:
                 return
             signal.abort(reason)
-            if running and task is not None:
+            task = self.tasks.get(row.id) if running else None
+            if task is not None:
                 task.cancel()  # the handler stops at its next await; a sync body is left behind
 
         lease.abort = abort  # what the drain, a cancel and a lost lease call
@@ -185,6 +187,7 @@ class Runner:
         except asyncio.CancelledError:
             if not signal.aborted:
                 raise  # the worker itself is being torn down
+            task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
         except StepSuspension as s:
