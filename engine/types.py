@@ -155,7 +155,7 @@ class ClaimBatch:
     next_due: datetime | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: one is built per completed job, and a frozen __init__ costs ~2 us more
 class Ack:
     claim: Claim
     result: JSON = None

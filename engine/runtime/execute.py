@@ -39,8 +39,8 @@ class Execution:
     """What one claimed run came to. ``stop_reason`` is published here as on the log event (I5).
 
     outcome: completed | retried | dead | suspended | parked | released | cancelled | lost |
-    settle-failed. A completion is ``completed`` once handed to the ack buffer; the buffer's
-    ``on_settled`` tells when (and whether) the ack landed.
+    settle-failed. A completion is reported when its ack lands (the ack buffer's ``on_settled``):
+    ``completed``, or what became of the ack.
     """
 
     job_id: str
@@ -137,7 +137,9 @@ class Runner:
         self.executor, self.poke, self.traceback_limit = executor, poke, traceback_limit
         self.tasks = tasks  # the task running each job, by id: what an abort cancels
 
-    async def run(self, cj: ClaimedJob) -> Execution:
+    async def run(self, cj: ClaimedJob) -> Execution | None:
+        """The run's outcome; None for a completion, which is handed to the ack buffer and
+        reported once its ack lands (``AckBuffer.on_settled``)."""
         row = cj.row
         lease = self.keeper.hold(cj.claim, row.queue, row.name)  # lease.claim: built once per run
         try:
@@ -157,7 +159,7 @@ class Runner:
                 except Exception:  # the slot's lease lapses on its own; nothing to settle
                     pass
 
-    async def _execute(self, cj: ClaimedJob, d: JobDefinition, lease: Lease) -> Execution:
+    async def _execute(self, cj: ClaimedJob, d: JobDefinition, lease: Lease) -> Execution | None:
         row = cj.row
         signal = RunSignal()
         loop = asyncio.get_running_loop()
@@ -217,7 +219,7 @@ class Runner:
             except JobsError as exc:
                 return await self._failed(cj, lease, d.retry, exc, duration)
         self.acks.add(Pending(Ack(lease.claim, result, text), lease, row, duration))
-        return Execution(row.id, row.name, row.queue, row.attempt, "completed", duration=duration)
+        return None
 
     async def _deadline(self, seconds: float, abort: Callable[[str], None]) -> None:
         await self.clock.sleep(seconds)

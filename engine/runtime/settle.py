@@ -80,7 +80,7 @@ def settle_failed(keeper: LeaseKeeper, lease: Lease, what: str, error: str) -> N
     )
 
 
-@dataclass
+@dataclass(slots=True)
 class Pending:
     ack: Ack
     lease: Lease

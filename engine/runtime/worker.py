@@ -336,12 +336,12 @@ class Worker:
         finally:
             self._running.pop(job_id, None)
             self._slot_freed.set()
+        if ex is None:  # a completion: reported once its ack lands (_ack_settled)
+            return
         if ex.outcome == "released":
             self.released.append(ex.job_id)
-        if self.on_execution is not None and ex.outcome != "completed":
-            # Once the task has ended, as a done callback would (a completion is reported once
-            # its ack lands: _ack_settled).
-            asyncio.get_running_loop().call_soon(self.on_execution, ex)
+        if self.on_execution is not None:
+            asyncio.get_running_loop().call_soon(self.on_execution, ex)  # once the task has ended
 
     def _ack_settled(self, p: Pending, outcome: str) -> None:
         if self.on_execution is not None:

@@ -1,15 +1,15 @@
-"""The Postgres driver's row mapping: the claim's fast path builds the same rows as JobRow(...)."""
+"""The Postgres driver's row mapping: the claim's fast path builds the same jobs as ClaimedJob(JobRow(...))."""
 
 from __future__ import annotations
 
 from dataclasses import fields
 from datetime import UTC, datetime, timedelta
 
-from engine.drivers.postgres.rows import CLAIM_FIELDS, claimed_rows
-from engine.types import JobRow, JobState
+from engine.drivers.postgres.rows import CLAIM_FIELDS, claimed_jobs
+from engine.types import Claim, ClaimedJob, JobRow, JobState
 
 
-def test_claimed_rows_equal_and_behave_like_dataclass_built_ones() -> None:
+def test_claimed_jobs_equal_and_behave_like_dataclass_built_ones() -> None:
     now = datetime(2026, 12, 3, tzinfo=UTC)
     until = now + timedelta(seconds=30)
     values = (
@@ -31,7 +31,8 @@ def test_claimed_rows_equal_and_behave_like_dataclass_built_ones() -> None:
         now - timedelta(minutes=5),
     )
     assert len(values) == len(CLAIM_FIELDS)
-    (fast,) = claimed_rows([values], worker="w1", now=now, lease_until=until)
+    (built,) = claimed_jobs([values], worker="w1", now=now, lease_until=until)
+    fast = built.row
     slow = JobRow(
         id="0193-a",
         name="send_email",
@@ -59,6 +60,24 @@ def test_claimed_rows_equal_and_behave_like_dataclass_built_ones() -> None:
         waiting_since=now - timedelta(minutes=5),
     )
     assert fast == slow and repr(fast) == repr(slow)
+    assert built == ClaimedJob(slow) and built.claim == ClaimedJob(slow).claim == Claim("0193-a", "w1", 2)
     # Filling the instance dict skips __init__: it is only sound while JobRow has no __post_init__,
     # and the dict keeps the dataclass's field order.
     assert not hasattr(JobRow, "__post_init__") and [f.name for f in fields(JobRow)] == list(fast.__dict__)
+
+
+def test_claimed_jobs_come_in_claim_order_priority_first_then_due_time_then_id() -> None:
+    now = datetime(2026, 12, 3, tzinfo=UTC)
+
+    def values(job_id: str, priority: int, run_at: datetime) -> tuple[object, ...]:
+        return (job_id, "n", "q", None, job_id, None, priority, 1, 3, 1, run_at, now, None, None, None, None)
+
+    rows = [
+        values("c", 0, now - timedelta(seconds=1)),
+        values("b", 5, now),
+        values("a", 0, now - timedelta(seconds=1)),
+        values("d", 0, now - timedelta(seconds=9)),
+    ]
+    built = claimed_jobs(rows, worker="w1", now=now, lease_until=now)
+    assert [cj.row.id for cj in built] == ["b", "d", "a", "c"]
+    assert [cj.claim for cj in built] == [Claim(i, "w1", 1) for i in "bdac"]

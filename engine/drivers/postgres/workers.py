@@ -13,11 +13,11 @@ import psycopg
 from psycopg.rows import dict_row
 
 from engine.drivers.postgres.base import PRESENCE_NAMESPACE, PostgresBase
-from engine.drivers.postgres.rows import CLAIM_FIELDS, claimed_rows
+from engine.drivers.postgres.rows import CLAIM_FIELDS, claimed_jobs
 from engine.drivers.sqlfiles import Q
 from engine.drivers.transient import connection_lost
 from engine.errors import X_INVARIANT, JobsError
-from engine.types import ClaimBatch, ClaimedJob, Heartbeat, QueueGauges, WorkerRecord, gauges_at
+from engine.types import ClaimBatch, Heartbeat, QueueGauges, WorkerRecord, gauges_at
 
 _RUN_AT = CLAIM_FIELDS.index("run_at")
 PRESENCE_KEY_TRIES = 8
@@ -144,9 +144,8 @@ class PostgresWorkers(PostgresBase):
             if rows[at][0] is None:
                 next_due = rows.pop(at)[_RUN_AT]
                 break
-        claimed = claimed_rows(rows, worker=worker, now=now, lease_until=now + timedelta(seconds=lease_seconds))
-        claimed.sort(key=lambda r: (-r.priority, r.run_at, r.id))
-        return ClaimBatch([ClaimedJob(r) for r in claimed], next_due)
+        lease_until = now + timedelta(seconds=lease_seconds)
+        return ClaimBatch(claimed_jobs(rows, worker=worker, now=now, lease_until=lease_until), next_due)
 
     # --- LISTEN/NOTIFY: one dedicated connection per event loop, outside the pool -------------
 
