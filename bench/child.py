@@ -70,6 +70,7 @@ async def loopq_drain(cfg: dict[str, Any], rep: Reporter) -> None:
     """The worker's statements (its claim with lease, the fenced ack + attempt row), no engine code."""
     import psycopg
 
+    from engine.drivers.postgres.jobs import ack_fence
     from engine.drivers.sqlfiles import Q
 
     # An experiment may pass its own statements (bench scripts comparing SQL variants in one run).
@@ -98,13 +99,13 @@ async def loopq_drain(cfg: dict[str, Any], rep: Reporter) -> None:
                 names = [d.name for d in cur.description or []]
                 at = {n: k for k, n in enumerate(names)}
                 await asyncio.gather(*(_noop(rep, r[at["input"]]) for r in rows))
+                ids = [r[at["id"]] for r in rows]
                 await conn.execute(
                     ack,
                     {  # type: ignore[arg-type]
-                        "ids": [r[at["id"]] for r in rows],
-                        "workers": [worker] * len(rows),
-                        "runs": [r[at["run"]] for r in rows],
-                        "results": ["null"] * len(rows),
+                        "ids": "{" + ",".join(ids) + "}",
+                        "worker": worker,
+                        "fence": ack_fence(ids, [r[at["run"]] for r in rows], ["null"] * len(rows)),
                         "now": datetime.now(UTC),
                     },
                 )

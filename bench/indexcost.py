@@ -30,6 +30,7 @@ import psycopg
 from bench.cluster import BenchCluster
 from bench.sqlq import sql
 from engine.clock import SystemClock
+from engine.drivers.postgres.jobs import ack_fence
 from engine.drivers.postgres.rows import CLAIM_FIELDS
 from engine.drivers.sqlfiles import Q
 from engine.ids import IdFactory
@@ -186,9 +187,8 @@ def measure(dsn: str, setup: list[str], ack: str = "", sizes: Sizes = Sizes()) -
                 ack_sql,  # type: ignore[arg-type]
                 {  # type: ignore[arg-type]
                     "ids": "{" + ",".join(r[0] for r in got) + "}",
-                    "workers": ["w1"] * len(got),
-                    "runs": "{" + ",".join(str(r[_RUN]) for r in got) + "}",
-                    "results": ["null"] * len(got),
+                    "worker": "w1",
+                    "fence": ack_fence([r[0] for r in got], [r[_RUN] for r in got], ["null"] * len(got)),
                     "now": now,
                 },
             )

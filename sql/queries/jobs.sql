@@ -102,20 +102,22 @@ limit 1;
 -- row that leaves 'completed' writes its own first (job_reset_from_step).
 -- No join to an unnest of the batch: with the running rows' statistics stale (they always are in
 -- a busy queue), the planner nested-looped the unnest inside the running-row scan and rescanned
--- it per row (10 ms for 200 acks). Each row finds its own claimant, run and result by its position
--- in the id array instead, so the only plan is one probe of job_running per id. The text arrays
--- go in binary (%%(x)b): text dumping quotes every element through a regex.
+-- it per row (10 ms for 200 acks). Each row finds its own run and result in %(fence)s instead, a
+-- jsonb object keyed by the job ids as the database writes them ({"<id>": [run, result]}): a
+-- lookup in a jsonb object is a binary search over its sorted keys, where the id's position in
+-- the id array (array_position, three a row) was a scan of half the batch each. The only plan is
+-- one probe of job_running per id. One claimant a statement (%(worker)s): the driver sends one
+-- statement per claimant in the batch (one, from a worker's ack buffer).
 with gone as (
     delete from only jobs.job j
-    where j.id = any(%(ids)s::uuid[]) and j.state = 'running'
-      and j.claimed_by = (%(workers)b::text[])[array_position(%(ids)s::uuid[], j.id)]
-      and j.run = (%(runs)s::int[])[array_position(%(ids)s::uuid[], j.id)]
+    where j.id = any(%(ids)s::uuid[]) and j.state = 'running' and j.claimed_by = %(worker)s
+      and j.run = (%(fence)s::jsonb -> (j.id::text) ->> 0)::int
     returning j.*
 )
 insert into jobs.job_done_now
     -- include: job_columns
 select id, name, queue, tenant, idempotency_key, input,
-       (%(results)b::text[])[array_position(%(ids)s::uuid[], id)]::jsonb, 'completed', priority,
+       %(fence)s::jsonb -> (id::text) -> 1, 'completed', priority,
        attempt, max_attempts, run, run_at, created_at, %(now)s, claimed_by, claimed_at, null, %(now)s,
        last_error, error_code, stop_reason, null, null
 from gone

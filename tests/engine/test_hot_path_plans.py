@@ -11,6 +11,7 @@ from typing import Any
 
 import psycopg
 
+from engine.drivers.postgres.jobs import ack_fence
 from engine.drivers.postgres.rows import CLAIM_FIELDS
 from engine.drivers.sqlfiles import Q
 
@@ -85,9 +86,8 @@ def _ack(rows: list[tuple[Any, ...]], now: datetime) -> dict[str, Any]:
     rows = [r for r in rows if r[0] is not None]  # worker_claim's last row says when work is next due
     return {
         "ids": "{" + ",".join(r[0] for r in rows) + "}",
-        "workers": ["w1"] * len(rows),
-        "runs": "{" + ",".join(str(r[RUN]) for r in rows) + "}",
-        "results": ["null"] * len(rows),
+        "worker": "w1",
+        "fence": ack_fence([r[0] for r in rows], [r[RUN] for r in rows], ["null"] * len(rows)),
         "now": now,
     }
 
