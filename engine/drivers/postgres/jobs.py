@@ -33,17 +33,21 @@ from engine.types import (
 )
 
 _NACK_STATE = {"dead": "dead", "park": "parked", "suspend": "suspended"}
+_STATES = {s.value: s for s in JobState}
+_READY, _DELAYED = JobState.READY, JobState.DELAYED
+_ATTEMPT_OUTCOME = {"retry": "retried", "dead": "dead", "park": "parked", "suspend": "suspended", "release": "released"}
 
 
 def ack_params(acks: Sequence[Ack], worker: str, now: datetime) -> dict[str, Any]:
     """job_ack_many's parameters for acks of one claimant: the ids as an array literal (uuids need
     no quoting; dumping a Python list element by element was ~5% of a draining worker's CPU), and
     each one's run and result in one jsonb object keyed by id (the statement says why)."""
+    ids = [a.claim.job_id for a in acks]
     return {
-        "ids": "{" + ",".join([a.claim.job_id for a in acks]) + "}",
+        "ids": "{" + ",".join(ids) + "}",
         "worker": worker,
         "fence": ack_fence(
-            [a.claim.job_id for a in acks],
+            ids,
             [a.claim.run for a in acks],
             [a.result_text if a.result_text is not None else dumps(a.result, what="result") for a in acks],
         ),
@@ -54,11 +58,6 @@ def ack_params(acks: Sequence[Ack], worker: str, now: datetime) -> dict[str, Any
 def ack_fence(ids: Sequence[str], runs: Sequence[int], results: Sequence[str]) -> str:
     """job_ack_many's %(fence)s: {"<id>": [run, result]}, each result as its JSON text."""
     return orjson.dumps({i: [r, orjson.Fragment(t)] for i, r, t in zip(ids, runs, results)}).decode()
-
-
-_STATES = {s.value: s for s in JobState}
-_READY, _DELAYED = JobState.READY, JobState.DELAYED
-_ATTEMPT_OUTCOME = {"retry": "retried", "dead": "dead", "park": "parked", "suspend": "suspended", "release": "released"}
 
 
 # A batch that replays a live key sends its rows twice (job_enqueue_fresh, then job_enqueue) and
