@@ -4,19 +4,122 @@ outbox's backlog, oldest unpublished age, publishes and failed publishes.
 
 Each Worker owns a `Metrics` on its own registry (two workers in one process never collide);
 `serve_metrics` exposes it, on loopback unless told otherwise.
+
+The values live in plain objects here, and `Metrics` is a prometheus_client collector over them:
+the registry asks it for its families at each scrape (prometheus_client's custom-collector
+protocol), and the library does the naming, the exposition formats and the serving. A worker
+process never imports prometheus_client until its metrics are exposed or read (the library's
+package loads its HTTP exposition with it, ~25 ms of every process start), and a value changes
+on the worker's loop without a lock. A scrape (another thread) reads copies: it may see one
+family a few events ahead of another, never a torn value.
 """
 
 from __future__ import annotations
 
+import time
 from bisect import bisect_left
 from collections.abc import Iterator
-
-from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
-from prometheus_client.core import HistogramMetricFamily, Metric
+from typing import TYPE_CHECKING
 
 from engine.types import QueueGauges
 
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.core import Metric
+
 _BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0, 600.0)
+
+
+class CounterValue:
+    """One counter's value for one set of label values."""
+
+    __slots__ = ("value", "created")
+
+    def __init__(self) -> None:
+        self.value, self.created = 0.0, time.time()
+
+    def inc(self, amount: float = 1) -> None:
+        if amount < 0:
+            raise ValueError("Counters can only be incremented by non-negative amounts.")
+        self.value += amount
+
+
+class GaugeValue:
+    """One gauge's value for one set of label values."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0.0
+
+    def set(self, value: float) -> None:
+        self.value = float(value)
+
+    def inc(self, amount: float = 1) -> None:
+        self.value += amount
+
+    def dec(self, amount: float = 1) -> None:
+        self.value -= amount
+
+
+class _Family:
+    """A metric's values by label values; a family without labels has its one value from the start
+    (prometheus_client's Counter and Gauge expose theirs the same way)."""
+
+    kind = ""
+    value_type: type[CounterValue] | type[GaugeValue] = CounterValue
+
+    def __init__(self, name: str, doc: str, labelnames: tuple[str, ...] = ()) -> None:
+        self.name, self.doc, self.labelnames = name, doc, labelnames
+        self.values: dict[tuple[str, ...], CounterValue | GaugeValue] = {}
+        if not labelnames:
+            self.values[()] = self.value_type()
+
+    def _child(self, values: tuple[str, ...]) -> CounterValue | GaugeValue:
+        child = self.values.get(values)
+        if child is None:
+            if len(values) != len(self.labelnames):
+                raise ValueError(f"{self.name} takes labels {self.labelnames}, was given {values}")
+            child = self.values[values] = self.value_type()
+        return child
+
+    def family(self) -> Metric:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        if self.kind == "counter":
+            counters = CounterMetricFamily(self.name, self.doc, labels=self.labelnames)
+            for key, c in list(self.values.items()):
+                assert isinstance(c, CounterValue)
+                counters.add_metric(list(key), c.value, created=c.created)
+            return counters
+        gauges = GaugeMetricFamily(self.name, self.doc, labels=self.labelnames)
+        for key, g in list(self.values.items()):
+            gauges.add_metric(list(key), g.value)
+        return gauges
+
+
+class Counter(_Family):
+    kind, value_type = "counter", CounterValue
+
+    def labels(self, *values: str) -> CounterValue:
+        child = self._child(tuple(str(v) for v in values))
+        assert isinstance(child, CounterValue)
+        return child
+
+    def inc(self, amount: float = 1) -> None:
+        self.labels().inc(amount)
+
+
+class Gauge(_Family):
+    kind, value_type = "gauge", GaugeValue
+
+    def labels(self, *values: str) -> GaugeValue:
+        child = self._child(tuple(str(v) for v in values))
+        assert isinstance(child, GaugeValue)
+        return child
+
+    def set(self, value: float) -> None:
+        self.labels().set(value)
 
 
 class DurationHistogram:
@@ -30,10 +133,9 @@ class DurationHistogram:
 
     name, doc = "job_duration_seconds", "Handler run time"
 
-    def __init__(self, registry: CollectorRegistry, buckets: tuple[float, ...] = _BUCKETS) -> None:
+    def __init__(self, buckets: tuple[float, ...] = _BUCKETS) -> None:
         self.bounds = buckets
         self._queues: dict[str, list[float]] = {}  # per queue: a count per bucket, +Inf, then the sum
-        registry.register(self)
 
     def observe(self, queue: str, seconds: float) -> None:
         row = self._queues.get(queue)
@@ -42,10 +144,9 @@ class DurationHistogram:
         row[bisect_left(self.bounds, seconds)] += 1
         row[-1] += seconds
 
-    def describe(self) -> list[Metric]:
-        return [HistogramMetricFamily(self.name, self.doc, labels=["queue"])]
+    def family(self) -> Metric:
+        from prometheus_client.core import HistogramMetricFamily
 
-    def collect(self) -> Iterator[Metric]:
         family = HistogramMetricFamily(self.name, self.doc, labels=["queue"])
         for queue, row in list(self._queues.items()):
             snap, running, buckets = list(row), 0.0, []
@@ -53,64 +154,78 @@ class DurationHistogram:
                 running += n
                 buckets.append((bound, running))
             family.add_metric([queue], buckets, sum_value=snap[-1])
-        yield family
+        return family
 
 
 class Metrics:
+    """The worker's metrics, and the collector a registry reads them through. ``registry``: one to
+    register with now (an application's own, to expose them with its other metrics); without it,
+    a registry of their own is made when first asked for (`serve_metrics`, a test's read)."""
+
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry or CollectorRegistry()
-        r = self.registry
-        self.jobs_total = Counter("jobs_total", "Settled attempts by outcome", ["queue", "outcome"], registry=r)
-        self.duration = DurationHistogram(r)
-        self.lease_lost = Counter(
-            "lease_lost_total", "Leases lost while this process still ran the job", ["queue"], registry=r
-        )
+        self.jobs_total = Counter("jobs_total", "Settled attempts by outcome", ("queue", "outcome"))
+        self.duration = DurationHistogram()
+        self.lease_lost = Counter("lease_lost_total", "Leases lost while this process still ran the job", ("queue",))
         self.slot_lost = Counter(
-            "jobs_slot_lost_total",
-            "Fleet concurrency slots lost while this process still ran the job",
-            ["queue"],
-            registry=r,
+            "jobs_slot_lost_total", "Fleet concurrency slots lost while this process still ran the job", ("queue",)
         )
         self.orphaned = Counter(
             "jobs_orphaned_total",
             "Running jobs this process re-delivered because their worker was gone (its presence ended)",
-            ["queue"],
-            registry=r,
+            ("queue",),
         )
         self.settle_failed = Counter(
-            "jobs_settle_failed_total", "Acks or nacks that failed (never a job failure, I6)", ["queue"], registry=r
+            "jobs_settle_failed_total", "Acks or nacks that failed (never a job failure, I6)", ("queue",)
         )
         self.reconnects = Counter(
-            "jobs_worker_reconnects_total", "Database calls retried after a connection error", ["what"], registry=r
+            "jobs_worker_reconnects_total", "Database calls retried after a connection error", ("what",)
         )
-        self.depth = Gauge("queue_depth", "Ready + parked + due jobs (I8)", ["queue"], registry=r)
-        self.oldest = Gauge("queue_oldest_ready_seconds", "Age of the oldest waiting job", ["queue"], registry=r)
-        self.dead = Gauge("queue_dead_jobs", "Dead letters", ["queue"], registry=r)
-        self.in_use = Gauge("jobs_worker_slots_in_use", "Claim slots holding a job", registry=r)
+        self.depth = Gauge("queue_depth", "Ready + parked + due jobs (I8)", ("queue",))
+        self.oldest = Gauge("queue_oldest_ready_seconds", "Age of the oldest waiting job", ("queue",))
+        self.dead = Gauge("queue_dead_jobs", "Dead letters", ("queue",))
+        self.in_use = Gauge("jobs_worker_slots_in_use", "Claim slots holding a job")
         # The outbox relay's (engine/services/relay.py): its backlog as the fleet sees it, and this
         # process's publishes.
-        self.outbox_backlog = Gauge("outbox_backlog", "Staged rows not published yet (counted up to a cap)", registry=r)
-        self.outbox_oldest = Gauge("outbox_oldest_unpublished_seconds", "Age of the oldest unpublished row", registry=r)
-        self.outbox_published = Counter("outbox_published_total", "Outbox rows this process published", registry=r)
-        self.outbox_failed = Counter("outbox_publish_failed_total", "Outbox publishes that failed", registry=r)
+        self.outbox_backlog = Gauge("outbox_backlog", "Staged rows not published yet (counted up to a cap)")
+        self.outbox_oldest = Gauge("outbox_oldest_unpublished_seconds", "Age of the oldest unpublished row")
+        self.outbox_published = Counter("outbox_published_total", "Outbox rows this process published")
+        self.outbox_failed = Counter("outbox_publish_failed_total", "Outbox publishes that failed")
         # The scheduler (engine/services/scheduler.py, I21).
         self.schedule_enqueued = Counter(
-            "jobs_schedule_occurrences_enqueued_total",
-            "Cron occurrences enqueued by this process",
-            ["task"],
-            registry=r,
+            "jobs_schedule_occurrences_enqueued_total", "Cron occurrences enqueued by this process", ("task",)
         )
         self.schedule_skipped = Counter(
-            "jobs_schedule_occurrences_skipped_total", "Missed occurrences catch-up skipped", ["task"], registry=r
+            "jobs_schedule_occurrences_skipped_total", "Missed occurrences catch-up skipped", ("task",)
         )
         self.scheduler_tick_age = Gauge(
             "jobs_scheduler_leader_tick_age_seconds",
             "Seconds since the scheduler's leader last ticked, as this process saw it (+Inf: no leader ever)",
-            registry=r,
         )
-        # Label children cached: .labels() takes a lock and hashes every call, per job.
-        self._outcomes: dict[tuple[str, str], Counter] = {}
+        self._families: list[_Family | DurationHistogram] = [
+            v for v in vars(self).values() if isinstance(v, (_Family, DurationHistogram))
+        ]
+        self._outcomes: dict[tuple[str, str], CounterValue] = {}  # jobs_total's values, by key, per batch
         self._gauged: set[str] = set()  # queues a gauge reading has named
+        self._registry = registry
+        if registry is not None:
+            registry.register(self)
+
+    @property
+    def registry(self) -> CollectorRegistry:
+        if self._registry is None:
+            from prometheus_client import CollectorRegistry
+
+            self._registry = CollectorRegistry()
+            self._registry.register(self)
+        return self._registry
+
+    def describe(self) -> list[Metric]:
+        """The families' names, without their values: the registry refuses a name twice."""
+        return [f.family() for f in self._families if isinstance(f, _Family)] + [self.duration.family()]
+
+    def collect(self) -> Iterator[Metric]:
+        for f in self._families:
+            yield f.family()
 
     def outcome(self, queue: str, outcome: str, n: int = 1) -> None:
         child = self._outcomes.get((queue, outcome))
@@ -123,8 +238,8 @@ class Metrics:
 
     def count(self, queue: str, outcome: str) -> float:
         """The current value of jobs_total{queue,outcome} (tests and the bench read it)."""
-        value = self.registry.get_sample_value("jobs_total", {"queue": queue, "outcome": outcome})
-        return value or 0.0
+        child = self.jobs_total.values.get((queue, outcome))
+        return child.value if child is not None else 0.0
 
     def set_gauges(self, gauges: list[QueueGauges]) -> None:
         """A fresh reading: a queue it no longer names (nothing waiting, nothing dead) reads 0,
@@ -143,5 +258,7 @@ class Metrics:
 
 def serve_metrics(metrics: Metrics, port: int, host: str = "127.0.0.1") -> object:
     """Start the exposition on ``host:port`` (loopback by default); answers the server."""
+    from prometheus_client import start_http_server
+
     server, _thread = start_http_server(port, addr=host, registry=metrics.registry)
     return server

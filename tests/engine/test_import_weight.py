@@ -51,6 +51,29 @@ def test_a_worker_process_does_not_import_the_console_read_models() -> None:
     assert loaded(modules, READ_SIDE + UI + ("engine.api", "engine.schedule")) == []
 
 
+def test_a_worker_imports_prometheus_client_only_to_expose_its_metrics() -> None:
+    # The worker's metrics are counted without the library (engine/runtime/metrics.py); its
+    # package loads its HTTP exposition, ~25 ms of a process start.
+    started = imported_by(
+        "from engine.drivers.memory import MemoryDriver\n"
+        "from engine.runtime.worker import Worker\n"
+        "from bench import workload\n"
+        "from engine.jobs import Registry\n"
+        "w = Worker(MemoryDriver(), Registry.from_module(workload))\n"
+        "w.metrics.outcome('bench', 'completed')\n"
+        "assert w.metrics.count('bench', 'completed') == 1\n"
+    )
+    assert "engine.runtime.metrics" in started
+    assert loaded(started, ("prometheus_client",)) == []
+    exposed = imported_by(
+        "from engine.runtime.metrics import Metrics\n"
+        "m = Metrics()\n"
+        "m.outcome('bench', 'completed')\n"
+        "assert m.registry.get_sample_value('jobs_total', {'queue': 'bench', 'outcome': 'completed'}) == 1\n"
+    )
+    assert "prometheus_client" in exposed
+
+
 def test_jobs_worker_imports_no_read_model_on_its_way_to_serving() -> None:
     # `jobs worker`: the CLI (typer, each command module registered), the target's jobs, the
     # maintained worker with its relay and scheduler, and the driver opened by engine.api.

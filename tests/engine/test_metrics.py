@@ -3,9 +3,12 @@ the queue gauges follow each reading."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Histogram, generate_latest
+import urllib.request
 
-from engine.runtime.metrics import _BUCKETS, Metrics
+import pytest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from engine.runtime.metrics import _BUCKETS, Metrics, serve_metrics
 from engine.types import QueueGauges
 
 
@@ -36,3 +39,85 @@ def test_i24_a_queue_that_empties_reads_zero_not_its_last_depth() -> None:
     assert sample("queue_oldest_ready_seconds", {"queue": "mail"}) == 0
     assert sample("queue_dead_jobs", {"queue": "mail"}) == 0
     assert sample("queue_depth", {"queue": "bills"}) == 1
+
+
+def _families(registry: CollectorRegistry, names: set[str]) -> dict[str, object]:
+    """Each named family's type, help and samples, but its _created samples (a creation time)."""
+    return {
+        m.name: (
+            m.type,
+            m.documentation,
+            sorted((x.name, sorted(x.labels.items()), x.value) for x in m.samples if not x.name.endswith("_created")),
+        )
+        for m in registry.collect()
+        if m.name in names
+    }
+
+
+def test_i24_counters_and_gauges_expose_what_prometheus_clients_own_would() -> None:
+    ours = Metrics()
+    reference = CollectorRegistry()
+    theirs_total = Counter("jobs_total", "Settled attempts by outcome", ["queue", "outcome"], registry=reference)
+    theirs_lost = Counter(
+        "lease_lost_total", "Leases lost while this process still ran the job", ["queue"], registry=reference
+    )
+    theirs_depth = Gauge("queue_depth", "Ready + parked + due jobs (I8)", ["queue"], registry=reference)
+    theirs_in_use = Gauge("jobs_worker_slots_in_use", "Claim slots holding a job", registry=reference)
+    theirs_published = Counter("outbox_published_total", "Outbox rows this process published", registry=reference)
+    ours.outcome("mail", "completed", 3)
+    ours.outcome("mail", "completed")
+    ours.outcome("bills", "dead")
+    theirs_total.labels("mail", "completed").inc(4)
+    theirs_total.labels("bills", "dead").inc()
+    ours.lease_lost.labels("mail").inc()
+    theirs_lost.labels("mail").inc()
+    ours.depth.labels("mail").set(7)
+    theirs_depth.labels("mail").set(7)
+    ours.in_use.set(12)
+    theirs_in_use.set(12)
+    ours.outbox_published.inc(5)
+    theirs_published.inc(5)
+    names = {"jobs", "lease_lost", "queue_depth", "jobs_worker_slots_in_use", "outbox_published"}
+    assert _families(ours.registry, names) == _families(reference, names)
+    assert len(_families(reference, names)) == len(names)
+    assert ours.registry.get_sample_value("jobs_total", {"queue": "mail", "outcome": "completed"}) == 4
+    # Each counter series carries its creation time, as prometheus_client's do.
+    created = [
+        line for line in generate_latest(ours.registry).decode().splitlines() if line.startswith("jobs_created{")
+    ]
+    assert len(created) == 2
+
+
+def test_i24_a_counter_refuses_a_negative_increment_and_a_wrong_label_count() -> None:
+    m = Metrics()
+    with pytest.raises(ValueError, match="non-negative"):
+        m.lease_lost.labels("mail").inc(-1)
+    with pytest.raises(ValueError, match="takes labels"):
+        m.jobs_total.labels("mail")
+    assert m.registry.get_sample_value("lease_lost_total", {"queue": "mail"}) == 0.0
+
+
+def test_i24_metrics_registered_twice_on_one_registry_are_refused() -> None:
+    # Two workers in one process each own a registry; an application that hands both its own
+    # registry is told at once, as prometheus_client tells it of two metrics of one name.
+    shared = CollectorRegistry()
+    Metrics(shared)
+    with pytest.raises(ValueError, match="Duplicated timeseries"):
+        Metrics(shared)
+
+
+def test_i24_serve_metrics_exposes_the_counts_over_http_on_loopback() -> None:
+    m = Metrics()
+    m.outcome("mail", "completed", 2)
+    m.observe("mail", 0.002)
+    server = serve_metrics(m, 0)
+    try:
+        host, port = server.server_address[:2]  # type: ignore[attr-defined]
+        assert host == "127.0.0.1"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+            text = answer.read().decode()
+    finally:
+        server.shutdown()  # type: ignore[attr-defined]
+    assert 'jobs_total{outcome="completed",queue="mail"} 2.0' in text
+    assert 'job_duration_seconds_bucket{le="0.005",queue="mail"} 1.0' in text
+    assert "# TYPE jobs_worker_slots_in_use gauge" in text
