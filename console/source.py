@@ -58,8 +58,8 @@ from engine.projections import (
     WhyReport,
     WorkersView,
 )
+from engine.records import SentEvent
 from engine.series import QueueSeries
-from engine.types import SentEvent
 
 T = TypeVar("T")
 DEFAULT_BUDGET = 0.5  # seconds: watching a database must never load it

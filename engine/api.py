@@ -21,12 +21,13 @@ from engine.opening import ensure_open, forget
 from engine.outbox_types import Staged
 from engine.syncbridge import LoopThread
 from engine.text import check_text
-from engine.types import EnqueueResult, JobRow, NewJob, SentEvent
+from engine.types import EnqueueResult, JobRow, NewJob
 
 if TYPE_CHECKING:  # the operator actions and the reads are imported where they are used: a worker
     # process opens its driver here (open_driver) and never loads them
     from engine.actions import Operator
     from engine.projections import ActionResult
+    from engine.records import SentEvent
 
 # A batch past this many rows goes out a statement per CHUNK rows, pipelined in one transaction,
 # so checking and encoding a chunk overlaps the server's insert of the one before

@@ -17,10 +17,11 @@ from engine.projections_why import Cause as Cause
 from engine.projections_why import SlotHolder as SlotHolder
 from engine.projections_why import WaitGroup as WaitGroup
 from engine.projections_why import WhyReport as WhyReport
-from engine.types import JSON, AttemptRecord, HistoryEntry, JobRow, JobState, StopReason
+from engine.records import AttemptRecord, HistoryEntry
+from engine.types import JSON, JobRow, JobState, StopReason
 
 if TYPE_CHECKING:  # the durable-steps area's trace row; only named in an annotation here
-    from engine.types import StepRecord
+    from engine.records import StepRecord
 
 CountKind = Literal["exact", "at-least", "estimate"]
 BulkAction = Literal["retry", "cancel", "discard"]
@@ -200,7 +201,7 @@ class NextRetry:
 class JobDetail:
     job: JobRow
     attempts: tuple[AttemptRecord, ...]
-    steps: tuple[StepRecord, ...]  # the step trace (engine.types.StepRecord), in seq order
+    steps: tuple[StepRecord, ...]  # the step trace (engine.records.StepRecord), in seq order
     history: tuple[HistoryEntry, ...]  # lifecycle facts and operator actions (who, when, what)
     next_retry: NextRetry | None
     why: WhyReport

@@ -1,6 +1,6 @@
 """The Backfills screen's words: a backfill's row, its pass's progress bar, the gate a start meets
 now, and its ledger rows. Pure functions of the engine's projections (engine.backfills'
-BackfillView, Progress, Gate and engine.types.BackfillRun), so they are tested without a screen.
+BackfillView, Progress, Gate and engine.records.BackfillRun), so they are tested without a screen.
 
 Status is the ledger's, per environment: one live pass per name holds for every environment (its
 job's key is the name), so a row is "running" only when the live pass is that environment's own;

@@ -10,9 +10,9 @@ from typing import Any
 from engine.actions.base import OperatorBase
 from engine.errors import X_INVALID_ARGUMENT, X_UNKNOWN_QUEUE, X_UNKNOWN_WORKER, JobsError
 from engine.projections import DrainRequest, QueuePause
+from engine.records import SentEvent
 from engine.runtime.steps import check_event
 from engine.text import check_text
-from engine.types import SentEvent
 
 
 def _did_you_mean(name: str, known: list[str]) -> list[str]:

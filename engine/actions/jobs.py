@@ -10,8 +10,9 @@ from engine.actions.base import OperatorBase
 from engine.errors import X_INVALID_ARGUMENT, X_INVALID_STATE, X_KEY_HELD, X_UNKNOWN_STEP, JobsError
 from engine.introspect.base import load_job, not_found
 from engine.projections import ActionResult
+from engine.records import StepRetry
 from engine.text import check_text
-from engine.types import LIVE_STATES, JobState, StepRetry
+from engine.types import LIVE_STATES, JobState
 
 
 def key_held(job_id: str, holder: str) -> JobsError:

@@ -28,7 +28,8 @@ from engine.errors import (
 )
 from engine.introspect.base import EngineView
 from engine.projections import ActionResult
-from engine.types import BackfillRun, JobState
+from engine.records import BackfillRun
+from engine.types import JobState
 
 HISTORY = 50
 

@@ -16,9 +16,10 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import X_ABORTED, X_BACKFILL_MIGRATION_PENDING, X_BACKFILL_STALLED, JobsError
+from engine.records import BackfillRun
 from engine.retry import register_error_retry
 from engine.runtime.steps import error_text
-from engine.types import BackfillRun, JobState
+from engine.types import JobState
 
 if TYPE_CHECKING:
     from engine.backfills.declare import BackfillDefinition

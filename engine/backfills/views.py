@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from engine.types import BackfillRun
+from engine.records import BackfillRun
 
 Status = Literal["pending", "running", "completed", "failed", "stalled"]
 

@@ -38,27 +38,19 @@ from engine.drivers.base_outbox import OutboxArea
 from engine.drivers.base_schedules import SchedulesArea
 from engine.types import (
     Ack,
-    AttemptRecord,
-    CancelResult,
     Claim,
     ClaimBatch,
     EnqueueResult,
-    EventRecord,
     Heartbeat,
-    HistoryEntry,
     JobRow,
     Nack,
     NewJob,
     QueueGauges,
     Renewal,
-    SentEvent,
-    StepRecord,
-    StepRetry,
     StoredStep,
-    WorkerRecord,
 )
 
-if TYPE_CHECKING:  # the console's read models; only named in annotations here
+if TYPE_CHECKING:  # the read models and records named in annotations only: a worker never loads them
     from engine.projections import (
         ActionResult,
         BulkAction,
@@ -68,6 +60,16 @@ if TYPE_CHECKING:  # the console's read models; only named in annotations here
         JobFilter,
         JobSummary,
         QueuePause,
+    )
+    from engine.records import (
+        AttemptRecord,
+        CancelResult,
+        EventRecord,
+        HistoryEntry,
+        SentEvent,
+        StepRecord,
+        StepRetry,
+        WorkerRecord,
     )
 
 

@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from engine.types import BackfillRun, BackfillStatus, Claim, LivePass
+from engine.types import Claim
 
-if TYPE_CHECKING:  # the console's read model of an action's outcome; only named in annotations here
+if TYPE_CHECKING:  # the read models and records named in annotations only: a worker never loads them
     from engine.projections import ActionResult
+    from engine.records import BackfillRun, BackfillStatus, LivePass
 
 
 class BackfillsArea(Protocol):

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from engine.types import IndexRebuilt, IndexSize, JobState, Orphan, SettledBucket, TableRows
+from engine.types import JobState, Orphan
+
+if TYPE_CHECKING:  # what the read side and the operators' calls answer: built where answered
+    from engine.records import IndexRebuilt, IndexSize, SettledBucket, TableRows
 
 
 class MaintenanceArea(Protocol):

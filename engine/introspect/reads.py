@@ -37,7 +37,7 @@ from engine.series import QueueSeries
 from engine.types import JobRow, JobState
 
 if TYPE_CHECKING:  # the worker area's registry row; only named in annotations here
-    from engine.types import WorkerRecord
+    from engine.records import WorkerRecord
 
 DEFAULT_BUDGET = 0.5  # seconds a projection may take: the console's default
 DEFAULT_COUNT_CAP = 10_000  # past this a count answers "at least" instead of counting on

@@ -13,7 +13,7 @@ from engine.projections import Cause, JobSummary, LimitState, QueuePause, SlotHo
 from engine.types import JobRow, JobState, ready_since
 
 if TYPE_CHECKING:  # the worker area's registry row; only named in annotations here
-    from engine.types import WorkerRecord
+    from engine.records import WorkerRecord
 
 
 def _t(dt: datetime | None) -> str:

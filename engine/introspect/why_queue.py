@@ -15,7 +15,7 @@ from engine.introspect.why import _in, _t, _tokens_sentence, pause_cause, slots_
 from engine.projections import Cause, LimitState, QueuePause, QueueStats, WaitGroup
 
 if TYPE_CHECKING:  # the worker area's registry row; only named in annotations here
-    from engine.types import WorkerRecord
+    from engine.records import WorkerRecord
 
 
 def _jobs(n: int) -> str:

@@ -27,7 +27,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.clock import Clock
 from engine.drivers.base import Driver
@@ -37,7 +37,9 @@ from engine.runtime.execute import Execution
 from engine.runtime.metrics import Metrics
 from engine.runtime.worker import Worker, WorkerConfig, as_registry
 from engine.services.buckets import Buckets
-from engine.types import IndexSize, TableRows
+
+if TYPE_CHECKING:  # the leader's findings, named in annotations only
+    from engine.records import IndexSize, TableRows
 
 LEADER = "maintenance"
 REINDEX_MIN_BYTES = 16 * 1024 * 1024

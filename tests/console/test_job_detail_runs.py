@@ -11,7 +11,8 @@ from console.demo.world import seeded_source
 from console.screens.job_detail import attempts_text, runs_of, traceback_text
 from console.widgets.timeline import timeline_text
 from engine.projections import JobFilter
-from engine.types import AttemptRecord, JobState, StepRecord
+from engine.records import AttemptRecord, StepRecord
+from engine.types import JobState
 
 T0 = datetime(2026, 1, 1, 11, 0, tzinfo=UTC)
 

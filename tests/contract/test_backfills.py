@@ -9,9 +9,10 @@ from dataclasses import replace
 from engine.clock import FakeClock
 from engine.drivers.base import Driver
 from engine.ids import IdFactory
+from engine.records import BackfillRun, LivePass
 from engine.testing import claim_of as _claim_of
 from engine.testing import make_job
-from engine.types import BackfillRun, JobState, LivePass, StoredStep
+from engine.types import JobState, StoredStep
 
 PASS = "backfill:accounts"
 

@@ -13,10 +13,11 @@ from engine.clock import FakeClock
 from engine.drivers.base import Driver
 from engine.errors import X_ABORTED, X_DUPLICATE_STEP, X_INPUT_NOT_JSON, X_INVALID_ARGUMENT, X_STEP_TIMEOUT, JobsError
 from engine.ids import IdFactory
+from engine.records import StepRecord
 from engine.retry import declared_error_retry
 from engine.runtime.signal import RunSignal
 from engine.runtime.steps import StepApi
-from engine.types import JobRow, JobState, Nack, StepRecord, StoredStep
+from engine.types import JobRow, JobState, Nack, StoredStep
 from tests.contract.test_steps_harness import attempt, claim_api, enqueue, get
 
 

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # The read models and the operator actions: the console's, the CLI reads', engine.api's.
 READ_SIDE = (
     "engine.actions",
+    "engine.records",
     "engine.introspect",
     "engine.projections",
     "engine.projections_why",

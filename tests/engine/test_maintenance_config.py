@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from engine.errors import X_INVALID_ARGUMENT, JobsError
+from engine.records import IndexSize, TableRows
 from engine.services.maintenance import REINDEX_MIN_BYTES, MaintenanceConfig, bloated, grown
-from engine.types import IndexSize, TableRows
 
 
 def test_index_upkeep_defaults_to_a_check_every_ten_minutes_rebuilding_past_twice_the_baseline_and_16_mib() -> None:

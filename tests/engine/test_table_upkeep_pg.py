@@ -18,8 +18,9 @@ from engine.clock import FakeClock
 from engine.drivers.memory import MemoryDriver
 from engine.drivers.postgres import PostgresDriver
 from engine.ids import IdFactory
+from engine.records import TableRows
 from engine.services.maintenance import LEADER, Maintenance, MaintenanceConfig
-from engine.types import NewJob, TableRows
+from engine.types import NewJob
 from tests.engine.upgrades import opened
 
 

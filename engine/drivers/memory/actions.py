@@ -24,7 +24,8 @@ from engine.projections import (
     JobSummary,
     QueuePause,
 )
-from engine.types import HistoryEntry, JobRow, JobState
+from engine.records import HistoryEntry
+from engine.types import JobRow, JobState
 
 
 def _eligible(row: JobRow, action: BulkAction) -> bool:

@@ -8,7 +8,8 @@ from datetime import datetime
 
 from engine.drivers.memory.state import LIVE, MemoryState, dedupe_key
 from engine.projections import ActionResult
-from engine.types import BackfillRun, BackfillStatus, Claim, HistoryEntry, JobState, LivePass
+from engine.records import BackfillRun, BackfillStatus, HistoryEntry, LivePass
+from engine.types import Claim, JobState
 
 
 def _newest_first(run: BackfillRun) -> tuple[datetime, str]:

@@ -10,19 +10,8 @@ from engine.codec import check_json
 from engine.drivers.dedupe import dedupe_key
 from engine.drivers.memory.state import LIVE, MemoryBase, MemoryState
 from engine.drivers.memory.steps import event_sent_for
-from engine.types import (
-    Ack,
-    AttemptRecord,
-    CancelResult,
-    Claim,
-    EnqueueResult,
-    HistoryEntry,
-    JobRow,
-    JobState,
-    Nack,
-    NewJob,
-    Renewal,
-)
+from engine.records import AttemptRecord, CancelResult, HistoryEntry
+from engine.types import Ack, Claim, EnqueueResult, JobRow, JobState, Nack, NewJob, Renewal
 
 _NACK_STATE = {"dead": JobState.DEAD, "park": JobState.PARKED, "suspend": JobState.SUSPENDED}
 _ATTEMPT_OUTCOME = {"retry": "retried", "dead": "dead", "park": "parked", "suspend": "suspended", "release": "released"}

@@ -10,17 +10,8 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from engine.drivers.memory.state import ROLLUP_KEPT, Leader, MemoryBase, minute_of, rolled_minute
-from engine.types import (
-    AttemptRecord,
-    HistoryEntry,
-    IndexRebuilt,
-    IndexSize,
-    JobRow,
-    JobState,
-    Orphan,
-    SettledBucket,
-    TableRows,
-)
+from engine.records import AttemptRecord, HistoryEntry, IndexRebuilt, IndexSize, SettledBucket, TableRows
+from engine.types import JobRow, JobState, Orphan
 
 _PRUNED = (JobState.COMPLETED, JobState.CANCELLED)
 _ROLLED = (JobState.COMPLETED, JobState.DEAD)  # the rows throughput_rollup counts

@@ -10,8 +10,9 @@ from typing import Any
 from engine.codec import loads
 from engine.drivers.memory.jobs import insert_jobs
 from engine.drivers.memory.state import MemoryBase
+from engine.records import HistoryEntry
 from engine.schedule import Advanced, SchedulePause, SchedulerLeader, ScheduleRow, TaskDecl, Triggered
-from engine.types import HistoryEntry, NewJob
+from engine.types import NewJob
 
 
 class MemorySchedules(MemoryBase):

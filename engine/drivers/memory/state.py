@@ -16,20 +16,9 @@ from typing import Any
 
 from engine.drivers.dedupe import DedupeKey, dedupe_key
 from engine.outbox_types import OutboxRow, RelayRecord
+from engine.records import AttemptRecord, BackfillRun, EventRecord, HistoryEntry, WorkerRecord
 from engine.series import percentile_disc
-from engine.types import (
-    LIVE_STATES,
-    AttemptRecord,
-    BackfillRun,
-    Claim,
-    EventRecord,
-    GaugeCount,
-    HistoryEntry,
-    JobRow,
-    JobState,
-    StoredStep,
-    WorkerRecord,
-)
+from engine.types import LIVE_STATES, Claim, GaugeCount, JobRow, JobState, StoredStep
 
 LIVE = frozenset(LIVE_STATES)
 # The states a claim takes a due row from (the job_claim index's states).

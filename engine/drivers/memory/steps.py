@@ -8,16 +8,8 @@ from typing import Any
 
 from engine.codec import check_json, dumps
 from engine.drivers.memory.state import MemoryBase
-from engine.types import (
-    Claim,
-    EventRecord,
-    HistoryEntry,
-    JobState,
-    SentEvent,
-    StepRecord,
-    StepRetry,
-    StoredStep,
-)
+from engine.records import EventRecord, HistoryEntry, SentEvent, StepRecord, StepRetry
+from engine.types import Claim, JobState, StoredStep
 
 _RETRYABLE = (JobState.DEAD, JobState.COMPLETED)
 

@@ -9,6 +9,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from engine.drivers.memory.state import CLAIMABLE, GaugeSnapshot, MemoryBase, MemoryState
+from engine.records import WorkerRecord
 from engine.types import (
     ClaimBatch,
     ClaimedJob,
@@ -17,7 +18,6 @@ from engine.types import (
     JobRow,
     JobState,
     QueueGauges,
-    WorkerRecord,
     gauges_at,
     ready_since,
 )

@@ -8,13 +8,16 @@ from typing import TYPE_CHECKING, Any
 
 from engine.drivers.postgres.base import PostgresBase
 from engine.drivers.sqlfiles import Q, Query
-from engine.types import BackfillRun, BackfillStatus, Claim, JobState, LivePass
+from engine.types import Claim, JobState
 
-if TYPE_CHECKING:  # the one action here imports its read model: a worker process never loads it
+if TYPE_CHECKING:  # the read models and records named in annotations only: a worker never loads them
     from engine.projections import ActionResult
+    from engine.records import BackfillRun, BackfillStatus, LivePass
 
 
 def _run(r: Any) -> BackfillRun:
+    from engine.records import BackfillRun
+
     return BackfillRun(
         id=str(r["id"]),
         name=r["name"],
@@ -89,6 +92,8 @@ class PostgresBackfills(PostgresBase):
         return [_run(r) for r in await self._bf(Q.backfill_applied, {"environment": environment})]
 
     async def backfill_live(self, *, job_names: Sequence[str]) -> list[LivePass]:
+        from engine.records import LivePass
+
         if not job_names:
             return []
         rows = await self._bf(Q.backfill_live, {"names": list(job_names)})

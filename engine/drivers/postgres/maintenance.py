@@ -7,7 +7,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql
@@ -17,7 +17,10 @@ from engine.drivers.postgres.base import PRESENCE_NAMESPACE, Conn, PostgresBase,
 from engine.drivers.sqlfiles import Q, Query
 from engine.drivers.transient import CONNECTION_ERRORS, lost
 from engine.errors import X_PERMISSION_DENIED, JobsError
-from engine.types import IndexRebuilt, IndexSize, JobState, Orphan, SettledBucket, TableRows
+from engine.types import JobState, Orphan
+
+if TYPE_CHECKING:  # what the read side and the operators' calls answer: built where answered
+    from engine.records import IndexRebuilt, IndexSize, SettledBucket, TableRows
 
 # The first key of the rebuild lock (index_rebuild_lock), "jobr": apart from the workers'
 # presence locks (PRESENCE_NAMESPACE) and an app's own one-bigint locks.
@@ -83,6 +86,8 @@ class PostgresMaintenance(PostgresBase):
         return [str(r["id"]) for r in rows]
 
     async def settled_buckets(self, *, leader: str, holder: str, term: int, now: datetime) -> list[SettledBucket]:
+        from engine.records import SettledBucket
+
         rows = await self._rows(Q.settled_buckets, {"leader": leader, "holder": holder, "term": term, "now": now})
         return [SettledBucket(int(r["n"]), r["opened_at"], r["sealed_at"]) for r in rows]
 
@@ -147,6 +152,8 @@ class PostgresMaintenance(PostgresBase):
         return [str(r["id"]) for r in await self._rows(Q.worker_reap, {"before": before})]
 
     async def index_sizes(self, *, leader: str, holder: str, term: int, now: datetime) -> list[IndexSize]:
+        from engine.records import IndexSize
+
         params = {"leader": leader, "holder": holder, "term": term, "now": now}
         rows = await self._rows(Q.index_sizes, params)
         return [IndexSize(r["index"], int(r["bytes"]), int(r["baseline"])) for r in rows]
@@ -154,6 +161,8 @@ class PostgresMaintenance(PostgresBase):
     async def index_rebuild(
         self, *, leader: str, holder: str, term: int, now: datetime, index: str, before: int
     ) -> IndexRebuilt | None:
+        from engine.records import IndexRebuilt
+
         fence = {"leader": leader, "holder": holder, "term": term, "now": now}
         acting = index
         try:
@@ -181,6 +190,8 @@ class PostgresMaintenance(PostgresBase):
         return IndexRebuilt(index, before, int(after["bytes"]) if after else before, seconds)
 
     async def table_rows(self, *, leader: str, holder: str, term: int, now: datetime) -> list[TableRows]:
+        from engine.records import TableRows
+
         params = {"leader": leader, "holder": holder, "term": term, "now": now}
         rows = await self._rows(Q.table_rows, params)
         return [TableRows(r["name"], int(r["live"]), int(r["dead"]), bool(r["owned"]), bool(r["held"])) for r in rows]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine.types import AttemptRecord, Claim, ClaimedJob, HistoryEntry, JobRow, JobState
+from engine.types import Claim, ClaimedJob, JobRow, JobState
+
+if TYPE_CHECKING:  # what the read side and the operators' calls answer: built where answered
+    from engine.records import AttemptRecord, HistoryEntry
 
 _JOB_FIELDS = tuple(JobRow.__dataclass_fields__)
 
@@ -72,10 +75,14 @@ def _claim_order(row: JobRow) -> tuple[int, datetime, str]:
 
 
 def history_entry(d: dict[str, Any]) -> HistoryEntry:
+    from engine.records import HistoryEntry
+
     return HistoryEntry(str(d["job_id"]), d["at"], d["kind"], d["actor"], d["note"], d["data"] or {})
 
 
 def attempt_record(d: dict[str, Any]) -> AttemptRecord:
+    from engine.records import AttemptRecord
+
     return AttemptRecord(
         str(d["job_id"]),
         d["run"],

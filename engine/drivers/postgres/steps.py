@@ -6,7 +6,7 @@ import asyncio
 import json
 from collections.abc import Hashable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import psycopg
@@ -15,15 +15,10 @@ from engine.codec import dumps, orjson_default
 from engine.drivers.postgres.base import Conn, PostgresBase
 from engine.drivers.postgres.groupwrite import GroupWriter
 from engine.drivers.sqlfiles import Q
-from engine.types import (
-    Claim,
-    EventRecord,
-    JobState,
-    SentEvent,
-    StepRecord,
-    StepRetry,
-    StoredStep,
-)
+from engine.types import Claim, JobState, StoredStep
+
+if TYPE_CHECKING:  # what the read side and the operators' calls answer: built where answered
+    from engine.records import EventRecord, SentEvent, StepRecord, StepRetry
 
 _RETRYABLE = ("dead", "completed")
 
@@ -47,6 +42,8 @@ def _stored(d: dict[str, Any]) -> StoredStep:
 
 
 def _record(d: dict[str, Any]) -> StepRecord:
+    from engine.records import StepRecord
+
     return StepRecord(
         job_id=str(d["job_id"]),
         name=d["name"],
@@ -110,6 +107,8 @@ class PostgresSteps(PostgresBase):
     async def event_send(
         self, *, id: str, name: str, payload: dict[str, Any], tenant: str | None, actor: str | None, now: datetime
     ) -> SentEvent:
+        from engine.records import SentEvent
+
         r = await self._row(
             Q.event_send,
             {
@@ -127,6 +126,8 @@ class PostgresSteps(PostgresBase):
     async def event_find(
         self, *, job_id: str, name: str, tenant: str | None, match: dict[str, Any], since: datetime, now: datetime
     ) -> EventRecord | None:
+        from engine.records import EventRecord
+
         r = await self._row(
             Q.event_find,
             {
@@ -152,6 +153,8 @@ class PostgresSteps(PostgresBase):
         actor: str | None,
         note: str | None = None,
     ) -> StepRetry:
+        from engine.records import StepRetry
+
         try:
             async with self._connection() as conn, conn.transaction():
                 return await self._retry_from_step(conn, job_id, step_name, tenant, now, actor, note)
@@ -176,6 +179,8 @@ class PostgresSteps(PostgresBase):
         actor: str | None,
         note: str | None,
     ) -> StepRetry:
+        from engine.records import StepRetry
+
         job = await self._row(Q.job_lock_for_step_retry, {"id": job_id, "tenant": tenant}, conn=conn)
         if job is None:
             return StepRetry(job_id, "not-found")

@@ -7,7 +7,7 @@ import asyncio
 import secrets
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -17,7 +17,10 @@ from engine.drivers.postgres.rows import CLAIM_FIELDS, claimed_jobs
 from engine.drivers.sqlfiles import Q
 from engine.drivers.transient import connection_lost
 from engine.errors import X_INVARIANT, JobsError
-from engine.types import ClaimBatch, Heartbeat, QueueGauges, WorkerRecord, gauges_at
+from engine.types import ClaimBatch, Heartbeat, QueueGauges, gauges_at
+
+if TYPE_CHECKING:  # what the read side and the operators' calls answer: built where answered
+    from engine.records import WorkerRecord
 
 _RUN_AT = CLAIM_FIELDS.index("run_at")
 PRESENCE_KEY_TRIES = 8
@@ -97,6 +100,8 @@ class PostgresWorkers(PostgresBase):
         await self._exec(Q.worker_deregister, {"id": id})
 
     async def worker_list(self, *, now: datetime) -> list[WorkerRecord]:
+        from engine.records import WorkerRecord
+
         rows = await self._rows(Q.worker_list, {"now": now})
         return [
             WorkerRecord(

@@ -1,0 +1,201 @@
+"""What the read side and the operators' calls answer across the driver seam: a job's history,
+attempts, steps and events as the console reads them, workers as the fleet lists them, the
+maintenance leader's findings, backfill passes, a cancel's and a step retry's answers.
+
+A worker process claims, runs and settles jobs without any of these (engine.types holds what it
+needs): the driver modules import them where they build one, so a worker never pays for them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from engine.types import JobState, StepKind, StepStatus
+
+
+@dataclass(frozen=True)
+class CancelResult:
+    job_id: str
+    previous: JobState
+    cancelled: bool  # False: a clear no-op (already final)
+    was_running: bool = False
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One line of a job's history: lifecycle facts and operator actions (who, when, what)."""
+
+    job_id: str
+    at: datetime
+    kind: str
+    actor: str | None = None
+    note: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One settled claim of a job: who ran it, when, and how it ended."""
+
+    job_id: str
+    run: int
+    attempt: int
+    worker: str
+    started_at: datetime
+    finished_at: datetime
+    outcome: str  # completed | retried | dead | suspended | parked | released | lost | cancelled
+    error_code: str | None = None
+    error: str | None = None
+    traceback: str | None = None  # a failed attempt's, its tail kept (WorkerConfig.traceback_limit)
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One line of a job's step trace, the projection the console's job detail timeline reads."""
+
+    job_id: str
+    name: str
+    seq: int
+    kind: StepKind
+    status: StepStatus
+    attempt: int
+    started_at: datetime
+    finished_at: datetime | None
+    duration: float | None  # seconds
+    error: str | None
+    result_size: int | None  # bytes of the stored JSON result
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    """A durable event: a wait of the same name and tenant whose match its payload contains takes it."""
+
+    id: str
+    name: str
+    tenant: str | None
+    payload: dict[str, Any]
+    sent_at: datetime
+    sent_by: str | None = None
+
+
+@dataclass(frozen=True)
+class SentEvent:
+    id: str
+    name: str
+    tenant: str | None
+    sent_at: datetime
+    woken: int  # suspended waits made claimable now
+
+
+StepRetryOutcome = Literal["retried", "not-found", "invalid-state", "unknown-step", "duplicate"]
+
+
+@dataclass(frozen=True)
+class StepRetry:
+    """What `job_retry_from_step` did; anything but ``retried`` changed nothing."""
+
+    job_id: str
+    outcome: StepRetryOutcome
+    state: JobState | None = None  # the job's state before (or, refused, now)
+    step: str | None = None
+    discarded: tuple[str, ...] = ()  # the steps whose stored results were dropped, in seq order
+    holder_id: str | None = None  # duplicate: the live job holding the dedupe key
+    known_steps: tuple[str, ...] = ()  # unknown-step: the names that exist
+
+
+@dataclass(frozen=True)
+class WorkerRecord:
+    """A registered worker process, as the `workers` projection and the console read it."""
+
+    id: str
+    host: str
+    pid: int
+    queues: tuple[str, ...]
+    concurrency: int
+    in_use: int
+    started_at: datetime
+    heartbeat_at: datetime
+    stopping: bool
+    heartbeat_age: float  # seconds since the last heartbeat landed, at the `now` asked about
+    drain_requested_by: str | None = None  # an operator asked it to drain (jobs workers drain ID)
+    drain_requested_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class IndexSize:
+    """A GIN index of the jobs tables (index_sizes): its size now and its baseline, its size right
+    after its last rebuild (or when first seen), both in bytes."""
+
+    index: str  # schema.name
+    bytes: int
+    baseline: int
+
+
+@dataclass(frozen=True)
+class TableRows:
+    """A table of the jobs schema (table_rows): its live and dead row versions as the server's
+    statistics count them, whether this role may vacuum it (it owns the table), and whether a
+    transaction older than its last vacuum is open (every version dead since is still visible)."""
+
+    table: str  # schema.name
+    live: int
+    dead: int
+    owned: bool
+    held: bool = False
+
+
+@dataclass(frozen=True)
+class SettledBucket:
+    """A bucket of settled rows (settled_buckets): its number, when it opened, when it was sealed
+    (None: the open one, jobs.job_done_now)."""
+
+    n: int
+    opened_at: datetime
+    sealed_at: datetime | None
+
+
+@dataclass(frozen=True)
+class IndexRebuilt:
+    """One index rebuilt by index_rebuild: its size before and after, and how long it took."""
+
+    index: str
+    before: int
+    after: int
+    seconds: float
+
+
+BackfillStatus = Literal["queued", "running", "completed", "failed", "stalled", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillRun:
+    """One pass of a backfill, as its ledger row (jobs.backfill) holds it. ``dry_run`` passes read
+    and count only; a completed write pass is what makes the backfill applied in its environment.
+    ``planned`` is count() when the pass began; ``swept`` and ``batches`` grow as it goes."""
+
+    id: str
+    name: str
+    environment: str
+    job_id: str | None
+    status: BackfillStatus
+    dry_run: bool
+    forced: bool
+    started_at: datetime
+    app_version: str | None = None
+    actor: str | None = None
+    finished_at: datetime | None = None
+    planned: int | None = None
+    swept: int = 0
+    batches: int = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LivePass:
+    """A live (not finished) pass job of a backfill: one name holds at most one (I22)."""
+
+    job_id: str
+    job_name: str
+    state: JobState
