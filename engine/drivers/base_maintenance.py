@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from engine.types import JobState, Orphan
 
-if TYPE_CHECKING:  # what the read side and the operators' calls answer: built where answered
+if TYPE_CHECKING:  # engine.records is imported where one is built: a worker never loads it
     from engine.records import IndexRebuilt, IndexSize, SettledBucket, TableRows
 
 

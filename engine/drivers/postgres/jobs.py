@@ -20,7 +20,7 @@ from engine.drivers.postgres.rows import attempt_record, history_entry, job_row
 from engine.drivers.sqlfiles import Q
 from engine.types import Ack, Claim, EnqueueResult, JobRow, JobState, Nack, NewJob, Renewal
 
-if TYPE_CHECKING:  # what the read side and the operators' calls answer: built where answered
+if TYPE_CHECKING:  # engine.records is imported where one is built: a worker never loads it
     from engine.records import AttemptRecord, CancelResult, HistoryEntry
 
 _NACK_STATE = {"dead": "dead", "park": "parked", "suspend": "suspended"}

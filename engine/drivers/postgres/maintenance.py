@@ -19,7 +19,7 @@ from engine.drivers.transient import CONNECTION_ERRORS, lost
 from engine.errors import X_PERMISSION_DENIED, JobsError
 from engine.types import JobState, Orphan
 
-if TYPE_CHECKING:  # what the read side and the operators' calls answer: built where answered
+if TYPE_CHECKING:  # engine.records is imported where one is built: a worker never loads it
     from engine.records import IndexRebuilt, IndexSize, SettledBucket, TableRows
 
 # The first key of the rebuild lock (index_rebuild_lock), "jobr": apart from the workers'

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.types import Claim, ClaimedJob, JobRow, JobState
 
-if TYPE_CHECKING:  # what the read side and the operators' calls answer: built where answered
+if TYPE_CHECKING:  # engine.records is imported where one is built: a worker never loads it
     from engine.records import AttemptRecord, HistoryEntry
 
 _JOB_FIELDS = tuple(JobRow.__dataclass_fields__)

@@ -17,7 +17,7 @@ from engine.drivers.postgres.groupwrite import GroupWriter
 from engine.drivers.sqlfiles import Q
 from engine.types import Claim, JobState, StoredStep
 
-if TYPE_CHECKING:  # what the read side and the operators' calls answer: built where answered
+if TYPE_CHECKING:  # engine.records is imported where one is built: a worker never loads it
     from engine.records import EventRecord, SentEvent, StepRecord, StepRetry
 
 _RETRYABLE = ("dead", "completed")

@@ -19,7 +19,7 @@ from engine.drivers.transient import connection_lost
 from engine.errors import X_INVARIANT, JobsError
 from engine.types import ClaimBatch, Heartbeat, QueueGauges, gauges_at
 
-if TYPE_CHECKING:  # what the read side and the operators' calls answer: built where answered
+if TYPE_CHECKING:  # engine.records is imported where one is built: a worker never loads it
     from engine.records import WorkerRecord
 
 _RUN_AT = CLAIM_FIELDS.index("run_at")
