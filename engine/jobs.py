@@ -11,7 +11,7 @@ import inspect
 import types as pytypes
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from engine.errors import (
     X_DUPLICATE_JOB,
@@ -51,6 +51,10 @@ class RateLimit:
 
 @dataclass(frozen=True, eq=False)
 class JobDefinition:
+    # A cron task's handle (engine/tasks.py) says so here: a worker asks before it imports the
+    # scheduler and its cron parser.
+    is_task: ClassVar[bool] = False
+
     name: str
     fn: Handler
     queue: str

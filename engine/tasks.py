@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, ClassVar
 
 from engine.codec import check_json_text
 from engine.errors import X_DUPLICATE_JOB, X_INVALID_DEFINITION, JobsError
@@ -42,6 +42,8 @@ _DECLARED: dict[str, str] = {}
 
 @dataclass(frozen=True, eq=False)
 class TaskDefinition(JobDefinition):
+    is_task: ClassVar[bool] = True
+
     cron: Cron
     catch_up: CatchUp
     max_catch_up: int

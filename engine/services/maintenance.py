@@ -395,13 +395,11 @@ def maintained_worker(
         r = Relay(driver, clock, config=relay_config, metrics=w.metrics)
         w.add_service(r.run, on_drain=r.stop)
         w.relay = r
-    if scheduler:
+    if scheduler and any(h.is_task for h in registry):  # else neither the scheduler nor its cron parser loads
         from engine.services.scheduler import Scheduler
         from engine.tasks import tasks_of
 
-        tasks = tasks_of(registry)
-        if tasks:
-            s = Scheduler(driver, clock, tasks, holder=w.id, config=scheduler_config, metrics=w.metrics)
-            w.add_service(s.run, on_drain=s.step_down)
-            w.scheduler = s
+        s = Scheduler(driver, clock, tasks_of(registry), holder=w.id, config=scheduler_config, metrics=w.metrics)
+        w.add_service(s.run, on_drain=s.step_down)
+        w.scheduler = s
     return w

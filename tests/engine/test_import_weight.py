@@ -92,6 +92,20 @@ def test_jobs_worker_imports_no_read_model_on_its_way_to_serving() -> None:
     assert loaded(modules, READ_SIDE + ("console", "textual", "rich")) == []
 
 
+def test_a_maintained_worker_without_cron_tasks_loads_no_scheduler_nor_cron_parser() -> None:
+    # `jobs worker` over a module with no @task: the scheduler is not started, so neither it nor
+    # engine.schedule and cronsim (~10 ms of a start) are imported.
+    modules = imported_by(
+        "from engine.cli.worker import load_target\n"
+        "from engine.services.maintenance import maintained_worker\n"
+        "from engine.drivers.postgres import PostgresDriver\n"
+        "w = maintained_worker(PostgresDriver('postgresql:///unopened'), load_target('bench.workload'))\n"
+        "assert w.scheduler is None and w.relay is not None and w.maintenance is not None\n"
+    )
+    assert "engine.services.maintenance" in modules
+    assert loaded(modules, ("engine.services.scheduler", "engine.tasks", "engine.schedule", "cronsim")) == []
+
+
 def test_importing_engine_alone_imports_none_of_its_public_names_modules() -> None:
     modules = imported_by("import engine")
     assert loaded(modules, ("engine",)) == ["engine"]
