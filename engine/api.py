@@ -18,7 +18,6 @@ from engine.errors import X_DSN_INVALID, X_INVALID_ARGUMENT, X_NOT_A_JOB, JobsEr
 from engine.ids import IdFactory
 from engine.jobs import JobDefinition
 from engine.opening import ensure_open, forget
-from engine.outbox_types import Staged
 from engine.syncbridge import LoopThread
 from engine.text import check_text
 from engine.types import EnqueueResult, JobRow, NewJob
@@ -26,6 +25,7 @@ from engine.types import EnqueueResult, JobRow, NewJob
 if TYPE_CHECKING:  # the operator actions and the reads are imported where they are used: a worker
     # process opens its driver here (open_driver) and never loads them
     from engine.actions import Operator
+    from engine.outbox_types import Staged
     from engine.projections import ActionResult
     from engine.records import SentEvent
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from engine.outbox_types import OutboxRow, OutboxStats
 from engine.types import NewJob
+
+if TYPE_CHECKING:  # the outbox's rows, named in annotations only: a worker that relays nothing never loads them
+    from engine.outbox_types import OutboxRow, OutboxStats
 
 
 class OutboxTarget(Protocol):

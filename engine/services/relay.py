@@ -25,24 +25,26 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.clock import Clock, SystemClock
 from engine.drivers.base import Driver
 from engine.drivers.outbox_lease import claim_lease_ms
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.ids import IdFactory
-from engine.outbox_types import OutboxRow
 from engine.runtime import logs
 from engine.runtime.metrics import Metrics
 from engine.types import EnqueueResult, NewJob
+
+if TYPE_CHECKING:  # the outbox's rows, named in annotations only
+    from engine.outbox_types import OutboxRow
 
 CHUNK = 250  # as engine.api's enqueue_many: past this many rows, a statement per chunk in one transaction
 GAUGE_CAP = 100_000  # the backlog gauge counts up to this many rows
 HEARTBEAT_INTERVAL = 5.0  # seconds between a relay's heartbeats (jobs.outbox_relay)
 
 Publish = Callable[[Sequence[NewJob], datetime], Awaitable[list[EnqueueResult]]]
-Hook = Callable[[str, Sequence[OutboxRow]], Awaitable[None]]
+Hook = Callable[[str, Sequence["OutboxRow"]], Awaitable[None]]
 
 
 @dataclass(frozen=True)

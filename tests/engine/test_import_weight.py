@@ -49,7 +49,7 @@ def test_a_worker_process_does_not_import_the_console_read_models() -> None:
         "from engine.runtime.worker import Worker, WorkerConfig\n"
     )
     assert "engine.runtime.worker" in modules  # the probe imported what it says
-    assert loaded(modules, READ_SIDE + UI + ("engine.api", "engine.schedule")) == []
+    assert loaded(modules, READ_SIDE + UI + ("engine.api", "engine.schedule", "engine.outbox_types")) == []
 
 
 def test_a_worker_imports_prometheus_client_only_to_expose_its_metrics() -> None:
@@ -94,7 +94,8 @@ def test_jobs_worker_imports_no_read_model_on_its_way_to_serving() -> None:
 
 def test_a_maintained_worker_without_cron_tasks_loads_no_scheduler_nor_cron_parser() -> None:
     # `jobs worker` over a module with no @task: the scheduler is not started, so neither it nor
-    # engine.schedule and cronsim (~10 ms of a start) are imported.
+    # engine.schedule and cronsim (~10 ms of a start) are imported; the relay runs, and imports
+    # the outbox's row types only when it has a row to build.
     modules = imported_by(
         "from engine.cli.worker import load_target\n"
         "from engine.services.maintenance import maintained_worker\n"
@@ -102,8 +103,9 @@ def test_a_maintained_worker_without_cron_tasks_loads_no_scheduler_nor_cron_pars
         "w = maintained_worker(PostgresDriver('postgresql:///unopened'), load_target('bench.workload'))\n"
         "assert w.scheduler is None and w.relay is not None and w.maintenance is not None\n"
     )
-    assert "engine.services.maintenance" in modules
+    assert "engine.services.maintenance" in modules and "engine.services.relay" in modules
     assert loaded(modules, ("engine.services.scheduler", "engine.tasks", "engine.schedule", "cronsim")) == []
+    assert "engine.outbox_types" not in modules  # the relay builds its rows' type when it claims one
 
 
 def test_importing_engine_alone_imports_none_of_its_public_names_modules() -> None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import psycopg
@@ -20,15 +21,25 @@ from engine.drivers.outbox_lease import claim_lease_ms
 from engine.drivers.postgres.base import PostgresBase
 from engine.drivers.sqlfiles import Q
 from engine.errors import X_INVALID_ARGUMENT, JobsError
-from engine.outbox_types import OutboxHolder, OutboxRow, OutboxStats, RelayRecord
 from engine.types import NewJob
 
-_ROW_FIELDS = tuple(OutboxRow.__dataclass_fields__)
+if TYPE_CHECKING:  # engine.outbox_types is imported where a row is built: a worker that relays nothing never loads it
+    from engine.outbox_types import OutboxRow, OutboxStats
+
 _IDS = ("id", "claim_token", "job_id")
 
 
+@cache
+def _row_fields() -> tuple[str, ...]:
+    from engine.outbox_types import OutboxRow
+
+    return tuple(OutboxRow.__dataclass_fields__)
+
+
 def outbox_row(d: dict[str, Any]) -> OutboxRow:
-    kw = {k: d[k] for k in _ROW_FIELDS if k in d}
+    from engine.outbox_types import OutboxRow
+
+    kw = {k: d[k] for k in _row_fields() if k in d}
     for k in _IDS:
         if kw.get(k) is not None:
             kw[k] = str(kw[k])
@@ -105,6 +116,8 @@ class PostgresOutbox(PostgresBase):
     async def outbox_claim(
         self, *, relay: str, token: str, limit: int, now: datetime, lease_ms: int
     ) -> list[OutboxRow]:
+        from engine.outbox_types import OutboxRow
+
         lease = claim_lease_ms(lease_ms)
         params = {"relay": relay, "token": token, "limit": limit, "now": now, "lease_ms": lease}
         async with self._connection() as conn:
@@ -178,6 +191,8 @@ class PostgresOutbox(PostgresBase):
         return None if row is None else outbox_row(row)
 
     async def outbox_stats(self, *, now: datetime, count_cap: int, limit: int, alive_since: datetime) -> OutboxStats:
+        from engine.outbox_types import OutboxHolder, OutboxStats, RelayRecord
+
         head = await self._row(Q.outbox_backlog, {"now": now, "cap": count_cap}) or {}
         holders = await self._rows(Q.outbox_holders, {"now": now, "limit": limit})
         failing = await self._rows(Q.outbox_failing, {"limit": limit})
