@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_left
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from engine.types import QueueGauges
 
@@ -62,64 +62,59 @@ class GaugeValue:
         self.value -= amount
 
 
-class _Family:
+V = TypeVar("V", CounterValue, GaugeValue)
+
+
+class _Family(Generic[V]):
     """A metric's values by label values; a family without labels has its one value from the start
     (prometheus_client's Counter and Gauge expose theirs the same way)."""
 
-    kind = ""
-    value_type: type[CounterValue] | type[GaugeValue] = CounterValue
+    value_type: type[V]
 
     def __init__(self, name: str, doc: str, labelnames: tuple[str, ...] = ()) -> None:
         self.name, self.doc, self.labelnames = name, doc, labelnames
-        self.values: dict[tuple[str, ...], CounterValue | GaugeValue] = {}
+        self.values: dict[tuple[str, ...], V] = {}
         if not labelnames:
             self.values[()] = self.value_type()
 
-    def _child(self, values: tuple[str, ...]) -> CounterValue | GaugeValue:
-        child = self.values.get(values)
+    def labels(self, *values: str) -> V:
+        key = tuple(str(v) for v in values)
+        child = self.values.get(key)
         if child is None:
-            if len(values) != len(self.labelnames):
-                raise ValueError(f"{self.name} takes labels {self.labelnames}, was given {values}")
-            child = self.values[values] = self.value_type()
+            if len(key) != len(self.labelnames):
+                raise ValueError(f"{self.name} takes labels {self.labelnames}, was given {key}")
+            child = self.values[key] = self.value_type()
         return child
 
-    def family(self) -> Metric:
-        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-        if self.kind == "counter":
-            counters = CounterMetricFamily(self.name, self.doc, labels=self.labelnames)
-            for key, c in list(self.values.items()):
-                assert isinstance(c, CounterValue)
-                counters.add_metric(list(key), c.value, created=c.created)
-            return counters
-        gauges = GaugeMetricFamily(self.name, self.doc, labels=self.labelnames)
-        for key, g in list(self.values.items()):
-            gauges.add_metric(list(key), g.value)
-        return gauges
-
-
-class Counter(_Family):
-    kind, value_type = "counter", CounterValue
-
-    def labels(self, *values: str) -> CounterValue:
-        child = self._child(tuple(str(v) for v in values))
-        assert isinstance(child, CounterValue)
-        return child
+class Counter(_Family[CounterValue]):
+    value_type = CounterValue
 
     def inc(self, amount: float = 1) -> None:
         self.labels().inc(amount)
 
+    def family(self) -> Metric:
+        from prometheus_client.core import CounterMetricFamily
 
-class Gauge(_Family):
-    kind, value_type = "gauge", GaugeValue
+        family = CounterMetricFamily(self.name, self.doc, labels=self.labelnames)
+        for key, c in list(self.values.items()):
+            family.add_metric(list(key), c.value, created=c.created)
+        return family
 
-    def labels(self, *values: str) -> GaugeValue:
-        child = self._child(tuple(str(v) for v in values))
-        assert isinstance(child, GaugeValue)
-        return child
+
+class Gauge(_Family[GaugeValue]):
+    value_type = GaugeValue
 
     def set(self, value: float) -> None:
         self.labels().set(value)
+
+    def family(self) -> Metric:
+        from prometheus_client.core import GaugeMetricFamily
+
+        family = GaugeMetricFamily(self.name, self.doc, labels=self.labelnames)
+        for key, g in list(self.values.items()):
+            family.add_metric(list(key), g.value)
+        return family
 
 
 class DurationHistogram:
@@ -201,8 +196,8 @@ class Metrics:
             "jobs_scheduler_leader_tick_age_seconds",
             "Seconds since the scheduler's leader last ticked, as this process saw it (+Inf: no leader ever)",
         )
-        self._families: list[_Family | DurationHistogram] = [
-            v for v in vars(self).values() if isinstance(v, (_Family, DurationHistogram))
+        self._families: list[Counter | Gauge | DurationHistogram] = [
+            v for v in vars(self).values() if isinstance(v, (Counter, Gauge, DurationHistogram))
         ]
         self._outcomes: dict[tuple[str, str], CounterValue] = {}  # jobs_total's values, by key, per batch
         self._gauged: set[str] = set()  # queues a gauge reading has named
@@ -220,8 +215,8 @@ class Metrics:
         return self._registry
 
     def describe(self) -> list[Metric]:
-        """The families' names, without their values: the registry refuses a name twice."""
-        return [f.family() for f in self._families if isinstance(f, _Family)] + [self.duration.family()]
+        """The families, read by the registry at registration: it refuses a name registered twice."""
+        return [f.family() for f in self._families]
 
     def collect(self) -> Iterator[Metric]:
         for f in self._families:
