@@ -69,6 +69,31 @@ def test_the_claim_reads_no_more_of_a_fresh_backlog_than_it_takes(pg_dsn: str) -
             assert picked and all(s[1] == "job_claim" and s[2] <= BATCH for s in picked), (mode, scans)
 
 
+def _nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    return [plan] + [n for child in plan.get("Plans", []) for n in _nodes(child)]
+
+
+def test_the_claim_updates_the_rows_it_locked_by_their_ctid_not_a_primary_key_probe_each(pg_dsn: str) -> None:
+    # A locked row cannot move: the update reaches each one by its ctid (a TID scan), which cost
+    # 3.5-6 us a row less backend CPU than a probe of job_pkey per id.
+    now = datetime.now(UTC)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        _backlog(conn, 10 * BATCH, now)
+        for mode in ("force_custom_plan", "force_generic_plan"):
+            conn.execute(f"set plan_cache_mode = {mode}")
+            conn.execute("begin")
+            try:
+                doc = conn.execute(
+                    "explain (analyze, format json) " + Q.worker_claim.text, _claim(conn, now)
+                ).fetchone()
+            finally:
+                conn.execute("rollback")
+            assert doc is not None
+            [update] = [n for n in _nodes(doc[0][0]["Plan"]) if n.get("Operation") == "Update"]
+            reads = [n["Node Type"] for n in update["Plans"] if n.get("Parent Relationship") == "Outer"]
+            assert reads == ["Tid Scan"] and update["Actual Rows"] == BATCH, (mode, reads, update["Actual Rows"])
+
+
 def test_the_ack_probes_running_rows_by_id_however_many_ran_before(pg_dsn: str) -> None:
     now = datetime.now(UTC)
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
