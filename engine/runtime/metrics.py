@@ -94,11 +94,15 @@ class Counter(_Family[CounterValue]):
         self.labels().inc(amount)
 
     def family(self) -> Metric:
+        from prometheus_client import metrics as library
         from prometheus_client.core import CounterMetricFamily
 
+        # Each series' creation time, unless the application turned those series off
+        # (PROMETHEUS_DISABLE_CREATED_SERIES, disable_created_metrics()), as the library's own do.
+        created = getattr(library, "_use_created", True)
         family = CounterMetricFamily(self.name, self.doc, labels=self.labelnames)
         for key, c in list(self.values.items()):
-            family.add_metric(list(key), c.value, created=c.created)
+            family.add_metric(list(key), c.value, created=c.created if created else None)
         return family
 
 

@@ -6,7 +6,15 @@ from __future__ import annotations
 import urllib.request
 
 import pytest
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    enable_created_metrics,
+    generate_latest,
+)
 
 from engine.runtime.metrics import _BUCKETS, Metrics, serve_metrics
 from engine.types import QueueGauges
@@ -86,6 +94,22 @@ def test_i24_counters_and_gauges_expose_what_prometheus_clients_own_would() -> N
         line for line in generate_latest(ours.registry).decode().splitlines() if line.startswith("jobs_created{")
     ]
     assert len(created) == 2
+
+
+def test_i24_counters_leave_out_their_created_series_when_the_application_turns_them_off() -> None:
+    ours, reference = Metrics(), CollectorRegistry()
+    Counter("jobs_total", "Settled attempts by outcome", ["queue", "outcome"], registry=reference).labels(
+        "mail", "completed"
+    ).inc()
+    ours.outcome("mail", "completed")
+    disable_created_metrics()
+    try:
+        text, theirs = generate_latest(ours.registry).decode(), generate_latest(reference).decode()
+    finally:
+        enable_created_metrics()
+    assert "jobs_created" not in text and "jobs_created" not in theirs
+    assert 'jobs_total{outcome="completed",queue="mail"} 1.0' in text
+    assert "jobs_created{" in generate_latest(ours.registry).decode()  # back on
 
 
 def test_i24_a_counter_refuses_a_negative_increment_and_a_wrong_label_count() -> None:
