@@ -20,15 +20,17 @@ from console.widgets.fresh import update_changed
 from console.widgets.keyed_table import KeyedTable
 from console.widgets.state_bar import state_text
 
+# The verdict first: at 80 columns a paused task and when it next runs show without scrolling
+# sideways; the cron and its zone come last (the selected task's line below spells both out).
 COLUMNS = (
     ("task", "task"),
-    ("cron", "cron"),
-    ("zone", "zone"),
+    ("status", "status"),
     ("next", "next"),
     ("last run", "last"),
     ("last job", "state"),
     ("skipped", "skipped"),
-    ("status", "status"),
+    ("cron", "cron"),
+    ("zone", "zone"),
 )
 
 
@@ -38,13 +40,13 @@ def task_row(t: Any, now: Any) -> tuple[Text, ...]:
     )
     return (
         cell(t.name, limit=24, style="bold"),
-        cell(t.cron, limit=18),
-        cell(t.timezone, limit=18),
+        status,
         Text(until(t.next_at, now)),
         Text(ago(t.last_at, now), style="dim"),
         state_text(t.last_job_state) if t.last_job_state else Text("—", style="dim"),
         Text(str(t.skipped), justify="right", style=palette.style("warn") if t.skipped else "dim"),
-        status,
+        cell(t.cron, limit=18),
+        cell(t.timezone, limit=18),
     )
 
 

@@ -18,15 +18,17 @@ from console.widgets.fresh import update_changed
 from console.widgets.keyed_table import KeyedTable
 from engine.projections import WorkersView, WorkerView
 
+# The verdict first: at 80 columns a stale worker's status and heartbeat show without scrolling
+# sideways; the long, variable queues and the host's facts come after them.
 COLUMNS = (
     ("worker", "id"),
+    ("status", "status"),
+    ("heartbeat", "heartbeat"),
+    ("slots", "slots"),
+    ("queues", "queues"),
     ("host", "host"),
     ("pid", "pid"),
-    ("queues", "queues"),
-    ("slots", "slots"),
     ("started", "started"),
-    ("heartbeat", "heartbeat"),
-    ("status", "status"),
 )
 
 
@@ -42,16 +44,16 @@ def worker_row(w: WorkerView, now) -> tuple[Text, ...]:  # type: ignore[no-untyp
     )
     return (
         cell(w.id, limit=28, style="bold"),
-        cell(w.host, limit=20),
-        Text(str(w.pid), justify="right"),
-        cell(", ".join(w.queues), limit=30),
-        Text(f"{w.in_use}/{w.concurrency}", justify="right"),
-        Text(ago(w.started_at, now), style="dim"),
+        status,
         Text(
             "now" if w.heartbeat_age < 1 else f"{duration(w.heartbeat_age)} ago",
             style=palette.style("alert") if w.stale else "",
         ),
-        status,
+        Text(f"{w.in_use}/{w.concurrency}", justify="right"),
+        cell(", ".join(w.queues), limit=30),
+        cell(w.host, limit=20),
+        Text(str(w.pid), justify="right"),
+        Text(ago(w.started_at, now), style="dim"),
     )
 
 
