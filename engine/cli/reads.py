@@ -340,8 +340,9 @@ def why(
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
 ) -> None:
-    """Why a job is not running, or why a queue's oldest-ready age grows: the causes. A queue's
-    name reads as a queue; a mistyped id is an error naming the ids it may have meant (exit 3)."""
+    """Why a job is not running, or why a queue's oldest-ready age grows: the causes.
+
+    A queue's name reads as a queue; a mistyped id is an error naming the ids it may have meant (exit 3)."""
     rep = run(dsn, json_out, lambda e: intro(e, budget).why(target))
     if json_out:
         return emit(rep)

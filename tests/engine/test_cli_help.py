@@ -1,6 +1,7 @@
-"""What `jobs` says about itself and how its tables read: every option has help, a flag is not
-shown as taking a `<bool>`, `--version` answers, `jobs dead` clips the last error at a word with
-an ellipsis on one line, and every column of `jobs workers` has a header."""
+"""What `jobs` says about itself and how its tables read: every option has help, each command's
+summary is one line, a flag is not shown as taking a `<bool>`, `--version` answers, `jobs dead`
+clips the last error at a word with an ellipsis on one line, and every column of `jobs workers`
+has a header."""
 
 from __future__ import annotations
 
@@ -41,6 +42,13 @@ def test_every_option_of_every_command_says_what_it_does() -> None:
         if p.param_type_name == "option" and not (getattr(p, "help", None) or "").strip()
     ]
     assert missing == []
+
+
+def test_every_commands_summary_is_one_line_in_the_command_list() -> None:
+    # The list of commands shows each one's first paragraph with its line breaks kept: a summary
+    # wrapped in the source reads as a broken line there. Details go after a blank line.
+    broken = [path for path, cmd in commands() if "\n" in (cmd.help or "").strip().split("\n\n")[0]]
+    assert broken == []
 
 
 def test_no_flag_is_shown_as_taking_a_bool() -> None:
