@@ -31,7 +31,7 @@ from engine.drivers.outbox_lease import claim_lease_ms
 from engine.ids import IdFactory
 from engine.outbox_types import OutboxRow
 from engine.services.relay import Relay, RelayConfig
-from engine.services.scheduler import Scheduler
+from engine.services.scheduler import Scheduler, SchedulerConfig
 from engine.tasks import TaskDefinition
 from engine.types import Ack, Claim, JobRow, JobState, Nack, NackOutcome, NewJob, StopReason, StoredStep
 
@@ -253,11 +253,28 @@ class Factory:
         await self.driver.queue_pause(queue=queue, paused=True, actor=actor, note=note, now=self.now)
 
     def scheduler(
-        self, tasks: Iterable[TaskDefinition], *, holder: str, host: str | None = None, pid: int | None = None
+        self,
+        tasks: Iterable[TaskDefinition],
+        *,
+        holder: str,
+        host: str | None = None,
+        pid: int | None = None,
+        grace: float | None = None,
     ) -> Scheduler:
         """The scheduler a worker runs, on the factory's clock: each ``await s.run_once()`` is one
-        tick (lead or follow, enqueue what fell due, advance the watermarks)."""
-        return Scheduler(self.driver, self.clock, tasks, holder=holder, ids=self.ids, host=host, pid=pid)
+        tick (lead or follow, enqueue what fell due, advance the watermarks). A caller that ticks
+        it less often than a real one would widens ``grace`` (SchedulerConfig's): an occurrence
+        older than that at its tick was missed, and its task's catch-up decides whether it runs."""
+        return Scheduler(
+            self.driver,
+            self.clock,
+            tasks,
+            holder=holder,
+            config=SchedulerConfig(grace=grace),
+            ids=self.ids,
+            host=host,
+            pid=pid,
+        )
 
     # --- the outbox -------------------------------------------------------------------------------
 

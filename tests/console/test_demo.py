@@ -9,6 +9,7 @@ import itertools
 import logging
 import threading
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,12 @@ from console.demo.app import Demo
 from console.demo.jobs import QUEUES
 from console.demo.outbox import LIVE_FIRST_ORDER, checkouts
 from console.demo.traffic import Traffic
-from console.demo.world import PAUSED, WORKERS, seeded_source
+from console.demo.world import NOW, PAUSED, START, WORKERS, memory_backfills, play_world, seeded_source
+from console.demo.world_backfills import ENVIRONMENT
+from engine import FakeClock, connect
+from engine.ids import IdFactory
+from engine.introspect import Introspector
+from engine.introspect.schedules import Schedules
 from engine.projections import JobFilter
 from engine.types import JobState
 
@@ -214,3 +220,20 @@ def test_i22_the_demo_opens_with_a_backfill_pass_that_its_live_worker_resumes() 
         assert swept > 6000 and swept % 200 == 0  # whole batches of 200 after the world's 6,000
     finally:
         demo.stop()
+
+
+@pytest.mark.parametrize("second", [0, 50])
+async def test_the_worlds_minutely_task_ran_each_minute_whatever_second_its_hour_ends_at(second: int) -> None:
+    # The live demo's hour ends at the real now, and the world ticks its scheduler once a minute
+    # at that second: ended at :50, each tick comes 50 s after its minutely occurrence, which
+    # must still count as on time, or the hour shows sixty skipped and no run.
+    offset = timedelta(seconds=second)
+    clock = FakeClock(START + offset)
+    engine = connect("memory://", clock=clock, ids=IdFactory(clock, seed=7), environment=ENVIRONMENT)
+    await play_world(engine, ending=NOW + offset, backfills=memory_backfills())
+    view = await Schedules(engine, actor="test", read_only=True).view()
+    (task,) = [t for t in view.tasks if t.name == demo_jobs.heartbeat_report.name]
+    assert task.skipped == 0
+    assert task.last_at is not None and NOW + offset - task.last_at < timedelta(minutes=1)
+    ran = await Introspector(engine).jobs(JobFilter(name=task.name), limit=100)
+    assert ran.total.value >= 59  # an occurrence a minute, across the hour
