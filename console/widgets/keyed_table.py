@@ -209,12 +209,15 @@ class KeyedTable(DataTable[Text | str]):
         rows = self._ordered(rows)
         keys = [k for k, _ in rows]
         self.marked &= set(keys)
-        if self._to_top:
+        # A new set of rows (restart) is rebuilt whatever it holds, none included: the rows shown
+        # are the old set's until then.
+        new_set = self._to_top
+        if new_set:
             self._to_top = False
-            self._keys, self._reselect = [], None
+            self._reselect = None
             self.move_cursor(row=0, animate=False, scroll=False)
             self.scroll_to(y=0, animate=False, immediate=True)
-        if keys == self._keys:
+        if keys == self._keys and not new_set:
             for key, cells in rows:
                 old = self._cells.get(key)
                 if old == cells:

@@ -1,6 +1,6 @@
 """Navigation: a number key goes to that screen's root, the nav bar names the shown screen and
 spells the breadcrumb, stacks stay bounded, one Escape is one level, a filter puts the cursor
-on the first row."""
+on the first row, and a filter that matches nothing empties the list."""
 
 from __future__ import annotations
 
@@ -82,6 +82,21 @@ async def test_after_a_filter_the_cursor_is_on_the_first_row() -> None:
         await pilot.press(*"queue=emails")
         await keys(pilot, "enter")
         assert table.cursor_row == 0 and app.screen.rows[table.selected_key].queue == "emails"
+
+
+async def test_a_filter_that_matches_nothing_empties_the_list_and_says_so() -> None:
+    app = console()
+    async with app.run_test(size=SMALL) as pilot:
+        await keys(pilot, "2")
+        table = app.screen.query_one(KeyedTable)
+        assert table.row_count > 0
+        await keys(pilot, "slash")
+        await pilot.press(*"no-job-has-this-key")
+        await keys(pilot, "enter")
+        assert app.screen.page is not None and app.screen.page.items == ()
+        assert table.row_count == 0  # not the rows of the filter before
+        empty = app.screen.query_one("#empty")
+        assert empty.display and "No job matches this filter." in str(empty.render())
 
 
 async def test_i_copies_the_full_job_id_from_the_list_and_the_detail() -> None:
