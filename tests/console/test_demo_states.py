@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -39,13 +42,45 @@ def pace_on_the_fake_clock() -> Iterator[None]:
     demo_jobs.PACE.scale, demo_jobs.PACE.clock = before
 
 
-async def _run(clock: FakeClock, seconds: float) -> None:
-    """Move the clock in small steps, letting the workers run everything each step made due
-    (the memory driver does no I/O: a few hundred turns of the loop settle it)."""
+class _Threads(ThreadPoolExecutor):
+    """The loop's default executor, where the demo's sync step bodies run (asyncio.to_thread):
+    it knows which of them are still running."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=8, thread_name_prefix="demo-step")
+        self._running: set[Future[Any]] = set()
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        fut = super().submit(fn, *args, **kwargs)
+        with self._lock:
+            self._running.add(fut)
+        fut.add_done_callback(self._finished)
+        return fut
+
+    def _finished(self, fut: Future[Any]) -> None:  # on the thread that ran it
+        with self._lock:
+            self._running.discard(fut)
+
+    def running(self) -> list[Future[Any]]:
+        with self._lock:
+            return list(self._running)
+
+
+async def _run(clock: FakeClock, seconds: float, threads: _Threads) -> None:
+    """Move the clock in small steps, letting the workers run everything each step made due:
+    the memory driver does no I/O, so a few hundred turns of the loop settle it, once every step
+    body on a thread has returned (a thread is real time: on a busy machine it may not have
+    within those turns, and the clock would move on without its result)."""
     for _ in range(round(seconds / STEP)):
         clock.advance(STEP)
-        for _ in range(200):
-            await asyncio.sleep(0)
+        while True:
+            for _ in range(200):
+                await asyncio.sleep(0)
+            busy = threads.running()
+            if not busy:
+                break
+            await asyncio.wait([asyncio.wrap_future(f) for f in busy])
 
 
 async def _present(eng, intro: Introspector) -> set[str]:  # type: ignore[no-untyped-def]
@@ -62,6 +97,8 @@ async def _present(eng, intro: Introspector) -> set[str]:  # type: ignore[no-unt
 async def test_every_explained_state_is_present_at_every_beat_of_the_demo() -> None:
     clock = FakeClock(START)
     eng = connect("memory://", clock=clock)
+    threads = _Threads()
+    asyncio.get_running_loop().set_default_executor(threads)
     demo_jobs.PACE.scale, demo_jobs.PACE.clock = 1.0, clock
     failures: list[float] = []
     demo = Demo(force_memory=True, world=False, on_execution=lambda ex: _failed(ex, clock, failures))
@@ -77,7 +114,7 @@ async def test_every_explained_state_is_present_at_every_beat_of_the_demo() -> N
         elapsed = 0.0
         while elapsed < WARMUP + SPAN:
             await demo.beat(eng, traffic)
-            await _run(clock, TICK)
+            await _run(clock, TICK, threads)
             elapsed += TICK
             if elapsed >= WARMUP:
                 present = await _present(eng, intro)
@@ -86,8 +123,9 @@ async def test_every_explained_state_is_present_at_every_beat_of_the_demo() -> N
     finally:
         closing = asyncio.create_task(workers.aclose())  # the drain waits out its grace on the clock
         while not closing.done():
-            await _run(clock, 1.0)
+            await _run(clock, 1.0, threads)
         await closing
+        threads.shutdown(wait=True)
     assert not missing, f"states missing at (seconds, states): {missing[:10]}"
     windows = [(t, t + WINDOW) for t in range(int(WARMUP), int(WARMUP + SPAN - WINDOW), int(WINDOW))]
     quiet = [w for w in windows if not any(w[0] <= f < w[1] for f in failures)]
