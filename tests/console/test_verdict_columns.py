@@ -21,12 +21,17 @@ def shown(table: KeyedTable, *keys: str) -> bool:
     return table.scroll_x == 0 and max(ends[k] for k in keys) <= table.scrollable_content_region.width
 
 
+async def opened(pilot, key: str, table: str) -> KeyedTable:  # type: ignore[no-untyped-def]
+    """The table of the screen ``key`` opens, once it has loaded."""
+    await pilot.press(key)
+    await settle(pilot)
+    return pilot.app.screen.query_one(f"#{table}", KeyedTable)  # type: ignore[no-any-return]
+
+
 async def test_a_stale_workers_status_and_heartbeat_show_within_80_columns() -> None:
     app = JobsConsole(seeded_source(), refresh=60)
     async with app.run_test(size=SMALL) as pilot:
-        await pilot.press("4")
-        await settle(pilot)
-        table = app.screen.query_one("#workers", KeyedTable)
+        table = await opened(pilot, "4", "workers")
         stale = [w for w in (await app.source.workers()).workers if w.stale]
         assert stale, "the seeded world has a stale worker"
         assert shown(table, "status", "heartbeat")
@@ -37,8 +42,6 @@ async def test_a_stale_workers_status_and_heartbeat_show_within_80_columns() -> 
 async def test_a_paused_tasks_status_and_next_run_show_within_80_columns() -> None:
     app = JobsConsole(scheduled_source(), refresh=60)
     async with app.run_test(size=SMALL) as pilot:
-        await pilot.press("5")
-        await settle(pilot)
-        table = app.screen.query_one("#schedules", KeyedTable)
+        table = await opened(pilot, "5", "schedules")
         assert shown(table, "status", "next")
         assert table.get_cell("tmp.cleanup", "status").plain == "PAUSED alice"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -29,17 +28,10 @@ if TYPE_CHECKING:  # engine.outbox_types is imported where a row is built: a wor
 _IDS = ("id", "claim_token", "job_id")
 
 
-@cache
-def _row_fields() -> tuple[str, ...]:
-    from engine.outbox_types import OutboxRow
-
-    return tuple(OutboxRow.__dataclass_fields__)
-
-
 def outbox_row(d: dict[str, Any]) -> OutboxRow:
     from engine.outbox_types import OutboxRow
 
-    kw = {k: d[k] for k in _row_fields() if k in d}
+    kw = {k: d[k] for k in OutboxRow.__dataclass_fields__ if k in d}
     for k in _IDS:
         if kw.get(k) is not None:
             kw[k] = str(kw[k])
