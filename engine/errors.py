@@ -107,14 +107,18 @@ def docs_for(code: str) -> str:
 
 
 class JobsError(Exception):
-    """The one error type the engine raises. ``retry_after`` (seconds) is read by retry-after codes."""
+    """The one error type the engine raises, and the one a handler raises to name its failure:
+    ``code`` (what register_error_retry classifies), ``cause`` (what happened, with the values) and
+    ``fix`` (one line to run or apply; stored with the failed attempt and shown with the dead
+    letter). ``retry_after`` (seconds) is read by retry-after codes. Every error the engine raises
+    names a fix (tests/engine/test_house_rules.py); a handler's may leave it empty."""
 
     def __init__(
         self,
         code: str,
-        *,
         cause: str,
-        fix: str,
+        fix: str = "",
+        *,
         docs: str | None = None,
         retry_after: float | None = None,
         meta: dict[str, Any] | None = None,

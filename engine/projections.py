@@ -6,6 +6,7 @@ engine.types, so the console can depend on these names without touching a driver
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
@@ -210,6 +211,18 @@ class JobDetail:
     def stop_reason(self) -> StopReason | None:
         return self.job.stop_reason
 
+    @property
+    def fix(self) -> str | None:
+        """What the error of its last failure said to do about it (see ``latest_fix``)."""
+        return latest_fix(self.attempts)
+
+
+def latest_fix(attempts: Sequence[AttemptRecord]) -> str | None:
+    """The fix of the latest attempt that failed with an error, the one a job's last error is:
+    a handler's JobsError names one, any other exception (a lapsed lease's included) none."""
+    failed = [a for a in attempts if a.error is not None]
+    return failed[-1].fix if failed else None
+
 
 # --- dead letters -----------------------------------------------------------------------------
 
@@ -229,6 +242,7 @@ class DeadGroup:
     attempt: int  # the most recent one's: "attempt n of m"
     max_attempts: int
     tenants: int  # distinct tenants in the group ('' counts as one)
+    last_fix: str | None = None  # the most recent one's: what its error said to do (latest_fix)
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,7 @@ class AttemptRecord:
     error_code: str | None = None
     error: str | None = None
     traceback: str | None = None  # a failed attempt's, its tail kept (WorkerConfig.traceback_limit)
+    fix: str | None = None  # a failed attempt's: what its error said to do (a JobsError's fix), else None
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,12 @@ from __future__ import annotations
 import random
 import traceback
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Literal
 
-from engine.errors import X_INVALID_ARGUMENT, X_INVALID_DEFINITION, JobsError
-from engine.types import Classification, StopReason
+from engine.errors import X_HANDLER_FAILED, X_INVALID_ARGUMENT, X_INVALID_DEFINITION, JobsError
+from engine.text import storable
+from engine.types import Claim, Classification, Nack, StopReason
 
 Backoff = Literal["fixed", "linear", "exponential"]
 _CLASSIFICATIONS: tuple[str, ...] = ("terminal", "retry-after", "retryable")
@@ -158,7 +160,7 @@ def failure_traceback(exc: BaseException, limit: int) -> str | None:
     None for an error that was never raised (a timeout's) or when ``limit`` is 0."""
     if limit <= 0 or exc.__traceback__ is None:
         return None
-    text = "".join(traceback.format_exception(exc)).rstrip("\n")
+    text = storable("".join(traceback.format_exception(exc)).rstrip("\n"))
     if len(text) <= limit:
         return text
     tail = text[-limit:]
@@ -168,11 +170,51 @@ def failure_traceback(exc: BaseException, limit: int) -> str | None:
     return f"[... {len(text) - len(tail)} earlier characters cut (traceback_limit={limit})]\n{tail}"
 
 
+def error_text(exc: BaseException) -> str:
+    """An error as the engine stores it (an attempt's, a step's, a backfill's): its code and cause,
+    else its type and message; storable whatever the message holds (a NUL, a lone surrogate)."""
+    code = error_code_of(exc)
+    return storable(f"{code}: {getattr(exc, 'cause', exc)}" if code else f"{type(exc).__name__}: {exc}")
+
+
+def failure_fix(exc: BaseException) -> str | None:
+    """What a failed attempt's error said to do about it: a JobsError's fix, stored with the
+    attempt and shown with the dead letter; None for any other exception."""
+    return storable(exc.fix) if isinstance(exc, JobsError) and exc.fix else None
+
+
 def failure_text(exc: BaseException, decision: RetryDecision, attempt: int, max_attempts: int) -> str:
     """The row's last error. A dead letter's verdict is appended (I5), so 'dead at attempt 1 of 5'
     explains itself on every surface that shows the one failure field a row has."""
-    code = error_code_of(exc)
-    head = f"{code}: {getattr(exc, 'cause', exc)}" if code else f"{type(exc).__name__}: {exc}"
+    head = error_text(exc)
     if decision.outcome == "dead":
         return f"{head} [stop: {decision.stop_reason} at attempt {attempt} of {max_attempts}]"
     return head
+
+
+def failure_nack(
+    claim: Claim,
+    exc: BaseException,
+    policy: RetryPolicy,
+    *,
+    attempt: int,
+    max_attempts: int,
+    now: datetime,
+    traceback_limit: int = 8192,
+) -> tuple[Nack, RetryDecision]:
+    """The nack that settles an attempt failed by ``exc``, and the decision behind it: retried
+    after the backoff or the delay the error named, or dead with its stop reason (I4, I5); its
+    error text, code, traceback and fix as they are stored. The worker's rule, and the one
+    engine.testing settles a failure by."""
+    decision = decide_retry(policy, attempt, exc, max_attempts=max_attempts)
+    nack = Nack(
+        claim,
+        decision.outcome,
+        run_at=now + timedelta(seconds=decision.delay) if decision.outcome == "retry" else None,
+        error=failure_text(exc, decision, attempt, max_attempts),
+        error_code=error_code_of(exc) or X_HANDLER_FAILED,
+        stop_reason=decision.stop_reason,
+        traceback=failure_traceback(exc, traceback_limit),
+        fix=failure_fix(exc),
+    )
+    return nack, decision

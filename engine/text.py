@@ -5,7 +5,8 @@ decode: in argv, or a file read with errors='surrogateescape').
 The engine checks it where text enters (a declaration, an enqueue, an event, a step, a filter, an
 action's note), before any driver sees the text, so the memory driver refuses what PostgreSQL
 would and nothing is written. JSON values (inputs, results, payloads) are checked by
-engine.codec, on the same rule.
+engine.codec, on the same rule. Text the engine writes but did not choose, an exception's message
+and traceback, is escaped instead (``storable``): refusing it would lose the failure it reports.
 """
 
 from __future__ import annotations
@@ -60,6 +61,16 @@ _UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e
 def _escaped(match: re.Match[str]) -> str:
     ch = match.group(0)
     return "\\r" if ch == "\r" else f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(text: str) -> str:
+    """``text`` as PostgreSQL can store it: each NUL and lone surrogate escaped as ``printable``
+    shows it (``\\x00``, ``\\udc80``), the rest as it is. What the engine writes of text it did
+    not choose and must not refuse: an exception's message, its traceback, its fix."""
+    return _UNSTORABLE.sub(_escaped, text)
 
 
 def printable(text: str) -> str:

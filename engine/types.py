@@ -183,6 +183,7 @@ class Nack:
     stop_reason: StopReason | None = None
     wait: dict[str, Any] | None = None
     traceback: str | None = None  # retry and dead: the failed attempt's, already bounded by the worker
+    fix: str | None = None  # retry and dead: what the error said to do about it (a JobsError's fix)
 
 
 @dataclass(frozen=True)

@@ -63,21 +63,17 @@ class Pace:
 PACE = Pace()
 
 
-def _fail(code: str, cause: str, fix: str, **kw: Any) -> JobsError:
-    return JobsError(code, cause=cause, fix=fix, **kw)
-
-
 # --- emails: two steps; a bouncing address is terminal, a throttling provider is retry-after ----
 
 
 def _deliver(inp: dict[str, Any], attempt: int) -> dict[str, Any]:
     to = str(inp["to"])
     if to.endswith("@bounce.example"):
-        raise _fail("X_MAILBOX_UNKNOWN", f"550 5.1.1 <{to}>: no such user", "remove the address from the list")
+        raise JobsError("X_MAILBOX_UNKNOWN", f"550 5.1.1 <{to}>: no such user", "remove the address from the list")
     if to.endswith("@slow.example"):
-        raise _fail("X_SMTP_TIMEOUT", "smtp.example.com:587 did not answer in 30s", "check the mail relay")
+        raise JobsError("X_SMTP_TIMEOUT", "smtp.example.com:587 did not answer in 30s", "check the mail relay")
     if to.endswith("@busy.example") and attempt < 3:
-        raise _fail("X_SMTP_THROTTLED", "421 4.7.0 try again in 2s", "wait for the retry", retry_after=2.0)
+        raise JobsError("X_SMTP_THROTTLED", "421 4.7.0 try again in 2s", "wait for the retry", retry_after=2.0)
     return {"message_id": f"<{inp.get('user_id', inp.get('order'))}.{attempt}@mail.demo>", "to": to}
 
 
@@ -116,13 +112,15 @@ async def send_receipt(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
 def _charge(inp: dict[str, Any], attempt: int) -> dict[str, Any]:
     card = inp.get("card", "ok")
     if card == "declined":
-        raise _fail(
+        raise JobsError(
             "X_CARD_DECLINED",
             f"issuer declined invoice {inp['invoice_id']} (code 05)",
             "ask the customer for another card",
         )
     if card == "gateway-down" or (card == "flaky" and attempt < 2):
-        raise _fail("X_GATEWAY_TIMEOUT", "POST /v1/charges timed out after 10s", "check https://status.gateway.example")
+        raise JobsError(
+            "X_GATEWAY_TIMEOUT", "POST /v1/charges timed out after 10s", "check https://status.gateway.example"
+        )
     return {"charge": f"ch_{inp['invoice_id']}", "amount_cents": inp.get("amount_cents", 0)}
 
 
@@ -194,7 +192,9 @@ async def nightly_digest(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
 
 def _crm(inp: dict[str, Any]) -> dict[str, Any]:
     if inp.get("crm") == "down":
-        raise _fail("X_CRM_UNAVAILABLE", "PUT /contacts answered 503 Service Unavailable", "retry when the CRM is back")
+        raise JobsError(
+            "X_CRM_UNAVAILABLE", "PUT /contacts answered 503 Service Unavailable", "retry when the CRM is back"
+        )
     return {"crm_id": f"c-{inp['contact']}"}
 
 
@@ -249,7 +249,7 @@ async def generate_report(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
 
 def _post(inp: dict[str, Any]) -> dict[str, Any]:
     if str(inp["url"]).endswith("/gone"):
-        raise _fail("X_HTTP_410", f"POST {inp['url']} answered 410 Gone", "remove the subscription")
+        raise JobsError("X_HTTP_410", f"POST {inp['url']} answered 410 Gone", "remove the subscription")
     return {"status": 200}
 
 
@@ -297,3 +297,14 @@ async def digest_paris(ctx, inp):  # type: ignore[no-untyped-def]
 
 
 DEMO_TASKS = (heartbeat_report, ledger_close, digest_paris)
+
+
+def failure(code: str, inp: dict[str, Any]) -> JobsError:
+    """The error this app raises for ``code`` on ``inp``: how the demo world fails its dead letters,
+    so they say what the handlers say (without a traceback: it would name this machine's paths)."""
+    fail = {"X_CARD_DECLINED": _charge, "X_SMTP_TIMEOUT": _deliver, "X_HTTP_410": lambda inp, _: _post(inp)}[code]
+    try:
+        fail(inp, 1)
+    except JobsError as exc:
+        return exc.with_traceback(None)
+    raise AssertionError(f"{inp} does not fail with {code}")

@@ -151,53 +151,38 @@ class _World:
         await self.f.complete(*got)
 
     async def dead_letter(self, h: JobDefinition, code: str, *, tenant: str | None) -> str:
-        """A job failing as its handler fails on this input: terminal at once, or every attempt."""
-        terminal = app.DEMO_RETRY.get(code) == "terminal"
+        """A job failing as its handler fails on this input, settled as the worker settles it:
+        terminal at once, or on every attempt (the error the app raises, its fix among it)."""
         n = 1000 + self.n
         inp = {
             "X_CARD_DECLINED": {"invoice_id": n, "amount_cents": 4250, "card": "declined"},
             "X_SMTP_TIMEOUT": {"user_id": n, "to": f"user{n}@slow.example"},
             "X_HTTP_410": {"url": "https://hooks.example.com/gone", "event": "invoice.paid", "n": n},
         }[code]
-        cause = {
-            "X_CARD_DECLINED": f"issuer declined invoice {n} (code 05)",
-            "X_SMTP_TIMEOUT": "smtp.example.com:587 did not answer in 30s",
-            "X_HTTP_410": "POST https://hooks.example.com/gone answered 410 Gone",
-        }[code]
         jid = await self.one(h, inp, tenant)
-        tries = 1 if terminal else h.retry.attempts
-        for attempt in range(1, tries + 1):
+        while True:
             claim = await self.f.claim(jid, WORKER_OF[h.queue])
             self.f.advance(1.5)
-            error = f"{code}: {cause}"
-            if attempt < tries:
-                await self.f.nack(claim, "retry", run_at=self.f.now, error=error, error_code=code)
-            else:
-                stop = "terminal" if terminal else "attempts-exhausted"
-                await self.f.nack(claim, "dead", error=f"{error} (stop: {stop})", error_code=code, stop_reason=stop)
-        return jid
+            decision = await self.f.fail(claim, app.failure(code, inp), h.retry)
+            if decision.outcome == "dead":
+                return jid
+            self.f.advance(decision.delay)
 
     # --- now ------------------------------------------------------------------------------------
 
     async def dead_with_a_step_trace(self) -> None:
         """A receipt that rendered, then timed out sending on every attempt."""
-        dead = await self.one(app.send_receipt, {"order": "ord-981", "email": "pat@slow.example"}, "acme")
-        error = "X_SMTP_TIMEOUT: smtp.example.com:587 did not answer in 30s"
-        for attempt in range(1, 6):
+        inp = {"order": "ord-981", "email": "pat@slow.example"}
+        dead = await self.one(app.send_receipt, inp, "acme")
+        exc = app.failure("X_SMTP_TIMEOUT", {"to": inp["email"]})
+        for attempt in range(1, app.send_receipt.retry.attempts + 1):
             claim = await self.f.claim(dead, APP1)
             if attempt == 1:
                 await self.f.step(claim, "render", 1, took=0.4, result={"html_bytes": 18234})
+            error = f"{exc.code}: {exc.cause}"
             await self.f.step(claim, "send", 2, status="failed", took=3.0, error=error, attempt=attempt)
-            last = attempt == 5
-            await self.f.nack(
-                claim,
-                "dead" if last else "retry",
-                run_at=self.f.now,
-                error=error + (" (stop: attempts-exhausted)" if last else ""),
-                error_code="X_SMTP_TIMEOUT",
-                stop_reason="attempts-exhausted" if last else None,
-                traceback=SMTP_TRACEBACK,
-            )
+            decision = await self.f.fail(claim, exc, app.send_receipt.retry, traceback=SMTP_TRACEBACK)
+            self.f.advance(decision.delay)
 
     async def limits(self) -> list[Any]:
         """A contact parked by its tenant's empty token bucket; two reports hold both slots of

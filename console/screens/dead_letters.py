@@ -128,6 +128,9 @@ class DeadLettersScreen(Filtered, DataScreen, Flows):
             return
         t = Text("last error: ", style="dim")
         t.append(clean(g.last_error or "—", limit=220))
+        if g.last_fix:  # what that error said to do (a handler's JobsError fix)
+            t.append("\nfix: ", style="dim")
+            t.append(clean(g.last_fix, limit=160), style="bold")
         marked = len(self.query_one("#groups", KeyedTable).marked_keys())
         hint = (
             "Enter: its jobs · s: sort"

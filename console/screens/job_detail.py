@@ -60,6 +60,8 @@ def facts_text(d: JobDetail, now: datetime) -> Text:
                 ),
             )
         )
+        if d.fix:  # what that error said to do (a handler's JobsError fix)
+            rows.append(("fix", safe(d.fix, limit=200)))
     if d.next_retry is not None:
         rows.append(("next", safe(d.next_retry.note, limit=100)))
     t = Text()

@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.errors import X_ABORTED, X_BACKFILL_MIGRATION_PENDING, X_BACKFILL_STALLED, JobsError
 from engine.records import BackfillRun
-from engine.retry import register_error_retry
-from engine.runtime.steps import error_text
+from engine.retry import error_text, register_error_retry
 from engine.types import JobState
 
 if TYPE_CHECKING:

@@ -221,6 +221,8 @@ def show(
         out.print(f"next: {d.next_retry.note}")
     if j.last_error:
         out.print(f"last error: {j.last_error}")
+        if d.fix:  # what the error said to do (a handler's JobsError fix)
+            out.print(f"fix: {d.fix}", markup=False, highlight=False)
     # Runs are numbered in the order they ran: a retry from a step starts a new run at attempt 1.
     failed = [(n, a) for n, a in enumerate(d.attempts, start=1) if a.traceback]
     if failed:  # the latest failed attempt's, as stored (bounded by the worker's traceback_limit)
@@ -298,6 +300,9 @@ def dead(
         t.add_row(*r, clip(error, room))
     out = console()
     out.print(t)
+    for g in dl.groups:  # what each group's latest error said to do, under the one-line rows
+        if g.last_fix:
+            out.print(f"fix ({g.name}, {g.error_code or 'no code'}): {g.last_fix}", markup=False, highlight=False)
     out.print(f"{dl.total} dead")
 
 

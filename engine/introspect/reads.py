@@ -193,7 +193,8 @@ class Introspector(EngineView):
                 row.max_attempts,
                 None,
                 row.max_attempts <= 1,
-                f"dead ({row.stop_reason}); an operator retry starts again at attempt 1 of {row.max_attempts}",
+                # The stop reason is the why's and the error's: said once.
+                f"an operator retry starts again at attempt 1 of {row.max_attempts}",
             )
         # Attempts burned so far; a running job's current attempt is already counted.
         nxt = row.attempt + 1

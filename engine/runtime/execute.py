@@ -21,7 +21,7 @@ from engine.codec import dumps
 from engine.drivers.base import Driver
 from engine.errors import X_HANDLER_FAILED, X_TIMEOUT, JobsError
 from engine.jobs import JobDefinition, Registry
-from engine.retry import RetryPolicy, decide_retry, error_code_of, failure_text, failure_traceback
+from engine.retry import RetryPolicy, failure_nack
 from engine.runtime import logs
 from engine.runtime.context import JobContext
 from engine.runtime.leases import Lease, LeaseKeeper
@@ -303,11 +303,16 @@ class Runner:
         abort_reason: str | None = None,
     ) -> Execution:
         row = cj.row
-        decision = decide_retry(policy, row.attempt, exc, max_attempts=row.max_attempts)
-        text = failure_text(exc, decision, row.attempt, row.max_attempts)
-        code = error_code_of(exc) or X_HANDLER_FAILED
-        outcome = "retried" if decision.outcome == "retry" else "dead"
-        run_at = self.clock.now() + timedelta(seconds=decision.delay) if decision.outcome == "retry" else None
+        nack, decision = failure_nack(
+            lease.claim,
+            exc,
+            policy,
+            attempt=row.attempt,
+            max_attempts=row.max_attempts,
+            now=self.clock.now(),
+            traceback_limit=self.traceback_limit,
+        )
+        outcome = "retried" if nack.outcome == "retry" else "dead"
         logs.emit(
             logs.ATTEMPT_FAILED,
             logging.WARNING if outcome == "retried" else logging.ERROR,
@@ -316,20 +321,12 @@ class Runner:
             queue=row.queue,
             attempt=row.attempt,
             max_attempts=row.max_attempts,
-            error_code=code,
-            error=text,
+            error_code=nack.error_code,
+            error=nack.error,
+            fix=nack.fix,
             outcome=outcome,
-            stop=decision.stop_reason,
-            retry_in=round(decision.delay, 3) if run_at else None,
-        )
-        nack = Nack(
-            lease.claim,
-            decision.outcome,
-            run_at=run_at,
-            error=text,
-            error_code=code,
-            stop_reason=decision.stop_reason,
-            traceback=failure_traceback(exc, self.traceback_limit),
+            stop=nack.stop_reason,
+            retry_in=round(decision.delay, 3) if nack.run_at else None,
         )
         ok = await self._nack(lease, nack)
         if ok:
@@ -340,9 +337,9 @@ class Runner:
             row.queue,
             row.attempt,
             outcome if ok else "settle-failed",
-            stop_reason=decision.stop_reason,
-            error=text,
-            error_code=code,
+            stop_reason=nack.stop_reason,
+            error=nack.error,
+            error_code=nack.error_code,
             duration=duration,
             abort_reason=abort_reason,
         )

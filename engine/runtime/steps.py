@@ -25,7 +25,7 @@ from engine.errors import (
     X_STEP_TIMEOUT,
     JobsError,
 )
-from engine.retry import register_error_retry
+from engine.retry import error_text, register_error_retry
 from engine.runtime.signal import RunSignal
 from engine.runtime.step_signal import StepSignal, invoke_step
 from engine.runtime.suspend import StepSuspension
@@ -419,10 +419,3 @@ def check_event(name: Any, payload: Any, tenant: Any) -> tuple[str, dict[str, An
         )
     check_text(tenant, what="tenant", fix="tenant='acme'")
     return name, check_json(payload, what="event payload"), tenant
-
-
-def error_text(exc: BaseException) -> str:
-    code = getattr(exc, "code", None)
-    if isinstance(code, str):
-        return f"{code}: {getattr(exc, 'cause', exc)}"
-    return f"{type(exc).__name__}: {exc}"

@@ -34,6 +34,7 @@ from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.ids import IdFactory
 from engine.runtime import logs
 from engine.runtime.metrics import Metrics
+from engine.text import storable
 from engine.types import EnqueueResult, NewJob
 
 if TYPE_CHECKING:  # the outbox's rows, named in annotations only
@@ -311,5 +312,5 @@ def _describe(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     code = getattr(exc, "code", None)
     if isinstance(exc, JobsError):
-        return f"{code}: {exc.cause}"
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        return storable(f"{code}: {exc.cause}")
+    return storable(f"{type(exc).__name__}: {text}") if text else type(exc).__name__

@@ -19,15 +19,13 @@ stored batches and reads on from its cursor.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
 from engine.backfills import BackfillControl, BackfillDefinition, Batch, Started
 from engine.backfills.declare import is_async_handle
 from engine.backfills.passes import _count, _plan, stalled_error
 from engine.errors import JobsError
-from engine.retry import decide_retry, error_code_of, failure_text
-from engine.runtime.steps import error_text
+from engine.retry import error_text
 from engine.testing.factory import WORKER, Factory
 from engine.types import Claim
 
@@ -176,17 +174,7 @@ class PassPlayer:
 
     async def _nack(self, exc: BaseException) -> bool:
         """Settle the failed run as the worker does; True when the pass is dead."""
-        row = await self.f.get(self.started.job_id)
-        decision = decide_retry(self.d.retry, row.attempt, exc, max_attempts=row.max_attempts)
-        run_at = self.f.now + timedelta(seconds=decision.delay) if decision.outcome == "retry" else None
-        await self.f.nack(
-            self.claim,
-            decision.outcome,
-            run_at=run_at,
-            error=failure_text(exc, decision, row.attempt, row.max_attempts),
-            error_code=error_code_of(exc),
-            stop_reason=decision.stop_reason,
-        )
+        decision = await self.f.fail(self.claim, exc, self.d.retry)
         if decision.outcome == "dead":
             self._close()
             return True

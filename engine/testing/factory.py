@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -30,6 +30,7 @@ from engine.drivers.base import Driver
 from engine.drivers.outbox_lease import claim_lease_ms
 from engine.ids import IdFactory
 from engine.outbox_types import OutboxRow
+from engine.retry import RetryDecision, RetryPolicy, failure_nack
 from engine.services.relay import Relay, RelayConfig
 from engine.services.scheduler import Scheduler, SchedulerConfig
 from engine.tasks import TaskDefinition
@@ -133,6 +134,21 @@ class Factory:
             traceback=traceback,
         )
         return await self.driver.job_nack(nack=nack, now=self.now)
+
+    async def fail(
+        self, claim: Claim, exc: BaseException, policy: RetryPolicy, *, traceback: str | None = None
+    ) -> RetryDecision:
+        """Settle a claimed job's attempt as failed by ``exc``, as the worker settles a handler's
+        failure under ``policy``: retried or dead, its error text, code, fix and traceback (or
+        ``traceback``, a story's own: an exception built for a test was never raised)."""
+        row = await self.get(claim.job_id)
+        nack, decision = failure_nack(
+            claim, exc, policy, attempt=row.attempt, max_attempts=row.max_attempts, now=self.now
+        )
+        if traceback is not None:
+            nack = replace(nack, traceback=traceback)
+        await self.driver.job_nack(nack=nack, now=self.now)
+        return decision
 
     async def cancel(self, job_id: str, *, actor: str = "factory", note: str | None = None) -> None:
         await self.driver.job_cancel(job_id=job_id, tenant=None, now=self.now, actor=actor, note=note)

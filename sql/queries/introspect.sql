@@ -281,7 +281,8 @@ select count(*)::int as n from (
 -- Dead letters grouped by (name, error code, stop reason): count, first/last seen and tenants from
 -- an index-only scan of job_dead_v5, grouped per tenant first (a hash aggregate: count(distinct
 -- tenant) sorted every group); the most recent one (id, last error, attempt n of m) by one probe
--- each of job_finished_at at the group's last_seen.
+-- each of job_finished_at at the group's last_seen, and its fix by one probe of attempt_pkey
+-- (engine.projections.latest_fix: the latest attempt that failed with an error).
 with t as (
     select name, error_code, stop_reason, tenant,
            count(*)::int as n, min(finished_at) as first_seen, max(finished_at) as last_seen
@@ -296,7 +297,9 @@ with t as (
     group by 1, 2, 3
 )
 select g.name, g.error_code, g.stop_reason, g.n, g.first_seen, g.last_seen, g.tenants,
-       l.id as last_job_id, l.last_error, l.attempt, l.max_attempts
+       l.id as last_job_id, l.last_error, l.attempt, l.max_attempts,
+       (select a.fix from jobs.attempt a where a.job_id = l.id and a.error is not null
+        order by a.run desc limit 1) as last_fix
 from g
 cross join lateral (
     select id, last_error, attempt, max_attempts

@@ -182,14 +182,14 @@ with done as (
 ), carried as (
     update jobs.attempt a
     set run = settled.run, worker = settled.claimed_by, finished_at = %(now)s, outcome = %(attempt_outcome)s,
-        error_code = %(error_code)s, error = %(error)s, traceback = %(traceback)s
+        error_code = %(error_code)s, error = %(error)s, traceback = %(traceback)s, fix = %(fix)s
     from settled, resumed
     where a.job_id = resumed.job_id and a.run = resumed.run
 ), rec as (
     insert into jobs.attempt (job_id, run, attempt, worker, started_at, finished_at, outcome, error_code, error,
-                              traceback)
+                              traceback, fix)
     select id, run, attempt + case when %(counts)s then 0 else 1 end, claimed_by, claimed_at, %(now)s,
-           %(attempt_outcome)s, %(error_code)s, %(error)s, %(traceback)s
+           %(attempt_outcome)s, %(error_code)s, %(error)s, %(traceback)s, %(fix)s
     from settled where not exists (select 1 from resumed)
 )
 select id from settled;
@@ -279,10 +279,10 @@ with done as (
     where a.run = (select max(run) from jobs.attempt where job_id = done.id) and a.outcome = 'suspended'
       and a.attempt = done.attempt
 )
-select job_id, run, attempt, worker, started_at, finished_at, outcome, error_code, error, traceback
+select job_id, run, attempt, worker, started_at, finished_at, outcome, error_code, error, traceback, fix
 from jobs.attempt where job_id = %(id)s and run not in (select run from resumed)
 union all
 select id, run, attempt, claimed_by, coalesce((select started_at from resumed), claimed_at), finished_at, 'completed',
-       null, null, null
+       null, null, null, null
 from done
 order by run;

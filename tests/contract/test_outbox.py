@@ -301,6 +301,20 @@ async def test_i20_a_failed_publish_stops_the_batch_and_no_later_row_overtakes_i
     assert done[2].attempts == 2 and done[2].last_error == "ConnectionError: the pool blipped"  # kept as history
 
 
+async def test_a_publish_error_holding_a_nul_or_a_lone_surrogate_is_recorded_escaped(
+    driver: Driver, clock: FakeClock, ids: IdFactory
+) -> None:
+    staged = await stage_orders(engine(driver, clock, ids), driver, [1])
+
+    async def publish(jobs: Sequence[NewJob], now: datetime) -> list[EnqueueResult]:
+        raise ConnectionError("broker said \x00 about \udcff")
+
+    res = await relay(driver, clock, "A", publish=publish).run_once()
+    assert res.failed == staged[0] and res.error == "ConnectionError: broker said \\x00 about \\udcff"
+    (row,) = await rows(driver, staged)
+    assert (row.attempts, row.last_error) == (1, res.error)  # recorded, the row handed back
+
+
 # --- the relay publishes through the enqueue path ------------------------------------------------
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -50,3 +51,23 @@ def test_no_module_of_engine_or_console_passes_450_lines() -> None:
         if (n := len(p.read_text().splitlines())) > 450
     ]
     assert big == []
+
+
+def _names_no_fix(call: ast.Call) -> bool:
+    """A JobsError(...) call that names no fix: neither a third argument nor ``fix=``."""
+    named = {k.arg for k in call.keywords}
+    return len(call.args) < 3 and "fix" not in named and None not in named  # None: a **mapping
+
+
+def test_every_error_the_engine_and_console_raise_names_a_fix() -> None:
+    """JobsError's fix may be left empty by a handler's own error; never by ours (DESIGN.md)."""
+    bare = [
+        f"{p.relative_to(ROOT)}:{node.lineno}"
+        for p in [*ROOT.glob("engine/**/*.py"), *ROOT.glob("console/**/*.py")]
+        for node in ast.walk(ast.parse(p.read_text()))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "JobsError"
+        and _names_no_fix(node)
+    ]
+    assert bare == []

@@ -24,6 +24,7 @@ from engine.projections import (
     QueueStats,
     SlotHolder,
     WaitGroup,
+    latest_fix,
 )
 from engine.series import MinuteFigures, QueueSeries
 from engine.types import JobRow, JobState, StopReason, ready_since
@@ -215,6 +216,7 @@ class MemoryIntrospect(MemoryBase):
                     attempt=last.attempt,
                     max_attempts=last.max_attempts,
                     tenants=len({r.tenant or "" for r in rows}),
+                    last_fix=latest_fix(self.state.attempts.get(last.id, [])),
                 )
             )
         # The SQL's order: last seen newest first, then name and code ascending (no code first).

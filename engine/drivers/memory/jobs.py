@@ -72,11 +72,12 @@ class MemoryJobs(MemoryBase):
         code: str | None = None,
         error: str | None = None,
         traceback: str | None = None,
+        fix: str | None = None,
     ) -> None:
         assert row.claimed_by is not None and row.claimed_at is not None
         self.state.record_attempt(
             AttemptRecord(
-                row.id, row.run, attempt, row.claimed_by, row.claimed_at, now, outcome, code, error, traceback
+                row.id, row.run, attempt, row.claimed_by, row.claimed_at, now, outcome, code, error, traceback, fix
             )
         )
 
@@ -142,6 +143,7 @@ class MemoryJobs(MemoryBase):
                 code=nack.error_code,
                 error=nack.error,
                 traceback=nack.traceback,
+                fix=nack.fix,
             )
             return True
 

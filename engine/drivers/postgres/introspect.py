@@ -225,6 +225,7 @@ class PostgresIntrospect(PostgresBase):
                     r["attempt"],
                     r["max_attempts"],
                     r["tenants"],
+                    r["last_fix"],
                 )
                 for r in rows
             )

@@ -189,6 +189,7 @@ class PostgresJobs(PostgresBase):
                 "error": nack.error,
                 "error_code": nack.error_code,
                 "traceback": nack.traceback,
+                "fix": nack.fix,
                 "stop_reason": nack.stop_reason,
                 "wait": None if nack.wait is None else json.dumps(nack.wait),
                 "attempt_outcome": _ATTEMPT_OUTCOME[nack.outcome],

@@ -94,4 +94,5 @@ def attempt_record(d: dict[str, Any]) -> AttemptRecord:
         d["error_code"],
         d["error"],
         d["traceback"],
+        d["fix"],
     )
