@@ -98,7 +98,7 @@ def _bulk(
         raise typer.Exit(EXIT_NOOP)
     if not yes:
         # --json is for scripts: they say --yes; a person answers the question.
-        if json_out or not typer.confirm(f"{action} {plan.would_change} jobs?", default=False):
+        if json_out or not _confirmed(f"{action} {plan.would_change} jobs?"):
             sys.stderr.write("error: not confirmed; nothing changed\n  fix: add --yes\n")
             raise typer.Exit(EXIT_NOOP)
     res = run(dsn, json_out, lambda e: operator(e, actor).bulk(action, where, note=note, per_second=rate))  # type: ignore[arg-type]
@@ -325,3 +325,13 @@ def enqueue(
     console().print(
         f"{res.id} {'deduped (a live job holds the key)' if res.deduped else 'enqueued'} state={res.state.value}"
     )
+
+
+def _confirmed(question: str) -> bool:
+    """A yes to ``question`` on stdin. No answer is a no: its end (a script with nothing piped
+    in, a closed terminal) or Ctrl-C at the prompt, which click would make an exit 1 "Aborted!"."""
+    try:
+        return typer.confirm(question, default=False)
+    except (typer.Abort, EOFError):
+        sys.stdout.write("\n")  # the prompt's line, left open
+        return False

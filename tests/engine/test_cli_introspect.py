@@ -118,6 +118,17 @@ def test_bulk_retry_prints_the_dry_run_and_asks(pg_dsn: str) -> None:
     assert r.exit_code == 0 and json.loads(r.stdout)["result"]["changed"] == 3
 
 
+def test_a_bulk_action_with_no_answer_changes_nothing_and_says_to_add_yes(pg_dsn: str) -> None:
+    """Nothing on stdin (a script without --yes, a closed terminal): the no-op's exit and fix,
+    not click's bare "Aborted!" and exit 1."""
+    seed(pg_dsn, JobState.DEAD, JobState.DEAD, tenant="acme")
+    for verb in ("retry", "discard"):
+        r = cli(verb, "--all", "--filter", "tenant=acme", "--dsn", pg_dsn, input="")
+        assert r.exit_code == 5, r.output
+        assert "not confirmed; nothing changed" in r.stderr and "fix: add --yes" in r.stderr
+    assert json.loads(cli("queues", "--dsn", pg_dsn, "--json").stdout)["queues"][0]["dead"]["value"] == 2
+
+
 def test_pause_resume_and_event(pg_dsn: str) -> None:
     # Nothing names "emails" yet: a typo would leave a phantom paused queue, so it takes --create.
     r = cli("pause", "emails", "--dsn", pg_dsn)
