@@ -69,7 +69,16 @@ class JobDefinition:
     is_async: bool
 
     def key_for(self, inp: Any) -> str:
-        key = self.idempotency_key(inp)
+        try:
+            key = self.idempotency_key(inp)
+        except Exception as exc:  # the app's function on this input: the input lacks what it reads
+            fields = ", ".join(map(str, list(inp)[:10])) if isinstance(inp, dict) and inp else "none"
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"the idempotency key of job {self.name!r} cannot be derived from this input: "
+                f"{type(exc).__name__}: {exc} (the input's fields: {fields})",
+                fix=f"enqueue {self.name} with the fields its idempotency_key reads",
+            ) from exc
         if not isinstance(key, str) or not key:
             raise JobsError(
                 X_INVALID_DEFINITION,

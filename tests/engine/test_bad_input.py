@@ -8,6 +8,7 @@ handler fails its own attempt and never the worker:
   that attempt (it would be the same again), the worker goes on;
 - an input, a step result or an event payload over the size limit: X_TOO_LARGE, nothing written;
 - an event payload that is not a JSON object or holds a value JSON cannot hold;
+- an input its job's idempotency key function cannot read (it raises): X_INVALID_ARGUMENT;
 - a DSN naming another storage (redis://, nats://): X_NOT_IMPLEMENTED naming what is supported;
 - `jobs worker` on a database without the schema or with one that is older: refused at once,
   not waited for.
@@ -24,7 +25,7 @@ import pytest
 from typer.testing import CliRunner
 
 from engine import connect, set_max_json_bytes
-from engine.api import Engine
+from engine.api import Engine, Enqueue
 from engine.cli import app as cli_app
 from engine.clock import FakeClock
 from engine.codec import DEFAULT_MAX_JSON_BYTES, check_json, max_json_bytes
@@ -141,6 +142,24 @@ async def test_an_input_or_payload_over_the_size_limit_is_refused_and_nothing_is
     with pytest.raises(JobsError) as payload:
         await eng.asend_event("evt", {"blob": "x" * 2000})
     assert payload.value.code == "X_TOO_LARGE"
+    assert not (await Introspector(eng).jobs(JobFilter())).items
+
+
+async def test_an_input_its_idempotency_key_cannot_read_is_the_engines_error_and_a_batch_writes_nothing(
+    eng: Engine,
+) -> None:
+    """The key function is the app's: on an input without the field it reads it raises (here a
+    KeyError), and the caller gets the engine's error naming the job, the failure and the fields
+    the input has, the original chained; enqueue_many stays all or nothing."""
+    with pytest.raises(JobsError) as err:
+        await eng.aenqueue_many([Enqueue(fine, {"k": "1"}), Enqueue(fine, {"key": "2", "n": 3})])
+    assert err.value.code == "X_INVALID_ARGUMENT"
+    assert err.value.cause == (
+        "the idempotency key of job 'bad.fine' cannot be derived from this input: KeyError: 'k' "
+        "(the input's fields: key, n)"
+    )
+    assert err.value.fix == "enqueue bad.fine with the fields its idempotency_key reads"
+    assert isinstance(err.value.__cause__, KeyError)
     assert not (await Introspector(eng).jobs(JobFilter())).items
 
 
