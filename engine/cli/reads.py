@@ -324,6 +324,9 @@ def workers(
     wv = run(dsn, json_out, lambda e: intro(e, budget).workers())
     if json_out:
         return emit(wv)
+    if not wv.workers:
+        console().print("no worker is registered: `jobs worker MODULE` starts one")
+        return
     t = table("id", "host", "pid", "queues", "slots", "heartbeat", "state")
     for w in wv.workers:
         t.add_row(

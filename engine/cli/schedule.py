@@ -58,6 +58,8 @@ def schedule(
     from rich.table import Table
 
     out = console()
+    if not view.tasks:
+        out.print("no cron task is declared: `jobs worker MODULE` declares the @task handlers MODULE holds")
     table = Table("task", "cron", "zone", "catch-up", "next", "last", "last job", "skipped", "paused")
     for t in view.tasks:
         catch = t.catch_up + (f" ({t.max_catch_up})" if t.max_catch_up else "")
@@ -73,7 +75,8 @@ def schedule(
             str(t.skipped),
             paused,
         )
-    out.print(table)
+    if view.tasks:
+        out.print(table)
     lead = view.leader
     if lead is None:
         out.print("leader: none has ever led")

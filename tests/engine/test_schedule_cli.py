@@ -37,6 +37,16 @@ def _cli(*args: str) -> tuple[int, str, str]:
     return r.exit_code, r.stdout, r.stderr
 
 
+def test_jobs_schedule_and_jobs_workers_say_what_starts_one_when_there_is_none(pg_dsn: str) -> None:
+    code, out, _ = _cli("schedule", "--dsn", pg_dsn)
+    assert code == 0 and out.splitlines() == [
+        "no cron task is declared: `jobs worker MODULE` declares the @task handlers MODULE holds",
+        "leader: none has ever led",
+    ]
+    code, out, _ = _cli("workers", "--dsn", pg_dsn)
+    assert code == 0 and out.splitlines() == ["no worker is registered: `jobs worker MODULE` starts one"]
+
+
 def test_jobs_schedule_lists_tasks_words_next_and_the_leader(pg_dsn: str, clock: FakeClock) -> None:
     _declared(pg_dsn, clock)
     code, out, err = _cli("schedule", "--dsn", pg_dsn, "--json")
