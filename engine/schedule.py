@@ -22,6 +22,10 @@ from engine.errors import X_INVALID_DEFINITION, JobsError
 CatchUp = Literal["skip", "latest", "all"]
 CATCH_UP: tuple[CatchUp, ...] = ("skip", "latest", "all")
 DEFAULT_MAX_CATCH_UP = 100
+# Every scheduler process stamps the tasks it knows this often (seconds); one no process has
+# stamped for RETIRED_AFTER is retired. Ten stamps' room: a restart or a deploy never retires one.
+SEEN_EVERY = 60.0
+RETIRED_AFTER = 600.0
 # Most due occurrences one tick reads per task. Past it (a "* * * * *" task down for a day), the
 # tick settles this many as skipped and the next tick reads on: catch-up applies to the last read.
 SCAN_LIMIT = 1000
@@ -204,6 +208,12 @@ class ScheduleRow:
     paused_by: str | None
     paused_at: datetime | None
     note: str | None
+    seen_at: datetime  # when a scheduler process last declared it (Scheduler stamps it, SEEN_EVERY)
+
+    def retired(self, now: datetime) -> bool:
+        """No scheduler process has declared the task for RETIRED_AFTER: it was removed from the
+        code, and the leader enqueues none of its occurrences until a process declares it again."""
+        return (now - self.seen_at).total_seconds() > RETIRED_AFTER
 
     @property
     def since(self) -> datetime:

@@ -36,7 +36,11 @@ COLUMNS = (
 
 def task_row(t: Any, now: Any) -> tuple[Text, ...]:
     status = (
-        Text(f"PAUSED {clean(t.paused_by or '?', limit=14)}", style=palette.style("flag")) if t.paused else Text("on")
+        Text(f"PAUSED {clean(t.paused_by or '?', limit=14)}", style=palette.style("flag"))
+        if t.paused
+        else Text("RETIRED", style=palette.style("flag"))
+        if t.retired
+        else Text("on")
     )
     return (
         cell(t.name, limit=24, style="bold"),
@@ -50,14 +54,21 @@ def task_row(t: Any, now: Any) -> tuple[Text, ...]:
     )
 
 
-def detail_text(t: Any) -> Text:
-    """The selected task in words: what the cron means, its catch-up, why it is paused."""
+def detail_text(t: Any, now: Any) -> Text:
+    """The selected task in words: what the cron means, its catch-up, why it is paused or retired."""
     out = Text(clean(t.name, limit=40), style="bold")
     out.append(f"  {clean(t.words, limit=60)} ({clean(t.timezone, limit=30)})")
     out.append(f"  catch-up {t.catch_up}" + (f" (at most {t.max_catch_up})" if t.max_catch_up else ""), style="dim")
     if t.paused:
         note = f": {clean(t.pause_note, limit=40)}" if t.pause_note else ""
         out.append(f"  paused by {clean(t.paused_by or '?', limit=20)}{note}", style=palette.style("warn"))
+    if t.retired:
+        out.append(
+            f"  retired: no scheduler process has declared it for {ago(t.seen_at, now).removesuffix(' ago')}"
+            " (removed from the code, or no scheduler runs); none of its occurrences is enqueued until one"
+            " declares it again",
+            style=palette.style("warn"),
+        )
     return out
 
 
@@ -103,8 +114,13 @@ class SchedulesScreen(DataScreen, Flows):
         now = self.source.now()
         self.query_one("#schedules", KeyedTable).sync([(t.name, task_row(t, now)) for t in view.tasks])
         paused = sum(1 for t in view.tasks if t.paused)
+        retired = sum(1 for t in view.tasks if t.retired and not t.paused)
         title = Text("Schedules", style="bold")
-        title.append(f"  {len(view.tasks)} tasks" + (f", {paused} paused" if paused else ""))
+        title.append(
+            f"  {len(view.tasks)} tasks"
+            + (f", {paused} paused" if paused else "")
+            + (f", {retired} retired" if retired else "")
+        )
         update_changed(self.query_one("#schedules-title", Static), title)
         update_changed(self.query_one("#leader", Static), leader_text(view.leader, now))
         empty = self.query_one("#empty", Static)
@@ -114,7 +130,8 @@ class SchedulesScreen(DataScreen, Flows):
 
     def _show_detail(self) -> None:
         t = self._selected()
-        update_changed(self.query_one("#detail", Static), Text("") if t is None else detail_text(t))
+        now = self.source.now()
+        update_changed(self.query_one("#detail", Static), Text("") if t is None else detail_text(t, now))
 
     def on_data_table_row_highlighted(self, event: KeyedTable.RowHighlighted) -> None:
         event.stop()

@@ -60,10 +60,16 @@ def schedule(
     out = console()
     if not view.tasks:
         out.print("no cron task is declared: `jobs worker MODULE` declares the @task handlers MODULE holds")
-    table = Table("task", "cron", "zone", "catch-up", "next", "last", "last job", "skipped", "paused")
+    table = Table("task", "cron", "zone", "catch-up", "next", "last", "last job", "skipped", "status")
     for t in view.tasks:
         catch = t.catch_up + (f" ({t.max_catch_up})" if t.max_catch_up else "")
-        paused = f"by {t.paused_by}" if t.paused else ""
+        status = (
+            f"paused by {t.paused_by}"
+            if t.paused
+            else f"RETIRED: undeclared since {_when(t.seen_at)}"
+            if t.retired
+            else "on"
+        )
         table.add_row(
             t.name,
             f"{t.cron}  {t.words}",
@@ -73,10 +79,13 @@ def schedule(
             _when(t.last_at),
             t.last_job_state or "-",
             str(t.skipped),
-            paused,
+            status,
         )
     if view.tasks:
         out.print(table)
+    if any(t.retired for t in view.tasks):
+        out.print("RETIRED: no scheduler process has declared the task for 10 minutes (removed from the code, or no")
+        out.print("  scheduler runs); none of its occurrences is enqueued until a process that declares it starts")
     lead = view.leader
     if lead is None:
         out.print("leader: none has ever led")

@@ -20,6 +20,10 @@ class SchedulesArea(Protocol):
         its watermark, skipped count and pause."""
         ...
 
+    async def schedule_seen(self, *, tasks: Sequence[str], now: datetime) -> None:
+        """A scheduler process still knows these tasks (by name): their ``seen_at`` is ``now``."""
+        ...
+
     async def schedule_list(self) -> list[ScheduleRow]:
         """Every declared task by name (code points), with its last occurrence's job state."""
         ...

@@ -30,7 +30,7 @@ class TaskView:
     catch_up: str
     max_catch_up: int | None  # the bound, for catch_up="all"
     queue: str
-    next_at: datetime | None  # the next occurrence after now (None while paused)
+    next_at: datetime | None  # the next occurrence after now (None while paused or retired)
     last_at: datetime | None  # the last occurrence enqueued
     last_job_id: str | None
     last_job_state: str | None  # "pruned" once its row is gone
@@ -40,6 +40,8 @@ class TaskView:
     paused_by: str | None
     paused_at: datetime | None
     pause_note: str | None
+    retired: bool  # no scheduler process has declared it for ten minutes: none of it is enqueued
+    seen_at: datetime  # when a scheduler process last declared it
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -79,9 +81,10 @@ class SchedulesView:
 
 def task_view(row: ScheduleRow, now: datetime) -> TaskView:
     cron = Cron(row.cron, row.timezone)
+    retired = row.retired(now)
     try:
         words = cron.words
-        nxt = None if row.paused else cron.next_after(max(now, row.since))
+        nxt = None if row.paused or retired else cron.next_after(max(now, row.since))
     except Exception:  # a declaration this host cannot read (a zone its database lacks)
         words, nxt = "?", None
     state = row.last_job_state or ("pruned" if row.last_job_id else None)
@@ -103,6 +106,8 @@ def task_view(row: ScheduleRow, now: datetime) -> TaskView:
         row.paused_by,
         row.paused_at,
         row.note,
+        retired,
+        row.seen_at,
     )
 
 

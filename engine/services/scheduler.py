@@ -1,8 +1,10 @@
 """The cron scheduler (I21): one leader per fleet enqueues each task's occurrences once.
 
-- Every scheduler process declares the tasks it knows (jobs.schedule_state) when it starts; the
-  leader schedules every declared task from those rows, so a fleet whose processes know
-  different tasks still has one leader and every task scheduled.
+- Every scheduler process declares the tasks it knows (jobs.schedule_state) when it starts, and
+  stamps them seen once a minute; the leader schedules every declared task from those rows, so a
+  fleet whose processes know different tasks still has one leader and every task scheduled. A
+  task no process has stamped for ten minutes was removed from the code: retired, the leader
+  enqueues none of its occurrences until one declares it again (engine.schedule.RETIRED_AFTER).
 - The leader holds a lease with a fencing term (jobs.leader, name 'scheduler'). Each step of a
   tick (the watermark moved, the occurrence enqueued under its key) is one fenced statement: a
   leader that stalled past its lease, or whose watermark someone moved, writes nothing.
@@ -30,7 +32,15 @@ from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.ids import IdFactory
 from engine.runtime import logs
 from engine.runtime.metrics import Metrics
-from engine.schedule import Cron, ScheduleRow, TaskDecl, instant_text, occurrence_key, plan_catch_up
+from engine.schedule import (
+    SEEN_EVERY,
+    Cron,
+    ScheduleRow,
+    TaskDecl,
+    instant_text,
+    occurrence_key,
+    plan_catch_up,
+)
 from engine.tasks import TaskDefinition
 
 LEADER = "scheduler"
@@ -122,6 +132,7 @@ class Scheduler:
         self.ids = ids or IdFactory(clock)
         self.term: int | None = None
         self._declared = False
+        self._seen: datetime | None = None  # when this process last stamped its tasks seen
         self._crons: dict[tuple[str, str], Cron] = {}
         self.last: SchedulerResult | None = None
 
@@ -136,6 +147,9 @@ class Scheduler:
         if not self._declared:
             await self.driver.schedule_declare(tasks=[declaration(t) for t in self.tasks], now=now)
             self._declared = True
+        if self.tasks and (self._seen is None or (now - self._seen).total_seconds() >= SEEN_EVERY):
+            await self.driver.schedule_seen(tasks=[t.name for t in self.tasks], now=now)
+            self._seen = now
         term = await self.driver.leader_acquire(
             name=LEADER, holder=self.holder, now=now, lease_seconds=cfg.leader_lease
         )
@@ -159,7 +173,7 @@ class Scheduler:
         skipped: dict[str, int] = {}
         fenced: list[str] = []
         for row in await self.driver.schedule_list():
-            if row.paused:
+            if row.paused or row.retired(now):
                 continue
             try:
                 cron = self._cron(row)

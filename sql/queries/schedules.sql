@@ -7,8 +7,9 @@
 -- catch_up, max_catch_up, queue, max_attempts, priority, input]). A new task's owed occurrences
 -- start after %(now)s; a known task keeps its watermark, skipped count and pause.
 insert into jobs.schedule_state as s (task, watermark, updated_at, cron, timezone, catch_up, max_catch_up,
-                                      queue, max_attempts, priority, input, declared_at)
-select e->>0, null, %(now)s, e->>1, e->>2, e->>3, (e->>4)::int, e->>5, (e->>6)::int, (e->>7)::int, e->8, %(now)s
+                                      queue, max_attempts, priority, input, declared_at, seen_at)
+select e->>0, null, %(now)s, e->>1, e->>2, e->>3, (e->>4)::int, e->>5, (e->>6)::int, (e->>7)::int, e->8, %(now)s,
+       %(now)s
 from jsonb_array_elements(%(tasks)s::jsonb) as t(e)
 on conflict (task) do update
 set cron = excluded.cron, timezone = excluded.timezone, catch_up = excluded.catch_up,
@@ -18,11 +19,17 @@ where (s.cron, s.timezone, s.catch_up, s.max_catch_up, s.queue, s.max_attempts, 
       is distinct from (excluded.cron, excluded.timezone, excluded.catch_up, excluded.max_catch_up,
                         excluded.queue, excluded.max_attempts, excluded.priority, excluded.input);
 
+-- name: schedule_seen :exec
+-- A scheduler process still knows these tasks (%(tasks)s, their names): stamp them seen now. A task
+-- no process has stamped for engine.schedule.RETIRED_AFTER is retired (ScheduleRow.retired).
+update jobs.schedule_state set seen_at = %(now)s
+where task = any(%(tasks)s::text[]) and seen_at < %(now)s;
+
 -- name: schedule_list :many
 -- Every declared task with its state and the state of its last enqueued occurrence's job.
 select s.task, s.cron, s.timezone, s.catch_up, s.max_catch_up, s.queue, s.declared_at, s.watermark,
        s.skipped, s.last_at, s.last_job_id, j.state as last_job_state, s.paused, s.paused_by,
-       s.paused_at, s.note
+       s.paused_at, s.note, s.seen_at
 from jobs.schedule_state s
 left join jobs.job j on j.id = s.last_job_id
 order by s.task collate "C";

@@ -203,3 +203,24 @@ async def test_the_leader_projection_names_the_holder_its_term_lease_and_last_ti
         clock.now(),
         clock.now() + timedelta(seconds=30),
     )
+
+
+async def test_a_declaration_is_stamped_seen_and_retired_once_unseen_for_ten_minutes(
+    driver: Driver, clock: FakeClock
+) -> None:
+    declared = clock.now()
+    await driver.schedule_declare(tasks=[decl()], now=declared)
+    [row] = await driver.schedule_list()
+    assert row.seen_at == declared and not row.retired(clock.now())
+    clock.advance(600)
+    [row] = await driver.schedule_list()
+    assert not row.retired(clock.now())  # ten minutes to the second: still owed
+    clock.advance(1)
+    assert row.retired(clock.now())
+    await driver.schedule_seen(tasks=["t.every5", "t.unknown"], now=clock.now())  # an unknown name: nothing
+    await driver.schedule_seen(tasks=["t.every5"], now=declared)  # a late stamp never moves it back
+    [row] = await driver.schedule_list()
+    assert row.seen_at == clock.now() and not row.retired(clock.now())
+    await driver.schedule_declare(tasks=[decl(cron="*/10 * * * *")], now=clock.now() + timedelta(seconds=5))
+    [row] = await driver.schedule_list()
+    assert (row.cron, row.seen_at, row.declared_at) == ("*/10 * * * *", clock.now(), declared)

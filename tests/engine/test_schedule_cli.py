@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import timedelta
 
 import pytest
 from typer.testing import CliRunner
 
 from engine.api import Engine, connect
-from engine.clock import FakeClock
+from engine.clock import FakeClock, SystemClock
 from engine.drivers.postgres import PostgresDriver
 from engine.errors import JobsError
 from engine.introspect.schedules import Schedules
 from engine.services.scheduler import Scheduler, SchedulerConfig
-from engine.tasks import task
+from engine.tasks import TaskDefinition, task
 
 
 @task(name="cli.nightly", cron="0 2 * * *", timezone="Europe/Paris", queue="cron", input={"report": "daily"})
@@ -23,10 +24,15 @@ async def nightly(ctx, inp):  # type: ignore[no-untyped-def]
     return inp["scheduled_for"]
 
 
-def _declared(dsn: str, clock: FakeClock) -> None:
+@task(name="cli.gone", cron="*/5 * * * *", queue="cron")
+async def gone(ctx, inp):  # type: ignore[no-untyped-def]
+    return None
+
+
+def _declared(dsn: str, clock: FakeClock, tasks: tuple[TaskDefinition, ...] = (nightly,)) -> None:
     async def go() -> None:
         d = PostgresDriver(dsn)
-        await Scheduler(d, clock, [nightly], holder="host-a:7:x", config=SchedulerConfig()).run_once()
+        await Scheduler(d, clock, tasks, holder="host-a:7:x", config=SchedulerConfig()).run_once()
         await d.close()
 
     asyncio.run(go())
@@ -47,8 +53,8 @@ def test_jobs_schedule_and_jobs_workers_say_what_starts_one_when_there_is_none(p
     assert code == 0 and out.splitlines() == ["no worker is registered: `jobs worker MODULE` starts one"]
 
 
-def test_jobs_schedule_lists_tasks_words_next_and_the_leader(pg_dsn: str, clock: FakeClock) -> None:
-    _declared(pg_dsn, clock)
+def test_jobs_schedule_lists_tasks_words_next_and_the_leader(pg_dsn: str) -> None:
+    _declared(pg_dsn, FakeClock(SystemClock().now()))  # declared now: the CLI reads the real clock
     code, out, err = _cli("schedule", "--dsn", pg_dsn, "--json")
     assert code == 0, err
     view = json.loads(out)
@@ -61,10 +67,23 @@ def test_jobs_schedule_lists_tasks_words_next_and_the_leader(pg_dsn: str, clock:
         "skip",
         False,
     )
-    assert t["next_at"] is not None and t["last_at"] is None and t["skipped"] == 0
+    assert t["next_at"] is not None and t["last_at"] is None and t["skipped"] == 0 and not t["retired"]
     assert view["leader"]["holder"] == "host-a:7:x" and view["leader"]["term"] == 1
     code, out, _ = _cli("schedule", "--dsn", pg_dsn)
     assert code == 0 and "cli.nightly" in out and "At 02:00 every day" in out and "leader: host-a:7:x" in out
+
+
+def test_jobs_schedule_says_a_task_no_process_declares_any_more_is_retired(pg_dsn: str) -> None:
+    _declared(pg_dsn, FakeClock(SystemClock().now()))
+    _declared(pg_dsn, FakeClock(SystemClock().now() - timedelta(minutes=11)), (gone,))  # last declared then
+    code, out, _ = _cli("schedule", "--dsn", pg_dsn, "--json")
+    tasks = {t["name"]: t for t in json.loads(out)["tasks"]}
+    assert (tasks["cli.gone"]["retired"], tasks["cli.gone"]["next_at"]) == (True, None)
+    assert not tasks["cli.nightly"]["retired"]
+    code, out, _ = _cli("schedule", "--dsn", pg_dsn)
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.startswith("│")}
+    assert "RETIRED: undeclared since" in rows["cli.gone"] and " on " in rows["cli.nightly"]
+    assert "RETIRED: no scheduler process has declared the task for 10 minutes" in out
 
 
 def test_jobs_schedule_pause_resume_and_trigger_are_audited(pg_dsn: str, clock: FakeClock) -> None:

@@ -144,13 +144,42 @@ async def test_a_paused_task_enqueues_nothing_and_its_resume_owes_nothing(driver
     assert await _keys(driver, "s.every5") == ["s.every5@2026-01-01T12:35:00Z", "s.every5@2026-01-01T12:40:00Z"]
 
 
-async def test_the_leader_schedules_tasks_another_process_declared(driver: Driver, clock: FakeClock) -> None:
+async def test_the_leader_schedules_tasks_another_process_declares(driver: Driver, clock: FakeClock) -> None:
     other = Scheduler(driver, clock, [EVERY5], holder="old", config=CFG)
     await other.run_once()
     await other.step_down()
     lead = Scheduler(driver, clock, [], holder="new", config=CFG)  # knows no task of its own
-    await _run(clock, [lead], 605)
-    assert Counter(k.split("@")[0] for k in await _keys(driver, "s.every5")) == {"s.every5": 2}
+    await _run(clock, [lead, other], 3600)  # the other process lives on as a follower, stamping its task
+    assert Counter(k.split("@")[0] for k in await _keys(driver, "s.every5")) == {"s.every5": 11}
+    assert other.term is None and lead.term is not None
+
+
+async def test_a_task_no_process_declares_for_ten_minutes_is_retired_and_resumes_when_declared_again(
+    driver: Driver, clock: FakeClock
+) -> None:
+    """A task removed from the code: its one process is gone (a deploy without it). The leader
+    schedules it until RETIRED_AFTER has passed since its last stamp, then none of it; a process
+    that declares it again resumes it, what it missed under its catch-up (skip)."""
+    from engine.introspect.schedules import task_view
+
+    removed = Scheduler(driver, clock, [EVERY5], holder="old", config=CFG)
+    await removed.run_once()
+    await removed.step_down()
+    lead = Scheduler(driver, clock, [], holder="new", config=CFG)
+    await _run(clock, [lead], 3600)  # 12:00 -> 13:00
+    assert await _keys(driver, "s.every5") == ["s.every5@2026-01-01T12:05:00Z", "s.every5@2026-01-01T12:10:00Z"]
+    [row] = await driver.schedule_list()
+    view = task_view(row, clock.now())
+    assert (view.retired, view.next_at, view.seen_at) == (True, None, datetime(2026, 1, 1, 12, tzinfo=UTC))
+    back = Scheduler(driver, clock, [EVERY5], holder="back", config=CFG)  # declared again at 13:00
+    await _run(clock, [lead, back], 605)
+    assert (await _keys(driver, "s.every5"))[2:] == [
+        "s.every5@2026-01-01T13:00:00Z",
+        "s.every5@2026-01-01T13:05:00Z",
+        "s.every5@2026-01-01T13:10:00Z",
+    ]
+    [row] = await driver.schedule_list()
+    assert not row.retired(clock.now()) and row.skipped == 9  # 12:15 ... 12:55, by catch-up
 
 
 def test_a_scheduler_setting_out_of_range_is_refused() -> None:

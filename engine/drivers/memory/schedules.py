@@ -40,6 +40,7 @@ class MemorySchedules(MemoryBase):
                 if row is None:
                     table[t.name] = decl | {
                         "declared_at": now,
+                        "seen_at": now,
                         "watermark": None,
                         "skipped": 0,
                         "last_at": None,
@@ -51,6 +52,13 @@ class MemorySchedules(MemoryBase):
                     }
                 else:
                     row.update(decl)
+
+    async def schedule_seen(self, *, tasks: Sequence[str], now: datetime) -> None:
+        with self.state.lock:
+            for name in tasks:
+                row = self._tasks().get(name)
+                if row is not None and row["seen_at"] < now:
+                    row["seen_at"] = now
 
     async def schedule_list(self) -> list[ScheduleRow]:
         with self.state.lock:
@@ -76,6 +84,7 @@ class MemorySchedules(MemoryBase):
                         r["paused_by"],
                         r["paused_at"],
                         r["note"],
+                        r["seen_at"],
                     )
                 )
             return out

@@ -59,9 +59,14 @@ class PostgresSchedules(PostgresBase):
                 r["paused_by"],
                 r["paused_at"],
                 r["note"],
+                r["seen_at"],
             )
             for r in await self._rows(Q.schedule_list, {})
         ]
+
+    async def schedule_seen(self, *, tasks: Sequence[str], now: datetime) -> None:
+        if tasks:
+            await self._exec(Q.schedule_seen, {"tasks": list(tasks), "now": now})
 
     async def schedule_advance(
         self,
