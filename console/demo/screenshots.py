@@ -80,7 +80,7 @@ SHOTS: tuple[Shot, ...] = (
     Shot(
         "cancel_confirm",
         "Every mutating action names exactly what will change and asks first",
-        press=("2", "down", "c"),
+        press=(*_filter("state=running"), "c"),
     ),
     Shot("workers", "Workers: host, pid, queues, slots in use, last heartbeat (stale marked)", press=("4",)),
     Shot(

@@ -35,8 +35,9 @@ class Confirmed:
 class ConfirmScreen(ModalScreen[Confirmed | None]):
     BINDINGS = [
         Binding("y", "confirm", "Confirm"),
-        Binding("n", "cancel", "Cancel"),
-        Binding("escape", "cancel", "Cancel"),
+        # Not "Cancel": beside "Cancel job ... [y]" that word would name both answers.
+        Binding("n", "cancel", "Leave it"),
+        Binding("escape", "cancel", "Leave it"),
     ]
 
     def __init__(
@@ -82,7 +83,7 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
                     variant="error" if self.danger else "primary",
                     compact=True,
                 )
-                yield Button(Text("Cancel [n]"), id="confirm-no", compact=True)
+                yield Button(Text("Leave it [n]"), id="confirm-no", compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#confirm-no", Button).focus()

@@ -60,6 +60,16 @@ def drive(*keys: str, then: Callable[[Pilot], Awaitable[None] | None] | None = N
     return run
 
 
+def modal(*keys: str):  # type: ignore[no-untyped-def]
+    """``drive(*keys)``, then hold that a modal is on top: a key path that lands on a toast instead
+    (a row that cannot take the action) fails here rather than pinning the wrong picture."""
+
+    def on_a_modal(pilot: Pilot) -> None:
+        assert isinstance(pilot.app.screen, ModalScreen), f"{keys} did not open a modal: {pilot.app.screen}"
+
+    return drive(*keys, then=on_a_modal)
+
+
 class Outage:
     """Wraps a driver: while ``down`` every call raises the error a lost connection raises."""
 

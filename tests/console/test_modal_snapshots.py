@@ -3,59 +3,59 @@
 from __future__ import annotations
 
 from console.app import JobsConsole
-from tests.console.conftest import SMALL, drive
+from tests.console.conftest import SMALL, modal
 
 STEP_JOB = ["2", "slash", *"name=send_receipt", "enter", "enter"]
 EVENT_JOB = ["2", "slash", *"search=user:8", "enter", "enter"]
 
 
 def test_modal_bulk_retry_80x24(snap_compare, app: JobsConsole) -> None:
-    assert snap_compare(app, terminal_size=SMALL, run_before=drive("3", "X"))
+    assert snap_compare(app, terminal_size=SMALL, run_before=modal("3", "X"))
 
 
 def test_modal_bulk_result_80x24(snap_compare, app: JobsConsole) -> None:
-    assert snap_compare(app, terminal_size=SMALL, run_before=drive("3", "X", "y"))
+    assert snap_compare(app, terminal_size=SMALL, run_before=modal("3", "X", "y"))
 
 
 def test_modal_pause_80x24(snap_compare, app: JobsConsole) -> None:
-    assert snap_compare(app, terminal_size=SMALL, run_before=drive("down", "p"))
+    assert snap_compare(app, terminal_size=SMALL, run_before=modal("down", "p"))
 
 
 def test_modal_cancel_job_80x24(snap_compare, app: JobsConsole) -> None:
-    assert snap_compare(app, terminal_size=SMALL, run_before=drive("2", "down", "c"))
+    assert snap_compare(app, terminal_size=SMALL, run_before=modal("2", "slash", *"state=running", "enter", "c"))
 
 
 def test_modal_step_chooser_80x24(snap_compare, app: JobsConsole) -> None:
-    assert snap_compare(app, terminal_size=SMALL, run_before=drive(*STEP_JOB, "f"))
+    assert snap_compare(app, terminal_size=SMALL, run_before=modal(*STEP_JOB, "f"))
 
 
 def test_modal_retry_from_step_80x24(snap_compare, app: JobsConsole) -> None:
-    assert snap_compare(app, terminal_size=SMALL, run_before=drive(*STEP_JOB, "f", "enter"))
+    assert snap_compare(app, terminal_size=SMALL, run_before=modal(*STEP_JOB, "f", "enter"))
 
 
 def test_modal_send_event_80x24(snap_compare, app: JobsConsole) -> None:
-    assert snap_compare(app, terminal_size=SMALL, run_before=drive(*EVENT_JOB, "e"))
+    assert snap_compare(app, terminal_size=SMALL, run_before=modal(*EVENT_JOB, "e"))
 
 
 def test_modal_discard_job_80x24(snap_compare, app: JobsConsole) -> None:
-    assert snap_compare(app, terminal_size=SMALL, run_before=drive(*STEP_JOB, "d"))
+    assert snap_compare(app, terminal_size=SMALL, run_before=modal(*STEP_JOB, "d"))
 
 
 def test_modal_discard_group_80x24(snap_compare, app: JobsConsole) -> None:
-    assert snap_compare(app, terminal_size=SMALL, run_before=drive("3", "down", "d"))
+    assert snap_compare(app, terminal_size=SMALL, run_before=modal("3", "down", "d"))
 
 
 def test_modal_retry_marked_jobs_80x24(snap_compare, app: JobsConsole) -> None:
-    assert snap_compare(app, terminal_size=SMALL, run_before=drive("2", "t", "t", "t", "space", "space", "x"))
+    assert snap_compare(app, terminal_size=SMALL, run_before=modal("2", "t", "t", "t", "space", "space", "x"))
 
 
 def test_modal_cancel_marked_of_mixed_states_80x24(snap_compare, app: JobsConsole) -> None:
-    assert snap_compare(app, terminal_size=SMALL, run_before=drive("2", "space", "space", "c"))
+    assert snap_compare(app, terminal_size=SMALL, run_before=modal("2", "space", "space", "c"))
 
 
 def test_modal_drain_worker_80x24(snap_compare, app: JobsConsole) -> None:
-    assert snap_compare(app, terminal_size=SMALL, run_before=drive("4", "d"))
+    assert snap_compare(app, terminal_size=SMALL, run_before=modal("4", "d"))
 
 
 def test_modal_drain_marked_workers_80x24(snap_compare, app: JobsConsole) -> None:
-    assert snap_compare(app, terminal_size=SMALL, run_before=drive("4", "space", "space", "d"))
+    assert snap_compare(app, terminal_size=SMALL, run_before=modal("4", "space", "space", "d"))

@@ -49,6 +49,26 @@ async def test_enter_in_the_note_field_never_confirms_a_bulk_action() -> None:
         assert app.screen is modal  # still asking
         assert modal.query_one("#confirm-note", Input).value == "no"
         assert app.focused is modal.query_one("#confirm-no", Button)
-        await pilot.press("enter")  # Enter on Cancel cancels
+        await pilot.press("enter")  # Enter on "Leave it" leaves it
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmScreen)
+
+
+async def test_a_cancel_confirms_two_answers_never_share_the_word_cancel() -> None:
+    """Cancelling a job: the yes names the cancel, the no must not read as one ("Cancel job ...
+    [y]" beside "Cancel [n]" named both answers the same)."""
+    app = JobsConsole(seeded_source(), refresh=60)
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot)
+        for keys in (("2", "slash", *"state=delayed", "enter", "c"), ("enter", "c")):
+            for key in keys:  # the delayed list's first job, then the same job's detail
+                await pilot.press(key)
+                await settle(pilot)
+            modal = app.screen
+            assert isinstance(modal, ConfirmScreen)
+            yes = str(modal.query_one("#confirm-yes", Button).label)
+            no = str(modal.query_one("#confirm-no", Button).label)
+            assert yes.startswith("Cancel ") and no == "Leave it [n]", (yes, no)
+            await pilot.press("n")
+            await settle(pilot)
+            assert not isinstance(app.screen, ConfirmScreen)

@@ -8,7 +8,7 @@ import pytest
 
 from console.app import JobsConsole
 from console.demo.world import seeded_source
-from tests.console.conftest import SIZE, SMALL, drive, outage_source
+from tests.console.conftest import SIZE, SMALL, drive, modal, outage_source
 
 
 def test_overview_busy(snap_compare, app: JobsConsole) -> None:
@@ -59,7 +59,7 @@ def test_jobs_filtered(snap_compare, app: JobsConsole) -> None:
 
 
 def test_jobs_cancel_confirm(snap_compare, app: JobsConsole) -> None:
-    assert snap_compare(app, terminal_size=SIZE, run_before=drive("2", "down", "c"))
+    assert snap_compare(app, terminal_size=SIZE, run_before=modal("2", "slash", *"state=running", "enter", "c"))
 
 
 def test_job_detail_dead_with_steps(snap_compare, app: JobsConsole) -> None:
