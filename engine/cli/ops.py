@@ -15,7 +15,7 @@ import typer
 
 from engine.cli import app, fail
 from engine.cli.admin import DSN_HELP, JSON_HELP, NOTE_HELP
-from engine.cli.reads import FILTER_HELP, console, emit, run, workers_app
+from engine.cli.reads import FILTER_HELP, FilteredCommand, console, emit, run, workers_app
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 
 EXIT_NOOP = 5  # the action changed nothing (already final, already paused, already asked to drain)
@@ -108,7 +108,7 @@ def _bulk(
         console().print(f"{action}: {res.changed} changed, {res.skipped} skipped")
 
 
-@app.command()
+@app.command(cls=FilteredCommand)
 def retry(
     job_id: str = typer.Argument(None, help=f"{ID_HELP} of a dead job (or --all with --filter)"),
     from_step: str = typer.Option(None, "--from-step", help="re-run from this step; earlier steps replay"),
@@ -145,7 +145,7 @@ def retry(
     _result(res, json_out)
 
 
-@app.command()
+@app.command(cls=FilteredCommand)
 def cancel(
     job_id: str = typer.Argument(None, help=f"{ID_HELP} (or --all with --filter)"),
     all_: bool = typer.Option(False, "--all", help="every live job matching --filter"),
@@ -220,7 +220,7 @@ def resume(
     _pause(queue, False, note, actor, dsn, json_out)
 
 
-@app.command()
+@app.command(cls=FilteredCommand)
 def discard(
     job_id: str = typer.Argument(None, help=f"{ID_HELP} of a dead job (or --all with --filter)"),
     all_: bool = typer.Option(False, "--all", help="every dead job matching --filter"),

@@ -30,6 +30,30 @@ BUDGET_HELP = "seconds each query may take before it is cut off"
 FILTER_HELP = "key=value: queue, state, name, tenant, code, search, since, until, input.FIELD (repeatable)"
 
 
+class FilteredCommand(typer.core.TyperCommand):
+    """A command that takes its filters as ``-f key=value``: a filter key typed as an option
+    (``jobs ls --state dead``) is answered with how to write it, not click's bare "No such option"."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        typed = list(args)  # the parser consumes ``args``
+        try:
+            return super().parse_args(ctx, args)
+        except Exception as exc:  # click's NoSuchOption, as typer vendors it: matched by name
+            if type(exc).__name__ != "NoSuchOption":
+                raise
+            from engine.introspect.filters import FILTER_KEYS
+
+            name = str(getattr(exc, "option_name", ""))
+            key = name.lstrip("-")
+            if key not in FILTER_KEYS and not key.startswith("input."):
+                raise
+            at = next((i for i, a in enumerate(typed) if a == name or a.startswith(name + "=")), None)
+            given = "" if at is None else typed[at].partition("=")[2] or "".join(typed[at + 1 : at + 2])
+            value = given if given and not given.startswith("-") else "VALUE"
+            hint = f"No such option: {name}; filters are -f {key}={value} (--filter, repeatable)"
+            raise type(exc)(name, message=hint, ctx=ctx) from None  # type: ignore[call-arg]
+
+
 def to_json(value: Any) -> Any:
     """Projections as plain JSON: dataclasses by field, datetimes ISO, enums by value."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -164,7 +188,7 @@ def queues(
     console().print(t)
 
 
-@app.command("ls")
+@app.command("ls", cls=FilteredCommand)
 def list_jobs(
     filters: list[str] = typer.Option([], "--filter", "-f", help=FILTER_HELP),
     limit: int = typer.Option(50, "--limit", help="jobs per page (1 to 500)"),
@@ -258,7 +282,7 @@ def show(
         )
 
 
-@app.command()
+@app.command(cls=FilteredCommand)
 def dead(
     filters: list[str] = typer.Option([], "--filter", "-f", help=FILTER_HELP),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),

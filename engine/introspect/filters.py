@@ -14,7 +14,7 @@ from engine.projections import JobFilter
 from engine.text import check_text, check_texts
 from engine.types import JobState
 
-_KEYS = ("queue", "state", "name", "tenant", "code", "error_code", "search", "since", "until")
+FILTER_KEYS = ("queue", "state", "name", "tenant", "code", "error_code", "search", "since", "until")
 _STATES = ", ".join(s.value for s in JobState)
 
 
@@ -126,12 +126,12 @@ def parse_filter(text: str | list[str] | tuple[str, ...] | None) -> JobFilter:
             fields[key.removeprefix("input.")] = _json_value(value)
         elif key in ("since", "until"):
             kw[key] = _time(key, value)
-        elif key in _KEYS:
+        elif key in FILTER_KEYS:
             kw["error_code" if key == "code" else key] = value
         else:
             raise JobsError(
                 X_INVALID_ARGUMENT,
-                cause=f"unknown filter key {key!r}; keys are {', '.join(_KEYS)}, input.FIELD",
+                cause=f"unknown filter key {key!r}; keys are {', '.join(FILTER_KEYS)}, input.FIELD",
                 fix="jobs ls --filter state=dead",
             )
     return make_filter(input_fields=fields, **kw)

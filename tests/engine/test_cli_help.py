@@ -58,6 +58,24 @@ def test_no_flag_is_shown_as_taking_a_bool() -> None:
         assert "<bool>" not in r.output, path
 
 
+def test_a_filter_key_typed_as_an_option_answers_how_to_write_the_filter() -> None:
+    """`jobs ls --state dead` is how other CLIs filter: ours says `-f state=dead`, on every
+    command that filters; any other unknown option keeps click's answer."""
+    runner = CliRunner()
+    cases = [
+        (["ls", "--state", "dead"], "--state", "-f state=dead"),
+        (["dead", "--queue=billing"], "--queue", "-f queue=billing"),
+        (["retry", "--all", "--name", "--yes"], "--name", "-f name=VALUE"),
+        (["cancel", "--all", "--input.order", "42"], "--input.order", "-f input.order=42"),
+        (["discard", "--all", "--code", "X_GONE"], "--code", "-f code=X_GONE"),
+    ]
+    for args, option, hint in cases:
+        r = runner.invoke(app, args, env={"COLUMNS": "200"})
+        assert r.exit_code == 2 and f"No such option: {option}; filters are {hint} (--filter, repeatable)" in r.output
+    r = runner.invoke(app, ["ls", "--bogus"], env={"COLUMNS": "200"})
+    assert r.exit_code == 2 and "No such option: --bogus" in r.output and "filters are" not in r.output
+
+
 def test_version_prints_the_installed_version() -> None:
     r = runner.invoke(app, ["--version"])
     assert r.exit_code == 0 and r.stdout.strip() == f"jobs {version('jobs')}"
