@@ -11,29 +11,27 @@ from typer.testing import CliRunner
 from engine.cli import app
 from engine.clock import FakeClock
 from engine.drivers.postgres import PostgresDriver
+from engine.errors import JobsError
 from engine.ids import IdFactory
-from engine.testing import make_job
-from engine.types import JobState, Nack
+from engine.retry import RetryPolicy, register_error_retry
+from engine.testing import Factory
+from engine.types import JobState
 
 FIX = "jobs retry ID once [bold]the card[/bold] is updated"  # markup shown as typed
+register_error_retry({"X_TEST_CLI_DECLINED": "terminal"})
 
 
 def _dead_with_fix(dsn: str) -> tuple[str, str]:
+    """A job dead on its first attempt, settled as the worker settles a handler's error."""
+
     async def seed() -> tuple[str, str]:
         d = PostgresDriver(dsn)
         clock = FakeClock()
         try:
-            row = await make_job(d, IdFactory(clock), clock.now(), state=JobState.READY, max_attempts=3)
-            claimed = await d.worker_claim(queues=["default"], limit=1, worker="w1", now=clock.now(), lease_seconds=30)
-            nack = Nack(
-                claimed.jobs[0].claim,
-                "dead",
-                error="X_CARD_DECLINED: declined [stop: terminal at attempt 1 of 3]",
-                error_code="X_CARD_DECLINED",
-                stop_reason="terminal",
-                fix=FIX,
-            )
-            assert await d.job_nack(nack=nack, now=clock.now())
+            f = Factory(d, IdFactory(clock), clock)
+            row = await f.job(JobState.READY, max_attempts=3)
+            error = JobsError("X_TEST_CLI_DECLINED", "declined", FIX)
+            assert (await f.fail(await f.claim(row.id), error, RetryPolicy(attempts=3))).outcome == "dead"
             return row.id, row.name
         finally:
             await d.close()
@@ -48,11 +46,11 @@ def test_jobs_show_and_jobs_dead_print_the_fix_the_error_named(pg_dsn: str) -> N
     assert shown.exit_code == 0, shown.output
     lines = shown.output.splitlines()
     at = lines.index(f"fix: {FIX}")
-    assert lines[at - 1].startswith("last error: X_CARD_DECLINED: declined")
+    assert lines[at - 1].startswith("last error: X_TEST_CLI_DECLINED: declined")
     as_json = json.loads(runner.invoke(app, ["show", job_id, "--json", "--dsn", pg_dsn]).stdout)
     assert [a["fix"] for a in as_json["attempts"]] == [FIX]
     dead = runner.invoke(app, ["dead", "--dsn", pg_dsn], env={"COLUMNS": "200"})
     assert dead.exit_code == 0, dead.output
-    assert f"fix ({name}, X_CARD_DECLINED): {FIX}" in dead.output.splitlines()
+    assert f"fix ({name}, X_TEST_CLI_DECLINED): {FIX}" in dead.output.splitlines()
     groups = json.loads(runner.invoke(app, ["dead", "--json", "--dsn", pg_dsn]).stdout)["groups"]
     assert [g["last_fix"] for g in groups] == [FIX]
