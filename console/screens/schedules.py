@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from console import palette
-from console.format import ago, cell, clean, until
+from console.format import ago, cell, clean, duration, until
 from console.messages import SchedulesLoaded
 from console.screens.base import DataScreen
 from console.screens.confirm import Confirmed
@@ -64,7 +64,7 @@ def detail_text(t: Any, now: Any) -> Text:
         out.append(f"  paused by {clean(t.paused_by or '?', limit=20)}{note}", style=palette.style("warn"))
     if t.retired:
         out.append(
-            f"  retired: no scheduler process has declared it for {ago(t.seen_at, now).removesuffix(' ago')}"
+            f"  retired: no scheduler process has declared it for {duration((now - t.seen_at).total_seconds())}"
             " (removed from the code, or no scheduler runs); none of its occurrences is enqueued until one"
             " declares it again",
             style=palette.style("warn"),
