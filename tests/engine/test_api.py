@@ -124,6 +124,18 @@ def test_a_malformed_dsn_is_refused_without_echoing_the_password() -> None:
     assert "hunter2" not in safe_dsn("postgresql://app:hunter2@db/app")
 
 
+def test_a_shown_dsn_names_its_database_and_nothing_the_reader_did_not_write() -> None:
+    """What messages show of a DSN: its service, user, host, port and dbname. Not the password
+    (I25), nor the connect_timeout and statement_timeout the CLI adds to every DSN it opens."""
+    from engine.drivers.postgres.pool import with_timeouts
+
+    typed = "postgresql://app:hunter2@db.internal:6432/orders?sslmode=require"
+    opened = with_timeouts(typed, connect_timeout=5, statement_timeout_ms=10000)
+    assert "statement_timeout" in opened and "connect_timeout" in opened
+    assert safe_dsn(opened) == "user=app host=db.internal port=6432 dbname=orders"
+    assert safe_dsn("service=prod") == "service=prod"
+
+
 def test_a_port_that_is_not_a_port_number_is_x_dsn_invalid_before_any_connection() -> None:
     # libpq parses these and fails only when connecting, as an unreachable server after a DNS lookup.
     for dsn in (

@@ -23,15 +23,19 @@ from engine.codec import loads
 from engine.drivers.transient import condition_of
 from engine.errors import X_DB_UNREACHABLE, X_DSN_INVALID, X_NOT_IMPLEMENTED, JobsError
 
+# What names a database: all a message needs to say which one, and all it shows of a DSN.
+_TARGET = ("service", "user", "host", "hostaddr", "port", "dbname")
+
 
 def safe_dsn(dsn: str) -> str:
-    """The DSN with any password removed: what may be shown on screen or in a log (I25)."""
+    """The database a DSN names (its service, user, host, port, dbname), what may be shown on
+    screen or in a log: never its password (I25), nor an option the engine or the CLI added to it
+    (connect_timeout, a statement_timeout in options) that the reader did not write."""
     try:
         parts = ci.conninfo_to_dict(dsn)
     except psycopg.ProgrammingError:
         return "<unparseable dsn>"
-    parts.pop("password", None)
-    return ci.make_conninfo("", **{k: v for k, v in parts.items() if v is not None})
+    return ci.make_conninfo("", **{k: parts[k] for k in _TARGET if parts.get(k) is not None})
 
 
 def describe_target(dsn: str) -> str:
