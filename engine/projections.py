@@ -220,8 +220,7 @@ class JobDetail:
 def latest_fix(attempts: Sequence[AttemptRecord]) -> str | None:
     """The fix of the latest attempt that failed with an error, the one a job's last error is:
     a handler's JobsError names one, any other exception (a lapsed lease's included) none."""
-    failed = [a for a in attempts if a.error is not None]
-    return failed[-1].fix if failed else None
+    return next((a.fix for a in reversed(attempts) if a.error is not None), None)
 
 
 # --- dead letters -----------------------------------------------------------------------------

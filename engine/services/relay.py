@@ -32,6 +32,7 @@ from engine.drivers.base import Driver
 from engine.drivers.outbox_lease import claim_lease_ms
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.ids import IdFactory
+from engine.retry import error_text
 from engine.runtime import logs
 from engine.runtime.metrics import Metrics
 from engine.text import storable
@@ -309,8 +310,8 @@ class Relay:
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    code = getattr(exc, "code", None)
+    """A publish error as the row keeps it: the engine's error text, else the first line only."""
     if isinstance(exc, JobsError):
-        return storable(f"{code}: {exc.cause}")
+        return error_text(exc)
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return storable(f"{type(exc).__name__}: {text}") if text else type(exc).__name__
