@@ -2,9 +2,9 @@
 now, and its ledger rows. Pure functions of the engine's projections (engine.backfills'
 BackfillView, Progress, Gate and engine.records.BackfillRun), so they are tested without a screen.
 
-Status is the ledger's, per environment: one live pass per name holds for every environment (its
-job's key is the name), so a row is "running" only when the live pass is that environment's own;
-in another environment the same pass shows as the gate (X_BACKFILL_RUNNING) that a start meets.
+Status is the engine's, per environment (engine.backfills.views.status_here): a row is "running"
+only when the live pass is that environment's own; in another environment the same pass shows as
+the gate (X_BACKFILL_RUNNING) that a start meets.
 """
 
 from __future__ import annotations
@@ -27,22 +27,9 @@ RUN_STYLE = {**STATUS_STYLE, "cancelled": "yellow", "queued": "cyan", "running":
 FILLED, EMPTY = "█", "░"
 
 
-def status_of(v: Any) -> str:
-    """The status of this backfill in this row's environment (see the module's docstring)."""
-    if not v.applies:
-        return "not declared"
-    if v.status != "running" or (v.last is not None and v.last.job_id == v.live_job_id):
-        return str(v.status)
-    if v.applied is not None:
-        return "completed"
-    if v.last is not None and v.last.status in ("failed", "stalled"):
-        return str(v.last.status)
-    return "pending"
-
-
 def own_live(v: Any) -> bool:
     """The live pass is this environment's (so this row may cancel it)."""
-    return status_of(v) == "running"
+    return bool(v.status == "running")
 
 
 def fraction(p: Any) -> float | None:
@@ -74,7 +61,7 @@ def _n(value: int | None) -> str:
 
 def row_cells(v: Any) -> dict[str, Text]:
     """Every column's cell, by column key (the screen picks the columns its width affords)."""
-    status = status_of(v)
+    status = v.status
     live = status == "running"
     # A completed dry run made nothing applied: its 100% would read as done, so it shows none.
     quiet = v.last is not None and v.last.dry_run and v.last.status == "completed"

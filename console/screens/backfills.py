@@ -16,7 +16,7 @@ from textual.widgets import Static
 from console.format import clean
 from console.messages import BackfillsLoaded
 from console.screens.backfill_flows import BackfillFlows
-from console.screens.backfill_text import gate_text, history_cells, progress_text, row_cells, status_of
+from console.screens.backfill_text import gate_text, history_cells, progress_text, row_cells
 from console.screens.base import DataScreen
 from console.screens.flows import Flows
 from console.widgets.fresh import update_changed
@@ -75,7 +75,7 @@ def title_text(board: Any) -> Text:
     t = Text("Backfills", style="bold")
     counts: dict[str, int] = {}
     for v in board.rows:
-        counts[status_of(v)] = counts.get(status_of(v), 0) + 1
+        counts[v.status] = counts.get(v.status, 0) + 1
     t.append(f"  {board.declared} declared")
     for status in ("running", "pending", "failed", "stalled"):
         if counts.get(status):

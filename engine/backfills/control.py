@@ -11,11 +11,12 @@ started a pass, the job's history who cancelled or retried it.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 from engine.backfills.declare import BackfillDefinition, Catalog, pass_job_name, resolve_environment
 from engine.backfills.passes import check_migration
-from engine.backfills.views import BackfillView, Gate, Progress, Started, Status
+from engine.backfills.views import BackfillView, Gate, Progress, Started, status_here
 from engine.errors import (
     X_BACKFILL_APPLIED,
     X_BACKFILL_ENVIRONMENT,
@@ -32,6 +33,7 @@ from engine.records import BackfillRun
 from engine.types import JobState
 
 HISTORY = 50
+UNFINISHED = ("queued", "running")  # a ledger row its pass has not finished
 
 
 def _raise(gate: Gate) -> None:
@@ -103,8 +105,31 @@ class BackfillControl(EngineView):
 
     async def history(self, name: str | None = None, *, limit: int = HISTORY) -> list[BackfillRun]:
         names = None if name is None else [self.catalog.get(name).backfill]
+        return await self._runs(names, limit)
+
+    async def _runs(self, names: list[str] | None, limit: int) -> list[BackfillRun]:
+        """The ledger rows here, newest first, each unfinished one read with its job's end."""
         await self._open()
-        return await self.driver.backfill_runs(names=names, environment=self.environment, limit=limit)
+        runs = await self.driver.backfill_runs(names=names, environment=self.environment, limit=limit)
+        return [await self._with_its_jobs_end(r) if r.status in UNFINISHED else r for r in runs]
+
+    async def _with_its_jobs_end(self, run: BackfillRun) -> BackfillRun:
+        """A ledger row its pass never finished, whose job has ended: the job died or was
+        cancelled where no pass code ran to record it (a worker that does not know the backfill, a
+        queued pass cancelled with `jobs cancel`, a last lease lost). It reads as the job's end;
+        the row itself stays as written, and ``retry`` continues that job."""
+        if run.job_id is None:
+            return run
+        job = await self.driver.job_get(job_id=run.job_id)
+        if job is None:
+            return replace(
+                run, status="failed", error=f"its job {run.job_id} is gone (pruned); the pass never finished"
+            )
+        if job.state is JobState.DEAD:
+            return replace(run, status="failed", finished_at=job.finished_at, error=job.last_error)
+        if job.state is JobState.CANCELLED:
+            return replace(run, status="cancelled", finished_at=job.finished_at, error="its job was cancelled")
+        return run
 
     def progress_of(self, run: BackfillRun) -> Progress:
         elapsed = ((run.finished_at or self.clock.now()) - run.started_at).total_seconds()
@@ -136,8 +161,7 @@ class BackfillControl(EngineView):
         """Every declared backfill, its status here, its live progress and the gate a write start meets now."""
         names = self.catalog.names()
         applied, live = await self._applied(), await self._live(names)
-        await self._open()
-        runs = await self.driver.backfill_runs(names=names, environment=self.environment, limit=10 * len(names) + 10)
+        runs = await self._runs(names, 10 * len(names) + 10)
         last: dict[str, BackfillRun] = {}
         for r in runs:
             last.setdefault(r.name, r)
@@ -145,13 +169,7 @@ class BackfillControl(EngineView):
         for d in self.catalog:
             n = d.backfill
             lr = last.get(n)
-            status: Status = "pending"
-            if n in live:
-                status = "running"
-            elif n in applied:
-                status = "completed"
-            elif lr is not None and lr.status in ("failed", "stalled"):
-                status = lr.status  # type: ignore[assignment]
+            status = status_here(d.applies_to(self.environment), live.get(n), applied.get(n), lr)
             gate = self._gate_sync(d, write=True, force=False, applied=applied, live=live)
             if gate is None and d.applies_to(self.environment):
                 gate = await self._migration_gate(d)

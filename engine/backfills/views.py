@@ -8,7 +8,25 @@ from typing import Literal
 
 from engine.records import BackfillRun
 
-Status = Literal["pending", "running", "completed", "failed", "stalled"]
+Status = Literal["pending", "running", "completed", "failed", "stalled", "not declared"]
+
+
+def status_here(
+    applies: bool, live_job_id: str | None, applied: BackfillRun | None, last: BackfillRun | None
+) -> Status:
+    """A backfill's status in one environment, from that environment's ledger rows. One live pass
+    per name holds across environments (its job's key is the name), so it is "running" only where
+    the live pass is that environment's own (its latest ledger row names the live job); elsewhere
+    that pass is the gate a start meets (X_BACKFILL_RUNNING), and the status is the ledger's."""
+    if not applies:
+        return "not declared"
+    if live_job_id is not None and last is not None and last.job_id == live_job_id:
+        return "running"
+    if applied is not None:
+        return "completed"
+    if last is not None and last.status in ("failed", "stalled"):
+        return last.status  # type: ignore[return-value]
+    return "pending"
 
 
 @dataclass(frozen=True)
@@ -44,7 +62,7 @@ class BackfillView:
 
     name: str
     environment: str
-    status: Status
+    status: Status  # status_here: in this environment
     applies: bool  # the environment is in its declared list (an empty list: every one)
     environments: tuple[str, ...]
     requires: str | None

@@ -105,13 +105,14 @@ def _status(catalog: Any, dsn: str | None, env: str | None, json_out: bool) -> N
     views = _run(dsn, env, json_out, lambda e: _control(e, catalog, None).views())
     if json_out:
         return emit(views)
-    t = table("backfill", "env", "status", "swept", "remaining", "batches/s", "ETA", "gate")
+    t = table("backfill", "env", "status", "last pass", "swept", "remaining", "batches/s", "ETA", "gate")
     for v in views:
-        p = v.progress
+        p, last = v.progress, v.last
         t.add_row(
             v.name,
             v.environment,
             v.status,
+            "" if last is None else f"{'dry-run' if last.dry_run else 'write'} {last.status}",
             "" if p is None else str(p.swept),
             "" if p is None or p.remaining is None else str(p.remaining),
             "" if p is None or p.batches_per_second is None else f"{p.batches_per_second:.1f}",

@@ -19,7 +19,6 @@ import pytest
 from console.app import JobsConsole
 from console.demo.accounts import MemoryAccounts, declare
 from console.demo.world import NOW, seeded_source
-from console.screens.backfill_text import status_of
 from console.screens.confirm import ConfirmScreen, ResultScreen
 from console.source import Source
 from engine.backfills import BackfillControl, Backfills
@@ -160,7 +159,7 @@ async def test_i22_the_board_lists_each_backfill_per_environment_with_the_worlds
         ("accounts_email_lower", "staging"),
         ("accounts_plan_tier", "production"),
     ]
-    assert {k: status_of(v) for k, v in rows.items()} == {
+    assert {k: v.status for k, v in rows.items()} == {
         ("accounts_email_lower", "production"): "pending",  # a completed dry run applies nothing
         ("accounts_email_lower", "staging"): "pending",
         ("accounts_plan_tier", "production"): "running",
@@ -183,7 +182,7 @@ async def test_i22_a_live_pass_is_running_only_in_its_own_environment() -> None:
     board = await scenario(_running_in_production).backfills()
     rows = {(v.name, v.environment): v for v in board.rows}
     prod, staging = rows[("accounts_email_lower", "production")], rows[("accounts_email_lower", "staging")]
-    assert (status_of(prod), status_of(staging)) == ("running", "pending")
+    assert (prod.status, staging.status) == ("running", "pending")
     assert staging.gate.code == "X_BACKFILL_RUNNING" and prod.live_job_id in staging.gate.cause
     assert board.history.get(("accounts_email_lower", "staging")) is None
 

@@ -191,14 +191,12 @@ def test_i22_the_demo_opens_with_a_backfill_pass_that_its_live_worker_resumes() 
     """The world's running pass of accounts_plan_tier is handed to the live worker, which replays
     the world's 30 batches and reads on from their cursor over the demo's real table, while
     accounts_email_lower stays pending in staging and production."""
-    from console.screens.backfill_text import status_of
-
     demo = Demo(traffic=False, pace=0).start()
     try:
 
         async def watch() -> tuple[list[tuple[str, str, str]], int]:
             board = await demo.source.backfills()
-            shown = [(v.name, v.environment, status_of(v)) for v in board.rows]
+            shown = [(v.name, v.environment, v.status) for v in board.rows]
             running = board.rows[-1].last
             assert (running.actor, running.swept, running.batches) == ("carol", 6000, 30)
             # No event reports a batch: the ledger, which the pass writes after each one, is polled.

@@ -105,3 +105,27 @@ def test_the_django_and_alembic_readers_read_the_apps_ledgers(pg_dsn: str) -> No
         graph = {"a1": None, "b2": "a1", "c3": "b2", "x3": "b2", "m4": ("c3", "x3"), "n5": "m4", "z9": "a1"}
         applied = alembic_migrations(graph=graph)(conn)
         assert applied == {"a1", "b2", "c3", "x3", "m4", "z9"} and "n5" not in applied
+
+
+def test_i22_a_backfills_status_is_its_environments_own(app_dsn: str) -> None:
+    """`jobs backfill --status` agrees with --pending and the console: a backfill whose list leaves
+    this environment out is "not declared" here, not pending; a live pass is "running" only in its
+    own environment (elsewhere it is the gate a start meets); the table names the last pass's mode,
+    so a completed dry run's figures never read as a write."""
+
+    def status(env: str) -> dict[str, Any]:
+        res = _invoke("--status", "--app", APP, "--dsn", app_dsn, "--env", env, "--json")
+        assert res.exit_code == 0, res.stderr
+        return {v["name"]: v for v in json.loads(res.stdout)}
+
+    assert status("development")["accounts_prod_only"]["status"] == "not declared"
+    res = _invoke("accounts_prod_only", "--app", APP, "--dsn", app_dsn, "--env", "production", "--write")
+    assert res.exit_code == 0, res.stderr
+    prod, staging, dev = status("production"), status("staging"), status("development")
+    assert prod["accounts_prod_only"]["status"] == "running"
+    assert staging["accounts_prod_only"]["status"] == "pending"
+    assert staging["accounts_prod_only"]["gate"]["code"] == "X_BACKFILL_RUNNING"
+    assert dev["accounts_prod_only"]["status"] == "not declared"
+    res = _invoke("--status", "--app", APP, "--dsn", app_dsn, "--env", "production")
+    line = next(ln for ln in res.stdout.splitlines() if "accounts_prod_only" in ln)
+    assert "running" in line and "write queued" in line

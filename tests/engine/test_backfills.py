@@ -157,3 +157,41 @@ async def test_i22_a_pass_on_the_memory_driver_sweeps_a_plain_source_once() -> N
     [run] = await ctl.history("flags")
     assert (run.status, run.swept, run.batches, run.environment, run.app_version) == ("completed", 25, 3, "test", "9")
     assert (await ctl.pending()) == [] and started.job_id == run.job_id
+
+
+async def test_i22_a_pass_whose_job_ended_where_no_pass_code_ran_reads_as_that_end(clock: FakeClock) -> None:
+    """A queued pass cancelled as a job (`jobs cancel`) and a pass job that died unrun (its worker
+    does not know the backfill: X_UNKNOWN_JOB) leave their ledger rows queued; the history, the
+    progress and the status read the job's end instead, and a retry still continues the job."""
+    from engine.api import Engine
+    from engine.retry import RetryPolicy
+    from engine.testing import Factory
+
+    bf = Backfills(version="9")
+    bf.backfill("flags", source=_src, count=_count)(lambda batch: None)
+    eng = Engine(MemoryDriver(), clock=clock)
+    f = Factory.of(eng)
+    ctl = BackfillControl(eng, bf, actor="alice", environment="test")
+
+    first = await ctl.start("flags", write=True)
+    await f.cancel(first.job_id)
+    [run] = await ctl.history("flags")
+    assert (run.status, run.error) == ("cancelled", "its job was cancelled")
+    [view] = await ctl.views()
+    assert view.status == "pending" and view.gate is None
+
+    second = await ctl.start("flags", write=True)
+    unknown = JobsError("X_UNKNOWN_JOB", "no job named 'backfill:flags' is registered", "jobs describe --app MODULE")
+    while (await f.get(second.job_id)).state.value != "dead":  # as the worker burns its attempts
+        await f.fail(await f.claim(second.job_id), unknown, RetryPolicy(attempts=3))
+        f.advance(60)
+    run = (await ctl.history("flags"))[0]
+    assert run.status == "failed" and (run.error or "").startswith("X_UNKNOWN_JOB: no job named")
+    assert run.finished_at is not None
+    progress = await ctl.progress("flags")
+    assert progress is not None and progress.status == "failed"
+    [view] = await ctl.views()
+    assert (view.status, view.last and view.last.status) == ("failed", "failed")
+    resumed = await ctl.retry("flags")
+    assert resumed.changed and (await f.get(second.job_id)).state.value == "ready"
+    assert (await ctl.history("flags"))[0].status == "queued"
