@@ -116,7 +116,10 @@ def progress_text(v: Any, now: Any, *, console_env: str, compact: bool = False) 
         head.append(f" · app {clean(last.app_version, limit=20)}", style="dim")
     head.append("\n")
     head.append_text(bar(fraction(p), 30))
-    head.append(f"  {_n(p.swept)} of {_n(p.planned)} rows · {_n(p.remaining)} remaining · {p.batches:,} batches")
+    if last.dry_run:  # it wrote nothing: its "remaining" would read as rows left to write
+        head.append(f"  {_n(p.swept)} of {_n(p.planned)} rows read, none written · {p.batches:,} batches")
+    else:
+        head.append(f"  {_n(p.swept)} of {_n(p.planned)} rows · {_n(p.remaining)} remaining · {p.batches:,} batches")
     if live:
         if p.batches_per_second is not None:
             head.append(f" · {p.batches_per_second:.2f} batches/s")

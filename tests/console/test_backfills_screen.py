@@ -20,6 +20,7 @@ from console.app import JobsConsole
 from console.demo.accounts import MemoryAccounts, declare
 from console.demo.world import NOW, seeded_source
 from console.screens.confirm import ConfirmScreen, ResultScreen
+from console.screens.backfill_text import progress_text
 from console.source import Source
 from engine.backfills import BackfillControl, Backfills
 from engine.errors import JobsError
@@ -174,6 +175,19 @@ async def test_i22_the_board_lists_each_backfill_per_environment_with_the_worlds
 async def _running_in_production(f: Factory, control: Callable[[str], BackfillControl]) -> None:
     p = await PassPlayer.start(f, control("alice"), "accounts_email_lower", write=True)
     await p.batches(2)
+
+
+async def test_a_completed_dry_runs_progress_says_it_read_and_wrote_nothing() -> None:
+    """A dry run sweeps every row and writes none: "0 remaining" under it read as nothing left to
+    write, on a backfill still pending."""
+    board = await seeded_source().backfills()
+    rows = {(v.name, v.environment): v for v in board.rows}
+    dry = rows[("accounts_email_lower", "production")]
+    assert dry.last.dry_run and dry.last.status == "completed" and dry.status == "pending"
+    text = progress_text(dry, NOW, console_env="production").plain
+    assert "rows read, none written" in text and "remaining" not in text
+    live = progress_text(rows[("accounts_plan_tier", "production")], NOW, console_env="production").plain
+    assert "18,000 remaining" in live
 
 
 async def test_i22_a_live_pass_is_running_only_in_its_own_environment() -> None:
