@@ -19,8 +19,8 @@ import pytest
 from console.app import JobsConsole
 from console.demo.accounts import MemoryAccounts, declare
 from console.demo.world import NOW, seeded_source
-from console.screens.confirm import ConfirmScreen, ResultScreen
 from console.screens.backfill_text import progress_text
+from console.screens.confirm import ConfirmScreen, ResultScreen
 from console.source import Source
 from engine.backfills import BackfillControl, Backfills
 from engine.errors import JobsError
