@@ -8,11 +8,13 @@ The attempt ceiling outranks everything but ``terminal``. An unregistered code i
 
 from __future__ import annotations
 
+import difflib
+import math
 import random
 import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from engine.errors import X_HANDLER_FAILED, X_INVALID_ARGUMENT, X_INVALID_DEFINITION, JobsError
 from engine.text import storable
@@ -20,6 +22,8 @@ from engine.types import Claim, Classification, Nack, StopReason
 
 Backoff = Literal["fixed", "linear", "exponential"]
 _CLASSIFICATIONS: tuple[str, ...] = ("terminal", "retry-after", "retryable")
+LONGEST_DELAY = 365 * 86400.0  # seconds: a retry is at most a year away
+MOST_ATTEMPTS = 1_000_000  # a year of attempts at max_delay=30 s; the column is a 32-bit int
 
 
 @dataclass(frozen=True)
@@ -33,15 +37,49 @@ class RetryPolicy:
     jitter: float = 0.0  # a fraction: 0.2 spreads each delay over +-20%
     seed: int | None = field(default=None, compare=False)
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> RetryPolicy:
+        # Before the generated __init__, whose TypeError would name no option and no fix.
+        unknown = sorted(set(kwargs) - set(_POLICY_OPTIONS))
+        if unknown or len(args) > len(_POLICY_OPTIONS):
+            bad = unknown[0] if unknown else f"{len(args)} positional values"
+            near = difflib.get_close_matches(bad, _POLICY_OPTIONS, n=1)
+            raise JobsError(
+                X_INVALID_DEFINITION,
+                cause=f"RetryPolicy takes no option {bad!r}"
+                + (f" (did you mean {near[0]!r}?)" if near else f"; its options: {', '.join(_POLICY_OPTIONS)}"),
+                fix=f"RetryPolicy({near[0] if near else 'attempts'}=...)",
+            )
+        return super().__new__(cls)
+
     def __post_init__(self) -> None:
         def bad(what: str, fix: str) -> JobsError:
             return JobsError(X_INVALID_DEFINITION, cause=f"RetryPolicy {what}", fix=fix)
 
-        if not isinstance(self.attempts, int) or self.attempts < 1:
-            raise bad(f"attempts={self.attempts!r} must be a whole number >= 1", "RetryPolicy(attempts=3)")
+        if (
+            not isinstance(self.attempts, int)
+            or isinstance(self.attempts, bool)
+            or not 1 <= self.attempts <= MOST_ATTEMPTS
+        ):
+            raise bad(
+                f"attempts={self.attempts!r} must be a whole number from 1 to {MOST_ATTEMPTS:,}",
+                "RetryPolicy(attempts=3)",
+            )
         if self.backoff not in ("fixed", "linear", "exponential"):
             raise bad(
                 f"backoff={self.backoff!r} is not fixed, linear or exponential", "RetryPolicy(backoff='exponential')"
+            )
+        for name, default, unit in (
+            ("delay", 1.0, " of seconds"),
+            ("max_delay", 300.0, " of seconds"),
+            ("jitter", 0.2, ""),
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise bad(f"{name}={value!r} must be a finite number{unit}", f"RetryPolicy({name}={default})")
+        if self.max_delay > LONGEST_DELAY:
+            raise bad(
+                f"max_delay={self.max_delay!r} is past a year ({LONGEST_DELAY:.0f} s), the longest wait between attempts",
+                "RetryPolicy(max_delay=86400)",
             )
         if not self.delay >= 0:
             raise bad(f"delay={self.delay!r} must be >= 0 seconds", "RetryPolicy(delay=1.0)")
@@ -60,7 +98,8 @@ class RetryPolicy:
         elif self.backoff == "linear":
             raw = self.delay * attempt
         else:
-            raw = self.delay * (2 ** (attempt - 1))
+            # Doubling past 2**1023 is past any max_delay; an int that large has no float.
+            raw = self.delay * float(2 ** min(attempt - 1, 1023))
         return min(raw, self.max_delay)
 
     def delay_after(self, attempt: int, rng: random.Random | None = None) -> float:
@@ -69,6 +108,9 @@ class RetryPolicy:
             return base
         r = rng or random.Random(None if self.seed is None else f"{self.seed}:{attempt}")
         return min(self.max_delay, max(0.0, base * (1 + r.uniform(-self.jitter, self.jitter))))
+
+
+_POLICY_OPTIONS = ("attempts", "backoff", "delay", "max_delay", "jitter", "seed")
 
 
 def retry_schedule(policy: RetryPolicy) -> list[float]:

@@ -23,6 +23,7 @@ from engine.errors import X_DSN_INVALID, X_INVALID_ARGUMENT, JobsError
 
 DSN_HELP = "PostgreSQL DSN (URL or key=value); defaults to $JOBS_DSN"
 JSON_HELP = "print JSON instead of a table (errors as JSON on stderr)"
+APP_HELP = "the module holding the @job handles (default $JOBS_APP)"
 TENANT_HELP = "only this tenant's jobs: another tenant's job is not found"
 NOTE_HELP = "a note kept in the audit with who and when (an incident number, a reason)"
 DSN_EXAMPLE = "postgresql://USER@HOST:5432/DBNAME"

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import os
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -24,7 +23,7 @@ from engine.cli import EXIT_DRIFT, EXIT_ERROR, app, fail
 from engine.cli.admin import DSN_HELP, JSON_HELP, resolve_dsn
 from engine.cli.ops import ACTOR_HELP, EXIT_NOOP
 from engine.cli.reads import console, emit, table, to_json
-from engine.errors import X_BACKFILL_PENDING, X_WORKER_TARGET, JobsError
+from engine.errors import X_BACKFILL_PENDING, JobsError
 
 T = TypeVar("T")
 FINAL = ("completed", "failed", "stalled", "cancelled")
@@ -32,15 +31,9 @@ FINAL = ("completed", "failed", "stalled", "cancelled")
 
 def load_catalog(module: str | None) -> Any:
     from engine.backfills import Catalog
-    from engine.cli.worker import load_target
+    from engine.cli.worker import app_target, load_target
 
-    target = module or os.environ.get("JOBS_APP")
-    if not target:
-        raise JobsError(
-            X_WORKER_TARGET,
-            cause="no --app was given and $JOBS_APP is not set",
-            fix="jobs backfill --pending --app myapp.backfills",
-        )
+    target = app_target(module, "jobs backfill --pending --app myapp.backfills")
     load_target(target)  # the import and its errors, as `jobs worker` reports them
     mod = importlib.import_module(target.partition(":")[0])
     return Catalog.of(mod)

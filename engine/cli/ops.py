@@ -14,7 +14,7 @@ from typing import Any
 import typer
 
 from engine.cli import app, fail
-from engine.cli.admin import DSN_HELP, JSON_HELP, NOTE_HELP
+from engine.cli.admin import APP_HELP, DSN_HELP, JSON_HELP, NOTE_HELP
 from engine.cli.reads import FILTER_HELP, FilteredCommand, console, emit, run, workers_app
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 
@@ -301,7 +301,7 @@ def event(
 @app.command()
 def enqueue(
     name: str = typer.Argument(..., help="a declared job's name"),
-    app_module: str = typer.Option(..., "--app", help="the module holding the @job handles"),
+    app_module: str = typer.Option(None, "--app", help=APP_HELP, show_default=False),
     input_: str = typer.Option("{}", "--input", help="the job's input as JSON"),
     tenant: str = typer.Option(
         None, "--tenant", help="the tenant the job belongs to (its idempotency keys are its own)"
@@ -311,10 +311,10 @@ def enqueue(
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Enqueue one job of a declared name; answers its id and whether it deduped."""
-    from engine.cli.worker import load_target
+    from engine.cli.worker import app_target, load_target
 
     try:
-        handle = load_target(app_module).get(name)
+        handle = load_target(app_target(app_module, f"jobs enqueue {name} --app myapp.jobs")).get(name)
         inp = _json_arg(input_, "--input")
         secs = parse_duration(delay) if delay else None
     except JobsError as err:

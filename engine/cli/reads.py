@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 from engine.cli import EXIT_DRIFT, app, fail
-from engine.cli.admin import DSN_HELP, JSON_HELP, TENANT_HELP, resolve_dsn
+from engine.cli.admin import APP_HELP, DSN_HELP, JSON_HELP, TENANT_HELP, resolve_dsn
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.text import printable
 
@@ -387,16 +387,17 @@ def why(
 
 @app.command()
 def describe(
-    app_module: str = typer.Option(..., "--app", help="the module holding the @job handles"),
+    app_module: str = typer.Option(None, "--app", help=APP_HELP, show_default=False),
     check: Path = typer.Option(None, "--check", help="a committed manifest: exit 4 and print a diff when it drifted"),
 ) -> None:
     """The manifest of declared jobs as JSON (sorted by code points; `idempotent`, never a key)."""
     import difflib
 
-    from engine.cli.worker import load_target
+    from engine.cli.worker import app_target, load_target
     from engine.jobs import describe_jobs
 
     try:
+        app_module = app_target(app_module, "jobs describe --app myapp.jobs")
         registry = load_target(app_module)
     except JobsError as err:
         fail(err)

@@ -28,6 +28,15 @@ from engine.runtime import logs
 EXIT_SECOND_SIGNAL = 130
 
 
+def app_target(given: str | None, example: str) -> str:
+    """The app module a command reads: ``--app``, else $JOBS_APP, else X_WORKER_TARGET naming
+    ``example`` (the command as the user would type it) as the fix."""
+    target = given or os.environ.get("JOBS_APP")
+    if not target:
+        raise JobsError(X_WORKER_TARGET, cause="no --app was given and $JOBS_APP is not set", fix=example)
+    return target
+
+
 def load_target(target: str) -> Registry:
     """MODULE or MODULE:ATTR -> the registry of jobs it holds, or X_WORKER_TARGET with a fix."""
     from engine.runtime.worker import as_registry

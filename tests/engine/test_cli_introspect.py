@@ -198,6 +198,22 @@ def test_enqueue_answers_id_and_deduped(app_module: str, pg_dsn: str) -> None:
     assert r.exit_code == 1 and "X_INVALID_ARGUMENT" in r.stderr
 
 
+def test_enqueue_and_describe_read_the_app_from_jobs_app_as_backfill_does(
+    app_module: str, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("JOBS_APP", raising=False)
+    r = cli("enqueue", "zeta_report", "--input", '{"day": 2}', "--dsn", pg_dsn)
+    assert r.exit_code == 1 and "X_WORKER_TARGET" in r.stderr and "$JOBS_APP is not set" in r.stderr
+    assert "fix: jobs enqueue zeta_report --app myapp.jobs" in r.stderr
+    r = cli("describe")
+    assert r.exit_code == 1 and "fix: jobs describe --app myapp.jobs" in r.stderr
+    monkeypatch.setenv("JOBS_APP", app_module)
+    r = cli("enqueue", "zeta_report", "--input", '{"day": 2}', "--dsn", pg_dsn, "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["state"] == "ready"
+    r = cli("describe")
+    assert r.exit_code == 0 and [m["name"] for m in json.loads(r.stdout)] == ["Alpha_mail", "zeta_report"]
+
+
 def test_why_reads_a_queue_a_job_and_refuses_a_mistyped_id_or_queue(pg_dsn: str) -> None:
     (dead,) = seed(pg_dsn, JobState.DEAD, queue="billing")
     r = cli("why", "billing", "--dsn", pg_dsn)

@@ -41,12 +41,39 @@ def test_jitter_is_bounded_and_reproducible_with_a_seed() -> None:
         {"delay": -1},
         {"delay": 10, "max_delay": 5},
         {"jitter": 1.5},
+        {"attempts": True},
+        {"attempts": 1_000_001},
+        {"delay": "5"},
+        {"jitter": "0.1"},
+        {"delay": float("nan")},
+        {"max_delay": float("inf")},
+        {"max_delay": 400 * 86400},
+        {"base": 0.5},
+        {"max_attempts": 4},
     ],
 )
 def test_a_bad_policy_is_refused_with_a_fix(bad: dict) -> None:  # type: ignore[type-arg]
     with pytest.raises(JobsError) as e:
         RetryPolicy(**bad)
     assert e.value.code == "X_INVALID_DEFINITION" and e.value.fix.startswith("RetryPolicy(")
+
+
+def test_an_unknown_policy_option_names_the_nearest_one() -> None:
+    with pytest.raises(JobsError) as e:
+        RetryPolicy(max_attempts=4)  # type: ignore[call-arg]
+    assert "did you mean 'attempts'" in e.value.cause and e.value.fix == "RetryPolicy(attempts=...)"
+    with pytest.raises(JobsError) as e:
+        RetryPolicy(base=0.5)  # type: ignore[call-arg]
+    assert "its options: attempts, backoff, delay, max_delay, jitter, seed" in e.value.cause
+
+
+def test_an_exponential_backoff_past_a_thousand_attempts_is_its_max_delay() -> None:
+    """2 ** 1100 has no float: the delay after attempt 1,100 of a long-retrying job raised
+    OverflowError in the worker's failure path, and the attempt was never settled."""
+    p = RetryPolicy(attempts=100_000, delay=2.0, max_delay=60.0, jitter=0.1, seed=1)
+    assert [p.base_delay(n) for n in (1, 5, 6, 1100, 99_999)] == [2.0, 32.0, 60.0, 60.0, 60.0]
+    assert 0 < p.delay_after(5000) <= 60.0
+    assert decide_retry(p, 5000, ValueError("boom")).delay <= 60.0
 
 
 def test_i4_terminal_is_dead_on_this_attempt() -> None:
