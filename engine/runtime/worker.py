@@ -332,6 +332,10 @@ class Worker:
             logs.emit(
                 logs.WORKER_SETTLE_FAILED, logging.ERROR, job_id=job_id, what="run", error=_short(exc), worker=self.id
             )
+            # Given up: no renewal keeps the row running, so its lease lapses and it is re-delivered.
+            lease = self.keeper.leases.get(job_id)
+            if lease is not None:
+                self.keeper.release(lease)
             return
         finally:
             self._running.pop(job_id, None)

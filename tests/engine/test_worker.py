@@ -387,3 +387,27 @@ async def test_i24_a_failed_gauge_reading_is_counted_and_logged_once_a_streak(
     assert events.count(("jobs.worker.reconnected", "gauges")) == 1
     assert w.metrics.registry.get_sample_value("jobs_worker_reconnects_total", {"what": "gauges"}) == 2
     assert w.metrics.registry.get_sample_value("queue_depth", {"queue": Q}) == 1  # read once it came back
+
+
+async def test_a_run_that_fails_unexpectedly_stops_renewing_its_lease_so_it_lapses(
+    mem: MemoryDriver, clock: FakeClock, eng: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fault in the worker's own settle path (not the handler's failure) is logged, and the job's
+    lease is no longer renewed: held for ever, the row would stay running and never run again."""
+    import engine.runtime.execute as execute
+
+    faulted = asyncio.Event()
+
+    def fault(*args: Any, **kw: Any) -> Any:
+        faulted.set()
+        raise RuntimeError("a fault composing the nack")
+
+    monkeypatch.setattr(execute, "failure_nack", fault)
+    async with running(mem, clock, boom) as (w, seen):
+        res = await eng.aenqueue(boom, {"n": 1})
+        await faulted.wait()
+        assert res.id not in w.keeper.leases and w.in_use == 0
+        clock.advance(31)  # past the 30 s lease: a renewal round renews nothing of it
+        await w.keeper.renew_once()
+        row = await mem.job_get(job_id=res.id)
+        assert row.state is JobState.RUNNING and row.lease_until is not None and row.lease_until < clock.now()
