@@ -7,6 +7,8 @@ Every error carries ``code`` (stable, greppable), ``cause`` (what happened, with
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,6 +144,20 @@ class JobsError(Exception):
 # server cannot be reached or does not answer, it is shutting down (or starting up), or it answers
 # too slowly (a statement cut off by a timeout). The console's banner names it.
 UNREACHABLE, SHUTTING_DOWN, SLOW = "unreachable", "shutting-down", "slow"
+
+
+def unknown_option(subject: str, given: Iterable[str], options: Sequence[str], fix: str, default: str) -> JobsError:
+    """X_INVALID_DEFINITION for the first unknown keyword ``given`` to a declaration: the nearest of
+    ``options`` ("did you mean"), else all of them. ``fix`` is the declaration with ``{option}``
+    where the option to write goes (the nearest one, else ``default``)."""
+    bad = sorted(given)[0]
+    near = difflib.get_close_matches(bad, options, n=1)
+    return JobsError(
+        X_INVALID_DEFINITION,
+        cause=f"{subject} {bad!r}"
+        + (f" (did you mean {near[0]!r}?)" if near else f"; its options: {', '.join(options)}"),
+        fix=fix.format(option=near[0] if near else default),
+    )
 
 
 class ConnectionLost(JobsError):

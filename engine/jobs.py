@@ -21,6 +21,7 @@ from engine.errors import (
     X_NOT_A_JOB,
     X_UNKNOWN_JOB,
     JobsError,
+    unknown_option,
 )
 from engine.retry import RetryPolicy
 from engine.text import check_text
@@ -141,13 +142,12 @@ def job(
     ``(ctx, inp)``. ``async def`` handlers run on the worker's loop; plain ones in a thread."""
     label = name or "<unnamed>"
     if unknown:
-        bad = sorted(unknown)[0]
-        near = difflib.get_close_matches(bad, _OPTIONS, n=1)
-        raise JobsError(
-            X_INVALID_DEFINITION,
-            cause=f"job {label!r} declares unknown option {bad!r}"
-            + (f" (did you mean {near[0]!r}?)" if near else f"; known: {', '.join(_OPTIONS)}"),
-            fix=f"@job(name={label!r}, {near[0] if near else 'queue'}=...)",
+        raise unknown_option(
+            f"job {label!r} declares unknown option",
+            unknown,
+            _OPTIONS,
+            f"@job(name={label!r}, {{option}}=...)",
+            "queue",
         )
     if idempotency_key is None or not callable(idempotency_key):
         raise JobsError(

@@ -8,7 +8,6 @@ The attempt ceiling outranks everything but ``terminal``. An unregistered code i
 
 from __future__ import annotations
 
-import difflib
 import math
 import random
 import traceback
@@ -16,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from engine.errors import X_HANDLER_FAILED, X_INVALID_ARGUMENT, X_INVALID_DEFINITION, JobsError
+from engine.errors import X_HANDLER_FAILED, X_INVALID_ARGUMENT, X_INVALID_DEFINITION, JobsError, unknown_option
 from engine.text import storable
 from engine.types import Claim, Classification, Nack, StopReason
 
@@ -39,15 +38,10 @@ class RetryPolicy:
 
     def __new__(cls, *args: Any, **kwargs: Any) -> RetryPolicy:
         # Before the generated __init__, whose TypeError would name no option and no fix.
-        unknown = sorted(set(kwargs) - set(_POLICY_OPTIONS))
-        if unknown or len(args) > len(_POLICY_OPTIONS):
-            bad = unknown[0] if unknown else f"{len(args)} positional values"
-            near = difflib.get_close_matches(bad, _POLICY_OPTIONS, n=1)
-            raise JobsError(
-                X_INVALID_DEFINITION,
-                cause=f"RetryPolicy takes no option {bad!r}"
-                + (f" (did you mean {near[0]!r}?)" if near else f"; its options: {', '.join(_POLICY_OPTIONS)}"),
-                fix=f"RetryPolicy({near[0] if near else 'attempts'}=...)",
+        unknown = set(kwargs) - set(_POLICY_OPTIONS)
+        if unknown:
+            raise unknown_option(
+                "RetryPolicy takes no option", unknown, _POLICY_OPTIONS, "RetryPolicy({option}=...)", "attempts"
             )
         return super().__new__(cls)
 

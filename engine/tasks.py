@@ -12,13 +12,12 @@ fixed ``input=`` (None by default). Everything is checked at declaration.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from engine.codec import check_json_text
-from engine.errors import X_DUPLICATE_JOB, X_INVALID_DEFINITION, JobsError
+from engine.errors import X_DUPLICATE_JOB, X_INVALID_DEFINITION, JobsError, unknown_option
 from engine.jobs import DEFAULT_QUEUE, Handler, JobDefinition, job
 from engine.retry import RetryPolicy
 from engine.schedule import CATCH_UP, DEFAULT_MAX_CATCH_UP, CatchUp, Cron, parse_cron
@@ -83,13 +82,12 @@ def task(
     """Declare a cron task over a handler ``(ctx, inp)``; see the module docstring for ``inp``."""
     label = name or "<unnamed>"
     if unknown:
-        bad = sorted(unknown)[0]
-        near = difflib.get_close_matches(bad, _OPTIONS, n=1)
-        raise JobsError(
-            X_INVALID_DEFINITION,
-            cause=f"task {label!r} declares unknown option {bad!r}"
-            + (f" (did you mean {near[0]!r}?)" if near else f"; known: {', '.join(_OPTIONS)}"),
-            fix=f"@task(name={label!r}, cron='*/5 * * * *')",
+        raise unknown_option(
+            f"task {label!r} declares unknown option",
+            unknown,
+            _OPTIONS,
+            f"@task(name={label!r}, {{option}}=...)",
+            "cron",
         )
     if name is not None and (not isinstance(name, str) or not name.strip() or "@" in name):
         raise JobsError(

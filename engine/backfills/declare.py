@@ -20,7 +20,14 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from engine.errors import X_BACKFILL_UNKNOWN, X_DUPLICATE_JOB, X_INVALID_ARGUMENT, X_INVALID_DEFINITION, JobsError
+from engine.errors import (
+    X_BACKFILL_UNKNOWN,
+    X_DUPLICATE_JOB,
+    X_INVALID_ARGUMENT,
+    X_INVALID_DEFINITION,
+    JobsError,
+    unknown_option,
+)
 from engine.jobs import JobDefinition
 from engine.retry import RetryPolicy
 
@@ -158,12 +165,12 @@ class Backfills:
     ) -> Callable[[Callable[[Batch], Any]], BackfillDefinition]:
         label = name if isinstance(name, str) else repr(name)
         if unknown:
-            bad = sorted(unknown)[0]
-            near = difflib.get_close_matches(bad, _OPTIONS, n=1)
-            raise _bad(
-                label,
-                f"declares unknown option {bad!r}" + (f" (did you mean {near[0]!r}?)" if near else ""),
-                f"@bf.backfill(name={label!r}, {near[0] if near else 'batch_size'}=...)",
+            raise unknown_option(
+                f"backfill {label!r} declares unknown option",
+                unknown,
+                _OPTIONS,
+                f"@bf.backfill(name={label!r}, {{option}}=...)",
+                "batch_size",
             )
         if not isinstance(name, str) or not _NAME.match(name):
             raise _bad(
