@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import itertools
+import math
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -16,7 +17,7 @@ from engine.codec import check_json_text
 from engine.drivers.base import Driver
 from engine.errors import X_DSN_INVALID, X_INVALID_ARGUMENT, X_NOT_A_JOB, JobsError
 from engine.ids import IdFactory
-from engine.jobs import JobDefinition
+from engine.jobs import INT32, JobDefinition
 from engine.opening import ensure_open, forget
 from engine.syncbridge import LoopThread
 from engine.text import check_text
@@ -66,6 +67,34 @@ def open_driver(dsn: str, **options: Any) -> Driver:
     return PostgresDriver(dsn, **options)
 
 
+def _first_run(delay: Any, run_at: Any, now: datetime) -> datetime | None:
+    """When a job given ``delay`` seconds or ``run_at`` first runs (None: now), each refused with its fix."""
+    if delay is not None and run_at is not None:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause="both delay and run_at were given",
+            fix="pass one of delay=SECONDS or run_at=DATETIME",
+        )
+    if run_at is not None:
+        if not isinstance(run_at, datetime) or run_at.tzinfo is None:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"run_at={run_at!r} is not a datetime with a time zone",
+                fix="run_at=datetime.now(UTC) + timedelta(hours=1)",
+            )
+        return utc(run_at)
+    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay < math.inf:
+        raise JobsError(
+            X_INVALID_ARGUMENT, cause=f"delay={delay!r} must be a finite number of seconds >= 0", fix="delay=10"
+        )
+    try:
+        return now + timedelta(seconds=delay) if delay else None
+    except OverflowError:
+        raise JobsError(
+            X_INVALID_ARGUMENT, cause=f"delay={delay!r} seconds is past the year 9999", fix="delay=86400"
+        ) from None
+
+
 class Engine:
     def __init__(
         self,
@@ -110,15 +139,13 @@ class Engine:
                 X_NOT_A_JOB, cause=f"{h!r} is not a job handle", fix="pass the function decorated with @job(...)"
             )
         if delay is not None or run_at is not None:
-            if delay is not None and run_at is not None:
-                raise JobsError(
-                    X_INVALID_ARGUMENT,
-                    cause="both delay and run_at were given",
-                    fix="pass one of delay=SECONDS or run_at=DATETIME",
-                )
-            if delay is not None and not delay >= 0:
-                raise JobsError(X_INVALID_ARGUMENT, cause=f"delay={delay!r} must be >= 0 seconds", fix="delay=10")
-            run_at = utc(run_at) if run_at else (now + timedelta(seconds=delay) if delay else None)
+            run_at = _first_run(delay, run_at, now)
+        if priority is not None and (
+            isinstance(priority, bool) or not isinstance(priority, int) or not -INT32 <= priority < INT32
+        ):
+            raise JobsError(
+                X_INVALID_ARGUMENT, cause=f"priority={priority!r} must be a whole number (32-bit)", fix="priority=10"
+            )
         if tenant is not None and (not isinstance(tenant, str) or not tenant):
             raise JobsError(
                 X_INVALID_ARGUMENT, cause=f"tenant={tenant!r} must be a non-empty string or None", fix="tenant='acme'"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import math
 import types as pytypes
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from engine.retry import RetryPolicy
 from engine.text import check_text
 
 DEFAULT_QUEUE = "default"
+INT32 = 2**31  # priority and concurrency are stored as 32-bit integers
 DEFAULT_EVENT_POLL = 30.0
 
 Handler = Callable[..., Any]
@@ -41,12 +43,30 @@ class RateLimit:
     per: float
     key: Callable[[Any, str | None], str] | None = None
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> RateLimit:
+        # Before the generated __init__, whose TypeError would name no option and no fix.
+        if unknown := set(kwargs) - {"limit", "per", "key"}:
+            raise unknown_option(
+                "RateLimit takes no option", unknown, ("limit", "per", "key"), "RateLimit({option}=...)", "per"
+            )
+        return super().__new__(cls)
+
     def __post_init__(self) -> None:
-        if not isinstance(self.limit, int) or self.limit < 1 or not self.per > 0:
+        limit, per = self.limit, self.per
+        whole = isinstance(limit, int) and not isinstance(limit, bool) and 1 <= limit < INT32
+        seconds = isinstance(per, (int, float)) and not isinstance(per, bool) and 0 < per < math.inf
+        if not whole or not seconds:
             raise JobsError(
                 X_INVALID_DEFINITION,
-                cause=f"RateLimit(limit={self.limit!r}, per={self.per!r}) needs limit >= 1 and per > 0",
+                cause=f"RateLimit(limit={limit!r}, per={per!r}) needs a whole limit >= 1 and per a positive, "
+                "finite number of seconds",
                 fix="RateLimit(limit=10, per=1.0)",
+            )
+        if self.key is not None and not callable(self.key):
+            raise JobsError(
+                X_INVALID_DEFINITION,
+                cause=f"RateLimit key={self.key!r} is not a function of (input, tenant)",
+                fix="RateLimit(limit=10, per=1.0, key=lambda inp, tenant: tenant or '-')",
             )
 
 
@@ -68,6 +88,23 @@ class JobDefinition:
     rate_limit: RateLimit | None
     priority: int
     is_async: bool
+
+    def __post_init__(self) -> None:
+        # Every declaration (@job, @task, @bf.backfill) builds one: what the worker later reads
+        # as a policy or stores in a 32-bit column is checked here, not at the first failure.
+        if not isinstance(self.retry, RetryPolicy):
+            raise JobsError(
+                X_INVALID_DEFINITION,
+                cause=f"job {self.name!r} declares retry={self.retry!r}, not a RetryPolicy",
+                fix="retry=RetryPolicy(attempts=3)",
+            )
+        for option, value in (("priority", self.priority), ("concurrency", self.concurrency)):
+            if value is not None and not -INT32 <= value < INT32:
+                raise JobsError(
+                    X_INVALID_DEFINITION,
+                    cause=f"job {self.name!r} declares {option}={value!r}, past what a 32-bit integer holds",
+                    fix=f"{option}={10 if option == 'concurrency' else 0}",
+                )
 
     def key_for(self, inp: Any) -> str:
         try:
@@ -115,11 +152,11 @@ _OPTIONS = (
 def _positive(name: str, value: float | None, job_name: str, *, allow_none: bool = True) -> None:
     if value is None and allow_none:
         return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
         raise JobsError(
             X_INVALID_DEFINITION,
-            cause=f"job {job_name!r} declares {name}={value!r}; it must be a positive number of seconds"
-            " (zero would read as 'no ceiling at all')",
+            cause=f"job {job_name!r} declares {name}={value!r}; it must be a positive, finite number of seconds"
+            " (zero would read as 'no ceiling at all'; leave it out for none)",
             fix=f"@job(name={job_name!r}, {name}=60)",
         )
 
@@ -184,7 +221,7 @@ def job(
             cause=f"job {label!r}: rate_limit must be a RateLimit",
             fix="rate_limit=RateLimit(limit=10, per=1.0)",
         )
-    if not isinstance(priority, int):
+    if not isinstance(priority, int) or isinstance(priority, bool):
         raise JobsError(
             X_INVALID_DEFINITION,
             cause=f"job {label!r} declares priority={priority!r}",

@@ -225,7 +225,9 @@ class Backfills:
                 f"requires migration {requires!r} and its Backfills has no migrations= reader",
                 "Backfills(connect=..., migrations=django_migrations)",
             )
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf
+        ):
             raise _bad(name, f"declares timeout={timeout!r}", f"@bf.backfill(name={name!r}, timeout=3600, ...)")
         src: Source = source if callable(read) else _FunctionSource(source)  # type: ignore[arg-type, assignment]
 

@@ -163,6 +163,59 @@ async def test_an_input_its_idempotency_key_cannot_read_is_the_engines_error_and
     assert not (await Introspector(eng).jobs(JobFilter())).items
 
 
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("delay", "5"),
+        ("delay", True),
+        ("delay", float("inf")),
+        ("delay", 1e12),
+        ("run_at", "2030-01-01"),
+        ("run_at", datetime(2030, 1, 1)),
+        ("priority", "high"),
+        ("priority", True),
+        ("priority", 2**31),
+    ],
+)
+async def test_a_bad_delay_run_at_or_priority_is_refused_and_a_batch_writes_nothing(
+    eng: Engine, option: str, value: object
+) -> None:
+    """Each was a TypeError, an OverflowError, an AttributeError, or (a priority) stored by the
+    memory driver and refused by PostgreSQL's integer column: now the engine's error naming it."""
+    with pytest.raises(JobsError) as err:
+        await eng.aenqueue_many([Enqueue(fine, {"k": "1"}), Enqueue(fine, {"k": "2"}, **{option: value})])
+    assert err.value.code == "X_INVALID_ARGUMENT" and err.value.cause.startswith(f"{option}={value!r}")
+    assert err.value.fix
+    assert not (await Introspector(eng).jobs(JobFilter())).items
+
+
+def test_a_declaration_refuses_what_the_worker_could_not_keep() -> None:
+    """A retry that is not a RetryPolicy failed only at the first failure, in the worker's failure
+    path; an infinite timeout or a priority past the column, and a RateLimit mistyped, likewise
+    later or never: each is refused where it is written."""
+    from engine.jobs import RateLimit
+
+    def declared(**kw: object) -> JobsError:
+        with pytest.raises(JobsError) as err:
+            job(name="bad.decl", queue=Q, idempotency_key=lambda inp: "k", **kw)(fine.fn)  # type: ignore[arg-type]
+        assert err.value.code == "X_INVALID_DEFINITION" and err.value.fix
+        return err.value
+
+    assert "not a RetryPolicy" in declared(retry=3).cause
+    assert "finite" in declared(timeout=float("inf")).cause
+    assert "32-bit" in declared(priority=2**40).cause
+    assert "32-bit" in declared(concurrency=2**40).cause
+    for kw, says in (
+        ({"limit": 10, "period": 60}, "did you mean 'per'"),
+        ({"limit": 10, "per": float("inf")}, "finite"),
+        ({"limit": True, "per": 1}, "whole limit"),
+        ({"limit": 10, "per": 1, "key": 5}, "not a function"),
+    ):
+        with pytest.raises(JobsError) as err:
+            RateLimit(**kw)  # type: ignore[arg-type]
+        assert err.value.code == "X_INVALID_DEFINITION" and says in err.value.cause and err.value.fix
+
+
 def test_the_size_limit_is_one_mebibyte_unless_configured(monkeypatch: pytest.MonkeyPatch) -> None:
     assert DEFAULT_MAX_JSON_BYTES == 1_048_576
     check_json({"blob": "x" * 1000})
