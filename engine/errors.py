@@ -146,14 +146,16 @@ class JobsError(Exception):
 UNREACHABLE, SHUTTING_DOWN, SLOW = "unreachable", "shutting-down", "slow"
 
 
-def unknown_option(subject: str, given: Iterable[str], options: Sequence[str], fix: str, default: str) -> JobsError:
-    """X_INVALID_DEFINITION for the first unknown keyword ``given`` to a declaration: the nearest of
-    ``options`` ("did you mean"), else all of them. ``fix`` is the declaration with ``{option}``
-    where the option to write goes (the nearest one, else ``default``)."""
+def unknown_option(
+    subject: str, given: Iterable[str], options: Sequence[str], fix: str, default: str, code: str = ""
+) -> JobsError:
+    """The first unknown keyword ``given`` to a declaration (X_INVALID_DEFINITION) or a call
+    (``code``): the nearest of ``options`` ("did you mean"), else all of them. ``fix`` is the call
+    with ``{option}`` where the option to write goes (the nearest one, else ``default``)."""
     bad = sorted(given)[0]
     near = difflib.get_close_matches(bad, options, n=1)
     return JobsError(
-        X_INVALID_DEFINITION,
+        code or X_INVALID_DEFINITION,
         cause=f"{subject} {bad!r}"
         + (f" (did you mean {near[0]!r}?)" if near else f"; its options: {', '.join(options)}"),
         fix=fix.format(option=near[0] if near else default),

@@ -4,6 +4,8 @@ Each changed job gets its own audit entry naming the filter the action matched."
 
 from __future__ import annotations
 
+import math
+
 from engine.actions.base import DEFAULT_BATCH, OperatorBase
 from engine.errors import X_INVALID_ARGUMENT, X_INVALID_STATE, JobsError
 from engine.introspect.filters import describe_filter, scoped
@@ -59,7 +61,9 @@ class BulkActions(OperatorBase):
         ``per_second`` the batches are paced (at most that many jobs a second) on the clock."""
         self._writable(f"bulk {action}")
         where = self._bulk_filter(action, where or JobFilter())
-        if per_second is not None and not per_second > 0:
+        if per_second is not None and (
+            isinstance(per_second, bool) or not isinstance(per_second, (int, float)) or not 0 < per_second < math.inf
+        ):
             raise JobsError(
                 X_INVALID_ARGUMENT, cause=f"per_second={per_second!r} must be a positive rate", fix="--rate 50"
             )

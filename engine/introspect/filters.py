@@ -9,7 +9,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from engine.errors import X_INVALID_ARGUMENT, X_TENANT_MISMATCH, X_UNKNOWN_STATE, JobsError
+from engine.errors import X_INVALID_ARGUMENT, X_TENANT_MISMATCH, X_UNKNOWN_STATE, JobsError, unknown_option
 from engine.projections import JobFilter
 from engine.text import check_text, check_texts
 from engine.types import JobState
@@ -53,6 +53,9 @@ def _json_value(raw: str) -> Any:
         return raw
 
 
+_KEYWORDS = ("queue", "state", "name", "tenant", "error_code", "input_fields", "search", "since", "until")
+
+
 def make_filter(
     *,
     queue: str | None = None,
@@ -64,13 +67,18 @@ def make_filter(
     search: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
+    **unknown: Any,
 ) -> JobFilter:
     """A checked JobFilter from keywords; empty strings mean 'not filtered'."""
+    if unknown:
+        raise unknown_option(
+            "make_filter takes no filter", unknown, _KEYWORDS, "make_filter({option}=...)", "state", X_INVALID_ARGUMENT
+        )
     for label, dt in (("since", since), ("until", until)):
-        if dt is not None and dt.tzinfo is None:
+        if dt is not None and (not isinstance(dt, datetime) or dt.tzinfo is None):
             raise JobsError(
                 X_INVALID_ARGUMENT,
-                cause=f"{label}={dt.isoformat()} has no time zone",
+                cause=f"{label}={dt!r} is not a datetime with a time zone",
                 fix=f"{label}=datetime(2026, 1, 1, tzinfo=UTC)",
             )
     if since is not None and until is not None and until <= since:

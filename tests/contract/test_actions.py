@@ -211,9 +211,10 @@ async def test_bulk_pacing_spreads_batches_over_the_clock(driver: Driver, ids: I
     clock.advance(1)
     res = await task
     assert res.changed == 5 and res.per_second == 2
-    with pytest.raises(JobsError) as e:
-        await op(driver, clock).bulk("retry", per_second=0)
-    assert e.value.code == "X_INVALID_ARGUMENT"
+    for rate in (0, "5", float("inf")):
+        with pytest.raises(JobsError) as e:
+            await op(driver, clock).bulk("retry", per_second=rate)  # type: ignore[arg-type]
+        assert e.value.code == "X_INVALID_ARGUMENT"
 
 
 async def test_pause_is_durable_visible_and_skipped_by_the_claim(

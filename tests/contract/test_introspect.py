@@ -234,6 +234,13 @@ async def test_bad_filters_and_ids_are_clear_errors(driver: Driver, ids: IdFacto
     with pytest.raises(JobsError) as e:
         await i.jobs(limit=0)
     assert e.value.code == "X_INVALID_ARGUMENT"
+    with pytest.raises(JobsError) as e:
+        make_filter(errorcode="X_CARD_DECLINED")  # type: ignore[call-arg]
+    assert e.value.code == "X_INVALID_ARGUMENT" and "did you mean 'error_code'" in e.value.cause
+    assert e.value.fix == "make_filter(error_code=...)"
+    with pytest.raises(JobsError) as e:
+        make_filter(since="1h")  # type: ignore[arg-type]
+    assert e.value.code == "X_INVALID_ARGUMENT" and "not a datetime" in e.value.cause
 
 
 async def test_dead_letters_grouped_by_name_code_and_stop_reason(
