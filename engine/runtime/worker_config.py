@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-from engine.errors import X_INVALID_ARGUMENT, JobsError
+from engine.errors import X_INVALID_ARGUMENT, JobsError, unknown_option
 from engine.retry import check_traceback_limit
 
 
 def _bad(name: str, value: object, fix: str) -> JobsError:
-    return JobsError(X_INVALID_ARGUMENT, cause=f"worker option {name}={value!r} must be positive", fix=fix)
+    return JobsError(X_INVALID_ARGUMENT, cause=f"worker option {name}={value!r} must be positive and finite", fix=fix)
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,20 @@ class WorkerConfig:
     id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> WorkerConfig:
+        # Before the generated __init__, whose TypeError would name no option and no fix.
+        if unknown := set(kwargs) - {f.name for f in fields(cls)}:
+            options = sorted(f.name for f in fields(cls))
+            raise unknown_option(
+                "the worker takes no option",
+                unknown,
+                options,
+                "eng.worker(jobs, {option}=...)",
+                "concurrency",
+                X_INVALID_ARGUMENT,
+            )
+        return super().__new__(cls)
+
     def __post_init__(self) -> None:
         for name in ("concurrency", "batch_size", "ack_batch", "ack_parallel"):
             v = getattr(self, name)
@@ -56,10 +71,10 @@ class WorkerConfig:
             "gauges_interval",
         ):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
                 raise _bad(name, v, f"jobs worker MODULE --{name.replace('_', '-')} 30")
         st = self.start_timeout
-        if st is not None and (isinstance(st, bool) or not isinstance(st, (int, float)) or not st > 0):
+        if st is not None and (isinstance(st, bool) or not isinstance(st, (int, float)) or not 0 < st < math.inf):
             raise _bad("start_timeout", st, "jobs worker MODULE --start-timeout 60")
         check_traceback_limit(self.traceback_limit)
         if self.renew_interval is not None and not (0 < self.renew_interval < self.lease_seconds):

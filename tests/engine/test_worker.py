@@ -232,13 +232,29 @@ async def test_cancel_reaches_the_running_handler_through_its_signal(
     assert w.metrics.count(Q, "cancelled") == 1
 
 
-def test_worker_options_must_be_positive() -> None:
-    for bad in ({"concurrency": 0}, {"batch_size": -1}, {"lease_seconds": 0}, {"grace": -5}, {"concurrency": True}):
+def test_worker_options_must_be_positive_and_finite() -> None:
+    """An infinite lease would never lapse: a worker that dies would hold its jobs for ever."""
+    for bad in (
+        {"concurrency": 0},
+        {"batch_size": -1},
+        {"lease_seconds": 0},
+        {"grace": -5},
+        {"concurrency": True},
+        {"lease_seconds": float("inf")},
+        {"start_timeout": float("inf")},
+    ):
         with pytest.raises(JobsError) as err:
             WorkerConfig(**bad)  # type: ignore[arg-type]
         assert err.value.code == X_INVALID_ARGUMENT and err.value.fix.startswith("jobs worker MODULE --")
     with pytest.raises(JobsError):
         WorkerConfig(lease_seconds=10, renew_interval=10)
+
+
+def test_an_unknown_worker_option_names_the_nearest_one(mem: MemoryDriver) -> None:
+    with pytest.raises(JobsError) as err:
+        Engine(mem).worker([fast], concurency=4)
+    assert err.value.code == X_INVALID_ARGUMENT and "did you mean 'concurrency'" in err.value.cause
+    assert err.value.fix == "eng.worker(jobs, concurrency=...)"
 
 
 def test_a_worker_with_no_jobs_is_refused(mem: MemoryDriver) -> None:
