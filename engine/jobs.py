@@ -24,6 +24,7 @@ from engine.errors import (
     JobsError,
     unknown_option,
 )
+from engine.options import Options
 from engine.retry import RetryPolicy
 from engine.text import check_text
 
@@ -36,20 +37,14 @@ KeyFn = Callable[[Any], str]
 
 
 @dataclass(frozen=True)
-class RateLimit:
+class RateLimit(Options):
     """At most ``limit`` starts per ``per`` seconds, per key (``key(input, tenant)``) or global."""
 
     limit: int
     per: float
     key: Callable[[Any, str | None], str] | None = None
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> RateLimit:
-        # Before the generated __init__, whose TypeError would name no option and no fix.
-        if unknown := set(kwargs) - {"limit", "per", "key"}:
-            raise unknown_option(
-                "RateLimit takes no option", unknown, ("limit", "per", "key"), "RateLimit({option}=...)", "per"
-            )
-        return super().__new__(cls)
+    OPTION_CODE = X_INVALID_DEFINITION
 
     def __post_init__(self) -> None:
         limit, per = self.limit, self.per

@@ -13,9 +13,10 @@ import random
 import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 
-from engine.errors import X_HANDLER_FAILED, X_INVALID_ARGUMENT, X_INVALID_DEFINITION, JobsError, unknown_option
+from engine.errors import X_HANDLER_FAILED, X_INVALID_ARGUMENT, X_INVALID_DEFINITION, JobsError
+from engine.options import Options
 from engine.text import storable
 from engine.types import Claim, Classification, Nack, StopReason
 
@@ -26,7 +27,7 @@ MOST_ATTEMPTS = 1_000_000  # a year of attempts at max_delay=30 s; the column is
 
 
 @dataclass(frozen=True)
-class RetryPolicy:
+class RetryPolicy(Options):
     """``attempts`` counts the first run: attempts=5 is one run and up to four retries."""
 
     attempts: int = 3
@@ -36,14 +37,7 @@ class RetryPolicy:
     jitter: float = 0.0  # a fraction: 0.2 spreads each delay over +-20%
     seed: int | None = field(default=None, compare=False)
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> RetryPolicy:
-        # Before the generated __init__, whose TypeError would name no option and no fix.
-        unknown = set(kwargs) - set(_POLICY_OPTIONS)
-        if unknown:
-            raise unknown_option(
-                "RetryPolicy takes no option", unknown, _POLICY_OPTIONS, "RetryPolicy({option}=...)", "attempts"
-            )
-        return super().__new__(cls)
+    OPTION_CODE = X_INVALID_DEFINITION
 
     def __post_init__(self) -> None:
         def bad(what: str, fix: str) -> JobsError:
@@ -102,9 +96,6 @@ class RetryPolicy:
             return base
         r = rng or random.Random(None if self.seed is None else f"{self.seed}:{attempt}")
         return min(self.max_delay, max(0.0, base * (1 + r.uniform(-self.jitter, self.jitter))))
-
-
-_POLICY_OPTIONS = ("attempts", "backoff", "delay", "max_delay", "jitter", "seed")
 
 
 def retry_schedule(policy: RetryPolicy) -> list[float]:

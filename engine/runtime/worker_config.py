@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import X_INVALID_ARGUMENT, JobsError, unknown_option
+from engine.errors import X_INVALID_ARGUMENT, JobsError
+from engine.options import Options, finite_positive
 from engine.retry import check_traceback_limit
 
 
@@ -15,7 +15,7 @@ def _bad(name: str, value: object, fix: str) -> JobsError:
 
 
 @dataclass(frozen=True)
-class WorkerConfig:
+class WorkerConfig(Options):
     queues: tuple[str, ...] = ()  # empty: every queue the registry's jobs use
     concurrency: int = 10  # claim slots: jobs running at once in this process
     batch_size: int = 100  # most rows one claim takes
@@ -40,19 +40,7 @@ class WorkerConfig:
     id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> WorkerConfig:
-        # Before the generated __init__, whose TypeError would name no option and no fix.
-        if unknown := set(kwargs) - {f.name for f in fields(cls)}:
-            options = sorted(f.name for f in fields(cls))
-            raise unknown_option(
-                "the worker takes no option",
-                unknown,
-                options,
-                "eng.worker(jobs, {option}=...)",
-                "concurrency",
-                X_INVALID_ARGUMENT,
-            )
-        return super().__new__(cls)
+    OPTION_FIX = "eng.worker(jobs, {option}=...)"
 
     def __post_init__(self) -> None:
         for name in ("concurrency", "batch_size", "ack_batch", "ack_parallel"):
@@ -71,10 +59,10 @@ class WorkerConfig:
             "gauges_interval",
         ):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
+            if not finite_positive(v):
                 raise _bad(name, v, f"jobs worker MODULE --{name.replace('_', '-')} 30")
         st = self.start_timeout
-        if st is not None and (isinstance(st, bool) or not isinstance(st, (int, float)) or not 0 < st < math.inf):
+        if st is not None and not finite_positive(st):
             raise _bad("start_timeout", st, "jobs worker MODULE --start-timeout 60")
         check_traceback_limit(self.traceback_limit)
         if self.renew_interval is not None and not (0 < self.renew_interval < self.lease_seconds):

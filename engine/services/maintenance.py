@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from engine.clock import Clock
 from engine.drivers.base import Driver
 from engine.errors import X_INVALID_ARGUMENT, X_PERMISSION_DENIED, JobsError
+from engine.options import Options, finite_positive
 from engine.runtime import logs
 from engine.runtime.execute import Execution
 from engine.runtime.metrics import Metrics
@@ -50,7 +51,7 @@ VACUUM_DUTY = 0.1
 
 
 @dataclass(frozen=True)
-class MaintenanceConfig:
+class MaintenanceConfig(Options):
     interval: float = 5.0  # seconds between passes
     leader_lease: float = 30.0
     rescue_batch: int = 500
@@ -91,10 +92,10 @@ class MaintenanceConfig:
             "outbox_retention",
         ):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+            if not finite_positive(value):
                 raise JobsError(
                     X_INVALID_ARGUMENT,
-                    cause=f"MaintenanceConfig {name}={value!r} must be > 0 seconds",
+                    cause=f"MaintenanceConfig {name}={value!r} must be a finite number of seconds > 0",
                     fix=f"MaintenanceConfig({name}=60)",
                 )
         for name in ("rescue_batch", "prune_batch", "prune_batches_per_pass"):

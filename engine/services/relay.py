@@ -32,6 +32,7 @@ from engine.drivers.base import Driver
 from engine.drivers.outbox_lease import claim_lease_ms
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.ids import IdFactory
+from engine.options import Options, finite_positive
 from engine.retry import error_text
 from engine.runtime import logs
 from engine.runtime.metrics import Metrics
@@ -50,7 +51,7 @@ Hook = Callable[[str, Sequence["OutboxRow"]], Awaitable[None]]
 
 
 @dataclass(frozen=True)
-class RelayConfig:
+class RelayConfig(Options):
     batch_size: int = 250  # most rows one claim takes
     lease_ms: int | None = None  # the claim's lease; None: the default (engine/drivers/outbox_lease.py)
     poll_interval: float = 1.0  # the fallback when no NOTIFY arrives (seconds)
@@ -77,10 +78,10 @@ class RelayConfig:
             )
         for name in ("poll_interval", "heartbeat_interval", "gauges_interval"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            if not finite_positive(value):
                 raise JobsError(
                     X_INVALID_ARGUMENT,
-                    cause=f"RelayConfig {name}={value!r} must be > 0 seconds",
+                    cause=f"RelayConfig {name}={value!r} must be a finite number of seconds > 0",
                     fix=f"RelayConfig({name}=1.0)",
                 )
 

@@ -30,6 +30,7 @@ from engine.clock import Clock
 from engine.drivers.base import Driver
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.ids import IdFactory
+from engine.options import Options, finite_positive
 from engine.runtime import logs
 from engine.runtime.metrics import Metrics
 from engine.schedule import (
@@ -47,7 +48,7 @@ LEADER = "scheduler"
 
 
 @dataclass(frozen=True)
-class SchedulerConfig:
+class SchedulerConfig(Options):
     interval: float = 5.0  # the longest a tick waits for the next (an occurrence due sooner wakes it)
     leader_lease: float = 30.0
     # An occurrence at most this old when its tick comes is on time, whatever the catch-up policy;
@@ -59,10 +60,10 @@ class SchedulerConfig:
             value = getattr(self, name)
             if name == "grace" and value is None:
                 continue
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+            if not finite_positive(value):
                 raise JobsError(
                     X_INVALID_ARGUMENT,
-                    cause=f"SchedulerConfig {name}={value!r} must be > 0 seconds",
+                    cause=f"SchedulerConfig {name}={value!r} must be a finite number of seconds > 0",
                     fix=f"SchedulerConfig({name}=30)",
                 )
         if self.interval >= self.leader_lease:
