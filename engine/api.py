@@ -17,8 +17,9 @@ from engine.codec import check_json_text
 from engine.drivers.base import Driver
 from engine.errors import X_DSN_INVALID, X_INVALID_ARGUMENT, X_NOT_A_JOB, JobsError
 from engine.ids import IdFactory
-from engine.jobs import INT32, JobDefinition
+from engine.jobs import JobDefinition
 from engine.opening import ensure_open, forget
+from engine.options import int32
 from engine.syncbridge import LoopThread
 from engine.text import check_text
 from engine.types import EnqueueResult, JobRow, NewJob
@@ -140,9 +141,7 @@ class Engine:
             )
         if delay is not None or run_at is not None:
             run_at = _first_run(delay, run_at, now)
-        if priority is not None and (
-            isinstance(priority, bool) or not isinstance(priority, int) or not -INT32 <= priority < INT32
-        ):
+        if priority is not None and not int32(priority):
             raise JobsError(
                 X_INVALID_ARGUMENT, cause=f"priority={priority!r} must be a whole number (32-bit)", fix="priority=10"
             )

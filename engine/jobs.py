@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import difflib
 import inspect
-import math
 import types as pytypes
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -24,12 +23,11 @@ from engine.errors import (
     JobsError,
     unknown_option,
 )
-from engine.options import Options
+from engine.options import Options, finite_positive, int32
 from engine.retry import RetryPolicy
 from engine.text import check_text
 
 DEFAULT_QUEUE = "default"
-INT32 = 2**31  # priority and concurrency are stored as 32-bit integers
 DEFAULT_EVENT_POLL = 30.0
 
 Handler = Callable[..., Any]
@@ -48,9 +46,7 @@ class RateLimit(Options):
 
     def __post_init__(self) -> None:
         limit, per = self.limit, self.per
-        whole = isinstance(limit, int) and not isinstance(limit, bool) and 1 <= limit < INT32
-        seconds = isinstance(per, (int, float)) and not isinstance(per, bool) and 0 < per < math.inf
-        if not whole or not seconds:
+        if not (int32(limit) and limit >= 1) or not finite_positive(per):
             raise JobsError(
                 X_INVALID_DEFINITION,
                 cause=f"RateLimit(limit={limit!r}, per={per!r}) needs a whole limit >= 1 and per a positive, "
@@ -94,7 +90,7 @@ class JobDefinition:
                 fix="retry=RetryPolicy(attempts=3)",
             )
         for option, value in (("priority", self.priority), ("concurrency", self.concurrency)):
-            if value is not None and not -INT32 <= value < INT32:
+            if value is not None and not int32(value):
                 raise JobsError(
                     X_INVALID_DEFINITION,
                     cause=f"job {self.name!r} declares {option}={value!r}, past what a 32-bit integer holds",
@@ -147,7 +143,7 @@ _OPTIONS = (
 def _positive(name: str, value: float | None, job_name: str, *, allow_none: bool = True) -> None:
     if value is None and allow_none:
         return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+    if not finite_positive(value):
         raise JobsError(
             X_INVALID_DEFINITION,
             cause=f"job {job_name!r} declares {name}={value!r}; it must be a positive, finite number of seconds"

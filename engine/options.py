@@ -37,6 +37,14 @@ class Options:
         return super().__new__(cls)
 
 
+INT32 = 2**31  # priorities, limits and counts are stored as 32-bit integers
+
+
+def int32(value: Any) -> bool:
+    """A whole number (not a bool) a 32-bit integer column holds."""
+    return isinstance(value, int) and not isinstance(value, bool) and -INT32 <= value < INT32
+
+
 def finite_positive(value: Any) -> bool:
     """A number of seconds (or a rate) an option may hold: a real number > 0 and < infinity."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < math.inf

@@ -11,6 +11,7 @@ started a pass, the job's history who cancelled or retried it.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -107,11 +108,15 @@ class BackfillControl(EngineView):
         names = None if name is None else [self.catalog.get(name).backfill]
         return await self._runs(names, limit)
 
-    async def _runs(self, names: list[str] | None, limit: int) -> list[BackfillRun]:
-        """The ledger rows here, newest first, each unfinished one read with its job's end."""
+    async def _runs(self, names: list[str] | None, limit: int, live: Iterable[str] = ()) -> list[BackfillRun]:
+        """The ledger rows here, newest first, each unfinished one read with its job's end (a job
+        in ``live``, known live already, is not read again)."""
         await self._open()
         runs = await self.driver.backfill_runs(names=names, environment=self.environment, limit=limit)
-        return [await self._with_its_jobs_end(r) if r.status in UNFINISHED else r for r in runs]
+        known = set(live)
+        return [
+            await self._with_its_jobs_end(r) if r.status in UNFINISHED and r.job_id not in known else r for r in runs
+        ]
 
     async def _with_its_jobs_end(self, run: BackfillRun) -> BackfillRun:
         """A ledger row its pass never finished, whose job has ended: the job died or was
@@ -161,7 +166,7 @@ class BackfillControl(EngineView):
         """Every declared backfill, its status here, its live progress and the gate a write start meets now."""
         names = self.catalog.names()
         applied, live = await self._applied(), await self._live(names)
-        runs = await self._runs(names, 10 * len(names) + 10)
+        runs = await self._runs(names, 10 * len(names) + 10, live.values())
         last: dict[str, BackfillRun] = {}
         for r in runs:
             last.setdefault(r.name, r)
