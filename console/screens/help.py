@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rich.console import Group, RenderableType
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -11,24 +13,33 @@ from console import actions
 from console.screens.base import ConsoleScreen
 
 
-def help_text(*, read_only: bool) -> Text:
-    t = Text()
+def help_text(*, read_only: bool) -> Group:
+    """Every scope's keys as a grid: a description wraps under itself, never under the keys."""
+    parts: list[RenderableType] = []
     for scope, label in actions.SCOPES:
         rows = actions.for_scope(scope)
         if not rows:
             continue
-        t.append(f"{label}\n", style="bold underline")
+        parts.append(Text(label, style="bold underline"))
+        grid = _grid()
         for a in rows:
-            t.append(f"  {actions.key_label(a):<8}", style="bold")
-            t.append(f"{a.title:<17}")
-            t.append(a.help)
+            text = Text(a.help)
             if a.mutating and read_only:
-                t.append("  (read-only: not offered)", style="italic dim")
-            t.append("\n")
-        t.append("\n")
-    t.append(f"  {'ctrl+p':<8}", style="bold")
-    t.append(f"{'Commands':<17}the command palette: every action above, by name")
-    return t
+                text.append("  (read-only: not offered)", style="italic dim")
+            grid.add_row(Text(f"  {actions.key_label(a)}", style="bold"), a.title, text)
+        parts += [grid, Text("")]
+    grid = _grid()
+    grid.add_row(Text("  ctrl+p", style="bold"), "Commands", "the command palette: every action above, by name")
+    parts.append(grid)
+    return Group(*parts)
+
+
+def _grid() -> Table:
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(width=9, no_wrap=True)  # the indent and the key
+    grid.add_column(width=16, no_wrap=True)
+    grid.add_column(ratio=1)
+    return grid
 
 
 class HelpScreen(ConsoleScreen):
