@@ -182,7 +182,12 @@ class SchedulesScreen(DataScreen, Flows):
             body = Text.assemble("Resume task ", label, ": what fell due while it was paused is not run.")
             self.confirm_and_run("Resume this task?", body, "Resume", call)
         else:
-            body = Text.assemble("Pause task ", label, ": its occurrences are not enqueued until it is resumed.")
+            body = Text.assemble(
+                "Pause task ",
+                label,
+                ": no occurrence is enqueued until it is resumed, and those that fall due "
+                "meanwhile are skipped, not run at the resume.",
+            )
             self.confirm_and_run("Pause this task?", body, "Pause", call)
 
     def action_trigger(self) -> None:

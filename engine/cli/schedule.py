@@ -118,7 +118,7 @@ def pause(
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Pause a task: durable, audited; its occurrences are not enqueued until it is resumed."""
+    """Pause a task: durable, audited; no occurrence is enqueued until it is resumed, and those due meanwhile are skipped."""
     _pause(name, True, note, actor, dsn, json_out)
 
 
