@@ -191,6 +191,8 @@ class BackfillRun:
     swept: int = 0
     batches: int = 0
     error: str | None = None
+    resumed_at: datetime | None = None  # when the pass's current run began
+    resumed_swept: int = 0  # rows swept before it
 
 
 @dataclass(frozen=True, slots=True)

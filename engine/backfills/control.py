@@ -137,9 +137,13 @@ class BackfillControl(EngineView):
         return run
 
     def progress_of(self, run: BackfillRun) -> Progress:
-        elapsed = ((run.finished_at or self.clock.now()) - run.started_at).total_seconds()
-        bps = run.batches / elapsed if elapsed > 0 and run.batches else None
-        rps = run.swept / elapsed if elapsed > 0 and run.swept else None
+        # The rates are read over the pass's current run: a pass continued hours after it stopped
+        # goes at its own pace from its resume (the batches before it, at the rows' mean size).
+        since, before = run.resumed_at or run.started_at, run.resumed_swept
+        elapsed = ((run.finished_at or self.clock.now()) - since).total_seconds()
+        swept = run.swept - before
+        rps = swept / elapsed if elapsed > 0 and swept > 0 else None
+        bps = rps * run.batches / run.swept if rps is not None and run.batches else None
         remaining = None if run.planned is None else max(run.planned - run.swept, 0)
         eta = remaining / rps if remaining is not None and rps else None
         return Progress(

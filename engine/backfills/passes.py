@@ -143,6 +143,7 @@ async def run_pass(d: BackfillDefinition, ctx: JobContext, inp: dict[str, Any]) 
     step = ctx.step
     driver, claim, clock = step.driver, step.claim, step.clock
     run_id, write = str(inp["run"]), bool(inp.get("write"))
+    begun = clock.now()  # this run's start, its count included: its rate is read from here
     swept = batches = 0
     conn = await asyncio.to_thread(d.owner.open_connection)
     try:
@@ -161,7 +162,7 @@ async def run_pass(d: BackfillDefinition, ctx: JobContext, inp: dict[str, Any]) 
                 actor=inp.get("actor"),
             )
         )
-        await driver.backfill_begin(run_id=run_id, planned=planned)
+        await driver.backfill_begin(run_id=run_id, planned=planned, now=begun)
         pacer, cursor, number = Pacer(d.rate, clock, ctx.signal), None, 0
         while True:
             number += 1

@@ -21,8 +21,9 @@ class BackfillsArea(Protocol):
         """Write a pass's ledger row (queued) unless its id is there; True when written."""
         ...
 
-    async def backfill_begin(self, *, run_id: str, planned: int | None) -> bool:
-        """Mark a pass running (a resumed one too), keeping the first count; False when completed."""
+    async def backfill_begin(self, *, run_id: str, planned: int | None, now: datetime) -> bool:
+        """Mark a pass running (a resumed one too), keeping the first count and stamping this run's
+        start and the rows swept before it; False when completed."""
         ...
 
     async def backfill_progress(self, *, run_id: str, claim: Claim, swept: int, batches: int) -> bool:

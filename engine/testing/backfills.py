@@ -67,10 +67,11 @@ class PassPlayer:
         started = await control.start(name, write=write, force=force)
         d = control.catalog.get(name)
         claim = await f.claim(started.job_id, worker)
+        begun = f.now  # as a pass's run begins: before its count
         conn = d.owner.open_connection()
         planned = _plan(d, conn)
         await f.step(claim, "plan", 1, result=planned, took=BATCH_TOOK)
-        await f.driver.backfill_begin(run_id=started.run_id, planned=planned)
+        await f.driver.backfill_begin(run_id=started.run_id, planned=planned, now=begun)
         return cls(f, d, started, claim, conn, worker, planned=planned)
 
     async def batches(self, n: int | None = None, *, every: float | None = None) -> bool:
@@ -124,7 +125,7 @@ class PassPlayer:
         for i in range(attempts):
             if i:
                 self.claim = await self.f.claim(self.started.job_id, self.worker)
-                await self.f.driver.backfill_begin(run_id=self.started.run_id, planned=self.planned)
+                await self.f.driver.backfill_begin(run_id=self.started.run_id, planned=self.planned, now=self.f.now)
             attempt = (await self.f.get(self.started.job_id)).attempt
             await self.f.step(
                 self.claim,

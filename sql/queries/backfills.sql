@@ -11,9 +11,11 @@ on conflict (id) do nothing
 returning id;
 
 -- name: backfill_begin :one
--- A pass (or a resumed one) is running: count() at its first start is kept, the last error cleared.
+-- A pass (or a resumed one) is running: count() at its first start is kept, the last error cleared,
+-- and this run's start and the rows swept before it are stamped (its rate is read over this run).
 update jobs.backfill
-set status = 'running', planned = coalesce(planned, %(planned)s), error = null, finished_at = null
+set status = 'running', planned = coalesce(planned, %(planned)s), error = null, finished_at = null,
+    resumed_at = %(now)s, resumed_swept = swept
 where id = %(id)s and status <> 'completed'
 returning id;
 
@@ -39,7 +41,7 @@ returning id;
 -- name: backfill_runs :many
 -- The ledger history, newest first: of these names (null: every one), in this environment (null: all).
 select id, name, environment, job_id, status, dry_run, forced, started_at, app_version, actor, finished_at,
-       planned, swept, batches, error
+       planned, swept, batches, error, resumed_at, resumed_swept
 from jobs.backfill
 where (%(names)s::text[] is null or name = any(%(names)s::text[]))
   and (%(environment)s::text is null or environment = %(environment)s::text)
@@ -50,7 +52,7 @@ limit %(limit)s;
 -- The latest completed write pass of each backfill in one environment: what makes it applied.
 select distinct on (name)
        id, name, environment, job_id, status, dry_run, forced, started_at, app_version, actor, finished_at,
-       planned, swept, batches, error
+       planned, swept, batches, error, resumed_at, resumed_swept
 from jobs.backfill
 where environment = %(environment)s and status = 'completed' and not dry_run
 order by name, finished_at desc, id desc;

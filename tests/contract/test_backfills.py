@@ -39,9 +39,13 @@ async def test_i22_a_pass_row_goes_queued_running_completed_and_is_never_edited_
     job = await make_job(driver, ids, clock.now(), state=JobState.RUNNING, name=PASS, queue="backfills", key="pass")
     run = _run(ids, clock, job_id=job.id)
     assert await driver.backfill_open(run=run) and not await driver.backfill_open(run=run)
-    assert await driver.backfill_begin(run_id=run.id, planned=5000)
-    assert await driver.backfill_begin(run_id=run.id, planned=7)  # a resume keeps the first count
+    assert await driver.backfill_begin(run_id=run.id, planned=5000, now=clock.now())
     assert await driver.backfill_progress(run_id=run.id, claim=_claim_of(job), swept=1000, batches=1)
+    clock.advance(3600)
+    # A resume keeps the first count and stamps its own start and the rows swept before it.
+    assert await driver.backfill_begin(run_id=run.id, planned=7, now=clock.now())
+    (resumed,) = await driver.backfill_runs(names=["accounts"], environment="production", limit=10)
+    assert (resumed.planned, resumed.resumed_at, resumed.resumed_swept) == (5000, clock.now(), 1000)
     clock.advance(5)
     assert await driver.backfill_finish(
         run_id=run.id, outcome="completed", swept=5000, batches=5, error=None, now=clock.now()
@@ -56,7 +60,7 @@ async def test_i22_a_pass_row_goes_queued_running_completed_and_is_never_edited_
     )
     assert (done.actor, done.app_version, done.job_id, done.dry_run) == ("alice", "1.4.2", job.id, False)
     # Completed: every later write is refused and the row stays as it was.
-    assert not await driver.backfill_begin(run_id=run.id, planned=1)
+    assert not await driver.backfill_begin(run_id=run.id, planned=1, now=clock.now())
     assert not await driver.backfill_finish(
         run_id=run.id, outcome="failed", swept=0, batches=0, error="x", now=clock.now()
     )
@@ -69,7 +73,7 @@ async def test_i22_progress_is_fenced_on_the_pass_job_still_held_by_the_claim(
     job = await make_job(driver, ids, clock.now(), state=JobState.RUNNING, name=PASS, queue="backfills", key="pass")
     run = _run(ids, clock, job_id=job.id)
     await driver.backfill_open(run=run)
-    await driver.backfill_begin(run_id=run.id, planned=10)
+    await driver.backfill_begin(run_id=run.id, planned=10, now=clock.now())
     await driver.job_cancel(job_id=job.id, tenant=None, now=clock.now(), actor="bob")
     assert not await driver.backfill_progress(run_id=run.id, claim=_claim_of(job), swept=5, batches=1)
     (row,) = await driver.backfill_runs(names=None, environment=None, limit=10)
@@ -88,7 +92,7 @@ async def test_i22_applied_is_the_latest_completed_write_pass_per_environment(
     ]
     for r in rows:
         await driver.backfill_open(run=r)
-        await driver.backfill_begin(run_id=r.id, planned=1)
+        await driver.backfill_begin(run_id=r.id, planned=1, now=clock.now())
         clock.advance(1)
         outcome = "failed" if r.name == "other" else "completed"
         await driver.backfill_finish(run_id=r.id, outcome=outcome, swept=1, batches=1, error=None, now=clock.now())

@@ -195,3 +195,27 @@ async def test_i22_a_pass_whose_job_ended_where_no_pass_code_ran_reads_as_that_e
     resumed = await ctl.retry("flags")
     assert resumed.changed and (await f.get(second.job_id)).state.value == "ready"
     assert (await ctl.history("flags"))[0].status == "queued"
+
+
+def test_i22_a_resumed_pass_reads_its_rate_and_eta_over_its_current_run(clock: FakeClock) -> None:
+    """Continued an hour after it failed, a pass that swept 1,000 rows then and 1,000 in the 10 s
+    since its resume goes at 100 rows a second: its ETA for 3,000 more is 30 s. Read from its first
+    start it went at 0.55 rows a second, and its ETA was an hour and a half."""
+    from dataclasses import replace
+
+    from engine.api import Engine
+    from engine.records import BackfillRun
+
+    bf = Backfills()
+    bf.backfill("flags", source=_src, count=_count, batch_size=1000)(lambda batch: None)
+    ctl = BackfillControl(Engine(MemoryDriver(), clock=clock), bf, environment="test")
+    first = clock.now()
+    run = BackfillRun("r", "flags", "test", "j", "running", False, False, first, planned=5000, swept=4, batches=2)
+    clock.advance(10)
+    p = ctl.progress_of(run)  # a first run: its rate from its start
+    assert (p.rows_per_second, p.batches_per_second) == (0.4, 0.2)
+    clock.advance(3590)
+    resumed = clock.now()
+    clock.advance(10)
+    p = ctl.progress_of(replace(run, swept=2000, resumed_at=resumed, resumed_swept=1000))
+    assert (p.rows_per_second, p.batches_per_second, p.remaining, p.eta_seconds) == (100.0, 0.1, 3000, 30.0)

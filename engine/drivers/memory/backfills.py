@@ -26,7 +26,7 @@ class MemoryBackfills:
             self.state.backfills[run.id] = replace(run, status="queued")
             return True
 
-    async def backfill_begin(self, *, run_id: str, planned: int | None) -> bool:
+    async def backfill_begin(self, *, run_id: str, planned: int | None, now: datetime) -> bool:
         with self.state.lock:
             run = self.state.backfills.get(run_id)
             if run is None or run.status == "completed":
@@ -37,6 +37,8 @@ class MemoryBackfills:
                 planned=run.planned if run.planned is not None else planned,
                 error=None,
                 finished_at=None,
+                resumed_at=now,
+                resumed_swept=run.swept,
             )
             return True
 

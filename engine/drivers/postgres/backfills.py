@@ -34,6 +34,8 @@ def _run(r: Any) -> BackfillRun:
         swept=int(r["swept"]),
         batches=int(r["batches"]),
         error=r["error"],
+        resumed_at=r["resumed_at"],
+        resumed_swept=int(r["resumed_swept"]),
     )
 
 
@@ -62,8 +64,8 @@ class PostgresBackfills(PostgresBase):
         )
         return bool(rows)
 
-    async def backfill_begin(self, *, run_id: str, planned: int | None) -> bool:
-        return bool(await self._bf(Q.backfill_begin, {"id": run_id, "planned": planned}))
+    async def backfill_begin(self, *, run_id: str, planned: int | None, now: datetime) -> bool:
+        return bool(await self._bf(Q.backfill_begin, {"id": run_id, "planned": planned, "now": now}))
 
     async def backfill_progress(self, *, run_id: str, claim: Claim, swept: int, batches: int) -> bool:
         p = {"id": run_id, "swept": swept, "batches": batches, "job_id": claim.job_id}
