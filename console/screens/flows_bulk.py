@@ -42,7 +42,7 @@ def plan_text(plans: Sequence[BulkPlan]) -> Text:
     matched = sum(p.matched for p in plans)
     t = Text()
     t.append(f"{matched:,}", style="bold")
-    t.append(f" job{'s' if matched != 1 else ''} match ")
+    t.append(" job matches " if matched == 1 else " jobs match ")
     if len(plans) == 1:
         t.append(clean(describe_filter(plans[0].filter), limit=120), style="bold")
     else:
@@ -96,7 +96,7 @@ class BulkFlows:
         n = sum(p.would_change for p in plans)
         confirmed = await self.app.push_screen(
             ConfirmScreen(
-                f"{verb} {n:,} jobs?",
+                f"{verb} {plural(n, 'job')}?",
                 plan_text(plans),
                 verb=f"{verb} {plural(n, 'job')}",
                 pace=BULK_PACE if action == "retry" else None,
