@@ -91,6 +91,8 @@ class JobsConsole(App[None]):
 
     def on_mount(self) -> None:
         self.switch_mode("overview")
+        if self.source.read_only_why:
+            self.notify(f"Read-only: {self.source.read_only_why}.", timeout=8)
 
     # --- the header and banner --------------------------------------------------------------
     # One watcher here instead of one per screen's header and banner: Textual (8.2.8) drops a

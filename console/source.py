@@ -107,6 +107,7 @@ class Source:
 
         self.engine = engine
         self.read_only = read_only
+        self.read_only_why: str | None = None
         self.budget = budget
         self.actor = actor or f"console:{_os_user()}"
         self.database = redact_dsn(database or engine.driver.describe())
@@ -121,9 +122,11 @@ class Source:
         self._catalog = None if backfills is None else Catalog.of(backfills)
         self._backfill_controls: dict[str, Any] = {}
 
-    def set_read_only(self) -> None:
-        """One way only: a console opened read-only can never become writable."""
+    def set_read_only(self, why: str | None = None) -> None:
+        """One way only: a console opened read-only can never become writable. ``why``: the
+        database's reason (a reader's role, a standby), said once the console opens."""
         self.read_only = True
+        self.read_only_why = why
         self._ops = Operator(self.engine, actor=self.actor, read_only=True)
         self._schedules = _schedules(self.engine, self.actor, True)
         self._backfill_controls.clear()
@@ -415,13 +418,17 @@ def open_source(
         backfills = load_catalog(app)
     engine = connect(dsn, environment=environment)
 
-    async def check() -> None:
+    async def check() -> str | None:
         try:
             await ensure_open(engine.driver)
+            return await engine.driver.role_may_act()
         finally:
             await engine.aclose()  # the console's own loop opens its pool again
 
-    asyncio.run(check())
-    return Source(
+    cannot_act = asyncio.run(check())
+    source = Source(
         engine, read_only=read_only, budget=budget, database=database_label(dsn), backfills=backfills, app=app
     )
+    if cannot_act is not None:  # offer no action the database would refuse
+        source.set_read_only(cannot_act)
+    return source

@@ -50,6 +50,11 @@ class IntrospectArea(Protocol):
         """Another live row holding this job's dedupe key (I2's namespace), if any."""
         ...
 
+    async def role_may_act(self) -> str | None:
+        """None when this connection may act on jobs; else why not (a role without the writer's
+        grants, a hot standby), with what would let it."""
+        ...
+
     async def queue_get(self, *, queue: str) -> QueuePause:
         """One queue's durable pause state (not paused when it has no row)."""
         ...

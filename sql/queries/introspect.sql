@@ -354,3 +354,11 @@ limit 20;
 -- name: limit_buckets :many
 -- The token buckets of these rate-limit keys.
 select key, tokens, refilled_at from jobs.rate_bucket where key = any(%(keys)s::text[]);
+
+-- name: role_may_act :one
+-- Whether this session may act on jobs: the database takes writes (not a hot standby) and the role
+-- holds what an operator's action writes (a job's row, its history, a queue's pause). The console
+-- offers no action the database would refuse.
+select pg_is_in_recovery() as standby, current_user as role,
+       has_table_privilege('jobs.job', 'UPDATE') and has_table_privilege('jobs.history', 'INSERT')
+       and has_table_privilege('jobs.queue', 'INSERT') as writer;

@@ -105,7 +105,10 @@ def test_show_and_why_of_each_job_answer_on_a_hot_standby(standby: tuple[str, li
 
 def test_the_read_only_console_reads_every_projection_on_a_hot_standby(standby: tuple[str, list[str]]) -> None:
     dsn, ids = standby
-    source = open_source(dsn, read_only=True)
+    source = open_source(dsn)  # a standby takes no writes: the console opens read-only by itself
+    assert source.read_only and source.read_only_why == (
+        "this database is a hot standby, which takes no writes: act on the primary"
+    )
 
     async def every_read() -> None:
         try:

@@ -134,6 +134,21 @@ def test_postgres_refuses_a_jobs_reader_every_action_as_x_permission_denied(clus
     assert "Traceback" not in out.output
 
 
+def test_the_console_opens_read_only_for_a_role_that_may_not_act_and_says_why(cluster: tuple[str, str, str]) -> None:
+    """A jobs_reader login's console offered every action and each then failed: it now opens
+    read-only, saying which grant would let it act; the owner's and a writer's open read-write."""
+    from console.source import open_source
+
+    owner, reader, writer = cluster
+    for dsn, why in (
+        (reader, "role 'oncall' may read jobs but not change them: GRANT jobs_writer TO oncall"),
+        (writer, None),
+        (owner, None),
+    ):
+        source = open_source(dsn)
+        assert (source.read_only, source.read_only_why) == (why is not None, why)
+
+
 def test_a_jobs_writer_login_runs_an_app_a_worker_and_every_action(cluster: tuple[str, str, str]) -> None:
     owner, _, writer = cluster
     ids = _seed(owner)

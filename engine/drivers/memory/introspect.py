@@ -234,6 +234,9 @@ class MemoryIntrospect(MemoryBase):
                 return None
             return summary(self.state.jobs[holder])
 
+    async def role_may_act(self) -> str | None:
+        return None  # one process, no roles
+
     async def queue_get(self, *, queue: str) -> QueuePause:
         with self.state.lock:
             p = self.state.paused.get(queue)

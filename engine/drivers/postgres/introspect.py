@@ -240,6 +240,15 @@ class PostgresIntrospect(PostgresBase):
 
         return await self._budgeted(None, "show", read)
 
+    async def role_may_act(self) -> str | None:
+        r = await self._row(Q.role_may_act, {})
+        assert r is not None  # one row, always
+        if r["standby"]:
+            return "this database is a hot standby, which takes no writes: act on the primary"
+        if not r["writer"]:
+            return f"role {r['role']!r} may read jobs but not change them: GRANT jobs_writer TO {r['role']}"
+        return None
+
     async def queue_get(self, *, queue: str) -> QueuePause:
         async def read(conn: Conn) -> QueuePause:
             return pause_row(queue, await self._row(Q.queue_get, {"queue": queue}, conn=conn))
