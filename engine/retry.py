@@ -24,6 +24,10 @@ Backoff = Literal["fixed", "linear", "exponential"]
 _CLASSIFICATIONS: tuple[str, ...] = ("terminal", "retry-after", "retryable")
 LONGEST_DELAY = 365 * 86400.0  # seconds: a retry is at most a year away
 MOST_ATTEMPTS = 1_000_000  # a year of attempts at max_delay=30 s; the column is a 32-bit int
+# How long a job no claiming worker declares is parked for one that does (a rolling deploy whose
+# producers run the new release before its workers), from when it first fell due; then it is dead
+# as X_UNKNOWN_JOB (engine/runtime/execute.py).
+UNKNOWN_GRACE = 600.0
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,8 @@ _RETRY_TABLE: dict[str, Classification] = {
     "X_LEASE_LOST": "retryable",
     "X_INPUT_NOT_JSON": "terminal",
     "X_TOO_LARGE": "terminal",
+    # Raised by a run only once no worker has known the job for UNKNOWN_GRACE.
+    "X_UNKNOWN_JOB": "terminal",
 }
 
 

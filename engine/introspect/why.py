@@ -6,10 +6,11 @@ Pure functions over rows the Introspector has read, so each cause is tested with
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from engine.projections import Cause, JobSummary, LimitState, QueuePause, SlotHolder
+from engine.retry import UNKNOWN_GRACE
 from engine.types import JobRow, JobState, ready_since
 
 if TYPE_CHECKING:  # the worker area's registry row; only named in annotations here
@@ -139,6 +140,21 @@ def limit_causes(row: JobRow, limits: Sequence[LimitState], now: datetime) -> li
             )
         )
     return out
+
+
+def unknown_cause(row: JobRow, since: datetime, now: datetime) -> Cause:
+    """A job parked by a worker whose release does not declare it (engine/runtime/execute.py)."""
+    worker = (row.wait or {}).get("worker")
+    dead_at = since + timedelta(seconds=UNKNOWN_GRACE)
+    return Cause(
+        "unknown",
+        f"Worker {worker or '?'} does not know job {row.name!r}: a release that declares it is not serving "
+        f"queue {row.queue} yet, or it was removed. It is tried again {next_try(row.run_at, now)}, and is dead "
+        f"as X_UNKNOWN_JOB if no worker knows it by {_t(dead_at)} ({_in((dead_at - now).total_seconds())}).",
+        queue=row.queue,
+        worker=worker,
+        until=row.run_at,
+    )
 
 
 def _first_free(held: Sequence[SlotHolder]) -> datetime | None:
@@ -286,14 +302,15 @@ def job_causes(
     elif st is JobState.SUSPENDED:
         out.append(suspended_cause(row, now))
     elif st is JobState.PARKED:
-        out.extend(limit_causes(row, limits, now))
         since = ready_since(row, now)
         assert since is not None  # a parked row always waits
+        unknown = (row.wait or {}).get("kind") == "unknown"
+        out.extend([unknown_cause(row, since, now)] if unknown else limit_causes(row, limits, now))
         out.append(
             Cause(
                 "waiting",
                 f"Waiting since {_t(since)} ({_in((since - now).total_seconds())}), when it first fell due, "
-                "however often a limit has shed it since.",
+                f"however often {'a worker' if unknown else 'a limit'} has parked it since.",
                 queue=row.queue,
             )
         )

@@ -21,7 +21,7 @@ from engine.codec import dumps
 from engine.drivers.base import Driver
 from engine.errors import X_HANDLER_FAILED, X_TIMEOUT, JobsError
 from engine.jobs import JobDefinition, Registry
-from engine.retry import RetryPolicy, failure_nack
+from engine.retry import UNKNOWN_GRACE, RetryPolicy, failure_nack
 from engine.runtime import logs
 from engine.runtime.context import JobContext
 from engine.runtime.leases import Lease, LeaseKeeper
@@ -144,8 +144,8 @@ class Runner:
         lease = self.keeper.hold(cj.claim, row.queue, row.name)  # lease.claim: built once per run
         try:
             d = self.registry.get(row.name)
-        except JobsError as exc:  # another release of the app enqueued it: an attempt, with the reason
-            return await self._failed(cj, lease, RetryPolicy(attempts=row.max_attempts), exc, 0.0)
+        except JobsError as exc:  # another release of the app enqueued it
+            return await self._unknown(cj, lease, exc)
         try:
             if d.concurrency is not None or d.rate_limit is not None:
                 shed = await self.limits.admit(d, row, lease)
@@ -271,6 +271,33 @@ class Runner:
             retry_in=round(shed.wait, 3),
         )
         ok = await self._nack(lease, nack)
+        if ok:
+            self.metrics.outcome(row.queue, "parked")
+        return Execution(row.id, row.name, row.queue, row.attempt, "parked" if ok else "settle-failed")
+
+    async def _unknown(self, cj: ClaimedJob, lease: Lease, exc: JobsError) -> Execution:
+        """A job this worker's release does not declare: a release that does is rolling out (its
+        producers first), or the job was removed. Parked for a worker that knows it, burning no
+        attempt, tried again sooner while it is new and at most a minute apart; once it has
+        waited UNKNOWN_GRACE since it first fell due, dead as X_UNKNOWN_JOB (terminal)."""
+        row = cj.row
+        now = self.clock.now()
+        waited = (now - (row.waiting_since or row.run_at)).total_seconds()
+        if waited >= UNKNOWN_GRACE:
+            return await self._failed(cj, lease, RetryPolicy(attempts=row.max_attempts), exc, 0.0)
+        again = now + timedelta(seconds=min(60.0, max(5.0, waited / 4)))
+        logs.emit(
+            logs.WORKER_UNKNOWN_JOB,
+            logging.WARNING,
+            job_id=row.id,
+            name=row.name,
+            queue=row.queue,
+            worker=self.worker,
+            retry_at=again.isoformat(),
+            dead_at=(now + timedelta(seconds=UNKNOWN_GRACE - waited)).isoformat(),
+        )
+        wait = {"kind": "unknown", "name": row.name, "worker": self.worker}
+        ok = await self._nack(lease, Nack(lease.claim, "park", run_at=again, wait=wait))
         if ok:
             self.metrics.outcome(row.queue, "parked")
         return Execution(row.id, row.name, row.queue, row.attempt, "parked" if ok else "settle-failed")

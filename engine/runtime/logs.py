@@ -12,6 +12,7 @@ from typing import Any
 ATTEMPT_FAILED = "jobs.attempt.failed"
 JOB_SUSPENDED = "jobs.job.suspended"
 WORKER_SHED = "jobs.worker.shed"
+WORKER_UNKNOWN_JOB = "jobs.worker.unknown-job"  # parked for a worker whose release declares it
 WORKER_SETTLE_FAILED = "jobs.worker.settle-failed"
 WORKER_STARTED = "jobs.worker.started"
 WORKER_DRAINING = "jobs.worker.draining"

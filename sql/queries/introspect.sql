@@ -336,10 +336,11 @@ where s.key = any(%(keys)s::text[]) order by s.key, s.slot;
 -- name: queue_waits :many
 -- One queue's jobs that are not claimable now, grouped by what they wait for: delayed ones still
 -- in the future, suspended ones by sleep or by event name, parked ones by the limit and key that
--- shed them; with the earliest run_at of each group (over the job_due index).
+-- shed them (or 'unknown': parked for a worker whose release declares the job); with the
+-- earliest run_at of each group (over the job_due index).
 select state,
        case when state = 'delayed' then 'delay'
-            when state = 'parked' then coalesce(wait->>'limit', 'limit')
+            when state = 'parked' then coalesce(wait->>'limit', wait->>'kind', 'limit')
             else coalesce(wait->>'kind', 'sleep') end as kind,
        case when state = 'parked' then wait->>'key'
             when wait->>'kind' = 'event' then wait->>'event' end as key,

@@ -270,7 +270,7 @@ class MemoryIntrospect(MemoryBase):
                 if r.state is JobState.DELAYED:
                     kind, key = "delay", None
                 elif r.state is JobState.PARKED:
-                    kind, key = w.get("limit") or "limit", w.get("key")
+                    kind, key = w.get("limit") or w.get("kind") or "limit", w.get("key")
                 else:
                     kind, key = w.get("kind") or "sleep", w.get("event") if w.get("kind") == "event" else None
                 groups[(r.state.value, kind, key)].append(r.run_at)
