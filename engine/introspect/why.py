@@ -310,7 +310,7 @@ def job_causes(
             Cause(
                 "waiting",
                 f"Waiting since {_t(since)} ({_in((since - now).total_seconds())}), when it first fell due, "
-                f"however often {'a worker' if unknown else 'a limit'} has parked it since.",
+                f"however often {'a worker has parked' if unknown else 'a limit has shed'} it since.",
                 queue=row.queue,
             )
         )
