@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -136,6 +137,7 @@ class Runner:
         self.keeper, self.acks, self.limits, self.metrics = keeper, acks, limits, metrics
         self.executor, self.poke, self.traceback_limit = executor, poke, traceback_limit
         self.tasks = tasks  # the task running each job, by id: what an abort cancels
+        self._unknown_logged: dict[str, tuple[float, int]] = {}  # a job name: last logged, parked since
 
     async def run(self, cj: ClaimedJob) -> Execution | None:
         """The run's outcome; None for a completion, which is handed to the ack buffer and
@@ -286,16 +288,23 @@ class Runner:
         if waited >= UNKNOWN_GRACE:
             return await self._failed(cj, lease, RetryPolicy(attempts=row.max_attempts), exc, 0.0)
         again = now + timedelta(seconds=min(60.0, max(5.0, waited / 4)))
-        logs.emit(
-            logs.WORKER_UNKNOWN_JOB,
-            logging.WARNING,
-            job_id=row.id,
-            name=row.name,
-            queue=row.queue,
-            worker=self.worker,
-            retry_at=again.isoformat(),
-            dead_at=(now + timedelta(seconds=UNKNOWN_GRACE - waited)).isoformat(),
-        )
+        # Once a minute a job name at most: a deploy's backlog of new jobs would flood the log.
+        last, parked = self._unknown_logged.get(row.name, (-math.inf, 0))
+        if self.clock.monotonic() - last >= 60.0:
+            logs.emit(
+                logs.WORKER_UNKNOWN_JOB,
+                logging.WARNING,
+                job_id=row.id,
+                name=row.name,
+                queue=row.queue,
+                worker=self.worker,
+                parked_since_last=parked,
+                retry_at=again.isoformat(),
+                dead_at=(now + timedelta(seconds=UNKNOWN_GRACE - waited)).isoformat(),
+            )
+            self._unknown_logged[row.name] = (self.clock.monotonic(), 0)
+        else:
+            self._unknown_logged[row.name] = (last, parked + 1)
         wait = {"kind": "unknown", "name": row.name, "worker": self.worker}
         ok = await self._nack(lease, Nack(lease.claim, "park", run_at=again, wait=wait))
         if ok:

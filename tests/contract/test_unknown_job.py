@@ -6,7 +6,10 @@ worker knowing it for UNKNOWN_GRACE since it first fell due makes it dead as X_U
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
+
+import pytest
 
 from engine.api import Engine
 from engine.clock import FakeClock
@@ -66,3 +69,22 @@ async def test_a_job_no_worker_declares_for_the_grace_is_dead_as_x_unknown_job(
     assert outcomes == ["parked", "parked", "dead"]
     assert (ex.job_id, ex.stop_reason, ex.error_code, ex.attempt) == (r.id, "terminal", "X_UNKNOWN_JOB", 1)
     assert row.state is JobState.DEAD and row.last_error is not None and "X_UNKNOWN_JOB" in row.last_error
+
+
+async def test_a_worker_logs_unknown_jobs_once_a_minute_a_name_with_the_count_it_parked(
+    driver: Driver, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A deploy's backlog of new jobs must not flood the old workers' logs."""
+    caplog.set_level(logging.INFO, logger="jobs")
+    eng = Engine(driver, clock=clock, ids=IdFactory(clock, seed=63))
+    for n in range(3):
+        await eng.aenqueue(new_report, {"n": 10 + n})
+    async with running(driver, clock, fast) as (w, seen):
+        assert [(await next_of(seen)).outcome for _ in range(3)] == ["parked"] * 3
+        logged = [r for r in caplog.records if r.getMessage() == "jobs.worker.unknown-job"]
+        assert len(logged) == 1 and logged[0].fields["name"] == new_report.name  # type: ignore[attr-defined]
+        clock.advance(61)  # every parked job is due again, and a minute has passed
+        await eng.aenqueue(new_report, {"n": 13})  # its NOTIFY wakes a worker idle on the fake clock
+        assert [(await next_of(seen)).outcome for _ in range(4)] == ["parked"] * 4
+    logged = [r for r in caplog.records if r.getMessage() == "jobs.worker.unknown-job"]
+    assert [r.fields["parked_since_last"] for r in logged] == [0, 2]  # type: ignore[attr-defined]
