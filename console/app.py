@@ -24,14 +24,16 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from textual.app import App, SystemCommand
+from textual.command import CommandPalette
 from textual.filter import Monochrome, NoColor
 from textual.markup import escape
 from textual.reactive import reactive
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 
 from console import actions, palette
 from console.messages import ActionFailed, ActionSucceeded, LoadFailed, Navigate, Refreshed
 from console.screens import MODES, screen_class
+from console.screens.modal import ConsolePalette
 from console.source import Source
 from console.widgets.banner import Banner
 from console.widgets.header import StatusHeader
@@ -146,6 +148,8 @@ class JobsConsole(App[None]):
         back to first (opening job B from job A's why replaces job A), so the stack is never
         deeper than the kinds of screen there are, and one Escape is one level back."""
         message.stop()
+        if self._in_modal():
+            return
         cls = screen_class(message.kind)
         stack = self.screen_stack
         for i, screen in enumerate(stack[1:], start=1):
@@ -157,8 +161,21 @@ class JobsConsole(App[None]):
 
     # --- global actions --------------------------------------------------------------------
 
+    def _in_modal(self) -> bool:
+        """The user is in the palette or a confirm: a navigation (a number key that reached the app
+        while the palette was opening, a message already on its way) must not pop it from under
+        the keys already sent to it."""
+        return isinstance(self.screen, ModalScreen)
+
+    def action_command_palette(self) -> None:
+        """Textual's palette, answered once (console/screens/modal.py)."""
+        if self.use_command_palette and not CommandPalette.is_open(self):  # type: ignore[arg-type]
+            self.push_screen(ConsolePalette(id="--command-palette"))
+
     def action_goto(self, mode: str) -> None:
         """A number key goes to that screen's root (its list), never to a drill-down left open."""
+        if self._in_modal():
+            return
         self.switch_mode(mode)
         while len(self.screen_stack) > 1:
             self.pop_screen()

@@ -53,4 +53,4 @@ class ActivityScreen(ConsoleScreen):
         self.query_one("#activity", Static).update(activity_text(self.app.activity, self.source.now()))  # type: ignore[attr-defined]
 
     def action_activity(self) -> None:
-        self.app.pop_screen()
+        self.leave()

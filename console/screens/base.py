@@ -140,7 +140,13 @@ class ConsoleScreen(Screen[None]):
             self.clear_marks()
             self.marks_changed()
             self.refresh_bindings()
-        elif len(self.app.screen_stack) > 1:
+        else:
+            self.leave()
+
+    def leave(self) -> None:
+        """Pop this screen, only while it is the one on top: a key that reached it as the palette
+        or a confirm was opening must not pop that from under the keys already sent to it."""
+        if self.app.screen is self and len(self.app.screen_stack) > 1:
             self.app.pop_screen()
 
 

@@ -23,6 +23,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Static
 
 from console.format import clean
+from console.screens.modal import AnswerOnce
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class Confirmed:
     per_second: float | None = None
 
 
-class ConfirmScreen(ModalScreen[Confirmed | None]):
+class ConfirmScreen(AnswerOnce, ModalScreen[Confirmed | None]):
     BINDINGS = [
         Binding("y", "confirm", "Confirm"),
         # Not "Cancel": beside "Cancel job ... [y]" that word would name both answers.
@@ -86,7 +87,9 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
                 yield Button(Text("Leave it [n]"), id="confirm-no", compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#confirm-no", Button).focus()
+        # Answered already (a key typed as it opened dismissed it): its widgets are gone.
+        for no in self.query("#confirm-no").results(Button):
+            no.focus()
         self._fit(self.size.height)
 
     def on_resize(self, event: events.Resize) -> None:
@@ -96,7 +99,8 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
         """Give the body what the screen has left once the title, options and buttons are placed
         (each one row and a margin; the box's border two rows)."""
         fixed = 2 + 2 * (self.pace is not None) + 2 * self.with_note + 2
-        self.query_one("#confirm-body", VerticalScroll).styles.max_height = max(2, height - fixed - 2)
+        for body in self.query("#confirm-body").results(VerticalScroll):
+            body.styles.max_height = max(2, height - fixed - 2)
 
     def _result(self) -> Confirmed:
         note = None
@@ -123,7 +127,7 @@ class ConfirmScreen(ModalScreen[Confirmed | None]):
         self.query_one("#confirm-no", Button).focus()
 
 
-class ResultScreen(ModalScreen[None]):
+class ResultScreen(AnswerOnce, ModalScreen[None]):
     """What an action did, shown until dismissed (any of Enter, Escape, o)."""
 
     BINDINGS = [Binding("escape,enter,o", "close", "OK")]
@@ -140,7 +144,8 @@ class ResultScreen(ModalScreen[None]):
             yield Button(Text("OK [enter]"), id="result-ok", compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#result-ok", Button).focus()
+        for ok in self.query("#result-ok").results(Button):  # none once dismissed as it opened
+            ok.focus()
 
     def action_close(self) -> None:
         self.dismiss(None)

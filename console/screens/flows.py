@@ -180,8 +180,8 @@ class Flows(BulkFlows):
 
         async def call(c: Confirmed) -> str:
             said = result_text(await self.source.discard(job_id, note=c.note))
-            if then_back and self.app.screen is self:
-                self.app.pop_screen()
+            if then_back:
+                self.leave()
             return said
 
         body = Text.assemble(

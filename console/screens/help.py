@@ -55,4 +55,4 @@ class HelpScreen(ConsoleScreen):
         yield from self.compose_bottom()
 
     def action_help(self) -> None:
-        self.app.pop_screen()
+        self.leave()

@@ -13,9 +13,10 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from console.format import clean
+from console.screens.modal import AnswerOnce
 
 
-class StepChooser(ModalScreen[str | None]):
+class StepChooser(AnswerOnce, ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, steps: Sequence[str]) -> None:

@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from console.app import JobsConsole
 from console.demo.world import seeded_source
+from console.messages import Navigate
 from console.screens.confirm import ConfirmScreen, ResultScreen
 from console.screens.dead_letters import DeadLettersScreen
 from console.screens.help import HelpScreen
@@ -73,6 +74,82 @@ async def test_number_keys_reach_every_screen() -> None:
             await keys(pilot, key)
             assert app.current_mode == mode
         assert table(app).keys == ["accounts", "billing", "emails", "integrations", "reports", "webhooks"]
+
+
+async def test_a_navigation_under_an_open_palette_or_confirm_never_pops_it() -> None:
+    """Fuzzing the console at 80x24 crashed it (ScreenStackError): a number key that reached the app
+    while the palette was still opening went to that screen's root and popped the palette from under
+    the Enter already on its way to it. A navigation never pops a modal the user is in."""
+    from textual.command import CommandPalette
+
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "3")
+        await keys(pilot, "ctrl+p")
+        palette = app.screen
+        assert isinstance(palette, CommandPalette)
+        app.action_goto("dead_letters")  # the digit, as the app received it
+        app.post_message(Navigate("help", {}))
+        await settle(pilot)
+        assert app.screen is palette
+        await keys(pilot, "escape")
+        await keys(pilot, "x")  # retry the selected group: its confirm
+        confirm = app.screen
+        assert isinstance(confirm, ConfirmScreen)
+        app.action_goto("jobs")
+        await settle(pilot)
+        assert app.screen is confirm and app.current_mode == "dead_letters"
+        await keys(pilot, "n")
+        assert isinstance(app.screen, DeadLettersScreen)
+        await keys(pilot, "question_mark", "ctrl+p")  # the palette over a pushed screen
+        help_screen, palette = app.screen_stack[-2:]
+        assert isinstance(help_screen, HelpScreen) and isinstance(palette, CommandPalette)
+        help_screen.action_back()  # an Escape that reached the screen under the opening palette
+        help_screen.action_help()
+        await settle(pilot)
+        assert app.screen is palette
+
+
+async def test_a_second_answer_to_a_closed_modal_pops_nothing() -> None:
+    """Textual's dismiss pops whatever is on top: an Enter queued behind the Escape that closed the
+    palette popped the screen under it, or crashed the console (ScreenStackError) at a root."""
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "3", "ctrl+p")
+        palette = app.screen
+        await keys(pilot, "escape")
+        assert isinstance(app.screen, DeadLettersScreen)
+        palette.dismiss()  # the queued second answer
+        await settle(pilot)
+        assert isinstance(app.screen, DeadLettersScreen) and len(app.screen_stack) == 1
+        await keys(pilot, "enter")  # the group's jobs
+        jobs = app.screen
+        await keys(pilot, "x")
+        confirm = app.screen
+        assert isinstance(confirm, ConfirmScreen)
+        await keys(pilot, "n")
+        confirm.dismiss(None)  # an n typed twice
+        await settle(pilot)
+        assert app.screen is jobs
+
+
+async def test_a_page_move_in_the_palette_while_its_list_is_rebuilt_moves_nothing() -> None:
+    """Fuzzing crashed the console with Textual's KeyError from the option list's page move, its
+    highlighted option not yet laid out as the search refilled it."""
+    from textual.command import CommandList
+
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "ctrl+p")
+        await pilot.press("d", "e", "a")
+        await settle(pilot)
+        palette = app.screen
+        commands = palette.query_one(CommandList)
+        commands.highlighted = 0
+        commands._index_to_line.clear()  # the instant between the refill and its layout
+        palette._action_command_list("page_down")  # type: ignore[attr-defined]
+        await settle(pilot)
+        assert app.screen is palette
 
 
 async def test_help_lists_every_key_and_closes() -> None:
