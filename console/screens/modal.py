@@ -9,6 +9,7 @@ from typing import Any
 
 from textual.await_complete import AwaitComplete
 from textual.command import CommandPalette
+from textual.css.query import NoMatches
 
 
 class AnswerOnce:
@@ -21,7 +22,8 @@ class AnswerOnce:
 
 
 class ConsolePalette(AnswerOnce, CommandPalette):
-    """The command palette, answered once; a page move on a list being rebuilt moves nothing."""
+    """The command palette, answered once; a page move on a list being rebuilt moves nothing, and
+    results that land once it is closed show nothing."""
 
     def _action_command_list(self, action: str) -> None:
         # Textual 8.2.8's option list raises KeyError on a page move while its lines are being
@@ -29,4 +31,12 @@ class ConsolePalette(AnswerOnce, CommandPalette):
         try:
             super()._action_command_list(action)
         except KeyError:
+            pass
+
+    def _watch__list_visible(self) -> None:
+        # The search's results can land after the palette closed (Textual 8.2.8 does not always
+        # cancel the search on Escape): its widgets are gone, and there is no list to show.
+        try:
+            super()._watch__list_visible()  # type: ignore[misc]
+        except NoMatches:
             pass

@@ -152,6 +152,20 @@ async def test_a_page_move_in_the_palette_while_its_list_is_rebuilt_moves_nothin
         assert app.screen is palette
 
 
+async def test_search_results_that_land_once_the_palette_closed_show_nothing() -> None:
+    """Fuzzing crashed the console with NoMatches: the palette's search answered after Escape had
+    closed it, and its watcher looked for the list that was gone."""
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "ctrl+p")
+        palette = app.screen
+        await keys(pilot, "escape")
+        assert palette is not app.screen
+        palette._watch__list_visible()  # type: ignore[attr-defined]  # as the late results do: no NoMatches
+        await settle(pilot)
+        assert len(app.screen_stack) == 1 and app.screen is not palette
+
+
 async def test_help_lists_every_key_and_closes() -> None:
     app = console()
     async with app.run_test(size=SIZE) as pilot:
