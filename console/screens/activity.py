@@ -4,6 +4,8 @@ App for the session only (the audit trail in the database is the durable record)
 
 from __future__ import annotations
 
+from rich.console import RenderableType
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -13,19 +15,21 @@ from console.format import clean, stamp
 from console.screens.base import ConsoleScreen
 
 
-def activity_text(entries: list, now) -> Text:  # type: ignore[no-untyped-def, type-arg]
+def activity_text(entries: list, now) -> RenderableType:  # type: ignore[no-untyped-def, type-arg]
+    """Newest first, as a grid: a long summary or fix wraps under itself, not under the time."""
     if not entries:
         return Text("Nothing yet: the actions you confirm this session are listed here.", style="dim italic")
-    t = Text()
-    for i, e in enumerate(reversed(entries)):
-        if i:
-            t.append("\n")
-        t.append(f"{stamp(e.at, now):<9} ", style="dim")
-        t.append("ok    " if e.ok else "FAILED", style="bold" if e.ok else "bold reverse")
-        t.append(f" {clean(e.summary, limit=300)}")
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(width=9, no_wrap=True)
+    grid.add_column(width=6, no_wrap=True)
+    grid.add_column(ratio=1)
+    for e in reversed(entries):
+        said = Text(clean(e.summary, limit=300))
         if e.fix:
-            t.append(f"\n          fix: {clean(e.fix, limit=200)}", style="italic")
-    return t
+            said.append(f"\nfix: {clean(e.fix, limit=200)}", style="italic")
+        outcome = Text("ok", style="bold") if e.ok else Text("FAILED", style="bold reverse")
+        grid.add_row(Text(stamp(e.at, now), style="dim"), outcome, said)
+    return grid
 
 
 class ActivityScreen(ConsoleScreen):

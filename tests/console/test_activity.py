@@ -3,6 +3,11 @@ reachable by a key and the palette."""
 
 from __future__ import annotations
 
+import io
+
+from rich.console import Console
+from textual.widgets import Static
+
 from console.app import JobsConsole
 from console.demo.world import seeded_source
 from console.screens.activity import ActivityScreen
@@ -20,7 +25,10 @@ async def test_a_confirmed_action_is_in_the_activity_log_reached_by_a() -> None:
         await pilot.press("a")
         await settle(pilot)
         assert isinstance(app.screen, ActivityScreen)
-        assert "Queue billing paused" in str(app.screen.query_one("#activity").render())
+        out = Console(width=80, record=True, file=io.StringIO())
+        out.print(app.screen.query_one("#activity", Static).content)
+        line = next(ln for ln in out.export_text().splitlines() if "Queue billing paused" in ln)
+        assert line.split()[1] == "ok"  # time, outcome, then what landed: one row of the grid
         await pilot.press("escape")
         await settle(pilot)
         assert not isinstance(app.screen, ActivityScreen)
