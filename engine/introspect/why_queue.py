@@ -44,8 +44,8 @@ def wait_cause(queue: str, g: WaitGroup, now: datetime) -> Cause:
             f"{looks} for it again {check} (or gives up, if its timeout comes first)."
         )
         return Cause("event", text, queue=queue, count=g.count, event=g.key, next_check=g.next_at)
+    again = f"at {first}" if g.next_at > now else "at the next claim (it is due now)"  # a parked group's next try
     if g.kind == "unknown":
-        again = f"at {first}" if g.next_at > now else "at the next claim (it is due now)"
         text = (
             f"{_jobs(g.count)} of {queue} {'waits' if one else 'wait'} for a worker that knows "
             f"{'its job' if one else 'their jobs'} (a release rolling out, or a job removed); "
@@ -53,7 +53,6 @@ def wait_cause(queue: str, g: WaitGroup, now: datetime) -> Cause:
         )
         return Cause("unknown", text, queue=queue, count=g.count, until=g.next_at)
     what = f"the {g.kind} limit" if g.kind in ("rate", "concurrency") else "a limit"
-    again = f"at {first}" if g.next_at > now else "at the next claim (it is due now)"
     text = (
         f"{_jobs(g.count)} of {queue} {'was' if one else 'were'} shed by {what}"
         f"{f' {g.key}' if g.key else ''}; {'it' if one else 'the first'} is tried again {again}."
