@@ -8,6 +8,8 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from engine.forks import per_process
+
 T = TypeVar("T")
 
 
@@ -16,6 +18,15 @@ class LoopThread:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        per_process(self)
+
+    def forsake(self) -> list[Any]:
+        """In a forked child (engine/forks.py): the parent's loop, whose thread the child does not
+        have, forgotten; the child's first call starts a loop of its own."""
+        held = [self._loop, self._thread]
+        self._loop = self._thread = None
+        self._lock = threading.Lock()
+        return held
 
     def _ensure(self) -> asyncio.AbstractEventLoop:
         with self._lock:

@@ -6,6 +6,8 @@ way to run a named statement); no area calls another's helpers, so their order h
 
 from __future__ import annotations
 
+from typing import Any
+
 from engine.drivers.postgres.actions import PostgresActions
 from engine.drivers.postgres.backfills import PostgresBackfills
 from engine.drivers.postgres.base import PostgresBase
@@ -19,6 +21,7 @@ from engine.drivers.postgres.pool import check_dsn, close_on, safe_dsn
 from engine.drivers.postgres.schedules import PostgresSchedules
 from engine.drivers.postgres.steps import PostgresSteps
 from engine.drivers.postgres.workers import PostgresWorkers
+from engine.forks import per_process
 
 
 class PostgresDriver(
@@ -45,6 +48,14 @@ class PostgresDriver(
         self._presence = {}  # workers: each worker's presence session
         self._step_writers = {}  # steps: each loop's group writer
         self._outbox_listen_conns = {}  # outbox: each loop's LISTEN connection for committed stages
+        per_process(self)
+
+    def forsake(self) -> list[Any]:
+        """In a forked child (engine/forks.py): the parent's sessions and writers, forgotten (its
+        pools are LoopPools' own)."""
+        held: list[Any] = [self._listen_conns, self._presence, self._step_writers, self._outbox_listen_conns]
+        self._listen_conns, self._presence, self._step_writers, self._outbox_listen_conns = {}, {}, {}, {}
+        return held
 
     def describe(self) -> str:
         return f"postgres {safe_dsn(self.dsn)}"

@@ -22,6 +22,7 @@ from psycopg_pool import AsyncConnectionPool
 from engine.codec import loads
 from engine.drivers.transient import condition_of
 from engine.errors import X_DB_UNREACHABLE, X_DSN_INVALID, X_NOT_IMPLEMENTED, JobsError
+from engine.forks import per_process
 
 # What names a database: all a message needs to say which one, and all it shows of a DSN.
 _TARGET = ("service", "user", "host", "hostaddr", "port", "dbname")
@@ -214,6 +215,15 @@ class LoopPools:
         self._leads: dict[asyncio.AbstractEventLoop, _Lead] = {}
         self._lock = threading.Lock()
         self._revivals: set[asyncio.Task[None]] = set()
+        per_process(self)
+
+    def forsake(self) -> list[Any]:
+        """In a forked child (engine/forks.py): the parent's pools and lead connections,
+        forgotten; the child's first statement opens its own."""
+        held: list[Any] = [self._pools, self._leads, self._revivals]
+        self._pools, self._leads, self._revivals = {}, {}, set()
+        self._lock = threading.Lock()  # another thread of the parent may have held it at the fork
+        return held
 
     def _kwargs(self) -> dict[str, Any]:
         kw: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0}
