@@ -59,6 +59,9 @@ POOL_CONNECTION_DISCARDED = "jobs.pool.connection-discarded"  # a broken or clos
 # connection was lost; the statement's own error is what the caller handles.
 POOL_PIPELINE_LOST = "jobs.pool.pipeline-lost"
 POOL_MESSAGE = "jobs.pool.message"  # any other warning of the pool or of psycopg
+# The server ended the idle connections a checkout found (a restart, a failover, a terminate,
+# idle_session_timeout), so the loop's were reopened (engine.drivers.postgres.pool's own warning).
+POOL_SESSIONS_ENDED = "jobs.pool.sessions-ended"
 
 _POOL_EVENTS = {
     "error connecting in %r: %s": POOL_CONNECT_FAILED,
@@ -69,8 +72,10 @@ _POOL_EVENTS = {
     "error resetting connection: %s": POOL_CONNECTION_DISCARDED,
     "rollback failed: %s: %s. Discarding connection %s": POOL_CONNECTION_DISCARDED,
     "error ignored terminating %r: %s": POOL_PIPELINE_LOST,
+    "the server ended this loop's idle connections (%s): reopened them": POOL_SESSIONS_ENDED,
 }
-LIBRARY_LOGGERS = ("psycopg", "psycopg_pool")  # psycopg.pool is psycopg's child; the scheduler's are psycopg_pool's
+# psycopg.pool is psycopg's child; the scheduler's are psycopg_pool's; engine.pool is the driver's.
+LIBRARY_LOGGERS = ("psycopg", "psycopg_pool", "engine.pool")
 
 logger = logging.getLogger("jobs")
 

@@ -4,6 +4,7 @@ raised it (the runtime imports no driver's error classes)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -29,13 +30,9 @@ async def test_the_postgres_driver_raises_a_broken_connection_as_connection_lost
     driver = PostgresDriver(pg_dsn)
     await driver.open()
     try:
-        with psycopg.connect(pg_dsn, autocommit=True) as admin:
-            admin.execute(
-                "select pg_terminate_backend(pid) from pg_stat_activity"
-                " where datname = current_database() and pid <> pg_backend_pid()"
-            )
-        with pytest.raises(ConnectionLost) as err:
-            await driver.job_get(job_id="00000000-0000-0000-0000-000000000000")
+        with pytest.raises(ConnectionLost) as err:  # the session ends under its statement
+            async with driver._connection() as conn:
+                await conn.execute("select pg_terminate_backend(pg_backend_pid()), pg_sleep(5)")
         assert isinstance(err.value, JobsError) and err.value.code == X_DB_UNREACHABLE
         assert isinstance(err.value.__cause__, psycopg.OperationalError)
         assert "connection" in err.value.cause
@@ -63,3 +60,18 @@ async def test_i6_an_ack_that_lost_its_connection_is_retried_and_lands(clock: Fa
     assert calls == 2
     assert w.metrics.registry.get_sample_value("jobs_worker_reconnects_total", {"what": "ack"}) == 1.0
     assert (await eng.aget(r.id)).state is JobState.COMPLETED
+
+
+async def test_a_connection_that_cannot_be_opened_is_connection_lost_too(tmp_path: Path) -> None:
+    # A settle retries ConnectionLost while its lease holds: a pool reopened during a restart
+    # must fail the same way as a connection that broke, not as another error.
+    driver = PostgresDriver(f"host={tmp_path} dbname=postgres connect_timeout=2")
+    try:
+        with pytest.raises(ConnectionLost) as err:
+            await driver.job_get(job_id="00000000-0000-0000-0000-000000000000")
+        assert (
+            err.value.code == X_DB_UNREACHABLE
+            and f"could not connect to database postgres on {tmp_path}" in err.value.cause
+        )
+    finally:
+        await driver.close()

@@ -55,19 +55,49 @@ async def test_a_lead_connection_left_in_a_transaction_is_handed_back_idle(pg_ds
         await driver.close()
 
 
-async def test_a_broken_lead_connection_is_replaced_and_work_goes_on(pg_dsn: str) -> None:
+async def test_a_lead_connection_broken_mid_statement_is_replaced_and_work_goes_on(pg_dsn: str) -> None:
     driver = PostgresDriver(pg_dsn)
     try:
         await driver.open()
         old = _lead(driver).info.backend_pid
-        with psycopg.connect(pg_dsn, autocommit=True) as admin:
-            admin.execute("select pg_terminate_backend(%s)", [old])
         with pytest.raises(ConnectionLost):  # the one caller that held it sees the break
-            await driver.open()
+            async with driver._connection() as conn:
+                await conn.execute("select pg_terminate_backend(pg_backend_pid()), pg_sleep(5)")
         await driver.open()  # from the pool while the lead reconnects
         lead = driver.pools._leads[asyncio.get_running_loop()]
         await asyncio.gather(*driver.pools._revivals)  # the reconnection, in the background on this loop
         assert lead.conn is not None and lead.conn.info.backend_pid != old
         assert await _backend(driver) == lead.conn.info.backend_pid
+    finally:
+        await driver.close()
+
+
+async def _held(driver: PostgresDriver) -> list[int]:
+    """Three callers at once (the lead and two pooled connections), each its backend's pid."""
+
+    async def held() -> int:
+        async with driver.pools.connection() as conn:
+            row = await (await conn.execute("select pg_backend_pid() as pid, pg_sleep(0.2)")).fetchone()
+        return int(row["pid"])  # type: ignore[index]
+
+    return list(await asyncio.gather(held(), held(), held()))
+
+
+async def test_connections_the_server_ended_while_idle_are_replaced_before_a_statement_goes_out(pg_dsn: str) -> None:
+    # A restart, a failover or idle_session_timeout ends idle sessions: the next callers' statements
+    # go out on new connections instead of failing once per connection the loop held.
+    driver = PostgresDriver(pg_dsn)
+    try:
+        await driver.open()
+        before = await _held(driver)
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            ended = admin.execute(
+                "select count(*) filter (where pg_terminate_backend(pid, 5000)) from pg_stat_activity"
+                " where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'"
+            ).fetchone()
+        assert ended is not None and ended[0] >= len(set(before)) == 3  # each gone when it returns
+        await driver.open()  # the lead's statement: no ConnectionLost
+        after = await _held(driver)  # the pool's: none either
+        assert len(set(after)) == 3 and not set(after) & set(before)
     finally:
         await driver.close()

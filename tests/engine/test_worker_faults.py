@@ -28,7 +28,8 @@ from psycopg.conninfo import conninfo_to_dict
 from engine.api import Engine
 from engine.drivers import postgres as pg_package
 from engine.drivers.postgres import PostgresDriver
-from engine.drivers.sqlfiles import Q
+from engine.drivers.postgres.pool import SESSIONS_ENDED
+from engine.drivers.postgres.pool import log as pool_log
 from engine.runtime import logs
 from engine.runtime.worker import Worker, WorkerConfig
 from engine.testing import EmbeddedPostgres
@@ -86,7 +87,9 @@ def _end_sessions(dsn: str) -> None:
     parts = conninfo_to_dict(dsn)
     admin = psycopg.conninfo.make_conninfo(dsn, dbname="postgres")
     with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(Q.database_sessions_end.text, {"name": parts["dbname"]})  # type: ignore[arg-type]
+        conn.execute(  # each gone when the statement returns
+            "select pg_terminate_backend(pid, 5000) from pg_stat_activity where datname = %s", [parts["dbname"]]
+        )
 
 
 async def test_a_worker_started_while_the_server_is_down_waits_for_it_and_logs_only_json(
@@ -108,13 +111,15 @@ async def test_a_worker_started_while_the_server_is_down_waits_for_it_and_logs_o
         assert await w.out("STARTED ") == f"STARTED {r.id}"
         # Its connections terminated under it: the pool's own messages are JSON events too.
         await asyncio.to_thread(_end_sessions, pg_dsn)
-        # A claim in flight as its session ended says so first (its pipeline could not be ended);
-        # then the pool drops the connection.
+        # A claim in flight as its session ended says so first (its pipeline could not be ended),
+        # then the pool drops the connection; a checkout that finds its connection ended while
+        # idle says the loop's were reopened.
         seen: list[str] = []
-        while not seen or seen[-1] not in (logs.POOL_CONNECTION_DISCARDED, logs.POOL_CONNECT_FAILED):
+        ends = (logs.POOL_CONNECTION_DISCARDED, logs.POOL_CONNECT_FAILED, logs.POOL_SESSIONS_ENDED)
+        while not seen or seen[-1] not in ends:
             pool_event = await w.event("jobs.pool.")
             seen.append(pool_event["event"])
-            assert pool_event["logger"].startswith("psycopg") and pool_event["message"]
+            assert pool_event["logger"] in ("psycopg", "psycopg.pool", "engine.pool") and pool_event["message"]
             assert seen[-1] != logs.POOL_MESSAGE, seen  # every message of this fault has a stable name
         w.proc.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(w.proc.wait, 30) == 0
@@ -153,34 +158,47 @@ def test_start_timeout_must_be_positive() -> None:
     assert getattr(bad.value, "code", None) == "X_INVALID_ARGUMENT"
 
 
-async def test_a_start_whose_connections_are_terminated_retries_and_starts(
+async def test_a_start_whose_connections_were_ended_reopens_them_and_starts_without_a_wait(
     pg_dsn: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     terminated: list[int] = []
     check = pg_package.check_current
 
-    async def terminated_mid_check(dsn: str, one: Any, all_: Any) -> None:
-        async def one_terminated(query: Any, params: Any) -> Any:
-            if len(terminated) < 2:  # the server ends every session of the database under the check
+    async def ended_before_each_check(dsn: str, one: Any, all_: Any) -> None:
+        async def one_after_an_end(query: Any, params: Any) -> Any:
+            if len(terminated) < 2:  # the server ends every session of the database before the statement
                 terminated.append(1)
                 await asyncio.to_thread(_end_sessions, pg_dsn)
             return await one(query, params)
 
-        await check(dsn, one_terminated, all_)
+        await check(dsn, one_after_an_end, all_)
 
-    monkeypatch.setattr(pg_package, "check_current", terminated_mid_check)
-    caplog.set_level(logging.INFO, logger="jobs")
     d = PostgresDriver(pg_dsn)
+    await d.open()  # its connections are open, idle, when the server ends them
+    monkeypatch.setattr(pg_package, "check_current", ended_before_each_check)
+    caplog.set_level(logging.INFO, logger="jobs")
+    pool_log, ended = logging.getLogger("engine.pool"), _Lines()  # its own handler: JSON logging may not propagate it
+    pool_log.addHandler(ended)
     w = Worker(d, app_registry(), config=WorkerConfig(queues=(app.QUEUE,), poll_interval=0.2))
     try:
         await asyncio.wait_for(w.start(), 60)
-        waits = [r for r in caplog.records if r.getMessage() == logs.WORKER_WAITING_FOR_DATABASE]
-        assert len(terminated) == 2 and len(waits) == 2
-        assert "terminating connection" in waits[0].fields["error"]  # type: ignore[attr-defined]
-        assert [r.getMessage() for r in caplog.records].count(logs.WORKER_STARTED) == 1
+        said = [r.getMessage() for r in caplog.records]
+        assert len(terminated) == 2 and said.count(logs.WORKER_WAITING_FOR_DATABASE) == 0
+        assert len(ended.lines) == 2 and "(terminating connection due to administrator command)" in ended.lines[0]
+        assert said.count(logs.WORKER_STARTED) == 1
     finally:
+        pool_log.removeHandler(ended)
         await w.drain()
         await d.close()
+
+
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
 
 
 def app_registry() -> Any:
@@ -200,6 +218,7 @@ def test_the_pools_messages_are_json_events_with_stable_names(capsys: pytest.Cap
     )
     pool.info("connection requested from %r", "jobs")  # the pool's chatter stays off
     logging.getLogger("psycopg").warning("some other warning")
+    pool_log.warning(SESSIONS_ENDED, "terminating connection due to administrator command")
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
     assert [(b["event"], b["level"], b["logger"]) for b in lines] == [
         (logs.POOL_CONNECT_FAILED, "warning", "psycopg.pool"),
@@ -207,6 +226,7 @@ def test_the_pools_messages_are_json_events_with_stable_names(capsys: pytest.Cap
         (logs.POOL_RECONNECT_GAVE_UP, "warning", "psycopg.pool"),
         (logs.POOL_PIPELINE_LOST, "warning", "psycopg"),
         (logs.POOL_MESSAGE, "warning", "psycopg"),
+        (logs.POOL_SESSIONS_ENDED, "warning", "engine.pool"),
     ]
     assert lines[0]["message"] == "error connecting in 'jobs': connection refused"
 

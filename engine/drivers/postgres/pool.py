@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
+import select
 import threading
 from typing import Any
 
@@ -21,8 +23,13 @@ from psycopg_pool import AsyncConnectionPool
 
 from engine.codec import loads
 from engine.drivers.transient import condition_of
-from engine.errors import X_DB_UNREACHABLE, X_DSN_INVALID, X_NOT_IMPLEMENTED, JobsError
+from engine.errors import SHUTTING_DOWN, X_DSN_INVALID, X_NOT_IMPLEMENTED, ConnectionLost, JobsError
 from engine.forks import per_process
+
+# A checkout that found the server had ended an idle connection says so once, with the server's
+# reason, on this logger (a worker's JSON log names it jobs.pool.sessions-ended).
+log = logging.getLogger("engine.pool")
+SESSIONS_ENDED = "the server ended this loop's idle connections (%s): reopened them"
 
 # What names a database: all a message needs to say which one, and all it shows of a DSN.
 _TARGET = ("service", "user", "host", "hostaddr", "port", "dbname")
@@ -116,8 +123,10 @@ def with_timeouts(dsn: str, *, connect_timeout: int | None, statement_timeout_ms
     return ci.make_conninfo(dsn, **extra) if extra else dsn
 
 
-def unreachable(dsn: str, exc: BaseException) -> JobsError:
-    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+def unreachable(dsn: str, exc: BaseException) -> ConnectionLost:
+    """A connection that could not be opened: ConnectionLost (a settle under way retries it
+    while its lease holds, as it does a connection that broke), saying which database and why."""
+    reason = _first_line(exc)
     params = ci.conninfo_to_dict(dsn)
     pw = params.get("password")
     if pw:
@@ -125,12 +134,7 @@ def unreachable(dsn: str, exc: BaseException) -> JobsError:
     if "timeout expired" in reason:  # the server took the connection and never answered
         wait = params.get("connect_timeout") or DEFAULT_CONNECT_TIMEOUT
         reason = f"no answer within {wait} s (connect_timeout): the server is frozen, overloaded or cut off"
-    return JobsError(
-        X_DB_UNREACHABLE,
-        cause=f"could not connect to {describe_target(dsn)}: {reason}",
-        fix="check the server is up and the DSN is right: psql \"$JOBS_DSN\" -c 'select 1'",
-        meta={"condition": condition_of(exc)},
-    )
+    return ConnectionLost(f"could not connect to {describe_target(dsn)}: {reason}", condition=condition_of(exc))
 
 
 async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
@@ -154,6 +158,31 @@ class _Lead:
         self.reviving = False
 
 
+def _spoke_unasked(conn: psycopg.AsyncConnection[Any]) -> bool:
+    """Whether an idle connection has something to read: the server spoke without being asked,
+    which in practice is its goodbye (an error saying why, then the socket's end). One select
+    with no wait, ~1 us."""
+    try:
+        return bool(select.select([conn.pgconn.socket], [], [], 0)[0])
+    except (psycopg.Error, OSError, ValueError):  # closed already: no socket
+        return True
+
+
+async def _gone(conn: psycopg.AsyncConnection[Any]) -> psycopg.Error | None:
+    """Why a connection that spoke unasked is gone (the server's error), or None when it answers
+    an empty statement (a notice or a setting's new value, which the server may also send unasked)."""
+    try:
+        await conn.execute("")
+    except psycopg.Error as exc:
+        return exc
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    said = str(exc).strip().splitlines()
+    return said[0] if said else type(exc).__name__
+
+
 class _Use:
     """``async with pools.connection() as conn``: the loop's lead connection when it is free,
     else one from the loop's pool; either is handed back idle, or dropped when broken."""
@@ -166,6 +195,28 @@ class _Use:
         self._pooled: Any = None
 
     async def __aenter__(self) -> psycopg.AsyncConnection[Any]:
+        conn = await self._take()
+        if _spoke_unasked(conn):
+            gone = await _gone(conn)
+            if gone is not None:
+                # The server ended it while it sat idle (a restart, a failover, a terminate,
+                # idle_session_timeout): so it did the loop's others. Nothing was sent on it, so
+                # the caller's statement goes out on a connection opened now instead of failing.
+                said = _first_line(gone)
+                await self._drop(conn)
+                self._pools.reset_current()
+                log.warning(SESSIONS_ENDED, said)
+                try:
+                    conn = await self._take()
+                except ConnectionLost as exc:  # not back: a server going away says so first
+                    ended = condition_of(gone)
+                    raise ConnectionLost(
+                        f"the server ended the connection ({said}); then {exc.cause}",
+                        condition=ended if ended == SHUTTING_DOWN else exc.meta.get("condition", ended),
+                    ) from exc
+        return conn
+
+    async def _take(self) -> psycopg.AsyncConnection[Any]:
         lead, pool = await self._pools._current()
         if lead.conn is not None and not lead.busy:
             lead.busy = True  # no await since the check: the loop cannot hand it out twice
@@ -175,6 +226,19 @@ class _Use:
             self._pools._revive(lead)
         self._pooled = pool.connection()
         return await self._pooled.__aenter__()  # type: ignore[no-any-return]
+
+    async def _drop(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        """Hand back a connection found gone at checkout: the lead's is closed, a pooled one goes
+        back to its pool, which discards it."""
+        lead, self._lead = self._lead, None
+        if lead is not None:
+            lead.conn = None
+            lead.busy = False
+            with contextlib.suppress(Exception):
+                await conn.close()
+            return
+        pooled, self._pooled = self._pooled, None
+        await pooled.__aexit__(None, None, None)
 
     async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None, tb: Any) -> None:
         lead = self._lead
