@@ -80,7 +80,7 @@ def resolve_dsn(dsn: str | None, *, long_running: bool = False) -> str:
         )
     if value.strip().startswith("memory:"):
         return value
-    from engine.drivers.postgres.pool import with_timeouts
+    from engine.drivers.postgres.dsn import with_timeouts
 
     statement = TIMEOUTS.statement if TIMEOUTS.statement is not None else None if long_running else STATEMENT_TIMEOUT
     try:

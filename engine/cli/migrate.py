@@ -20,7 +20,7 @@ UNTIL_HELP = "with --sql --since: up to this version (default: the last)"
 
 
 def _status_rows(dsn: str) -> tuple[str, list[dict[str, object]]]:
-    from engine.drivers.postgres.pool import safe_dsn
+    from engine.drivers.postgres.dsn import safe_dsn
     from engine.schema import migration_status
 
     status = migration_status(dsn)
@@ -66,7 +66,7 @@ def _print_status(target: str, rows: list[dict[str, object]]) -> None:
 
 
 def _migrate(dsn: str | None, status: bool, sql: bool, since: int | None, until: int | None, json_out: bool) -> None:
-    from engine.drivers.postgres.pool import safe_dsn
+    from engine.drivers.postgres.dsn import safe_dsn
     from engine.schema import migrate, migration_sql, pending_sql
 
     try:

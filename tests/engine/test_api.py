@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from engine import Enqueue, FakeClock, JobsError, JobState, connect, job
-from engine.drivers.postgres.pool import safe_dsn
+from engine.drivers.postgres.dsn import safe_dsn
 from engine.ids import IdFactory
 
 
@@ -127,7 +127,7 @@ def test_a_malformed_dsn_is_refused_without_echoing_the_password() -> None:
 def test_a_shown_dsn_names_its_database_and_nothing_the_reader_did_not_write() -> None:
     """What messages show of a DSN: its service, user, host, port and dbname. Not the password
     (I25), nor the connect_timeout and statement_timeout the CLI adds to every DSN it opens."""
-    from engine.drivers.postgres.pool import with_timeouts
+    from engine.drivers.postgres.dsn import with_timeouts
 
     typed = "postgresql://app:hunter2@db.internal:6432/orders?sslmode=require"
     opened = with_timeouts(typed, connect_timeout=5, statement_timeout_ms=10000)

@@ -43,6 +43,11 @@ SCRIPTS = {
             await eng.aenqueue(hello, {"n": 2})
         asyncio.run(main())
     """,
+    "asyncio-run-per-call": """
+        eng = connect(DSN)
+        for n in range(3):
+            asyncio.run(eng.aenqueue(hello, {"n": n}))
+    """,
     "with": """
         with connect(DSN) as eng:
             eng.enqueue(hello, {"n": 1})

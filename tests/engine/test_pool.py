@@ -4,6 +4,7 @@ concurrent callers take pooled ones, and a lead connection that breaks is replac
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import psycopg
 import pytest
@@ -101,3 +102,19 @@ async def test_connections_the_server_ended_while_idle_are_replaced_before_a_sta
         assert len(set(after)) == 3 and not set(after) & set(before)
     finally:
         await driver.close()
+
+
+def test_a_loop_that_ends_closes_the_connections_it_opened(pg_dsn: str) -> None:
+    # asyncio.run per call (a script, asgiref's async_to_sync, a test per loop): each loop's pool
+    # and lead connection close as that loop ends, not when the engine does.
+    driver = PostgresDriver(pg_dsn)
+
+    async def one_call() -> tuple[Any, Any]:
+        await driver.open()
+        loop = asyncio.get_running_loop()
+        return driver.pools._pools[loop], driver.pools._leads[loop].conn
+
+    held = [asyncio.run(one_call()) for _ in range(3)]
+    assert [(pool.closed, conn.closed) for pool, conn in held] == [(True, True)] * 3
+    assert driver.pools._pools == {} and driver.pools._leads == {}
+    asyncio.run(driver.close())

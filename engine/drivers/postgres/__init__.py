@@ -6,18 +6,20 @@ way to run a named statement); no area calls another's helpers, so their order h
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from engine.drivers.postgres.actions import PostgresActions
 from engine.drivers.postgres.backfills import PostgresBackfills
 from engine.drivers.postgres.base import PostgresBase
+from engine.drivers.postgres.dsn import check_dsn, safe_dsn
 from engine.drivers.postgres.introspect import PostgresIntrospect
 from engine.drivers.postgres.jobs import PostgresJobs
 from engine.drivers.postgres.limits import PostgresLimits
 from engine.drivers.postgres.maintenance import PostgresMaintenance
 from engine.drivers.postgres.migrate import check_current
 from engine.drivers.postgres.outbox import PostgresOutbox
-from engine.drivers.postgres.pool import check_dsn, close_on, safe_dsn
+from engine.drivers.postgres.pool import close_on
 from engine.drivers.postgres.schedules import PostgresSchedules
 from engine.drivers.postgres.steps import PostgresSteps
 from engine.drivers.postgres.workers import PostgresWorkers
@@ -48,7 +50,16 @@ class PostgresDriver(
         self._presence = {}  # workers: each worker's presence session
         self._step_writers = {}  # steps: each loop's group writer
         self._outbox_listen_conns = {}  # outbox: each loop's LISTEN connection for committed stages
+        self.pools.on_loop_end = self._close_loop
         per_process(self)
+
+    async def _close_loop(self) -> None:
+        """What this driver holds for the running loop, closed as the loop ends (LoopPools'
+        end watch): its LISTEN connections, its step writer, its pool and lead connection."""
+        self._step_writers.pop(asyncio.get_running_loop(), None)
+        await self._listeners_close()
+        await self._outbox_listeners_close()
+        await self.pools.close_current()
 
     def forsake(self) -> list[Any]:
         """In a forked child (engine/forks.py): the parent's sessions and writers, forgotten (its

@@ -17,7 +17,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from engine.drivers.migrations import Applied, Migration, MigrationStatus, migrations, status_of
-from engine.drivers.postgres.pool import check_dsn, safe_dsn, unreachable
+from engine.drivers.postgres.dsn import check_dsn, safe_dsn, unreachable
 from engine.drivers.sqlfiles import Q, Query
 from engine.errors import (
     X_INVALID_ARGUMENT,

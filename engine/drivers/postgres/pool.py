@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import select
 import threading
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 import psycopg
@@ -22,119 +22,15 @@ from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool
 
 from engine.codec import loads
+from engine.drivers.postgres.dsn import DEFAULT_CONNECT_TIMEOUT, first_line, unreachable
 from engine.drivers.transient import condition_of
-from engine.errors import SHUTTING_DOWN, X_DSN_INVALID, X_NOT_IMPLEMENTED, ConnectionLost, JobsError
+from engine.errors import SHUTTING_DOWN, ConnectionLost
 from engine.forks import per_process
 
 # A checkout that found the server had ended an idle connection says so once, with the server's
 # reason, on this logger (a worker's JSON log names it jobs.pool.sessions-ended).
 log = logging.getLogger("engine.pool")
 SESSIONS_ENDED = "the server ended this loop's idle connections (%s): reopened them"
-
-# What names a database: all a message needs to say which one, and all it shows of a DSN.
-_TARGET = ("service", "user", "host", "hostaddr", "port", "dbname")
-
-
-def safe_dsn(dsn: str) -> str:
-    """The database a DSN names (its service, user, host, port, dbname), what may be shown on
-    screen or in a log: never its password (I25), nor an option the engine or the CLI added to it
-    (connect_timeout, a statement_timeout in options) that the reader did not write."""
-    try:
-        parts = ci.conninfo_to_dict(dsn)
-    except psycopg.ProgrammingError:
-        return "<unparseable dsn>"
-    return ci.make_conninfo("", **{k: parts[k] for k in _TARGET if parts.get(k) is not None})
-
-
-def describe_target(dsn: str) -> str:
-    try:
-        parts = ci.conninfo_to_dict(dsn)
-    except psycopg.ProgrammingError:
-        return "<unparseable dsn>"
-    host = parts.get("host") or "localhost"
-    port = parts.get("port") or "5432"
-    return f"database {parts.get('dbname') or parts.get('user') or '?'} on {host}:{port}"
-
-
-def refuse_other_storage(dsn: str) -> None:
-    """A URL naming another storage (redis://, nats://, mysql://) is X_NOT_IMPLEMENTED, naming
-    what is supported, rather than a DSN psycopg cannot parse."""
-    scheme, sep, _ = dsn.strip().partition("://")
-    scheme = scheme.lower()
-    if sep and scheme and not scheme.startswith("postgres") and scheme.replace("+", "").isalnum():
-        raise JobsError(
-            X_NOT_IMPLEMENTED,
-            cause=f"{scheme}:// names a storage the engine does not implement: jobs live in PostgreSQL "
-            "(postgresql://, postgres:// or key=value) or, for tests and demos, in memory (memory://)",
-            fix="export JOBS_DSN=postgresql://USER@HOST:5432/DBNAME",
-        )
-
-
-_KV_PORT = re.compile(r"(?:^|\s)port\s*=\s*('[^']*'|\S*)")
-DSN_FIX = 'connect("postgresql://USER@HOST:5432/DBNAME")'
-# Seconds a connection attempt may wait for the server when the DSN names no connect_timeout:
-# libpq's default is to wait forever (psycopg's async connect, 130 s), which a frozen server turns
-# into a hang. Whole seconds, at least 2 (libpq's own floor).
-DEFAULT_CONNECT_TIMEOUT = 10
-
-
-def _ports(dsn: str) -> list[str]:
-    if "://" in dsn:
-        netloc = dsn.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0].rsplit("@", 1)[-1]
-        ports = [h.rsplit(":", 1)[1] for h in netloc.split(",") if ":" in h and not h.endswith("]")]
-        ports += re.findall(r"[?&]port=([^&]*)", dsn)
-    else:
-        ports = [m.strip("'") for m in _KV_PORT.findall(dsn)]
-    return [p for group in ports for p in group.split(",")]
-
-
-def check_dsn(dsn: str) -> str:
-    """Normalise a DSN (URL or key=value); a malformed one is X_DSN_INVALID, password unshown.
-    A port that is not a port number is malformed too: libpq parses ``port=notaport`` happily
-    and fails only when connecting (after a DNS lookup), as an unreachable server."""
-    refuse_other_storage(dsn)
-    try:
-        normal = ci.make_conninfo(dsn)
-    except psycopg.ProgrammingError as exc:
-        msg = str(exc)
-        parts_pw = dsn.split("@", 1)[0] if "@" in dsn else ""
-        if parts_pw and ":" in parts_pw.split("//", 1)[-1]:
-            msg = msg.replace(parts_pw.split(":")[-1], "***")
-        raise JobsError(
-            X_DSN_INVALID, cause=f"the DSN cannot be parsed: {msg.splitlines()[0] if msg else 'malformed'}", fix=DSN_FIX
-        ) from None
-    for value in _ports(dsn):
-        if value and not (value.isdigit() and 0 < int(value) < 65536):
-            raise JobsError(X_DSN_INVALID, cause=f"the DSN's port {value!r} is not a port number", fix=DSN_FIX)
-    return normal
-
-
-def with_timeouts(dsn: str, *, connect_timeout: int | None, statement_timeout_ms: int | None) -> str:
-    """The DSN with a connect timeout (whole seconds) and a server-side statement timeout (ms,
-    through libpq's ``options``), so every connection made from it, by any pool or library,
-    carries both; a value already in the DSN is kept. None leaves either out."""
-    parts = ci.conninfo_to_dict(check_dsn(dsn))
-    extra: dict[str, Any] = {}
-    if connect_timeout is not None and parts.get("connect_timeout") in (None, ""):
-        extra["connect_timeout"] = int(connect_timeout)
-    options = str(parts.get("options") or "")
-    if statement_timeout_ms is not None and "statement_timeout" not in options:
-        extra["options"] = f"{options} -c statement_timeout={int(statement_timeout_ms)}".strip()
-    return ci.make_conninfo(dsn, **extra) if extra else dsn
-
-
-def unreachable(dsn: str, exc: BaseException) -> ConnectionLost:
-    """A connection that could not be opened: ConnectionLost (a settle under way retries it
-    while its lease holds, as it does a connection that broke), saying which database and why."""
-    reason = _first_line(exc)
-    params = ci.conninfo_to_dict(dsn)
-    pw = params.get("password")
-    if pw:
-        reason = reason.replace(str(pw), "***")
-    if "timeout expired" in reason:  # the server took the connection and never answered
-        wait = params.get("connect_timeout") or DEFAULT_CONNECT_TIMEOUT
-        reason = f"no answer within {wait} s (connect_timeout): the server is frozen, overloaded or cut off"
-    return ConnectionLost(f"could not connect to {describe_target(dsn)}: {reason}", condition=condition_of(exc))
 
 
 async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
@@ -178,11 +74,6 @@ async def _gone(conn: psycopg.AsyncConnection[Any]) -> psycopg.Error | None:
     return None
 
 
-def _first_line(exc: BaseException) -> str:
-    said = str(exc).strip().splitlines()
-    return said[0] if said else type(exc).__name__
-
-
 class _Use:
     """``async with pools.connection() as conn``: the loop's lead connection when it is free,
     else one from the loop's pool; either is handed back idle, or dropped when broken."""
@@ -202,7 +93,7 @@ class _Use:
                 # The server ended it while it sat idle (a restart, a failover, a terminate,
                 # idle_session_timeout): so it did the loop's others. Nothing was sent on it, so
                 # the caller's statement goes out on a connection opened now instead of failing.
-                said = _first_line(gone)
+                said = first_line(gone)
                 await self._drop(conn)
                 self._pools.reset_current()
                 log.warning(SESSIONS_ENDED, said)
@@ -279,13 +170,17 @@ class LoopPools:
         self._leads: dict[asyncio.AbstractEventLoop, _Lead] = {}
         self._lock = threading.Lock()
         self._revivals: set[asyncio.Task[None]] = set()
+        # Each loop's end watch (_watch_end), and what its end closes: the driver sets the latter
+        # to everything it holds for a loop.
+        self._watches: dict[asyncio.AbstractEventLoop, AsyncGenerator[None, None]] = {}
+        self.on_loop_end: Callable[[], Awaitable[None]] = self.close_current
         per_process(self)
 
     def forsake(self) -> list[Any]:
         """In a forked child (engine/forks.py): the parent's pools and lead connections,
         forgotten; the child's first statement opens its own."""
-        held: list[Any] = [self._pools, self._leads, self._revivals]
-        self._pools, self._leads, self._revivals = {}, {}, set()
+        held: list[Any] = [self._pools, self._leads, self._revivals, self._watches]
+        self._pools, self._leads, self._revivals, self._watches = {}, {}, set(), {}
         self._lock = threading.Lock()  # another thread of the parent may have held it at the fork
         return held
 
@@ -342,7 +237,36 @@ class LoopPools:
         if mine is not pool:
             await pool.close()
             await probe.close()
+        elif loop not in self._watches:
+            await self._watch_end(loop)
         return lead, mine
+
+    async def _watch_end(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Close what this loop holds when the loop ends, on the loop: a process that runs many
+        loops (asyncio.run per call, asgiref's async_to_sync, a test per loop) would otherwise
+        keep two connections open for every loop it ran. The hook is an async generator started
+        here, which the loop's shutdown_asyncgens (the end of asyncio.run and of asyncio.Runner)
+        closes before the loop closes. A loop closed without it is swept by the next new one."""
+
+        async def watch() -> AsyncGenerator[None, None]:
+            try:
+                yield
+            finally:
+                self._watches.pop(loop, None)
+                await self.on_loop_end()
+
+        self._sweep_closed()
+        gen = self._watches[loop] = watch()
+        await gen.__anext__()  # started: the loop now knows it
+
+    def _sweep_closed(self) -> None:
+        """Forget the pools of loops closed without shutdown_asyncgens (their tasks are gone with
+        them; their connections close as they are collected)."""
+        with self._lock:
+            for loop in [at for at in self._pools if at.is_closed()]:
+                self._pools.pop(loop, None)
+                self._leads.pop(loop, None)
+                self._watches.pop(loop, None)
 
     def _revive(self, lead: _Lead) -> None:
         """Reconnect a lead connection that broke, in the background: callers use the pool meanwhile."""
@@ -416,6 +340,7 @@ class LoopPools:
             closable += list(self._pools.items())
             self._pools.clear()
             self._leads.clear()
+            self._watches.clear()
         return closable
 
 
