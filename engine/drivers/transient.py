@@ -39,12 +39,14 @@ def condition_of(exc: BaseException) -> str:
 
 
 def lost(exc: BaseException) -> ConnectionLost:
-    """The engine's error for a connection failure ``exc`` (raise it ``from exc``)."""
+    """The engine's error for a connection failure ``exc`` (raise it ``from exc``). A transaction
+    the server rolled back (sqlstate class 40: a serialization failure, a deadlock) is one of
+    psycopg's OperationalErrors too, retried alike, but said as what it is."""
     first = str(exc).strip().splitlines()
-    return ConnectionLost(
-        f"the connection to the database failed: {first[0] if first else type(exc).__name__}",
-        condition=condition_of(exc),
-    )
+    said = first[0] if first else type(exc).__name__
+    if str(getattr(exc, "sqlstate", None) or "").startswith("40"):
+        return ConnectionLost(f"the database rolled the statement back ({said}); it may be repeated")
+    return ConnectionLost(f"the connection to the database failed: {said}", condition=condition_of(exc))
 
 
 @contextmanager

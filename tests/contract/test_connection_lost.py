@@ -40,6 +40,22 @@ async def test_the_postgres_driver_raises_a_broken_connection_as_connection_lost
         await driver.close()
 
 
+async def test_a_statement_the_server_rolled_back_is_retried_alike_but_said_as_a_rollback(pg_dsn: str) -> None:
+    driver = PostgresDriver(pg_dsn)
+    await driver.open()
+    try:
+        with pytest.raises(ConnectionLost) as err:
+            async with driver._connection() as conn:
+                await conn.execute(
+                    "do $$ begin raise exception 'could not serialize access' using errcode = '40001'; end $$"
+                )
+        assert (
+            err.value.cause == "the database rolled the statement back (could not serialize access); it may be repeated"
+        )
+    finally:
+        await driver.close()
+
+
 async def test_i6_an_ack_that_lost_its_connection_is_retried_and_lands(clock: FakeClock) -> None:
     mem = MemoryDriver()
     eng = Engine(mem, clock=clock, ids=IdFactory(clock, seed=11))

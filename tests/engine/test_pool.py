@@ -118,3 +118,38 @@ def test_a_loop_that_ends_closes_the_connections_it_opened(pg_dsn: str) -> None:
     assert [(pool.closed, conn.closed) for pool, conn in held] == [(True, True)] * 3
     assert driver.pools._pools == {} and driver.pools._leads == {}
     asyncio.run(driver.close())
+
+
+async def test_the_engines_sessions_read_committed_whatever_the_databases_default_and_keep_the_dsns_options(
+    pg_dsn: str,
+) -> None:
+    # A claim or an upsert under repeatable read or serializable fails (could not serialize
+    # access) where read committed re-reads the row: some databases set one as their default.
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        name = admin.execute("select current_database()").fetchone()[0]  # type: ignore[index]
+        admin.execute(
+            psycopg.sql.SQL("alter database {} set default_transaction_isolation = 'serializable'").format(
+                psycopg.sql.Identifier(name)
+            )
+        )
+    with psycopg.connect(pg_dsn) as other:  # a session of anyone else's
+        assert other.execute("show transaction_isolation").fetchone() == ("serializable",)
+    driver = PostgresDriver(
+        psycopg.conninfo.make_conninfo(pg_dsn, options="-c work_mem=7MB"), statement_timeout_ms=4000
+    )
+    try:
+
+        async def settings() -> tuple[str, ...]:
+            async with driver.pools.connection() as conn:
+                cur = await conn.execute(
+                    "select current_setting('transaction_isolation') as i, current_setting('work_mem') as w,"
+                    " current_setting('statement_timeout') as t, pg_sleep(0.1)"
+                )
+                row = await cur.fetchone()
+            return row["i"], row["w"], row["t"]  # type: ignore[index]
+
+        await driver.open()
+        seen = await asyncio.gather(settings(), settings(), settings())  # the lead and two pooled
+        assert seen == [("read committed", "7MB", "4s")] * 3
+    finally:
+        await driver.close()

@@ -31,6 +31,9 @@ from engine.forks import per_process
 # reason, on this logger (a worker's JSON log names it jobs.pool.sessions-ended).
 log = logging.getLogger("engine.pool")
 SESSIONS_ENDED = "the server ended this loop's idle connections (%s): reopened them"
+# The isolation the engine's statements are written for, whatever a database or role sets as its
+# default_transaction_isolation (libpq's options: a space inside a value is escaped).
+READ_COMMITTED = r"-c default_transaction_isolation=read\ committed"
 
 
 async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
@@ -185,11 +188,19 @@ class LoopPools:
         return held
 
     def _kwargs(self) -> dict[str, Any]:
+        """Every engine connection's: autocommit, the connect timeout unless the DSN names one,
+        and the session settings after the DSN's own options (the last of a setting given twice
+        wins): read committed whatever the database's default (a claim or an upsert under
+        repeatable read or serializable fails where read committed re-reads the row), and the
+        engine's statement timeout when it has one."""
+        parts = ci.conninfo_to_dict(self.dsn)
         kw: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0}
-        if ci.conninfo_to_dict(self.dsn).get("connect_timeout") in (None, ""):
+        if parts.get("connect_timeout") in (None, ""):
             kw["connect_timeout"] = DEFAULT_CONNECT_TIMEOUT
+        options = [str(parts.get("options") or ""), READ_COMMITTED]
         if self.statement_timeout_ms:
-            kw["options"] = f"-c statement_timeout={int(self.statement_timeout_ms)}"
+            options.append(f"-c statement_timeout={int(self.statement_timeout_ms)}")
+        kw["options"] = " ".join(o for o in options if o)
         return kw
 
     def connection(self) -> _Use:
