@@ -67,6 +67,9 @@ X_UNKNOWN_WORKER = _declare("X_UNKNOWN_WORKER", "no registered worker has that i
 X_READ_ONLY = _declare("X_READ_ONLY", "a mutating action was refused in read-only mode")
 X_PERMISSION_DENIED = _declare("X_PERMISSION_DENIED", "the database role lacks a privilege the statement needs")
 X_DB_READ_ONLY = _declare("X_DB_READ_ONLY", "the database refuses writes (a hot standby, or a read-only session)")
+X_POOLER_PREPARED = _declare(
+    "X_POOLER_PREPARED", "the engine's prepared statements went through a pooler in transaction mode"
+)
 X_QUERY_BUDGET = _declare("X_QUERY_BUDGET", "an introspection query ran past its time budget and was cut off")
 X_STATEMENT_TIMEOUT = _declare(
     "X_STATEMENT_TIMEOUT", "the server cancelled a statement that ran past its statement timeout"

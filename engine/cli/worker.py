@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -24,6 +24,9 @@ from engine.clock import SKEW_ENV, SystemClock, process_clock
 from engine.errors import X_INVALID_ARGUMENT, X_WORKER_TARGET, JobsError
 from engine.jobs import Registry
 from engine.runtime import logs
+
+if TYPE_CHECKING:
+    from engine.drivers.base import Driver
 
 EXIT_SECOND_SIGNAL = 130
 
@@ -184,6 +187,11 @@ def worker(
     metrics_port: int = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
     metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="the metrics address (loopback by default)"),
     loop: str = typer.Option("auto", "--loop", help="the event loop: auto (uvloop when installed), uvloop or asyncio"),
+    no_prepared_statements: bool = typer.Option(
+        False,
+        "--no-prepared-statements",
+        help="prepare no statement: for a DSN that goes through PgBouncer in transaction mode",
+    ),
     json_out: bool = typer.Option(False, "--json", help="errors as JSON on stderr"),
 ) -> None:
     """Run a worker for the jobs MODULE[:ATTR] registers, until SIGTERM/SIGINT drains it."""
@@ -258,13 +266,18 @@ def worker(
 
         WorkerConfig(**options)  # every option checked before the database is touched
         clock = process_clock()  # $JOBS_TEST_CLOCK_SKEW, for tests only
-        target_dsn = resolve_dsn(dsn, long_running=True)
+        from engine.api import open_driver
+
+        # Built here, so a driver option a DSN cannot take (the memory driver's) is refused now.
+        driver = open_driver(
+            resolve_dsn(dsn, long_running=True), **({"prepared_statements": False} if no_prepared_statements else {})
+        )
     except JobsError as err:
         fail(err, as_json=json_out)
     options["relay"] = not no_relay
     code = runner(
         _serve(
-            target_dsn,
+            driver,
             registry,
             options,
             maint,
@@ -280,7 +293,7 @@ def worker(
 
 
 async def _serve(
-    dsn: str,
+    driver: Driver,
     registry: Registry,
     options: dict[str, Any],
     maint: Any,
@@ -290,7 +303,6 @@ async def _serve(
     scheduler: bool = True,
     clock: SystemClock | None = None,
 ) -> int:
-    from engine.api import open_driver
     from engine.runtime import aio
     from engine.runtime.logs import configure_json_logging
     from engine.runtime.metrics import Metrics, serve_metrics
@@ -298,7 +310,6 @@ async def _serve(
 
     configure_json_logging()
     metrics = Metrics()
-    driver = open_driver(dsn)
     clock = clock or SystemClock()
     if clock.skew:
         logs.emit(logs.WORKER_CLOCK_SKEWED, logging.WARNING, skew=clock.skew, env=SKEW_ENV, note="for tests only")

@@ -41,9 +41,21 @@ class PostgresDriver(
     kind = "postgres"
 
     def __init__(
-        self, dsn: str, *, pool_size: int = 10, statement_timeout_ms: int | None = None, optimistic_batches: bool = True
+        self,
+        dsn: str,
+        *,
+        pool_size: int = 10,
+        statement_timeout_ms: int | None = None,
+        optimistic_batches: bool = True,
+        prepared_statements: bool = True,
     ) -> None:
-        PostgresBase.__init__(self, check_dsn(dsn), pool_size=pool_size, statement_timeout_ms=statement_timeout_ms)
+        PostgresBase.__init__(
+            self,
+            check_dsn(dsn),
+            pool_size=pool_size,
+            statement_timeout_ms=statement_timeout_ms,
+            prepared_statements=prepared_statements,
+        )
         # Each area's own state, set here in one place.
         self.optimistic_batches = bool(optimistic_batches)  # jobs: a batch tries the plain INSERT first
         self._listen_conns = {}  # workers: each loop's LISTEN connection

@@ -26,6 +26,7 @@ from engine.errors import (
     SLOW,
     X_DB_READ_ONLY,
     X_PERMISSION_DENIED,
+    X_POOLER_PREPARED,
     X_QUERY_BUDGET,
     X_SQL_CATALOG,
     X_STATEMENT_TIMEOUT,
@@ -61,7 +62,8 @@ async def _answer(cur: Any, cardinality: str) -> Any:
 
 def refused(exc: BaseException, user: str) -> JobsError | None:
     """The engine's error for a statement the server refused for who or where we are: the role
-    lacks a privilege, or the database takes no writes (a hot standby); None for anything else."""
+    lacks a privilege, the database takes no writes (a hot standby), or a pooler between us
+    hands statements to several sessions; None for anything else."""
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     if isinstance(exc, psycopg.errors.InsufficientPrivilege):
         return JobsError(
@@ -74,6 +76,15 @@ def refused(exc: BaseException, user: str) -> JobsError | None:
             X_DB_READ_ONLY,
             cause=f"the database takes no writes (a hot standby?): {first}",
             fix="export JOBS_DSN=postgresql://USER@PRIMARY/DB",
+        )
+    if isinstance(exc, (psycopg.errors.DuplicatePreparedStatement, psycopg.errors.InvalidSqlStatementName)):
+        # A statement prepared on one server session met another: a pooler (PgBouncer in
+        # transaction mode) hands each transaction whichever session is free.
+        return JobsError(
+            X_POOLER_PREPARED,
+            cause=f"a prepared statement reached another server session ({first}): the connection goes "
+            "through a pooler in transaction mode",
+            fix="connect(dsn, prepared_statements=False), or jobs worker --no-prepared-statements",
         )
     return None
 
@@ -146,9 +157,13 @@ class PostgresBase:
     dsn: str
     pools: LoopPools
 
-    def __init__(self, dsn: str, *, pool_size: int, statement_timeout_ms: int | None) -> None:
+    def __init__(
+        self, dsn: str, *, pool_size: int, statement_timeout_ms: int | None, prepared_statements: bool = True
+    ) -> None:
         self.dsn = dsn
-        self.pools = LoopPools(dsn, max_size=pool_size, statement_timeout_ms=statement_timeout_ms)
+        self.pools = LoopPools(
+            dsn, max_size=pool_size, statement_timeout_ms=statement_timeout_ms, prepared_statements=prepared_statements
+        )
 
     def _connection(self) -> _Connection:
         """``async with self._connection() as conn``: a connection of this loop's pools; a

@@ -10,7 +10,7 @@ import psycopg
 from psycopg import conninfo as ci
 
 from engine.drivers.transient import condition_of
-from engine.errors import X_DSN_INVALID, X_NOT_IMPLEMENTED, ConnectionLost, JobsError
+from engine.errors import X_DB_UNREACHABLE, X_DSN_INVALID, X_NOT_IMPLEMENTED, ConnectionLost, JobsError
 
 # What names a database: all a message needs to say which one, and all it shows of a DSN.
 _TARGET = ("service", "user", "host", "hostaddr", "port", "dbname")
@@ -104,9 +104,10 @@ def with_timeouts(dsn: str, *, connect_timeout: int | None, statement_timeout_ms
     return ci.make_conninfo(dsn, **extra) if extra else dsn
 
 
-def unreachable(dsn: str, exc: BaseException) -> ConnectionLost:
+def unreachable(dsn: str, exc: BaseException) -> JobsError:
     """A connection that could not be opened: ConnectionLost (a settle under way retries it
-    while its lease holds, as it does a connection that broke), saying which database and why."""
+    while its lease holds, as it does a connection that broke), saying which database and why;
+    a pooler that refuses the connection's startup options is no outage, and says what to drop."""
     reason = first_line(exc)
     params = ci.conninfo_to_dict(dsn)
     pw = params.get("password")
@@ -115,7 +116,15 @@ def unreachable(dsn: str, exc: BaseException) -> ConnectionLost:
     if "timeout expired" in reason:  # the server took the connection and never answered
         wait = params.get("connect_timeout") or DEFAULT_CONNECT_TIMEOUT
         reason = f"no answer within {wait} s (connect_timeout): the server is frozen, overloaded or cut off"
-    return ConnectionLost(f"could not connect to {describe_target(dsn)}: {reason}", condition=condition_of(exc))
+    cause = f"could not connect to {describe_target(dsn)}: {reason}"
+    if "unsupported startup parameter: options" in reason:  # PgBouncer's refusal
+        return JobsError(
+            X_DB_UNREACHABLE,
+            cause=f"{cause} (a pooler such as PgBouncer takes no statement timeout at connection start)",
+            fix="jobs --statement-timeout 0 COMMAND (the CLI), statement_timeout_ms=None (connect), "
+            "or point the DSN at the server",
+        )
+    return ConnectionLost(cause, condition=condition_of(exc))
 
 
 def first_line(exc: BaseException) -> str:

@@ -31,12 +31,13 @@ from engine.forks import per_process
 # reason, on this logger (a worker's JSON log names it jobs.pool.sessions-ended).
 log = logging.getLogger("engine.pool")
 SESSIONS_ENDED = "the server ended this loop's idle connections (%s): reopened them"
-# The isolation the engine's statements are written for, whatever a database or role sets as its
-# default_transaction_isolation (libpq's options: a space inside a value is escaped).
-READ_COMMITTED = r"-c default_transaction_isolation=read\ committed"
 
 
 async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
+    # The isolation the engine's statements are written for, whatever a database or a role sets
+    # as its default (a claim or an upsert under repeatable read or serializable fails where read
+    # committed re-reads the row). A statement, not a startup option, which poolers refuse.
+    await conn.execute("set default_transaction_isolation = 'read committed'", prepare=False)
     conn.row_factory = dict_row  # type: ignore[assignment]
     # json/jsonb columns read through engine.codec (orjson, exact past 64 bits), on this
     # connection only: the app's own psycopg connections keep their loader.
@@ -163,9 +164,16 @@ class _Use:
 
 class LoopPools:
     def __init__(
-        self, dsn: str, *, min_size: int = 1, max_size: int = 10, statement_timeout_ms: int | None = None
+        self,
+        dsn: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 10,
+        statement_timeout_ms: int | None = None,
+        prepared_statements: bool = True,
     ) -> None:
         self.dsn = dsn
+        self.prepared_statements = prepared_statements
         self.min_size = min_size
         self.max_size = max_size
         self.statement_timeout_ms = statement_timeout_ms
@@ -189,18 +197,19 @@ class LoopPools:
 
     def _kwargs(self) -> dict[str, Any]:
         """Every engine connection's: autocommit, the connect timeout unless the DSN names one,
-        and the session settings after the DSN's own options (the last of a setting given twice
-        wins): read committed whatever the database's default (a claim or an upsert under
-        repeatable read or serializable fails where read committed re-reads the row), and the
-        engine's statement timeout when it has one."""
+        and the engine's statement timeout after the DSN's own options when it has one (the last
+        of a setting given twice wins). No options at all otherwise: a pooler such as PgBouncer
+        refuses a connection that sends any."""
         parts = ci.conninfo_to_dict(self.dsn)
-        kw: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0}
+        # Each statement prepared on its first run (the hot ones run thousands of times a second);
+        # none behind a pooler in transaction mode, where the next statement may reach another
+        # server session.
+        kw: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0 if self.prepared_statements else None}
         if parts.get("connect_timeout") in (None, ""):
             kw["connect_timeout"] = DEFAULT_CONNECT_TIMEOUT
-        options = [str(parts.get("options") or ""), READ_COMMITTED]
         if self.statement_timeout_ms:
-            options.append(f"-c statement_timeout={int(self.statement_timeout_ms)}")
-        kw["options"] = " ".join(o for o in options if o)
+            given = str(parts.get("options") or "")
+            kw["options"] = f"{given} -c statement_timeout={int(self.statement_timeout_ms)}".strip()
         return kw
 
     def connection(self) -> _Use:

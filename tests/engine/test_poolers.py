@@ -1,0 +1,91 @@
+"""Behind a pooler in transaction mode (PgBouncer), each transaction may reach another server
+session: the engine then prepares no statement (``prepared_statements=False``, ``jobs worker
+--no-prepared-statements``), and a connection that prepared through one anyway fails with an error
+that names the pooler. The suite has no pooler: these pin what the engine sends and how it reads
+the server's and the pooler's refusals."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from engine import Enqueue, connect, job
+from engine.drivers.postgres import PostgresDriver
+from engine.drivers.postgres.dsn import unreachable
+from engine.errors import X_DB_UNREACHABLE, X_POOLER_PREPARED, ConnectionLost, JobsError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@job(name="pooler.hello", queue="pooler", idempotency_key=lambda inp: str(inp["n"]))
+async def hello(ctx, inp):  # type: ignore[no-untyped-def]
+    return inp
+
+
+async def _prepared_on_the_lead(driver: PostgresDriver) -> int:
+    async with driver.pools.connection() as conn:  # a caller alone: the lead, which ran every call
+        row = await (await conn.execute("select count(*) as n from pg_prepared_statements", prepare=False)).fetchone()
+    return int(row["n"])  # type: ignore[index]
+
+
+@pytest.mark.parametrize("prepared", [True, False])
+async def test_with_prepared_statements_off_no_statement_is_prepared(pg_dsn: str, prepared: bool) -> None:
+    eng = connect(pg_dsn, prepared_statements=prepared)
+    try:
+        for n in range(3):  # past any threshold: the hot statements run again and again
+            await eng.aenqueue(hello, {"n": n})
+            await eng.aenqueue_many([Enqueue(hello, {"n": 10 * n + k}) for k in range(10, 13)])
+            await eng.aget((await eng.aenqueue(hello, {"n": n})).id)
+        count = await _prepared_on_the_lead(eng.driver)  # type: ignore[arg-type]
+        assert (count > 0) is prepared
+    finally:
+        await eng.aclose()
+
+
+async def test_a_prepared_statement_met_in_another_session_names_the_pooler(pg_dsn: str) -> None:
+    driver = PostgresDriver(pg_dsn)
+    await driver.open()
+    try:
+        for sqlstate, said in (
+            ("42P05", 'prepared statement "_pg3_0" already exists'),
+            ("26000", 'prepared statement "_pg3_3" does not exist'),
+        ):
+            with pytest.raises(JobsError) as err:
+                async with driver._connection() as conn:  # the server's own error, as a pooler relays it
+                    await conn.execute(f"do $$ begin raise exception '{said}' using errcode = '{sqlstate}'; end $$")
+            assert err.value.code == X_POOLER_PREPARED and said in err.value.cause
+            assert err.value.fix == "connect(dsn, prepared_statements=False), or jobs worker --no-prepared-statements"
+    finally:
+        await driver.close()
+
+
+def test_a_pooler_that_refuses_startup_options_is_told_apart_from_an_outage() -> None:
+    refused = psycopg.OperationalError(
+        'connection failed: connection to server on socket "/run/pgb/.s.PGSQL.6432" failed: '
+        "FATAL:  unsupported startup parameter: options"
+    )
+    err = unreachable("host=/run/pgb port=6432 dbname=app", refused)
+    assert err.code == X_DB_UNREACHABLE and not isinstance(err, ConnectionLost)  # retrying would not help
+    assert "takes no statement timeout at connection start" in err.cause and "--statement-timeout 0" in err.fix
+    down = unreachable("host=/run/pg dbname=app", psycopg.OperationalError("connection refused"))
+    assert isinstance(down, ConnectionLost)
+
+
+def test_jobs_worker_passes_no_prepared_statements_to_its_driver() -> None:
+    # The memory driver prepares nothing and takes no driver option: it refuses this one by name.
+    out = subprocess.run(
+        [sys.executable, "-c", "from engine.cli import main; main()", "worker", "tests.engine.test_poolers"]
+        + ["--dsn", "memory://", "--no-prepared-statements"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "error X_INVALID_ARGUMENT: the memory driver takes no options, got prepared_statements" in out.stderr
