@@ -148,6 +148,15 @@ cross join lateral (
 where q.name <> all (array(select name from jobs.queue where paused))
   and (select count(*) from upd) < %(limit)s;
 
+-- name: session_settings :one
+-- What every engine session runs as it opens, whatever the database or the role sets as its
+-- defaults: read committed (the claims and upserts are written for it: under repeatable read or
+-- serializable they fail on rows another worker changed), ISO dates and postgres-style intervals
+-- (the only text forms psycopg reads: under a DateStyle of 'SQL, DMY' every read raised).
+select set_config('default_transaction_isolation', 'read committed', false) as isolation,
+       set_config('datestyle', 'ISO', false) as dates,
+       set_config('intervalstyle', 'postgres', false) as intervals;
+
 -- name: plan_generic :one
 -- The rest of this transaction runs every prepared statement's generic plan: sent before a
 -- statement headed `generic` (engine/drivers/sqlfiles.py), in the same round trip.

@@ -9,8 +9,17 @@ from typing import Any
 import psycopg
 import pytest
 
+from engine.api import Engine
 from engine.drivers.postgres import PostgresDriver
 from engine.errors import ConnectionLost
+from engine.introspect import Introspector
+from engine.jobs import job
+from engine.schema import migration_status
+
+
+@job(name="pool.hello", queue="pool", idempotency_key=lambda inp: str(inp["n"]))
+async def _pool_hello(ctx, inp):  # type: ignore[no-untyped-def]
+    return inp
 
 
 def _lead(driver: PostgresDriver) -> psycopg.AsyncConnection:  # type: ignore[type-arg]
@@ -120,36 +129,45 @@ def test_a_loop_that_ends_closes_the_connections_it_opened(pg_dsn: str) -> None:
     asyncio.run(driver.close())
 
 
-async def test_the_engines_sessions_read_committed_whatever_the_databases_default_and_keep_the_dsns_options(
+async def test_the_engines_sessions_set_what_its_statements_need_whatever_the_databases_defaults(
     pg_dsn: str,
 ) -> None:
-    # A claim or an upsert under repeatable read or serializable fails (could not serialize
-    # access) where read committed re-reads the row: some databases set one as their default.
+    # Some databases default to repeatable read or serializable, where a claim or an upsert fails
+    # on rows another worker changed (could not serialize access), or to a DateStyle or an
+    # IntervalStyle whose text psycopg cannot read (every read raised NotImplementedError).
     with psycopg.connect(pg_dsn, autocommit=True) as admin:
-        name = admin.execute("select current_database()").fetchone()[0]  # type: ignore[index]
-        admin.execute(
-            psycopg.sql.SQL("alter database {} set default_transaction_isolation = 'serializable'").format(
-                psycopg.sql.Identifier(name)
-            )
-        )
+        name = psycopg.sql.Identifier(admin.execute("select current_database()").fetchone()[0])  # type: ignore[index]
+        for setting in (
+            "default_transaction_isolation = 'serializable'",
+            "datestyle = 'SQL, DMY'",
+            "intervalstyle = 'iso_8601'",
+        ):
+            admin.execute(psycopg.sql.SQL("alter database {} set " + setting).format(name))  # type: ignore[operator]
     with psycopg.connect(pg_dsn) as other:  # a session of anyone else's
         assert other.execute("show transaction_isolation").fetchone() == ("serializable",)
-    driver = PostgresDriver(
-        psycopg.conninfo.make_conninfo(pg_dsn, options="-c work_mem=7MB"), statement_timeout_ms=4000
+        assert other.execute("show datestyle").fetchone() == ("SQL, DMY",)
+    eng = Engine(
+        PostgresDriver(psycopg.conninfo.make_conninfo(pg_dsn, options="-c work_mem=7MB"), statement_timeout_ms=4000)
     )
+    driver: PostgresDriver = eng.driver  # type: ignore[assignment]
     try:
 
         async def settings() -> tuple[str, ...]:
             async with driver.pools.connection() as conn:
                 cur = await conn.execute(
-                    "select current_setting('transaction_isolation') as i, current_setting('work_mem') as w,"
+                    "select current_setting('transaction_isolation') as i, current_setting('datestyle') as d,"
+                    " current_setting('intervalstyle') as s, current_setting('work_mem') as w,"
                     " current_setting('statement_timeout') as t, pg_sleep(0.1)"
                 )
                 row = await cur.fetchone()
-            return row["i"], row["w"], row["t"]  # type: ignore[index]
+            return row["i"], row["d"], row["s"], row["w"], row["t"]  # type: ignore[index]
 
         await driver.open()
         seen = await asyncio.gather(settings(), settings(), settings())  # the lead and two pooled
-        assert seen == [("read committed", "7MB", "4s")] * 3
+        assert seen == [("read committed", "ISO, DMY", "postgres", "7MB", "4s")] * 3
+        job_id = (await eng.aenqueue(_pool_hello, {"n": 1})).id
+        assert (await eng.aget(job_id)).created_at.tzinfo is not None  # timestamps read
+        assert [q.name for q in (await Introspector(eng).queues()).queues] == ["pool"]
+        assert migration_status(pg_dsn).pending == ()  # the migrations' own connection too
     finally:
-        await driver.close()
+        await eng.aclose()

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import dict_row
 
 from engine.drivers.postgres.base import PRESENCE_NAMESPACE, Conn, PostgresBase, cancelled
 from engine.drivers.sqlfiles import Q, Query
@@ -46,7 +45,7 @@ class PostgresMaintenance(PostgresBase):
         run outside any transaction block (autocommit), they and a bucket's drop for as long as
         they take (no statement timeout), and the pool's connections stay on the hot path
         meanwhile."""
-        conn: Conn = await psycopg.AsyncConnection.connect(self.dsn, **self.pools._kwargs(), row_factory=dict_row)
+        conn: Conn = await self.pools.connect_own()
         async with conn:
             await self._exec(Q.upkeep_session, {}, conn=conn)
             yield conn

@@ -41,6 +41,7 @@ def _connect(dsn: str) -> psycopg.Connection[dict[str, Any]]:
         raise unreachable(conninfo, exc) from None
     try:
         conn.execute(Q.migration_server_check.text)
+        conn.execute(Q.session_settings.text, prepare=False)  # type: ignore[arg-type]  # as the pool's sessions
     except psycopg.errors.FeatureNotSupported as exc:
         conn.close()
         raise JobsError(

@@ -23,6 +23,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from engine.codec import loads
 from engine.drivers.postgres.dsn import DEFAULT_CONNECT_TIMEOUT, first_line, unreachable
+from engine.drivers.sqlfiles import Q
 from engine.drivers.transient import condition_of
 from engine.errors import SHUTTING_DOWN, ConnectionLost
 from engine.forks import per_process
@@ -33,11 +34,13 @@ log = logging.getLogger("engine.pool")
 SESSIONS_ENDED = "the server ended this loop's idle connections (%s): reopened them"
 
 
-async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
-    # The isolation the engine's statements are written for, whatever a database or a role sets
-    # as its default (a claim or an upsert under repeatable read or serializable fails where read
-    # committed re-reads the row). A statement, not a startup option, which poolers refuse.
-    await conn.execute("set default_transaction_isolation = 'read committed'", prepare=False)
+async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Every engine connection's set-up as it opens (the pool's, the lead's, a worker's presence
+    and upkeep sessions'): the session settings the engine's statements and psycopg's loaders
+    are written for (sql/queries/workers.sql, session_settings: a statement, not a startup
+    option, which poolers refuse; unprepared, so a pooler in transaction mode takes it), rows as
+    dicts, JSON through engine.codec."""
+    await conn.execute(Q.session_settings.text, prepare=False)  # type: ignore[arg-type]
     conn.row_factory = dict_row  # type: ignore[assignment]
     # json/jsonb columns read through engine.codec (orjson, exact past 64 bits), on this
     # connection only: the app's own psycopg connections keep their loader.
@@ -212,6 +215,13 @@ class LoopPools:
             kw["options"] = f"{given} -c statement_timeout={int(self.statement_timeout_ms)}".strip()
         return kw
 
+    async def connect_own(self) -> psycopg.AsyncConnection[Any]:
+        """A connection of the caller's own, outside the pool (a lead, a worker's presence or
+        upkeep session), set up as the pool's are."""
+        conn = await psycopg.AsyncConnection.connect(self.dsn, **self._kwargs())
+        await configure(conn)
+        return conn
+
     def connection(self) -> _Use:
         """``async with pools.connection() as conn``: this loop's lead connection when it is
         free, else a pooled one (opened on first use)."""
@@ -229,16 +239,15 @@ class LoopPools:
         # "couldn't get a connection", while this answers at once with the server's own reason.
         # It stays open as the loop's lead connection.
         try:
-            probe = await psycopg.AsyncConnection.connect(self.dsn, **self._kwargs())
+            probe = await self.connect_own()
         except psycopg.OperationalError as exc:
             raise unreachable(self.dsn, exc) from None
-        await _configure(probe)
         pool = AsyncConnectionPool(
             self.dsn,
             min_size=self.min_size,
             max_size=self.max_size,
             kwargs=self._kwargs(),
-            configure=_configure,
+            configure=configure,
             open=False,
             timeout=10.0,
             name="jobs",
@@ -293,8 +302,7 @@ class LoopPools:
 
         async def revive() -> None:
             try:
-                conn = await psycopg.AsyncConnection.connect(self.dsn, **self._kwargs())
-                await _configure(conn)
+                conn = await self.connect_own()
                 if self._leads.get(asyncio.get_running_loop()) is lead:
                     lead.conn = conn
                 else:  # the pools were closed meanwhile: nobody would close it

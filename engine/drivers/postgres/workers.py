@@ -10,7 +10,6 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import psycopg
-from psycopg.rows import dict_row
 
 from engine.drivers.postgres.base import PRESENCE_NAMESPACE, PostgresBase
 from engine.drivers.postgres.rows import CLAIM_FIELDS, claimed_jobs
@@ -57,7 +56,7 @@ class PostgresWorkers(PostgresBase):
                 except psycopg.Error:  # its session ended (the server's doing): take the lock again
                     self._presence.pop(id, None)
                     await conn.close()
-            conn = await psycopg.AsyncConnection.connect(self.dsn, **self.pools._kwargs(), row_factory=dict_row)
+            conn = await self.pools.connect_own()
             try:
                 key = await self._presence_lock(conn)
                 await self._exec(Q.worker_presence_record, {"id": id, "key": key}, conn=conn)
