@@ -152,10 +152,12 @@ where q.name <> all (array(select name from jobs.queue where paused))
 -- What every engine session runs as it opens, whatever the database or the role sets as its
 -- defaults: read committed (the claims and upserts are written for it: under repeatable read or
 -- serializable they fail on rows another worker changed), ISO dates and postgres-style intervals
--- (the only text forms psycopg reads: under a DateStyle of 'SQL, DMY' every read raised).
+-- (the only text forms psycopg reads: under a DateStyle of 'SQL, DMY' every read raised), and
+-- times read in UTC, the engine's clock's zone (what the CLI and the console label them).
 select set_config('default_transaction_isolation', 'read committed', false) as isolation,
        set_config('datestyle', 'ISO', false) as dates,
-       set_config('intervalstyle', 'postgres', false) as intervals;
+       set_config('intervalstyle', 'postgres', false) as intervals,
+       set_config('timezone', 'UTC', false) as zone;
 
 -- name: plan_generic :one
 -- The rest of this transaction runs every prepared statement's generic plan: sent before a
