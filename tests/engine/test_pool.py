@@ -4,6 +4,8 @@ concurrent callers take pooled ones, and a lead connection that breaks is replac
 from __future__ import annotations
 
 import asyncio
+import os
+import resource
 from datetime import timedelta
 from typing import Any
 
@@ -12,6 +14,7 @@ import pytest
 
 from engine.api import Engine
 from engine.drivers.postgres import PostgresDriver
+from engine.drivers.postgres import pool as pool_module
 from engine.errors import ConnectionLost
 from engine.introspect import Introspector
 from engine.jobs import job
@@ -173,3 +176,22 @@ async def test_the_engines_sessions_set_what_its_statements_need_whatever_the_da
         assert migration_status(pg_dsn).pending == ()  # the migrations' own connection too
     finally:
         await eng.aclose()
+
+
+async def test_a_connection_past_descriptor_1023_is_checked_without_a_round_trip(pg_dsn: str) -> None:
+    # A busy process (a web server's sockets and files) opens its connections past descriptor
+    # 1023, where select() refuses: the checkout's look must still answer, not cost a statement.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
+    filler = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    driver = PostgresDriver(pg_dsn)
+    try:
+        await driver.open()
+        lead = _lead(driver)
+        assert lead.pgconn.socket > 1023
+        assert not pool_module._spoke_unasked(lead)  # idle and well: nothing to read
+    finally:
+        await driver.close()
+        for fd in filler:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
