@@ -344,7 +344,8 @@ order by g.index;
 -- name: upkeep_session :exec
 -- A rebuild's, a vacuum's or a bucket's seal or drop's own session runs without a statement
 -- timeout: a REINDEX of a big index takes minutes (one cut off leaves an invalid copy behind), and
--- so may a VACUUM of a bloated table or the drop of a big bucket with its jobs' steps.
+-- so may a VACUUM of a bloated table or the drop of a big bucket with its jobs' steps. So does a
+-- migration's session unless the command was given one (an index build over a big table).
 set statement_timeout = 0;
 
 -- name: index_rebuild_lock :one

@@ -23,7 +23,7 @@ import pytest
 from engine.drivers.migrations import migrations, parse_migrations
 from engine.drivers.postgres import PostgresDriver
 from engine.drivers.sqlfiles import Q
-from engine.errors import JobsError
+from engine.errors import X_STATEMENT_TIMEOUT, JobsError
 from engine.schema import migrate, migration_sql, migration_status, pending_sql
 from engine.types import Claim, Nack
 
@@ -176,6 +176,25 @@ async def test_an_engine_refuses_a_first_release_database_until_it_is_migrated(e
         await driver.open()
     finally:
         await driver.close()
+
+
+def test_migrations_run_without_the_databases_default_statement_timeout_unless_given_one(
+    empty_db: Callable[[], str],
+) -> None:
+    # Managed databases often set one for every session of a role or a database: it would cut an
+    # index build over a big table off half way, and the migration would fail at every rerun.
+    dsn = empty_db()
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        name = psycopg.sql.Identifier(admin.execute("select current_database()").fetchone()[0])  # type: ignore[index]
+        admin.execute(psycopg.sql.SQL("alter database {} set statement_timeout = '1ms'").format(name))
+    migrate(dsn)
+    assert migration_status(dsn).pending == ()
+    given = psycopg.conninfo.make_conninfo(dsn, options="-c statement_timeout=200")  # jobs migrate --statement-timeout
+    with psycopg.connect(dsn) as holder:  # a long transaction holds the table the status reads
+        holder.execute("lock table jobs.migration in access exclusive mode")
+        with pytest.raises(JobsError) as err:  # one given is kept, and its end is the engine's error
+            migration_status(given)
+    assert err.value.code == X_STATEMENT_TIMEOUT
 
 
 def test_two_migrators_at_once_apply_each_migration_once(empty_db: Callable[[], str]) -> None:

@@ -13,10 +13,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import psycopg
+from psycopg import conninfo as ci
 from psycopg import sql
 from psycopg.rows import dict_row
 
 from engine.drivers.migrations import Applied, Migration, MigrationStatus, migrations, status_of
+from engine.drivers.postgres.base import cancelled
 from engine.drivers.postgres.dsn import check_dsn, safe_dsn, unreachable
 from engine.drivers.sqlfiles import Q, Query
 from engine.errors import (
@@ -40,8 +42,15 @@ def _connect(dsn: str) -> psycopg.Connection[dict[str, Any]]:
     except psycopg.OperationalError as exc:
         raise unreachable(conninfo, exc) from None
     try:
+        if "statement_timeout" not in str(ci.conninfo_to_dict(conninfo).get("options") or ""):
+            # None given (jobs migrate --statement-timeout): not the database's or the role's
+            # default either, which would cut an index build of a big table off half way.
+            conn.execute(Q.upkeep_session.text)
         conn.execute(Q.migration_server_check.text)
         conn.execute(Q.session_settings.text, prepare=False)  # type: ignore[arg-type]  # as the pool's sessions
+    except psycopg.errors.QueryCanceled as exc:  # a statement timeout given too short to check
+        conn.close()
+        raise cancelled(exc) from None
     except psycopg.errors.FeatureNotSupported as exc:
         conn.close()
         raise JobsError(
@@ -54,9 +63,12 @@ def _connect(dsn: str) -> psycopg.Connection[dict[str, Any]]:
 
 
 def _read(conn: psycopg.Connection[dict[str, Any]]) -> MigrationStatus:
-    present = conn.execute(Q.migration_presence.text).fetchone() or {}
-    rows = conn.execute(Q.migration_applied.text).fetchall() if present.get("has_migration") else []
-    meta = conn.execute(Q.schema_version.text).fetchone() if present.get("has_meta") else None
+    try:
+        present = conn.execute(Q.migration_presence.text).fetchone() or {}
+        rows = conn.execute(Q.migration_applied.text).fetchall() if present.get("has_migration") else []
+        meta = conn.execute(Q.schema_version.text).fetchone() if present.get("has_meta") else None
+    except psycopg.errors.QueryCanceled as exc:  # past a statement timeout given to the command
+        raise cancelled(exc) from None
     return status_of([Applied(**r) for r in rows], None if meta is None else str(meta["value"]))
 
 
