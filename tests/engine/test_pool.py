@@ -15,6 +15,7 @@ import pytest
 from engine.api import Engine
 from engine.drivers.postgres import PostgresDriver
 from engine.drivers.postgres import pool as pool_module
+from engine.drivers.postgres.dsn import DEFAULT_CONNECT_TIMEOUT
 from engine.errors import ConnectionLost
 from engine.introspect import Introspector
 from engine.jobs import job
@@ -195,3 +196,18 @@ async def test_a_connection_past_descriptor_1023_is_checked_without_a_round_trip
         for fd in filler:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+async def test_a_listen_connection_is_set_up_as_the_pools_are(pg_dsn: str) -> None:
+    # Its connect timeout (a frozen server would hold the worker's wake-ups for libpq's default of
+    # ever) and its session settings, as every other engine connection.
+    driver = PostgresDriver(pg_dsn)
+    try:
+        await driver.open()
+        await driver.queue_wait(queues=["pool"], timeout=0.01)
+        conn = driver._listen_conns[asyncio.get_running_loop()]
+        assert conn.info.get_parameters()["connect_timeout"] == str(DEFAULT_CONNECT_TIMEOUT)
+        row = await (await conn.execute("select current_setting('timezone') as zone")).fetchone()
+        assert row == {"zone": "UTC"}
+    finally:
+        await driver.close()

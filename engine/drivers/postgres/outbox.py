@@ -159,7 +159,7 @@ class PostgresOutbox(PostgresBase):
         loop = asyncio.get_running_loop()
         conn = self._outbox_listeners().get(loop)
         if conn is None or conn.closed:  # a new connection re-subscribes (a restarted server forgot us)
-            conn = await psycopg.AsyncConnection.connect(self.dsn, autocommit=True)
+            conn = await self.pools.connect_own()
             await conn.execute(Q.outbox_listen.text)  # type: ignore[arg-type]
             self._outbox_listeners()[loop] = conn
         try:

@@ -219,8 +219,8 @@ class LoopPools:
         return kw
 
     async def connect_own(self) -> psycopg.AsyncConnection[Any]:
-        """A connection of the caller's own, outside the pool (a lead, a worker's presence or
-        upkeep session), set up as the pool's are."""
+        """A connection of the caller's own, outside the pool (a lead, a LISTEN, a worker's
+        presence or upkeep session), set up as the pool's are, with their connect timeout."""
         conn = await psycopg.AsyncConnection.connect(self.dsn, **self._kwargs())
         await configure(conn)
         return conn

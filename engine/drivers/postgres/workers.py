@@ -160,7 +160,7 @@ class PostgresWorkers(PostgresBase):
         if conn is not None and not conn.closed:
             return conn, False
         # A new connection re-subscribes: after a restart of the server the old one is gone.
-        conn = await psycopg.AsyncConnection.connect(self.dsn, autocommit=True)
+        conn = await self.pools.connect_own()
         await self._exec(Q.queue_listen, {}, conn=conn)
         self._listen_conns[loop] = conn
         return conn, True
