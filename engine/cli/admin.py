@@ -27,6 +27,7 @@ APP_HELP = "the module holding the @job handles (default $JOBS_APP)"
 TENANT_HELP = "only this tenant's jobs: another tenant's job is not found"
 NOTE_HELP = "a note kept in the audit with who and when (an incident number, a reason)"
 DSN_EXAMPLE = "postgresql://USER@HOST:5432/DBNAME"
+PREPARED_HELP = "prepare no statement: for a DSN that goes through PgBouncer in transaction mode"
 CONNECT_TIMEOUT = 5  # seconds a connection waits for the server
 STATEMENT_TIMEOUT = 10.0  # seconds a one-shot command's statement may run
 CONNECT_HELP = "seconds each connection waits for the server before the command fails (whole seconds, at least 2)"
@@ -93,6 +94,16 @@ def resolve_dsn(dsn: str | None, *, long_running: bool = False) -> str:
         if err.code == X_DSN_INVALID:  # the driver's fix names the API; this names the command
             raise JobsError(X_DSN_INVALID, cause=err.cause, fix=dsn_fix()) from None
         raise
+
+
+def long_running_driver(dsn: str | None, *, no_prepared_statements: bool) -> Any:
+    """The driver of a long-running command (worker, relay, scheduler): its DSN as resolve_dsn
+    gives it, built before the loop starts, so a driver option the DSN cannot take (the memory
+    driver's) is refused with the command's other bad input."""
+    from engine.api import open_driver
+
+    options = {"prepared_statements": False} if no_prepared_statements else {}
+    return open_driver(resolve_dsn(dsn, long_running=True), **options)
 
 
 START_HELP = "give up starting after this long if the database does not answer (s; default: wait as long as it takes)"

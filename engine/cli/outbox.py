@@ -11,7 +11,15 @@ from typing import Any
 import typer
 
 from engine.cli import app, fail
-from engine.cli.admin import DSN_HELP, JSON_HELP, START_HELP, check_start_timeout, resolve_dsn, start_when_reachable
+from engine.cli.admin import (
+    DSN_HELP,
+    JSON_HELP,
+    PREPARED_HELP,
+    START_HELP,
+    check_start_timeout,
+    long_running_driver,
+    start_when_reachable,
+)
 from engine.cli.reads import _t, console, emit, run, table
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 
@@ -72,6 +80,7 @@ def relay(
     metrics_port: int = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
     metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="the metrics address (loopback by default)"),
     start_timeout: float = typer.Option(None, "--start-timeout", help=START_HELP),
+    no_prepared_statements: bool = typer.Option(False, "--no-prepared-statements", help=PREPARED_HELP),
     json_out: bool = typer.Option(False, "--json", help="errors as JSON on stderr"),
 ) -> None:
     """Run the outbox relay alone (every `jobs worker` runs one too, unless --no-relay)."""
@@ -86,24 +95,22 @@ def relay(
             )
         config = RelayConfig(batch_size=batch_size, lease_ms=lease_ms, poll_interval=poll_interval)
         check_start_timeout(start_timeout, "jobs relay")
-        target = resolve_dsn(dsn, long_running=True)
+        driver = long_running_driver(dsn, no_prepared_statements=no_prepared_statements)
     except JobsError as err:
         fail(err, as_json=json_out)
-    code = asyncio.run(_serve(target, config, metrics_port, metrics_host, start_timeout))
+    code = asyncio.run(_serve(driver, config, metrics_port, metrics_host, start_timeout))
     if code:
         raise typer.Exit(code)
 
 
 async def _serve(
-    dsn: str, config: Any, metrics_port: int | None, metrics_host: str, start_timeout: float | None
+    driver: Any, config: Any, metrics_port: int | None, metrics_host: str, start_timeout: float | None
 ) -> int:
-    from engine.api import open_driver
     from engine.runtime.logs import configure_json_logging
     from engine.runtime.metrics import Metrics, serve_metrics
     from engine.services.relay import Relay
 
     configure_json_logging()
-    driver = open_driver(dsn)
     metrics = Metrics()
     r = Relay(driver, config=config, metrics=metrics)
     server = None

@@ -15,9 +15,10 @@ from engine.cli.admin import (
     DSN_HELP,
     JSON_HELP,
     NOTE_HELP,
+    PREPARED_HELP,
     START_HELP,
     check_start_timeout,
-    resolve_dsn,
+    long_running_driver,
     start_when_reachable,
 )
 from engine.cli.ops import ACTOR_HELP, EXIT_NOOP
@@ -159,6 +160,7 @@ def scheduler(
     metrics_port: int = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
     metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="the metrics address"),
     start_timeout: float = typer.Option(None, "--start-timeout", help=START_HELP),
+    no_prepared_statements: bool = typer.Option(False, "--no-prepared-statements", help=PREPARED_HELP),
     json_out: bool = typer.Option(False, "--json", help="errors as JSON on stderr"),
 ) -> None:
     """Run the cron scheduler alone (it enqueues; workers run the jobs) until SIGTERM/SIGINT."""
@@ -176,18 +178,17 @@ def scheduler(
                 fix=f"add @task(name=..., cron='*/5 * * * *') to a handler in {target.partition(':')[0]}",
             )
         check_start_timeout(start_timeout, f"jobs scheduler {target}")
-        target_dsn = resolve_dsn(dsn, long_running=True)
+        driver = long_running_driver(dsn, no_prepared_statements=no_prepared_statements)
     except JobsError as err:
         fail(err, as_json=json_out)
-    code = asyncio.run(_serve(target_dsn, tasks, config, metrics_port, metrics_host, start_timeout))
+    code = asyncio.run(_serve(driver, tasks, config, metrics_port, metrics_host, start_timeout))
     if code:
         raise typer.Exit(code)
 
 
 async def _serve(
-    dsn: str, tasks: list[Any], config: Any, metrics_port: int | None, metrics_host: str, start_timeout: float | None
+    driver: Any, tasks: list[Any], config: Any, metrics_port: int | None, metrics_host: str, start_timeout: float | None
 ) -> int:
-    from engine.api import open_driver
     from engine.clock import SystemClock
     from engine.runtime.logs import configure_json_logging
     from engine.runtime.metrics import Metrics, serve_metrics
@@ -195,7 +196,6 @@ async def _serve(
 
     configure_json_logging()
     metrics = Metrics()
-    driver = open_driver(dsn)
     sched = Scheduler(driver, SystemClock(), tasks, config=config, metrics=metrics)
     server = None
     try:

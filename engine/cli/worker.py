@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from engine.cli import EXIT_ERROR, app, error_text, fail
-from engine.cli.admin import DSN_HELP, resolve_dsn
+from engine.cli.admin import DSN_HELP, PREPARED_HELP, long_running_driver
 from engine.clock import SKEW_ENV, SystemClock, process_clock
 from engine.errors import X_INVALID_ARGUMENT, X_WORKER_TARGET, JobsError
 from engine.jobs import Registry
@@ -187,11 +187,7 @@ def worker(
     metrics_port: int = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
     metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="the metrics address (loopback by default)"),
     loop: str = typer.Option("auto", "--loop", help="the event loop: auto (uvloop when installed), uvloop or asyncio"),
-    no_prepared_statements: bool = typer.Option(
-        False,
-        "--no-prepared-statements",
-        help="prepare no statement: for a DSN that goes through PgBouncer in transaction mode",
-    ),
+    no_prepared_statements: bool = typer.Option(False, "--no-prepared-statements", help=PREPARED_HELP),
     json_out: bool = typer.Option(False, "--json", help="errors as JSON on stderr"),
 ) -> None:
     """Run a worker for the jobs MODULE[:ATTR] registers, until SIGTERM/SIGINT drains it."""
@@ -266,12 +262,7 @@ def worker(
 
         WorkerConfig(**options)  # every option checked before the database is touched
         clock = process_clock()  # $JOBS_TEST_CLOCK_SKEW, for tests only
-        from engine.api import open_driver
-
-        # Built here, so a driver option a DSN cannot take (the memory driver's) is refused now.
-        driver = open_driver(
-            resolve_dsn(dsn, long_running=True), **({"prepared_statements": False} if no_prepared_statements else {})
-        )
+        driver = long_running_driver(dsn, no_prepared_statements=no_prepared_statements)
     except JobsError as err:
         fail(err, as_json=json_out)
     options["relay"] = not no_relay

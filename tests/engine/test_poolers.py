@@ -76,10 +76,15 @@ def test_a_pooler_that_refuses_startup_options_is_told_apart_from_an_outage() ->
     assert isinstance(down, ConnectionLost)
 
 
-def test_jobs_worker_passes_no_prepared_statements_to_its_driver() -> None:
+@pytest.mark.parametrize(
+    "command",
+    [("worker", "tests.engine.test_poolers"), ("relay",), ("scheduler", "tests.engine.test_scheduler_app")],
+    ids=["worker", "relay", "scheduler"],
+)
+def test_each_long_running_command_passes_no_prepared_statements_to_its_driver(command: tuple[str, ...]) -> None:
     # The memory driver prepares nothing and takes no driver option: it refuses this one by name.
     out = subprocess.run(
-        [sys.executable, "-c", "from engine.cli import main; main()", "worker", "tests.engine.test_poolers"]
+        [sys.executable, "-c", "from engine.cli import main; main()", *command]
         + ["--dsn", "memory://", "--no-prepared-statements"],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
