@@ -38,12 +38,17 @@ def condition_of(exc: BaseException) -> str:
     return SHUTTING_DOWN if any(w in text for w in _SHUTDOWN_WORDS) else UNREACHABLE
 
 
+def first_line(exc: BaseException, default: str | None = None) -> str:
+    """What an error says, in a line: its message's first, else ``default``, else its type's name."""
+    said = str(exc).strip().splitlines()
+    return said[0] if said else default or type(exc).__name__
+
+
 def lost(exc: BaseException) -> ConnectionLost:
     """The engine's error for a connection failure ``exc`` (raise it ``from exc``). A transaction
     the server rolled back (sqlstate class 40: a serialization failure, a deadlock) is one of
     psycopg's OperationalErrors too, retried alike, but said as what it is."""
-    first = str(exc).strip().splitlines()
-    said = first[0] if first else type(exc).__name__
+    said = first_line(exc)
     if str(getattr(exc, "sqlstate", None) or "").startswith("40"):
         return ConnectionLost(f"the database rolled the statement back ({said}); it may be repeated")
     return ConnectionLost(f"the connection to the database failed: {said}", condition=condition_of(exc))

@@ -21,7 +21,7 @@ from psycopg.rows import tuple_row
 
 from engine.drivers.postgres.pool import LoopPools
 from engine.drivers.sqlfiles import Q, Query
-from engine.drivers.transient import CONNECTION_ERRORS, lost
+from engine.drivers.transient import CONNECTION_ERRORS, first_line, lost
 from engine.errors import (
     SLOW,
     X_DB_READ_ONLY,
@@ -64,7 +64,7 @@ def refused(exc: BaseException, user: str) -> JobsError | None:
     """The engine's error for a statement the server refused for who or where we are: the role
     lacks a privilege, the database takes no writes (a hot standby), or a pooler between us
     hands statements to several sessions; None for anything else."""
-    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    first = first_line(exc)
     if isinstance(exc, psycopg.errors.InsufficientPrivilege):
         return JobsError(
             X_PERMISSION_DENIED,
@@ -125,10 +125,9 @@ class _Connection:
 def cancelled(exc: BaseException) -> JobsError:
     """A statement the server cut off (its statement_timeout, or an administrator's cancel): one
     statement runs in one transaction, so what it would have changed is unchanged."""
-    said = str(exc).strip().splitlines()
     return JobsError(
         X_STATEMENT_TIMEOUT,
-        cause=f"the server cancelled a statement ({said[0] if said else 'no reason given'}); "
+        cause=f"the server cancelled a statement ({first_line(exc, 'no reason given')}); "
         "what it would have changed is unchanged",
         fix="connect(dsn, statement_timeout_ms=30000)",
         meta={"condition": SLOW},

@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 from psycopg import conninfo as ci
 
-from engine.drivers.transient import condition_of
+from engine.drivers.transient import condition_of, first_line
 from engine.errors import X_DB_UNREACHABLE, X_DSN_INVALID, X_NOT_IMPLEMENTED, ConnectionLost, JobsError
 
 # What names a database: all a message needs to say which one, and all it shows of a DSN.
@@ -90,6 +90,11 @@ def check_dsn(dsn: str) -> str:
     return normal
 
 
+def gives_statement_timeout(dsn: str) -> bool:
+    """Whether the DSN's options already set a statement timeout (as with_timeouts puts one)."""
+    return "statement_timeout" in str(ci.conninfo_to_dict(dsn).get("options") or "")
+
+
 def with_timeouts(dsn: str, *, connect_timeout: int | None, statement_timeout_ms: int | None) -> str:
     """The DSN with a connect timeout (whole seconds) and a server-side statement timeout (ms,
     through libpq's ``options``), so every connection made from it, by any pool or library,
@@ -99,7 +104,7 @@ def with_timeouts(dsn: str, *, connect_timeout: int | None, statement_timeout_ms
     if connect_timeout is not None and parts.get("connect_timeout") in (None, ""):
         extra["connect_timeout"] = int(connect_timeout)
     options = str(parts.get("options") or "")
-    if statement_timeout_ms is not None and "statement_timeout" not in options:
+    if statement_timeout_ms is not None and not gives_statement_timeout(dsn):
         extra["options"] = f"{options} -c statement_timeout={int(statement_timeout_ms)}".strip()
     return ci.make_conninfo(dsn, **extra) if extra else dsn
 
@@ -125,8 +130,3 @@ def unreachable(dsn: str, exc: BaseException) -> JobsError:
             "or point the DSN at the server",
         )
     return ConnectionLost(cause, condition=condition_of(exc))
-
-
-def first_line(exc: BaseException) -> str:
-    said = str(exc).strip().splitlines()
-    return said[0] if said else type(exc).__name__

@@ -14,7 +14,7 @@ from psycopg import sql
 
 from engine.drivers.postgres.base import PRESENCE_NAMESPACE, Conn, PostgresBase, cancelled
 from engine.drivers.sqlfiles import Q, Query
-from engine.drivers.transient import CONNECTION_ERRORS, lost
+from engine.drivers.transient import CONNECTION_ERRORS, first_line, lost
 from engine.errors import X_PERMISSION_DENIED, JobsError
 from engine.types import JobState, Orphan
 
@@ -121,7 +121,7 @@ class PostgresMaintenance(PostgresBase):
         except psycopg.errors.LockNotAvailable:
             return None
         except psycopg.errors.InsufficientPrivilege as exc:
-            said = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            said = first_line(exc)
             raise JobsError(
                 X_PERMISSION_DENIED,
                 cause=f"this role may not seal or drop the buckets of settled rows ({said}); the pruner "
@@ -208,7 +208,7 @@ class PostgresMaintenance(PostgresBase):
 
 
 def _not_owner(index: str, exc: BaseException) -> JobsError:
-    said = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    said = first_line(exc)
     return JobsError(
         X_PERMISSION_DENIED,
         cause=f"only the owner of the jobs schema may rebuild index {index} ({said}); it keeps growing until rebuilt",

@@ -13,14 +13,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import psycopg
-from psycopg import conninfo as ci
 from psycopg import sql
 from psycopg.rows import dict_row
 
 from engine.drivers.migrations import Applied, Migration, MigrationStatus, migrations, status_of
 from engine.drivers.postgres.base import cancelled
-from engine.drivers.postgres.dsn import check_dsn, safe_dsn, unreachable
+from engine.drivers.postgres.dsn import check_dsn, gives_statement_timeout, safe_dsn, unreachable
 from engine.drivers.sqlfiles import Q, Query
+from engine.drivers.transient import first_line
 from engine.errors import (
     X_INVALID_ARGUMENT,
     X_MIGRATION_CHANGED,
@@ -42,7 +42,7 @@ def _connect(dsn: str) -> psycopg.Connection[dict[str, Any]]:
     except psycopg.OperationalError as exc:
         raise unreachable(conninfo, exc) from None
     try:
-        if "statement_timeout" not in str(ci.conninfo_to_dict(conninfo).get("options") or ""):
+        if not gives_statement_timeout(conninfo):
             # None given (jobs migrate --statement-timeout): not the database's or the role's
             # default either, which would cut an index build of a big table off half way.
             conn.execute(Q.upkeep_session.text)
@@ -55,7 +55,7 @@ def _connect(dsn: str) -> psycopg.Connection[dict[str, Any]]:
         conn.close()
         raise JobsError(
             X_SERVER_UNSUPPORTED,
-            cause=f"{safe_dsn(dsn)}: {str(exc).strip().splitlines()[0]}; nothing was applied",
+            cause=f"{safe_dsn(dsn)}: {first_line(exc)}; nothing was applied",
             fix="upgrade the server (pg_upgrade) to PostgreSQL 15 or later, or point JOBS_DSN at one",
         ) from None
     conn.autocommit = False
@@ -148,7 +148,7 @@ def move_settled(conn: psycopg.Connection[dict[str, Any]], *, batch: int = MOVE_
 
 
 def _failed(mig: Migration, status: MigrationStatus, dsn: str, exc: BaseException) -> JobsError:
-    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    reason = first_line(exc)
     at = max((a.version for a in status.applied), default=0)
     return JobsError(
         X_MIGRATION_FAILED,

@@ -22,9 +22,9 @@ from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool
 
 from engine.codec import loads
-from engine.drivers.postgres.dsn import DEFAULT_CONNECT_TIMEOUT, first_line, unreachable
+from engine.drivers.postgres.dsn import DEFAULT_CONNECT_TIMEOUT, unreachable
 from engine.drivers.sqlfiles import Q
-from engine.drivers.transient import condition_of
+from engine.drivers.transient import condition_of, first_line
 from engine.errors import SHUTTING_DOWN, ConnectionLost
 from engine.forks import per_process
 
