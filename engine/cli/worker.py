@@ -188,9 +188,17 @@ def worker(
     metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="the metrics address (loopback by default)"),
     loop: str = typer.Option("auto", "--loop", help="the event loop: auto (uvloop when installed), uvloop or asyncio"),
     no_prepared_statements: bool = typer.Option(False, "--no-prepared-statements", help=PREPARED_HELP),
+    burst: bool = typer.Option(
+        False,
+        "--burst",
+        help="exit once nothing in its queues is due and every job it claimed has settled (a CI step, a one-off "
+        "backlog)",
+    ),
     json_out: bool = typer.Option(False, "--json", help="errors as JSON on stderr"),
 ) -> None:
-    """Run a worker for the jobs MODULE[:ATTR] registers, until SIGTERM/SIGINT drains it."""
+    """Run a worker for the jobs MODULE[:ATTR] registers, until SIGTERM/SIGINT drains it.
+
+    With --burst it drains and exits on its own once nothing in its queues is due."""
     try:
         runner = event_loop_runner(loop, target)
         for name, value, example in (
@@ -257,6 +265,7 @@ def worker(
             start_timeout=start_timeout,
             poll_interval=poll_interval,
             traceback_limit=traceback_limit,
+            burst=burst,
         )
         from engine.runtime.worker import WorkerConfig
 

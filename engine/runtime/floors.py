@@ -71,3 +71,7 @@ class ClaimFloors:
         ``now``): if that is before a floor, the claim made then is a full one."""
         if at is not None and self._floor and at < max(self._floor.values()) - SLACK:
             self._full_at = min(self._full_at, now + max(0.0, (at - wall).total_seconds()))
+
+    def full_next(self) -> None:
+        """The next claim is a full one (a burst worker decides it is done only on a full claim)."""
+        self._full_at = 0.0

@@ -17,6 +17,7 @@ WORKER_SETTLE_FAILED = "jobs.worker.settle-failed"
 WORKER_STARTED = "jobs.worker.started"
 WORKER_DRAINING = "jobs.worker.draining"
 WORKER_DRAIN_REQUESTED = "jobs.worker.drain-requested"  # an operator asked it (jobs workers drain ID)
+WORKER_BURST_DONE = "jobs.worker.burst-done"  # burst=True: nothing left due, the worker drains and exits
 WORKER_STOPPED = "jobs.worker.stopped"
 WORKER_CLOCK_SKEWED = "jobs.worker.clock-skewed"  # $JOBS_TEST_CLOCK_SKEW moved this process's clock (tests only)
 WORKER_CLOSE_ABANDONED = "jobs.worker.close-abandoned"  # a drain step given up at its close_timeout

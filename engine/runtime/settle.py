@@ -152,6 +152,24 @@ class AckBuffer:
         if self._inflight:
             await asyncio.gather(*self._inflight, return_exceptions=True)
 
+    @property
+    def settled(self) -> bool:
+        """Nothing waits to be acked and no ack is in flight."""
+        return not self._buf and not self._inflight
+
+    async def settle(self) -> None:
+        """Flush everything buffered now, without waiting for the batching window, and wait for
+        every batch in flight: once it returns, every completion added before it has landed or
+        been reported otherwise. Each batch is flushed in a task of its own, in flight like the
+        others (close() awaits it): a caller that stops waiting cancels no ack on its way."""
+        while self._buf:
+            task = asyncio.ensure_future(self.flush())
+            self._inflight.add(task)
+            task.add_done_callback(self._inflight.discard)
+            await asyncio.wait({task})
+        if self._inflight:
+            await asyncio.wait(set(self._inflight))
+
     async def flush(self) -> None:
         batch = self._buf[: self.batch_size]
         del self._buf[: len(batch)]

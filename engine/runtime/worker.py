@@ -31,8 +31,10 @@ from engine.drivers.base import Driver
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.jobs import Registry, as_registry
 from engine.runtime import aio, logs
+from engine.runtime.burst import Burst
 from engine.runtime.execute import Execution, Runner
 from engine.runtime.floors import ClaimFloors
+from engine.runtime.gauges import GaugeReader
 from engine.runtime.leases import LeaseKeeper, _short
 from engine.runtime.limits import Limits
 from engine.runtime.metrics import Metrics
@@ -90,13 +92,14 @@ class Worker:
         self._services, self._on_drain = list(services), list(on_drain)
         self._running: dict[str, asyncio.Task[None]] = {}  # each claimed job's task, until it settles
         self._floors = ClaimFloors()  # where the next claim starts reading each queue
+        self._gauges = GaugeReader(driver, self.clock, self.metrics, worker=self.id, interval=cfg.gauges_interval)
         self._tasks: list[asyncio.Task[Any]] = []
         self._stopping = False
         self._closing = False
         self._started = False
         self._drained = False
-        self._drain_task: asyncio.Task[None] | None = None  # an operator's drain request, seen on a heartbeat
-        self._gauges_failing = False
+        self._drain_task: asyncio.Task[None] | None = None  # an operator's drain request, or a burst's end
+        self._burst: Burst | None = None  # burst=True: stops once nothing is left (engine/runtime/burst.py)
         self.released: list[str] = []
         self.maintenance: Any = None  # set by services.maintenance.maintained_worker
         self.relay: Any = None  # the outbox relay, set by the same
@@ -155,6 +158,8 @@ class Worker:
             traceback_limit=cfg.traceback_limit,
             tasks=self._running,
         )
+        if cfg.burst:
+            self._burst = Burst(self._running, self.acks, self._woken, self._floors, self.clock)
         spawn = asyncio.get_running_loop().create_task
         self._claimer = spawn(self._claim_loop(), name="jobs-claim")
         self._tasks = [
@@ -162,7 +167,7 @@ class Worker:
             spawn(self.acks.run(), name="jobs-ack"),
             spawn(self._listen_loop(), name="jobs-listen"),
             spawn(self._heartbeat_loop(), name="jobs-heartbeat"),
-            spawn(self._gauges_loop(), name="jobs-gauges"),
+            spawn(self._gauges.run(), name="jobs-gauges"),
             spawn(self.presence.run(), name="jobs-presence"),
         ] + [spawn(_run(svc), name="jobs-service") for svc in self._services]
         logs.emit(logs.WORKER_STARTED, worker=self.id, queues=list(self.queues), concurrency=cfg.concurrency)
@@ -286,13 +291,13 @@ class Worker:
             self._woken.clear()
             limit = min(free, cfg.batch_size)
             started = self.clock.monotonic()
-            after = self._floors.after(started)
+            after, now = self._floors.after(started), self.clock.now()
             try:
                 batch = await self.driver.worker_claim(
                     queues=self.queues,
                     limit=limit,
                     worker=self.id,
-                    now=self.clock.now(),
+                    now=now,
                     lease_seconds=cfg.lease_seconds,
                     after=after,
                 )
@@ -313,7 +318,12 @@ class Worker:
                 self._start_job(cj)
             if self._stopping:
                 break
-            if len(batch.jobs) < limit:
+            if len(batch.jobs) < limit and self._burst is not None:
+                if await self._burst.over(batch, full=after is None, now=now):
+                    logs.emit(logs.WORKER_BURST_DONE, worker=self.id)
+                    self._drain_task = asyncio.get_running_loop().create_task(self.drain(), name="jobs-drain")
+                    break
+            elif len(batch.jobs) < limit:
                 self._floors.due(batch.next_due, wall=self.clock.now(), now=self.clock.monotonic())
                 await self._idle(batch.next_due)
             else:
@@ -414,29 +424,9 @@ class Worker:
                     logs.WORKER_RECONNECTING, logging.WARNING, what="heartbeat", worker=self.id, error=_short(exc)
                 )
 
-    async def _gauges_loop(self) -> None:
-        while True:
-            await self.refresh_gauges()
-            await self.clock.sleep(self.config.gauges_interval)
-
     async def refresh_gauges(self) -> None:
-        """One reading of the queue gauges. The fleet counts once per interval, whichever worker
-        comes first; the rest read that count. A failed reading leaves the gauges as they were,
-        counts a reconnect and is logged once a streak (the next tick tries again)."""
-        try:
-            gauges = await self.driver.queue_gauges(now=self.clock.now(), max_age=self.config.gauges_interval)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            self.metrics.reconnects.labels("gauges").inc()
-            if not self._gauges_failing:
-                self._gauges_failing = True
-                logs.emit(logs.WORKER_RECONNECTING, logging.WARNING, what="gauges", worker=self.id, error=_short(exc))
-            return
-        self.metrics.set_gauges(gauges)
-        if self._gauges_failing:
-            self._gauges_failing = False
-            logs.emit(logs.WORKER_RECONNECTED, what="gauges", worker=self.id)
+        """One reading of the queue gauges (engine/runtime/gauges.py)."""
+        await self._gauges.refresh()
 
 
 async def _run(service: Callable[[], Awaitable[None]]) -> None:

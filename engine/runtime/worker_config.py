@@ -36,6 +36,7 @@ class WorkerConfig(Options):
     presence_interval: float = 0.5
     shed_delay: float = 1.0  # a concurrency shed is claimable again after this
     gauges_interval: float = 10.0
+    burst: bool = False  # stop once nothing is due in these queues and every claimed job has settled
     traceback_limit: int = 8192  # most characters of a failed attempt's traceback stored (its tail); 0: none
     id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
@@ -65,6 +66,10 @@ class WorkerConfig(Options):
         if st is not None and not finite_positive(st):
             raise _bad("start_timeout", st, "jobs worker MODULE --start-timeout 60")
         check_traceback_limit(self.traceback_limit)
+        if not isinstance(self.burst, bool):
+            raise JobsError(
+                X_INVALID_ARGUMENT, cause=f"worker option burst={self.burst!r} must be True or False", fix="burst=True"
+            )
         if self.renew_interval is not None and not (0 < self.renew_interval < self.lease_seconds):
             raise JobsError(
                 X_INVALID_ARGUMENT,

