@@ -34,6 +34,13 @@ app = typer.Typer(
 )
 
 
+# As `jobs` reads them (engine/cli/admin.py): one setting for every process behind the pooler.
+PREPARED_ENV = "JOBS_NO_PREPARED_STATEMENTS"
+PREPARED_HELP = (
+    f"prepare no statement: for a DSN that goes through PgBouncer in transaction mode (or ${PREPARED_ENV}=1)"
+)
+
+
 @dataclass(frozen=True)
 class Options:
     read_only: bool = False
@@ -42,6 +49,7 @@ class Options:
     name: str | None = None
     app: str | None = None  # the module declaring the app's backfills
     environment: str | None = None
+    prepared_statements: bool = True  # False: prepare none (a DSN through PgBouncer in transaction mode)
 
 
 # --- checking input ---------------------------------------------------------------------------
@@ -130,7 +138,13 @@ def open_source(dsn: str, opts: Options):  # type: ignore[no-untyped-def]
     from console.source import open_source as source_for_dsn
 
     try:
-        return source_for_dsn(dsn, read_only=opts.read_only, app=opts.app, environment=opts.environment)
+        return source_for_dsn(
+            dsn,
+            read_only=opts.read_only,
+            app=opts.app,
+            environment=opts.environment,
+            prepared_statements=opts.prepared_statements,
+        )
     except JobsError as err:
         if err.code == X_DSN_INVALID:  # the driver's fix names the Python API; ours names this command
             raise JobsError(
@@ -191,6 +205,9 @@ def main_command(
     env: str = typer.Option(
         None, "--env", help="this deployment's environment (default $JOBS_ENV, else development)", show_default=False
     ),
+    no_prepared_statements: bool = typer.Option(
+        False, "--no-prepared-statements", envvar=PREPARED_ENV, help=PREPARED_HELP
+    ),
 ) -> None:
     """Open the console on a jobs database (`--dsn` or $JOBS_DSN)."""
     try:
@@ -201,7 +218,15 @@ def main_command(
             name=name,
             app=app_module or os.environ.get("JOBS_APP") or None,
             environment=env,
+            prepared_statements=not no_prepared_statements,
         )
+        if ctx.invoked_subcommand == "demo" and no_prepared_statements:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause="--no-prepared-statements (or $JOBS_NO_PREPARED_STATEMENTS) was given to the demo, which "
+                "talks to its own server, never through a pooler",
+                fix=f"unset {PREPARED_ENV}; jobs-console demo",
+            )
         if ctx.invoked_subcommand == "demo" and (app_module or env):
             raise JobsError(
                 X_INVALID_ARGUMENT,

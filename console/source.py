@@ -408,15 +408,17 @@ def open_source(
     budget: float = DEFAULT_BUDGET,
     app: str | None = None,
     environment: str | None = None,
+    prepared_statements: bool = True,
 ) -> Source:
     """Connect, check that the schema is installed and load the app's backfills from ``app``
-    (raising JobsError before any screen is drawn), and answer a Source on that engine."""
+    (raising JobsError before any screen is drawn), and answer a Source on that engine.
+    ``prepared_statements=False``: prepare none (a DSN through PgBouncer in transaction mode)."""
     backfills = None
     if app:
         from engine.cli.backfill import load_catalog  # the `jobs backfill --app` door
 
         backfills = load_catalog(app)
-    engine = connect(dsn, environment=environment)
+    engine = connect(dsn, environment=environment, **({} if prepared_statements else {"prepared_statements": False}))
 
     async def check() -> str | None:
         try:

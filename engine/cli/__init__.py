@@ -8,7 +8,15 @@ import sys
 
 import typer
 
-from engine.cli.admin import CONNECT_HELP, CONNECT_TIMEOUT, STATEMENT_HELP, dsn_fix, set_timeouts
+from engine.cli.admin import (
+    CONNECT_HELP,
+    CONNECT_TIMEOUT,
+    PREPARED_ENV,
+    PREPARED_HELP,
+    STATEMENT_HELP,
+    dsn_fix,
+    set_connections,
+)
 from engine.errors import X_DSN_INVALID, X_NOT_FOUND, X_STATEMENT_TIMEOUT, X_UNKNOWN_JOB, JobsError
 from engine.text import printable
 
@@ -46,13 +54,16 @@ def _root(
         metavar="SECONDS",
         show_default=False,
     ),
+    no_prepared_statements: bool = typer.Option(
+        False, "--no-prepared-statements", envvar=PREPARED_ENV, help=PREPARED_HELP
+    ),
     version: bool = typer.Option(
         False, "--version", help="print the version and exit", callback=_version, is_eager=True
     ),
 ) -> None:
     """Operate a jobs deployment: install the schema, run workers, inspect and act on queues."""
     try:
-        set_timeouts(connect_timeout, statement_timeout, ctx.invoked_subcommand)
+        set_connections(connect_timeout, statement_timeout, ctx.invoked_subcommand, prepared=not no_prepared_statements)
     except JobsError as err:
         fail(err)
 

@@ -1,5 +1,5 @@
-"""What every command shares: the DSN option and where it comes from, and the timeouts every
-connection the command opens carries.
+"""What every command shares: the DSN option and where it comes from, and what every connection
+the command opens carries (its timeouts; whether it prepares statements).
 
 A frozen or unreachable server must answer a command with a coded error in a few seconds, never
 hang it: every connection waits at most the connect timeout for the server, and every statement
@@ -8,6 +8,10 @@ Both are set on the root command (`jobs --connect-timeout 3 queues`) or in the e
 ($JOBS_CONNECT_TIMEOUT, $JOBS_STATEMENT_TIMEOUT). The long-running commands (worker, relay,
 scheduler) and migrate get the connect timeout but no statement timeout unless one is given: a
 migration's index build or a worker's busy claim may rightly take longer than a read.
+
+Behind PgBouncer in transaction mode a prepared statement meets other server sessions:
+`jobs --no-prepared-statements COMMAND` (or $JOBS_NO_PREPARED_STATEMENTS=1, which `jobs-console`
+and the long-running commands' own flag read too) prepares none.
 """
 
 from __future__ import annotations
@@ -27,7 +31,10 @@ APP_HELP = "the module holding the @job handles (default $JOBS_APP)"
 TENANT_HELP = "only this tenant's jobs: another tenant's job is not found"
 NOTE_HELP = "a note kept in the audit with who and when (an incident number, a reason)"
 DSN_EXAMPLE = "postgresql://USER@HOST:5432/DBNAME"
-PREPARED_HELP = "prepare no statement: for a DSN that goes through PgBouncer in transaction mode"
+PREPARED_ENV = "JOBS_NO_PREPARED_STATEMENTS"
+PREPARED_HELP = (
+    f"prepare no statement: for a DSN that goes through PgBouncer in transaction mode (or ${PREPARED_ENV}=1)"
+)
 CONNECT_TIMEOUT = 5  # seconds a connection waits for the server
 STATEMENT_TIMEOUT = 10.0  # seconds a one-shot command's statement may run
 CONNECT_HELP = "seconds each connection waits for the server before the command fails (whole seconds, at least 2)"
@@ -38,18 +45,20 @@ STATEMENT_HELP = (
 
 
 @dataclass
-class Timeouts:
-    """The root command's timeouts, for the command it runs (set once per invocation)."""
+class Connections:
+    """The root command's settings for every connection of the command it runs (set once per
+    invocation)."""
 
     connect: int = CONNECT_TIMEOUT
     statement: float | None = None  # None: the command's default
     command: str | None = None  # the subcommand being run, for a fix that names it
+    prepared: bool = True  # False: --no-prepared-statements
 
 
-TIMEOUTS = Timeouts()
+CONNECTIONS = Connections()
 
 
-def set_timeouts(connect: int, statement: float | None, command: str | None) -> None:
+def set_connections(connect: int, statement: float | None, command: str | None, *, prepared: bool = True) -> None:
     if connect < 2:
         raise JobsError(
             X_INVALID_ARGUMENT,
@@ -62,12 +71,13 @@ def set_timeouts(connect: int, statement: float | None, command: str | None) -> 
             cause=f"--statement-timeout {statement:g} is negative",
             fix=f"jobs --statement-timeout 10 {command or 'queues'}",
         )
-    TIMEOUTS.connect, TIMEOUTS.statement, TIMEOUTS.command = connect, statement, command
+    CONNECTIONS.connect, CONNECTIONS.statement, CONNECTIONS.command = connect, statement, command
+    CONNECTIONS.prepared = prepared
 
 
 def dsn_fix() -> str:
     """X_DSN_INVALID's fix: the command being run with a DSN of the right shape."""
-    return f"jobs {TIMEOUTS.command or 'queues'} --dsn {DSN_EXAMPLE}"
+    return f"jobs {CONNECTIONS.command or 'queues'} --dsn {DSN_EXAMPLE}"
 
 
 def resolve_dsn(dsn: str | None, *, long_running: bool = False) -> str:
@@ -83,11 +93,13 @@ def resolve_dsn(dsn: str | None, *, long_running: bool = False) -> str:
         return value
     from engine.drivers.postgres.dsn import with_timeouts
 
-    statement = TIMEOUTS.statement if TIMEOUTS.statement is not None else None if long_running else STATEMENT_TIMEOUT
+    statement = (
+        CONNECTIONS.statement if CONNECTIONS.statement is not None else None if long_running else STATEMENT_TIMEOUT
+    )
     try:
         return with_timeouts(
             value,
-            connect_timeout=TIMEOUTS.connect,
+            connect_timeout=CONNECTIONS.connect,
             statement_timeout_ms=int(statement * 1000) if statement else None,
         )
     except JobsError as err:
@@ -96,13 +108,20 @@ def resolve_dsn(dsn: str | None, *, long_running: bool = False) -> str:
         raise
 
 
+def driver_options(*, no_prepared_statements: bool = False) -> dict[str, Any]:
+    """The driver options of this invocation's connections: none, or no prepared statements
+    (the root's --no-prepared-statements, $JOBS_NO_PREPARED_STATEMENTS or the command's own flag).
+    The memory driver takes no option: it refuses this one by name."""
+    return {"prepared_statements": False} if no_prepared_statements or not CONNECTIONS.prepared else {}
+
+
 def long_running_driver(dsn: str | None, *, no_prepared_statements: bool) -> Any:
     """The driver of a long-running command (worker, relay, scheduler): its DSN as resolve_dsn
     gives it, built before the loop starts, so a driver option the DSN cannot take (the memory
     driver's) is refused with the command's other bad input."""
     from engine.api import open_driver
 
-    options = {"prepared_statements": False} if no_prepared_statements else {}
+    options = driver_options(no_prepared_statements=no_prepared_statements)
     return open_driver(resolve_dsn(dsn, long_running=True), **options)
 
 

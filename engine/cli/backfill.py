@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import typer
 
 from engine.cli import EXIT_DRIFT, EXIT_ERROR, app, fail
-from engine.cli.admin import DSN_HELP, JSON_HELP, resolve_dsn
+from engine.cli.admin import DSN_HELP, JSON_HELP, driver_options, resolve_dsn
 from engine.cli.ops import ACTOR_HELP, EXIT_NOOP
 from engine.cli.reads import console, emit, table, to_json
 from engine.errors import X_BACKFILL_PENDING, JobsError
@@ -43,7 +43,7 @@ def _run(dsn: str | None, env: str | None, json_out: bool, call: Callable[[Any],
     from engine.api import connect
 
     try:
-        eng = connect(resolve_dsn(dsn), environment=env)
+        eng = connect(resolve_dsn(dsn), environment=env, **driver_options())
     except JobsError as err:
         fail(err, as_json=json_out)
 

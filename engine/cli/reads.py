@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 from engine.cli import EXIT_DRIFT, app, fail
-from engine.cli.admin import APP_HELP, DSN_HELP, JSON_HELP, TENANT_HELP, resolve_dsn
+from engine.cli.admin import APP_HELP, DSN_HELP, JSON_HELP, TENANT_HELP, driver_options, resolve_dsn
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.text import printable
 
@@ -78,7 +78,7 @@ def run(dsn: str | None, as_json: bool, call: Callable[[Any], Awaitable[T]]) -> 
     from engine.api import connect
 
     try:
-        eng = connect(resolve_dsn(dsn))
+        eng = connect(resolve_dsn(dsn), **driver_options())
     except JobsError as err:
         fail(err, as_json=as_json)
 

@@ -59,7 +59,9 @@ async def test_a_prepared_statement_met_in_another_session_names_the_pooler(pg_d
                 async with driver._connection() as conn:  # the server's own error, as a pooler relays it
                     await conn.execute(f"do $$ begin raise exception '{said}' using errcode = '{sqlstate}'; end $$")
             assert err.value.code == X_POOLER_PREPARED and said in err.value.cause
-            assert err.value.fix == "connect(dsn, prepared_statements=False), or jobs worker --no-prepared-statements"
+            assert err.value.fix == (
+                "connect(dsn, prepared_statements=False); for jobs and jobs-console: export JOBS_NO_PREPARED_STATEMENTS=1"
+            )
     finally:
         await driver.close()
 
@@ -94,3 +96,79 @@ def test_each_long_running_command_passes_no_prepared_statements_to_its_driver(c
     )
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert "error X_INVALID_ARGUMENT: the memory driver takes no options, got prepared_statements" in out.stderr
+
+
+REFUSED = "the memory driver takes no options, got prepared_statements"
+MEM = ["--dsn", "memory://"]
+
+
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [
+        (["--no-prepared-statements", "queues", "--dsn", "memory://"], {}),
+        (["ls", "--dsn", "memory://"], {"JOBS_NO_PREPARED_STATEMENTS": "1"}),
+        (["--no-prepared-statements", "backfill", "--status", "--app", "tests.engine.backfill_app"] + MEM, {}),
+        (["worker", "tests.engine.test_poolers", "--dsn", "memory://"], {"JOBS_NO_PREPARED_STATEMENTS": "true"}),
+    ],
+    ids=["root-flag-read", "env-read", "root-flag-backfill", "env-worker"],
+)
+def test_the_root_flag_and_the_environment_reach_every_commands_driver(args: list[str], env: dict[str, str]) -> None:
+    # One setting for a deployment behind a transaction pooler: the one-shot reads and actions
+    # too, not only the long-running commands. The memory driver refuses the option by name.
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+
+    result = CliRunner().invoke(app, args, env=env)
+    assert result.exit_code != 0 and REFUSED in result.output, result.output
+
+
+def test_without_the_setting_no_command_passes_the_option() -> None:
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+
+    result = CliRunner().invoke(app, ["queues", "--dsn", "memory://"], env={"JOBS_NO_PREPARED_STATEMENTS": ""})
+    assert result.exit_code == 0 and REFUSED not in result.output, result.output
+
+
+def test_the_console_takes_the_setting_and_the_demo_refuses_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    import console.cli as console_cli
+
+    seen: list[bool] = []
+
+    def opening(dsn: str, opts: console_cli.Options) -> None:
+        seen.append(opts.prepared_statements)
+        raise JobsError(X_DB_UNREACHABLE, cause="not opened by this test", fix="-")
+
+    monkeypatch.setattr(console_cli, "open_source", opening)
+    for env, prepared in (({"JOBS_NO_PREPARED_STATEMENTS": "1"}, False), ({}, True)):
+        CliRunner().invoke(console_cli.app, ["--dsn", "host=/nowhere dbname=x"], env=env)
+        assert seen.pop() is prepared
+    demo = CliRunner().invoke(console_cli.app, ["--no-prepared-statements", "demo"])
+    assert demo.exit_code != 0
+    assert "error X_INVALID_ARGUMENT: --no-prepared-statements (or $JOBS_NO_PREPARED_STATEMENTS)" in demo.output
+    assert "fix: unset JOBS_NO_PREPARED_STATEMENTS; jobs-console demo" in demo.output
+
+
+def test_a_console_opened_without_prepared_statements_reads_without_preparing_any(pg_dsn: str) -> None:
+    import asyncio
+
+    from console.source import open_source
+    from engine.projections import JobFilter
+
+    source = open_source(pg_dsn, prepared_statements=False)
+
+    async def reads() -> int:
+        try:
+            for _ in range(3):  # past psycopg's threshold
+                await source.queues()
+                await source.jobs(JobFilter())
+                await source.workers()
+            return await _prepared_on_the_lead(source.engine.driver)  # type: ignore[arg-type]
+        finally:
+            await source.engine.aclose()
+
+    assert asyncio.run(reads()) == 0, "no statement prepared"

@@ -84,7 +84,7 @@ def refused(exc: BaseException, user: str) -> JobsError | None:
             X_POOLER_PREPARED,
             cause=f"a prepared statement reached another server session ({first}): the connection goes "
             "through a pooler in transaction mode",
-            fix="connect(dsn, prepared_statements=False), or jobs worker --no-prepared-statements",
+            fix="connect(dsn, prepared_statements=False); for jobs and jobs-console: export JOBS_NO_PREPARED_STATEMENTS=1",
         )
     return None
 
