@@ -7,10 +7,11 @@ from __future__ import annotations
 import asyncio
 import atexit
 import itertools
+import logging
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Coroutine, Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from engine.clock import Clock, SystemClock, utc
 from engine.codec import check_json_text
@@ -20,6 +21,7 @@ from engine.ids import IdFactory
 from engine.jobs import JobDefinition
 from engine.opening import ensure_open, forget
 from engine.options import int32
+from engine.runtime import logs
 from engine.syncbridge import LoopThread
 from engine.text import check_text
 from engine.types import EnqueueResult, JobRow, NewJob
@@ -35,6 +37,7 @@ if TYPE_CHECKING:  # the operator actions and the reads are imported where they 
 # so checking and encoding a chunk overlaps the server's insert of the one before
 # (`python -m bench.ab --base REV --rounds 5` compares chunk sizes at 1,000 rows a batch).
 CHUNK = 250
+T = TypeVar("T")
 
 
 class Enqueue(NamedTuple):
@@ -114,6 +117,7 @@ class Engine:
         self.clock = clock or SystemClock()
         self.ids = ids or IdFactory(self.clock)
         self._bridge = LoopThread()
+        self._warned_sync = False  # jobs.engine.sync-in-loop said once
         # An engine never closed (a script that ends without eng.close()) is closed at interpreter
         # exit, its pools' tasks ended on their loop instead of destroyed pending ("Task was
         # destroyed but it is pending!"). Holds the driver and the bridge, not the engine.
@@ -238,8 +242,24 @@ class Engine:
 
     # --- sync API (a private loop on a thread) ---------------------------------------------
 
+    def _sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        """``coro`` run on the engine's private loop. Called where an event loop runs (async code,
+        a notebook), it blocks that loop for the round trip: said once per engine, as the warning
+        `jobs.engine.sync-in-loop`."""
+        if not self._warned_sync:
+            running = asyncio._get_running_loop()
+            if running is not None and not self._bridge.owns(running):
+                self._warned_sync = True
+                logs.emit(
+                    logs.ENGINE_SYNC_IN_LOOP,
+                    logging.WARNING,
+                    call=getattr(coro, "__qualname__", "").rpartition(".")[2].removeprefix("a"),
+                    fix="await the a-prefixed twin in async code: await eng.aenqueue(...)",
+                )
+        return self._bridge.run(coro)
+
     def enqueue_many(self, specs: Iterable[Enqueue]) -> list[EnqueueResult]:
-        return self._bridge.run(self.aenqueue_many(specs))
+        return self._sync(self.aenqueue_many(specs))
 
     def enqueue(
         self,
@@ -251,20 +271,20 @@ class Engine:
         run_at: datetime | None = None,
         priority: int | None = None,
     ) -> EnqueueResult:
-        return self._bridge.run(self.aenqueue(job, input, tenant=tenant, delay=delay, run_at=run_at, priority=priority))
+        return self._sync(self.aenqueue(job, input, tenant=tenant, delay=delay, run_at=run_at, priority=priority))
 
     def get(self, job_id: str, *, tenant: str | None = None) -> JobRow:
-        return self._bridge.run(self.aget(job_id, tenant=tenant))
+        return self._sync(self.aget(job_id, tenant=tenant))
 
     def cancel(
         self, job_id: str, *, tenant: str | None = None, actor: str | None = None, note: str | None = None
     ) -> ActionResult:
-        return self._bridge.run(self.acancel(job_id, tenant=tenant, actor=actor, note=note))
+        return self._sync(self.acancel(job_id, tenant=tenant, actor=actor, note=note))
 
     def send_event(
         self, name: str, payload: dict[str, Any] | None = None, *, tenant: str | None = None, actor: str | None = None
     ) -> SentEvent:
-        return self._bridge.run(self.asend_event(name, payload, tenant=tenant, actor=actor))
+        return self._sync(self.asend_event(name, payload, tenant=tenant, actor=actor))
 
     def retry_from_step(
         self,
@@ -275,7 +295,7 @@ class Engine:
         actor: str | None = None,
         note: str | None = None,
     ) -> ActionResult:
-        return self._bridge.run(self.aretry_from_step(job_id, step_name, tenant=tenant, actor=actor, note=note))
+        return self._sync(self.aretry_from_step(job_id, step_name, tenant=tenant, actor=actor, note=note))
 
     # --- the transactional outbox (engine/outbox.py) -----------------------------------------
 

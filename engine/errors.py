@@ -70,6 +70,9 @@ X_DB_READ_ONLY = _declare("X_DB_READ_ONLY", "the database refuses writes (a hot 
 X_POOLER_PREPARED = _declare(
     "X_POOLER_PREPARED", "the engine's prepared statements went through a pooler in transaction mode"
 )
+X_SYNC_IN_LOOP = _declare(
+    "X_SYNC_IN_LOOP", "a sync engine call was made on the engine's own event loop, where it would wait for itself"
+)
 X_QUERY_BUDGET = _declare("X_QUERY_BUDGET", "an introspection query ran past its time budget and was cut off")
 X_STATEMENT_TIMEOUT = _declare(
     "X_STATEMENT_TIMEOUT", "the server cancelled a statement that ran past its statement timeout"

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from engine.errors import X_SYNC_IN_LOOP, JobsError
 from engine.forks import per_process
 
 T = TypeVar("T")
@@ -41,8 +42,24 @@ class LoopThread:
     def started(self) -> bool:
         return self._loop is not None
 
+    def owns(self, loop: asyncio.AbstractEventLoop | None) -> bool:
+        """Whether ``loop`` is this bridge's own."""
+        return loop is not None and loop is self._loop
+
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self._ensure()).result()
+        """``coro`` run on the bridge's loop, its answer handed back to the calling thread. Called
+        from the bridge's own loop (a coroutine running there that makes a sync call) it would
+        wait for itself for ever: refused."""
+        loop = self._ensure()
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise JobsError(
+                X_SYNC_IN_LOOP,
+                cause="a sync engine call was made from a coroutine running on the engine's own event loop, "
+                "where it would wait for itself for ever",
+                fix="await eng.aenqueue(...) (each sync call has an a-prefixed twin) in async code",
+            )
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
     def stop(self) -> None:
         with self._lock:

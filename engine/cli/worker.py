@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 import sys
+from collections import Counter
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -315,6 +316,7 @@ async def _serve(
     clock = clock or SystemClock()
     if clock.skew:
         logs.emit(logs.WORKER_CLOCK_SKEWED, logging.WARNING, skew=clock.skew, env=SKEW_ENV, note="for tests only")
+    ended: Counter[str] = Counter()  # --burst: what its runs came to, said as it exits
     w = maintained_worker(
         driver,
         registry,
@@ -323,6 +325,7 @@ async def _serve(
         maintenance_config=maint,
         scheduler=scheduler,
         metrics=metrics,
+        on_execution=(lambda ex: ended.update((ex.outcome,))) if options.get("burst") else None,
         **options,
     )
     server = None
@@ -358,7 +361,11 @@ async def _serve(
         if metrics_port:
             server = serve_metrics(metrics, metrics_port, metrics_host)
         print(f"jobs worker {w.id} serving {','.join(w.queues)} (concurrency {w.config.concurrency})", flush=True)
+        began = loop.time()
         await w.wait_stopped()
+        if w.config.burst:
+            runs = ", ".join(f"{n} {outcome}" for outcome, n in sorted(ended.items())) or "no job was due"
+            print(f"jobs worker {w.id} burst done in {loop.time() - began:.1f} s: {runs}", flush=True)
         return 0
     finally:
         if server is not None:

@@ -26,6 +26,7 @@ WORKER_WAITING_FOR_DATABASE = "jobs.worker.waiting-for-database"  # its start re
 WORKER_RECONNECTED = "jobs.worker.reconnected"
 WORKER_RELEASED = "jobs.worker.released"
 WORKER_GONE = "jobs.worker.gone"  # a worker's presence ended holding claims: its jobs re-delivered
+ENGINE_SYNC_IN_LOOP = "jobs.engine.sync-in-loop"  # a sync call blocked a running event loop (once an engine)
 LEASE_LOST = "jobs.lease.lost"
 SLOT_LOST = "jobs.worker.slot-lost"  # a running job's fleet concurrency slot was taken by another holder
 TIMEOUT_ABANDONED = "jobs.timeout.abandoned"

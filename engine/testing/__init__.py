@@ -12,7 +12,7 @@ from engine.testing.backfills import PassPlayer
 from engine.testing.databases import Databases, app_connection, install, throwaway_postgres
 from engine.testing.embedded_pg import EmbeddedPostgres, create_database, drop_database, find_server_binaries
 from engine.testing.factory import Factory, claim_of, make_job
-from engine.testing.run import Ran, run_due
+from engine.testing.run import Ran, arun_due, run_due
 
 __all__ = [
     "Databases",
@@ -22,6 +22,7 @@ __all__ = [
     "PassPlayer",
     "Ran",
     "app_connection",
+    "arun_due",
     "claim_of",
     "create_database",
     "drop_database",

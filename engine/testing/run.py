@@ -1,4 +1,5 @@
-"""run_due: run the jobs a test enqueued, in the test's own event loop, until none is left."""
+"""run_due / arun_due: run the jobs a test enqueued until none is left (in the test's own event
+loop for arun_due; on the engine's private loop for run_due, as the engine's other sync calls)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,14 @@ class Ran:
         return [ex for ex in self.executions if ex.job_id == job_id]
 
 
-async def run_due(engine: Any, jobs: Any, *, timeout: float = 30.0, **options: Any) -> Ran:
+def run_due(engine: Any, jobs: Any, *, timeout: float = 30.0, **options: Any) -> Ran:
+    """arun_due for sync tests (Django's, Flask's): run on the engine's private loop, as
+    ``engine.enqueue`` is. An async handler there that makes a sync engine call is refused
+    (X_SYNC_IN_LOOP): it would wait for itself."""
+    return engine._sync(arun_due(engine, jobs, timeout=timeout, **options))
+
+
+async def arun_due(engine: Any, jobs: Any, *, timeout: float = 30.0, **options: Any) -> Ran:
     """Run every job due in the queues of ``jobs`` (a job handle, a list of them, a module or a
     Registry), and every job those runs enqueue, until nothing there is due and every run has
     settled: a burst worker (engine/runtime/burst.py) in this loop. A retry waits out its backoff
@@ -40,7 +48,7 @@ async def run_due(engine: Any, jobs: Any, *, timeout: float = 30.0, **options: A
             raise JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"run_due sets {name} itself",
-                fix="run_due(engine, jobs), then read the answer's executions",
+                fix="ran = run_due(engine, jobs), then read ran.executions",
             )
     for service in ("maintenance", "relay", "scheduler"):
         options.setdefault(service, False)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import sys
 from datetime import timedelta
@@ -22,7 +23,7 @@ from engine.ids import IdFactory
 from engine.jobs import job
 from engine.retry import RetryPolicy
 from engine.runtime.worker import WorkerConfig
-from engine.testing import run_due
+from engine.testing import arun_due, run_due
 from engine.types import JobState
 from tests.engine import test_worker_app as app
 
@@ -97,7 +98,7 @@ ALL = [leaf, fan, gated, overdue, boom, hang]
 
 async def test_run_due_runs_every_due_job_and_every_job_those_runs_enqueue_then_returns(eng: Engine) -> None:
     roots = [(await eng.aenqueue(fan, {"k": f"r{n}", "depth": 2})).id for n in range(3)]
-    ran = await run_due(eng, ALL, concurrency=4)
+    ran = await arun_due(eng, ALL, concurrency=4)
     # each root: fan -> fan -> fan, each fan one leaf: 3 fans and 3 leaves a root
     assert ran.outcomes == {"completed": 18}
     assert [ex.name for ex in ran.executions].count("b.leaf") == 9
@@ -109,7 +110,7 @@ async def test_run_due_runs_every_due_job_and_every_job_those_runs_enqueue_then_
 
 async def test_a_burst_does_not_end_while_a_run_it_claimed_is_still_going(eng: Engine) -> None:
     await eng.aenqueue(gated, {"k": "g"})
-    running = asyncio.ensure_future(run_due(eng, ALL))
+    running = asyncio.ensure_future(arun_due(eng, ALL))
     await GATES["started"].wait()  # the worker's claims now find nothing due, with this run going
     for _ in range(20):
         await asyncio.sleep(0)
@@ -121,7 +122,7 @@ async def test_a_burst_does_not_end_while_a_run_it_claimed_is_still_going(eng: E
 
 async def test_a_burst_ends_only_on_a_full_claim_so_a_job_due_before_the_claim_floors_runs(eng: Engine) -> None:
     await eng.aenqueue(overdue, {"k": "o"})
-    ran = await run_due(eng, ALL, concurrency=1, batch_size=1)
+    ran = await arun_due(eng, ALL, concurrency=1, batch_size=1)
     assert [ex.name for ex in ran.executions] == ["b.overdue", "b.leaf"]
 
 
@@ -130,22 +131,22 @@ async def test_a_retry_waits_out_its_backoff_and_a_later_run_due_runs_it_once_th
 ) -> None:
     failing = (await eng.aenqueue(boom, {"k": "b"})).id
     later = (await eng.aenqueue(leaf, {"k": "later"}, delay=60)).id
-    ran = await run_due(eng, ALL)
+    ran = await arun_due(eng, ALL)
     assert ran.outcomes == {"retried": 1}
     assert (await eng.aget(failing)).state is JobState.DELAYED
     assert (await eng.aget(later)).state is JobState.DELAYED  # not due: not run, not waited for
     clock.advance(5)
-    again = await run_due(eng, ALL)
+    again = await arun_due(eng, ALL)
     assert [(ex.outcome, ex.attempt) for ex in again.executions] == [("retried", 2)]
     clock.advance(60)
-    last = await run_due(eng, ALL)
+    last = await arun_due(eng, ALL)
     assert sorted((ex.name, ex.outcome) for ex in last.executions) == [("b.boom", "dead"), ("b.leaf", "completed")]
 
 
 async def test_run_due_gives_up_after_its_timeout_and_hands_the_run_back(eng: Engine) -> None:
     stuck = (await eng.aenqueue(hang, {"k": "h"})).id
     with pytest.raises(TimeoutError, match=r"gave up after 0.3 s: 1 run\(s\) had not ended"):
-        await run_due(eng, ALL, timeout=0.3)
+        await arun_due(eng, ALL, timeout=0.3)
     row = await eng.aget(stuck)
     assert row.state is JobState.READY  # released by the drain, its attempt given back
     assert await eng.driver.worker_list(now=eng.clock.now()) == []
@@ -154,7 +155,7 @@ async def test_run_due_gives_up_after_its_timeout_and_hands_the_run_back(eng: En
 async def test_burst_options_that_run_due_sets_itself_or_of_the_wrong_type_are_refused(eng: Engine) -> None:
     for bad in ({"burst": False}, {"on_execution": print}):
         with pytest.raises(JobsError) as err:
-            await run_due(eng, ALL, **bad)
+            await arun_due(eng, ALL, **bad)
         assert err.value.code == X_INVALID_ARGUMENT and "run_due sets" in err.value.cause
     with pytest.raises(JobsError) as err:
         WorkerConfig(burst="yes")  # type: ignore[arg-type]
@@ -177,6 +178,45 @@ def test_jobs_worker_burst_runs_what_is_due_and_exits_zero(pg_dsn: str, tmp_path
         )
         assert done.returncode == 0, done.stderr[-2000:]
         assert '"jobs.worker.burst-done"' in done.stderr
+        assert re.search(r"^jobs worker \S+ burst done in [0-9.]+ s: 5 completed$", done.stdout, re.M), done.stdout
         assert {eng.get(i).state for i in ids} == {JobState.COMPLETED}
     finally:
         eng.close()
+
+
+@job(name="b.sync_call", queue=Q, idempotency_key=lambda inp: inp["k"], retry=RetryPolicy(attempts=1))
+async def sync_call(ctx, inp):  # type: ignore[no-untyped-def]
+    """An async handler making a sync engine call: on the engine's own loop it would wait for itself."""
+    return inp_engine().enqueue(leaf, {"k": "from-sync"}).id
+
+
+def test_run_due_runs_a_sync_tests_jobs_on_the_engines_own_loop(pg_dsn: str) -> None:
+    eng = connect(pg_dsn)
+    ENGINE.append(eng)
+    try:
+        root = eng.enqueue(fan, {"k": "s", "depth": 1}).id
+        ran = run_due(eng, ALL)
+        assert ran.outcomes == {"completed": 4} and eng.get(root).state is JobState.COMPLETED
+        stuck = eng.enqueue(sync_call, {"k": "x"}).id  # refused at once, never a hang
+        (ex,) = run_due(eng, [*ALL, sync_call], timeout=20).executions
+        assert (ex.job_id, ex.outcome, ex.error_code) == (stuck, "dead", "X_SYNC_IN_LOOP")
+    finally:
+        eng.close()
+
+
+async def test_a_sync_call_inside_a_running_loop_is_said_once_as_blocking_it(
+    eng: Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("WARNING", logger="jobs")
+    eng.enqueue(leaf, {"k": "1"})
+    eng.get(eng.enqueue(leaf, {"k": "2"}).id)
+    said = [r for r in caplog.records if r.getMessage() == "jobs.engine.sync-in-loop"]
+    assert len(said) == 1 and said[0].fields["call"] == "enqueue"  # type: ignore[attr-defined]
+    assert "await eng.aenqueue" in said[0].fields["fix"]  # type: ignore[attr-defined]
+
+
+def test_a_sync_call_outside_any_loop_says_nothing(pg_dsn: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("WARNING", logger="jobs")
+    with connect(pg_dsn) as eng:
+        eng.enqueue(leaf, {"k": "quiet"})
+    assert not [r for r in caplog.records if r.getMessage() == "jobs.engine.sync-in-loop"]
