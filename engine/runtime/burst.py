@@ -17,7 +17,6 @@ import asyncio
 from collections.abc import Mapping
 from datetime import datetime
 
-from engine.clock import Clock
 from engine.runtime import aio
 from engine.runtime.floors import ClaimFloors
 from engine.runtime.settle import AckBuffer
@@ -31,17 +30,12 @@ class Burst:
     waits for what could change the answer: the jobs it runs settling, new work (a NOTIFY), or a
     locked row's claim ending."""
 
-    __slots__ = ("running", "acks", "woken", "floors", "clock")
+    __slots__ = ("running", "acks", "woken", "floors")
 
     def __init__(
-        self,
-        running: Mapping[str, asyncio.Task[None]],
-        acks: AckBuffer,
-        woken: asyncio.Event,
-        floors: ClaimFloors,
-        clock: Clock,
+        self, running: Mapping[str, asyncio.Task[None]], acks: AckBuffer, woken: asyncio.Event, floors: ClaimFloors
     ) -> None:
-        self.running, self.acks, self.woken, self.floors, self.clock = running, acks, woken, floors, clock
+        self.running, self.acks, self.woken, self.floors = running, acks, woken, floors
 
     async def over(self, claim: ClaimBatch, *, full: bool, now: datetime) -> bool:
         """``claim`` came back short; ``full``: it read every queue from its head at ``now``."""

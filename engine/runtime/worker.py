@@ -159,7 +159,7 @@ class Worker:
             tasks=self._running,
         )
         if cfg.burst:
-            self._burst = Burst(self._running, self.acks, self._woken, self._floors, self.clock)
+            self._burst = Burst(self._running, self.acks, self._woken, self._floors)
         spawn = asyncio.get_running_loop().create_task
         self._claimer = spawn(self._claim_loop(), name="jobs-claim")
         self._tasks = [

@@ -120,6 +120,26 @@ async def test_i13_one_hung_renewal_does_not_stall_the_next_so_every_lease_keeps
         assert row is not None and row.lease_until is not None and row.lease_until > clock.now()
 
 
+def _acks_through(driver: Driver, clock: FakeClock, ack_many: Any) -> tuple[LeaseKeeper, AckBuffer, list[str], Metrics]:
+    """A lease keeper and an ack buffer whose ack statement is ``ack_many``, the outcomes it
+    reports collected in order."""
+    wrapped = Wrapped(driver)
+    wrapped.job_ack_many = ack_many
+    metrics = Metrics()
+    keeper = LeaseKeeper(wrapped, clock, worker="w1", lease_seconds=LEASE, interval=TICK, metrics=metrics)  # type: ignore[arg-type]
+    outcomes: list[str] = []
+    acks = AckBuffer(
+        wrapped,  # type: ignore[arg-type]
+        clock,
+        keeper,
+        metrics,
+        batch_size=10,
+        interval=0.01,
+        on_settled=lambda p, outcome: outcomes.append(outcome),
+    )
+    return keeper, acks, outcomes, metrics
+
+
 async def test_i13_a_renewal_answered_lost_because_the_jobs_own_ack_landed_first_is_no_loss(
     driver: Driver, ids: IdFactory, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -133,20 +153,7 @@ async def test_i13_a_renewal_answered_lost_because_the_jobs_own_ack_landed_first
         await answered.wait()
         return landed
 
-    wrapped = Wrapped(driver)
-    wrapped.job_ack_many = ack_then_wait
-    metrics = Metrics()
-    keeper = LeaseKeeper(wrapped, clock, worker="w1", lease_seconds=LEASE, interval=TICK, metrics=metrics)  # type: ignore[arg-type]
-    outcomes: list[str] = []
-    acks = AckBuffer(
-        wrapped,  # type: ignore[arg-type]
-        clock,
-        keeper,
-        metrics,
-        batch_size=10,
-        interval=0.01,
-        on_settled=lambda p, outcome: outcomes.append(outcome),
-    )
+    keeper, acks, outcomes, metrics = _acks_through(driver, clock, ack_then_wait)
     (cj,) = await claim(driver, ids, clock)
     lease = keeper.hold(cj.claim, cj.row.queue, cj.row.name)
     aborted: list[str] = []
@@ -176,20 +183,7 @@ async def test_a_settle_whose_caller_stops_waiting_still_lands_and_reports_its_a
         await answer.wait()
         return await driver.job_ack_many(acks=acks, now=now)
 
-    wrapped = Wrapped(driver)
-    wrapped.job_ack_many = ack_when_told
-    metrics = Metrics()
-    keeper = LeaseKeeper(wrapped, clock, worker="w1", lease_seconds=LEASE, interval=TICK, metrics=metrics)  # type: ignore[arg-type]
-    outcomes: list[str] = []
-    acks = AckBuffer(
-        wrapped,  # type: ignore[arg-type]
-        clock,
-        keeper,
-        metrics,
-        batch_size=10,
-        interval=0.01,
-        on_settled=lambda p, outcome: outcomes.append(outcome),
-    )
+    keeper, acks, outcomes, _ = _acks_through(driver, clock, ack_when_told)
     (cj,) = await claim(driver, ids, clock)
     lease = keeper.hold(cj.claim, cj.row.queue, cj.row.name)
     acks.add(Pending(Ack(cj.claim, {"ok": True}), lease, cj.row, 0.1))
