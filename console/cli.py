@@ -36,9 +36,7 @@ app = typer.Typer(
 
 # As `jobs` reads them (engine/cli/admin.py): one setting for every process behind the pooler.
 PREPARED_ENV = "JOBS_NO_PREPARED_STATEMENTS"
-PREPARED_HELP = (
-    f"prepare no statement: for a DSN that goes through PgBouncer in transaction mode (or ${PREPARED_ENV}=1)"
-)
+PREPARED_HELP = "prepare no statement: for a DSN that goes through PgBouncer in transaction mode"
 
 
 @dataclass(frozen=True)

@@ -32,9 +32,7 @@ TENANT_HELP = "only this tenant's jobs: another tenant's job is not found"
 NOTE_HELP = "a note kept in the audit with who and when (an incident number, a reason)"
 DSN_EXAMPLE = "postgresql://USER@HOST:5432/DBNAME"
 PREPARED_ENV = "JOBS_NO_PREPARED_STATEMENTS"
-PREPARED_HELP = (
-    f"prepare no statement: for a DSN that goes through PgBouncer in transaction mode (or ${PREPARED_ENV}=1)"
-)
+PREPARED_HELP = "prepare no statement: for a DSN that goes through PgBouncer in transaction mode"
 CONNECT_TIMEOUT = 5  # seconds a connection waits for the server
 STATEMENT_TIMEOUT = 10.0  # seconds a one-shot command's statement may run
 CONNECT_HELP = "seconds each connection waits for the server before the command fails (whole seconds, at least 2)"
