@@ -10,10 +10,10 @@ import itertools
 import logging
 import math
 from collections.abc import Coroutine, Iterable, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from engine.clock import Clock, SystemClock, utc
+from engine.clock import Clock, SystemClock, later, utc
 from engine.codec import check_json_text
 from engine.drivers.base import Driver
 from engine.errors import X_DSN_INVALID, X_INVALID_ARGUMENT, X_NOT_A_JOB, JobsError
@@ -91,12 +91,7 @@ def _first_run(delay: Any, run_at: Any, now: datetime) -> datetime | None:
         raise JobsError(
             X_INVALID_ARGUMENT, cause=f"delay={delay!r} must be a finite number of seconds >= 0", fix="delay=10"
         )
-    try:
-        return now + timedelta(seconds=delay) if delay else None
-    except OverflowError:
-        raise JobsError(
-            X_INVALID_ARGUMENT, cause=f"delay={delay!r} seconds is past the year 9999", fix="delay=86400"
-        ) from None
+    return later(now, delay, what=f"delay={delay!r} seconds", fix="delay=86400") if delay else None
 
 
 class Engine:

@@ -126,6 +126,16 @@ def _resolve(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
+def later(now: datetime, seconds: float, *, what: str, fix: str) -> datetime:
+    """``now`` plus ``seconds`` (already checked to be a finite number >= 0), refused as
+    X_INVALID_ARGUMENT when that is past the year 9999, the last a datetime holds: ``what`` names
+    the value in the cause ("delay=1e12 seconds")."""
+    try:
+        return now + timedelta(seconds=seconds)
+    except OverflowError:
+        raise JobsError(X_INVALID_ARGUMENT, cause=f"{what} is past the year 9999", fix=fix) from None
+
+
 def utc(dt: datetime) -> datetime:
     """Normalise a datetime to aware UTC; a naive one is refused rather than guessed."""
     if dt.tzinfo is None:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Coroutine
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from engine.clock import Clock, utc
+from engine.clock import Clock, later, utc
 from engine.codec import check_json
 from engine.drivers.base import Driver
 from engine.errors import (
@@ -252,7 +252,13 @@ class StepApi:
         s, seq = await self._begin(name, "sleep")
         if s is not None:
             return await self._sleep_resume(s)
-        await self._sleep_first(name, seq, self.clock.now() + timedelta(seconds=seconds))
+        until = later(
+            self.clock.now(),
+            seconds,
+            what=f"step {name!r}: a sleep of {seconds!r} seconds",
+            fix=f"await ctx.step.sleep_until({name!r}, datetime(2099, 1, 1, tzinfo=UTC))",
+        )
+        await self._sleep_first(name, seq, until)
 
     def sleep_until(self, name: str, when: datetime) -> Any:
         """Suspend the run until ``when`` (an aware datetime)."""
@@ -321,7 +327,16 @@ class StepApi:
             return None
         now = self.clock.now()
         if s is None:
-            timeout_at = None if timeout is None else now + timedelta(seconds=timeout)
+            timeout_at = (
+                None
+                if timeout is None
+                else later(
+                    now,
+                    timeout,
+                    what=f"step {name!r}: timeout={timeout!r} seconds",
+                    fix=f"await ctx.step.wait_for_event({name!r}, event={event!r}, timeout=86400)",
+                )
+            )
             wait: dict[str, Any] = {
                 "kind": "event",
                 "step": name,

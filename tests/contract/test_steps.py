@@ -142,6 +142,8 @@ async def test_bad_step_arguments_are_refused_and_write_nothing(
         lambda: step.wait_for_event("w", event=""),
         lambda: step.wait_for_event("w2", event="e", match=["not", "a", "dict"]),  # type: ignore[arg-type]
         lambda: step.wait_for_event("w3", event="e", timeout=0),
+        lambda: step.sleep("nap4", 1e12),  # finite, but past the last year a datetime holds
+        lambda: step.wait_for_event("w4", event="e", timeout=1e15),
     ):
         with pytest.raises(JobsError) as err:
             await call()
