@@ -31,6 +31,7 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 
 from console import actions, palette
+from console.commands import Commands
 from console.messages import ActionFailed, ActionSucceeded, LoadFailed, Navigate, Refreshed
 from console.screens import MODES, screen_class
 from console.screens.modal import ConsolePalette
@@ -60,6 +61,7 @@ class JobsConsole(App[None]):
     BINDINGS = actions.bindings("global")
     MODES = MODES
     ENABLE_COMMAND_PALETTE = True
+    COMMANDS = {Commands}  # the system commands, found by name or description (console/commands.py)
 
     # Watched by the header and the banner.
     last_refresh: reactive[datetime | None] = reactive(None)

@@ -64,3 +64,29 @@ def test_a_console_that_crashed_exits_non_zero(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(cli, "make_app", lambda source, opts: _Crashing(source, refresh=60))
     result = CliRunner().invoke(cli.app, ["--dsn", "postgresql://u@db.internal:5432/app"])
     assert result.exit_code != 0
+
+
+async def test_the_palette_finds_a_command_by_the_words_of_its_description() -> None:
+    # "cron" is in no command's name: the Schedules screen's description holds it. A name's
+    # fuzzy match still ranks first ("work" finds Workers before any description holding it).
+    from textual.command import CommandList
+
+    app = JobsConsole(seeded_source(), refresh=60)
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        for key in "work":
+            await pilot.press(key)
+        await settle(pilot)
+        listed = app.screen.query_one(CommandList)
+        first = str(listed.get_option_at_index(0).prompt)
+        assert first.startswith("Workers"), first
+        await pilot.press(*["backspace"] * 4, *"cron")
+        await settle(pilot)
+        listed = app.screen.query_one(CommandList)
+        prompts = [str(listed.get_option_at_index(i).prompt) for i in range(listed.option_count)]
+        assert len(prompts) == 1 and prompts[0].startswith("Schedules"), prompts
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.current_mode == "schedules"
