@@ -126,22 +126,22 @@ class JobsConsole(App[None]):
 
     def on_load_failed(self, message: LoadFailed) -> None:
         if self.db_error is None:
-            self._log(False, f"lost the database: {message.title}: {message.detail}")
+            self._note_activity(False, f"lost the database: {message.title}: {message.detail}")
         self.db_error = (message.title, message.detail, message.retry_in)
 
     def on_refreshed(self, message: Refreshed) -> None:
         if self.db_error is not None:
-            self._log(True, "database back: refreshes land again")
+            self._note_activity(True, "database back: refreshes land again")
         self.db_error = None
         self.last_refresh = self.source.now()
 
     def on_action_succeeded(self, message: ActionSucceeded) -> None:
-        self._log(True, message.summary)
+        self._note_activity(True, message.summary)
 
     def on_action_failed(self, message: ActionFailed) -> None:
-        self._log(False, message.summary, message.fix)
+        self._note_activity(False, message.summary, message.fix)
 
-    def _log(self, ok: bool, summary: str, fix: str | None = None) -> None:
+    def _note_activity(self, ok: bool, summary: str, fix: str | None = None) -> None:
         self.activity.append(Activity(self.source.now(), ok, summary, fix))
         del self.activity[:-ACTIVITY_KEPT]
 

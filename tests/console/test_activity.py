@@ -32,3 +32,20 @@ async def test_a_confirmed_action_is_in_the_activity_log_reached_by_a() -> None:
         await pilot.press("escape")
         await settle(pilot)
         assert not isinstance(app.screen, ActivityScreen)
+
+
+async def test_textuals_own_log_call_reaches_textuals_log_not_the_activity_list() -> None:
+    # The console kept its activity in a method named `_log`, shadowing App._log, which Textual
+    # calls with (group, verbosity, caller, *objects) for every `self.log(...)` under `textual
+    # run --dev`: a TypeError there, or a junk line in the Activity screen.
+    import inspect
+
+    from textual._log import LogGroup, LogVerbosity
+
+    app = JobsConsole(seeded_source(), refresh=60)
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot)
+        before = list(app.activity)
+        frame = inspect.getframeinfo(inspect.currentframe())  # type: ignore[arg-type]
+        app._log(LogGroup.INFO, LogVerbosity.NORMAL, frame, "a devtools line")
+        assert app.activity == before
