@@ -418,7 +418,8 @@ def open_source(
         from engine.cli.backfill import load_catalog  # the `jobs backfill --app` door
 
         backfills = load_catalog(app)
-    engine = connect(dsn, environment=environment, **({} if prepared_statements else {"prepared_statements": False}))
+    options: dict[str, Any] = {} if prepared_statements else {"prepared_statements": False}  # memory takes none
+    engine = connect(dsn, environment=environment, **options)
 
     async def check() -> str | None:
         try:
