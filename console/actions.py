@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 
 @dataclass(frozen=True)
@@ -355,7 +355,7 @@ def for_scope(scope: str) -> tuple[Action, ...]:
     return tuple(a for a in ACTIONS if a.scope == scope)
 
 
-def bindings(scope: str) -> list[Binding]:
+def bindings(scope: str) -> list[BindingType]:
     return [Binding(a.key, a.action, a.title, show=a.footer, key_display=a.key_display) for a in for_scope(scope)]
 
 

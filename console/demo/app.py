@@ -188,6 +188,7 @@ class Demo:
     def _make_source(self) -> Any:
         from console.source import Source
 
+        assert self.engine is not None  # opened by start()
         return Source(
             self.engine,
             database=self.database,

@@ -224,7 +224,7 @@ class _World:
         until = self.f.now + timedelta(days=3)
         sleep = {"until": until.isoformat()}
         await self.f.step(claim, "settle", 2, kind="sleep", status="waiting", took=0.0, wait=sleep)
-        wait = {"kind": "sleep", "step": "settle", "until": until.isoformat()}
+        wait: dict[str, Any] = {"kind": "sleep", "step": "settle", "until": until.isoformat()}
         await self.f.nack(claim, "suspend", run_at=until, wait=wait)
         inp = {"user_id": 8, "workspace": "ws-8", "plan": "enterprise", "settle": 5}
         waiter = await self.one(app.provision_workspace, inp, "acme")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from typing import Any
 
 from textual.screen import Screen
 
@@ -48,4 +49,4 @@ def _factory(mode: str) -> Callable[[], Screen[None]]:
     return make
 
 
-MODES: dict[str, Callable[[], Screen[None]]] = {mode: _factory(mode) for mode in _SCREENS}
+MODES: dict[str, str | Callable[[], Screen[Any]]] = {mode: _factory(mode) for mode in _SCREENS}

@@ -12,7 +12,7 @@ A screen never calls into the App: what happened goes up as a message (``LoadFai
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
 from textual.app import ComposeResult
@@ -42,7 +42,7 @@ class ConsoleScreen(Screen[None]):
     SCOPE: ClassVar[str] = "global"
     MODE: ClassVar[str | None] = None  # the nav entry this screen belongs to (marked in the nav bar)
 
-    def __init_subclass__(cls, **kwargs: object) -> None:
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         if "BINDINGS" not in cls.__dict__:  # before Textual merges the class's bindings
             cls.BINDINGS = actions.bindings(cls.SCOPE)  # type: ignore[assignment]
         super().__init_subclass__(**kwargs)

@@ -19,7 +19,8 @@ from engine.projections import JobFilter
 
 
 def filter_from_text(text: str) -> JobFilter:
-    words, bare = [], []
+    words: list[str] = []
+    bare: list[str] = []
     for w in text.split():
         (words if "=" in w else bare).append(w)
     where = parse_filter(" ".join(words)) if words else JobFilter()

@@ -30,15 +30,24 @@ Span = tuple[datetime, datetime]
 
 
 class StepLike(Protocol):
-    name: str
-    kind: str
-    status: str
-    attempt: int
-    started_at: datetime
-    finished_at: datetime | None
-    error: str | None
-    result_size: int | None
+    """What the timeline reads of a step (engine.records.StepRecord, frozen: read-only here too)."""
 
+    @property
+    def name(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def started_at(self) -> datetime: ...
+    @property
+    def finished_at(self) -> datetime | None: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def result_size(self) -> int | None: ...
     @property
     def duration(self) -> float | None: ...
 
