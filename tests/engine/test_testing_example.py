@@ -30,4 +30,4 @@ def test_the_readme_testing_example_passes_on_a_throwaway_postgres(tmp_path: Pat
         timeout=50,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert "2 passed" in done.stdout
+    assert "3 passed" in done.stdout
