@@ -172,3 +172,27 @@ def test_a_console_opened_without_prepared_statements_reads_without_preparing_an
             await source.engine.aclose()
 
     assert asyncio.run(reads()) == 0, "no statement prepared"
+
+
+def test_jobs_migrate_prepares_no_statement_so_the_setting_holds_for_it_too(
+    pg_server_empty_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `jobs --no-prepared-statements migrate`: migrate's own connection never prepares (each of its
+    # statements runs once or a few times), so the root setting is kept there without a flag.
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+    from engine.drivers.postgres import migrate as pg_migrate
+
+    opened: list[psycopg.Connection] = []  # type: ignore[type-arg]
+    real = pg_migrate.psycopg.connect
+
+    def spying(*args: object, **kwargs: object) -> psycopg.Connection:  # type: ignore[type-arg]
+        conn = real(*args, **kwargs)  # type: ignore[arg-type]
+        opened.append(conn)
+        return conn
+
+    monkeypatch.setattr(pg_migrate.psycopg, "connect", spying)
+    done = CliRunner().invoke(app, ["--no-prepared-statements", "migrate", "--dsn", pg_server_empty_dsn])
+    assert done.exit_code == 0, done.output
+    assert opened and all(conn.prepare_threshold is None for conn in opened)

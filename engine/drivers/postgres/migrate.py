@@ -35,10 +35,13 @@ MIGRATE_FIX = 'jobs migrate --dsn "$JOBS_DSN"'
 
 
 def _connect(dsn: str) -> psycopg.Connection[dict[str, Any]]:
-    """A connection to a server jobs supports (migration_server_check), or the error saying why not."""
+    """A connection to a server jobs supports (migration_server_check), or the error saying why not.
+    It prepares no statement: a migration runs each of its few statements once or a few times,
+    and `jobs --no-prepared-statements migrate` (a deployment behind a transaction pooler) holds
+    for it without a flag of its own."""
     conninfo = check_dsn(dsn)
     try:
-        conn = psycopg.connect(conninfo, row_factory=dict_row, autocommit=True)
+        conn = psycopg.connect(conninfo, row_factory=dict_row, autocommit=True, prepare_threshold=None)
     except psycopg.OperationalError as exc:
         raise unreachable(conninfo, exc) from None
     try:
