@@ -129,6 +129,12 @@ SHOTS: tuple[Shot, ...] = (
         press=("3", "enter", "enter", "l"),
     ),
     Shot(
+        "palette_80x24",
+        "The command palette in an 80x24 terminal: a word of a command's description finds it (cron: Schedules)",
+        press=("ctrl+p", *"cron"),
+        size=(80, 24),
+    ),
+    Shot(
         "marked_retry_80x24",
         "Marked rows (space), sorted by state (s): one confirmation names the count",
         press=("2", "s", "s", "s", "s", "s", "t", "t", "t", "space", "space", "space", "x"),

@@ -59,3 +59,8 @@ def test_modal_drain_worker_80x24(snap_compare, app: JobsConsole) -> None:
 
 def test_modal_drain_marked_workers_80x24(snap_compare, app: JobsConsole) -> None:
     assert snap_compare(app, terminal_size=SMALL, run_before=modal("4", "space", "space", "d"))
+
+
+def test_modal_palette_finds_by_description_80x24(snap_compare, app: JobsConsole) -> None:
+    # "cron" is in no command's name: the palette shows Schedules, whose description holds it.
+    assert snap_compare(app, terminal_size=SMALL, run_before=modal("ctrl+p", *"cron"))
