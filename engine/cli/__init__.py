@@ -11,10 +11,9 @@ import typer
 from engine.cli.admin import (
     CONNECT_HELP,
     CONNECT_TIMEOUT,
-    PREPARED_ENV,
-    PREPARED_HELP,
     STATEMENT_HELP,
     dsn_fix,
+    no_prepared_statements_option,
     set_connections,
 )
 from engine.errors import X_DSN_INVALID, X_NOT_FOUND, X_STATEMENT_TIMEOUT, X_UNKNOWN_JOB, JobsError
@@ -54,9 +53,7 @@ def _root(
         metavar="SECONDS",
         show_default=False,
     ),
-    no_prepared_statements: bool = typer.Option(
-        False, "--no-prepared-statements", envvar=PREPARED_ENV, help=PREPARED_HELP
-    ),
+    no_prepared_statements: bool = no_prepared_statements_option(),
     version: bool = typer.Option(
         False, "--version", help="print the version and exit", callback=_version, is_eager=True
     ),

@@ -23,6 +23,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+import typer
+
 from engine.errors import X_DSN_INVALID, X_INVALID_ARGUMENT, JobsError
 
 DSN_HELP = "PostgreSQL DSN (URL or key=value); defaults to $JOBS_DSN"
@@ -33,6 +35,14 @@ NOTE_HELP = "a note kept in the audit with who and when (an incident number, a r
 DSN_EXAMPLE = "postgresql://USER@HOST:5432/DBNAME"
 PREPARED_ENV = "JOBS_NO_PREPARED_STATEMENTS"
 PREPARED_HELP = "prepare no statement: for a DSN that goes through PgBouncer in transaction mode"
+
+
+def no_prepared_statements_option() -> Any:
+    """The --no-prepared-statements option, read from $JOBS_NO_PREPARED_STATEMENTS too: the
+    root command's and the long-running commands' own, one declaration."""
+    return typer.Option(False, "--no-prepared-statements", envvar=PREPARED_ENV, help=PREPARED_HELP)
+
+
 CONNECT_TIMEOUT = 5  # seconds a connection waits for the server
 STATEMENT_TIMEOUT = 10.0  # seconds a one-shot command's statement may run
 CONNECT_HELP = "seconds each connection waits for the server before the command fails (whole seconds, at least 2)"

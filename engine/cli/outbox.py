@@ -14,11 +14,10 @@ from engine.cli import app, fail
 from engine.cli.admin import (
     DSN_HELP,
     JSON_HELP,
-    PREPARED_ENV,
-    PREPARED_HELP,
     START_HELP,
     check_start_timeout,
     long_running_driver,
+    no_prepared_statements_option,
     start_when_reachable,
 )
 from engine.cli.reads import _t, console, emit, run, table
@@ -81,9 +80,7 @@ def relay(
     metrics_port: int = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
     metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="the metrics address (loopback by default)"),
     start_timeout: float = typer.Option(None, "--start-timeout", help=START_HELP),
-    no_prepared_statements: bool = typer.Option(
-        False, "--no-prepared-statements", envvar=PREPARED_ENV, help=PREPARED_HELP
-    ),
+    no_prepared_statements: bool = no_prepared_statements_option(),
     json_out: bool = typer.Option(False, "--json", help="errors as JSON on stderr"),
 ) -> None:
     """Run the outbox relay alone (every `jobs worker` runs one too, unless --no-relay)."""

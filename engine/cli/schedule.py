@@ -15,11 +15,10 @@ from engine.cli.admin import (
     DSN_HELP,
     JSON_HELP,
     NOTE_HELP,
-    PREPARED_ENV,
-    PREPARED_HELP,
     START_HELP,
     check_start_timeout,
     long_running_driver,
+    no_prepared_statements_option,
     start_when_reachable,
 )
 from engine.cli.ops import ACTOR_HELP, EXIT_NOOP
@@ -161,9 +160,7 @@ def scheduler(
     metrics_port: int = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
     metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="the metrics address"),
     start_timeout: float = typer.Option(None, "--start-timeout", help=START_HELP),
-    no_prepared_statements: bool = typer.Option(
-        False, "--no-prepared-statements", envvar=PREPARED_ENV, help=PREPARED_HELP
-    ),
+    no_prepared_statements: bool = no_prepared_statements_option(),
     json_out: bool = typer.Option(False, "--json", help="errors as JSON on stderr"),
 ) -> None:
     """Run the cron scheduler alone (it enqueues; workers run the jobs) until SIGTERM/SIGINT."""

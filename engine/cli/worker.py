@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from engine.cli import EXIT_ERROR, app, error_text, fail
-from engine.cli.admin import DSN_HELP, PREPARED_ENV, PREPARED_HELP, long_running_driver
+from engine.cli.admin import DSN_HELP, long_running_driver, no_prepared_statements_option
 from engine.clock import SKEW_ENV, SystemClock, process_clock
 from engine.errors import X_INVALID_ARGUMENT, X_WORKER_TARGET, JobsError
 from engine.jobs import Registry
@@ -188,9 +188,7 @@ def worker(
     metrics_port: int = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
     metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="the metrics address (loopback by default)"),
     loop: str = typer.Option("auto", "--loop", help="the event loop: auto (uvloop when installed), uvloop or asyncio"),
-    no_prepared_statements: bool = typer.Option(
-        False, "--no-prepared-statements", envvar=PREPARED_ENV, help=PREPARED_HELP
-    ),
+    no_prepared_statements: bool = no_prepared_statements_option(),
     burst: bool = typer.Option(
         False,
         "--burst",

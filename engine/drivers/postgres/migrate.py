@@ -50,7 +50,7 @@ def _connect(dsn: str) -> psycopg.Connection[dict[str, Any]]:
             # default either, which would cut an index build of a big table off half way.
             conn.execute(Q.upkeep_session.text)
         conn.execute(Q.migration_server_check.text)
-        conn.execute(Q.session_settings.text, prepare=False)  # type: ignore[arg-type]  # as the pool's sessions
+        conn.execute(Q.session_settings.text)  # type: ignore[arg-type]  # as the pool's sessions
     except psycopg.errors.QueryCanceled as exc:  # a statement timeout given too short to check
         conn.close()
         raise cancelled(exc) from None
