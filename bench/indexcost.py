@@ -46,10 +46,13 @@ from engine.ids import IdFactory
 # is made where the ack writes them.
 Variant = tuple[int | None, list[str], str]
 BEFORE_BUCKETS = "job_ack_many into jobs.job_done"
+# An older schema takes 0016's column, which this tree's statements name (catalog-only, no index,
+# null in every row written here: it changes no figure).
+TRACE = "alter table jobs.job add column trace jsonb"
 VARIANTS: dict[str, Variant] = {
-    "0009: one table, ack in place": (9, [], "ack_in_place"),
-    "0010: live table + job_done": (10, [], BEFORE_BUCKETS),
-    "0011: live lists folded": (11, [], BEFORE_BUCKETS),
+    "0009: one table, ack in place": (9, [TRACE], "ack_in_place"),
+    "0010: live table + job_done": (10, [TRACE], BEFORE_BUCKETS),
+    "0011: live lists folded": (11, [TRACE], BEFORE_BUCKETS),
     "0012: settled buckets": (None, [], ""),
     "0012, open bucket without its state index": (None, ["drop index jobs.{bucket}state"], ""),
     "0012, open bucket finished_at as BRIN": (

@@ -19,11 +19,12 @@ from engine.drivers.base import Driver
 from engine.errors import X_DSN_INVALID, X_INVALID_ARGUMENT, X_NOT_A_JOB, JobsError
 from engine.ids import IdFactory
 from engine.jobs import JobDefinition
-from engine.opening import ensure_open, forget
+from engine.opening import ExitCloser, ensure_open, forget
 from engine.options import int32
 from engine.runtime import logs
 from engine.syncbridge import LoopThread
 from engine.text import check_text
+from engine.tracing import Tracing, tracing_for
 from engine.types import EnqueueResult, JobRow, NewJob
 
 if TYPE_CHECKING:  # the operator actions and the reads are imported where they are used: a worker
@@ -103,10 +104,13 @@ class Engine:
         ids: IdFactory | None = None,
         environment: str | None = None,
         outbox_mode: str = "direct",
+        tracing: bool | Tracing | None = None,
     ) -> None:
         from engine.outbox import check_mode
 
         self.outbox_mode = check_mode(outbox_mode)  # engine/outbox.py: what a stage outside a transaction does
+        # engine/tracing.py: each enqueue a span whose context its jobs carry; None: off.
+        self.tracing = tracing_for(tracing)
         self.driver = driver
         self.environment = environment  # the deployment's (backfills read it); None: $JOBS_ENV
         self.clock = clock or SystemClock()
@@ -116,14 +120,15 @@ class Engine:
         # An engine never closed (a script that ends without eng.close()) is closed at interpreter
         # exit, its pools' tasks ended on their loop instead of destroyed pending ("Task was
         # destroyed but it is pending!"). Holds the driver and the bridge, not the engine.
-        self._close_at_exit = _ExitCloser(driver, self._bridge)
+        self._close_at_exit = ExitCloser(driver, self._bridge)
         atexit.register(self._close_at_exit)
 
     # --- building rows ---------------------------------------------------------------------
 
-    def _new_jobs(self, specs: Sequence[Enqueue], now: datetime) -> list[NewJob]:
+    def _new_jobs(self, specs: Sequence[Enqueue], now: datetime, trace: dict[str, str] | None = None) -> list[NewJob]:
         """Check and build a batch's rows: the first bad one raises, before anything is written."""
-        return [self._new_job(s, now, jid) for s, jid in zip(specs, self.ids.many(len(specs), now))]
+        rows = [self._new_job(s, now, jid) for s, jid in zip(specs, self.ids.many(len(specs), now))]
+        return rows if not trace else [r._replace(trace=trace) for r in rows]
 
     @staticmethod
     def _new_job(spec: Enqueue, now: datetime, job_id: str) -> NewJob:
@@ -185,9 +190,19 @@ class Engine:
             specs = list(specs)
         first = self._new_jobs(specs[:CHUNK], now)  # bad input answers before the database
         await self._ensure_open()
+        if self.tracing is None:
+            return await self._write(first, specs, now, None)
+        with self.tracing.send(first, len(specs)) as carrier:
+            return await self._write(
+                [r._replace(trace=carrier) for r in first] if carrier else first, specs, now, carrier
+            )
+
+    async def _write(
+        self, first: list[NewJob], specs: Sequence[Enqueue], now: datetime, trace: dict[str, str] | None
+    ) -> list[EnqueueResult]:
         if len(specs) <= CHUNK:
             return await self.driver.job_enqueue(jobs=first, now=now)
-        rest = (self._new_jobs(specs[at : at + CHUNK], now) for at in range(CHUNK, len(specs), CHUNK))
+        rest = (self._new_jobs(specs[at : at + CHUNK], now, trace) for at in range(CHUNK, len(specs), CHUNK))
         return await self.driver.job_enqueue_chunks(chunks=itertools.chain([first], rest), now=now)
 
     async def aenqueue(
@@ -355,6 +370,7 @@ class Engine:
         never leads the cron scheduler for the @task handles it serves, scheduler_config a SchedulerConfig."""
         from engine.services.maintenance import maintained_worker
 
+        options.setdefault("tracing", self.tracing)  # its runs join their enqueuers' traces
         return maintained_worker(
             self.driver,
             jobs,
@@ -391,32 +407,6 @@ class Engine:
         await self.aclose()
 
 
-def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
-class _ExitCloser:
-    """Closes an engine's driver on the engine's own loop thread (where the sync calls opened
-    their pools), then stops that thread."""
-
-    def __init__(self, driver: Driver, bridge: LoopThread) -> None:
-        self.driver, self.bridge = driver, bridge
-
-    def __call__(self) -> None:
-        forget(self.driver)
-        if not self.bridge.started and not _loop_running():  # no sync call ran: no loop of its own to close on
-            asyncio.run(self.driver.close())
-            return
-        try:
-            self.bridge.run(self.driver.close())
-        finally:
-            self.bridge.stop()
-
-
 def connect(
     dsn: str,
     *,
@@ -424,10 +414,13 @@ def connect(
     ids: IdFactory | None = None,
     environment: str | None = None,
     outbox_mode: str = "direct",
+    tracing: bool | Tracing | None = None,
     **driver_options: Any,
 ) -> Engine:
     """``connect("postgresql://app@db/app")``, or ``connect("memory://")`` for tests and demos.
-    ``outbox_mode="required"``: a stage outside a transaction is X_OUTBOX_NO_TX, not a direct publish."""
+    ``outbox_mode="required"``: a stage outside a transaction is X_OUTBOX_NO_TX, not a direct publish.
+    ``tracing=True``: OpenTelemetry spans for enqueues and runs, a run in its enqueuer's trace
+    (engine/tracing.py; needs opentelemetry-api)."""
     if not isinstance(dsn, str) or not dsn.strip():
         raise JobsError(
             X_DSN_INVALID,
@@ -437,6 +430,12 @@ def connect(
     from engine.outbox import check_mode
 
     check_mode(outbox_mode)  # before a driver is built
+    traced = tracing_for(tracing)
     return Engine(
-        open_driver(dsn, **driver_options), clock=clock, ids=ids, environment=environment, outbox_mode=outbox_mode
+        open_driver(dsn, **driver_options),
+        clock=clock,
+        ids=ids,
+        environment=environment,
+        outbox_mode=outbox_mode,
+        tracing=traced,
     )

@@ -10,7 +10,8 @@ nothing to join: the stage publishes directly, unless the outbox mode is ``requi
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from engine.drivers.base_outbox import OutboxTarget
@@ -63,13 +64,25 @@ def _prepare(
     return batch, rows, target
 
 
+@contextmanager
+def _sending(eng: Engine, rows: list[NewJob]) -> Iterator[list[NewJob]]:
+    """The rows to stage, inside a ``send`` span whose context they carry when the engine traces
+    (engine/tracing.py): the job the relay publishes later runs in the stager's trace."""
+    if eng.tracing is None:
+        yield rows
+        return
+    with eng.tracing.send(rows, len(rows)) as carrier:
+        yield [r._replace(trace=carrier) for r in rows] if carrier else rows
+
+
 def stage_many(eng: Engine, tx: object, specs: Iterable[Enqueue]) -> list[Staged]:
     batch, rows, target = _prepare(eng, tx, specs, want_async=False)
     if not rows:
         return []
     if target is None or not target.in_transaction:  # nothing to join: publish now (mode 'direct')
         return [Staged(r.id, r) for r in eng.enqueue_many(batch)]
-    target.stage(jobs=rows, now=eng.clock.now())
+    with _sending(eng, rows) as traced:
+        target.stage(jobs=traced, now=eng.clock.now())
     return [Staged(r.id) for r in rows]
 
 
@@ -79,7 +92,8 @@ async def astage_many(eng: Engine, tx: object, specs: Iterable[Enqueue]) -> list
         return []
     if target is None or not target.in_transaction:
         return [Staged(r.id, r) for r in await eng.aenqueue_many(batch)]
-    await target.astage(jobs=rows, now=eng.clock.now())
+    with _sending(eng, rows) as traced:
+        await target.astage(jobs=traced, now=eng.clock.now())
     return [Staged(r.id) for r in rows]
 
 

@@ -38,6 +38,7 @@ class OutboxRow:
     attempts: int = 0  # publishes that failed
     last_error: str | None = None
     failed_at: datetime | None = None
+    trace: dict[str, str] | None = None  # the stager's trace context (engine.tracing)
 
     def new_job(self, job_id: str) -> NewJob:
         """The job this row publishes, under a fresh id (the enqueue path's row)."""
@@ -52,6 +53,7 @@ class OutboxRow:
             self.run_at,
             self.priority,
             created_at=self.staged_at,
+            trace=self.trace,
         )
 
     def status(self, now: datetime) -> OutboxStatus:

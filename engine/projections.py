@@ -216,6 +216,14 @@ class JobDetail:
         """What the error of its last failure said to do about it (see ``latest_fix``)."""
         return latest_fix(self.attempts)
 
+    @property
+    def trace_id(self) -> str | None:
+        """The trace its enqueue or stage ran in (engine/tracing.py), to look up in the tracing
+        backend; None when it was enqueued without tracing."""
+        from engine.tracing import trace_id
+
+        return trace_id(self.job.trace)
+
 
 def latest_fix(attempts: Sequence[AttemptRecord]) -> str | None:
     """The fix of the latest attempt that failed with an error, the one a job's last error is:

@@ -71,6 +71,9 @@ class NewJob(NamedTuple):
     # (the outbox row's staged_at), so an event sent between the stage and its publication is not
     # taken for one from before the job. None: the insert's now.
     created_at: datetime | None = None
+    # The trace context of the code that enqueued it (engine.tracing): the propagator's carrier,
+    # {"traceparent": ...}. None when the engine does not trace.
+    trace: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,8 @@ class JobRow:
     wait: dict[str, Any] | None = None  # why a suspended/parked row waits (sleep, event, limit)
     # A parked row: when it first fell due, kept however often a limit sheds it again (I24).
     waiting_since: datetime | None = None
+    # The trace context of the code that enqueued or staged it (engine.tracing), None without one.
+    trace: dict[str, str] | None = None
 
 
 def ready_since(row: JobRow, now: datetime) -> datetime | None:

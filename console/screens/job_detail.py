@@ -36,6 +36,8 @@ def facts_text(d: JobDetail, now: datetime) -> Text:
         ("created", f"{stamp(j.created_at, now)}  ({ago(j.created_at, now)})"),
         ("run at", f"{stamp(j.run_at, now)}  ({until(j.run_at, now)})" if j.state in _LIVE else "—"),
     ]
+    if d.trace_id:  # its enqueuer's trace: where to look in the tracing backend
+        rows.append(("trace", d.trace_id))
     if j.claimed_by:
         rows.append(("worker", safe(j.claimed_by, limit=50)))
     if j.state is JobState.RUNNING and j.lease_until:

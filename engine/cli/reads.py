@@ -241,6 +241,8 @@ def show(
         f"{j.attempt} of {j.max_attempts}"
     )
     out.print(f"why: {d.why.summary}")
+    if d.trace_id:  # the trace its enqueue ran in (engine/tracing.py)
+        out.print(f"trace: {d.trace_id}")
     if d.next_retry:
         out.print(f"next: {d.next_retry.note}")
     if j.last_error:

@@ -195,6 +195,13 @@ def worker(
         help="exit once nothing in its queues is due and every job it claimed has settled (a CI step, a one-off "
         "backlog)",
     ),
+    tracing: bool = typer.Option(
+        False,
+        "--tracing",
+        envvar="JOBS_TRACING",
+        help="each run an OpenTelemetry span in the trace of the code that enqueued it (needs opentelemetry-api;"
+        " the app's OpenTelemetry setup exports them)",
+    ),
     json_out: bool = typer.Option(False, "--json", help="errors as JSON on stderr"),
 ) -> None:
     """Run a worker for the jobs MODULE[:ATTR] registers, until SIGTERM/SIGINT drains it.
@@ -271,6 +278,10 @@ def worker(
         from engine.runtime.worker import WorkerConfig
 
         WorkerConfig(**options)  # every option checked before the database is touched
+        if tracing:
+            from engine.tracing import Tracing
+
+            options["tracing"] = Tracing()  # refused here when opentelemetry-api is missing
         clock = process_clock()  # $JOBS_TEST_CLOCK_SKEW, for tests only
         driver = long_running_driver(dsn, no_prepared_statements=no_prepared_statements)
     except JobsError as err:

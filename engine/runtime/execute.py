@@ -9,13 +9,14 @@ lease loss, drain); a body that finishes after its signal was aborted is logged 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import math
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.clock import Clock
 from engine.codec import dumps
@@ -33,6 +34,9 @@ from engine.runtime.signal import RunSignal
 from engine.runtime.steps import StepApi
 from engine.runtime.suspend import StepSuspension
 from engine.types import Ack, Claim, ClaimedJob, JobRow, Nack, StopReason
+
+if TYPE_CHECKING:
+    from engine.tracing import Tracing
 
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ cost ~5 us a job on the hot path
@@ -132,12 +136,24 @@ class Runner:
         poke: Callable[[], None] = lambda: None,
         traceback_limit: int = 8192,
         tasks: Mapping[str, asyncio.Task[Any]],
+        tracing: Tracing | None = None,
     ) -> None:
         self.driver, self.registry, self.clock, self.worker = driver, registry, clock, worker
         self.keeper, self.acks, self.limits, self.metrics = keeper, acks, limits, metrics
         self.executor, self.poke, self.traceback_limit = executor, poke, traceback_limit
         self.tasks = tasks  # the task running each job, by id: what an abort cancels
         self._unknown_logged: dict[str, tuple[float, int]] = {}  # a job name: last logged, parked since
+        self.tracing = tracing
+        if tracing is not None:  # each run in a span; without, run is called with no frame around it
+            self.run = self._traced  # type: ignore[method-assign]
+
+    async def _traced(self, cj: ClaimedJob) -> Execution | None:
+        """``run`` inside the run's ``process`` span (engine/tracing.py), current for the handler."""
+        assert self.tracing is not None
+        with self.tracing.process(cj.row) as span:
+            ex = await Runner.run(self, cj)
+            self.tracing.ended(span, ex)
+            return ex
 
     async def run(self, cj: ClaimedJob) -> Execution | None:
         """The run's outcome; None for a completion, which is handed to the ack buffer and
@@ -187,7 +203,10 @@ class Runner:
                 if signal.aborted:
                     _abandoned(row, signal.reason)
             else:
-                result = await loop.run_in_executor(self.executor, _sync_body, d.fn, ctx, row.input, row)
+                # In a copy of this task's context, as asyncio.to_thread runs it: what the caller set
+                # (a tracing span, an app's own context variables) is current in the thread too.
+                body = contextvars.copy_context().run
+                result = await loop.run_in_executor(self.executor, body, _sync_body, d.fn, ctx, row.input, row)
         except asyncio.CancelledError:
             if not signal.aborted:
                 raise  # the worker itself is being torn down

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.clock import Clock, SystemClock
 from engine.drivers.base import Driver
@@ -44,6 +44,9 @@ from engine.runtime.startup import when_reachable
 from engine.runtime.worker_config import WorkerConfig
 from engine.types import ClaimedJob
 
+if TYPE_CHECKING:
+    from engine.tracing import Tracing
+
 STOP_WAIT = 0.5  # seconds a drain past its close_timeout still gives its loops to end
 
 
@@ -62,6 +65,7 @@ class Worker:
         clock: Clock | None = None,
         metrics: Metrics | None = None,
         on_execution: Callable[[Execution], Any] | None = None,
+        tracing: Tracing | None = None,
         services: Sequence[Callable[[], Awaitable[None]]] = (),
         on_drain: Sequence[Callable[[], Awaitable[None]]] = (),
     ) -> None:
@@ -76,6 +80,7 @@ class Worker:
         self.clock = clock or SystemClock()
         self.metrics = metrics or Metrics()
         self.on_execution = on_execution
+        self.tracing = tracing  # each run an OpenTelemetry span (engine/tracing.py); None: off
         self.id = cfg.id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.queues = tuple(cfg.queues) or tuple(registry.queues())
         self.keeper = LeaseKeeper(
@@ -157,6 +162,7 @@ class Worker:
             poke=self._woken.set,
             traceback_limit=cfg.traceback_limit,
             tasks=self._running,
+            tracing=self.tracing,
         )
         if cfg.burst:
             self._burst = Burst(self._running, self.acks, self._woken, self._floors)

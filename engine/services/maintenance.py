@@ -373,19 +373,30 @@ def maintained_worker(
     scheduler_config: Any = None,
     metrics: Metrics | None = None,
     on_execution: Callable[[Execution], Any] | None = None,
+    tracing: Any = None,
     **options: Any,
 ) -> Worker:
     """A worker that also runs maintenance under the fleet's leader lease, the outbox relay
     (``relay=False`` leaves it out; ``relay_config``: a RelayConfig) and the cron scheduler for the
     tasks it serves (engine/services/scheduler.py): what `jobs worker` and `Engine.worker()`
-    start. ``options`` are `WorkerConfig` fields."""
+    start. ``options`` are `WorkerConfig` fields; ``tracing`` True (or an engine.tracing.Tracing)
+    makes each run an OpenTelemetry span in its enqueuer's trace."""
     from engine.clock import SystemClock
+    from engine.tracing import tracing_for
 
     clock = clock or SystemClock()
     queues = options.pop("queues", None)
     config = WorkerConfig(queues=tuple(queues or ()), **options)
     registry = as_registry(jobs)
-    w = Worker(driver, registry, config=config, clock=clock, metrics=metrics, on_execution=on_execution)
+    w = Worker(
+        driver,
+        registry,
+        config=config,
+        clock=clock,
+        metrics=metrics,
+        on_execution=on_execution,
+        tracing=tracing_for(tracing),
+    )
     if maintenance:
         m = Maintenance(driver, clock, holder=w.id, config=maintenance_config)
         w.add_service(m.run, on_drain=m.step_down)

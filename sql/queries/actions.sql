@@ -12,10 +12,10 @@
 moved as (
     insert into jobs.job (id, name, queue, tenant, idempotency_key, input, result, state, priority, attempt,
                           max_attempts, run, run_at, created_at, updated_at, claimed_by, claimed_at, lease_until,
-                          finished_at, last_error, error_code, stop_reason, wait, waiting_since)
+                          finished_at, last_error, error_code, stop_reason, wait, waiting_since, trace)
     select id, name, queue, tenant, idempotency_key, input, null, 'ready', priority, 0, max_attempts, run,
            %(now)s, created_at, %(now)s, claimed_by, claimed_at, null, null, last_error, error_code,
-           null, null, null
+           null, null, null, trace
     from back
     returning id, queue
 ),
@@ -27,10 +27,10 @@ moved as (
 upd as (
     insert into jobs.job_done_now (id, name, queue, tenant, idempotency_key, input, result, state, priority, attempt,
                                max_attempts, run, run_at, created_at, updated_at, claimed_by, claimed_at,
-                               lease_until, finished_at, last_error, error_code, stop_reason, wait, waiting_since)
+                               lease_until, finished_at, last_error, error_code, stop_reason, wait, waiting_since, trace)
     select id, name, queue, tenant, idempotency_key, input, result, 'cancelled', priority, attempt,
            max_attempts, run, run_at, created_at, %(now)s, claimed_by, claimed_at, null, %(now)s,
-           last_error, error_code, stop_reason, wait, waiting_since
+           last_error, error_code, stop_reason, wait, waiting_since, trace
     from gone
     returning id, run, attempt, claimed_by, claimed_at
 ),

@@ -7,7 +7,7 @@
 -- jobs.job_done (0010_settled_rows.sql) names every one.
 (id, name, queue, tenant, idempotency_key, input, result, state, priority, attempt, max_attempts, run,
  run_at, created_at, updated_at, claimed_by, claimed_at, lease_until, finished_at, last_error,
- error_code, stop_reason, wait, waiting_since)
+ error_code, stop_reason, wait, waiting_since, trace)
 
 -- name: schema_version :one
 -- The installed schema version; fails with undefined_table when nothing is installed.
@@ -15,8 +15,9 @@ select value from jobs.meta where key = 'schema_version';
 
 -- name: job_enqueue :many
 -- Insert a batch in one round trip. The batch is one jsonb array of rows, [id, name, queue,
--- tenant, key, input, max_attempts, run_at, priority] each, and a tenth, created_at, when the job
--- has its own (a staged job exists from its stage): one parameter parsed once (nine
+-- tenant, key, input, max_attempts, run_at, priority] each, a tenth, created_at, when the job
+-- has its own (a staged job exists from its stage; else null or absent), and an eleventh, the
+-- trace context (0016_trace_context.sql), when the job has one: one parameter parsed once (nine
 -- binary arrays cost twice as much end to end, most of it in dumping them element by element).
 -- Answers only the rows NOT inserted, each with the live row holding its dedupe key (none: it
 -- committed after this statement's snapshot, and the driver looks again); every other row was
@@ -24,14 +25,14 @@ select value from jobs.meta where key = 'schema_version';
 with input as (
     select (e->>0)::uuid as id, e->>1 as name, e->>2 as queue, e->>3 as tenant, e->>4 as key,
            e->5 as input, (e->>6)::int as max_attempts, (e->>7)::timestamptz as run_at,
-           (e->>8)::int as priority, coalesce((e->>9)::timestamptz, %(now)s) as created_at, ord
+           (e->>8)::int as priority, coalesce((e->>9)::timestamptz, %(now)s) as created_at, e->10 as trace, ord
     from jsonb_array_elements(%(rows)s::jsonb) with ordinality as t(e, ord)
 ), ins as (
     insert into jobs.job (id, name, queue, tenant, idempotency_key, input, state, priority,
-                          max_attempts, run_at, created_at, updated_at)
+                          max_attempts, run_at, created_at, updated_at, trace)
     select id, name, queue, tenant, key, input,
            case when run_at > %(now)s then 'delayed' else 'ready' end,
-           priority, max_attempts, run_at, created_at, %(now)s
+           priority, max_attempts, run_at, created_at, %(now)s, trace
     from input
     on conflict (name, (coalesce(tenant, '')), idempotency_key)
         where state in ('ready','delayed','running','suspended','parked')
@@ -62,10 +63,10 @@ from (select count(*) from (select pg_notify('jobs_enqueue', q) from (select dis
 -- a row of backend CPU, a third of this statement's (python -m bench.indexcost).
 with ins as (
     insert into jobs.job (id, name, queue, tenant, idempotency_key, input, state, priority,
-                          max_attempts, run_at, created_at, updated_at)
+                          max_attempts, run_at, created_at, updated_at, trace)
     select (e->>0)::uuid, e->>1, e->>2, e->>3, e->>4, e->5,
            case when (e->>7)::timestamptz > %(now)s then 'delayed' else 'ready' end,
-           (e->>8)::int, (e->>6)::int, (e->>7)::timestamptz, coalesce((e->>9)::timestamptz, %(now)s), %(now)s
+           (e->>8)::int, (e->>6)::int, (e->>7)::timestamptz, coalesce((e->>9)::timestamptz, %(now)s), %(now)s, e->10
     from jsonb_array_elements(%(rows)s::jsonb) as t(e)
     returning queue
 )
@@ -76,10 +77,10 @@ select count(*) as woke from (select pg_notify('jobs_enqueue', q) from (select d
 -- Insert one job: the single enqueue's statement (no unnest, no join: ~4x job_enqueue's rate).
 -- No row back means a live row holds the dedupe key: the driver then reads it (job_find_live).
 insert into jobs.job (id, name, queue, tenant, idempotency_key, input, state, priority,
-                      max_attempts, run_at, created_at, updated_at)
+                      max_attempts, run_at, created_at, updated_at, trace)
 values (%(id)s, %(name)s, %(queue)s, %(tenant)s, %(key)s, %(input)s::jsonb,
         case when %(run_at)s::timestamptz > %(now)s then 'delayed' else 'ready' end,
-        %(priority)s, %(max_attempts)s, %(run_at)s, %(created_at)s, %(now)s)
+        %(priority)s, %(max_attempts)s, %(run_at)s, %(created_at)s, %(now)s, %(trace)s::jsonb)
 on conflict (name, (coalesce(tenant, '')), idempotency_key)
     where state in ('ready','delayed','running','suspended','parked')
     do nothing
@@ -119,7 +120,7 @@ insert into jobs.job_done_now
 select id, name, queue, tenant, idempotency_key, input,
        %(fence)s::jsonb -> (id::text) -> 1, 'completed', priority,
        attempt, max_attempts, run, run_at, created_at, %(now)s, claimed_by, claimed_at, null, %(now)s,
-       last_error, error_code, stop_reason, null, null
+       last_error, error_code, stop_reason, null, null, trace
 from gone
 returning id::text;
 
@@ -170,7 +171,7 @@ with done as (
            coalesce(%(run_at)s, run_at), created_at, %(now)s, claimed_by, claimed_at, null, %(now)s,
            case when %(writes_error)s then %(error)s else last_error end,
            case when %(writes_error)s then %(error_code)s else error_code end,
-           %(stop_reason)s, %(wait)s::jsonb, null
+           %(stop_reason)s, %(wait)s::jsonb, null, trace
     from gone
     returning id, run, attempt, claimed_by, claimed_at
 ), settled as (

@@ -77,7 +77,7 @@ with leader as (
            run, run_at, created_at, %(now)s, claimed_by, claimed_at, null, %(now)s,
            'X_LEASE_LOST: worker ' || coalesce(claimed_by, '?') || ' stopped renewing the lease of run ' || run
            || ' [stop: attempts-exhausted at attempt ' || attempt || ' of ' || max_attempts || ']',
-           'X_LEASE_LOST', 'attempts-exhausted', wait, null
+           'X_LEASE_LOST', 'attempts-exhausted', wait, null, trace
     from gone
     returning id, run, attempt, claimed_by, claimed_at, state, last_error
 ), upd as (
@@ -286,7 +286,7 @@ with gone as (
            run, run_at, created_at, %(now)s, claimed_by, claimed_at, null, %(now)s,
            'X_LEASE_LOST: worker ' || coalesce(claimed_by, '?') || ' is gone (its database session ended) '
            || 'during run ' || run || ' [stop: attempts-exhausted at attempt ' || attempt || ' of ' || max_attempts || ']',
-           'X_LEASE_LOST', 'attempts-exhausted', wait, null
+           'X_LEASE_LOST', 'attempts-exhausted', wait, null, trace
     from lost
     returning id, queue, run, attempt, claimed_by, claimed_at, state, last_error
 ), upd as (

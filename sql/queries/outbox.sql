@@ -5,13 +5,13 @@
 -- name: outbox_stage :one
 -- Stage a batch on the CALLER's connection, inside the caller's transaction (I16). The batch is one
 -- jsonb array of [id, name, queue, tenant, key, input, max_attempts, run_at, priority] rows, as
--- job_enqueue takes it. The NOTIFY is queued with the transaction: PostgreSQL delivers it at
+-- job_enqueue takes it, with the trace context eleventh when the stage has one. The NOTIFY is queued with the transaction: PostgreSQL delivers it at
 -- commit (a rollback drops it with the rows), so relays wake the moment the rows become visible.
 with ins as (
     insert into jobs.outbox (id, staged_at, name, queue, tenant, idempotency_key, input, max_attempts,
-                             run_at, priority)
+                             run_at, priority, trace)
     select (e->>0)::uuid, %(now)s, e->>1, e->>2, e->>3, e->>4, e->5, (e->>6)::int, (e->>7)::timestamptz,
-           (e->>8)::int
+           (e->>8)::int, e->10
     from jsonb_array_elements(%(rows)s::jsonb) as t(e)
     returning 1
 )
@@ -44,12 +44,12 @@ with picked as (
     -- published rows stay for their retention (as job_claim in jobs.sql).
     where o.id = any(array(select id from picked))
     returning o.id, o.staged_at, o.name, o.queue, o.tenant, o.idempotency_key, o.input, o.run_at,
-              o.max_attempts, o.priority, o.attempts, o.last_error, o.failed_at
+              o.max_attempts, o.priority, o.attempts, o.last_error, o.failed_at, o.trace
 )
 -- The columns the driver builds rows from, in this order (ids as text: no UUID objects); the
 -- claim's own stamps are known to the caller.
 select id::text, staged_at, name, queue, tenant, idempotency_key, input, run_at, max_attempts, priority,
-       attempts, last_error, failed_at
+       attempts, last_error, failed_at, trace
 from claimed order by staged_at, id;
 
 -- name: outbox_publish_batch :one
@@ -64,7 +64,7 @@ from claimed order by staged_at, id;
 -- A job exists from its stage: created_at is the row's staged_at, so a wait takes an event sent
 -- between the stage and this publication.
 with picked as (
-    select id, staged_at, name, queue, tenant, idempotency_key, input, run_at, max_attempts, priority
+    select id, staged_at, name, queue, tenant, idempotency_key, input, run_at, max_attempts, priority, trace
     from jobs.outbox
     where published_at is null and (claim_token is null or lease_until < %(now)s)
     order by staged_at, id
@@ -75,10 +75,10 @@ with picked as (
     from picked p
 ), ins as (
     insert into jobs.job (id, name, queue, tenant, idempotency_key, input, state, priority,
-                          max_attempts, run_at, created_at, updated_at)
+                          max_attempts, run_at, created_at, updated_at, trace)
     select job_id, name, queue, tenant, idempotency_key, input,
            case when run_at > %(now)s then 'delayed' else 'ready' end,
-           priority, max_attempts, coalesce(run_at, %(now)s), staged_at, %(now)s
+           priority, max_attempts, coalesce(run_at, %(now)s), staged_at, %(now)s, trace
     from numbered
     returning queue
 ), marked as (

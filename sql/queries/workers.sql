@@ -128,11 +128,12 @@ with picked as (
         finished_at = null, result = null, stop_reason = null
     where j.ctid = any(array(select ctid from picked))
     returning j.id::text, j.name, j.queue, j.tenant, j.idempotency_key, j.input, j.priority, j.attempt,
-              j.max_attempts, j.run, j.run_at, j.created_at, j.last_error, j.error_code, j.wait, j.waiting_since
+              j.max_attempts, j.run, j.run_at, j.created_at, j.last_error, j.error_code, j.wait, j.waiting_since,
+              j.trace
 )
 select * from upd
 union all
-select null, null, null, null, null, null, null, null, null, null, min(t.run_at), null, null, null, null, null
+select null, null, null, null, null, null, null, null, null, null, min(t.run_at), null, null, null, null, null, null
 from unnest(%(queues)s::text[], %(floors)s::timestamptz[]) as q(name, floor)
 cross join lateral (
     (select run_at from jobs.job

@@ -78,3 +78,15 @@ async def test_a_suspended_run_lasts_until_now_on_its_axis() -> None:
     assert (start, end) == (d.attempts[0].started_at, now)  # the wait under way is part of the run
     waiting = timeline_text(d.steps, now, runs_of(d, now)).plain.splitlines()[-1]
     assert waiting.split()[3] == "waiting" and len(bars(waiting + "\n" + waiting)[0].strip("·")) > 10
+
+
+async def test_a_job_enqueued_in_a_trace_names_its_trace_id_and_one_without_says_nothing() -> None:
+    from console.screens.job_detail import facts_text
+
+    source = seeded_source()
+    page = await source.jobs(JobFilter(state=JobState.COMPLETED))
+    d = await source.job(page.items[0].id)
+    assert "trace" not in facts_text(d, T0).plain.split()
+    tid = "4bf92f3577b34da6a3ce929d0e0e4736"
+    traced = replace(d, job=replace(d.job, trace={"traceparent": f"00-{tid}-00f067aa0ba902b7-01"}))
+    assert f"trace  {tid}" in facts_text(traced, T0).plain

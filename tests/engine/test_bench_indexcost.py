@@ -26,7 +26,10 @@ def test_every_indexcost_variant_runs_and_each_index_change_changes_the_wal_a_ph
         got[name] = measure(dsn, setup, ack, TINY)
         assert all(got[name][p][1] > 0 for p in PHASES), (name, got[name])  # each phase wrote its rows
     wal = {name: tuple(round(got[name][p][1]) for p in PHASES) for name in got}
-    unchanged = [name for name, (_, setup, _) in VARIANTS.items() if setup and wal[name] == wal[BASE]]
+    # An index change on top of this tree's schema (an older schema's setup only adds a column)
+    unchanged = [
+        name for name, (target, setup, _) in VARIANTS.items() if target is None and setup and wal[name] == wal[BASE]
+    ]
     assert not unchanged, f"these variants write what {BASE!r} writes: {unchanged}"
     # The schemas before it: each step of the migrations wrote less a job than the one before.
     assert sum(wal["0009: one table, ack in place"]) > sum(wal["0010: live table + job_done"]) > sum(wal[BASE])

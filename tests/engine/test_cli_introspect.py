@@ -78,6 +78,26 @@ def test_queues_ls_show_dead_read_with_json(pg_dsn: str) -> None:
     assert r.exit_code == 0 and "default" in r.stdout
     r = cli("show", ready.id, "--dsn", pg_dsn)
     assert r.exit_code == 0 and ready.id in r.stdout and "why:" in r.stdout
+    assert "trace:" not in r.stdout  # enqueued without tracing
+
+
+def test_show_names_the_trace_a_job_was_enqueued_in(pg_dsn: str) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from engine.api import connect
+    from engine.jobs import job
+    from engine.tracing import Tracing
+
+    traced = job(name="traced_show", idempotency_key=lambda inp: inp["k"])(lambda ctx, inp: None)
+    provider = TracerProvider()
+    with connect(pg_dsn, tracing=Tracing(tracer_provider=provider)) as eng:
+        with provider.get_tracer("app").start_as_current_span("request") as span:
+            r = eng.enqueue(traced, {"k": "1"})
+    want = format(span.get_span_context().trace_id, "032x")
+    out = cli("show", r.id, "--dsn", pg_dsn)
+    assert out.exit_code == 0 and f"trace: {want}" in out.stdout
+    d = json.loads(cli("show", r.id, "--dsn", pg_dsn, "--json").stdout)
+    assert d["job"]["trace"]["traceparent"].split("-")[1] == want
 
 
 def test_bad_input_is_code_cause_fix_and_json_on_stderr(pg_dsn: str) -> None:

@@ -29,6 +29,7 @@ def test_claimed_jobs_equal_and_behave_like_dataclass_built_ones() -> None:
         "X",
         {"kind": "limit"},
         now - timedelta(minutes=5),
+        {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
     )
     assert len(values) == len(CLAIM_FIELDS)
     (built,) = claimed_jobs([values], worker="w1", now=now, lease_until=until)
@@ -58,6 +59,7 @@ def test_claimed_jobs_equal_and_behave_like_dataclass_built_ones() -> None:
         stop_reason=None,
         wait={"kind": "limit"},
         waiting_since=now - timedelta(minutes=5),
+        trace={"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
     )
     assert fast == slow and repr(fast) == repr(slow)
     assert built == ClaimedJob(slow) and built.claim == ClaimedJob(slow).claim == Claim("0193-a", "w1", 2)
@@ -70,7 +72,7 @@ def test_claimed_jobs_come_in_claim_order_priority_first_then_due_time_then_id()
     now = datetime(2026, 12, 3, tzinfo=UTC)
 
     def values(job_id: str, priority: int, run_at: datetime) -> tuple[object, ...]:
-        return (job_id, "n", "q", None, job_id, None, priority, 1, 3, 1, run_at, now, None, None, None, None)
+        return (job_id, "n", "q", None, job_id, None, priority, 1, 3, 1, run_at, now, None, None, None, None, None)
 
     rows = [
         values("c", 0, now - timedelta(seconds=1)),

@@ -44,6 +44,7 @@ def insert_jobs(state: MemoryState, jobs: Sequence[NewJob], now: datetime) -> tu
                 run_at=run_at,
                 created_at=new.created_at or now,
                 updated_at=now,
+                trace=None if new.trace is None else dict(new.trace),  # a copy, as the column is
             )
             state.put(row)
             fresh.add(row.queue)

@@ -96,6 +96,7 @@ def _row(j: NewJob, now: datetime) -> OutboxRow:
         j.run_at,
         j.max_attempts,
         j.priority,
+        trace=None if j.trace is None else dict(j.trace),
     )
 
 

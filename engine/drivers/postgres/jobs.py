@@ -82,6 +82,7 @@ class PostgresJobs(PostgresBase):
                 "priority": j.priority,
                 "created_at": j.created_at or now,
                 "now": now,
+                "trace": None if j.trace is None else orjson.dumps(j.trace).decode(),
             }
             if await self._raw(Q.job_enqueue_one, values) is None:
                 batch.results[0] = await self._live_holder(j, now)
@@ -274,7 +275,8 @@ class _Collapsed:
     def doc(self) -> str:
         """job_enqueue's one parameter: a jsonb array of [id, name, queue, tenant, key, input,
         max_attempts, run_at, priority] rows, and created_at tenth when the job has its own (a
-        staged job's stage time; the statements take now when it is absent)."""
+        staged job's stage time; the statements take now when it is null or absent) or a trace
+        context, eleventh when it has one (absent is SQL null; a JSON null would be jsonb's)."""
         now = self.now
         return orjson.dumps(
             [
@@ -288,7 +290,13 @@ class _Collapsed:
                     j.max_attempts,
                     j.run_at or now,
                     j.priority,
-                    *(() if j.created_at is None else (j.created_at,)),
+                    *(
+                        ()
+                        if j.created_at is None and j.trace is None
+                        else (j.created_at,)
+                        if j.trace is None
+                        else (j.created_at, j.trace)
+                    ),
                 ]
                 for j in self.unique
             ],

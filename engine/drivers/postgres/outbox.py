@@ -52,6 +52,7 @@ def stage_params(jobs: Sequence[NewJob], now: datetime) -> dict[str, Any]:
                 j.max_attempts,
                 j.run_at,
                 j.priority,
+                *(() if j.trace is None else (None, j.trace)),
             ]
             for j in jobs
         ],
@@ -118,8 +119,8 @@ class PostgresOutbox(PostgresBase):
             rows = await cur.fetchall()
         until = now + timedelta(milliseconds=lease)
         return [
-            OutboxRow(i, st, n, q, t, k, inp, ra, ma, pr, relay, token, now, until, None, None, att, err, fa)
-            for (i, st, n, q, t, k, inp, ra, ma, pr, att, err, fa) in rows
+            OutboxRow(i, st, n, q, t, k, inp, ra, ma, pr, relay, token, now, until, None, None, att, err, fa, tr)
+            for (i, st, n, q, t, k, inp, ra, ma, pr, att, err, fa, tr) in rows
         ]
 
     async def outbox_publish_batch(

@@ -40,6 +40,7 @@ CLAIM_FIELDS = (
     "error_code",
     "wait",
     "waiting_since",
+    "trace",
 )
 _new = object.__new__
 
