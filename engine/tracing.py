@@ -6,7 +6,8 @@ jobs.outbox.trace for a staged job: the propagator's carrier, W3C ``traceparent`
 ``tracestate``), so a relay's publication keeps the stager's trace. A worker started with tracing
 on makes each run a ``process`` span (kind CONSUMER) whose parent is that stored context, current
 while the handler runs: the handler's own spans (an HTTP call, a query, a sync handler's in its
-thread) are its children. A job enqueued without a context (a cron occurrence, a backfill's pass,
+thread) are its children, and so is a ``step <name>`` span for each durable run step that runs (a
+replayed step answers its stored result and makes none). A job enqueued without a context (a cron occurrence, a backfill's pass,
 an engine without tracing) starts a trace of its own.
 
 Names and attributes follow OpenTelemetry's messaging conventions: ``send <job>`` and
@@ -97,6 +98,16 @@ class Tracing:
             set_status_on_exception=True,
         ) as span:
             yield span
+
+    def step(self, name: str, seq: int) -> Any:
+        """The span of one run step that runs (a replay answers its stored result, no span), a
+        child of the run's: failed when the step raised."""
+        return self.tracer.start_as_current_span(
+            f"step {name}",
+            attributes={"jobs.step.name": name, "jobs.step.seq": seq},
+            record_exception=True,
+            set_status_on_exception=True,
+        )
 
     def ended(self, span: Any, ex: Execution | None) -> None:
         """What the run came to, on its span: None is a completion (its ack buffered)."""

@@ -68,6 +68,7 @@ def step_api_for(
     clock: Clock,
     signal: RunSignal,
     loop: asyncio.AbstractEventLoop | None = None,
+    tracing: Tracing | None = None,
 ) -> StepApi:
     """The step runner of one run, with the job's declared ceilings (I11: forwarded only here)."""
     return StepApi(
@@ -79,6 +80,7 @@ def step_api_for(
         step_timeout=d.step_timeout,
         event_poll=d.event_poll,
         loop=loop,
+        tracing=tracing,
     )
 
 
@@ -181,7 +183,9 @@ class Runner:
         row = cj.row
         signal = RunSignal()
         loop = asyncio.get_running_loop()
-        ctx = JobContext(row, signal, lambda: step_api_for(d, self.driver, cj, lease.claim, self.clock, signal, loop))
+        ctx = JobContext(
+            row, signal, lambda: step_api_for(d, self.driver, cj, lease.claim, self.clock, signal, loop, self.tracing)
+        )
         running = True
 
         def abort(reason: str) -> None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Coroutine
+from contextlib import nullcontext
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine.clock import Clock, later, utc
 from engine.codec import check_json
@@ -31,6 +32,9 @@ from engine.runtime.step_signal import StepSignal, invoke_step
 from engine.runtime.suspend import StepSuspension
 from engine.text import check_text
 from engine.types import Claim, JobRow, StepKind, StepStatus, StoredStep
+
+if TYPE_CHECKING:
+    from engine.tracing import Tracing
 
 T = TypeVar("T")
 
@@ -50,8 +54,10 @@ class StepApi:
         step_timeout: float | None,
         event_poll: float,
         loop: asyncio.AbstractEventLoop | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         self.driver, self.claim, self.row, self.clock = driver, claim, row, clock
+        self.tracing = tracing  # a run step that runs is a span of its own (engine/tracing.py)
         self.signal, self.step_timeout, self.event_poll = signal, step_timeout, event_poll
         self._stored: dict[str, StoredStep] | None = None
         self._load_lock = asyncio.Lock()
@@ -191,7 +197,8 @@ class StepApi:
         self.signal.raise_if_aborted(f"start of step {name!r}")
         started = self.clock.now()
         try:
-            value = check_json(await self._call(name, fn), what=f"result of step {name!r}", job=self.row.name)
+            with self.tracing.step(name, seq) if self.tracing is not None else nullcontext():
+                value = check_json(await self._call(name, fn), what=f"result of step {name!r}", job=self.row.name)
         except Exception as exc:
             # Recorded, then propagated: it is this attempt's failure under the job's retry policy.
             await self._write(self._step(name, seq, "run", "failed", started, error=error_text(exc)))

@@ -53,7 +53,20 @@ async def fail(ctx, inp):  # type: ignore[no-untyped-def]
     raise RuntimeError("card declined")
 
 
-ALL = [greet, sync_greet, fail]
+@job(name="t.steps", queue=Q, idempotency_key=lambda inp: inp["k"], retry=RetryPolicy(attempts=2, delay=0))
+async def steps(ctx, inp):  # type: ignore[no-untyped-def]
+    await ctx.step.run("charge", lambda: "charged")  # a sync step body: in a thread
+    SEEN["runs"] = SEEN.get("runs", 0) + 1
+
+    async def notify() -> str:
+        if SEEN["runs"] == 1:
+            raise RuntimeError("mail server down")
+        return "sent"
+
+    return await ctx.step.run("notify", notify)
+
+
+ALL = [greet, sync_greet, fail, steps]
 
 
 @pytest.fixture
@@ -146,6 +159,26 @@ async def test_a_failed_run_is_an_error_span_with_its_code_and_a_sync_handler_se
     assert attrs["error.type"]
     (synced,) = _named(exporter, "process t.sync_greet")
     assert SEEN["thread_span"].span_id == synced.context.span_id  # current in the handler's thread
+
+
+async def test_each_step_that_runs_is_a_child_span_of_its_run_and_a_replayed_step_is_none(
+    eng: Engine, spans: tuple[InMemorySpanExporter, TracerProvider], clock: FakeClock
+) -> None:
+    exporter, _ = spans
+    SEEN["runs"] = 0
+    await eng.aenqueue(steps, {"k": "s"})
+    await arun_due(eng, ALL)  # attempt 1: charge runs, notify fails
+    clock.advance(1)
+    await arun_due(eng, ALL)  # attempt 2: charge replays its stored result, notify runs
+    first, second = sorted(_named(exporter, "process t.steps"), key=lambda s: s.start_time or 0)
+    (charge,) = _named(exporter, "step charge")
+    failed, sent = sorted(_named(exporter, "step notify"), key=lambda s: s.start_time or 0)
+    assert charge.parent is not None and charge.parent.span_id == first.context.span_id
+    assert failed.parent is not None and failed.parent.span_id == first.context.span_id
+    assert failed.status.status_code is StatusCode.ERROR and first.status.status_code is StatusCode.ERROR
+    assert sent.parent is not None and sent.parent.span_id == second.context.span_id
+    assert dict(sent.attributes or {})["jobs.step.seq"] == 2
+    assert dict(second.attributes or {})["jobs.outcome"] == "completed"
 
 
 async def test_a_job_enqueued_without_a_context_starts_a_trace_of_its_own(
