@@ -185,7 +185,9 @@ def worker(
     ),
     no_relay: bool = typer.Option(False, "--no-relay", help="run no outbox relay in this worker"),
     no_scheduler: bool = typer.Option(False, "--no-scheduler", help="never lead the cron scheduler for its tasks"),
-    metrics_port: int = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
+    metrics_port: int = typer.Option(
+        None, "--metrics-port", help="serve Prometheus metrics on this port, and the probes /livez and /readyz"
+    ),
     metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="the metrics address (loopback by default)"),
     loop: str = typer.Option("auto", "--loop", help="the event loop: auto (uvloop when installed), uvloop or asyncio"),
     no_prepared_statements: bool = no_prepared_statements_option(),
@@ -338,6 +340,13 @@ async def _serve(
         **options,
     )
     server = None
+    if metrics_port:  # before the start: the probes say "starting" while the database is awaited
+        try:
+            server = serve_metrics(metrics, metrics_port, metrics_host, health=w.health)
+        except JobsError as err:
+            sys.stderr.write(error_text(err))
+            await aio.within(driver.close, asyncio.get_running_loop().time() + w.config.close_timeout)
+            return EXIT_ERROR
     loop = asyncio.get_running_loop()
     starting = loop.create_task(w.start())
     signals = 0
@@ -367,8 +376,6 @@ async def _serve(
         if signals:  # signalled as the start ended (its cancellation lost on the way): drain now
             await w.drain()
             return 0
-        if metrics_port:
-            server = serve_metrics(metrics, metrics_port, metrics_host)
         print(f"jobs worker {w.id} serving {','.join(w.queues)} (concurrency {w.config.concurrency})", flush=True)
         began = loop.time()
         await w.wait_stopped()

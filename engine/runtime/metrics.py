@@ -19,13 +19,16 @@ from __future__ import annotations
 import time
 from bisect import bisect_left
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.types import QueueGauges
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
     from prometheus_client.core import Metric
+
+    from engine.runtime.health import Health
 
 _BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0, 600.0)
 
@@ -255,9 +258,39 @@ class Metrics:
         self._gauged |= named
 
 
-def serve_metrics(metrics: Metrics, port: int, host: str = "127.0.0.1") -> object:
-    """Start the exposition on ``host:port`` (loopback by default); answers the server."""
-    from prometheus_client import start_http_server
+def serve_metrics(metrics: Metrics, port: int, host: str = "127.0.0.1", health: Health | None = None) -> object:
+    """Start the exposition on ``host:port`` (loopback by default), in a thread of its own, and
+    with ``health`` the probes beside it: ``/livez`` (``/healthz`` too) and ``/readyz``, 200 or
+    503 with one line saying why (engine/runtime/health.py). Answers the server (``shutdown()``).
+    A port that cannot be bound is X_INVALID_ARGUMENT."""
+    import threading
+    from wsgiref.simple_server import WSGIRequestHandler, make_server
 
-    server, _thread = start_http_server(port, addr=host, registry=metrics.registry)
+    from prometheus_client import make_wsgi_app
+    from prometheus_client.exposition import ThreadingWSGIServer
+
+    exposition = make_wsgi_app(metrics.registry)
+    probes = {"/livez": "live", "/healthz": "live", "/readyz": "ready"} if health is not None else {}
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        probe = probes.get(environ.get("PATH_INFO", ""))
+        if probe is None:
+            return exposition(environ, start_response)  # type: ignore[no-any-return]
+        ok, why = getattr(health, probe)()
+        start_response("200 OK" if ok else "503 Service Unavailable", [("Content-Type", "text/plain; charset=utf-8")])
+        return [f"{why}\n".encode()]
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:  # a probe a second is no log line
+            pass
+
+    try:
+        server = make_server(host, port, app, ThreadingWSGIServer, handler_class=Quiet)
+    except OSError as exc:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"the metrics port {host}:{port} cannot be served: {exc.strerror or exc}",
+            fix=f"--metrics-port {port + 1} (a port no other process holds)",
+        ) from None
+    threading.Thread(target=server.serve_forever, name="jobs-metrics", daemon=True).start()
     return server

@@ -35,6 +35,7 @@ from engine.runtime.burst import Burst
 from engine.runtime.execute import Execution, Runner
 from engine.runtime.floors import ClaimFloors
 from engine.runtime.gauges import GaugeReader
+from engine.runtime.health import Health
 from engine.runtime.leases import LeaseKeeper, _short
 from engine.runtime.limits import Limits
 from engine.runtime.metrics import Metrics
@@ -98,6 +99,7 @@ class Worker:
         self._running: dict[str, asyncio.Task[None]] = {}  # each claimed job's task, until it settles
         self._floors = ClaimFloors()  # where the next claim starts reading each queue
         self._gauges = GaugeReader(driver, self.clock, self.metrics, worker=self.id, interval=cfg.gauges_interval)
+        self.health = Health(self.clock, heartbeat_interval=cfg.heartbeat_interval)  # what /livez, /readyz say
         self._tasks: list[asyncio.Task[Any]] = []
         self._stopping = False
         self._closing = False
@@ -131,7 +133,8 @@ class Worker:
             return
         cfg = self.config
         await when_reachable(self._register, worker=self.id, start_timeout=cfg.start_timeout)
-        self._started = True
+        self._started = self.health.started = True
+        self.health.beat()  # the registration landed
         self._woken = asyncio.Event()
         self._slot_freed = asyncio.Event()
         self._stopped = asyncio.Event()
@@ -175,6 +178,7 @@ class Worker:
             spawn(self._heartbeat_loop(), name="jobs-heartbeat"),
             spawn(self._gauges.run(), name="jobs-gauges"),
             spawn(self.presence.run(), name="jobs-presence"),
+            spawn(self.health.tick(), name="jobs-health"),
         ] + [spawn(_run(svc), name="jobs-service") for svc in self._services]
         logs.emit(logs.WORKER_STARTED, worker=self.id, queues=list(self.queues), concurrency=cfg.concurrency)
 
@@ -188,7 +192,7 @@ class Worker:
         await self.drain()
 
     def stop_claiming(self) -> None:
-        self._stopping = True
+        self._stopping = self.health.draining = True
         if self._started:
             self._woken.set()
             self._slot_freed.set()
@@ -254,6 +258,7 @@ class Worker:
         await aio.within(self.presence.release, max(close_by, loop.time() + STOP_WAIT))
         self._executor.shutdown(wait=False, cancel_futures=True)
         self._stopped.set()
+        self.health.stopped = True
         logs.emit(logs.WORKER_STOPPED, worker=self.id, released=len(self.released))
 
     async def _register(self) -> None:
@@ -410,6 +415,7 @@ class Worker:
                 beat = await self.driver.worker_heartbeat(
                     id=self.id, in_use=len(self._running), stopping=self._stopping, now=self.clock.now()
                 )
+                self.health.beat()
                 if beat is not None and beat.drain_requested and self._drain_task is None:
                     # Drained from its own task: drain() cancels and awaits this loop.
                     logs.emit(
@@ -425,6 +431,7 @@ class Worker:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                self.health.beat_failed(exc)
                 self.metrics.reconnects.labels("heartbeat").inc()
                 logs.emit(
                     logs.WORKER_RECONNECTING, logging.WARNING, what="heartbeat", worker=self.id, error=_short(exc)

@@ -1,0 +1,71 @@
+"""A worker's health as an orchestrator's probes read it: ``/livez`` and ``/readyz`` on the
+metrics port (`jobs worker --metrics-port`), or ``worker.health`` for an app that embeds one.
+
+Live: the worker's event loop turns. A ticker on the loop notes each turn (every TICK seconds);
+a handler that blocks the loop (``time.sleep`` in an ``async def``, a CPU-bound loop with no
+await) stops it, and past STALLED seconds without a turn the worker is not live: its leases are
+not renewed either, so a restart hands its jobs to another worker sooner than their leases would.
+A worker waiting for its database to answer at start, or draining, is live.
+
+Ready: the worker has registered (its start reached the database), is not draining, and the
+database answered one of its heartbeats within three heartbeat intervals.
+
+Each answer is (ok, one line saying why). The probes are read from the metrics server's thread:
+the worker writes plain floats and flags, the reader only compares them.
+"""
+
+from __future__ import annotations
+
+from engine.clock import Clock
+from engine.runtime.leases import _short
+
+TICK = 1.0  # seconds between the ticker's turns
+STALLED = 30.0  # seconds without a turn past which the loop counts as blocked
+
+
+class Health:
+    def __init__(self, clock: Clock, *, heartbeat_interval: float) -> None:
+        self.clock = clock
+        self.heartbeat_interval = heartbeat_interval
+        self.started = False  # registered: the start reached the database
+        self.draining = False
+        self.stopped = False
+        self.turned_at = clock.monotonic()  # the ticker's last turn of the loop
+        self.beat_at: float | None = None  # the last heartbeat (or the registration) that landed
+        self.beat_error: str | None = None  # why the latest heartbeat failed, while none has landed since
+
+    async def tick(self) -> None:
+        """The ticker: note each turn of the loop, until cancelled."""
+        while True:
+            self.turned_at = self.clock.monotonic()
+            await self.clock.sleep(TICK)
+
+    def beat(self) -> None:
+        self.beat_at, self.beat_error = self.clock.monotonic(), None
+
+    def beat_failed(self, exc: BaseException) -> None:
+        self.beat_error = _short(exc)
+
+    def live(self) -> tuple[bool, str]:
+        if self.stopped:
+            return True, "stopped"
+        still = self.clock.monotonic() - self.turned_at
+        if still > STALLED:
+            return False, (
+                f"the event loop has not turned for {still:.0f} s: a handler is blocking it "
+                "(time.sleep or CPU-bound work in an async def; run it in a sync def, which gets a thread)"
+            )
+        return True, "the event loop turns"
+
+    def ready(self) -> tuple[bool, str]:
+        if self.stopped:
+            return False, "stopped"
+        if not self.started:
+            return False, "starting: waiting for the database to answer"
+        if self.draining:
+            return False, "draining: it claims no more work"
+        since = self.clock.monotonic() - (self.beat_at if self.beat_at is not None else self.turned_at)
+        if since > 3 * self.heartbeat_interval:
+            why = f" ({self.beat_error})" if self.beat_error else ""
+            return False, f"the database has not answered its heartbeat for {since:.0f} s{why}"
+        return True, "registered and heartbeating"
