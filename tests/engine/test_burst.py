@@ -25,6 +25,7 @@ from engine.retry import RetryPolicy
 from engine.runtime.worker import WorkerConfig
 from engine.testing import arun_due, run_due
 from engine.types import JobState
+from tests.contract.test_outbox import app_tx
 from tests.engine import test_worker_app as app
 
 Q = "burst-q"
@@ -93,7 +94,16 @@ def eng(driver: Driver, clock: FakeClock) -> Engine:
     return ENGINE[-1]
 
 
-ALL = [leaf, fan, gated, overdue, boom, hang]
+@job(name="b.checkout", queue=Q, idempotency_key=lambda inp: inp["k"])
+async def checkout(ctx, inp):  # type: ignore[no-untyped-def]
+    """Stages a leaf in an application transaction of its own, as an app's handler would."""
+    eng = inp_engine()
+    async with app_tx(eng.driver) as tx:
+        await eng.astage(tx, leaf, {"k": f"{inp['k']}.staged"})
+    return inp["k"]
+
+
+ALL = [leaf, fan, gated, overdue, boom, hang, checkout]
 
 
 async def test_run_due_runs_every_due_job_and_every_job_those_runs_enqueue_then_returns(eng: Engine) -> None:
@@ -106,6 +116,16 @@ async def test_run_due_runs_every_due_job_and_every_job_those_runs_enqueue_then_
         assert (await eng.aget(job_id)).state is JobState.COMPLETED
         assert [ex.outcome for ex in ran.of(job_id)] == ["completed"]
     assert await eng.driver.worker_list(now=eng.clock.now()) == []  # stopped and deregistered
+
+
+async def test_run_due_with_relay_publishes_what_was_staged_and_what_its_runs_stage(eng: Engine) -> None:
+    async with app_tx(eng.driver) as tx:
+        await eng.astage(tx, checkout, {"k": "order-1"})
+    without = await arun_due(eng, ALL)  # no relay: a staged job is not published, so not run
+    assert without.executions == ()
+    ran = await arun_due(eng, ALL, relay=True)
+    assert [ex.name for ex in ran.executions] == ["b.checkout", "b.leaf"]  # the leaf its run staged
+    assert ran.outcomes == {"completed": 2}
 
 
 async def test_a_burst_does_not_end_while_a_run_it_claimed_is_still_going(eng: Engine) -> None:
