@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from typing import Any
 
 ATTEMPT_FAILED = "jobs.attempt.failed"
@@ -109,7 +110,20 @@ class LibraryHandler(logging.Handler):
 
 def emit(event: str, level: int = logging.INFO, **fields: Any) -> None:
     if logger.isEnabledFor(level):
-        logger.log(level, event, extra={"fields": fields})
+        logger.log(level, event, extra={"fields": _traced(fields)})
+
+
+def _traced(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` with the trace and span ids of the OpenTelemetry span current where the event
+    happened (a run's, with tracing on: engine/tracing.py), so a log line joins its trace. Read
+    only when the application has loaded OpenTelemetry: nothing is imported for it."""
+    otel = sys.modules.get("opentelemetry.trace")
+    if otel is None:
+        return fields
+    ctx = otel.get_current_span().get_span_context()
+    if not ctx.is_valid:
+        return fields
+    return {"trace_id": format(ctx.trace_id, "032x"), "span_id": format(ctx.span_id, "016x"), **fields}
 
 
 def configure_json_logging(level: int = logging.INFO) -> None:

@@ -146,9 +146,10 @@ async def test_a_staged_job_runs_in_the_stagers_trace_after_the_relay_publishes_
 
 
 async def test_a_failed_run_is_an_error_span_with_its_code_and_a_sync_handler_sees_its_span(
-    eng: Engine, spans: tuple[InMemorySpanExporter, TracerProvider]
+    eng: Engine, spans: tuple[InMemorySpanExporter, TracerProvider], caplog: pytest.LogCaptureFixture
 ) -> None:
     exporter, _ = spans
+    caplog.set_level("INFO", logger="jobs")
     await eng.aenqueue(fail, {"k": "f"})
     await eng.aenqueue(sync_greet, {"k": "s"})
     await arun_due(eng, ALL)
@@ -157,6 +158,11 @@ async def test_a_failed_run_is_an_error_span_with_its_code_and_a_sync_handler_se
     attrs = dict(failed.attributes or {})
     assert attrs["jobs.outcome"] == "dead" and attrs["jobs.stop_reason"] == "attempts-exhausted"
     assert attrs["error.type"]
+    # its log line joins its trace: the run's trace and span ids beside the event's fields
+    (line,) = [r for r in caplog.records if r.getMessage() == "jobs.attempt.failed"]
+    fields = line.fields  # type: ignore[attr-defined]
+    assert fields["trace_id"] == format(failed.context.trace_id, "032x")
+    assert fields["span_id"] == format(failed.context.span_id, "016x") and fields["job_id"]
     (synced,) = _named(exporter, "process t.sync_greet")
     assert SEEN["thread_span"].span_id == synced.context.span_id  # current in the handler's thread
 
