@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -26,13 +27,14 @@ CHILD = Path(__file__).resolve().with_name("ab_child.py")
 FIGURES = {"single": 3_000, "batch100": 20_000, "batch1000": 20_000, "drain": 20_000}
 
 
-def _measure(tree: Path, dsn: str, figure: str, n: int) -> tuple[float, float]:
+def _measure(tree: Path, dsn: str, figure: str, n: int, env: dict[str, str] | None = None) -> tuple[float, float]:
     out = subprocess.run(
         [sys.executable, str(CHILD), str(tree), dsn, figure, str(n)],
         capture_output=True,
         text=True,
         cwd=tree,
         check=False,
+        env=None if env is None else {**os.environ, **env},
     )
     if out.returncode != 0:
         raise RuntimeError(f"{figure} in {tree} failed:\n{out.stderr[-2000:]}")
@@ -69,9 +71,11 @@ def run(base: str, rounds: int, figures: list[str]) -> dict[str, dict[str, list[
     return results
 
 
-def report(base: str, results: dict[str, dict[str, list[tuple[float, float]]]]) -> str:
+def report(
+    base: str, results: dict[str, dict[str, list[tuple[float, float]]]], new: str = "new (this tree)", old: str = ""
+) -> str:
     lines = [
-        f"{'figure':10s} {'base ' + base[:10]:>26s} {'new (this tree)':>26s} {'new/base':>9s} "
+        f"{'figure':10s} {old or 'base ' + base[:10]:>26s} {new:>26s} {'new/base':>9s} "
         f"{'client CPU us/job':>20s}"  # drain: the worker's process, server excluded
     ]
     for figure, sides in results.items():

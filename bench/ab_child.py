@@ -5,13 +5,15 @@ are that tree's), installs TREE's schema on DSN, enqueues N no-op jobs through t
 (one per call, or in batches of 100 or 1,000; or, for "drain", seeds N in batches of 1,000 and
 times a Worker embedded in this process, concurrency 200, draining them) and prints {"rate": jobs/s, "cpu_us": client CPU a
 job, and the engine it imported} as one line of JSON. Kept free of this tree's imports: it must run
-any revision's engine.
+any revision's engine. With BENCH_TRACING=1 (`python -m bench.tracing`) the engine and the worker
+trace, into OpenTelemetry's SDK with a batch processor whose exporter drops the spans.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import time
 
@@ -25,6 +27,20 @@ def main() -> None:
     from engine.schema import install_schema
 
     install_schema(dsn)
+    traced: dict[str, object] = {}
+    if os.environ.get("BENCH_TRACING") == "1":
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+        from engine.tracing import Tracing
+
+        class Dropped(SpanExporter):
+            def export(self, spans: object) -> SpanExportResult:
+                return SpanExportResult.SUCCESS
+
+        provider = TracerProvider()
+        provider.add_span_processor(BatchSpanProcessor(Dropped()))
+        traced["tracing"] = Tracing(tracer_provider=provider)
 
     async def drain() -> tuple[float, float]:
         import psycopg
@@ -34,7 +50,7 @@ def main() -> None:
         from engine.jobs import Registry
         from engine.runtime.worker import Worker, WorkerConfig
 
-        eng = connect(dsn)
+        eng = connect(dsn, **traced)
         try:
             for base in range(0, n, 1000):
                 await eng.aenqueue_many([Enqueue(workload.noop, {"i": i}) for i in range(base, min(n, base + 1000))])
@@ -44,7 +60,7 @@ def main() -> None:
         remaining = sql("ours_remaining")
         async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as poll:
             started, cpu = time.perf_counter(), time.process_time()
-            async with Worker(PostgresDriver(dsn), Registry.from_module(workload), config=config):
+            async with Worker(PostgresDriver(dsn), Registry.from_module(workload), config=config, **traced):  # type: ignore[arg-type]
                 while (await (await poll.execute(remaining, {"queue": workload.QUEUE})).fetchone())[0]:  # type: ignore[index]
                     await asyncio.sleep(0.01)
                 elapsed, used = time.perf_counter() - started, time.process_time() - cpu
@@ -53,7 +69,7 @@ def main() -> None:
     async def go() -> tuple[float, float]:
         if figure == "drain":
             return await drain()
-        eng = connect(dsn)
+        eng = connect(dsn, **traced)
         try:
             await eng.aenqueue(workload.noop, {"i": -1})  # warm: pool open, schema checked, prepared
             await eng.aenqueue_many([Enqueue(workload.noop, {"i": -2}), Enqueue(workload.noop, {"i": -3})])
