@@ -44,36 +44,44 @@ def _measure(tree: Path, dsn: str, figure: str, n: int, env: dict[str, str] | No
     return float(got["rate"]), float(got["cpu_us"])
 
 
-def run(base: str, rounds: int, figures: list[str]) -> dict[str, dict[str, list[tuple[float, float]]]]:
+Results = dict[str, dict[str, list[tuple[float, float]]]]
+
+
+def alternate(sides: list[tuple[str, Path, dict[str, str] | None]], rounds: int, figures: list[str]) -> Results:
+    """Each figure on each side (a name, its tree, its environment), taking turns, the first side
+    alternating from round to round, each a fresh process on a fresh database of one cluster."""
     from bench.cluster import BenchCluster
 
-    results: dict[str, dict[str, list[tuple[float, float]]]] = {f: {"base": [], "new": []} for f in figures}
+    results: Results = {f: {name: [] for name, _, _ in sides} for f in figures}
     numbers = itertools.count(1)
-    with tempfile.TemporaryDirectory(prefix="bench-ab-") as tmp:
-        worktree = Path(tmp) / "base"
-        subprocess.run(["git", "-C", str(HERE), "worktree", "add", "--detach", "-q", str(worktree), base], check=True)
-        cluster = BenchCluster()
-        try:
-            cluster.start()
-            trees = [("base", worktree), ("new", HERE)]
-            for r in range(rounds):
-                for figure in figures:
-                    for name, tree in trees if r % 2 == 0 else trees[::-1]:
-                        db = f"ab_{next(numbers)}"
-                        dsn = create_database(cluster.admin, db)
-                        try:
-                            results[figure][name].append(_measure(tree, dsn, figure, FIGURES[figure]))
-                        finally:
-                            drop_database(cluster.admin, db)
-        finally:
-            cluster.close()
-            subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force", str(worktree)], check=False)
+    cluster = BenchCluster()
+    try:
+        cluster.start()
+        for r in range(rounds):
+            for figure in figures:
+                for name, tree, env in sides if r % 2 == 0 else sides[::-1]:
+                    db = f"ab_{next(numbers)}"
+                    dsn = create_database(cluster.admin, db)
+                    try:
+                        results[figure][name].append(_measure(tree, dsn, figure, FIGURES[figure], env))
+                    finally:
+                        drop_database(cluster.admin, db)
+    finally:
+        cluster.close()
     return results
 
 
-def report(
-    base: str, results: dict[str, dict[str, list[tuple[float, float]]]], new: str = "new (this tree)", old: str = ""
-) -> str:
+def run(base: str, rounds: int, figures: list[str]) -> Results:
+    with tempfile.TemporaryDirectory(prefix="bench-ab-") as tmp:
+        worktree = Path(tmp) / "base"
+        subprocess.run(["git", "-C", str(HERE), "worktree", "add", "--detach", "-q", str(worktree), base], check=True)
+        try:
+            return alternate([("base", worktree, None), ("new", HERE, None)], rounds, figures)
+        finally:
+            subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force", str(worktree)], check=False)
+
+
+def report(base: str, results: Results, new: str = "new (this tree)", old: str = "") -> str:
     lines = [
         f"{'figure':10s} {old or 'base ' + base[:10]:>26s} {new:>26s} {'new/base':>9s} "
         f"{'client CPU us/job':>20s}"  # drain: the worker's process, server excluded

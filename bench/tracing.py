@@ -12,33 +12,13 @@ jobs/s [min-max] and client CPU a job, and on/off.
 from __future__ import annotations
 
 import argparse
-import itertools
 
-from bench.ab import FIGURES, HERE, _measure, report
-from engine.testing import create_database, drop_database
+from bench.ab import FIGURES, HERE, Results, alternate, report
 
 
-def run(rounds: int, figures: list[str]) -> dict[str, dict[str, list[tuple[float, float]]]]:
-    from bench.cluster import BenchCluster
-
-    results: dict[str, dict[str, list[tuple[float, float]]]] = {f: {"base": [], "new": []} for f in figures}
-    numbers = itertools.count(1)
-    cluster = BenchCluster()
-    try:
-        cluster.start()
-        sides = [("base", {"BENCH_TRACING": "0"}), ("new", {"BENCH_TRACING": "1"})]
-        for r in range(rounds):
-            for figure in figures:
-                for name, env in sides if r % 2 == 0 else sides[::-1]:
-                    db = f"tracing_{next(numbers)}"
-                    dsn = create_database(cluster.admin, db)
-                    try:
-                        results[figure][name].append(_measure(HERE, dsn, figure, FIGURES[figure], env))
-                    finally:
-                        drop_database(cluster.admin, db)
-    finally:
-        cluster.close()
-    return results
+def run(rounds: int, figures: list[str]) -> Results:
+    sides = [("base", HERE, {"BENCH_TRACING": "0"}), ("new", HERE, {"BENCH_TRACING": "1"})]
+    return alternate(sides, rounds, figures)
 
 
 def main(argv: list[str] | None = None) -> int:
