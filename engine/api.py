@@ -24,7 +24,7 @@ from engine.options import int32
 from engine.runtime import logs
 from engine.syncbridge import LoopThread
 from engine.text import check_text
-from engine.tracing import Tracing, tracing_for
+from engine.tracing import Tracing, carried, tracing_for
 from engine.types import EnqueueResult, JobRow, NewJob
 
 if TYPE_CHECKING:  # the operator actions and the reads are imported where they are used: a worker
@@ -127,8 +127,7 @@ class Engine:
 
     def _new_jobs(self, specs: Sequence[Enqueue], now: datetime, trace: dict[str, str] | None = None) -> list[NewJob]:
         """Check and build a batch's rows: the first bad one raises, before anything is written."""
-        rows = [self._new_job(s, now, jid) for s, jid in zip(specs, self.ids.many(len(specs), now))]
-        return rows if not trace else [r._replace(trace=trace) for r in rows]
+        return carried([self._new_job(s, now, jid) for s, jid in zip(specs, self.ids.many(len(specs), now))], trace)
 
     @staticmethod
     def _new_job(spec: Enqueue, now: datetime, job_id: str) -> NewJob:
@@ -193,9 +192,7 @@ class Engine:
         if self.tracing is None:
             return await self._write(first, specs, now, None)
         with self.tracing.send(first, len(specs)) as carrier:
-            return await self._write(
-                [r._replace(trace=carrier) for r in first] if carrier else first, specs, now, carrier
-            )
+            return await self._write(carried(first, carrier), specs, now, carrier)
 
     async def _write(
         self, first: list[NewJob], specs: Sequence[Enqueue], now: datetime, trace: dict[str, str] | None

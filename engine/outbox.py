@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from engine.drivers.base_outbox import OutboxTarget
 from engine.errors import X_INVALID_ARGUMENT, X_OUTBOX_NO_TX, JobsError
 from engine.outbox_types import Staged
+from engine.tracing import carried
 from engine.types import NewJob
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def _sending(eng: Engine, rows: list[NewJob]) -> Iterator[list[NewJob]]:
         yield rows
         return
     with eng.tracing.send(rows, len(rows)) as carrier:
-        yield [r._replace(trace=carrier) for r in rows] if carrier else rows
+        yield carried(rows, carrier)
 
 
 def stage_many(eng: Engine, tx: object, specs: Iterable[Enqueue]) -> list[Staged]:

@@ -124,6 +124,11 @@ class Tracing:
             span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, ex.error))
 
 
+def carried(rows: list[NewJob], carrier: dict[str, str] | None) -> list[NewJob]:
+    """``rows``, each carrying ``carrier`` (the one place a job takes its enqueuer's context)."""
+    return [r._replace(trace=carrier) for r in rows] if carrier else rows
+
+
 def trace_id(carrier: dict[str, str] | None) -> str | None:
     """The trace id a stored carrier names (its W3C traceparent's second field), for a reader
     who looks the trace up in their tracing backend; None without one. Needs no OpenTelemetry."""
@@ -150,4 +155,4 @@ def tracing_for(value: object) -> Tracing | None:
     )
 
 
-__all__ = ["Tracing", "trace_id", "tracing_for"]
+__all__ = ["Tracing", "carried", "trace_id", "tracing_for"]
