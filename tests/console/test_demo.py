@@ -198,7 +198,10 @@ def test_i22_the_demo_opens_with_a_backfill_pass_that_its_live_worker_resumes() 
             board = await demo.source.backfills()
             shown = [(v.name, v.environment, v.status) for v in board.rows]
             running = board.rows[-1].last
-            assert (running.actor, running.swept, running.batches) == ("carol", 6000, 30)
+            # The world's pass (carol's, 30 batches of 200), or already past it: the live worker
+            # may have read on from its cursor before this first look.
+            assert running.actor == "carol" and running.batches >= 30
+            assert running.swept == running.batches * 200
             # No event reports a batch: the ledger, which the pass writes after each one, is polled.
             for _ in range(300):
                 [run] = await demo.engine.driver.backfill_runs(
