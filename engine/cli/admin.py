@@ -123,14 +123,24 @@ def driver_options(*, no_prepared_statements: bool = False) -> dict[str, Any]:
     return {"prepared_statements": False} if no_prepared_statements or not CONNECTIONS.prepared else {}
 
 
-def long_running_driver(dsn: str | None, *, no_prepared_statements: bool) -> Any:
+def long_running_driver(dsn: str | None, *, no_prepared_statements: bool, command: str, own_work: bool = False) -> Any:
     """The driver of a long-running command (worker, relay, scheduler): its DSN as resolve_dsn
     gives it, built before the loop starts, so a driver option the DSN cannot take (the memory
-    driver's) is refused with the command's other bad input."""
+    driver's) is refused with the command's other bad input. memory:// is the process's own
+    store, which no other process can enqueue or stage into: refused, unless the command makes
+    its own work there (``own_work``: a worker leading the scheduler of its module's cron tasks)."""
     from engine.api import open_driver
 
     options = driver_options(no_prepared_statements=no_prepared_statements)
-    return open_driver(resolve_dsn(dsn, long_running=True), **options)
+    driver = open_driver(resolve_dsn(dsn, long_running=True), **options)
+    if driver.kind == "memory" and not own_work:
+        raise JobsError(
+            X_DSN_INVALID,
+            cause=f"memory:// is the {command.split()[1]} process's own store: no other process can enqueue or stage "
+            "into it, so it would wait for ever",
+            fix=f"{command} --dsn {DSN_EXAMPLE}",
+        )
+    return driver
 
 
 START_HELP = "give up starting after this long if the database does not answer (s; default: wait as long as it takes)"

@@ -95,7 +95,7 @@ def relay(
             )
         config = RelayConfig(batch_size=batch_size, lease_ms=lease_ms, poll_interval=poll_interval)
         check_start_timeout(start_timeout, "jobs relay")
-        driver = long_running_driver(dsn, no_prepared_statements=no_prepared_statements)
+        driver = long_running_driver(dsn, no_prepared_statements=no_prepared_statements, command="jobs relay")
     except JobsError as err:
         fail(err, as_json=json_out)
     code = asyncio.run(_serve(driver, config, metrics_port, metrics_host, start_timeout))

@@ -178,7 +178,9 @@ def scheduler(
                 fix=f"add @task(name=..., cron='*/5 * * * *') to a handler in {target.partition(':')[0]}",
             )
         check_start_timeout(start_timeout, f"jobs scheduler {target}")
-        driver = long_running_driver(dsn, no_prepared_statements=no_prepared_statements)
+        driver = long_running_driver(
+            dsn, no_prepared_statements=no_prepared_statements, command=f"jobs scheduler {target}"
+        )
     except JobsError as err:
         fail(err, as_json=json_out)
     code = asyncio.run(_serve(driver, tasks, config, metrics_port, metrics_host, start_timeout))

@@ -285,7 +285,12 @@ def worker(
 
             options["tracing"] = Tracing()  # refused here when opentelemetry-api is missing
         clock = process_clock()  # $JOBS_TEST_CLOCK_SKEW, for tests only
-        driver = long_running_driver(dsn, no_prepared_statements=no_prepared_statements)
+        driver = long_running_driver(
+            dsn,
+            no_prepared_statements=no_prepared_statements,
+            command=f"jobs worker {target}",
+            own_work=not no_scheduler and any(h.is_task for h in registry),  # its cron tasks' runs
+        )
     except JobsError as err:
         fail(err, as_json=json_out)
     options["relay"] = not no_relay

@@ -110,7 +110,7 @@ async def test_the_probes_are_served_beside_the_metrics_and_follow_the_worker(wo
         server.shutdown()  # type: ignore[attr-defined]
 
 
-def test_a_metrics_port_another_process_holds_is_refused_with_the_fix() -> None:
+def test_a_metrics_port_another_process_holds_is_refused_with_the_fix(pg_dsn: str) -> None:
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen()
@@ -119,7 +119,7 @@ def test_a_metrics_port_another_process_holds_is_refused_with_the_fix() -> None:
     try:
         out = subprocess.run(
             [sys.executable, "-c", "from engine.cli import main; main()", "worker", "tests.engine.test_health"]
-            + ["--dsn", "memory://", "--metrics-port", str(port)],
+            + ["--dsn", pg_dsn, "--metrics-port", str(port)],
             cwd=root,
             env={**os.environ, "PYTHONPATH": str(root)},
             capture_output=True,

@@ -196,3 +196,38 @@ def test_jobs_migrate_prepares_no_statement_so_the_setting_holds_for_it_too(
     done = CliRunner().invoke(app, ["--no-prepared-statements", "migrate", "--dsn", pg_server_empty_dsn])
     assert done.exit_code == 0, done.output
     assert opened and all(conn.prepare_threshold is None for conn in opened)
+
+
+@pytest.mark.parametrize(
+    ("command", "refused"),
+    [
+        (["worker", "tests.engine.test_poolers"], True),
+        (["relay"], True),
+        (["scheduler", "tests.engine.test_scheduler_app"], True),
+        (["worker", "tests.engine.test_scheduler_app", "--no-scheduler"], True),
+        (["worker", "tests.engine.test_scheduler_app", "--burst"], False),  # its own cron tasks' runs
+    ],
+    ids=["worker", "relay", "scheduler", "worker-no-scheduler", "worker-with-its-cron-tasks"],
+)
+def test_a_long_running_command_on_memory_is_refused_unless_it_makes_its_own_work(
+    command: list[str], refused: bool
+) -> None:
+    # memory:// is the process's own store: nothing another process enqueues or stages reaches it.
+    out = subprocess.run(
+        [sys.executable, "-c", "from engine.cli import main; main()", *command, "--dsn", "memory://"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    said = "process's own store: no other process can enqueue or stage into it, so it would wait for ever"
+    if refused:
+        assert (
+            out.returncode == 2 and "error X_DSN_INVALID: memory:// is the" in out.stderr and said in out.stderr
+        )  # usage
+        assert (
+            f"fix: jobs {' '.join(command[:2]) if command[0] != 'relay' else 'relay'} --dsn postgresql://" in out.stderr
+        )
+    else:
+        assert out.returncode == 0 and "X_DSN_INVALID" not in out.stderr, out.stderr
