@@ -51,7 +51,6 @@ def test_a_statements_positional_form_numbers_each_named_parameter_once_in_order
         "priority",
         "max_attempts",
         "created_at",
-        "trace",
     }
 
 
