@@ -381,7 +381,10 @@ async def _serve(
         if signals:  # signalled as the start ended (its cancellation lost on the way): drain now
             await w.drain()
             return 0
-        print(f"jobs worker {w.id} serving {','.join(w.queues)} (concurrency {w.config.concurrency})", flush=True)
+        served = "" if server is None else f"; /metrics, /livez and /readyz on http://{metrics_host}:{metrics_port}"
+        print(
+            f"jobs worker {w.id} serving {','.join(w.queues)} (concurrency {w.config.concurrency}){served}", flush=True
+        )
         began = loop.time()
         await w.wait_stopped()
         if w.config.burst:

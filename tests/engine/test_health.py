@@ -152,6 +152,7 @@ def test_jobs_worker_serves_its_probes_on_the_metrics_port(pg_dsn: str) -> None:
         assert proc.stdout is not None
         line = proc.stdout.readline()  # printed once it has started
         assert "serving health-q" in line, line + (proc.stderr.read() if proc.stderr else "")
+        assert line.rstrip().endswith(f"; /metrics, /livez and /readyz on http://127.0.0.1:{port}")
         assert get(port, "/readyz") == (200, "registered and heartbeating\n")
         assert get(port, "/livez") == (200, "the event loop turns\n")
     finally:
