@@ -8,13 +8,14 @@ claimed has settled, its ack landed. A job a run enqueued is committed before th
 the claim after it sees it; a retry waits out its backoff as a delayed row (later than now),
 so a burst does not wait for it, nor for a suspended sleep, an event wait or a paused queue. A
 row due now that the claim did not take was locked by another worker's claim: the burst looks
-again LOCKED_WAIT later.
+again LOCKED_WAIT later. A worker that runs an outbox relay publishes what is staged before it
+ends (its relay's pass in flight included), and claims again when that published anything.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 
 from engine.runtime import aio
@@ -30,12 +31,18 @@ class Burst:
     waits for what could change the answer: the jobs it runs settling, new work (a NOTIFY), or a
     locked row's claim ending."""
 
-    __slots__ = ("running", "acks", "woken", "floors")
+    __slots__ = ("running", "acks", "woken", "floors", "publish")
 
     def __init__(
-        self, running: Mapping[str, asyncio.Task[None]], acks: AckBuffer, woken: asyncio.Event, floors: ClaimFloors
+        self,
+        running: Mapping[str, asyncio.Task[None]],
+        acks: AckBuffer,
+        woken: asyncio.Event,
+        floors: ClaimFloors,
+        publish: Callable[[], Awaitable[int]] | None = None,
     ) -> None:
         self.running, self.acks, self.woken, self.floors = running, acks, woken, floors
+        self.publish = publish  # the worker's relay's Relay.publish_pending, when it runs one
 
     async def over(self, claim: ClaimBatch, *, full: bool, now: datetime) -> bool:
         """``claim`` came back short; ``full``: it read every queue from its head at ``now``."""
@@ -44,7 +51,8 @@ class Burst:
         elif not full:
             pass  # only a full claim can say nothing is due
         elif claim.next_due is None or claim.next_due > now:
-            return True
+            if self.publish is None or not await self.publish():
+                return True
         else:
             await aio.first(self.woken.wait(), asyncio.sleep(LOCKED_WAIT))
         self.floors.full_next()

@@ -249,6 +249,21 @@ class Relay:
         age = 0.0 if stats.oldest_staged_at is None else max(0.0, (now - stats.oldest_staged_at).total_seconds())
         self.metrics.outbox_oldest.set(age)
 
+    async def publish_pending(self) -> int:
+        """Publish what is staged now, this relay's pass in flight included, pass after pass until
+        one publishes nothing (a failing row stops it, as it stops a pass): how many were
+        published. What a burst worker asks before it ends (engine/runtime/burst.py)."""
+        published = 0
+        current = self._current
+        if current is not None and not current.done():
+            res = await asyncio.shield(current)
+            published += len(res.published) if res is not None else 0
+        while True:
+            res = await self._guarded()
+            if res is None or not res.published:
+                return published
+            published += len(res.published)
+
     # --- the loop --------------------------------------------------------------------------------
 
     async def _guarded(self) -> RelayResult | None:

@@ -42,8 +42,8 @@ async def arun_due(engine: Any, jobs: Any, *, timeout: float = 30.0, **options: 
     as a delayed job, so it is not run again here (advance a FakeClock given to connect() and call
     again, or set the job's retry policy). ``options`` are Engine.worker's (queues, concurrency,
     ...); the worker leads no maintenance, relay or scheduler unless asked (maintenance=True, ...).
-    ``relay=True`` publishes the staged outbox rows first, and again after the runs (which may
-    stage more), until nothing staged is left unpublished.
+    ``relay=True``: the worker's relay publishes the staged outbox rows, and the burst ends only
+    once nothing staged is left unpublished (those runs may stage more).
     Raises TimeoutError when the runs have not all ended after ``timeout`` seconds."""
     for name in ("burst", "on_execution"):
         if name in options:
@@ -54,28 +54,11 @@ async def arun_due(engine: Any, jobs: Any, *, timeout: float = 30.0, **options: 
             )
     for service in ("maintenance", "relay", "scheduler"):
         options.setdefault(service, False)
-    relay = _Publisher(engine, options.pop("relay_config", None)) if options.pop("relay") else None
     ended: list[Execution] = []
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    # With relay=True the staged rows are published here, between bursts, rather than by the
-    # worker's relay: a burst ends on its claims, and a row the relay had not yet published would
-    # be left behind. A burst whose runs staged more is followed by another.
-    while True:
-        if relay is not None:
-            await relay.publish_all()
-        await _burst(engine, jobs, options, ended, deadline, timeout)
-        if relay is None or not await relay.publish_all():
-            return Ran(tuple(ended))
-
-
-async def _burst(
-    engine: Any, jobs: Any, options: dict[str, Any], ended: list[Execution], deadline: float, timeout: float
-) -> None:
-    worker = engine.worker(jobs, burst=True, on_execution=ended.append, relay=False, **options)
+    worker = engine.worker(jobs, burst=True, on_execution=ended.append, **options)
     await worker.start()
     try:
-        async with asyncio.timeout_at(deadline):
+        async with asyncio.timeout(timeout):
             await worker.wait_stopped()
     except TimeoutError:
         raise TimeoutError(
@@ -83,21 +66,4 @@ async def _burst(
         ) from None
     finally:
         await worker.drain(grace=0)
-
-
-class _Publisher:
-    """Relay passes over the staged rows until one publishes nothing (a row whose publish fails
-    is left for the test to see, as a relay leaves it)."""
-
-    def __init__(self, engine: Any, config: Any) -> None:
-        from engine.services.relay import Relay
-
-        self.relay = Relay(engine.driver, engine.clock, config=config)
-
-    async def publish_all(self) -> int:
-        published = 0
-        while True:
-            done = await self.relay.run_once()
-            if not done.published:
-                return published
-            published += len(done.published)
+    return Ran(tuple(ended))
