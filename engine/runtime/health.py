@@ -31,7 +31,7 @@ class Health:
         self.draining = False
         self.stopped = False
         self.turned_at = clock.monotonic()  # the ticker's last turn of the loop
-        self.beat_at: float | None = None  # the last heartbeat (or the registration) that landed
+        self.beat_at = self.turned_at  # the last heartbeat (or the registration) that landed
         self.beat_error: str | None = None  # why the latest heartbeat failed, while none has landed since
 
     async def tick(self) -> None:
@@ -64,7 +64,7 @@ class Health:
             return False, "starting: waiting for the database to answer"
         if self.draining:
             return False, "draining: it claims no more work"
-        since = self.clock.monotonic() - (self.beat_at if self.beat_at is not None else self.turned_at)
+        since = self.clock.monotonic() - self.beat_at
         if since > 3 * self.heartbeat_interval:
             why = f" ({self.beat_error})" if self.beat_error else ""
             return False, f"the database has not answered its heartbeat for {since:.0f} s{why}"
