@@ -221,6 +221,14 @@ class Engine:
 
         return await load_job(EngineView(self), job_id, tenant)
 
+    async def aoutcome(self, job_id: str, *, timeout: float | None = None, tenant: str | None = None) -> JobRow:
+        """The job's row once it has settled (completed, dead or cancelled: ``.state``, ``.result``,
+        ``.last_error``); X_WAIT_TIMEOUT past ``timeout`` seconds, the job left as it is."""
+        from engine.introspect.base import EngineView
+        from engine.outcomes import await_outcome
+
+        return await await_outcome(EngineView(self), job_id, tenant=tenant, timeout=timeout)
+
     async def acancel(
         self, job_id: str, *, tenant: str | None = None, actor: str | None = None, note: str | None = None
     ) -> ActionResult:
@@ -283,6 +291,9 @@ class Engine:
 
     def get(self, job_id: str, *, tenant: str | None = None) -> JobRow:
         return self._sync(self.aget(job_id, tenant=tenant))
+
+    def outcome(self, job_id: str, *, timeout: float | None = None, tenant: str | None = None) -> JobRow:
+        return self._sync(self.aoutcome(job_id, timeout=timeout, tenant=tenant))
 
     def cancel(
         self, job_id: str, *, tenant: str | None = None, actor: str | None = None, note: str | None = None

@@ -93,10 +93,12 @@ class FakeClock:
         with self._lock:
             return self._mono
 
-    def advance(self, seconds: float) -> None:
+    def advance(self, seconds: float, *, to: float | None = None) -> None:
+        """Move time on by ``seconds``; ``to``: the monotonic reading to land on exactly (a
+        sleeper's deadline, which a sum of floats could fall a hair short of)."""
         with self._lock:
             self._now += timedelta(seconds=seconds)
-            self._mono += seconds
+            self._mono = self._mono + seconds if to is None else to
             due = [s for s in self._sleepers if s[0] <= self._mono]
             self._sleepers = [s for s in self._sleepers if s[0] > self._mono]
         for _, fut, loop in due:
@@ -104,6 +106,15 @@ class FakeClock:
 
     def set(self, when: datetime) -> None:
         self.advance((when - self.now()).total_seconds())
+
+    def wake_next(self) -> float:
+        """Move time on to the earliest sleeper's deadline, waking it (and any due with it); the
+        seconds moved."""
+        with self._lock:
+            deadline = min(s[0] for s in self._sleepers)
+            step = deadline - self._mono
+        self.advance(step, to=deadline)
+        return step
 
     @property
     def sleepers(self) -> int:

@@ -92,6 +92,7 @@ X_BACKFILL_MIGRATION_PENDING = _declare(
 X_BACKFILL_RUNNING = _declare("X_BACKFILL_RUNNING", "the backfill already has a live pass")
 X_BACKFILL_STALLED = _declare("X_BACKFILL_STALLED", "the source ran out while count() still matches rows")
 X_BACKFILL_UNKNOWN = _declare("X_BACKFILL_UNKNOWN", "no backfill of that name is declared")
+X_WAIT_TIMEOUT = _declare("X_WAIT_TIMEOUT", "a wait for a job's outcome ran past its timeout; the job goes on")
 
 
 # The engine's own codes, before any app registers its codes (the README documents these).

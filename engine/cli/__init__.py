@@ -97,6 +97,7 @@ def _register() -> None:
     import engine.cli.ops  # noqa: F401  (retry, cancel, discard, pause, resume, event, enqueue, workers drain)
     import engine.cli.reads  # noqa: F401  (queues, ls, show, dead, workers, why, describe)
     import engine.cli.schedule  # noqa: F401  (schedule, schedule pause|resume|trigger, scheduler)
+    import engine.cli.waits  # noqa: F401  (wait)
     from engine.cli import migrate, outbox, worker  # noqa: F401  (migrate, install; outbox, relay; worker)
 
 

@@ -7,29 +7,20 @@ before it changes anything (--yes skips the question). Exit 0: done; 5: a clear 
 from __future__ import annotations
 
 import json
-import re
 import sys
 from typing import Any
 
 import typer
 
 from engine.cli import app, fail
-from engine.cli.admin import APP_HELP, DSN_HELP, JSON_HELP, NOTE_HELP
+from engine.cli.admin import APP_HELP, DSN_HELP, JSON_HELP, NOTE_HELP, parse_duration
 from engine.cli.reads import FILTER_HELP, FilteredCommand, console, emit, run, workers_app
+from engine.cli.waits import TIMEOUT_HELP, wait_for, wait_limit
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 
 EXIT_NOOP = 5  # the action changed nothing (already final, already paused, already asked to drain)
 ACTOR_HELP = "who the audit trail names (default $JOBS_ACTOR or user@host)"
 ID_HELP = "the job's id, or a unique short id (6+ hex digits of its head or tail)"
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
-
-
-def parse_duration(text: str) -> float:
-    m = _DURATION.match(text or "")
-    if not m:
-        raise JobsError(X_INVALID_ARGUMENT, cause=f"{text!r} is not a duration", fix="--delay 10s")
-    scale = {"ms": 0.001, "s": 1, None: 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
-    return float(m.group(1)) * scale
 
 
 def _json_arg(text: str, what: str) -> Any:
@@ -307,24 +298,32 @@ def enqueue(
         None, "--tenant", help="the tenant the job belongs to (its idempotency keys are its own)"
     ),
     delay: str = typer.Option(None, "--delay", help="e.g. 10s, 5m, 1h"),
+    wait: bool = typer.Option(False, "--wait", help="then wait until it has settled (as jobs wait does)"),
+    timeout: str = typer.Option(None, "--timeout", help=TIMEOUT_HELP),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Enqueue one job of a declared name; answers its id and whether it deduped."""
+    """Enqueue one job of a declared name; answers its id and whether it deduped.
+
+    With --wait, then how it ended (as jobs wait): exit 0 completed, 6 dead or cancelled, 7 still live."""
     from engine.cli.worker import app_target, load_target
 
     try:
         handle = load_target(app_target(app_module, f"jobs enqueue {name} --app myapp.jobs")).get(name)
         inp = _json_arg(input_, "--input")
         secs = parse_duration(delay) if delay else None
+        limit = wait_limit(wait, timeout)
     except JobsError as err:
         fail(err, as_json=json_out)
     res = run(dsn, json_out, lambda e: e.aenqueue(handle, inp, tenant=tenant, delay=secs))
+    if not json_out:
+        console().print(
+            f"{res.id} {'deduped (a live job holds the key)' if res.deduped else 'enqueued'} state={res.state.value}"
+        )
+    if wait:  # a deduped enqueue waits for the live job that holds the key
+        return wait_for([res.id], limit, tenant, dsn, json_out, enqueued=res)
     if json_out:
-        return emit(res)
-    console().print(
-        f"{res.id} {'deduped (a live job holds the key)' if res.deduped else 'enqueued'} state={res.state.value}"
-    )
+        emit(res)
 
 
 def _confirmed(question: str) -> bool:

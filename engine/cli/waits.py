@@ -1,0 +1,98 @@
+"""`jobs wait ID...` and `jobs enqueue --wait`: wait until jobs have settled and say how each
+ended (engine/outcomes.py), for a deploy step or a script that must not go on before its job did.
+Exit 0: every job completed; 6: one ended dead or cancelled; 7: one was still live past
+--timeout (the jobs go on; nothing is changed); 3: an id names no job."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any
+
+import typer
+
+from engine.cli import app, error_text, fail
+from engine.cli.admin import DSN_HELP, JSON_HELP, TENANT_HELP, parse_duration
+from engine.cli.reads import clip, console, emit, run, to_json
+from engine.errors import X_INVALID_ARGUMENT, X_WAIT_TIMEOUT, JobsError
+from engine.types import JobRow, JobState
+
+EXIT_UNSUCCESSFUL = 6  # a job waited for ended dead or cancelled
+EXIT_WAIT_TIMEOUT = 7  # a job waited for was still live past --timeout
+TIMEOUT_HELP = "how long to wait, e.g. 30s, 5m (default: as long as it takes)"
+
+
+def wait_limit(wait: bool, timeout: str | None) -> float | None:
+    """--timeout in seconds (None: no limit); given without --wait, refused: it would do nothing."""
+    if timeout is not None and not wait:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause="--timeout bounds a wait, and no --wait was given",
+            fix="jobs enqueue NAME --wait --timeout 5m",
+        )
+    return None if timeout is None else parse_duration(timeout, "--timeout")
+
+
+@app.command()
+def wait(
+    job_ids: list[str] = typer.Argument(..., help="job ids, or unique short ids (6+ hex digits of the head or tail)"),
+    timeout: str = typer.Option(None, "--timeout", help=TIMEOUT_HELP),
+    tenant: str = typer.Option(None, "--tenant", help=TENANT_HELP),
+    dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Wait until each job has settled and print how it ended.
+
+    Exit 0: every one completed; 6: one ended dead or cancelled; 7: one is still live past --timeout."""
+    try:
+        limit = wait_limit(True, timeout)
+    except JobsError as err:
+        fail(err, as_json=json_out)
+    wait_for(job_ids, limit, tenant, dsn, json_out)
+
+
+def wait_for(
+    job_ids: list[str], limit: float | None, tenant: str | None, dsn: str | None, json_out: bool, enqueued: Any = None
+) -> None:
+    """Wait for ``job_ids`` together; print each one's outcome (or that it is still live) in the
+    order given, and exit with what they say. ``enqueued``: the enqueue the JSON answer carries."""
+
+    async def outcomes(eng: Any) -> list[JobRow | JobsError]:
+        # Every id is resolved before anything waits: a mistyped one fails at once (exit 3).
+        rows = [await eng.aget(job_id, tenant=tenant) for job_id in job_ids]
+        got = await asyncio.gather(
+            *(eng.aoutcome(r.id, timeout=limit, tenant=tenant) for r in rows), return_exceptions=True
+        )
+        answers: list[JobRow | JobsError] = []
+        for g in got:  # a still-live job is an answer; anything else (a database error) is the command's
+            if isinstance(g, BaseException) and not (isinstance(g, JobsError) and g.code == X_WAIT_TIMEOUT):
+                raise g
+            answers.append(g)
+        return answers
+
+    got = run(dsn, json_out, outcomes)
+    if json_out:
+        rows = [{"error": g.as_dict()} if isinstance(g, JobsError) else {"job": to_json(g)} for g in got]
+        emit(rows if enqueued is None else {"enqueued": to_json(enqueued), "outcome": rows[0]})
+    else:
+        out = console()
+        for g in got:
+            if isinstance(g, JobsError):
+                sys.stderr.write(error_text(g))
+            else:
+                out.print(outcome_line(g))
+    if any(isinstance(g, JobsError) for g in got):
+        raise typer.Exit(EXIT_WAIT_TIMEOUT)
+    if any(isinstance(g, JobRow) and g.state is not JobState.COMPLETED for g in got):
+        raise typer.Exit(EXIT_UNSUCCESSFUL)
+
+
+def outcome_line(row: JobRow) -> str:
+    """How ``row`` ended, on one line: its result, or its stop reason and last error."""
+    head = f"{row.id} {row.name} {row.state.value} at attempt {row.attempt} of {row.max_attempts}"
+    if row.state is JobState.COMPLETED:
+        return f"{head}: {clip(json.dumps(row.result), 200)}"
+    if row.state is JobState.DEAD:
+        return f"{head}: {row.error_code or '-'} {clip(row.last_error, 200)}"  # the error ends with its stop reason
+    return f"{head}" + (f": {clip(row.last_error, 200)}" if row.last_error else "")
