@@ -12,6 +12,8 @@ Then seeds jobs.outbox a million unpublished rows behind (sql/bench/outbox_seed.
 by three live relays, some failing, 200,000 published as the audit trail) and times the outbox
 screen's figures: its view (outbox.view), its rows with the why of each (outbox.rows; both together:
 outbox.screen) and a staged row's "why isn't it published" (outbox.why.*).
+Last, a flood of dead letters (sql/bench/seed.sql bench_flood_dead: every completed row dead) and
+the dead-letter view over it, whole and for one tenant (dead_letters.flood, dead_letters.flood.tenant).
 Targets: each console projection < 50 ms, a list page < 20 ms (median). Prints a table and JSON.
 `run(dsn=..., jobs=..., runs=...)` is what `python -m bench` calls.
 """
@@ -228,6 +230,7 @@ def explain_all(dsn: str, dead_id: str) -> dict[str, list[str]]:
         ("queue_throughput", {}),
         ("queue_series", {"queue": "q1"}),
         ("dead_groups", filter_params(parse_filter(""))),
+        ("dead_groups_counted", filter_params(parse_filter(""))),
         ("job_duplicate", {}),
         ("job_bulk_groups", filter_params(parse_filter("code=X_BENCH_3")) | {"action": "retry"}),
     ]
@@ -284,7 +287,28 @@ def run(dsn: str, jobs: int = 1_000_000, runs: int = 30, quick: bool = False) ->
     samples, _ = asyncio.run(_measure(dsn, runs, BUSY_HOUR // 10 if quick else BUSY_HOUR))
     seed_outbox(dsn, OUTBOX_UNPUBLISHED // 10 if quick else OUTBOX_UNPUBLISHED)
     samples.update(asyncio.run(_measure_outbox(dsn, runs)))
+    samples.update(asyncio.run(_measure_flood(dsn, runs)))
     return samples
+
+
+async def _measure_flood(dsn: str, runs: int) -> dict[str, list[float]]:
+    """The dead-letter view after a flood: every completed row dead (bench_flood_dead), whole and
+    for one tenant, as the console's Dead letters screen reads it on each refresh."""
+    from engine.drivers.postgres import PostgresDriver
+    from engine.introspect import Introspector, parse_filter
+
+    q = bench_queries()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(q["bench_flood_dead"].text, {})  # type: ignore[arg-type]  # {}: its %% is a %
+        conn.execute(q["bench_vacuum"].text)  # type: ignore[arg-type]
+    driver = PostgresDriver(dsn)
+    intro = Introspector(driver, budget=2.0)
+    out = {
+        "dead_letters.flood": await _time(lambda: intro.dead_letters(), runs),
+        "dead_letters.flood.tenant": await _time(lambda: intro.dead_letters(parse_filter("tenant=t3")), runs),
+    }
+    await driver.close()
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

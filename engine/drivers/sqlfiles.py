@@ -3,8 +3,9 @@
 Each statement is headed ``-- name: worker_claim :many`` and a one-line purpose. A text several
 statements share is a fragment, headed ``-- fragment: job_filter``, and a statement takes it in
 with a line ``-- include: job_filter`` (indented as that line; a fragment of any file of
-sql/queries). A duplicate name, a header without a body, a bad cardinality or an include of no
-fragment fails loudly at load, not at the first call.
+sql/queries, which may include fragments of its own). A duplicate name, a header without a body,
+a bad cardinality, an include of no fragment or a fragment that includes itself fails loudly at
+load, not at the first call.
 
 A header ending in ``generic`` (``-- name: worker_claim :many generic``) marks a statement that
 always runs its generic plan (plan_generic, in the same round trip and transaction): one whose
@@ -141,11 +142,16 @@ def _dedent(lines: list[str]) -> str:
 
 
 def resolve(query: Query, fragments: dict[str, Fragment]) -> Query:
-    """``query`` with each ``-- include: NAME`` line replaced by that fragment, indented as the line."""
+    """``query`` with each ``-- include: NAME`` line replaced by that fragment, indented as the line
+    (a fragment's own includes too; a fragment that includes itself, however deep, is refused)."""
     if "include:" not in query.text:
         return query
+    return replace(query, text=_expand(query.text, fragments, f"statement {query.name!r} in {query.source}", ()))
+
+
+def _expand(text: str, fragments: dict[str, Fragment], owner: str, within: tuple[str, ...]) -> str:
     lines: list[str] = []
-    for line in query.text.splitlines():
+    for line in text.splitlines():
         m = _INCLUDE.match(line)
         if m is None:
             lines.append(line)
@@ -153,16 +159,17 @@ def resolve(query: Query, fragments: dict[str, Fragment]) -> Query:
         frag = fragments.get(m.group(2))
         if frag is None:
             raise _catalog_error(
-                f"statement {query.name!r} in {query.source} includes {m.group(2)!r}, a fragment no file declares",
+                f"{owner} includes {m.group(2)!r}, a fragment no file declares",
                 f"declare '-- fragment: {m.group(2)}' in a file of sql/queries, or fix the include's name",
             )
-        if "-- include:" in frag.text:
+        if frag.name in within:
             raise _catalog_error(
-                f"fragment {frag.name!r} in {frag.source} includes another fragment",
+                f"fragment {frag.name!r} in {frag.source} includes itself ({' -> '.join((*within, frag.name))})",
                 f"write the included text into '-- fragment: {frag.name}' itself",
             )
-        lines += [m.group(1) + fl for fl in frag.text.splitlines()]
-    return replace(query, text="\n".join(lines))
+        body = _expand(frag.text, fragments, f"fragment {frag.name!r} in {frag.source}", (*within, frag.name))
+        lines += [m.group(1) + fl for fl in body.splitlines()]
+    return "\n".join(lines)
 
 
 def parse_queries(text: str, source: str, fragments: dict[str, Fragment] | None = None) -> dict[str, Query]:

@@ -113,3 +113,12 @@ select
        at, at, at, 'bench-worker-' || (g %% 4), at, at
 from (select g, %(now)s::timestamptz - g * (interval '1 hour' / %(n)s::int) as at
       from generate_series(1, %(n)s::int) as g) s;
+
+-- name: bench_flood_dead :exec
+-- A flood of dead letters: every completed row dead (out of attempts, one of the seed's seven
+-- codes), through the triggers that count them (0017_dead_group_counts.sql), as a poison deploy
+-- or a downstream outage leaves a fleet: ~95% of the rows dead.
+update jobs.job_done
+set state = 'dead', result = null, error_code = 'X_BENCH_' || (get_byte(uuid_send(id), 15) %% 7),
+    stop_reason = 'attempts-exhausted', last_error = 'X_BENCH: failed [stop: attempts-exhausted at attempt 3 of 3]'
+where state = 'completed';

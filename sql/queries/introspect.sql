@@ -277,20 +277,13 @@ select count(*)::int as n from (
     limit %(cap)s + 1
 ) matched;
 
--- name: dead_groups :many
--- Dead letters grouped by (name, error code, stop reason): count, first/last seen and tenants from
--- an index-only scan of job_dead_v5, grouped per tenant first (a hash aggregate: count(distinct
--- tenant) sorted every group); the most recent one (id, last error, attempt n of m) by one probe
--- each of job_finished_at at the group's last_seen, and its fix by one probe of attempt_pkey
--- (engine.projections.latest_fix: the latest attempt that failed with an error).
-with t as (
-    select name, error_code, stop_reason, tenant,
-           count(*)::int as n, min(finished_at) as first_seen, max(finished_at) as last_seen
-    from jobs.job
-    where state = 'dead'
-      -- include: job_filter
-    group by 1, 2, 3, 4
-), g as (
+-- fragment: dead_groups_of
+-- Dead letters grouped by (name, error code, stop reason) from `t` (one row per tenant of each:
+-- count, first and last seen), with count(distinct tenant) as a count of t's rows; the most recent
+-- one (id, last error, attempt n of m) by one probe each of job_finished_at at the group's
+-- last_seen, and its fix by one probe of attempt_pkey (engine.projections.latest_fix: the latest
+-- attempt that failed with an error). Follows a `with t as (...),`.
+g as (
     select name, error_code, stop_reason, sum(n)::int as n, min(first_seen) as first_seen,
            max(last_seen) as last_seen, count(*)::int as tenants
     from t
@@ -311,6 +304,44 @@ cross join lateral (
     limit 1
 ) l
 order by g.last_seen desc, g.name, coalesce(g.error_code, '');
+
+-- name: dead_groups :many
+-- Dead letters under any filter: an index-only scan of every dead row the filter matches
+-- (job_dead_v5 and each bucket's dead index), grouped per tenant first (a hash aggregate:
+-- count(distinct tenant) sorted every group). It reads every dead row, so it grows with them;
+-- dead_groups_counted answers the filters it can without reading them.
+with t as (
+    select name, error_code, stop_reason, tenant,
+           count(*)::int as n, min(finished_at) as first_seen, max(finished_at) as last_seen
+    from jobs.job
+    where state = 'dead'
+      -- include: job_filter
+    group by 1, 2, 3, 4
+),
+-- include: dead_groups_of
+
+-- name: dead_groups_counted :many
+-- Dead letters under a filter of queue, name, tenant and error code only: from the counts
+-- jobs.dead_group keeps as dead rows come and go (0017_dead_group_counts.sql), one row per group
+-- and tenant, plus the dead rows an older release settled in place in jobs.job (job_finished_at;
+-- none once they have moved), which no trigger counts. As many rows as groups, however many dead
+-- letters there are.
+with t as (
+    select name, error_code, stop_reason, tenant,
+           sum(n)::int as n, min(first_seen) as first_seen, max(last_seen) as last_seen
+    from (
+        select name, queue, error_code, stop_reason, tenant, n, first_seen, last_seen from jobs.dead_group
+        union all
+        select name, queue, error_code, stop_reason, tenant, 1, finished_at, finished_at
+        from only jobs.job where state = 'dead'
+    ) c
+    where (%(queue)s::text is null or queue = %(queue)s::text)
+      and (%(name)s::text is null or name = %(name)s::text)
+      and (%(tenant)s::text is null or tenant = %(tenant)s::text)
+      and (%(code)s::text is null or error_code = %(code)s::text)
+    group by 1, 2, 3, 4
+),
+-- include: dead_groups_of
 
 
 -- name: job_duplicate :one

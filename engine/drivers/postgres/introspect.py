@@ -210,8 +210,12 @@ class PostgresIntrospect(PostgresBase):
     ) -> DeadLetters:
         from engine.projections import DeadGroup, DeadLetters
 
+        # The counts kept per group answer a filter of their own columns; any other reads the rows.
+        counted = not (where.input_fields or where.search or where.since or where.until)
+        query = Q.dead_groups_counted if counted else Q.dead_groups
+
         async def read(conn: Conn) -> DeadLetters:
-            rows = await self._rows(Q.dead_groups, filter_params(where), conn=conn)
+            rows = await self._rows(query, filter_params(where), conn=conn)
             groups = tuple(
                 DeadGroup(
                     r["name"],

@@ -1,0 +1,197 @@
+-- 0017: the dead letters counted per group as they come and go. The dead-letter view grouped
+-- every dead row on each refresh (an index-only scan of them all): 12 ms at 30,000 dead letters,
+-- 340-830 ms at 1,000,000, past the console's budget in the incident that makes them. jobs.dead_group
+-- holds, per (name, queue, error code, stop reason, tenant), how many dead rows jobs.job_done and
+-- its buckets hold and the first and last time one finished; a trigger on each of those tables
+-- keeps it as a dead row enters (a nack, the rescuer's last lost attempt, a bucket's young dead
+-- letters moved on) or leaves (a retry, a discard, the pruner, a dropped bucket). The view reads
+-- it when its filter names only these columns (engine/drivers/postgres/introspect.py), and adds
+-- the dead rows an older release settled in place in jobs.job, which no trigger counts.
+--
+-- Only a dead row runs the trigger's function: a completion's insert evaluates its WHEN clause
+-- and nothing more. A row leaving that was its group's first or last reads the group's bounds
+-- again from the bucket indexes over dead rows (a probe each).
+--
+-- Without downtime: the triggers are made and the groups counted in this one transaction, with
+-- jobs.job_done and its buckets locked against writes while it counts (an index-only scan of the
+-- dead rows: tens of milliseconds at the usual mix, under a second at a million dead letters), so
+-- no row is counted twice or missed; acks and retries wait that long. A worker of the previous
+-- release settles into the same tables, so its rows are counted too.
+
+create table jobs.dead_group (
+    name        text not null,
+    queue       text not null,
+    error_code  text,
+    stop_reason text,
+    tenant      text,
+    n           bigint not null,
+    first_seen  timestamptz not null,
+    last_seen   timestamptz not null,
+    constraint dead_group_key unique nulls not distinct (name, queue, error_code, stop_reason, tenant)
+);
+
+-- The first and last finish of a group's dead rows, from the dead-letter index of each table of
+-- jobs.job_done (a min and a max over equality on its key columns). A group with no row left is
+-- deleted. Its own statement, so it sees what other transactions committed while this one waited
+-- on the group's row.
+create function jobs.dead_group_bounds(p_name text, p_queue text, p_code text, p_reason text, p_tenant text)
+returns void
+language plpgsql security definer set search_path = pg_catalog, jobs as $$
+declare
+    lo timestamptz;
+    hi timestamptz;
+begin
+    execute 'select min(finished_at), max(finished_at) from jobs.job_done where state = ''dead'' and name = $1'
+            ' and queue = $2 and ' || case when p_code is null then 'error_code is null' else 'error_code = $3' end
+            || ' and ' || case when p_reason is null then 'stop_reason is null' else 'stop_reason = $4' end
+            || ' and ' || case when p_tenant is null then 'tenant is null' else 'tenant = $5' end
+        into lo, hi using p_name, p_queue, p_code, p_reason, p_tenant;
+    update jobs.dead_group set first_seen = lo, last_seen = hi
+    where name = p_name and queue = p_queue and error_code is not distinct from p_code
+      and stop_reason is not distinct from p_reason and tenant is not distinct from p_tenant
+      and lo is not null;
+end $$;
+
+create function jobs.dead_group_count() returns trigger
+language plpgsql security definer set search_path = pg_catalog, jobs as $$
+declare
+    g jobs.dead_group;
+begin
+    if tg_op <> 'INSERT' and old.state = 'dead' then
+        update jobs.dead_group set n = n - 1
+        where name = old.name and queue = old.queue and error_code is not distinct from old.error_code
+          and stop_reason is not distinct from old.stop_reason and tenant is not distinct from old.tenant
+        returning * into g;
+        if g.n = 0 then
+            delete from jobs.dead_group
+            where name = old.name and queue = old.queue and error_code is not distinct from old.error_code
+              and stop_reason is not distinct from old.stop_reason and tenant is not distinct from old.tenant;
+        elsif old.finished_at = g.first_seen or old.finished_at = g.last_seen then
+            -- it was a bound (a row before the first or after the last is already gone: a
+            -- statement that deletes many fires these after all of its deletes)
+            perform jobs.dead_group_bounds(old.name, old.queue, old.error_code, old.stop_reason, old.tenant);
+        end if;
+    end if;
+    if tg_op <> 'DELETE' and new.state = 'dead' then
+        insert into jobs.dead_group as d
+        values (new.name, new.queue, new.error_code, new.stop_reason, new.tenant, 1,
+                coalesce(new.finished_at, new.updated_at), coalesce(new.finished_at, new.updated_at))
+        on conflict on constraint dead_group_key do update
+        set n = d.n + 1, first_seen = least(d.first_seen, excluded.first_seen),
+            last_seen = greatest(d.last_seen, excluded.last_seen);
+    end if;
+    return null;
+end $$;
+
+-- The triggers of one table of jobs.job_done: the one place they are spelled (the migration's
+-- tables below, and every bucket jobs.job_done_open makes).
+create function jobs.dead_group_triggers(p_table regclass) returns void
+language plpgsql security definer set search_path = pg_catalog, jobs as $$
+begin
+    execute 'create trigger dead_group_in after insert on ' || p_table::text
+            || ' for each row when (new.state = ''dead'') execute function jobs.dead_group_count()';
+    execute 'create trigger dead_group_out after delete on ' || p_table::text
+            || ' for each row when (old.state = ''dead'') execute function jobs.dead_group_count()';
+    execute 'create trigger dead_group_change after update on ' || p_table::text
+            || ' for each row when (old.state = ''dead'' or new.state = ''dead'') execute function jobs.dead_group_count()';
+end $$;
+
+-- 0012's jobs.job_done_open, and the triggers on the bucket it opens.
+create or replace function jobs.job_done_open(p_now timestamptz) returns bigint
+language plpgsql security definer set search_path = pg_catalog, jobs as $$
+declare
+    n bigint := nextval('jobs.job_done_bucket_n');
+    p text := 'job_done_' || n || '_';
+    g record;
+begin
+    create table jobs.job_done_now () inherits (jobs.job_done);
+    execute 'alter table jobs.job_done_now add constraint ' || quote_ident(p || 'pkey') || ' primary key (id)';
+    execute 'create index ' || quote_ident(p || 'queue_state') || ' on jobs.job_done_now (queue, state, id desc)';
+    execute 'create index ' || quote_ident(p || 'state') || ' on jobs.job_done_now (state, id desc)';
+    execute 'create index ' || quote_ident(p || 'name') || ' on jobs.job_done_now (name, id desc)';
+    execute 'create index ' || quote_ident(p || 'tenant') || ' on jobs.job_done_now (tenant, id desc) where tenant is not null';
+    execute 'create index ' || quote_ident(p || 'key') || ' on jobs.job_done_now (idempotency_key text_pattern_ops)';
+    execute 'create index ' || quote_ident(p || 'input') || ' on jobs.job_done_now using gin (input jsonb_path_ops)';
+    execute 'create index ' || quote_ident(p || 'finished_at') || ' on jobs.job_done_now (finished_at)';
+    execute 'create index ' || quote_ident(p || 'dead') || ' on jobs.job_done_now'
+            ' (name, error_code, stop_reason, tenant, finished_at) include (queue) where state = ''dead''';
+    execute 'create index ' || quote_ident(p || 'dead_code') || ' on jobs.job_done_now (error_code, id desc) where state = ''dead''';
+    execute 'create statistics jobs.' || quote_ident(p || 'mcv') || ' (mcv) on queue, state from jobs.job_done_now';
+    perform jobs.dead_group_triggers('jobs.job_done_now');
+    -- The grants of jobs.job_done, whoever made them (sql/roles/roles.sql's default privileges,
+    -- or an operator's own grants on the tables a migration made): a role that may settle a row
+    -- today may still after a seal.
+    for g in select a.grantee, a.privilege_type
+             from pg_class c, aclexplode(c.relacl) a
+             where c.oid = 'jobs.job_done'::regclass and a.grantee <> c.relowner loop
+        execute 'grant ' || g.privilege_type || ' on jobs.job_done_now to '
+                || case when g.grantee = 0 then 'public' else g.grantee::regrole::text end;
+    end loop;
+    insert into jobs.job_done_bucket (n, opened_at) values (n, p_now);
+    return n;
+end $$;
+
+-- 0012's jobs.job_done_drop: a dropped table fires no delete trigger, so its dead rows leave
+-- their groups here, counted in one statement (their young ones were moved to the open bucket,
+-- counted there as they entered), and the groups they leave read their bounds again after the drop.
+create or replace function jobs.job_done_drop(p_n bigint, p_before timestamptz, p_dead_before timestamptz,
+                                              p_lock_timeout text) returns bigint
+language plpgsql security definer set search_path = pg_catalog, jobs as $$
+declare
+    t text := 'only jobs.' || quote_ident('job_done_' || p_n);
+    young boolean;
+    dropped bigint;
+    g record;
+    l jobs.dead_group;
+    left_groups jobs.dead_group[] := '{}';
+begin
+    perform set_config('lock_timeout', p_lock_timeout, true);
+    execute 'select exists (select 1 from ' || t || ' where state in (''completed'', ''cancelled'')'
+            ' and finished_at >= $1)' into young using p_before;
+    if young then
+        return null;
+    end if;
+    execute 'lock table ' || t || ' in access exclusive mode';
+    execute 'insert into jobs.job_done_now select * from ' || t
+            || ' where state = ''dead'' and finished_at >= $1' using p_dead_before;
+    execute 'with gone as (select id from ' || t || ' where state <> ''dead'' or finished_at < $1),'
+            ' a as (delete from jobs.attempt where job_id in (select id from gone)),'
+            ' s as (delete from jobs.step where job_id in (select id from gone)),'
+            ' h as (delete from jobs.history where job_id in (select id from gone))'
+            ' select count(*) from gone' into dropped using p_dead_before;
+    for g in execute 'select name, queue, error_code, stop_reason, tenant, count(*) as n from ' || t
+                     || ' where state = ''dead'' group by 1, 2, 3, 4, 5' loop
+        update jobs.dead_group d set n = d.n - g.n
+        where d.name = g.name and d.queue = g.queue and d.error_code is not distinct from g.error_code
+          and d.stop_reason is not distinct from g.stop_reason and d.tenant is not distinct from g.tenant;
+        left_groups := left_groups || row(g.name, g.queue, g.error_code, g.stop_reason, g.tenant, g.n, null, null)::jobs.dead_group;
+    end loop;
+    delete from jobs.dead_group where n <= 0;
+    execute 'drop table jobs.' || quote_ident('job_done_' || p_n);
+    foreach l in array left_groups loop
+        perform jobs.dead_group_bounds(l.name, l.queue, l.error_code, l.stop_reason, l.tenant);
+    end loop;
+    delete from jobs.job_done_bucket where n = p_n;
+    delete from jobs.meta where key = 'index_baseline:jobs.job_done_' || p_n || '_input';  -- index upkeep's
+    return dropped;
+end $$;
+
+revoke all on function jobs.job_done_drop(bigint, timestamptz, timestamptz, text) from public;
+revoke all on function jobs.job_done_open(timestamptz) from public;
+revoke all on function jobs.dead_group_triggers(regclass) from public;
+revoke all on function jobs.dead_group_bounds(text, text, text, text, text) from public;
+
+-- The tables of jobs.job_done as they are now (itself, the sealed buckets, the open one), locked
+-- against writes until this transaction commits, then counted.
+lock table jobs.job_done in share row exclusive mode;
+select jobs.dead_group_triggers(c.oid)
+from pg_class c
+where c.oid = 'jobs.job_done'::regclass
+   or c.oid in (select inhrelid from pg_inherits where inhparent = 'jobs.job_done'::regclass);
+
+insert into jobs.dead_group
+select name, queue, error_code, stop_reason, tenant, count(*), min(coalesce(finished_at, updated_at)),
+       max(coalesce(finished_at, updated_at))
+from jobs.job_done
+where state = 'dead'
+group by name, queue, error_code, stop_reason, tenant;
