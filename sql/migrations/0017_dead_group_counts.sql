@@ -2,15 +2,19 @@
 -- every dead row on each refresh (an index-only scan of them all): 12 ms at 30,000 dead letters,
 -- 340-830 ms at 1,000,000, past the console's budget in the incident that makes them. jobs.dead_group
 -- holds, per (name, queue, error code, stop reason, tenant), how many dead rows jobs.job_done and
--- its buckets hold and the first and last time one finished; a trigger on each of those tables
--- keeps it as a dead row enters (a nack, the rescuer's last lost attempt, a bucket's young dead
--- letters moved on) or leaves (a retry, a discard, the pruner, a dropped bucket). The view reads
--- it when its filter names only these columns (engine/drivers/postgres/introspect.py), and adds
--- the dead rows an older release settled in place in jobs.job, which no trigger counts.
+-- its buckets hold and the first and last time one finished; row triggers on each of those tables
+-- keep it as a dead row enters (a nack, the rescuer's last lost attempt) or leaves (a retry, a
+-- discard, the pruner), and a dropped bucket's dead rows leave in jobs.job_done_drop. The view
+-- reads it when its filter names only these columns (engine/drivers/postgres/introspect.py), and
+-- adds the dead rows an older release settled in place in jobs.job, which no trigger counts.
 --
--- Only a dead row runs the trigger's function: a completion's insert evaluates its WHEN clause
--- and nothing more. A row leaving that was its group's first or last reads the group's bounds
--- again from the bucket indexes over dead rows (a probe each).
+-- Only a dead row runs the triggers' function: a completion's insert evaluates a WHEN clause and
+-- nothing more. A row that leaves as its group's first or last finish reads the group's bounds
+-- again from the bucket indexes over dead rows. Each dead row writes its group's row once, so a
+-- transaction that moves many rows of one group walks a chain of that row's versions as long as
+-- the rows it moved so far: the engine's bulk statements stay within a few thousand rows (bulk
+-- actions 500 a batch, the pruner 1,000), and a dropped bucket's young dead letters move to the
+-- open bucket without being counted out and in again.
 --
 -- Without downtime: the triggers are made and the groups counted in this one transaction, with
 -- jobs.job_done and its buckets locked against writes while it counts (an index-only scan of the
@@ -30,10 +34,9 @@ create table jobs.dead_group (
     constraint dead_group_key unique nulls not distinct (name, queue, error_code, stop_reason, tenant)
 );
 
--- The first and last finish of a group's dead rows, from the dead-letter index of each table of
--- jobs.job_done (a min and a max over equality on its key columns). A group with no row left is
--- deleted. Its own statement, so it sees what other transactions committed while this one waited
--- on the group's row.
+-- The first and last finish of a group's dead rows, read again from the dead-letter index of
+-- each table of jobs.job_done (a min and a max under equality on its key columns). Its own
+-- statement, so it sees what other transactions committed while this one waited on the group's row.
 create function jobs.dead_group_bounds(p_name text, p_queue text, p_code text, p_reason text, p_tenant text)
 returns void
 language plpgsql security definer set search_path = pg_catalog, jobs as $$
@@ -52,25 +55,38 @@ begin
       and lo is not null;
 end $$;
 
-create function jobs.dead_group_count() returns trigger
+-- Dead rows of group g gone (g.n of them, finished from g.first_seen to g.last_seen): the count
+-- goes down, a group left empty is deleted, and one whose first or last finish went with them
+-- reads its bounds again. A statement that deletes many rows fires their triggers after all its
+-- deletes, so the first bound's trigger reads the bounds past every row it deleted, and the later
+-- rows, no longer a bound, read nothing.
+create function jobs.dead_group_leave(g jobs.dead_group) returns void
 language plpgsql security definer set search_path = pg_catalog, jobs as $$
 declare
-    g jobs.dead_group;
+    left_n bigint;
+    lo timestamptz;
+    hi timestamptz;
+begin
+    update jobs.dead_group d set n = d.n - g.n
+    where d.name = g.name and d.queue = g.queue and d.error_code is not distinct from g.error_code
+      and d.stop_reason is not distinct from g.stop_reason and d.tenant is not distinct from g.tenant
+    returning d.n, d.first_seen, d.last_seen into left_n, lo, hi;
+    if left_n <= 0 then
+        delete from jobs.dead_group d
+        where d.name = g.name and d.queue = g.queue and d.error_code is not distinct from g.error_code
+          and d.stop_reason is not distinct from g.stop_reason and d.tenant is not distinct from g.tenant;
+    elsif g.first_seen = lo or g.last_seen = hi then
+        perform jobs.dead_group_bounds(g.name, g.queue, g.error_code, g.stop_reason, g.tenant);
+    end if;
+end $$;
+
+-- A dead row in or out of a table of jobs.job_done (an update as both).
+create function jobs.dead_group_count() returns trigger
+language plpgsql security definer set search_path = pg_catalog, jobs as $$
 begin
     if tg_op <> 'INSERT' and old.state = 'dead' then
-        update jobs.dead_group set n = n - 1
-        where name = old.name and queue = old.queue and error_code is not distinct from old.error_code
-          and stop_reason is not distinct from old.stop_reason and tenant is not distinct from old.tenant
-        returning * into g;
-        if g.n = 0 then
-            delete from jobs.dead_group
-            where name = old.name and queue = old.queue and error_code is not distinct from old.error_code
-              and stop_reason is not distinct from old.stop_reason and tenant is not distinct from old.tenant;
-        elsif old.finished_at = g.first_seen or old.finished_at = g.last_seen then
-            -- it was a bound (a row before the first or after the last is already gone: a
-            -- statement that deletes many fires these after all of its deletes)
-            perform jobs.dead_group_bounds(old.name, old.queue, old.error_code, old.stop_reason, old.tenant);
-        end if;
+        perform jobs.dead_group_leave(row(old.name, old.queue, old.error_code, old.stop_reason, old.tenant, 1,
+                                          old.finished_at, old.finished_at)::jobs.dead_group);
     end if;
     if tg_op <> 'DELETE' and new.state = 'dead' then
         insert into jobs.dead_group as d
@@ -84,16 +100,21 @@ begin
 end $$;
 
 -- The triggers of one table of jobs.job_done: the one place they are spelled (the migration's
--- tables below, and every bucket jobs.job_done_open makes).
+-- tables below, and every bucket jobs.job_done_open makes). A move between two of its tables
+-- (jobs.job_done_drop's young dead letters) sets jobs.dead_group_moving for its statement, and
+-- counts nothing.
 create function jobs.dead_group_triggers(p_table regclass) returns void
 language plpgsql security definer set search_path = pg_catalog, jobs as $$
+declare
+    counting text := ' and current_setting(''jobs.dead_group_moving'', true) is distinct from ''on'')';
 begin
     execute 'create trigger dead_group_in after insert on ' || p_table::text
-            || ' for each row when (new.state = ''dead'') execute function jobs.dead_group_count()';
+            || ' for each row when (new.state = ''dead''' || counting || ' execute function jobs.dead_group_count()';
     execute 'create trigger dead_group_out after delete on ' || p_table::text
-            || ' for each row when (old.state = ''dead'') execute function jobs.dead_group_count()';
+            || ' for each row when (old.state = ''dead''' || counting || ' execute function jobs.dead_group_count()';
     execute 'create trigger dead_group_change after update on ' || p_table::text
-            || ' for each row when (old.state = ''dead'' or new.state = ''dead'') execute function jobs.dead_group_count()';
+            || ' for each row when ((old.state = ''dead'' or new.state = ''dead'')' || counting
+            || ' execute function jobs.dead_group_count()';
 end $$;
 
 -- 0012's jobs.job_done_open, and the triggers on the bucket it opens.
@@ -131,9 +152,10 @@ begin
     return n;
 end $$;
 
--- 0012's jobs.job_done_drop: a dropped table fires no delete trigger, so its dead rows leave
--- their groups here, counted in one statement (their young ones were moved to the open bucket,
--- counted there as they entered), and the groups they leave read their bounds again after the drop.
+-- 0012's jobs.job_done_drop, with the dead letters' counts: its young dead letters move to the
+-- open bucket uncounted (they stay in their groups), and a dropped table fires no delete trigger,
+-- so the rest leave their groups here, grouped in one read before the drop and left after it (so a
+-- bound read again sees the tables that remain).
 create or replace function jobs.job_done_drop(p_n bigint, p_before timestamptz, p_dead_before timestamptz,
                                               p_lock_timeout text) returns bigint
 language plpgsql security definer set search_path = pg_catalog, jobs as $$
@@ -141,9 +163,8 @@ declare
     t text := 'only jobs.' || quote_ident('job_done_' || p_n);
     young boolean;
     dropped bigint;
-    g record;
-    l jobs.dead_group;
-    left_groups jobs.dead_group[] := '{}';
+    g jobs.dead_group;
+    gone_groups jobs.dead_group[];
 begin
     perform set_config('lock_timeout', p_lock_timeout, true);
     execute 'select exists (select 1 from ' || t || ' where state in (''completed'', ''cancelled'')'
@@ -152,24 +173,22 @@ begin
         return null;
     end if;
     execute 'lock table ' || t || ' in access exclusive mode';
+    perform set_config('jobs.dead_group_moving', 'on', true);
     execute 'insert into jobs.job_done_now select * from ' || t
             || ' where state = ''dead'' and finished_at >= $1' using p_dead_before;
+    perform set_config('jobs.dead_group_moving', 'off', true);
     execute 'with gone as (select id from ' || t || ' where state <> ''dead'' or finished_at < $1),'
             ' a as (delete from jobs.attempt where job_id in (select id from gone)),'
             ' s as (delete from jobs.step where job_id in (select id from gone)),'
             ' h as (delete from jobs.history where job_id in (select id from gone))'
             ' select count(*) from gone' into dropped using p_dead_before;
-    for g in execute 'select name, queue, error_code, stop_reason, tenant, count(*) as n from ' || t
-                     || ' where state = ''dead'' group by 1, 2, 3, 4, 5' loop
-        update jobs.dead_group d set n = d.n - g.n
-        where d.name = g.name and d.queue = g.queue and d.error_code is not distinct from g.error_code
-          and d.stop_reason is not distinct from g.stop_reason and d.tenant is not distinct from g.tenant;
-        left_groups := left_groups || row(g.name, g.queue, g.error_code, g.stop_reason, g.tenant, g.n, null, null)::jobs.dead_group;
-    end loop;
-    delete from jobs.dead_group where n <= 0;
+    execute 'select array(select row(name, queue, error_code, stop_reason, tenant, count(*), min(finished_at),'
+            ' max(finished_at))::jobs.dead_group from ' || t || ' where state = ''dead'' and finished_at < $1'
+            ' group by name, queue, error_code, stop_reason, tenant'
+            ' order by name, queue, error_code, stop_reason, tenant)' into gone_groups using p_dead_before;
     execute 'drop table jobs.' || quote_ident('job_done_' || p_n);
-    foreach l in array left_groups loop
-        perform jobs.dead_group_bounds(l.name, l.queue, l.error_code, l.stop_reason, l.tenant);
+    foreach g in array gone_groups loop
+        perform jobs.dead_group_leave(g);
     end loop;
     delete from jobs.job_done_bucket where n = p_n;
     delete from jobs.meta where key = 'index_baseline:jobs.job_done_' || p_n || '_input';  -- index upkeep's
@@ -180,6 +199,7 @@ revoke all on function jobs.job_done_drop(bigint, timestamptz, timestamptz, text
 revoke all on function jobs.job_done_open(timestamptz) from public;
 revoke all on function jobs.dead_group_triggers(regclass) from public;
 revoke all on function jobs.dead_group_bounds(text, text, text, text, text) from public;
+revoke all on function jobs.dead_group_leave(jobs.dead_group) from public;
 
 -- The tables of jobs.job_done as they are now (itself, the sealed buckets, the open one), locked
 -- against writes until this transaction commits, then counted.
