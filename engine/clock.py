@@ -93,28 +93,31 @@ class FakeClock:
         with self._lock:
             return self._mono
 
-    def advance(self, seconds: float, *, to: float | None = None) -> None:
-        """Move time on by ``seconds``; ``to``: the monotonic reading to land on exactly (a
-        sleeper's deadline, which a sum of floats could fall a hair short of)."""
+    def advance(self, seconds: float) -> None:
         with self._lock:
-            self._now += timedelta(seconds=seconds)
-            self._mono = self._mono + seconds if to is None else to
-            due = [s for s in self._sleepers if s[0] <= self._mono]
-            self._sleepers = [s for s in self._sleepers if s[0] > self._mono]
+            self._move(seconds, self._mono + seconds)
+
+    def wake_next(self) -> float:
+        """Move time on to the earliest sleeper's deadline exactly (a sum of floats could fall a
+        hair short of it), waking it and any due with it; the seconds moved."""
+        with self._lock:
+            deadline = min(s[0] for s in self._sleepers)
+            step = deadline - self._mono
+            self._move(step, deadline)
+        return step
+
+    def _move(self, seconds: float, mono: float) -> None:
+        """Time on by ``seconds``, to the monotonic reading ``mono``; the sleepers due woken.
+        Called holding the lock."""
+        self._now += timedelta(seconds=seconds)
+        self._mono = mono
+        due = [s for s in self._sleepers if s[0] <= self._mono]
+        self._sleepers = [s for s in self._sleepers if s[0] > self._mono]
         for _, fut, loop in due:
             loop.call_soon_threadsafe(_resolve, fut)
 
     def set(self, when: datetime) -> None:
         self.advance((when - self.now()).total_seconds())
-
-    def wake_next(self) -> float:
-        """Move time on to the earliest sleeper's deadline, waking it (and any due with it); the
-        seconds moved."""
-        with self._lock:
-            deadline = min(s[0] for s in self._sleepers)
-            step = deadline - self._mono
-        self.advance(step, to=deadline)
-        return step
 
     @property
     def sleepers(self) -> int:
