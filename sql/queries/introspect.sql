@@ -277,6 +277,15 @@ select count(*)::int as n from (
     limit %(cap)s + 1
 ) matched;
 
+-- fragment: dead_counted
+-- The dead rows per (name, queue, error code, stop reason, tenant), counted: jobs.dead_group's
+-- counts (0017_dead_group_counts.sql) and the dead rows an older release settled in place in
+-- jobs.job, which no trigger counts (job_finished_at; none once they have moved), a row each.
+select name, queue, error_code, stop_reason, tenant, n, first_seen, last_seen from jobs.dead_group
+union all
+select name, queue, error_code, stop_reason, tenant, 1, finished_at, finished_at
+from only jobs.job where state = 'dead'
+
 -- fragment: dead_groups_of
 -- Dead letters grouped by (name, error code, stop reason) from `t` (one row per tenant of each:
 -- count, first and last seen), with count(distinct tenant) as a count of t's rows; the most recent
@@ -321,19 +330,13 @@ with t as (
 -- include: dead_groups_of
 
 -- name: dead_groups_counted :many
--- Dead letters under a filter of queue, name, tenant and error code only: from the counts
--- jobs.dead_group keeps as dead rows come and go (0017_dead_group_counts.sql), one row per group
--- and tenant, plus the dead rows an older release settled in place in jobs.job (job_finished_at;
--- none once they have moved), which no trigger counts. As many rows as groups, however many dead
--- letters there are.
+-- Dead letters under a filter of queue, name, tenant and error code only, from the dead rows
+-- counted per group (dead_counted): as many rows as groups, however many dead letters there are.
 with t as (
     select name, error_code, stop_reason, tenant,
            sum(n)::int as n, min(first_seen) as first_seen, max(last_seen) as last_seen
     from (
-        select name, queue, error_code, stop_reason, tenant, n, first_seen, last_seen from jobs.dead_group
-        union all
-        select name, queue, error_code, stop_reason, tenant, 1, finished_at, finished_at
-        from only jobs.job where state = 'dead'
+        -- include: dead_counted
     ) c
     where (%(queue)s::text is null or queue = %(queue)s::text)
       and (%(name)s::text is null or name = %(name)s::text)

@@ -47,8 +47,8 @@ select pg_notify('jobs_enqueue', q) from unnest(%(queues)s::text[]) as t(q);
 -- counting takes the last snapshot rather than wait or count twice), counts and stores; the
 -- others read the snapshot. `exists (select 1 from due)` is a one-time filter: a fresh snapshot
 -- never starts the scans of jobs.job. The waiting arm reads job_live_queue_state (queue, state, id;
--- run_at, updated_at, waiting_since included), the dead arm job_dead_v5 (queue included): both can
--- be index-only.
+-- run_at, updated_at, waiting_since included), index-only; the dead arm the dead rows counted per
+-- group (dead_counted), as many rows as groups however many dead letters there are.
 with due as (
     select id from jobs.gauge_snapshot
     where id = 1 and taken_at <= %(now)s - make_interval(secs => %(max_age)s)
@@ -63,9 +63,11 @@ with due as (
           and exists (select 1 from due)
         group by queue
         union all
-        select queue, 0, null, count(*)
-        from jobs.job
-        where state = 'dead' and exists (select 1 from due)
+        select queue, 0, null, sum(n)
+        from (
+            -- include: dead_counted
+        ) c
+        where exists (select 1 from due)
         group by queue
     ) arms
     group by queue

@@ -1,5 +1,6 @@
 """The dead letters counted per group (0017_dead_group_counts.sql): jobs.dead_group holds, for
-each (name, queue, error code, stop reason, tenant), exactly what grouping the dead rows gives,
+each (name, queue, error code, stop reason, tenant), exactly what grouping the dead rows gives
+(and the queue gauges' dead letters add up from it),
 however they came (a nack, a writer role that does not own the schema, rows already there at the
 upgrade) and went (a retry, a discard, a bulk retry, concurrent retries of a group's first and
 last, a sealed bucket dropped with its young dead letters moved on); and the dead-letter view
@@ -66,6 +67,12 @@ async def agree(dsn: str, pg: PostgresDriver, clock: FakeClock) -> int:
     """The counts equal the grouped rows, and the view from them equals the view from the rows
     under each filter the counts answer; answers how many dead letters there are."""
     assert counted(dsn) == grouped(dsn)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        per_queue = dict(
+            conn.execute("select queue, count(*) from jobs.job where state = 'dead' group by 1").fetchall()
+        )
+    gauges = await pg.queue_gauges(now=clock.now())  # the dead letters gauge, per queue
+    assert {g.queue: g.dead for g in gauges if g.dead} == per_queue
     intro = Introspector(pg, clock=clock)
     for f in (
         JobFilter(),
