@@ -13,6 +13,7 @@ from engine.projections import BulkAction, BulkPlan, BulkResult, JobFilter
 from engine.types import LIVE_STATES, JobState
 
 ACTIONS: tuple[BulkAction, ...] = ("retry", "cancel", "discard")
+MAX_BATCH = 5_000  # rows a batch (one statement, one transaction) may hold
 
 
 class BulkActions(OperatorBase):
@@ -67,8 +68,14 @@ class BulkActions(OperatorBase):
             raise JobsError(
                 X_INVALID_ARGUMENT, cause=f"per_second={per_second!r} must be a positive rate", fix="--rate 50"
             )
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise JobsError(X_INVALID_ARGUMENT, cause=f"batch_size={batch_size!r} must be >= 1", fix="batch_size=500")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"batch_size={batch_size!r} must be a whole number from 1 to {MAX_BATCH:,} (a batch is one"
+                " transaction: its rows stay locked until it commits, and each dead row it moves writes its"
+                " group's count)",
+                fix="batch_size=500",
+            )
         size = batch_size if per_second is None else max(1, min(batch_size, int(per_second)))
         label = describe_filter(where)  # the audit entry names the filter the action matched
         await self._open()

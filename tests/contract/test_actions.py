@@ -217,6 +217,18 @@ async def test_bulk_pacing_spreads_batches_over_the_clock(driver: Driver, ids: I
         assert e.value.code == "X_INVALID_ARGUMENT"
 
 
+async def test_a_bulk_batch_past_one_transactions_bound_is_refused_before_anything_changes(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    dead = await make_job(driver, ids, clock.now(), state=JobState.DEAD)
+    for size in (0, 5_001, True, 2.5):
+        with pytest.raises(JobsError) as e:
+            await op(driver, clock).bulk("retry", batch_size=size)  # type: ignore[arg-type]
+        assert e.value.code == "X_INVALID_ARGUMENT" and "from 1 to 5,000" in e.value.cause
+    assert (await driver.job_get(job_id=dead.id)).state is JobState.DEAD  # type: ignore[union-attr]
+    assert (await op(driver, clock).bulk("retry", batch_size=5_000)).changed == 1
+
+
 async def test_pause_is_durable_visible_and_skipped_by_the_claim(
     driver: Driver, ids: IdFactory, clock: FakeClock
 ) -> None:
