@@ -215,3 +215,18 @@ select name, queue, error_code, stop_reason, tenant, count(*), min(coalesce(fini
 from jobs.job_done
 where state = 'dead'
 group by name, queue, error_code, stop_reason, tenant;
+
+-- Whoever may read jobs.job_done may read its counts (the dead-letter view and the queue gauges
+-- read them): its readers' grants, whoever made them (sql/roles/roles.sql's default privileges
+-- grant jobs_reader already; an operator's own grants on the tables a migration made do not).
+do $$
+declare
+    g record;
+begin
+    for g in select distinct a.grantee
+             from pg_class c, aclexplode(c.relacl) a
+             where c.oid = 'jobs.job_done'::regclass and a.grantee <> c.relowner and a.privilege_type = 'SELECT' loop
+        execute 'grant select on jobs.dead_group to '
+                || case when g.grantee = 0 then 'public' else g.grantee::regrole::text end;
+    end loop;
+end $$;

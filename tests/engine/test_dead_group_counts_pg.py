@@ -196,3 +196,28 @@ async def test_an_upgrade_counts_the_dead_letters_already_there_and_the_view_add
         assert await agree(dsn, pg, clock) == 5  # the counts are jobs.job_done's; both views add it
         view = await Introspector(pg, clock=clock).dead_letters()
         assert sum(g.count for g in view.groups) == 6
+
+
+async def test_a_role_granted_the_settled_rows_by_hand_reads_the_counts_after_the_upgrade(
+    empty_db: Callable[[], str], clock: FakeClock
+) -> None:
+    dsn = empty_db()
+    migrate(dsn, target=COUNTS - 1)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("select current_database()").fetchone()
+        assert row is not None
+        role = f"oncall_{row[0]}"
+        conn.execute(f'create role "{role}" login')
+        conn.execute(f'grant usage on schema jobs to "{role}"')
+        conn.execute(f'grant select on all tables in schema jobs to "{role}"')  # the tables there now
+    try:
+        migrate(dsn)
+        async with opened(dsn) as pg:
+            await dead(Factory(pg, IdFactory(clock, seed=6), clock), "charge", "X_DECLINED")
+        async with opened(psycopg.conninfo.make_conninfo(dsn, user=role)) as reader:
+            view = await Introspector(reader, clock=clock).dead_letters()
+            assert [(g.name, g.count) for g in view.groups] == [("charge", 1)]
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f'drop owned by "{role}"')
+            conn.execute(f'drop role "{role}"')
