@@ -18,7 +18,7 @@
 --
 -- Without downtime: the triggers are made and the groups counted in this one transaction, with
 -- jobs.job_done and its buckets locked against writes while it counts (an index-only scan of the
--- dead rows: tens of milliseconds at the usual mix, under a second at a million dead letters), so
+-- dead rows: tens of milliseconds at the usual mix, about a second at a million dead letters), so
 -- no row is counted twice or missed; acks and retries wait that long. A worker of the previous
 -- release settles into the same tables, so its rows are counted too.
 
@@ -209,11 +209,22 @@ from pg_class c
 where c.oid = 'jobs.job_done'::regclass
    or c.oid in (select inhrelid from pg_inherits where inhparent = 'jobs.job_done'::regclass);
 
+-- Index-only over each table's dead-letter index; a dead row without a finish time (none the
+-- engine writes) counts from its last update, as the triggers count it.
 insert into jobs.dead_group
-select name, queue, error_code, stop_reason, tenant, count(*), min(coalesce(finished_at, updated_at)),
-       max(coalesce(finished_at, updated_at))
-from jobs.job_done
-where state = 'dead'
+select name, queue, error_code, stop_reason, tenant, sum(n), min(first_seen), max(last_seen)
+from (
+    select name, queue, error_code, stop_reason, tenant, count(*) as n, min(finished_at) as first_seen,
+           max(finished_at) as last_seen
+    from jobs.job_done
+    where state = 'dead' and finished_at is not null
+    group by name, queue, error_code, stop_reason, tenant
+    union all
+    select name, queue, error_code, stop_reason, tenant, count(*), min(updated_at), max(updated_at)
+    from jobs.job_done
+    where state = 'dead' and finished_at is null
+    group by name, queue, error_code, stop_reason, tenant
+) counted
 group by name, queue, error_code, stop_reason, tenant;
 
 -- Whoever may read jobs.job_done may read its counts (the dead-letter view and the queue gauges
