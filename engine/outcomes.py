@@ -16,7 +16,7 @@ import math
 from typing import Any
 
 from engine.errors import X_INVALID_ARGUMENT, X_WAIT_TIMEOUT, JobsError
-from engine.introspect.base import EngineView, _gone, load_job
+from engine.introspect.base import EngineView, gone_error, load_job
 from engine.types import FINAL_STATES, JobRow, JobState
 
 POLL_FIRST, POLL_MAX = 0.01, 0.5  # seconds between two reads of the row: doubling from the first
@@ -51,7 +51,7 @@ async def await_outcome(view: EngineView, job_id: Any, *, tenant: str | None, ti
         pause = min(pause * 2, POLL_MAX)
         found = await view.driver.job_get(job_id=row.id)
         if found is None:  # pruned or discarded while it was waited for
-            raise await _gone(view, row.id, tenant)
+            raise await gone_error(view, row.id, tenant)
         row = found
     return row
 

@@ -105,11 +105,11 @@ async def load_job(view: EngineView, value: Any, tenant: str | None, *, budget_m
     await view._open()
     row = await view.driver.job_get(job_id=jid)
     if row is None or (tenant is not None and row.tenant != tenant):
-        raise await _gone(view, jid, tenant) if row is None else not_found(jid, tenant)
+        raise await gone_error(view, jid, tenant) if row is None else not_found(jid, tenant)
     return row
 
 
-async def _gone(view: EngineView, job_id: str, tenant: str | None) -> JobsError:
+async def gone_error(view: EngineView, job_id: str, tenant: str | None) -> JobsError:
     """X_NOT_FOUND, saying who discarded the job when a `discarded` entry outlived its row (and
     only to a scope that may see that job, I25)."""
     err = not_found(job_id, tenant)
