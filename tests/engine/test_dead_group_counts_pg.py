@@ -9,7 +9,7 @@ read from it answers what the view that reads every dead row answers. On a real 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -35,17 +35,7 @@ GROUP_COLUMNS = "name, queue, error_code, stop_reason, tenant"
 EVERY_ROW = datetime(2000, 1, 1, tzinfo=UTC)  # a `since` every job matches: the view reads the rows
 
 
-@pytest.fixture(autouse=True)
-def _opened_now(pg_dsn: str, clock: FakeClock) -> None:
-    """The open bucket opened at the test clock's now (the migration stamped the server's)."""
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute("update jobs.job_done_bucket set opened_at = %s", (clock.now(),))
-
-
-@pytest.fixture
-async def pg(pg_dsn: str) -> AsyncIterator[PostgresDriver]:
-    async with opened(pg_dsn) as d:
-        yield d
+pytestmark = pytest.mark.usefixtures("bucket_opened_now")
 
 
 def counted(dsn: str) -> list[tuple[Any, ...]]:

@@ -7,7 +7,6 @@ not. On a real PostgreSQL."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 import psycopg
@@ -19,16 +18,9 @@ from engine.drivers.postgres.maintenance import REBUILD_NAMESPACE
 from engine.ids import IdFactory
 from engine.services.maintenance import LEADER, Maintenance, MaintenanceConfig
 from engine.types import Ack, NewJob
-from tests.engine.upgrades import opened
 
 Q = "upkeep"
 SMALL = MaintenanceConfig(reindex_interval=600, reindex_growth=1.5, reindex_min_bytes=64 * 1024)
-
-
-@pytest.fixture
-async def pg(pg_dsn: str) -> AsyncIterator[PostgresDriver]:
-    async with opened(pg_dsn) as d:
-        yield d
 
 
 def _one(dsn: str, statement: str, params: Any = None) -> Any:

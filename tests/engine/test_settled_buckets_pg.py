@@ -7,7 +7,7 @@ and history deleted with it. On a real PostgreSQL: the buckets are its tables.""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -31,17 +31,7 @@ RETENTION = 400.0  # seconds: a bucket is open for a quarter of it, 100 s
 CFG = MaintenanceConfig(retention=RETENTION, dead_retention=4 * RETENTION, reindex_interval=None)
 
 
-@pytest.fixture(autouse=True)
-def _opened_now(pg_dsn: str, clock: FakeClock) -> None:
-    """The open bucket opened at the test clock's now (the migration stamped the server's)."""
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute("update jobs.job_done_bucket set opened_at = %s", (clock.now(),))
-
-
-@pytest.fixture
-async def pg(pg_dsn: str) -> AsyncIterator[PostgresDriver]:
-    async with opened(pg_dsn) as d:
-        yield d
+pytestmark = pytest.mark.usefixtures("bucket_opened_now")
 
 
 def _tables(dsn: str) -> dict[str, int]:

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 import psycopg
 import pytest
 
+from engine.clock import FakeClock
 from engine.drivers.postgres import PostgresDriver
 from engine.testing.embedded_pg import create_database, drop_database
 
@@ -30,6 +31,21 @@ def empty_db(pg_server: str) -> Iterator[Callable[[], str]]:
     yield make
     for name in made:
         drop_database(pg_server, name)
+
+
+@pytest.fixture
+async def pg(pg_dsn: str) -> AsyncIterator[PostgresDriver]:
+    """A driver opened on this test's database."""
+    async with opened(pg_dsn) as d:
+        yield d
+
+
+@pytest.fixture
+def bucket_opened_now(pg_dsn: str, clock: FakeClock) -> None:
+    """The open bucket of settled rows opened at the test clock's now (the migration stamped the
+    server's), for tests that seal and drop buckets on the fake clock."""
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("update jobs.job_done_bucket set opened_at = %s", (clock.now(),))
 
 
 @contextlib.asynccontextmanager
