@@ -40,10 +40,9 @@ class IntrospectArea(Protocol):
         """One page of the filtered list, newest first, keyset below ``cursor`` (an id)."""
         ...
 
-    async def dead_groups(
-        self, *, where: JobFilter, now: datetime, count_cap: int, budget_ms: int | None
-    ) -> DeadLetters:
-        """Dead letters matching ``where``, grouped by (name, error code, stop reason)."""
+    async def dead_groups(self, *, where: JobFilter, now: datetime, budget_ms: int | None) -> DeadLetters:
+        """Dead letters matching ``where``, grouped by (name, error code, stop reason); every one
+        counted, so their total is exact."""
         ...
 
     async def job_duplicate(self, *, job_id: str) -> JobSummary | None:

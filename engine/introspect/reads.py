@@ -234,7 +234,6 @@ class Introspector(EngineView):
         return await self.driver.dead_groups(  # type: ignore[attr-defined]
             where=where,
             now=self.clock.now(),
-            count_cap=self.count_cap,
             budget_ms=self.budget_ms,
         )
 

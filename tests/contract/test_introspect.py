@@ -266,6 +266,15 @@ async def test_dead_letters_grouped_by_name_code_and_stop_reason(
     assert [x.last_job_id for x in only.groups] == [other.id]
 
 
+async def test_the_dead_letters_total_is_exact_past_the_count_cap_as_its_groups_are(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    for _ in range(4):
+        await make_job(driver, ids, clock.now(), state=JobState.DEAD, name="charge")
+    dl = await intro(driver, clock, count_cap=3).dead_letters()
+    assert [g.count for g in dl.groups] == [4] and dl.total == Count(4)  # not "at least 3"
+
+
 async def test_dead_letters_settled_together_order_by_name_and_name_the_newest_id(
     driver: Driver, ids: IdFactory, clock: FakeClock
 ) -> None:

@@ -191,9 +191,7 @@ class MemoryIntrospect(MemoryBase):
         nxt = page[-1].id if len(hits) > limit else None
         return JobPage(tuple(summary(r) for r in page), nxt, total)
 
-    async def dead_groups(
-        self, *, where: JobFilter, now: datetime, count_cap: int, budget_ms: int | None
-    ) -> DeadLetters:
+    async def dead_groups(self, *, where: JobFilter, now: datetime, budget_ms: int | None) -> DeadLetters:
         with self.state.lock:
             dead = [r for r in self.state.jobs.values() if r.state is JobState.DEAD and matches(r, where)]
         groups: dict[tuple[str, str | None, StopReason | None], list[JobRow]] = defaultdict(list)
@@ -222,7 +220,7 @@ class MemoryIntrospect(MemoryBase):
         # The SQL's order: last seen newest first, then name and code ascending (no code first).
         out.sort(key=lambda g: (g.name, g.error_code or ""))
         out.sort(key=lambda g: g.last_seen, reverse=True)
-        return DeadLetters(now, tuple(out), capped(len(dead), count_cap))
+        return DeadLetters(now, tuple(out), Count(len(dead)))  # each group's count is exact: so is the sum
 
     async def job_duplicate(self, *, job_id: str) -> JobSummary | None:
         with self.state.lock:

@@ -205,10 +205,8 @@ class PostgresIntrospect(PostgresBase):
 
         return await self._budgeted(budget_ms, "ls", read)
 
-    async def dead_groups(
-        self, *, where: JobFilter, now: datetime, count_cap: int, budget_ms: int | None
-    ) -> DeadLetters:
-        from engine.projections import DeadGroup, DeadLetters
+    async def dead_groups(self, *, where: JobFilter, now: datetime, budget_ms: int | None) -> DeadLetters:
+        from engine.projections import Count, DeadGroup, DeadLetters
 
         # The counts kept per group answer a filter of their own columns; any other reads the rows.
         counted = not (where.input_fields or where.search or where.since or where.until)
@@ -233,7 +231,8 @@ class PostgresIntrospect(PostgresBase):
                 )
                 for r in rows
             )
-            return DeadLetters(now, groups, capped(sum(g.count for g in groups), count_cap))
+            # Every dead letter was counted (its group's count is exact): so is their sum.
+            return DeadLetters(now, groups, Count(sum(g.count for g in groups)))
 
         return await self._budgeted(budget_ms, "dead", read)
 
