@@ -25,8 +25,9 @@ class IntrospectArea(Protocol):
     """The read models, each read bounded by ``budget_ms``."""
 
     async def queue_stats(self, *, now: datetime, count_cap: int, budget_ms: int | None) -> list[QueueStats]:
-        """Per queue: counts by state (each capped at count_cap: kind at-least past it), completed
-        in the hour before ``now`` with its per-minute series, oldest ready, pause. Workers zero."""
+        """Per queue: counts by state (each capped at count_cap: kind at-least past it; dead letters
+        exact), completed in the hour before ``now`` with its per-minute series, oldest ready,
+        pause. Workers zero."""
         ...
 
     async def queue_series(self, *, queue: str, now: datetime, budget_ms: int | None) -> QueueSeries:

@@ -51,7 +51,8 @@ group by queue;
 -- Rows per (queue, state), each count stopping at %(cap)s + 1. Each state is spelled as a constant
 -- so the planner can match its partial index (waiting, suspended, finished lists); a state taken
 -- from an unnest matched none of them and counted by a sequential scan (6 s at 1M rows). Running
--- rows are queue_running's.
+-- rows are queue_running's. Dead letters are summed from their counts per group (dead_counted):
+-- exact, however many.
 select n.name, c.state, c.n
 from unnest(%(queues)s::text[]) as n(name)
 cross join lateral (values
@@ -63,8 +64,9 @@ cross join lateral (values
                                 limit %(cap)s + 1) x)::int),
     ('parked', (select count(*) from (select 1 from jobs.job j where j.queue = n.name and j.state = 'parked'
                                 limit %(cap)s + 1) x)::int),
-    ('dead', (select count(*) from (select 1 from jobs.job j where j.queue = n.name and j.state = 'dead'
-                                limit %(cap)s + 1) x)::int)
+    ('dead', (select coalesce(sum(c.n), 0) from (
+                  -- include: dead_counted
+              ) c where c.queue = n.name)::int)
 ) as c(state, n);
 
 -- name: queue_count_estimate :one

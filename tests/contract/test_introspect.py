@@ -266,13 +266,16 @@ async def test_dead_letters_grouped_by_name_code_and_stop_reason(
     assert [x.last_job_id for x in only.groups] == [other.id]
 
 
-async def test_the_dead_letters_total_is_exact_past_the_count_cap_as_its_groups_are(
+async def test_the_dead_letters_total_and_each_queues_are_exact_past_the_count_cap_as_their_groups_are(
     driver: Driver, ids: IdFactory, clock: FakeClock
 ) -> None:
     for _ in range(4):
-        await make_job(driver, ids, clock.now(), state=JobState.DEAD, name="charge")
+        await make_job(driver, ids, clock.now(), state=JobState.DEAD, name="charge", queue="billing")
+        await make_job(driver, ids, clock.now(), state=JobState.READY, name="charge", queue="billing")
     dl = await intro(driver, clock, count_cap=3).dead_letters()
     assert [g.count for g in dl.groups] == [4] and dl.total == Count(4)  # not "at least 3"
+    (q,) = (await intro(driver, clock, count_cap=3).queues()).queues
+    assert q.dead == Count(4) and q.ready == Count(3, "at-least")  # the live counts still stop at the cap
 
 
 async def test_dead_letters_settled_together_order_by_name_and_name_the_newest_id(

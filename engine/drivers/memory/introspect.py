@@ -134,7 +134,7 @@ class MemoryIntrospect(MemoryBase):
                         running=capped(c[JobState.RUNNING], count_cap),
                         suspended=capped(c[JobState.SUSPENDED], count_cap),
                         parked=capped(c[JobState.PARKED], count_cap),
-                        dead=capped(c[JobState.DEAD], count_cap),
+                        dead=Count(c[JobState.DEAD]),  # exact, as PostgreSQL's counts per group
                         completed_last_hour=capped(sum(done[q]), count_cap),
                         oldest_ready_at=oldest.get(q),
                         oldest_ready_age=(now - oldest[q]).total_seconds() if q in oldest else None,

@@ -137,7 +137,7 @@ class PostgresIntrospect(PostgresBase):
             estimates: dict[tuple[str, str], int] = {}
             for q, by_state in counts.items():
                 for state, n in by_state.items():
-                    if n > count_cap and state != "running":
+                    if n > count_cap and state not in ("running", "dead"):
                         plan = await self._row(Q.queue_count_estimate, {"queue": q, "state": state}, conn=conn)
                         assert plan is not None  # explain answers one row
                         estimates[(q, state)] = int(plan["QUERY PLAN"][0]["Plan"]["Plan Rows"])
@@ -164,7 +164,7 @@ class PostgresIntrospect(PostgresBase):
                         running=capped(c.get("running", 0), count_cap),
                         suspended=count(q, "suspended"),
                         parked=count(q, "parked"),
-                        dead=count(q, "dead"),
+                        dead=Count(c.get("dead", 0)),  # summed from the counts kept per group: exact
                         completed_last_hour=capped(sum(done[q]), count_cap),
                         oldest_ready_at=old,
                         oldest_ready_age=(now - old).total_seconds() if old else None,
