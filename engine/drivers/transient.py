@@ -44,12 +44,18 @@ def first_line(exc: BaseException, default: str | None = None) -> str:
     return said[0] if said else default or type(exc).__name__
 
 
+def rolled_back(exc: BaseException | None) -> bool:
+    """Whether the server rolled ``exc``'s transaction back (sqlstate class 40: a serialization
+    failure, a deadlock): nothing of it happened, so it may be repeated."""
+    return str(getattr(exc, "sqlstate", None) or "").startswith("40")
+
+
 def lost(exc: BaseException) -> ConnectionLost:
     """The engine's error for a connection failure ``exc`` (raise it ``from exc``). A transaction
-    the server rolled back (sqlstate class 40: a serialization failure, a deadlock) is one of
-    psycopg's OperationalErrors too, retried alike, but said as what it is."""
+    the server rolled back (rolled_back) is one of psycopg's OperationalErrors too, retried alike,
+    but said as what it is."""
     said = first_line(exc)
-    if str(getattr(exc, "sqlstate", None) or "").startswith("40"):
+    if rolled_back(exc):
         return ConnectionLost(f"the database rolled the statement back ({said}); it may be repeated")
     return ConnectionLost(f"the connection to the database failed: {said}", condition=condition_of(exc))
 

@@ -211,3 +211,35 @@ async def test_a_role_granted_the_settled_rows_by_hand_reads_the_counts_after_th
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(f'drop owned by "{role}"')
             conn.execute(f'drop role "{role}"')
+
+
+async def test_a_bulk_batch_rolled_back_by_a_deadlock_on_the_counts_runs_again(
+    pg: PostgresDriver, pg_dsn: str, clock: FakeClock
+) -> None:
+    f = Factory(pg, IdFactory(clock, seed=8), clock)
+    for name in ("beta", "alpha", "beta"):  # alpha's between beta's two: either way the batch
+        clock.advance(1)  # walks its rows, it takes beta's count before alpha's
+        await dead(f, name, "X_DECLINED")
+    ops = Engine(pg, clock=clock).operator(actor="test")
+    async with await psycopg.AsyncConnection.connect(pg_dsn) as other:  # a transaction of its own
+        await other.execute("update jobs.dead_group set n = n where name = 'alpha'")
+        bulk = asyncio.ensure_future(ops.bulk("discard", make_filter(queue="billing")))
+        while not await _waits_on_a_lock(pg_dsn, other):  # the batch holds beta's count, waits for alpha's
+            await asyncio.sleep(0.01)
+        # now this transaction asks for beta's: each waits on the other, and the batch, which waited
+        # first, is the one PostgreSQL rolls back; run again, it waits for this one to commit
+        await other.execute("update jobs.dead_group set n = n where name = 'beta'")
+        await other.commit()
+        done = await bulk
+    assert done.changed == 3 and await agree(pg_dsn, pg, clock) == 0
+
+
+async def _waits_on_a_lock(dsn: str, besides: psycopg.AsyncConnection[Any]) -> bool:
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        row = await (
+            await conn.execute(
+                "select count(*) from pg_stat_activity where wait_event_type = 'Lock' and pid <> %s",
+                (besides.info.backend_pid,),
+            )
+        ).fetchone()
+    return row is not None and row[0] > 0

@@ -16,6 +16,8 @@ from engine.drivers.jobfilter import id_range
 from engine.drivers.postgres.base import Conn, PostgresBase
 from engine.drivers.postgres.introspect import filter_params, pause_row, summary_row
 from engine.drivers.sqlfiles import Q
+from engine.drivers.transient import rolled_back
+from engine.errors import ConnectionLost
 from engine.types import JobState
 
 if TYPE_CHECKING:  # each action imports the read models it builds: a worker process never loads them
@@ -121,6 +123,13 @@ class PostgresActions(PostgresBase):
                 break
             except psycopg.errors.UniqueViolation:
                 if attempt == _RACE_RETRIES - 1:
+                    raise
+            except ConnectionLost as lost:
+                # A batch's dead rows take their groups' counts in row order, so two statements
+                # over the same groups (another bulk action, the pruner) can wait on each other:
+                # PostgreSQL rolls one back whole (a deadlock, sqlstate class 40), and that batch
+                # runs again. A lost connection is the caller's to retry.
+                if not rolled_back(lost.__cause__) or attempt == _RACE_RETRIES - 1:
                     raise
         assert r is not None  # the batch's one summary row
         changed = tuple(r["changed"] or ())
