@@ -15,6 +15,8 @@ from typing import Any
 
 from rich.text import Text
 
+from engine.durations import duration  # the CLI says durations the same way
+
 # C0 controls except none (tab and newline are escaped too: a cell is one line), DEL, the C1
 # range, and the bidi overrides that can reorder what a reader sees.
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -116,26 +118,6 @@ def pretty_json(value: Any, *, max_lines: int = JSON_LINES, unfold: bool = False
     if total > JSON_CHARS:
         text.append(f"\n… {total - JSON_CHARS:,} more characters not shown", style="dim italic")
     return text, folded
-
-
-def duration(seconds: float | None) -> str:
-    """A compact duration: 45s, 3m20s, 2h05m, 4d02h; sub-second as ms."""
-    if seconds is None:
-        return "—"
-    s = float(seconds)
-    neg = s < 0
-    s = abs(s)
-    if s < 1:
-        out = f"{int(s * 1000)}ms"
-    elif s < 60:
-        out = f"{s:.0f}s" if s >= 10 else f"{s:.1f}s".replace(".0s", "s")
-    elif s < 3600:
-        out = f"{int(s // 60)}m{int(s % 60):02d}s"
-    elif s < 86400:
-        out = f"{int(s // 3600)}h{int(s % 3600 // 60):02d}m"
-    else:
-        out = f"{int(s // 86400)}d{int(s % 86400 // 3600):02d}h"
-    return f"-{out}" if neg else out
 
 
 def ago(when: datetime | None, now: datetime) -> str:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import signal
 import sys
 from dataclasses import dataclass
@@ -36,16 +35,6 @@ NOTE_HELP = "a note kept in the audit with who and when (an incident number, a r
 DSN_EXAMPLE = "postgresql://USER@HOST:5432/DBNAME"
 PREPARED_ENV = "JOBS_NO_PREPARED_STATEMENTS"
 PREPARED_HELP = "prepare no statement: for a DSN that goes through PgBouncer in transaction mode"
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
-
-
-def parse_duration(text: str, flag: str = "--delay") -> float:
-    """``text`` (10s, 5m, 1.5h, 250ms; bare seconds) in seconds, or X_INVALID_ARGUMENT naming ``flag``."""
-    m = _DURATION.match(text or "")
-    if not m:
-        raise JobsError(X_INVALID_ARGUMENT, cause=f"{flag} {text!r} is not a duration", fix=f"{flag} 10s")
-    scale = {"ms": 0.001, "s": 1, None: 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
-    return float(m.group(1)) * scale
 
 
 def no_prepared_statements_option() -> Any:

@@ -13,9 +13,10 @@ from typing import Any
 import typer
 
 from engine.cli import app, fail
-from engine.cli.admin import APP_HELP, DSN_HELP, JSON_HELP, NOTE_HELP, parse_duration
+from engine.cli.admin import APP_HELP, DSN_HELP, JSON_HELP, NOTE_HELP
 from engine.cli.reads import FILTER_HELP, FilteredCommand, console, emit, run, workers_app
 from engine.cli.waits import TIMEOUT_HELP, wait_for, wait_limit
+from engine.durations import parse_duration
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 
 EXIT_NOOP = 5  # the action changed nothing (already final, already paused, already asked to drain)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 from engine.cli import EXIT_DRIFT, app, fail
 from engine.cli.admin import APP_HELP, DSN_HELP, JSON_HELP, TENANT_HELP, driver_options, resolve_dsn
+from engine.durations import duration
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.text import printable
 
@@ -181,7 +182,7 @@ def queues(
             str(q.suspended),
             str(q.dead),
             str(q.completed_last_hour),
-            "" if q.oldest_ready_age is None else f"{q.oldest_ready_age:.0f}s",
+            "" if q.oldest_ready_age is None else duration(q.oldest_ready_age),
             f"{q.workers} ({q.slots_in_use}/{q.slots_total})",
             f"by {q.paused_by}" if q.paused else "",
         )

@@ -13,8 +13,9 @@ from typing import Any
 import typer
 
 from engine.cli import app, error_text, fail
-from engine.cli.admin import DSN_HELP, JSON_HELP, TENANT_HELP, parse_duration
+from engine.cli.admin import DSN_HELP, JSON_HELP, TENANT_HELP
 from engine.cli.reads import clip, console, emit, run, to_json
+from engine.durations import parse_duration
 from engine.errors import X_INVALID_ARGUMENT, X_WAIT_TIMEOUT, JobsError
 from engine.types import JobRow, JobState
 

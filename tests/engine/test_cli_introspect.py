@@ -8,6 +8,7 @@ import json
 import textwrap
 from pathlib import Path
 
+import psycopg
 import pytest
 from typer.testing import CliRunner
 
@@ -79,6 +80,14 @@ def test_queues_ls_show_dead_read_with_json(pg_dsn: str) -> None:
     r = cli("show", ready.id, "--dsn", pg_dsn)
     assert r.exit_code == 0 and ready.id in r.stdout and "why:" in r.stdout
     assert "trace:" not in r.stdout  # enqueued without tracing
+
+
+def test_queues_says_the_oldest_ready_age_as_the_console_does(pg_dsn: str) -> None:
+    (ready,) = seed(pg_dsn, JobState.READY, queue="slow")
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:  # ready for 3 days and 4 hours
+        conn.execute("update jobs.job set run_at = now() - interval '76 hours' where id = %s", (ready.id,))
+    r = runner.invoke(app, ["queues", "--dsn", pg_dsn], env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and "3d04h" in r.stdout, r.stdout  # not "273600s"
 
 
 def test_show_names_the_trace_a_job_was_enqueued_in(pg_dsn: str) -> None:
