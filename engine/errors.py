@@ -93,6 +93,9 @@ X_BACKFILL_RUNNING = _declare("X_BACKFILL_RUNNING", "the backfill already has a 
 X_BACKFILL_STALLED = _declare("X_BACKFILL_STALLED", "the source ran out while count() still matches rows")
 X_BACKFILL_UNKNOWN = _declare("X_BACKFILL_UNKNOWN", "no backfill of that name is declared")
 X_WAIT_TIMEOUT = _declare("X_WAIT_TIMEOUT", "a wait for a job's outcome ran past its timeout; the job goes on")
+X_WAITED_JOB_GONE = _declare(
+    "X_WAITED_JOB_GONE", "a job a step waits for does not exist (never enqueued, or discarded while waited for)"
+)
 
 
 # The engine's own codes, before any app registers its codes (the README documents these).

@@ -28,7 +28,7 @@ class SlotHolder:
 @dataclass(frozen=True)
 class WaitGroup:
     """Jobs of one queue that are not claimable now, grouped by what they wait for: ``kind`` is
-    delay (delayed), sleep or event (suspended), rate or concurrency (parked by that limit),
+    delay (delayed), sleep, event or jobs (suspended), rate or concurrency (parked by that limit),
     unknown (parked by a worker whose release does not declare the job);
     ``key`` the event's name or the limit's key; ``next_at`` the earliest run_at among them."""
 
@@ -46,13 +46,14 @@ class Cause:
     delayed (until), paused (by, at, note), slots (key, holders, limit), rate_limit (key, tokens,
     refill_at, at = when the tokens were counted), limit (limit_kind, key, until = next try),
     unknown (worker = the one that parked it, until = next try), sleep (until), event (event,
-    match, until = the wait's timeout or None, next_check = when the job looks for it again),
+    match, until = the wait's timeout or None, next_check = when the job looks for it again), jobs
+    (a step's wait for other jobs: count = how many, until and next_check as an event wait's),
     stale_worker (worker, heartbeat_at), no_worker (queue), duplicate
     (job_id, state), running (worker, until = lease end), dead (code, stop_reason, attempt,
     max_attempts), finished (state, at), ready (nothing is wrong: it is next for a worker),
     backlog (count, workers), waiting (a parked job: since when it has waited, in the text; the
     queue's oldest-ready age counts from the same time), clear (a queue nothing holds back).
-    A queue's delayed, sleep, event, limit and unknown causes carry ``count`` (how many jobs) and ``until``
+    A queue's delayed, sleep, event, jobs, limit and unknown causes carry ``count`` (how many jobs) and ``until``
     (the first of them to run again).
     """
 

@@ -29,6 +29,7 @@ TITLES = {
     "limit": "Shed by a limit",
     "sleep": "Sleeping",
     "event": "Waiting for an event",
+    "jobs": "Waiting for jobs",
     "stale_worker": "Stale worker",
     "no_worker": "No worker",
     "duplicate": "Live duplicate",
@@ -41,7 +42,14 @@ TITLES = {
     "clear": "Nothing holds it back",
 }
 # What a cause's ``until`` is, said per kind (an event wait's is its timeout, not its next check).
-UNTIL = {"event": "times out", "sleep": "wakes", "delayed": "runs", "limit": "tried again", "running": "lease until"}
+UNTIL = {
+    "event": "times out",
+    "jobs": "times out",
+    "sleep": "wakes",
+    "delayed": "runs",
+    "limit": "tried again",
+    "running": "lease until",
+}
 
 
 def title(c: Cause) -> str:
@@ -53,7 +61,7 @@ def title(c: Cause) -> str:
         base = "Concurrency slots full"
     if c.key and c.kind in ("limit", "slots", "rate_limit"):
         base += f" · {clean(c.key, limit=50)}"
-    if c.count is not None and c.kind in ("delayed", "sleep", "event", "limit"):
+    if c.count is not None and c.kind in ("delayed", "sleep", "event", "jobs", "limit"):
         base += f" ({c.count:,} job{'s' if c.count != 1 else ''})"
     return base
 

@@ -11,7 +11,7 @@ from engine.actions.base import OperatorBase
 from engine.errors import X_INVALID_ARGUMENT, X_UNKNOWN_QUEUE, X_UNKNOWN_WORKER, JobsError
 from engine.projections import DrainRequest, QueuePause
 from engine.records import SentEvent
-from engine.runtime.steps import check_event
+from engine.runtime.step_checks import check_event
 from engine.text import check_text
 
 

@@ -7,6 +7,7 @@ never loads it; a count that would be expensive answers capped and says so (`Cou
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -282,8 +283,18 @@ class Introspector(EngineView):
             stale_after=self.stale_after,
             duplicate=dup,
             limits=await self._limits(row, now),
+            waited=await self._waited(row),
         )
         return WhyReport("job", row.id, row.state, tuple(causes), now)
+
+    async def _waited(self, row: JobRow) -> dict[str, int] | None:
+        """How many of the jobs a suspended fan-in waits for are in each state now."""
+        wait = row.wait or {}
+        if row.state is not JobState.SUSPENDED or wait.get("kind") != "jobs" or not isinstance(wait.get("jobs"), list):
+            return None
+        ids = [str(i) for i in wait["jobs"]]
+        found = {r.id: r.state.value for r in await self.driver.job_get_many(job_ids=ids)}
+        return dict(Counter(found.get(i, "gone") for i in ids))
 
     async def why_job(self, job_id: str, *, tenant: str | None = None) -> WhyReport:
         row = await load_job(self, job_id, self._tenant(tenant), budget_ms=self.budget_ms)

@@ -5,9 +5,9 @@ Pure functions over rows the Introspector has read, so each cause is tested with
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engine.projections import Cause, JobSummary, LimitState, QueuePause, SlotHolder
 from engine.retry import UNKNOWN_GRACE
@@ -198,10 +198,14 @@ def slots_sentence(key: str, limit: int, held: Sequence[SlotHolder], now: dateti
     return f"{text} The job is tried again {retry}." if retry else text
 
 
-def suspended_cause(row: JobRow, now: datetime) -> Cause:
-    """A sleep, or an event wait: its next check (run_at, the job's event poll) is not its timeout."""
+def suspended_cause(row: JobRow, now: datetime, waited: Mapping[str, int] | None = None) -> Cause:
+    """A sleep, an event wait, or a wait for other jobs (``waited``: how many of those are in
+    each state now, "gone" for ids that name no job; None when they were not read): its next
+    check (run_at) is not its timeout."""
     wait = row.wait or {}
     step = f", in step {wait['step']!r}" if wait.get("step") else ""
+    if wait.get("kind") == "jobs":
+        return _jobs_wait_cause(row, wait, step, now, waited)
     if wait.get("kind") != "event":
         return Cause(
             "sleep",
@@ -209,17 +213,7 @@ def suspended_cause(row: JobRow, now: datetime) -> Cause:
             until=row.run_at,
         )
     match = wait.get("match")
-    try:
-        timeout = datetime.fromisoformat(str(wait["timeout_at"])) if wait.get("timeout_at") else None
-    except ValueError:
-        timeout = None
-    check = "now" if row.run_at <= now else _in((row.run_at - now).total_seconds())
-    if timeout is None:
-        end = "the wait has no timeout"
-    elif timeout <= row.run_at:
-        end = f"the wait times out then ({_t(timeout)}) and the job goes on without the event"
-    else:
-        end = f"the wait times out at {_t(timeout)} ({_in((timeout - now).total_seconds())})"
+    timeout, check, end = _wait_ends(row, wait, now, "without the event")
     return Cause(
         "event",
         f"Waiting for event {wait.get('event')!r}{f' matching {match}' if match else ''}{step}: sending it wakes the "
@@ -231,6 +225,46 @@ def suspended_cause(row: JobRow, now: datetime) -> Cause:
     )
 
 
+def _wait_ends(row: JobRow, wait: dict[str, Any], now: datetime, without: str) -> tuple[datetime | None, str, str]:
+    """A suspended wait's timeout, when it looks again, and how it ends, said."""
+    try:
+        timeout = datetime.fromisoformat(str(wait["timeout_at"])) if wait.get("timeout_at") else None
+    except ValueError:
+        timeout = None
+    check = "now" if row.run_at <= now else _in((row.run_at - now).total_seconds())
+    if timeout is None:
+        end = "the wait has no timeout"
+    elif timeout <= row.run_at:
+        end = f"the wait times out then ({_t(timeout)}) and the job goes on {without}"
+    else:
+        end = f"the wait times out at {_t(timeout)} ({_in((timeout - now).total_seconds())})"
+    return timeout, check, end
+
+
+def _jobs_wait_cause(
+    row: JobRow, wait: dict[str, Any], step: str, now: datetime, waited: Mapping[str, int] | None
+) -> Cause:
+    """A fan-in: the jobs a step waits for are read again at each look, not pushed to it."""
+    ids = wait.get("jobs")
+    n = len(ids) if isinstance(ids, list) else 0
+    timeout, check, end = _wait_ends(row, wait, now, "without their outcomes")
+    tally = ", ".join(f"{v:,} {k}" for k, v in sorted((waited or {}).items(), key=lambda kv: _TALLY.index(kv[0])))
+    return Cause(
+        "jobs",
+        f"Waiting for {n:,} job{'s' if n != 1 else ''} to settle{step}{f' ({tally})' if tally else ''}: it looks at "
+        f"them again {check} (a tenth of "
+        f"the time waited so far, at most its event poll apart) and goes on once each has completed, died or been "
+        f"cancelled; {end}.",
+        count=n,
+        until=timeout,
+        next_check=row.run_at,
+    )
+
+
+# The order a fan-in's tally says its jobs' states in: settled first, then live, then gone.
+_TALLY = ("completed", "dead", "cancelled", "running", "ready", "delayed", "parked", "suspended", "gone")
+
+
 def job_causes(
     row: JobRow,
     *,
@@ -240,6 +274,7 @@ def job_causes(
     stale_after: float,
     duplicate: JobSummary | None,
     limits: Sequence[LimitState] = (),
+    waited: Mapping[str, int] | None = None,
 ) -> list[Cause]:
     st = row.state
     out: list[Cause] = []
@@ -300,7 +335,7 @@ def job_causes(
             )
         )
     elif st is JobState.SUSPENDED:
-        out.append(suspended_cause(row, now))
+        out.append(suspended_cause(row, now, waited))
     elif st is JobState.PARKED:
         since = ready_since(row, now)
         assert since is not None  # a parked row always waits

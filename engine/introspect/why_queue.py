@@ -44,6 +44,10 @@ def wait_cause(queue: str, g: WaitGroup, now: datetime) -> Cause:
             f"{looks} for it again {check} (or gives up, if its timeout comes first)."
         )
         return Cause("event", text, queue=queue, count=g.count, event=g.key, next_check=g.next_at)
+    if g.kind == "jobs":
+        looks = "it looks" if one else "the first looks"
+        text = f"{_jobs(g.count)} of {queue} {are} waiting in a step for other jobs to settle; {looks} at them again {first}."
+        return Cause("jobs", text, queue=queue, count=g.count, next_check=g.next_at)
     again = f"at {first}" if g.next_at > now else "at the next claim (it is due now)"  # a parked group's next try
     if g.kind == "unknown":
         text = (

@@ -1,4 +1,4 @@
-"""Durable steps and suspension: ``ctx.step.run / sleep / sleep_until / wait_for_event``.
+"""Durable steps and suspension: ``ctx.step.run / sleep / sleep_until / wait_for_event / wait_for_jobs``.
 
 A step's result is persisted BEFORE the step returns (I9), so a replay (a retry, or a resume after
 a sleep or an event) runs the handler from the top and every completed step answers its stored
@@ -27,11 +27,12 @@ from engine.errors import (
     JobsError,
 )
 from engine.retry import error_text, register_error_retry
+from engine.runtime import fanin
 from engine.runtime.signal import RunSignal
+from engine.runtime.step_checks import check_event_name, check_match, check_step_name
 from engine.runtime.step_signal import StepSignal, invoke_step
 from engine.runtime.suspend import StepSuspension
-from engine.text import check_text
-from engine.types import Claim, JobRow, StepKind, StepStatus, StoredStep
+from engine.types import FINAL_STATES, Claim, JobRow, StepKind, StepStatus, StoredStep
 
 if TYPE_CHECKING:
     from engine.tracing import Tracing
@@ -316,17 +317,8 @@ class StepApi:
     ) -> Any:
         check_event_name(event)
         pattern = check_match(match)
-        if timeout is not None and (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, (int, float))
-            or not timeout > 0
-            or not math.isfinite(timeout)
-        ):
-            raise JobsError(
-                X_INVALID_ARGUMENT,
-                cause=f"step {name!r}: timeout={timeout!r} must be a positive number of seconds",
-                fix=f"await ctx.step.wait_for_event({name!r}, event={event!r}, timeout=86400)",
-            )
+        fix = f"await ctx.step.wait_for_event({name!r}, event={event!r}, timeout=86400)"
+        _check_wait_timeout(name, timeout, fix)
         s, seq = await self._begin(name, "event")
         if s is not None and s.status == "completed":
             return s.result
@@ -334,16 +326,7 @@ class StepApi:
             return None
         now = self.clock.now()
         if s is None:
-            timeout_at = (
-                None
-                if timeout is None
-                else later(
-                    now,
-                    timeout,
-                    what=f"step {name!r}: timeout={timeout!r} seconds",
-                    fix=f"await ctx.step.wait_for_event({name!r}, event={event!r}, timeout=86400)",
-                )
-            )
+            timeout_at = None if timeout is None else later(now, timeout, what=f"step {name!r}: {timeout=}", fix=fix)
             wait: dict[str, Any] = {
                 "kind": "event",
                 "step": name,
@@ -377,67 +360,69 @@ class StepApi:
         wake = now + timedelta(seconds=self.event_poll)
         raise StepSuspension(run_at=wake if timeout_at is None else min(wake, timeout_at), wait=wait)
 
+    # --- wait for other jobs ----------------------------------------------------------------
 
-_CALL: dict[str, str] = {"run": "run", "sleep": "sleep", "event": "wait_for_event"}
+    def wait_for_jobs(self, name: str, ids: list[str], *, timeout: float | None = None) -> Any:
+        """Suspend until every job ``ids`` names has settled (completed, dead or cancelled);
+        answer each one's outcome (id, name, state, result, error_code, error, stop_reason) in
+        the order given, or None once ``timeout`` seconds pass first (engine/runtime/fanin.py)."""
+        return self._dispatch(self._wait_for_jobs(name, ids, timeout=timeout))
+
+    async def _wait_for_jobs(self, name: str, ids: Any, *, timeout: float | None) -> Any:
+        job_ids = fanin.check_job_ids(name, ids, self.claim.job_id)
+        fix = f"await ctx.step.wait_for_jobs({name!r}, ids, timeout=3600)"
+        _check_wait_timeout(name, timeout, fix)
+        s, seq = await self._begin(name, "jobs")
+        if s is not None and s.status == "completed":
+            return s.result
+        if s is not None and s.status == "timed-out":
+            return None
+        now = self.clock.now()
+        if s is None:
+            timeout_at = None if timeout is None else later(now, timeout, what=f"step {name!r}: {timeout=}", fix=fix)
+            wait: dict[str, Any] = {
+                "kind": "jobs",
+                "step": name,
+                "jobs": job_ids,
+                "timeout_at": None if timeout_at is None else timeout_at.isoformat(),
+            }
+            started = now
+        else:  # the wait as first reached: its jobs and its timeout
+            assert s.wait is not None
+            wait, started = s.wait, s.started_at
+            timeout_at = None if wait["timeout_at"] is None else datetime.fromisoformat(wait["timeout_at"])
+        rows = {r.id: r for r in await self.driver.job_get_many(job_ids=wait["jobs"])}
+        for jid in wait["jobs"]:
+            if jid not in rows:
+                raise fanin.gone(name, jid, first=s is None)
+        if all(rows[jid].state in FINAL_STATES for jid in wait["jobs"]):
+            result = [fanin.outcome(rows[jid]) for jid in wait["jobs"]]
+            await self._write(self._step(name, seq, "jobs", "completed", started, result=result, wait=wait))
+            return result
+        if timeout_at is not None and now >= timeout_at:
+            await self._write(self._step(name, seq, "jobs", "timed-out", started, wait=wait))
+            return None
+        if s is None:
+            await self._write(self._step(name, seq, "jobs", "waiting", started, finished=False, wait=wait))
+        look = fanin.next_look(started, now, self.event_poll)
+        raise StepSuspension(run_at=look if timeout_at is None else min(look, timeout_at), wait=wait)
+
+
+def _check_wait_timeout(name: str, timeout: Any, fix: str) -> None:
+    """A wait's timeout: None (no timeout) or a positive, finite number of seconds."""
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf
+    ):
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"step {name!r}: timeout={timeout!r} must be a positive number of seconds",
+            fix=fix,
+        )
+
+
+_CALL: dict[str, str] = {"run": "run", "sleep": "sleep", "event": "wait_for_event", "jobs": "wait_for_jobs"}
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:
     if not task.cancelled():
         task.exception()  # read, so a late failure of an abandoned step is not reported as unhandled
-
-
-# --- argument checks shared by the step API and the engine's send_event ---------------------------
-
-_MAX_NAME = 200
-
-
-def check_step_name(name: Any) -> None:
-    if not isinstance(name, str) or not name.strip() or len(name) > _MAX_NAME:
-        raise JobsError(
-            X_INVALID_ARGUMENT,
-            cause=f"step name {name!r} must be a non-empty string of at most {_MAX_NAME} characters",
-            fix='await ctx.step.run("charge-card", lambda: charge(order))',
-        )
-    check_text(name, what="step name", fix='await ctx.step.run("charge-card", lambda: charge(order))')
-
-
-def check_event_name(name: Any) -> str:
-    if not isinstance(name, str) or not name.strip() or len(name) > _MAX_NAME:
-        raise JobsError(
-            X_INVALID_ARGUMENT,
-            cause=f"event name {name!r} must be a non-empty string of at most {_MAX_NAME} characters",
-            fix='eng.send_event("workspace.approved", {"workspace": 7})',
-        )
-    check_text(name, what="event name", fix='eng.send_event("workspace.approved", {"workspace": 7})')
-    return name
-
-
-def check_match(match: Any) -> dict[str, Any]:
-    """A wait's match is a JSON object its event's payload must contain (jsonb @>); None is {}."""
-    if match is None:
-        return {}
-    if not isinstance(match, dict):
-        raise JobsError(
-            X_INVALID_ARGUMENT, cause=f"match={match!r} must be a JSON object (a dict)", fix='match={"workspace": 7}'
-        )
-    out: dict[str, Any] = check_json(match, what="event match")
-    return out
-
-
-def check_event(name: Any, payload: Any, tenant: Any) -> tuple[str, dict[str, Any], str | None]:
-    """The arguments of ``send_event``: checked before anything is written."""
-    check_event_name(name)
-    if payload is None:
-        payload = {}
-    if not isinstance(payload, dict):
-        raise JobsError(
-            X_INVALID_ARGUMENT,
-            cause=f"event payload {payload!r} must be a JSON object (a dict), so a wait can match its fields",
-            fix=f'eng.send_event({name!r}, {{"value": {payload!r}}})',
-        )
-    if tenant is not None and (not isinstance(tenant, str) or not tenant):
-        raise JobsError(
-            X_INVALID_ARGUMENT, cause=f"tenant={tenant!r} must be a non-empty string or None", fix="tenant='acme'"
-        )
-    check_text(tenant, what="tenant", fix="tenant='acme'")
-    return name, check_json(payload, what="event payload"), tenant

@@ -262,6 +262,10 @@ from old left join upd on upd.id = old.id;
 -- One job row by id.
 select * from jobs.job where id = %(id)s;
 
+-- name: job_get_many :many
+-- The rows of those ids that name a job (a step's wait for other jobs reads its set at each look).
+select * from jobs.job where id = any(%(ids)s::uuid[]);
+
 -- name: job_history :many
 -- A job's history, oldest first.
 select job_id, at, kind, actor, note, data from jobs.history where job_id = %(id)s order by id;

@@ -18,7 +18,7 @@ from engine.introspect import Introspector
 from engine.introspect.filters import make_filter
 from engine.jobs import job
 from engine.projections import JobFilter
-from engine.runtime.steps import check_step_name
+from engine.runtime.step_checks import check_step_name
 from engine.text import unstorable
 from engine.types import JobState
 

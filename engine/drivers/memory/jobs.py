@@ -186,6 +186,10 @@ class MemoryJobs(MemoryBase):
     async def job_get(self, *, job_id: str) -> JobRow | None:
         return self.state.jobs.get(job_id)
 
+    async def job_get_many(self, *, job_ids: Sequence[str]) -> list[JobRow]:
+        with self.state.lock:
+            return [row for jid in dict.fromkeys(job_ids) if (row := self.state.jobs.get(jid)) is not None]
+
     async def job_history(self, *, job_id: str) -> list[HistoryEntry]:
         with self.state.lock:
             return list(self.state.history.get(job_id, []))

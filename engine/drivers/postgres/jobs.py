@@ -234,6 +234,9 @@ class PostgresJobs(PostgresBase):
         row = await self._row(Q.job_get, {"id": job_id})
         return None if row is None else job_row(row)
 
+    async def job_get_many(self, *, job_ids: Sequence[str]) -> list[JobRow]:
+        return [job_row(r) for r in await self._rows(Q.job_get_many, {"ids": list(job_ids)})]
+
     async def job_history(self, *, job_id: str) -> list[HistoryEntry]:
         return [history_entry(r) for r in await self._rows(Q.job_history, {"id": job_id})]
 

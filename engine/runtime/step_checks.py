@@ -1,0 +1,63 @@
+"""The arguments of the step API and of ``send_event``, checked before anything is written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.codec import check_json
+from engine.errors import X_INVALID_ARGUMENT, JobsError
+from engine.text import check_text
+
+_MAX_NAME = 200
+
+
+def check_step_name(name: Any) -> None:
+    if not isinstance(name, str) or not name.strip() or len(name) > _MAX_NAME:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"step name {name!r} must be a non-empty string of at most {_MAX_NAME} characters",
+            fix='await ctx.step.run("charge-card", lambda: charge(order))',
+        )
+    check_text(name, what="step name", fix='await ctx.step.run("charge-card", lambda: charge(order))')
+
+
+def check_event_name(name: Any) -> str:
+    if not isinstance(name, str) or not name.strip() or len(name) > _MAX_NAME:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"event name {name!r} must be a non-empty string of at most {_MAX_NAME} characters",
+            fix='eng.send_event("workspace.approved", {"workspace": 7})',
+        )
+    check_text(name, what="event name", fix='eng.send_event("workspace.approved", {"workspace": 7})')
+    return name
+
+
+def check_match(match: Any) -> dict[str, Any]:
+    """A wait's match is a JSON object its event's payload must contain (jsonb @>); None is {}."""
+    if match is None:
+        return {}
+    if not isinstance(match, dict):
+        raise JobsError(
+            X_INVALID_ARGUMENT, cause=f"match={match!r} must be a JSON object (a dict)", fix='match={"workspace": 7}'
+        )
+    out: dict[str, Any] = check_json(match, what="event match")
+    return out
+
+
+def check_event(name: Any, payload: Any, tenant: Any) -> tuple[str, dict[str, Any], str | None]:
+    """The arguments of ``send_event``: checked before anything is written."""
+    check_event_name(name)
+    if payload is None:
+        payload = {}
+    if not isinstance(payload, dict):
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"event payload {payload!r} must be a JSON object (a dict), so a wait can match its fields",
+            fix=f'eng.send_event({name!r}, {{"value": {payload!r}}})',
+        )
+    if tenant is not None and (not isinstance(tenant, str) or not tenant):
+        raise JobsError(
+            X_INVALID_ARGUMENT, cause=f"tenant={tenant!r} must be a non-empty string or None", fix="tenant='acme'"
+        )
+    check_text(tenant, what="tenant", fix="tenant='acme'")
+    return name, check_json(payload, what="event payload"), tenant

@@ -1,0 +1,67 @@
+"""Fan-out and fan-in end to end, on every driver: a declared job enqueues jobs in a step and
+waits for them with ``ctx.step.wait_for_jobs``, run by the real worker (engine.testing.arun_due)
+on a fake clock: the replay after the wait enqueues nothing again, and the answer carries each
+job's outcome, a failed one's included."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.api import Engine
+from engine.clock import FakeClock
+from engine.drivers.base import Driver
+from engine.ids import IdFactory
+from engine.introspect import Introspector, make_filter
+from engine.jobs import job
+from engine.retry import RetryPolicy
+from engine.runtime.fanin import POLL_FIRST
+from engine.testing import arun_due
+from engine.types import JobState
+
+Q = "fanin-e2e"
+ENGINES: list[Engine] = []
+
+
+@job(name="f.thumb", queue=Q, idempotency_key=lambda inp: f"{inp['album']}:{inp['n']}", retry=RetryPolicy(attempts=1))
+async def thumb(ctx, inp):  # type: ignore[no-untyped-def]
+    if inp["n"] == 2:
+        raise RuntimeError("image 2 is not an image")
+    return {"px": 64 * (inp["n"] + 1)}
+
+
+@job(name="f.album", queue=Q, idempotency_key=lambda inp: inp["album"])
+async def album(ctx, inp):  # type: ignore[no-untyped-def]
+    eng = ENGINES[-1]
+
+    async def fan_out() -> list[str]:
+        return [(await eng.aenqueue(thumb, {"album": inp["album"], "n": n})).id for n in range(3)]
+
+    ids = await ctx.step.run("fan-out", fan_out)
+    outs = await ctx.step.wait_for_jobs("thumbs", ids, timeout=600)
+    return {
+        "px": [o["result"]["px"] for o in outs if o["state"] == "completed"],
+        "failed": [o["error_code"] for o in outs if o["state"] != "completed"],
+    }
+
+
+@pytest.fixture
+def eng(driver: Driver, clock: FakeClock) -> Engine:
+    ENGINES.append(Engine(driver, clock=clock, ids=IdFactory(clock, seed=11)))
+    return ENGINES[-1]
+
+
+async def test_a_job_fans_out_in_a_step_and_fans_in_with_wait_for_jobs(eng: Engine, clock: FakeClock) -> None:
+    parent = (await eng.aenqueue(album, {"album": "trip"})).id
+    first = await arun_due(eng, [album, thumb])
+    ran = sorted((e.name, e.outcome) for e in first.executions)
+    assert ran == [("f.album", "suspended"), ("f.thumb", "completed"), ("f.thumb", "completed"), ("f.thumb", "dead")]
+    assert (await eng.aget(parent)).state is JobState.SUSPENDED
+
+    clock.advance(POLL_FIRST)
+    second = await arun_due(eng, [album, thumb])
+    assert [(e.name, e.outcome) for e in second.executions] == [("f.album", "completed")]
+    row = await eng.aget(parent)
+    assert row.state is JobState.COMPLETED and row.attempt == 1
+    assert row.result == {"px": [64, 128], "failed": ["X_HANDLER_FAILED"]}
+    page = await Introspector(eng).jobs(make_filter(name="f.thumb"))
+    assert len(page.items) == 3  # the replay answered the stored ids: nothing enqueued again
