@@ -3,7 +3,7 @@
 `jobs-console demo` runs these handlers on a real worker, and the seeded world (world.py) that the
 snapshots and screenshots show is made of the same jobs, queues and tenants. Every scenario a
 screen can show is produced by real handlers: durable steps, a rate limiter and a concurrency
-limit that shed (parked), long sleeps, waits for an event, a paused queue, and failures of every
+limit that shed (parked), long sleeps, waits for an event, a fan-out and its fan-in, a paused queue, and failures of every
 classification, so the dead letters carry both stop reasons (``terminal`` and
 ``attempts-exhausted``).
 
@@ -244,6 +244,47 @@ async def generate_report(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
     return await ctx.step.run("render", lambda: {"pdf": f"{inp['report']}.pdf", "pages": 12})
 
 
+# --- reports: a month's close fans out one statement per account and waits for them all -----
+
+ENGINE: list[Any] = []  # the engine the demo's workers run on, as an app keeps its own (use_engine)
+
+
+def use_engine(engine: Any) -> None:
+    """The engine close_month enqueues its statements through (the demo's live one)."""
+    ENGINE[:] = [engine]
+
+
+@job(
+    name="render_statement",
+    queue="reports",
+    idempotency_key=lambda inp: f"statement:{inp['month']}:{inp['account']}",
+    timeout=300,
+)
+async def render_statement(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
+    await PACE(3.0)
+    return await ctx.step.run("render", lambda: {"pdf": f"statement-{inp['month']}-{inp['account']}.pdf"})
+
+
+@job(
+    name="close_month",
+    queue="reports",
+    idempotency_key=lambda inp: f"close:{inp['month']}",
+    timeout=60,
+    priority=10,  # its looks at its statements are claimed ahead of the statements themselves
+    event_poll=10.0,  # how far apart the fan-in looks at its statements, at most
+)
+async def close_month(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
+    async def fan_out() -> list[str]:
+        eng = ENGINE[-1]
+        specs = [{"month": inp["month"], "account": a} for a in inp["accounts"]]
+        return [(await eng.aenqueue(render_statement, spec, tenant=ctx.tenant)).id for spec in specs]
+
+    ids = await ctx.step.run("fan-out", fan_out)  # stored: the replay after each look enqueues nothing
+    statements = await ctx.step.wait_for_jobs("statements", ids, timeout=3600)
+    rendered = sum(s["state"] == "completed" for s in statements or [])
+    return {"month": inp["month"], "statements": rendered, "of": len(ids)}
+
+
 # --- webhooks: a receiver that is gone answers 410, terminal ----------------------------------
 
 
@@ -274,6 +315,8 @@ DEMO_JOBS = (
     sync_crm_contact,
     import_contacts,
     generate_report,
+    render_statement,
+    close_month,
     deliver_webhook,
 )
 

@@ -57,6 +57,11 @@ SHOTS: tuple[Shot, ...] = (
         press=(*_filter("search=user:8"), "enter"),
     ),
     Shot(
+        "job_detail_fan_in",
+        "Job detail: a fan-in waiting for the statements it enqueued, and where they stand",
+        press=(*_filter("name=close_month"), "enter"),
+    ),
+    Shot(
         "retry_from_step",
         "Retry from a step: choose where the re-run starts",
         press=(*_filter("name=send_receipt"), "enter", "f"),

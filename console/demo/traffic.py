@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from console.demo.jobs import (
     TENANTS,
     charge_card,
+    close_month,
     deliver_webhook,
     generate_report,
     import_contacts,
@@ -92,6 +93,11 @@ class Traffic:
         url = "https://hooks.example.com/gone" if self.rng.random() < 0.3 else f"https://hooks.example.com/{n % 7}"
         return Enqueue(deliver_webhook, {"url": url, "event": "invoice.paid", "n": n}, tenant="globex")
 
+    def month_close(self, n: int) -> Enqueue:
+        """A month's close over four accounts: it fans out their statements and waits for them."""
+        inp = {"month": f"2026-{n % 12 + 1:02d}-run{n}", "accounts": [101, 102, 103, 104]}
+        return Enqueue(close_month, inp, tenant="initech")
+
     def digest(self, now: datetime) -> Enqueue:
         until = next_midnight(now.astimezone(UTC))
         return Enqueue(nightly_digest, {"day": until.date().isoformat(), "until": until.isoformat()})
@@ -115,6 +121,7 @@ class Traffic:
         specs += [
             Enqueue(send_email, {"user_id": next(self._n), "to": "later@demo.example"}, tenant="acme", delay=300.0)
         ]  # delayed
+        specs.append(self.month_close(0))
         return specs
 
     def tick(self) -> list[Enqueue]:
@@ -151,6 +158,8 @@ class Traffic:
             specs.append(self.workspace(settle=120.0, approve_after=None))  # sleeping for two minutes
         if t % 10 == 5:
             specs.append(self.workspace(settle=1.0, approve_after=30))  # waits a minute for its event
+        if t % 10 == 7:
+            specs.append(self.month_close(t))  # four statements, then its fan-in goes on
         if t % 3 == 0:
             failing = ["declined", "gateway-down", "flaky", "bounce", "busy", "slow", "webhook", "receipt"]
             kind = failing[(t // 3) % len(failing)]

@@ -271,8 +271,47 @@ class _World:
         await self.waiting_work()
         await self.heartbeats(stale_too=False)
         await self.story.now()
-        for wid, in_use in ((APP1, 3), (APP2, 3)):  # app2: two reports and a backfill pass
+        for wid, in_use in ((APP1, 3), (APP2, 4)):  # app2: two reports, a statement and a backfill pass
             await self.f.heartbeat(wid, in_use=in_use)
+
+    async def fan_in(self) -> None:
+        """A month's close that fanned out four statements 90 s before NOW and waits for them: two
+        rendered, one rendering on app2, one still to run. Played last, over the rest of the hour,
+        so the world's other rows keep their ids and times; the close's priority puts its looks
+        ahead of the parked report in the reports queue."""
+        back = self.f.now
+        self.at(self.now_at - timedelta(seconds=90))
+        accounts = [101, 102, 103, 104]
+        close = await self.one(app.close_month, {"month": "2026-11", "accounts": accounts}, "initech")
+        claim = await self.f.claim(close, APP2)
+        specs = [self.spec(app.render_statement, {"month": "2026-11", "account": a}, "initech") for a in accounts]
+        kids = await self.f.enqueue(*specs)
+        await self.f.step(claim, "fan-out", 1, took=0.1, result=kids)
+        started = self.f.now
+        wait = {
+            "kind": "jobs",
+            "step": "statements",
+            "jobs": kids,
+            "timeout_at": (started + timedelta(hours=1)).isoformat(),
+        }  # the wait the engine writes (engine/runtime/steps.py)
+        await self.f.step(claim, "statements", 2, kind="jobs", status="waiting", took=0.0, wait=wait)
+        await self.f.nack(claim, "suspend", run_at=started + timedelta(seconds=0.5), wait=wait)
+        rendered = await self.f.claim_due("reports", APP2, limit=3)
+        assert [c.job_id for c in rendered] == kids[:3]
+        self.f.advance(2.5)
+        for c in rendered[:2]:
+            await self.f.complete(c, result={"pdf": f"statement-2026-11-{accounts[kids.index(c.job_id)]}.pdf"})
+        self.at(self.now_at - timedelta(seconds=10))
+        await self.f.renew(rendered[2:], worker=APP2)  # still rendering: app2 renews it
+        # Its last look, 3 s before NOW, found one running and one ready; the next comes a tenth
+        # of the time waited later, at most its event_poll (engine/runtime/fanin.py).
+        self.at(self.now_at - timedelta(seconds=3))
+        (look,) = await self.f.claim_due("reports", APP2, limit=1)
+        assert look.job_id == close
+        waited = (self.f.now - started).total_seconds()
+        gap = min(app.close_month.event_poll, max(0.5, waited * 0.1))
+        await self.f.nack(look, "suspend", run_at=self.f.now + timedelta(seconds=gap), wait=wait)
+        self.at(back)
 
     async def waiting_work(self) -> None:
         """An old billing backlog (its oldest-ready age crosses the alert), a delayed batch, hostile
@@ -351,6 +390,7 @@ async def play_world(
     await w.hour_of_traffic()
     await w.live_states()
     await w.checkouts()
+    await w.fan_in()
 
 
 def _run(coro: Any) -> Any:

@@ -54,7 +54,8 @@ def test_the_demo_runs_on_embedded_postgres_and_stops_without_orphans() -> None:
         postmaster = int((directory / "data" / "postmaster.pid").read_text().split()[0])
         assert _alive(postmaster)
         burst = asyncio.run(demo.source.jobs(JobFilter(), limit=200))
-        assert len(burst.items) == len(Traffic().first_burst(demo.engine.clock.now()))
+        enqueued = [j for j in burst.items if j.name != "render_statement"]  # not those a run enqueued
+        assert len(enqueued) == len(Traffic().first_burst(demo.engine.clock.now()))
     finally:
         demo.stop()
     assert not _alive(postmaster)
@@ -165,6 +166,34 @@ def test_a_live_checkout_stages_in_its_own_transaction_and_only_what_commits_is_
         view, rows = asyncio.run(demo.source.outbox())
         assert (view.backlog, view.published_last_hour, rows) == (0, len(committed), ())
         assert len(view.relays) == 2  # one relay in each worker
+    finally:
+        demo.stop()
+
+
+def test_the_demos_month_close_fans_out_its_statements_and_goes_on_once_they_have_rendered() -> None:
+    """The first burst's close_month enqueues four statements in a step and waits for them with
+    ctx.step.wait_for_jobs; the live worker renders them, and the close's next look finds them
+    settled and completes with their count."""
+    closed: list[str] = []
+    done = threading.Event()
+
+    def seen(ex) -> None:  # type: ignore[no-untyped-def]
+        if ex.name == "close_month" and ex.outcome == "completed":
+            closed.append(ex.job_id)
+            done.set()
+
+    demo = Demo(traffic=False, pace=0, world=False, on_execution=seen).start()
+    try:
+        assert done.wait(timeout=60)
+        row = demo.engine.get(closed[0])
+        assert row.result == {"month": row.input["month"], "statements": 4, "of": 4}
+        statements = asyncio.run(demo.source.jobs(JobFilter(name="render_statement"), limit=50))
+        assert {j.state for j in statements.items} == {JobState.COMPLETED} and len(statements.items) == 4
+        steps = asyncio.run(demo.source.job(closed[0])).steps
+        assert [(s.name, s.kind, s.status) for s in steps] == [
+            ("fan-out", "run", "completed"),
+            ("statements", "jobs", "completed"),
+        ]
     finally:
         demo.stop()
 

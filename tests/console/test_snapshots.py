@@ -72,6 +72,11 @@ def test_job_detail_suspended_on_event(snap_compare, app: JobsConsole) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=drive(*keys))
 
 
+def test_job_detail_of_a_fan_in_says_where_its_jobs_stand(snap_compare, app: JobsConsole) -> None:
+    keys = ["2", "slash", *"name=close_month", "enter", "enter"]
+    assert snap_compare(app, terminal_size=SIZE, run_before=drive(*keys))
+
+
 def test_job_detail_hostile_input(snap_compare, app: JobsConsole) -> None:
     keys = ["2", "slash", *"input.to=eve@example.com", "enter", "enter"]
     assert snap_compare(app, terminal_size=SIZE, run_before=drive(*keys))
