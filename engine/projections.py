@@ -173,6 +173,27 @@ class JobSummary:
     error_code: str | None = None
     stop_reason: StopReason | None = None
 
+    @classmethod
+    def of(cls, row: JobRow) -> JobSummary:
+        """The list line of a whole row."""
+        return cls(
+            id=row.id,
+            name=row.name,
+            queue=row.queue,
+            tenant=row.tenant,
+            state=row.state,
+            idempotency_key=row.idempotency_key,
+            priority=row.priority,
+            attempt=row.attempt,
+            max_attempts=row.max_attempts,
+            run_at=row.run_at,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            finished_at=row.finished_at,
+            error_code=row.error_code,
+            stop_reason=row.stop_reason,
+        )
+
 
 @dataclass(frozen=True)
 class JobPage:
@@ -206,6 +227,9 @@ class JobDetail:
     history: tuple[HistoryEntry, ...]  # lifecycle facts and operator actions (who, when, what)
     next_retry: NextRetry | None
     why: WhyReport
+    # The jobs a suspended fan-in (ctx.step.wait_for_jobs) waits for, as they stand now, in the
+    # order it named them; an id that names no job any more is left out (the why counts it gone).
+    awaited: tuple[JobSummary, ...] = ()
 
     @property
     def stop_reason(self) -> StopReason | None:

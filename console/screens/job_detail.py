@@ -104,6 +104,34 @@ def why_text(d: JobDetail, now: datetime) -> Text:
     return t
 
 
+AWAITED_LINES = 8  # the jobs a fan-in waits for, listed one a line: the unsettled ones first
+
+
+def awaited_text(d: JobDetail, now: datetime) -> Text | None:
+    """The jobs a suspended fan-in waits for: how many in each state, then one line each (short
+    id, name, state, what ended a dead one), those still live first; None for any other job."""
+    if not d.awaited:
+        return None
+    by_state: dict[str, int] = {}
+    for a in d.awaited:
+        by_state[a.state.value] = by_state.get(a.state.value, 0) + 1
+    t = Text()
+    t.append("Waits for ", style="bold")
+    t.append(" · ".join(f"{n:,} {state}" for state, n in sorted(by_state.items(), key=lambda kv: -kv[1])))
+    ordered = sorted(d.awaited, key=lambda a: a.state not in _LIVE)  # stable: the fan-in's order within
+    for a in ordered[:AWAITED_LINES]:
+        t.append(f"\n  {short_id(a.id)}  ", style="dim")
+        t.append(clean(a.name, limit=28).ljust(28))
+        t.append_text(state_text(a.state.value))
+        if a.error_code:
+            t.append(f"  {clean(a.error_code, limit=40)}", style=palette.style("error"))
+        if a.state in _LIVE:
+            t.append(f"  since {stamp(a.updated_at, now)}", style="dim")
+    if len(ordered) > AWAITED_LINES:
+        t.append(f"\n  … and {len(ordered) - AWAITED_LINES:,} more", style="dim")
+    return t
+
+
 def runs_of(d: JobDetail, now: datetime) -> list[tuple[datetime, datetime]]:
     """The job's runs as (start, end), in the order they ran: one per attempt row (a resumed run
     keeps one row), the run under way ending now (a claim that resumed a suspended run continues
@@ -227,6 +255,7 @@ class JobDetailScreen(DataScreen, Flows):
             yield Static("", id="facts")
             yield Static(Text("Steps", style="bold"), classes="section")
             yield StepTimeline(id="steps")
+            yield Static("", id="awaited")
             yield Static(Text("Attempts", style="bold"), classes="section")
             yield Static("", id="attempts")
             yield Static("", id="traceback", classes="json")
@@ -252,6 +281,9 @@ class JobDetailScreen(DataScreen, Flows):
         put("#why-line", why_text(d, now))
         put("#facts", facts_text(d, now))
         put("#steps", timeline_text(d.steps, now, runs_of(d, now)))
+        awaited = awaited_text(d, now)
+        self.query_one("#awaited", Static).display = awaited is not None
+        put("#awaited", awaited or Text())
         put("#attempts", attempts_text(d, now))
         trace = traceback_text(d, self.unfolded)
         self.query_one("#traceback", Static).display = trace is not None

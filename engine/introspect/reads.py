@@ -175,7 +175,8 @@ class Introspector(EngineView):
         attempts = await self.driver.job_attempts(job_id=row.id)
         history = await self.driver.job_history(job_id=row.id)
         steps = tuple(await self.driver.step_list(job_id=row.id))
-        why = await self._why(row)
+        awaited = await self._awaited(row)
+        why = await self._why(row, awaited)
         return JobDetail(
             job=row,
             attempts=tuple(attempts),
@@ -183,6 +184,7 @@ class Introspector(EngineView):
             history=tuple(history),
             next_retry=self._next_retry(row, why.at),
             why=why,
+            awaited=tuple(JobSummary.of(r) for r in awaited or ()),
         )
 
     def _next_retry(self, row: JobRow, now: datetime) -> NextRetry | None:
@@ -270,7 +272,7 @@ class Introspector(EngineView):
             return []
         return list(await self.driver.limit_state(keys=[str(key)], now=now))
 
-    async def _why(self, row: JobRow) -> WhyReport:
+    async def _why(self, row: JobRow, awaited: list[JobRow] | None = None) -> WhyReport:
         now = self.clock.now()
         dup = None
         if row.state in (JobState.DEAD, JobState.COMPLETED, JobState.CANCELLED):
@@ -283,18 +285,18 @@ class Introspector(EngineView):
             stale_after=self.stale_after,
             duplicate=dup,
             limits=await self._limits(row, now),
-            waited=await self._waited(row),
+            waited=_tally(row, awaited if awaited is not None else await self._awaited(row)),
         )
         return WhyReport("job", row.id, row.state, tuple(causes), now)
 
-    async def _waited(self, row: JobRow) -> dict[str, int] | None:
-        """How many of the jobs a suspended fan-in waits for are in each state now."""
-        wait = row.wait or {}
-        if row.state is not JobState.SUSPENDED or wait.get("kind") != "jobs" or not isinstance(wait.get("jobs"), list):
+    async def _awaited(self, row: JobRow) -> list[JobRow] | None:
+        """The rows of the jobs a suspended fan-in waits for, in the order it named them (None:
+        it is no fan-in waiting)."""
+        ids = _awaited_ids(row)
+        if ids is None:
             return None
-        ids = [str(i) for i in wait["jobs"]]
-        found = {r.id: r.state.value for r in await self.driver.job_get_many(job_ids=ids)}
-        return dict(Counter(found.get(i, "gone") for i in ids))
+        found = {r.id: r for r in await self.driver.job_get_many(job_ids=ids)}
+        return [found[i] for i in ids if i in found]
 
     async def why_job(self, job_id: str, *, tenant: str | None = None) -> WhyReport:
         row = await load_job(self, job_id, self._tenant(tenant), budget_ms=self.budget_ms)
@@ -386,3 +388,19 @@ def _empty_queue(name: str) -> QueueStats:
 
     zero = Count(0)
     return QueueStats(name, zero, zero, zero, zero, zero, zero, zero, None, None, (0,) * 60, 0, 0, 0)
+
+
+def _awaited_ids(row: JobRow) -> list[str] | None:
+    wait = row.wait or {}
+    if row.state is not JobState.SUSPENDED or wait.get("kind") != "jobs" or not isinstance(wait.get("jobs"), list):
+        return None
+    return [str(i) for i in wait["jobs"]]
+
+
+def _tally(row: JobRow, awaited: list[JobRow] | None) -> dict[str, int] | None:
+    """How many of the jobs a fan-in waits for are in each state now ("gone": no job any more)."""
+    ids = _awaited_ids(row)
+    if ids is None or awaited is None:
+        return None
+    found = {r.id: r.state.value for r in awaited}
+    return dict(Counter(found.get(i, "gone") for i in ids))

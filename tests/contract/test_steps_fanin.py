@@ -192,6 +192,9 @@ async def test_a_waited_job_that_names_no_job_or_is_discarded_meanwhile_is_x_wai
     await settle(driver, clock, {kids[0]: ("dead", "X_IMAGE_BROKEN")})
     discarded = await driver.job_discard(job_id=kids[0], tenant=None, now=clock.now(), actor="ann")
     assert discarded is not None and discarded.changed
+    other_detail = await Introspector(Engine(driver, clock=clock, ids=ids)).job(other)
+    assert [(a.id, a.state) for a in other_detail.awaited] == [(kids[1], JobState.RUNNING)]  # the gone one left out
+    assert "(1 running, 1 gone)" in other_detail.why.summary
     clock.advance(POLL_FIRST)
     gone = await attempt(driver, clock, handler)
     assert gone.kind == "failed" and isinstance(gone.error, JobsError) and gone.error.code == X_WAITED_JOB_GONE
@@ -217,6 +220,14 @@ async def test_why_says_a_fan_in_waits_for_its_jobs_and_when_it_looks_again(
     intro = Introspector(Engine(driver, clock=clock, ids=ids))
     (said,) = [c for c in (await intro.why_job(parent)).causes if c.kind == "jobs"]
     assert said.kind == "jobs" and "in step 'fan-in' (1 completed, 2 running): it looks" in said.text
+    detail = await intro.job(parent)
+    assert [(a.id, a.name, a.state) for a in detail.awaited] == [
+        (kids[0], "resize", JobState.COMPLETED),
+        (kids[1], "resize", JobState.RUNNING),
+        (kids[2], "resize", JobState.RUNNING),
+    ]  # in the order the wait named them
+    assert "(1 completed, 2 running)" in detail.why.summary
+    assert (await intro.job(kids[0])).awaited == ()  # a job that waits for none
 
     (group,) = [g for g in await driver.queue_waits(queue=QUEUE, now=clock.now(), budget_ms=None)]
     assert (group.state, group.kind, group.key, group.count) == (JobState.SUSPENDED, "jobs", None, 1)

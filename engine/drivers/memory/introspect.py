@@ -77,23 +77,7 @@ def _json_eq(a: object, b: object) -> bool:
 
 
 def summary(row: JobRow) -> JobSummary:
-    return JobSummary(
-        id=row.id,
-        name=row.name,
-        queue=row.queue,
-        tenant=row.tenant,
-        state=row.state,
-        idempotency_key=row.idempotency_key,
-        priority=row.priority,
-        attempt=row.attempt,
-        max_attempts=row.max_attempts,
-        run_at=row.run_at,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        finished_at=row.finished_at,
-        error_code=row.error_code,
-        stop_reason=row.stop_reason,
-    )
+    return JobSummary.of(row)
 
 
 class MemoryIntrospect(MemoryBase):
