@@ -5,11 +5,14 @@ job's outcome, a failed one's included."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from engine.api import Engine
 from engine.clock import FakeClock
 from engine.drivers.base import Driver
+from engine.drivers.postgres import PostgresDriver
 from engine.ids import IdFactory
 from engine.introspect import Introspector, make_filter
 from engine.jobs import job
@@ -17,6 +20,7 @@ from engine.retry import RetryPolicy
 from engine.runtime.fanin import POLL_FIRST
 from engine.testing import arun_due
 from engine.types import JobState
+from tests.engine.test_cli_introspect import cli
 
 Q = "fanin-e2e"
 ENGINES: list[Engine] = []
@@ -50,12 +54,25 @@ def eng(driver: Driver, clock: FakeClock) -> Engine:
     return ENGINES[-1]
 
 
-async def test_a_job_fans_out_in_a_step_and_fans_in_with_wait_for_jobs(eng: Engine, clock: FakeClock) -> None:
+async def test_a_job_fans_out_in_a_step_and_fans_in_with_wait_for_jobs(
+    eng: Engine, clock: FakeClock, driver: Driver, request: pytest.FixtureRequest
+) -> None:
     parent = (await eng.aenqueue(album, {"album": "trip"})).id
     first = await arun_due(eng, [album, thumb])
     ran = sorted((e.name, e.outcome) for e in first.executions)
     assert ran == [("f.album", "suspended"), ("f.thumb", "completed"), ("f.thumb", "completed"), ("f.thumb", "dead")]
     assert (await eng.aget(parent)).state is JobState.SUSPENDED
+    kids = (await eng.driver.step_load(job_id=parent))[0].result
+    if isinstance(driver, PostgresDriver):  # what `jobs show` says of a fan-in that waits
+        r = await asyncio.to_thread(cli, "show", parent, "--dsn", request.getfixturevalue("pg_dsn"))
+        assert r.exit_code == 0, r.output
+        assert "Waiting for 3 jobs to settle, in step 'thumbs' (2 completed, 1 dead)" in r.stdout
+        said = [line.split() for line in r.stdout.splitlines() if "waits for" in line]
+        assert [(w[2], w[4], w[5:]) for w in said] == [
+            (kids[0], "completed", []),
+            (kids[1], "completed", []),
+            (kids[2], "dead", ["X_HANDLER_FAILED"]),
+        ]
 
     clock.advance(POLL_FIRST)
     second = await arun_due(eng, [album, thumb])
