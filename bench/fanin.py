@@ -1,0 +1,137 @@
+"""What a fan-in costs: `python -m bench.fanin [--runs 5] [--children 100] [--span 3.3]`.
+
+On a throwaway embedded PostgreSQL, a fresh database per run:
+
+- look.n10 / n100 / n1000: one look of a wait (``driver.job_get_many`` over that many enqueued
+  job ids, the statement ``ctx.step.wait_for_jobs`` runs at each look), ms, the median of 50.
+- lag: a parent enqueues ``--children`` jobs in a step and waits for them with
+  ``ctx.step.wait_for_jobs``; the children sleep for times spread evenly over ``--span`` seconds
+  and one embedded worker runs them all at once (concurrency children + 1). From the database's
+  own timestamps: ``span`` is the wait's start (its step) to the last child's finish, ``lag`` the
+  last child's finish to the parent's, ``looks`` the parent's claims after its first run. The
+  baseline is the wait's own bound at that point: a look every max(POLL_FIRST, POLL_SHARE x the
+  time waited) (engine/runtime/fanin.py), so lag / bound <= 1 means no look came later than the
+  schedule says.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+from typing import Any
+
+from engine.api import Engine, Enqueue
+from engine.drivers.postgres import PostgresDriver
+from engine.jobs import job
+from engine.runtime.fanin import POLL_FIRST, POLL_SHARE
+from engine.types import JobState
+
+Q = "bench_fanin"
+ENGINES: list[Engine] = []
+
+
+@job(name="bench_fanin.child", queue=Q, idempotency_key=lambda inp: f"{inp['run']}:{inp['n']}")
+async def child(ctx: Any, inp: dict[str, Any]) -> dict[str, int]:
+    await asyncio.sleep(inp["s"])
+    return {"n": inp["n"]}
+
+
+@job(name="bench_fanin.parent", queue=Q, idempotency_key=lambda inp: str(inp["run"]))
+async def parent(ctx: Any, inp: dict[str, Any]) -> dict[str, int]:
+    eng = ENGINES[-1]
+
+    async def fan_out() -> list[str]:
+        n, span = inp["children"], inp["span"]
+        specs = [{"run": inp["run"], "n": i, "s": span * (i + 1) / n} for i in range(n)]
+        return [r.id for r in await eng.aenqueue_many([Enqueue(child, s) for s in specs])]
+
+    ids = await ctx.step.run("fan-out", fan_out)
+    done = await ctx.step.wait_for_jobs("fan-in", ids)
+    return {"completed": sum(d["state"] == "completed" for d in done)}
+
+
+async def look_ms(dsn: str, n: int, samples: int = 50) -> float:
+    eng = Engine(PostgresDriver(dsn))
+    try:
+        ids = [
+            r.id for r in await eng.aenqueue_many([Enqueue(child, {"run": "look", "n": i, "s": 0}) for i in range(n)])
+        ]
+        await eng.driver.job_get_many(job_ids=ids)  # warm: prepared, cached
+        times = []
+        for _ in range(samples):
+            t0 = time.perf_counter()
+            rows = await eng.driver.job_get_many(job_ids=ids)
+            times.append(time.perf_counter() - t0)
+            assert len(rows) == n
+        return round(statistics.median(times) * 1000, 3)
+    finally:
+        await eng.aclose()
+
+
+async def lag(dsn: str, children: int, span: float, run: int) -> dict[str, float]:
+    eng = Engine(PostgresDriver(dsn))
+    ENGINES.append(eng)
+    try:
+        top = (await eng.aenqueue(parent, {"run": run, "children": children, "span": span})).id
+        async with eng.worker([parent, child], queues=[Q], concurrency=children + 1, maintenance=False, relay=False):
+            while (await eng.aget(top)).state is not JobState.COMPLETED:
+                await asyncio.sleep(0.01)
+        row = await eng.aget(top)
+        steps = {s.name: s for s in await eng.driver.step_load(job_id=top)}
+        kids = await eng.driver.job_get_many(job_ids=steps["fan-out"].result)
+        assert row.finished_at is not None and all(k.finished_at is not None for k in kids)
+        last = max(k.finished_at for k in kids if k.finished_at is not None)
+        started = steps["fan-in"].started_at
+        waited = (last - started).total_seconds()
+        lagged = (row.finished_at - last).total_seconds()
+        bound = max(POLL_FIRST, POLL_SHARE * waited)
+        return {"span": waited, "lag": lagged, "bound": bound, "looks": row.run - 1}
+    finally:
+        await eng.aclose()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.fanin", description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--children", type=int, default=100)
+    ap.add_argument("--span", type=float, default=3.3, help="seconds the children's sleeps spread over")
+    args = ap.parse_args(argv)
+    if args.runs < 1 or not 1 <= args.children <= 1000 or args.span <= 0:
+        ap.error("--runs >= 1, --children 1..1000, --span > 0")
+    from engine.schema import install_schema
+    from engine.testing.embedded_pg import EmbeddedPostgres, create_database, drop_database
+
+    pg = EmbeddedPostgres(max_connections=max(100, args.children + 20))
+    admin = pg.start()
+
+    def fresh(name: str) -> str:
+        drop_database(admin, name)
+        dsn = create_database(admin, name)
+        install_schema(dsn)
+        return dsn
+
+    try:
+        looks = {n: asyncio.run(look_ms(fresh(f"fanin_look{n}"), n)) for n in (10, 100, 1000)}
+        runs = [asyncio.run(lag(fresh(f"fanin_lag{i}"), args.children, args.span, i)) for i in range(args.runs)]
+    finally:
+        pg.close()
+    print(f"python -m bench.fanin --runs {args.runs} --children {args.children} --span {args.span:g}")
+    for n, ms in looks.items():
+        print(f"look.n{n:<5} {ms:8.3f} ms   (one job_get_many over {n} ids, median of 50)")
+
+    def med(key: str) -> float:
+        return statistics.median(r[key] for r in runs)
+
+    spread = ", ".join(f"{r['lag']:.3f}" for r in runs)
+    print(f"span         {med('span'):8.3f} s    (the wait's start to its last child's finish)")
+    print(f"lag          {med('lag'):8.3f} s    (the last child's finish to the parent's; runs: {spread})")
+    print(f"bound        {med('bound'):8.3f} s    (the schedule's gap at that point)")
+    print(f"lag/bound    {statistics.median(r['lag'] / r['bound'] for r in runs):8.2f}")
+    print(f"looks        {med('looks'):8.0f}      (the parent's claims after its first run)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
