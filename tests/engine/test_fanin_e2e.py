@@ -82,3 +82,25 @@ async def test_a_job_fans_out_in_a_step_and_fans_in_with_wait_for_jobs(
     assert row.result == {"px": [64, 128], "failed": ["X_HANDLER_FAILED"]}
     page = await Introspector(eng).jobs(make_filter(name="f.thumb"))
     assert len(page.items) == 3  # the replay answered the stored ids: nothing enqueued again
+
+
+async def test_a_retry_from_the_wait_waits_for_the_same_jobs_and_one_from_the_fan_out_enqueues_anew(
+    eng: Engine, clock: FakeClock
+) -> None:
+    parent = (await eng.aenqueue(album, {"album": "again"})).id
+    await arun_due(eng, [album, thumb])
+    clock.advance(POLL_FIRST)
+    await arun_due(eng, [album, thumb])
+    first = await eng.aget(parent)
+    assert first.state is JobState.COMPLETED
+
+    await eng.aretry_from_step(parent, "thumbs", actor="ann")
+    ran = await arun_due(eng, [album, thumb])  # its jobs have settled: the first look goes on
+    assert [(e.name, e.outcome) for e in ran.executions] == [("f.album", "completed")]
+    assert (await eng.aget(parent)).result == first.result
+
+    await eng.aretry_from_step(parent, "fan-out", actor="ann")
+    ran = await arun_due(eng, [album, thumb])
+    assert sorted(e.outcome for e in ran.executions if e.name == "f.thumb") == ["completed", "completed", "dead"]
+    page = await Introspector(eng).jobs(make_filter(name="f.thumb"))
+    assert len(page.items) == 6  # three more, their keys free once the first three settled
