@@ -48,6 +48,8 @@ class Cause:
     unknown (worker = the one that parked it, until = next try), sleep (until), event (event,
     match, until = the wait's timeout or None, next_check = when the job looks for it again), jobs
     (a step's wait for other jobs: count = how many, until and next_check as an event wait's),
+    awaited (a suspended fan-in waits for this job: job_id = that fan-in, state, count = how many
+    jobs it waits for),
     stale_worker (worker, heartbeat_at), no_worker (queue), duplicate
     (job_id, state), running (worker, until = lease end), dead (code, stop_reason, attempt,
     max_attempts), finished (state, at), ready (nothing is wrong: it is next for a worker),

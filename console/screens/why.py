@@ -30,6 +30,7 @@ TITLES = {
     "sleep": "Sleeping",
     "event": "Waiting for an event",
     "jobs": "Waiting for jobs",
+    "awaited": "Awaited by a fan-in",
     "stale_worker": "Stale worker",
     "no_worker": "No worker",
     "duplicate": "Live duplicate",

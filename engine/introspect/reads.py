@@ -35,7 +35,7 @@ from engine.projections import (
     WorkerView,
 )
 from engine.series import QueueSeries
-from engine.types import JobRow, JobState
+from engine.types import LIVE_STATES, JobRow, JobState
 
 if TYPE_CHECKING:  # the worker area's registry row; only named in annotations here
     from engine.records import WorkerRecord
@@ -286,6 +286,7 @@ class Introspector(EngineView):
             duplicate=dup,
             limits=await self._limits(row, now),
             waited=_tally(row, awaited if awaited is not None else await self._awaited(row)),
+            awaited_by=await self.driver.job_awaited_by(job_id=row.id) if row.state in LIVE_STATES else (),
         )
         return WhyReport("job", row.id, row.state, tuple(causes), now)
 

@@ -275,6 +275,7 @@ def job_causes(
     duplicate: JobSummary | None,
     limits: Sequence[LimitState] = (),
     waited: Mapping[str, int] | None = None,
+    awaited_by: Sequence[JobRow] = (),
 ) -> list[Cause]:
     st = row.state
     out: list[Cause] = []
@@ -371,7 +372,24 @@ def job_causes(
                     at=row.run_at,
                 )
             )
+    out.extend(awaited_cause(p) for p in awaited_by)
     return out
+
+
+def awaited_cause(fan_in: JobRow) -> Cause:
+    """A suspended fan-in whose wait names this job: it goes on only once this one has settled."""
+    wait = fan_in.wait or {}
+    ids = wait.get("jobs")
+    n = len(ids) if isinstance(ids, list) else 0
+    step = f" in step {wait['step']!r}" if wait.get("step") else ""
+    return Cause(
+        "awaited",
+        f"Job {fan_in.id} ({fan_in.name}) waits for this job{step}, one of {n:,}: it goes on once they have all "
+        f"settled.",
+        job_id=fan_in.id,
+        state=fan_in.state,
+        count=n,
+    )
 
 
 __all__ = ["job_causes", "limit_causes", "pause_cause", "slots_sentence", "worker_causes"]

@@ -266,6 +266,13 @@ select * from jobs.job where id = %(id)s;
 -- The rows of those ids that name a job (a step's wait for other jobs reads its set at each look).
 select * from jobs.job where id = any(%(ids)s::uuid[]);
 
+-- name: job_awaited_by :many
+-- The suspended fan-ins that wait for a job (their wait names its id): a probe of job_awaited
+-- (0018). No order: ordered by id, the planner walked the primary key instead (the driver sorts).
+select * from only jobs.job
+where state = 'suspended' and wait ->> 'kind' = 'jobs' and wait -> 'jobs' ? %(id)s
+limit 20;
+
 -- name: job_history :many
 -- A job's history, oldest first.
 select job_id, at, kind, actor, note, data from jobs.history where job_id = %(id)s order by id;

@@ -233,3 +233,28 @@ async def test_why_says_a_fan_in_waits_for_its_jobs_and_when_it_looks_again(
     assert (group.state, group.kind, group.key, group.count) == (JobState.SUSPENDED, "jobs", None, 1)
     said = wait_cause(QUEUE, group, clock.now())
     assert said.kind == "jobs" and "1 job of steps is waiting in a step for other jobs to settle" in said.text
+
+
+async def test_a_waited_job_names_the_fan_ins_that_wait_for_it_until_they_go_on(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    parent = await enqueue(driver, ids, clock)
+    kids = await children(driver, ids, clock, 2)
+    stranger = (await children(driver, ids, clock, 1))[0]
+    handler = waiting_on(kids)
+    assert (await attempt(driver, clock, handler)).kind == "suspended"
+
+    assert [r.id for r in await driver.job_awaited_by(job_id=kids[1])] == [parent]
+    assert await driver.job_awaited_by(job_id=stranger) == []
+    intro = Introspector(Engine(driver, clock=clock, ids=ids))
+    (said,) = [c for c in (await intro.why_job(kids[1])).causes if c.kind == "awaited"]
+    assert (said.job_id, said.state, said.count) == (parent, JobState.SUSPENDED, 2)
+    assert said.text == (
+        f"Job {parent} (provision) waits for this job in step 'fan-in', one of 2: it goes on once they have all settled."
+    )
+    assert [c.kind for c in (await intro.why_job(stranger)).causes if c.kind == "awaited"] == []
+
+    await settle(driver, clock, {kids[0]: {"ok": 1}, kids[1]: {"ok": 2}})
+    clock.advance(POLL_FIRST)
+    assert (await attempt(driver, clock, handler)).kind == "completed"
+    assert await driver.job_awaited_by(job_id=kids[1]) == []  # it went on: nobody waits any more

@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from engine.api import Engine
+from engine.api import Engine, Enqueue
 from engine.clock import FakeClock
 from engine.drivers.base import Driver
 from engine.drivers.postgres import PostgresDriver
@@ -104,3 +104,29 @@ async def test_a_retry_from_the_wait_waits_for_the_same_jobs_and_one_from_the_fa
     assert sorted(e.outcome for e in ran.executions if e.name == "f.thumb") == ["completed", "completed", "dead"]
     page = await Introspector(eng).jobs(make_filter(name="f.thumb"))
     assert len(page.items) == 6  # three more, their keys free once the first three settled
+
+
+async def test_who_waits_for_a_job_is_one_probe_of_the_fan_in_index(pg_dsn: str) -> None:
+    """Among 3,000 suspended jobs (sleeps, event waits), ten of them fan-ins, the question reads
+    job_awaited (0018), not every suspended row."""
+    import psycopg
+
+    from engine.drivers.sqlfiles import Q as SQL
+
+    eng = Engine(PostgresDriver(pg_dsn))
+    try:
+        await eng.aenqueue_many([Enqueue(thumb, {"album": "plan", "n": n}) for n in range(3000)])
+    finally:
+        await eng.aclose()
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(
+            """update jobs.job set state = 'suspended',
+                   wait = case when n < 10 then jsonb_build_object('kind', 'jobs', 'jobs', jsonb_build_array(id::text))
+                               when n % 2 = 0 then '{"kind": "sleep"}'::jsonb
+                               else jsonb_build_object('kind', 'event', 'event', 'e' || n) end
+               from (select id as jid, row_number() over (order by id) as n from jobs.job) o where id = o.jid"""
+        )
+        conn.execute("analyze jobs.job")
+        probe = SQL.job_awaited_by.text.replace("%(id)s", "'0190f1a2-0000-7000-8000-000000000001'")
+        plan = "\n".join(r[0] for r in conn.execute("explain " + probe).fetchall())
+    assert "job_awaited" in plan, plan

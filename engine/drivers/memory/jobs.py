@@ -190,6 +190,17 @@ class MemoryJobs(MemoryBase):
         with self.state.lock:
             return [row for jid in dict.fromkeys(job_ids) if (row := self.state.jobs.get(jid)) is not None]
 
+    async def job_awaited_by(self, *, job_id: str) -> list[JobRow]:
+        with self.state.lock:
+            waiting = [
+                r
+                for r in self.state.jobs.values()
+                if r.state is JobState.SUSPENDED
+                and (r.wait or {}).get("kind") == "jobs"
+                and job_id in ((r.wait or {}).get("jobs") or ())
+            ]
+        return sorted(waiting, key=lambda r: r.id)[:20]
+
     async def job_history(self, *, job_id: str) -> list[HistoryEntry]:
         with self.state.lock:
             return list(self.state.history.get(job_id, []))

@@ -237,6 +237,9 @@ class PostgresJobs(PostgresBase):
     async def job_get_many(self, *, job_ids: Sequence[str]) -> list[JobRow]:
         return [job_row(r) for r in await self._rows(Q.job_get_many, {"ids": list(job_ids)})]
 
+    async def job_awaited_by(self, *, job_id: str) -> list[JobRow]:
+        return sorted((job_row(r) for r in await self._rows(Q.job_awaited_by, {"id": job_id})), key=lambda r: r.id)
+
     async def job_history(self, *, job_id: str) -> list[HistoryEntry]:
         return [history_entry(r) for r in await self._rows(Q.job_history, {"id": job_id})]
 
