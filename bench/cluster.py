@@ -30,6 +30,15 @@ DURABLE_DIR = "/var/tmp"
 STATS = {"shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track_utility": "off"}
 
 
+def installed_database(admin: str, name: str) -> str:
+    """A fresh database ``name`` on the server ``admin`` reaches, with our schema installed (any
+    database of that name from an earlier run dropped first)."""
+    drop_database(admin, name)
+    dsn = create_database(admin, name)
+    install_schema(dsn)
+    return dsn
+
+
 def asyncpg_kwargs(dsn: str) -> dict[str, Any]:
     """asyncpg takes keywords, not a libpq conninfo (the cluster listens on a Unix socket)."""
     parts = ci.conninfo_to_dict(dsn)

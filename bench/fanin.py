@@ -100,17 +100,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.runs < 1 or not 1 <= args.children <= 1000 or args.span <= 0:
         ap.error("--runs >= 1, --children 1..1000, --span > 0")
-    from engine.schema import install_schema
-    from engine.testing.embedded_pg import EmbeddedPostgres, create_database, drop_database
+    from bench.cluster import installed_database
+    from engine.testing.embedded_pg import EmbeddedPostgres
 
     pg = EmbeddedPostgres(max_connections=max(100, args.children + 20))
     admin = pg.start()
 
     def fresh(name: str) -> str:
-        drop_database(admin, name)
-        dsn = create_database(admin, name)
-        install_schema(dsn)
-        return dsn
+        return installed_database(admin, name)
 
     try:
         looks = {n: asyncio.run(look_ms(fresh(f"fanin_look{n}"), n)) for n in (10, 100, 1000)}

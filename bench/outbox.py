@@ -172,18 +172,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--latency-samples", type=int, default=200)
     ap.add_argument("--only", choices=("stage", "relay", "latency"), help="one figure group")
     args = ap.parse_args(argv)
-    from engine.schema import install_schema
-    from engine.testing.embedded_pg import EmbeddedPostgres, create_database, drop_database
+    from bench.cluster import installed_database
+    from engine.testing.embedded_pg import EmbeddedPostgres
 
     pg = EmbeddedPostgres()
     admin = pg.start()
     results: dict[str, Any] = {}
 
     def fresh(name: str) -> str:
-        drop_database(admin, name)
-        dsn = create_database(admin, name)
-        install_schema(dsn)
-        return dsn
+        return installed_database(admin, name)
 
     try:
         if args.only in (None, "stage"):

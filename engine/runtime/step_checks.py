@@ -11,25 +11,23 @@ from engine.text import check_text
 _MAX_NAME = 200
 
 
-def check_step_name(name: Any) -> None:
+def _check_name(name: Any, what: str, fix: str) -> str:
     if not isinstance(name, str) or not name.strip() or len(name) > _MAX_NAME:
         raise JobsError(
             X_INVALID_ARGUMENT,
-            cause=f"step name {name!r} must be a non-empty string of at most {_MAX_NAME} characters",
-            fix='await ctx.step.run("charge-card", lambda: charge(order))',
+            cause=f"{what} {name!r} must be a non-empty string of at most {_MAX_NAME} characters",
+            fix=fix,
         )
-    check_text(name, what="step name", fix='await ctx.step.run("charge-card", lambda: charge(order))')
+    check_text(name, what=what, fix=fix)
+    return name
+
+
+def check_step_name(name: Any) -> None:
+    _check_name(name, "step name", 'await ctx.step.run("charge-card", lambda: charge(order))')
 
 
 def check_event_name(name: Any) -> str:
-    if not isinstance(name, str) or not name.strip() or len(name) > _MAX_NAME:
-        raise JobsError(
-            X_INVALID_ARGUMENT,
-            cause=f"event name {name!r} must be a non-empty string of at most {_MAX_NAME} characters",
-            fix='eng.send_event("workspace.approved", {"workspace": 7})',
-        )
-    check_text(name, what="event name", fix='eng.send_event("workspace.approved", {"workspace": 7})')
-    return name
+    return _check_name(name, "event name", 'eng.send_event("workspace.approved", {"workspace": 7})')
 
 
 def check_match(match: Any) -> dict[str, Any]:

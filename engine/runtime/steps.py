@@ -302,6 +302,22 @@ class StepApi:
             raise StepSuspension(run_at=until, wait=s.wait)
         await self._write(self._step(s.name, s.seq, "sleep", "completed", s.started_at, wait=s.wait))
 
+    # --- waits -----------------------------------------------------------------------------
+
+    def _wait_as_reached(
+        self, name: str, s: StoredStep | None, now: datetime, timeout: float | None, fix: str, what: dict[str, Any]
+    ) -> tuple[dict[str, Any], datetime, datetime | None]:
+        """A wait's record (``what`` it waits for, its step, its timeout), when it started and when
+        it times out: made now when first reached, else as first reached, so a replay neither
+        restarts the timeout nor changes what is waited for."""
+        if s is not None:
+            assert s.wait is not None
+            at = s.wait["timeout_at"]
+            return s.wait, s.started_at, None if at is None else datetime.fromisoformat(at)
+        timeout_at = None if timeout is None else later(now, timeout, what=f"step {name!r}: {timeout=}", fix=fix)
+        wait = {**what, "step": name, "timeout_at": None if timeout_at is None else timeout_at.isoformat()}
+        return wait, now, timeout_at
+
     # --- wait for an event -----------------------------------------------------------------
 
     def wait_for_event(
@@ -325,20 +341,9 @@ class StepApi:
         if s is not None and s.status == "timed-out":
             return None
         now = self.clock.now()
-        if s is None:
-            timeout_at = None if timeout is None else later(now, timeout, what=f"step {name!r}: {timeout=}", fix=fix)
-            wait: dict[str, Any] = {
-                "kind": "event",
-                "step": name,
-                "event": event,
-                "match": pattern,
-                "timeout_at": None if timeout_at is None else timeout_at.isoformat(),
-            }
-            started = now
-        else:  # the wait as first reached: its timeout does not restart on every poll
-            assert s.wait is not None
-            wait, started = s.wait, s.started_at
-            timeout_at = None if wait["timeout_at"] is None else datetime.fromisoformat(wait["timeout_at"])
+        wait, started, timeout_at = self._wait_as_reached(
+            name, s, now, timeout, fix, {"kind": "event", "event": event, "match": pattern}
+        )
         found = await self.driver.event_find(
             job_id=self.claim.job_id,
             name=wait["event"],
@@ -378,19 +383,7 @@ class StepApi:
         if s is not None and s.status == "timed-out":
             return None
         now = self.clock.now()
-        if s is None:
-            timeout_at = None if timeout is None else later(now, timeout, what=f"step {name!r}: {timeout=}", fix=fix)
-            wait: dict[str, Any] = {
-                "kind": "jobs",
-                "step": name,
-                "jobs": job_ids,
-                "timeout_at": None if timeout_at is None else timeout_at.isoformat(),
-            }
-            started = now
-        else:  # the wait as first reached: its jobs and its timeout
-            assert s.wait is not None
-            wait, started = s.wait, s.started_at
-            timeout_at = None if wait["timeout_at"] is None else datetime.fromisoformat(wait["timeout_at"])
+        wait, started, timeout_at = self._wait_as_reached(name, s, now, timeout, fix, {"kind": "jobs", "jobs": job_ids})
         rows = {r.id: r for r in await self.driver.job_get_many(job_ids=wait["jobs"])}
         for jid in wait["jobs"]:
             if jid not in rows:
