@@ -2,10 +2,10 @@
 once it has settled (completed, dead or cancelled), for a script, a deploy step or a request that
 needs the result of work it handed to the queue.
 
-The wait reads the row by its primary key, 10 ms after it starts and then twice as long each
-time up to ``POLL_MAX``: nothing is added to the hot path (no NOTIFY per ack), a job that settles
-within milliseconds is seen within milliseconds, and a long job costs one indexed read per
-``POLL_MAX``. A dead or cancelled job is an outcome, not an error: the row says how it ended. Only
+The wait reads the row by its primary key (the rows of every job waited for, in one statement),
+10 ms after it starts and then twice as long each time up to ``POLL_MAX``: nothing is added to the
+hot path (no NOTIFY per ack), a job that settles within milliseconds is seen within milliseconds,
+and a long job costs one indexed read per ``POLL_MAX``. A dead or cancelled job is an outcome, not an error: the row says how it ended. Only
 the wait itself fails: X_WAIT_TIMEOUT past ``timeout`` (the job goes on: nothing is changed), and
 X_NOT_FOUND for a job that does not exist, is another tenant's, or was discarded meanwhile.
 """
@@ -13,6 +13,7 @@ X_NOT_FOUND for a job that does not exist, is another tenant's, or was discarded
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from engine.errors import X_INVALID_ARGUMENT, X_WAIT_TIMEOUT, JobsError
@@ -38,22 +39,39 @@ def check_timeout(timeout: Any) -> float | None:
 async def await_outcome(view: EngineView, job_id: Any, *, tenant: str | None, timeout: Any) -> JobRow:
     """The settled row of the job ``job_id`` names (an id or a unique short id), read again until
     it has settled or ``timeout`` seconds have passed."""
+    (answer,) = await await_outcomes(view, [job_id], tenant=tenant, timeout=timeout)
+    if isinstance(answer, JobsError):
+        raise answer
+    return answer
+
+
+async def await_outcomes(
+    view: EngineView, job_ids: Sequence[Any], *, tenant: str | None, timeout: Any
+) -> list[JobRow | JobsError]:
+    """Each job's settled row, in the order given, or the error that ended its wait (X_WAIT_TIMEOUT
+    past ``timeout``, X_NOT_FOUND for one discarded meanwhile). Every id is resolved first (an id
+    that names no job raises at once, before anything waits); then the jobs still live are read
+    together, one statement a poll, until none is or the time is up."""
     limit = check_timeout(timeout)
     clock = view.clock
     started = clock.monotonic()
-    row = await load_job(view, job_id, tenant)
+    rows = [await load_job(view, job_id, tenant) for job_id in job_ids]
+    ended: dict[int, JobsError] = {}
     pause = POLL_FIRST
-    while row.state not in FINAL_STATES:
+    while live := [i for i, r in enumerate(rows) if i not in ended and r.state not in FINAL_STATES]:
         waited = clock.monotonic() - started
         if limit is not None and waited >= limit:
-            raise still_live(row, limit)
+            ended.update((i, still_live(rows[i], limit)) for i in live)
+            break
         await clock.sleep(pause if limit is None else min(pause, limit - waited))
         pause = min(pause * 2, POLL_MAX)
-        found = await view.driver.job_get(job_id=row.id)
-        if found is None:  # pruned or discarded while it was waited for
-            raise await gone_error(view, row.id, tenant)
-        row = found
-    return row
+        found = {r.id: r for r in await view.driver.job_get_many(job_ids=[rows[i].id for i in live])}
+        for i in live:
+            if rows[i].id in found:
+                rows[i] = found[rows[i].id]
+            else:  # pruned or discarded while it was waited for
+                ended[i] = await gone_error(view, rows[i].id, tenant)
+    return [ended.get(i, r) for i, r in enumerate(rows)]
 
 
 def still_live(row: JobRow, timeout: float) -> JobsError:

@@ -5,7 +5,6 @@ Exit 0: every job completed; 6: one ended dead or cancelled; 7: one was still li
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from typing import Any
@@ -17,6 +16,8 @@ from engine.cli.admin import DSN_HELP, JSON_HELP, TENANT_HELP
 from engine.cli.reads import clip, console, emit, run, to_json
 from engine.durations import parse_duration
 from engine.errors import X_INVALID_ARGUMENT, X_WAIT_TIMEOUT, JobsError
+from engine.introspect.base import EngineView
+from engine.outcomes import await_outcomes
 from engine.types import JobRow, JobState
 
 EXIT_UNSUCCESSFUL = 6  # a job waited for ended dead or cancelled
@@ -60,16 +61,12 @@ def wait_for(
     order given, and exit with what they say. ``enqueued``: the enqueue the JSON answer carries."""
 
     async def outcomes(eng: Any) -> list[JobRow | JobsError]:
-        # Every id is resolved before anything waits: a mistyped one fails at once (exit 3).
-        rows = [await eng.aget(job_id, tenant=tenant) for job_id in job_ids]
-        got = await asyncio.gather(
-            *(eng.aoutcome(r.id, timeout=limit, tenant=tenant) for r in rows), return_exceptions=True
-        )
-        answers: list[JobRow | JobsError] = []
-        for g in got:  # a still-live job is an answer; anything else (a database error) is the command's
-            if isinstance(g, BaseException) and not (isinstance(g, JobsError) and g.code == X_WAIT_TIMEOUT):
-                raise g
-            answers.append(g)
+        # Every id is resolved before anything waits: a mistyped one fails at once (exit 3); the
+        # live ones are then read together, one statement a poll.
+        answers = await await_outcomes(EngineView(eng), job_ids, tenant=tenant, timeout=limit)
+        for a in answers:  # a still-live job is an answer; a job gone meanwhile is the command's error
+            if isinstance(a, JobsError) and a.code != X_WAIT_TIMEOUT:
+                raise a
         return answers
 
     got = run(dsn, json_out, outcomes)

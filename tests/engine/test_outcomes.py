@@ -18,11 +18,12 @@ from engine.clock import FakeClock
 from engine.drivers.base import Driver
 from engine.errors import X_INVALID_ARGUMENT, X_NOT_FOUND, X_WAIT_TIMEOUT, JobsError
 from engine.ids import IdFactory
+from engine.introspect.base import EngineView
 from engine.jobs import job
-from engine.outcomes import POLL_FIRST, POLL_MAX
+from engine.outcomes import POLL_FIRST, POLL_MAX, await_outcomes
 from engine.retry import RetryPolicy
 from engine.testing import arun_due
-from engine.types import JobState
+from engine.types import JobRow, JobState
 from tests.engine.test_cli_introspect import app_module, cli, seed  # noqa: F401  (app_module: a fixture)
 
 Q = "outcome-q"
@@ -50,16 +51,26 @@ async def until(condition: Callable[[], bool]) -> None:
         await asyncio.sleep(0)
 
 
-def reads_of(eng: Engine, clock: FakeClock) -> list[float]:
-    """The fake clock's time at every read of a row by id (the waits' polls among them)."""
+def reads_of(eng: Engine, clock: FakeClock, ids_read: list[list[str]] | None = None) -> list[float]:
+    """The fake clock's time at every read of rows by id (the waits' polls among them); the ids
+    each read asked for go to ``ids_read``."""
     at: list[float] = []
-    inner = eng.driver.job_get
+    one, many = eng.driver.job_get, eng.driver.job_get_many
 
     async def job_get(*, job_id: str) -> Any:
         at.append(clock.monotonic())
-        return await inner(job_id=job_id)
+        if ids_read is not None:
+            ids_read.append([job_id])
+        return await one(job_id=job_id)
+
+    async def job_get_many(*, job_ids: Any) -> Any:
+        at.append(clock.monotonic())
+        if ids_read is not None:
+            ids_read.append(list(job_ids))
+        return await many(job_ids=job_ids)
 
     eng.driver.job_get = job_get  # type: ignore[method-assign]
+    eng.driver.job_get_many = job_get_many  # type: ignore[method-assign]
     return at
 
 
@@ -105,6 +116,31 @@ async def test_a_wait_past_its_timeout_is_x_wait_timeout_and_leaves_the_job_as_i
         total, pause = total + expected[-1], min(pause * 2, POLL_MAX)
     assert pauses == expected and polled == 1 + len(expected)
     assert max(pauses) == POLL_MAX
+
+
+async def test_a_wait_for_several_jobs_reads_the_live_ones_together_one_statement_a_poll(
+    eng: Engine, clock: FakeClock
+) -> None:
+    first, second, third = [(await eng.aenqueue(double, {"k": k, "n": 1})).id for k in ("x", "y", "z")]
+    got: list[list[str]] = []
+    reads_of(eng, clock, got)
+    waiting = asyncio.ensure_future(await_outcomes(EngineView(eng), [first, second, third], tenant=None, timeout=60))
+    await until(lambda: clock.sleepers == 1)
+    del got[:]  # the three ids resolved, one read each, before anything waits
+    clock.wake_next()
+    await until(lambda: clock.sleepers == 1)
+    assert got == [[first, second, third]]  # one statement for the three
+    await eng.acancel(second, actor="ann")
+    await arun_due(eng, [double], queues=[Q])  # runs the other two
+    del got[1:]  # the cancel's and the runs' own reads
+    clock.wake_next()
+    rows = await waiting
+    assert got == [[first, second, third]] * 2  # the second poll found all three settled
+    assert [(r.id, r.state) for r in rows if isinstance(r, JobRow)] == [
+        (first, JobState.COMPLETED),
+        (second, JobState.CANCELLED),
+        (third, JobState.COMPLETED),
+    ]
 
 
 async def test_a_wait_on_no_job_another_tenants_or_a_bad_timeout_is_refused_before_it_waits(
