@@ -16,8 +16,6 @@ from engine.cli.admin import DSN_HELP, JSON_HELP, TENANT_HELP
 from engine.cli.reads import clip, console, emit, run, to_json
 from engine.durations import parse_duration
 from engine.errors import X_INVALID_ARGUMENT, X_WAIT_TIMEOUT, JobsError
-from engine.introspect.base import EngineView
-from engine.outcomes import await_outcomes
 from engine.types import JobRow, JobState
 
 EXIT_UNSUCCESSFUL = 6  # a job waited for ended dead or cancelled
@@ -62,7 +60,11 @@ def wait_for(
 
     async def outcomes(eng: Any) -> list[JobRow | JobsError]:
         # Every id is resolved before anything waits: a mistyped one fails at once (exit 3); the
-        # live ones are then read together, one statement a poll.
+        # live ones are then read together, one statement a poll. Imported here: a worker's
+        # process (the same CLI) never loads the read side.
+        from engine.introspect.base import EngineView
+        from engine.outcomes import await_outcomes
+
         answers = await await_outcomes(EngineView(eng), job_ids, tenant=tenant, timeout=limit)
         for a in answers:  # a still-live job is an answer; a job gone meanwhile is the command's error
             if isinstance(a, JobsError) and a.code != X_WAIT_TIMEOUT:

@@ -18,7 +18,7 @@ from typing import Any
 from engine.errors import X_INVALID_ARGUMENT, X_WAITED_JOB_GONE, JobsError
 from engine.ids import parse_id
 from engine.retry import register_error_retry
-from engine.types import JobRow
+from engine.types import JobRow, JobState
 
 MAX_JOBS = 1_000  # one wait's ids ride in the job's wait (jsonb) on every suspension
 POLL_FIRST, POLL_SHARE = 0.5, 0.1  # seconds to the first look; the share of the wait so far after it
@@ -70,7 +70,7 @@ def outcome(row: JobRow) -> dict[str, Any]:
         "state": row.state.value,
         "result": row.result,
         "error_code": row.error_code,
-        "error": row.last_error if row.state.value != "completed" else None,
+        "error": None if row.state is JobState.COMPLETED else row.last_error,
         "stop_reason": row.stop_reason,
     }
 
