@@ -192,6 +192,19 @@ ACTIONS: tuple[Action, ...] = NAV + (
     Action("u", "unfold", "Unfold", "show long input and result whole", scope="job_detail"),
     Action("l", "logs", "Logs", "this job's attempts, history and live engine events", scope="job_detail"),
     Action("i", "copy_id", "Copy id", "copy this job's full id to the clipboard", scope="job_detail", footer=False),
+    # Offered in the screen's own text (the footer is full at 80 columns): "w: open ..." under the
+    # jobs a fan-in waits for, "o: open it" after the why of a job a fan-in waits for.
+    Action(
+        "w",
+        "open_waited",
+        "Waited job",
+        "open the first still-live job this fan-in waits for",
+        scope="job_detail",
+        footer=False,
+    ),
+    Action(
+        "o", "open_fan_in", "Its fan-in", "open the fan-in that waits for this job", scope="job_detail", footer=False
+    ),
     # dead letters
     Action("escape", "back", "Back", "leave the filter bar, clear the marks, or go back", scope="dead_letters"),
     Action("enter", "open_group", "Jobs of group", "list the dead jobs of the selected group", scope="dead_letters"),

@@ -101,6 +101,8 @@ def why_text(d: JobDetail, now: datetime) -> Text:
     t = Text()
     t.append("Why: ", style="bold")
     t.append(event_sentence(d, now) or clean(d.why.summary, limit=600))
+    if any(c.kind == "awaited" for c in d.why.causes):  # a fan-in waits for this job
+        t.append("  o: open the fan-in", style="dim")
     return t
 
 
@@ -118,6 +120,8 @@ def awaited_text(d: JobDetail, now: datetime) -> Text | None:
     t = Text()
     t.append("Waits for ", style="bold")
     t.append(" · ".join(f"{n:,} {state}" for state, n in sorted(by_state.items(), key=lambda kv: -kv[1])))
+    if any(a.state in _LIVE for a in d.awaited):
+        t.append("   w: open the first still live", style="dim")
     ordered = sorted(d.awaited, key=lambda a: a.state not in _LIVE)  # stable: the fan-in's order within
     for a in ordered[:AWAITED_LINES]:
         t.append(f"\n  {short_id(a.id)}  ", style="dim")
@@ -295,7 +299,7 @@ class JobDetailScreen(DataScreen, Flows):
         put("#history", history_text(d, now))
         # The footer is rebuilt (recomposed) on every refresh_bindings: only when what
         # check_action answers can have changed.
-        offered = (d.job.state, (d.job.wait or {}).get("kind"), bool(d.steps))
+        offered = (d.job.state, (d.job.wait or {}).get("kind"), bool(d.steps), self._waited_live(), self._fan_in())
         if offered != self._offered:
             self._offered = offered
             self.refresh_bindings()
@@ -320,7 +324,29 @@ class JobDetailScreen(DataScreen, Flows):
             return j.state is JobState.DEAD
         if action == "send_event":
             return j.state is JobState.SUSPENDED and (j.wait or {}).get("kind") == "event"
+        if action == "open_waited":
+            return self._waited_live() is not None
+        if action == "open_fan_in":
+            return self._fan_in() is not None
         return allowed
+
+    def _waited_live(self) -> str | None:
+        """The first job this fan-in waits for that is still live (what holds it up)."""
+        d = self.detail
+        return next((a.id for a in d.awaited if a.state in _LIVE), None) if d else None
+
+    def _fan_in(self) -> str | None:
+        """The first fan-in that waits for this job (its why names it)."""
+        d = self.detail
+        return next((c.job_id for c in d.why.causes if c.kind == "awaited" and c.job_id), None) if d else None
+
+    def action_open_waited(self) -> None:
+        if (job_id := self._waited_live()) is not None:
+            self.navigate("job", job_id=job_id)
+
+    def action_open_fan_in(self) -> None:
+        if (job_id := self._fan_in()) is not None:
+            self.navigate("job", job_id=job_id)
 
     def action_copy_id(self) -> None:
         self.copy_id(self.job_id)

@@ -310,7 +310,7 @@ def job_causes(
                     heartbeat_at=w.heartbeat_at,
                 )
             )
-        return out
+        return [*out, *(awaited_cause(p) for p in awaited_by)]
     if st is JobState.DEAD:
         out.append(
             Cause(

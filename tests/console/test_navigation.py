@@ -121,3 +121,21 @@ async def test_at_80_columns_the_nav_bar_always_names_the_shown_screen() -> None
     async with app.run_test(size=(120, 36)) as pilot:
         await keys(pilot, "7")
         assert "3 Dead letters" in nav(app) and "7 Backfills ◂" in nav(app)  # wide enough for every title
+
+
+async def test_w_opens_the_job_a_fan_in_waits_on_and_o_opens_the_fan_in_back() -> None:
+    app = console()
+    async with app.run_test(size=SMALL) as pilot:
+        await keys(pilot, "2", "slash", *"name=close_month", "enter", "enter")
+        fan_in = app.screen
+        assert isinstance(fan_in, JobDetailScreen) and fan_in.detail is not None
+        live = [a for a in fan_in.detail.awaited if a.state.value in ("running", "ready")]
+        assert fan_in.check_action("open_waited", ()) and not fan_in.check_action("open_fan_in", ())
+        await keys(pilot, "w")
+        held = app.screen
+        assert isinstance(held, JobDetailScreen) and held.job_id == live[0].id  # the first still live
+        assert held.detail is not None and "waits for this job in step 'statements'" in held.detail.why.summary
+        assert held.check_action("open_fan_in", ()) and not held.check_action("open_waited", ())
+        await keys(pilot, "o")
+        assert isinstance(app.screen, JobDetailScreen) and app.screen.job_id == fan_in.job_id
+        assert len(app.screen_stack) == 2  # one detail at a time: each replaced the last

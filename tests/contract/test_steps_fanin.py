@@ -254,7 +254,11 @@ async def test_a_waited_job_names_the_fan_ins_that_wait_for_it_until_they_go_on(
     )
     assert [c.kind for c in (await intro.why_job(stranger)).causes if c.kind == "awaited"] == []
 
-    await settle(driver, clock, {kids[0]: {"ok": 1}, kids[1]: {"ok": 2}})
+    got = await driver.worker_claim(queues=[KIDS], limit=10, worker="kid-w", now=clock.now(), lease_seconds=60)
+    running = await intro.why_job(kids[1])  # a running job names its fan-in too
+    assert running.state is JobState.RUNNING and [c.job_id for c in running.causes if c.kind == "awaited"] == [parent]
+    acks = [Ack(c.claim, {"ok": 1}) for c in got.jobs if c.row.id in kids]
+    assert len(await driver.job_ack_many(acks=acks, now=clock.now())) == 2
     clock.advance(POLL_FIRST)
     assert (await attempt(driver, clock, handler)).kind == "completed"
     assert await driver.job_awaited_by(job_id=kids[1]) == []  # it went on: nobody waits any more
