@@ -24,6 +24,7 @@ from engine.tasks import task
 QUEUE = "torture"
 EVENT = "torture.go"
 TERMINAL, LATER, BUSY = "X_TORTURE_TERMINAL", "X_TORTURE_LATER", "X_TORTURE_BUSY"
+FANOUT = 3  # the children of a fan-in
 register_error_retry({TERMINAL: "terminal", LATER: "retry-after", BUSY: "retryable"})
 
 # Enough attempts that the faults' lost attempts never exhaust a job that should complete.
@@ -109,6 +110,35 @@ async def waiter(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
     token = await Ledger.record(ctx)
     got = await ctx.step.wait_for_event("go", event=EVENT, match={"k": inp["k"]}, timeout=3600)
     return {"run": ctx.job.run, "token": token, "got": got is not None}
+
+
+def child_keys(parent: str) -> list[str]:
+    """The keys of a fan-in's children: ``fanchild-<the parent's seed.n>-<i>`` (checks.kind_of)."""
+    return [f"fanchild-{parent.split('-', 1)[1].replace('-', '.')}-{i}" for i in range(FANOUT)]
+
+
+@job(name="torture.fanin", queue=QUEUE, idempotency_key=key, retry=SURVIVES, event_poll=1.0)
+async def fanin(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
+    """Enqueues three plain jobs in a step and waits for them (ctx.step.wait_for_jobs): a kill
+    between the enqueue and the step's write runs the step again (its enqueues dedupe to the
+    children still live), and every look after the wait began is a run of its own."""
+    token = await Ledger.record(ctx)
+
+    async def fan_out() -> dict[str, Any]:
+        from engine.api import Engine
+        from engine.drivers.postgres import PostgresDriver
+
+        step_token = await Ledger.record(ctx, "fan-out")
+        eng = Engine(PostgresDriver(os.environ["JOBS_DSN"]))  # an engine of the step's own, closed after it
+        try:
+            ids = [(await eng.aenqueue(plain, {"k": k})).id for k in child_keys(inp["k"])]
+        finally:
+            await eng.aclose()
+        return {"token": step_token, "ids": ids}
+
+    out = await ctx.step.run("fan-out", fan_out)
+    done = await ctx.step.wait_for_jobs("fan-in", out["ids"])
+    return {"run": ctx.job.run, "token": token, "children": [d["state"] for d in done]}
 
 
 @job(name="torture.terminal", queue=QUEUE, idempotency_key=key, retry=FAILS)

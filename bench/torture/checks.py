@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from bench.torture.app import FANOUT, child_keys
 from bench.torture.load import Sent
 
 # kind -> (final state, stop reason) every job of that kind must reach.
@@ -29,6 +30,8 @@ EXPECTED: dict[str, tuple[str, str | None]] = {
     "later": ("completed", None),
     "busy": ("completed", None),
     "tick": ("completed", None),
+    "fanin": ("completed", None),
+    "fanchild": ("completed", None),
     "terminal": ("dead", "terminal"),
     "unclassified": ("dead", "attempts-exhausted"),
 }
@@ -206,6 +209,31 @@ def steps_once(ev: Evidence) -> Check:
             problems.append(f"{j['key']}: completed with steps {sorted(by_job[j['id']])}")
     detail = f"{stored} stored step results, each from one execution; {rerun} step bodies re-ran before a write"
     return Check("every stored step ran once per successful write", not problems, detail, tuple(problems))
+
+
+def fan_ins(ev: Evidence) -> Check:
+    """A fan-in went on only once every child had settled: its result lists its three children
+    completed, and each child key has a completed job (a fan-out run twice by a fault may have
+    enqueued a key twice: each of those completed too)."""
+    by_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for j in ev.jobs:
+        by_key[j["key"]].append(j)
+    problems: list[str] = []
+    done = children = 0
+    for j in ev.jobs:
+        if kind_of(j["key"]) != "fanin" or j["state"] != "completed":
+            continue
+        done += 1
+        said = (j["result"] or {}).get("children")
+        if said != ["completed"] * FANOUT:
+            problems.append(f"{j['key']}: went on with its children {said}")
+        for k in child_keys(j["key"]):
+            rows = by_key.get(k, [])
+            children += len(rows)
+            if not rows or any(r["state"] != "completed" for r in rows):
+                problems.append(f"{j['key']}: child {k} is {[r['state'] for r in rows] or 'missing'}")
+    detail = f"{done} fan-ins completed after their children, {children} children completed"
+    return Check("every fan-in went on once its children had settled", not problems, detail, tuple(problems))
 
 
 def cron_once(ev: Evidence) -> Check:

@@ -36,6 +36,7 @@ MIX: dict[str, int] = {
     "unclassified": 4,
     "staged": 12,
     "staged-wait": 6,
+    "fanin": 4,
 }
 HANDLES = {
     "plain": app.plain,
@@ -49,6 +50,7 @@ HANDLES = {
     "unclassified": app.unclassified,
     "staged": app.staged,
     "staged-wait": app.waiter,
+    "fanin": app.fanin,
 }
 ROLLBACK_SHARE = 1 / 3
 RETRY_PAUSE = 0.2

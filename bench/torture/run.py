@@ -338,6 +338,7 @@ def _checks(ev: checks.Evidence, cfg: TortureConfig, injector: Injector, fleet: 
         checks.rolled_back(ev),
         checks.one_completion(ev),
         checks.steps_once(ev),
+        checks.fan_ins(ev),
         checks.cron_once(ev),
         checks.projections(ev),
     ]

@@ -1,6 +1,7 @@
 """The torture run's invariants (tests/torture/conftest.py runs it once): nothing committed is
 lost, nothing rolled back runs, nothing completes twice, a step's stored result is its one
-execution, each cron occurrence is enqueued once, the console's counts are true, a stalled worker
+execution, a fan-in goes on only once its children have settled, each cron occurrence is enqueued
+once, the console's counts are true, a stalled worker
 acks nothing it lost, and every worker recovers from every fault on its own."""
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ def test_i15_every_completed_job_has_exactly_one_completion(torture: TortureRepo
 
 def test_i9_every_stored_step_ran_once_per_successful_write(torture: TortureReport) -> None:
     check(torture, "every stored step ran once per successful write")
+
+
+def test_every_fan_in_went_on_once_its_children_had_settled(torture: TortureReport) -> None:
+    check(torture, "every fan-in went on once its children had settled")
 
 
 def test_i21_each_cron_occurrence_was_enqueued_once(torture: TortureReport) -> None:
