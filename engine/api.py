@@ -357,8 +357,6 @@ class Engine:
 
         return await astage_many(self, tx, specs)
 
-    # --- lifecycle -------------------------------------------------------------------------
-
     # --- the embedded worker ------------------------------------------------------------------
 
     def worker(
@@ -383,6 +381,7 @@ class Engine:
         return maintained_worker(
             self.driver,
             jobs,
+            engine=self,  # ctx.engine: what its handlers enqueue through
             clock=self.clock,
             queues=queues,
             concurrency=concurrency,

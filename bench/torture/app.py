@@ -125,15 +125,8 @@ async def fanin(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
     token = await Ledger.record(ctx)
 
     async def fan_out() -> dict[str, Any]:
-        from engine.api import Engine
-        from engine.drivers.postgres import PostgresDriver
-
         step_token = await Ledger.record(ctx, "fan-out")
-        eng = Engine(PostgresDriver(os.environ["JOBS_DSN"]))  # an engine of the step's own, closed after it
-        try:
-            ids = [(await eng.aenqueue(plain, {"k": k})).id for k in child_keys(inp["k"])]
-        finally:
-            await eng.aclose()
+        ids = [(await ctx.engine.aenqueue(plain, {"k": k})).id for k in child_keys(inp["k"])]  # `jobs worker`'s
         return {"token": step_token, "ids": ids}
 
     out = await ctx.step.run("fan-out", fan_out)

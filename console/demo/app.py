@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.demo.accounts import PostgresAccounts, declare
-from console.demo.jobs import APPROVAL_EVENT, DEMO_JOBS, DEMO_TASKS, PACE, use_engine
+from console.demo.jobs import APPROVAL_EVENT, DEMO_JOBS, DEMO_TASKS, PACE
 from console.demo.outbox import LIVE_FIRST_ORDER, checkout, checkouts
 from console.demo.traffic import Traffic
 from console.demo.world import WORKERS, memory_backfills, play_world
@@ -104,7 +104,6 @@ class Demo:
         self._quiet_engine_logs()
         try:
             self.engine = self._open_engine()
-            use_engine(self.engine)  # close_month's fan-out enqueues through it
             self.backfills = self._accounts()
             self.timings["engine"] = time.perf_counter() - started
             if self.world:

@@ -246,13 +246,6 @@ async def generate_report(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
 
 # --- reports: a month's close fans out one statement per account and waits for them all -----
 
-ENGINE: list[Any] = []  # the engine the demo's workers run on, as an app keeps its own (use_engine)
-
-
-def use_engine(engine: Any) -> None:
-    """The engine close_month enqueues its statements through (the demo's live one)."""
-    ENGINE[:] = [engine]
-
 
 @job(
     name="render_statement",
@@ -275,9 +268,8 @@ async def render_statement(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
 )
 async def close_month(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
     async def fan_out() -> list[str]:
-        eng = ENGINE[-1]
         specs = [{"month": inp["month"], "account": a} for a in inp["accounts"]]
-        return [(await eng.aenqueue(render_statement, spec, tenant=ctx.tenant)).id for spec in specs]
+        return [(await ctx.engine.aenqueue(render_statement, spec, tenant=ctx.tenant)).id for spec in specs]
 
     ids = await ctx.step.run("fan-out", fan_out)  # stored: the replay after each look enqueues nothing
     statements = await ctx.step.wait_for_jobs("statements", ids, timeout=3600)

@@ -322,6 +322,7 @@ async def _serve(
     scheduler: bool = True,
     clock: SystemClock | None = None,
 ) -> int:
+    from engine.api import Engine
     from engine.runtime import aio
     from engine.runtime.logs import configure_json_logging
     from engine.runtime.metrics import Metrics, serve_metrics
@@ -336,6 +337,7 @@ async def _serve(
     w = maintained_worker(
         driver,
         registry,
+        engine=Engine(driver, clock=clock),  # ctx.engine: the handlers enqueue on this process's pools
         clock=clock,
         maintenance=maintenance,
         maintenance_config=maint,

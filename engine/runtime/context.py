@@ -1,11 +1,12 @@
 """What a handler receives: ``ctx.job`` (the claimed row), ``ctx.signal`` (its cancellation),
-``ctx.step`` (durable steps), and a few conveniences."""
+``ctx.step`` (durable steps), ``ctx.engine`` (to enqueue through), and a few conveniences."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.runtime.signal import RunSignal
 from engine.runtime.steps import StepApi
 from engine.types import JobRow
@@ -16,13 +17,28 @@ class JobContext:
     ``ctx.step``: most handlers never take a step, and building one per run cost a draining
     worker ~4% of its CPU."""
 
-    __slots__ = ("job", "signal", "_step", "_make_step")
+    __slots__ = ("job", "signal", "_step", "_make_step", "_engine")
 
-    def __init__(self, job: JobRow, signal: RunSignal, step: StepApi | Callable[[], StepApi]) -> None:
+    def __init__(
+        self, job: JobRow, signal: RunSignal, step: StepApi | Callable[[], StepApi], engine: Any = None
+    ) -> None:
         self.job = job
         self.signal = signal
         self._step: StepApi | None = step if isinstance(step, StepApi) else None
         self._make_step = None if isinstance(step, StepApi) else step
+        self._engine = engine
+
+    @property
+    def engine(self) -> Any:
+        """The engine the worker runs for (``eng.worker(...)``'s, or the one `jobs worker` opens):
+        what a handler enqueues through (``await ctx.engine.aenqueue(...)``), on the worker's pools."""
+        if self._engine is None:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause="this worker was built on a bare driver, so its runs have no engine to hand to ctx.engine",
+                fix="start it with eng.worker([...]) or `jobs worker MODULE`, or enqueue through your own engine",
+            )
+        return self._engine
 
     @property
     def step(self) -> StepApi:

@@ -139,11 +139,13 @@ class Runner:
         traceback_limit: int = 8192,
         tasks: Mapping[str, asyncio.Task[Any]],
         tracing: Tracing | None = None,
+        engine: Any = None,
     ) -> None:
         self.driver, self.registry, self.clock, self.worker = driver, registry, clock, worker
         self.keeper, self.acks, self.limits, self.metrics = keeper, acks, limits, metrics
         self.executor, self.poke, self.traceback_limit = executor, poke, traceback_limit
         self.tasks = tasks  # the task running each job, by id: what an abort cancels
+        self.engine = engine  # what a handler's ctx.engine answers (None: a worker built on a bare driver)
         self._unknown_logged: dict[str, tuple[float, int]] = {}  # a job name: last logged, parked since
         self.tracing = tracing
         if tracing is not None:  # each run in a span; without, run is called with no frame around it
@@ -184,7 +186,10 @@ class Runner:
         signal = RunSignal()
         loop = asyncio.get_running_loop()
         ctx = JobContext(
-            row, signal, lambda: step_api_for(d, self.driver, cj, lease.claim, self.clock, signal, loop, self.tracing)
+            row,
+            signal,
+            lambda: step_api_for(d, self.driver, cj, lease.claim, self.clock, signal, loop, self.tracing),
+            self.engine,
         )
         running = True
 

@@ -13,17 +13,18 @@ from engine.api import Engine, Enqueue
 from engine.clock import FakeClock
 from engine.drivers.base import Driver
 from engine.drivers.postgres import PostgresDriver
+from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.ids import IdFactory
 from engine.introspect import Introspector, make_filter
-from engine.jobs import job
+from engine.jobs import Registry, job
 from engine.retry import RetryPolicy
 from engine.runtime.fanin import POLL_FIRST
+from engine.runtime.worker import Worker, WorkerConfig
 from engine.testing import arun_due
 from engine.types import JobState
 from tests.engine.test_cli_introspect import cli
 
 Q = "fanin-e2e"
-ENGINES: list[Engine] = []
 
 
 @job(
@@ -40,10 +41,8 @@ async def thumb(ctx, inp):  # type: ignore[no-untyped-def]
 
 @job(name="f.album", queue=Q, idempotency_key=lambda inp: inp["album"])
 async def album(ctx, inp):  # type: ignore[no-untyped-def]
-    eng = ENGINES[-1]
-
-    async def fan_out() -> list[str]:
-        return [(await eng.aenqueue(thumb, {"album": inp["album"], "n": n})).id for n in range(3)]
+    async def fan_out() -> list[str]:  # through the worker's own engine
+        return [(await ctx.engine.aenqueue(thumb, {"album": inp["album"], "n": n})).id for n in range(3)]
 
     ids = await ctx.step.run("fan-out", fan_out)
     outs = await ctx.step.wait_for_jobs("thumbs", ids, timeout=600)
@@ -55,8 +54,7 @@ async def album(ctx, inp):  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def eng(driver: Driver, clock: FakeClock) -> Engine:
-    ENGINES.append(Engine(driver, clock=clock, ids=IdFactory(clock, seed=11)))
-    return ENGINES[-1]
+    return Engine(driver, clock=clock, ids=IdFactory(clock, seed=11))
 
 
 async def test_a_job_fans_out_in_a_step_and_fans_in_with_wait_for_jobs(
@@ -136,3 +134,25 @@ async def test_who_waits_for_a_job_is_one_probe_of_the_fan_in_index(pg_dsn: str)
         probe = SQL.job_awaited_by.text.replace("%(id)s", "'0190f1a2-0000-7000-8000-000000000001'")
         plan = "\n".join(r[0] for r in conn.execute("explain " + probe).fetchall())
     assert "job_awaited" in plan, plan
+
+
+@job(name="f.probe", queue=f"{Q}-probe", idempotency_key=lambda inp: inp["k"])
+async def probe(ctx, inp):  # type: ignore[no-untyped-def]
+    try:
+        return {"engine": ctx.engine is not None}
+    except JobsError as err:
+        return {"code": err.code, "fix": err.fix}
+
+
+async def test_ctx_engine_is_the_workers_engine_and_a_worker_on_a_bare_driver_says_how_to_get_one(
+    eng: Engine, driver: Driver, clock: FakeClock
+) -> None:
+    first = (await eng.aenqueue(probe, {"k": "with"})).id
+    await arun_due(eng, [probe])
+    assert (await eng.aget(first)).result == {"engine": True}
+
+    bare = (await eng.aenqueue(probe, {"k": "bare"})).id
+    async with Worker(driver, Registry([probe]), clock=clock, config=WorkerConfig(burst=True)) as w:
+        await w.wait_stopped()
+    got = (await eng.aget(bare)).result
+    assert got["code"] == X_INVALID_ARGUMENT and "eng.worker" in got["fix"]
