@@ -252,9 +252,8 @@ def _jobs_wait_cause(
     return Cause(
         "jobs",
         f"Waiting for {n:,} job{'s' if n != 1 else ''} to settle{step}{f' ({tally})' if tally else ''}: it looks at "
-        f"them again {check} (a tenth of "
-        f"the time waited so far, at most its event poll apart) and goes on once each has completed, died or been "
-        f"cancelled; {end}.",
+        f"them again {check} (a tenth of the time waited so far, at most its event poll apart) and goes on once "
+        f"each has completed, died or been cancelled; {end}.",
         count=n,
         until=timeout,
         next_check=row.run_at,

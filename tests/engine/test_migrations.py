@@ -190,7 +190,10 @@ def test_migrations_run_without_the_databases_default_statement_timeout_unless_g
     migrate(dsn)
     assert migration_status(dsn).pending == ()
     given = psycopg.conninfo.make_conninfo(dsn, options="-c statement_timeout=200")  # jobs migrate --statement-timeout
-    with psycopg.connect(dsn) as holder:  # a long transaction holds the table the status reads
+    # A long transaction holds the table the status reads; the holder runs without the database's
+    # 1 ms default, which a busy machine's lock statement alone can outlast.
+    unbounded = psycopg.conninfo.make_conninfo(dsn, options="-c statement_timeout=0")
+    with psycopg.connect(unbounded) as holder:
         holder.execute("lock table jobs.migration in access exclusive mode")
         with pytest.raises(JobsError) as err:  # one given is kept, and its end is the engine's error
             migration_status(given)
