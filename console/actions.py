@@ -198,7 +198,7 @@ ACTIONS: tuple[Action, ...] = NAV + (
         "w",
         "open_waited",
         "Waited job",
-        "open the first still-live job this fan-in waits for",
+        "open the job a fan-in waits on that holds it up, else one of its jobs that failed",
         scope="job_detail",
         footer=False,
     ),

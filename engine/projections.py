@@ -227,8 +227,9 @@ class JobDetail:
     history: tuple[HistoryEntry, ...]  # lifecycle facts and operator actions (who, when, what)
     next_retry: NextRetry | None
     why: WhyReport
-    # The jobs a suspended fan-in (ctx.step.wait_for_jobs) waits for, as they stand now, in the
-    # order it named them; an id that names no job any more is left out (the why counts it gone).
+    # The jobs a fan-in (ctx.step.wait_for_jobs) waits for, or its last wait waited for once it
+    # went on, as they stand now, in the order it named them; an id that names no job any more is
+    # left out (a waiting fan-in's why counts it gone).
     awaited: tuple[JobSummary, ...] = ()
 
     @property

@@ -19,7 +19,7 @@ from console.screens.flows import Flows
 from console.widgets.fresh import update_changed
 from console.widgets.state_bar import state_text
 from console.widgets.timeline import StepTimeline, timeline_text
-from engine.projections import JobDetail
+from engine.projections import JobDetail, JobSummary
 from engine.types import LIVE_STATES, JobState
 
 _LIVE = set(LIVE_STATES)
@@ -117,11 +117,14 @@ def awaited_text(d: JobDetail, now: datetime) -> Text | None:
     by_state: dict[str, int] = {}
     for a in d.awaited:
         by_state[a.state.value] = by_state.get(a.state.value, 0) + 1
+    waiting = d.job.state is JobState.SUSPENDED and (d.job.wait or {}).get("kind") == "jobs"
     t = Text()
-    t.append("Waits for ", style="bold")
+    t.append("Waits for " if waiting else "Waited for ", style="bold")
     t.append(" · ".join(f"{n:,} {state}" for state, n in sorted(by_state.items(), key=lambda kv: -kv[1])))
-    if any(a.state in _LIVE for a in d.awaited):
-        t.append("   w: open the first still live", style="dim")
+    target = waited_target(d)
+    if target is not None:
+        said = "still live" if target.state in _LIVE else target.state.value
+        t.append(f"   w: open the first {said}", style="dim")
     ordered = sorted(d.awaited, key=lambda a: a.state not in _LIVE)  # stable: the fan-in's order within
     for a in ordered[:AWAITED_LINES]:
         t.append(f"\n  {short_id(a.id)}  ", style="dim")
@@ -134,6 +137,13 @@ def awaited_text(d: JobDetail, now: datetime) -> Text | None:
     if len(ordered) > AWAITED_LINES:
         t.append(f"\n  … and {len(ordered) - AWAITED_LINES:,} more", style="dim")
     return t
+
+
+def waited_target(d: JobDetail) -> JobSummary | None:
+    """The job of a fan-in's wait worth opening: the first still live (what holds it up), else
+    the first that died or was cancelled."""
+    live = next((a for a in d.awaited if a.state in _LIVE), None)
+    return live or next((a for a in d.awaited if a.state in (JobState.DEAD, JobState.CANCELLED)), None)
 
 
 def runs_of(d: JobDetail, now: datetime) -> list[tuple[datetime, datetime]]:
@@ -331,9 +341,9 @@ class JobDetailScreen(DataScreen, Flows):
         return allowed
 
     def _waited_live(self) -> str | None:
-        """The first job this fan-in waits for that is still live (what holds it up)."""
-        d = self.detail
-        return next((a.id for a in d.awaited if a.state in _LIVE), None) if d else None
+        """The job of this fan-in's wait worth opening (waited_target)."""
+        target = waited_target(self.detail) if self.detail else None
+        return None if target is None else target.id
 
     def _fan_in(self) -> str | None:
         """The first fan-in that waits for this job (its why names it)."""

@@ -177,6 +177,8 @@ class Introspector(EngineView):
         steps = tuple(await self.driver.step_list(job_id=row.id))
         awaited = await self._awaited(row)
         why = await self._why(row, awaited)
+        if awaited is None and any(s.kind == "jobs" for s in steps):  # a fan-in no longer waiting
+            awaited = await self._awaited_last(row.id)
         return JobDetail(
             job=row,
             attempts=tuple(attempts),
@@ -294,8 +296,15 @@ class Introspector(EngineView):
         """The rows of the jobs a suspended fan-in waits for, in the order it named them (None:
         it is no fan-in waiting)."""
         ids = _awaited_ids(row)
-        if ids is None:
-            return None
+        return None if ids is None else await self._rows_in_order(ids)
+
+    async def _awaited_last(self, job_id: str) -> list[JobRow]:
+        """The rows of the jobs a fan-in's last wait named (its stored steps), as they stand now."""
+        waits = [s.wait for s in await self.driver.step_load(job_id=job_id) if s.kind == "jobs" and s.wait]
+        ids = waits[-1].get("jobs") if waits else None
+        return await self._rows_in_order([str(i) for i in ids]) if isinstance(ids, list) else []
+
+    async def _rows_in_order(self, ids: list[str]) -> list[JobRow]:
         found = {r.id: r for r in await self.driver.job_get_many(job_ids=ids)}
         return [found[i] for i in ids if i in found]
 

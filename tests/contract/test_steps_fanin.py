@@ -105,6 +105,13 @@ async def test_i7_a_wait_for_jobs_is_suspended_until_each_has_settled_and_answer
     assert (row.state, row.attempt, row.result) == (JobState.COMPLETED, 1, done.result)  # no attempt burned
     steps = [(s.name, s.kind, s.status) for s in await driver.step_list(job_id=parent)]
     assert steps == [("fan-out", "run", "completed"), ("fan-in", "jobs", "completed")]
+    # once it went on, its detail still lists the jobs its wait named, as they stand now
+    detail = await Introspector(Engine(driver, clock=clock, ids=ids)).job(parent)
+    assert [(a.id, a.state) for a in detail.awaited] == [
+        (kids[0], JobState.COMPLETED),
+        (kids[1], JobState.DEAD),
+        (kids[2], JobState.CANCELLED),
+    ]
 
 
 async def test_the_wait_looks_again_after_a_tenth_of_the_time_waited_and_at_most_its_event_poll_apart(
