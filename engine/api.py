@@ -381,7 +381,7 @@ class Engine:
         return maintained_worker(
             self.driver,
             jobs,
-            engine=self,  # ctx.engine: what its handlers enqueue through
+            engine=lambda: self,  # ctx.engine: what its handlers enqueue through
             clock=self.clock,
             queues=queues,
             concurrency=concurrency,

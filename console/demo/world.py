@@ -295,7 +295,8 @@ class _World:
             "timeout_at": (started + timedelta(hours=1)).isoformat(),
         }  # the wait the engine writes (engine/runtime/steps.py)
         await self.f.step(claim, "statements", 2, kind="jobs", status="waiting", took=0.0, wait=wait)
-        await self.f.nack(claim, "suspend", run_at=started + timedelta(seconds=0.5), wait=wait)
+        poll = app.close_month.event_poll
+        await self.f.fan_in_suspend(claim, wait, started=started, event_poll=poll)
         rendered = await self.f.claim_due("reports", APP2, limit=3)
         assert [c.job_id for c in rendered] == kids[:3]
         self.f.advance(2.5)
@@ -303,14 +304,11 @@ class _World:
             await self.f.complete(c, result={"pdf": f"statement-2026-11-{accounts[kids.index(c.job_id)]}.pdf"})
         self.at(self.now_at - timedelta(seconds=10))
         await self.f.renew(rendered[2:], worker=APP2)  # still rendering: app2 renews it
-        # Its last look, 3 s before NOW, found one running and one ready; the next comes a tenth
-        # of the time waited later, at most its event_poll (engine/runtime/fanin.py).
+        # Its last look, 3 s before NOW, found one running and one ready.
         self.at(self.now_at - timedelta(seconds=3))
         (look,) = await self.f.claim_due("reports", APP2, limit=1)
         assert look.job_id == close
-        waited = (self.f.now - started).total_seconds()
-        gap = min(app.close_month.event_poll, max(0.5, waited * 0.1))
-        await self.f.nack(look, "suspend", run_at=self.f.now + timedelta(seconds=gap), wait=wait)
+        await self.f.fan_in_suspend(look, wait, started=started, event_poll=poll)
         self.at(back)
 
     async def waiting_work(self) -> None:

@@ -4,6 +4,7 @@ and history. Everything from the job is escaped and bounded (console/format.py).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from datetime import datetime
 
 from rich.text import Text
@@ -114,13 +115,11 @@ def awaited_text(d: JobDetail, now: datetime) -> Text | None:
     id, name, state, what ended a dead one), those still live first; None for any other job."""
     if not d.awaited:
         return None
-    by_state: dict[str, int] = {}
-    for a in d.awaited:
-        by_state[a.state.value] = by_state.get(a.state.value, 0) + 1
+    by_state = Counter(a.state.value for a in d.awaited)
     waiting = d.job.state is JobState.SUSPENDED and (d.job.wait or {}).get("kind") == "jobs"
     t = Text()
     t.append("Waits for " if waiting else "Waited for ", style="bold")
-    t.append(" · ".join(f"{n:,} {state}" for state, n in sorted(by_state.items(), key=lambda kv: -kv[1])))
+    t.append(" · ".join(f"{n:,} {state}" for state, n in by_state.most_common()))
     target = waited_target(d)
     if target is not None:
         said = "still live" if target.state in _LIVE else target.state.value
@@ -309,7 +308,7 @@ class JobDetailScreen(DataScreen, Flows):
         put("#history", history_text(d, now))
         # The footer is rebuilt (recomposed) on every refresh_bindings: only when what
         # check_action answers can have changed.
-        offered = (d.job.state, (d.job.wait or {}).get("kind"), bool(d.steps), self._waited_live(), self._fan_in())
+        offered = (d.job.state, (d.job.wait or {}).get("kind"), bool(d.steps), self._waited_id(), self._fan_in())
         if offered != self._offered:
             self._offered = offered
             self.refresh_bindings()
@@ -335,12 +334,12 @@ class JobDetailScreen(DataScreen, Flows):
         if action == "send_event":
             return j.state is JobState.SUSPENDED and (j.wait or {}).get("kind") == "event"
         if action == "open_waited":
-            return self._waited_live() is not None
+            return self._waited_id() is not None
         if action == "open_fan_in":
             return self._fan_in() is not None
         return allowed
 
-    def _waited_live(self) -> str | None:
+    def _waited_id(self) -> str | None:
         """The job of this fan-in's wait worth opening (waited_target)."""
         target = waited_target(self.detail) if self.detail else None
         return None if target is None else target.id
@@ -351,7 +350,7 @@ class JobDetailScreen(DataScreen, Flows):
         return next((c.job_id for c in d.why.causes if c.kind == "awaited" and c.job_id), None) if d else None
 
     def action_open_waited(self) -> None:
-        if (job_id := self._waited_live()) is not None:
+        if (job_id := self._waited_id()) is not None:
             self.navigate("job", job_id=job_id)
 
     def action_open_fan_in(self) -> None:

@@ -311,6 +311,14 @@ def worker(
         raise typer.Exit(code)
 
 
+def _engine_on(driver: Driver, clock: SystemClock) -> Any:
+    """What a handler's ctx.engine answers in `jobs worker`: an engine on this process's driver
+    (engine.api is imported only when a handler first asks)."""
+    from engine.api import Engine
+
+    return Engine(driver, clock=clock)
+
+
 async def _serve(
     driver: Driver,
     registry: Registry,
@@ -322,7 +330,6 @@ async def _serve(
     scheduler: bool = True,
     clock: SystemClock | None = None,
 ) -> int:
-    from engine.api import Engine
     from engine.runtime import aio
     from engine.runtime.logs import configure_json_logging
     from engine.runtime.metrics import Metrics, serve_metrics
@@ -337,7 +344,7 @@ async def _serve(
     w = maintained_worker(
         driver,
         registry,
-        engine=Engine(driver, clock=clock),  # ctx.engine: the handlers enqueue on this process's pools
+        engine=lambda: _engine_on(driver, clock),  # ctx.engine, made when a handler first asks
         clock=clock,
         maintenance=maintenance,
         maintenance_config=maint,

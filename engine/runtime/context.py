@@ -20,7 +20,11 @@ class JobContext:
     __slots__ = ("job", "signal", "_step", "_make_step", "_engine")
 
     def __init__(
-        self, job: JobRow, signal: RunSignal, step: StepApi | Callable[[], StepApi], engine: Any = None
+        self,
+        job: JobRow,
+        signal: RunSignal,
+        step: StepApi | Callable[[], StepApi],
+        engine: Callable[[], Any] | None = None,
     ) -> None:
         self.job = job
         self.signal = signal
@@ -38,7 +42,7 @@ class JobContext:
                 cause="this worker was built on a bare driver, so its runs have no engine to hand to ctx.engine",
                 fix="start it with eng.worker([...]) or `jobs worker MODULE`, or enqueue through your own engine",
             )
-        return self._engine
+        return self._engine()
 
     @property
     def step(self) -> StepApi:

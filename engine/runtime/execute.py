@@ -139,17 +139,26 @@ class Runner:
         traceback_limit: int = 8192,
         tasks: Mapping[str, asyncio.Task[Any]],
         tracing: Tracing | None = None,
-        engine: Any = None,
+        engine: Callable[[], Any] | None = None,
     ) -> None:
         self.driver, self.registry, self.clock, self.worker = driver, registry, clock, worker
         self.keeper, self.acks, self.limits, self.metrics = keeper, acks, limits, metrics
         self.executor, self.poke, self.traceback_limit = executor, poke, traceback_limit
         self.tasks = tasks  # the task running each job, by id: what an abort cancels
-        self.engine = engine  # what a handler's ctx.engine answers (None: a worker built on a bare driver)
+        # What a handler's ctx.engine answers, made by ``engine`` on first use (None: a worker built
+        # on a bare driver has none).
+        self._make_engine, self._engine = engine, None
+        self._ctx_engine = self._the_engine if engine is not None else None
         self._unknown_logged: dict[str, tuple[float, int]] = {}  # a job name: last logged, parked since
         self.tracing = tracing
         if tracing is not None:  # each run in a span; without, run is called with no frame around it
             self.run = self._traced  # type: ignore[method-assign]
+
+    def _the_engine(self) -> Any:
+        if self._engine is None:
+            assert self._make_engine is not None
+            self._engine = self._make_engine()
+        return self._engine
 
     async def _traced(self, cj: ClaimedJob) -> Execution | None:
         """``run`` inside the run's ``process`` span (engine/tracing.py), current for the handler."""
@@ -189,7 +198,7 @@ class Runner:
             row,
             signal,
             lambda: step_api_for(d, self.driver, cj, lease.claim, self.clock, signal, loop, self.tracing),
-            self.engine,
+            self._ctx_engine,
         )
         running = True
 

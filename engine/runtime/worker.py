@@ -69,7 +69,7 @@ class Worker:
         tracing: Tracing | None = None,
         services: Sequence[Callable[[], Awaitable[None]]] = (),
         on_drain: Sequence[Callable[[], Awaitable[None]]] = (),
-        engine: Any = None,
+        engine: Callable[[], Any] | None = None,
     ) -> None:
         self.config = cfg = config or WorkerConfig()
         if len(registry) == 0:
@@ -83,7 +83,7 @@ class Worker:
         self.metrics = metrics or Metrics()
         self.on_execution = on_execution
         self.tracing = tracing  # each run an OpenTelemetry span (engine/tracing.py); None: off
-        self.engine = engine  # what its runs' ctx.engine answers (Engine.worker's, `jobs worker`'s)
+        self.engine = engine  # makes what its runs' ctx.engine answers, on first use
         self.id = cfg.id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.queues = tuple(cfg.queues) or tuple(registry.queues())
         self.keeper = LeaseKeeper(

@@ -374,15 +374,15 @@ def maintained_worker(
     metrics: Metrics | None = None,
     on_execution: Callable[[Execution], Any] | None = None,
     tracing: Any = None,
-    engine: Any = None,
+    engine: Callable[[], Any] | None = None,
     **options: Any,
 ) -> Worker:
     """A worker that also runs maintenance under the fleet's leader lease, the outbox relay
     (``relay=False`` leaves it out; ``relay_config``: a RelayConfig) and the cron scheduler for the
     tasks it serves (engine/services/scheduler.py): what `jobs worker` and `Engine.worker()`
     start. ``options`` are `WorkerConfig` fields; ``tracing`` True (or an engine.tracing.Tracing)
-    makes each run an OpenTelemetry span in its enqueuer's trace; ``engine`` is what its handlers'
-    ``ctx.engine`` answers."""
+    makes each run an OpenTelemetry span in its enqueuer's trace; ``engine`` makes what its handlers'
+    ``ctx.engine`` answers, on first use."""
     from engine.clock import SystemClock
     from engine.tracing import tracing_for
 

@@ -135,6 +135,13 @@ class Factory:
         )
         return await self.driver.job_nack(nack=nack, now=self.now)
 
+    async def fan_in_suspend(self, claim: Claim, wait: dict[str, Any], *, started: datetime, event_poll: float) -> bool:
+        """Suspend a fan-in's run (``ctx.step.wait_for_jobs``) at a look made now, until its next
+        look as the engine schedules it from the wait's start."""
+        from engine.runtime.fanin import next_look
+
+        return await self.nack(claim, "suspend", run_at=next_look(started, self.now, event_poll), wait=wait)
+
     async def fail(
         self, claim: Claim, exc: BaseException, policy: RetryPolicy, *, traceback: str | None = None
     ) -> RetryDecision:

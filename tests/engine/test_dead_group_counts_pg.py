@@ -28,7 +28,7 @@ from engine.services.buckets import WIDTH
 from engine.services.maintenance import Maintenance, MaintenanceConfig
 from engine.testing.factory import Factory
 from engine.types import JobRow, JobState
-from tests.engine.upgrades import job_uuid, opened
+from tests.engine.upgrades import database_role, job_uuid, opened
 
 COUNTS = next(m.version for m in migrations() if m.name == "dead_group_counts")
 GROUP_COLUMNS = "name, queue, error_code, stop_reason, tenant"
@@ -193,24 +193,18 @@ async def test_a_role_granted_the_settled_rows_by_hand_reads_the_counts_after_th
 ) -> None:
     dsn = empty_db()
     migrate(dsn, target=COUNTS - 1)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        row = conn.execute("select current_database()").fetchone()
-        assert row is not None
-        role = f"oncall_{row[0]}"
-        conn.execute(f'create role "{role}" login')
-        conn.execute(f'grant usage on schema jobs to "{role}"')
-        conn.execute(f'grant select on all tables in schema jobs to "{role}"')  # the tables there now
-    try:
+    with database_role(
+        dsn,
+        "oncall",
+        "grant usage on schema jobs to {role}",
+        "grant select on all tables in schema jobs to {role}",  # the tables there now
+    ) as oncall:
         migrate(dsn)
         async with opened(dsn) as pg:
             await dead(Factory(pg, IdFactory(clock, seed=6), clock), "charge", "X_DECLINED")
-        async with opened(psycopg.conninfo.make_conninfo(dsn, user=role)) as reader:
+        async with opened(oncall) as reader:
             view = await Introspector(reader, clock=clock).dead_letters()
             assert [(g.name, g.count) for g in view.groups] == [("charge", 1)]
-    finally:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(f'drop owned by "{role}"')
-            conn.execute(f'drop role "{role}"')
 
 
 async def test_a_bulk_batch_rolled_back_by_a_deadlock_on_the_counts_runs_again(

@@ -63,19 +63,34 @@ def job_uuid(i: int) -> str:
     return f"0190c0de-0000-7000-8000-{i:012d}"
 
 
+@contextlib.contextmanager
+def database_role(dsn: str, prefix: str, *grants: str) -> Iterator[str]:
+    """A login named for this test's database (roles are the cluster's), granted ``grants`` (each
+    naming it as {role}); yields its DSN and drops it, with what it owns, afterwards."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("select current_database()").fetchone()
+        assert row is not None
+        role = f"{prefix}_{row[0]}"
+        conn.execute(f'create role "{role}" login')
+        for grant in grants:
+            conn.execute(grant.format(role=f'"{role}"'))
+    try:
+        yield psycopg.conninfo.make_conninfo(dsn, user=role)
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f'drop owned by "{role}"')
+            conn.execute(f'drop role "{role}"')
+
+
 @pytest.fixture
 def writer_dsn(pg_dsn: str) -> Iterator[str]:
     """A login granted jobs_writer-like rights on this test's database (what sql/roles/roles.sql
-    grants), which does not own the schema. Roles are the cluster's: a name of this database's."""
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        row = conn.execute("select current_database()").fetchone()
-        assert row is not None
-        role = f"writer_{row[0]}"
-        conn.execute(f'create role "{role}" login')
-        conn.execute(f'grant usage on schema jobs to "{role}"')
-        conn.execute(f'grant select, insert, update, delete on all tables in schema jobs to "{role}"')
-        conn.execute(f'grant usage on all sequences in schema jobs to "{role}"')
-    yield psycopg.conninfo.make_conninfo(pg_dsn, user=role)
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f'drop owned by "{role}"')
-        conn.execute(f'drop role "{role}"')
+    grants), which does not own the schema."""
+    with database_role(
+        pg_dsn,
+        "writer",
+        "grant usage on schema jobs to {role}",
+        "grant select, insert, update, delete on all tables in schema jobs to {role}",
+        "grant usage on all sequences in schema jobs to {role}",
+    ) as dsn:
+        yield dsn
