@@ -4,6 +4,9 @@ On a throwaway embedded PostgreSQL, a fresh database per run:
 
 - look.n10 / n100 / n1000: one look of a wait (``driver.job_get_many`` over that many enqueued
   job ids, the statement ``ctx.step.wait_for_jobs`` runs at each look), ms, the median of 50.
+- fanout.n10 / n100 / n1000: one fan-out step of that many jobs on a claimed run, ms, the median
+  of 15: ``ctx.step.enqueue`` (the jobs and the step's write in one commit), against its baseline,
+  the same jobs through ``eng.aenqueue_many`` inside ``ctx.step.run`` (two commits), alternating.
 - lag: a parent enqueues ``--children`` jobs in a step and waits for them with
   ``ctx.step.wait_for_jobs``; the children sleep for times spread evenly over ``--span`` seconds
   and one embedded worker runs them all at once (concurrency children + 1). From the database's
@@ -20,16 +23,18 @@ import argparse
 import asyncio
 import statistics
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from engine.api import Engine, Enqueue
 from engine.drivers.postgres import PostgresDriver
 from engine.jobs import job
 from engine.runtime.fanin import POLL_FIRST, POLL_SHARE
+from engine.runtime.signal import RunSignal
+from engine.runtime.steps import StepApi
 from engine.types import JobState
 
 Q = "bench_fanin"
-ENGINES: list[Engine] = []
 
 
 @job(name="bench_fanin.child", queue=Q, idempotency_key=lambda inp: f"{inp['run']}:{inp['n']}")
@@ -40,14 +45,9 @@ async def child(ctx: Any, inp: dict[str, Any]) -> dict[str, int]:
 
 @job(name="bench_fanin.parent", queue=Q, idempotency_key=lambda inp: str(inp["run"]))
 async def parent(ctx: Any, inp: dict[str, Any]) -> dict[str, int]:
-    eng = ENGINES[-1]
-
-    async def fan_out() -> list[str]:
-        n, span = inp["children"], inp["span"]
-        specs = [{"run": inp["run"], "n": i, "s": span * (i + 1) / n} for i in range(n)]
-        return [r.id for r in await eng.aenqueue_many([Enqueue(child, s) for s in specs])]
-
-    ids = await ctx.step.run("fan-out", fan_out)
+    n, span = inp["children"], inp["span"]
+    specs = [{"run": inp["run"], "n": i, "s": span * (i + 1) / n} for i in range(n)]
+    ids = await ctx.step.enqueue("fan-out", [Enqueue(child, s) for s in specs])
     done = await ctx.step.wait_for_jobs("fan-in", ids)
     return {"completed": sum(d["state"] == "completed" for d in done)}
 
@@ -70,9 +70,54 @@ async def look_ms(dsn: str, n: int, samples: int = 50) -> float:
         await eng.aclose()
 
 
+async def fanout_ms(dsn: str, n: int, samples: int = 15) -> dict[str, float]:
+    """One fan-out step of ``n`` jobs, ms (median of ``samples``): ``enqueue`` in one commit with
+    its step, ``run`` through aenqueue_many inside ctx.step.run, alternating on one claimed run."""
+    eng = Engine(PostgresDriver(dsn))
+    try:
+        await eng.aenqueue(parent, {"run": f"fanout{n}", "children": 1, "span": 1})
+        (cj,) = (
+            await eng.driver.worker_claim(queues=[Q], limit=1, worker="bench", now=eng.clock.now(), lease_seconds=600)
+        ).jobs
+        api = StepApi(
+            driver=eng.driver,
+            claim=cj.claim,
+            row=cj.row,
+            clock=eng.clock,
+            signal=RunSignal(),
+            step_timeout=None,
+            event_poll=30.0,
+            engine=lambda: eng,
+        )
+
+        def specs(tag: str) -> list[Enqueue]:
+            return [Enqueue(child, {"run": tag, "n": i, "s": 0}) for i in range(n)]
+
+        def two_commits(tag: str) -> Callable[[], Awaitable[list[str]]]:
+            async def fan_out() -> list[str]:  # async: the step runs it on the loop, not in a thread
+                return [r.id for r in await eng.aenqueue_many(specs(tag))]
+
+            return fan_out
+
+        times: dict[str, list[float]] = {"enqueue": [], "run": []}
+        for i in range(samples + 1):  # the first of each warms its statements
+            for how in ("enqueue", "run"):
+                tag = f"{how}{n}.{i}"
+                t0 = time.perf_counter()
+                if how == "enqueue":
+                    ids = await api.enqueue(tag, specs(tag))
+                else:
+                    ids = await api.run(tag, two_commits(tag))
+                if i:
+                    times[how].append(time.perf_counter() - t0)
+                assert len(ids) == n
+        return {how: round(statistics.median(ts) * 1000, 3) for how, ts in times.items()}
+    finally:
+        await eng.aclose()
+
+
 async def lag(dsn: str, children: int, span: float, run: int) -> dict[str, float]:
     eng = Engine(PostgresDriver(dsn))
-    ENGINES.append(eng)
     try:
         top = (await eng.aenqueue(parent, {"run": run, "children": children, "span": span})).id
         async with eng.worker([parent, child], queues=[Q], concurrency=children + 1, maintenance=False, relay=False):
@@ -111,12 +156,18 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         looks = {n: asyncio.run(look_ms(fresh(f"fanin_look{n}"), n)) for n in (10, 100, 1000)}
+        fanouts = {n: asyncio.run(fanout_ms(fresh(f"fanin_out{n}"), n)) for n in (10, 100, 1000)}
         runs = [asyncio.run(lag(fresh(f"fanin_lag{i}"), args.children, args.span, i)) for i in range(args.runs)]
     finally:
         pg.close()
     print(f"python -m bench.fanin --runs {args.runs} --children {args.children} --span {args.span:g}")
     for n, ms in looks.items():
         print(f"look.n{n:<5} {ms:8.3f} ms   (one job_get_many over {n} ids, median of 50)")
+    for n, f in fanouts.items():
+        print(
+            f"fanout.n{n:<5}{f['enqueue']:8.3f} ms   (ctx.step.enqueue, one commit; ctx.step.run of aenqueue_many, "
+            f"two commits: {f['run']:.3f} ms, ratio {f['enqueue'] / f['run']:.2f}x)"
+        )
 
     def med(key: str) -> float:
         return statistics.median(r[key] for r in runs)

@@ -8,23 +8,20 @@ import asyncio
 import atexit
 import itertools
 import logging
-import math
 from collections.abc import Coroutine, Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from engine.clock import Clock, SystemClock, later, utc
-from engine.codec import check_json_text
+from engine.clock import Clock, SystemClock
 from engine.drivers.base import Driver
-from engine.errors import X_DSN_INVALID, X_INVALID_ARGUMENT, X_NOT_A_JOB, JobsError
+from engine.errors import X_DSN_INVALID, X_INVALID_ARGUMENT, JobsError
 from engine.ids import IdFactory
 from engine.jobs import JobDefinition
+from engine.newjobs import Enqueue, new_jobs, sent
 from engine.opening import ExitCloser, ensure_open, forget
-from engine.options import int32
 from engine.runtime import logs
 from engine.syncbridge import LoopThread
-from engine.text import check_text
-from engine.tracing import Tracing, carried, tracing_for
+from engine.tracing import Tracing, tracing_for
 from engine.types import EnqueueResult, JobRow, NewJob
 
 if TYPE_CHECKING:  # the operator actions and the reads are imported where they are used: a worker
@@ -39,19 +36,6 @@ if TYPE_CHECKING:  # the operator actions and the reads are imported where they 
 # (`python -m bench.ab --base REV --rounds 5` compares chunk sizes at 1,000 rows a batch).
 CHUNK = 250
 T = TypeVar("T")
-
-
-class Enqueue(NamedTuple):
-    """One job of a batch: ``eng.enqueue_many([Enqueue(send_email, {...}), ...])``. A NamedTuple
-    (immutable, keyword-constructible) rather than a frozen dataclass: a batch builds one per job,
-    and a frozen dataclass's __init__ cost four times as much."""
-
-    job: JobDefinition
-    input: Any
-    tenant: str | None = None
-    delay: float | None = None
-    run_at: datetime | None = None
-    priority: int | None = None
 
 
 def open_driver(dsn: str, **options: Any) -> Driver:
@@ -70,29 +54,6 @@ def open_driver(dsn: str, **options: Any) -> Driver:
     from engine.drivers.postgres import PostgresDriver
 
     return PostgresDriver(dsn, **options)
-
-
-def _first_run(delay: Any, run_at: Any, now: datetime) -> datetime | None:
-    """When a job given ``delay`` seconds or ``run_at`` first runs (None: now), each refused with its fix."""
-    if delay is not None and run_at is not None:
-        raise JobsError(
-            X_INVALID_ARGUMENT,
-            cause="both delay and run_at were given",
-            fix="pass one of delay=SECONDS or run_at=DATETIME",
-        )
-    if run_at is not None:
-        if not isinstance(run_at, datetime) or run_at.tzinfo is None:
-            raise JobsError(
-                X_INVALID_ARGUMENT,
-                cause=f"run_at={run_at!r} is not a datetime with a time zone",
-                fix="run_at=datetime.now(UTC) + timedelta(hours=1)",
-            )
-        return utc(run_at)
-    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay < math.inf:
-        raise JobsError(
-            X_INVALID_ARGUMENT, cause=f"delay={delay!r} must be a finite number of seconds >= 0", fix="delay=10"
-        )
-    return later(now, delay, what=f"delay={delay!r} seconds", fix="delay=86400") if delay else None
 
 
 class Engine:
@@ -127,45 +88,7 @@ class Engine:
 
     def _new_jobs(self, specs: Sequence[Enqueue], now: datetime, trace: dict[str, str] | None = None) -> list[NewJob]:
         """Check and build a batch's rows: the first bad one raises, before anything is written."""
-        return carried([self._new_job(s, now, jid) for s, jid in zip(specs, self.ids.many(len(specs), now))], trace)
-
-    @staticmethod
-    def _new_job(spec: Enqueue, now: datetime, job_id: str) -> NewJob:
-        if not isinstance(spec, Enqueue):
-            raise JobsError(
-                X_INVALID_ARGUMENT,
-                cause=f"a batch holds {spec!r}, not an Enqueue",
-                fix="eng.enqueue_many([Enqueue(send_email, {'to': 'a@b.c'}), ...])",
-            )
-        h, value, tenant, delay, run_at, priority = spec
-        if not isinstance(h, JobDefinition):
-            raise JobsError(
-                X_NOT_A_JOB, cause=f"{h!r} is not a job handle", fix="pass the function decorated with @job(...)"
-            )
-        if delay is not None or run_at is not None:
-            run_at = _first_run(delay, run_at, now)
-        if priority is not None and not int32(priority):
-            raise JobsError(
-                X_INVALID_ARGUMENT, cause=f"priority={priority!r} must be a whole number (32-bit)", fix="priority=10"
-            )
-        if tenant is not None and (not isinstance(tenant, str) or not tenant):
-            raise JobsError(
-                X_INVALID_ARGUMENT, cause=f"tenant={tenant!r} must be a non-empty string or None", fix="tenant='acme'"
-            )
-        check_text(tenant, what="tenant", fix="tenant='acme'")
-        inp, text = check_json_text(value, job=h.name)
-        return NewJob(
-            job_id,
-            h.name,
-            h.queue,
-            h.key_for(inp),
-            inp,
-            h.retry.attempts,
-            tenant,
-            run_at,
-            h.priority if priority is None else priority,
-            text,
-        )
+        return new_jobs(specs, self.ids, now, trace)
 
     async def _ensure_open(self) -> None:
         await ensure_open(self.driver)
@@ -189,10 +112,7 @@ class Engine:
             specs = list(specs)
         first = self._new_jobs(specs[:CHUNK], now)  # bad input answers before the database
         await self._ensure_open()
-        if self.tracing is None:
-            return await self._write(first, specs, now, None)
-        with self.tracing.send(first, len(specs)) as carrier:
-            return await self._write(carried(first, carrier), specs, now, carrier)
+        return await sent(self.tracing, first, len(specs), lambda rows, trace: self._write(rows, specs, now, trace))
 
     def _write(
         self, first: list[NewJob], specs: Sequence[Enqueue], now: datetime, trace: dict[str, str] | None

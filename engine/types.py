@@ -200,7 +200,7 @@ class Renewal:
 
 # --- durable steps and events ------------------------------------------------------------------
 
-StepKind = Literal["run", "sleep", "event", "jobs"]
+StepKind = Literal["run", "sleep", "event", "jobs", "enqueue"]
 # completed | failed (a run step that raised) | waiting (a sleep or an event wait not yet over)
 # | timed-out (an event wait whose timeout passed with no matching event: it replays as None)
 StepStatus = Literal["completed", "failed", "waiting", "timed-out"]

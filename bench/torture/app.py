@@ -17,7 +17,7 @@ import os
 import uuid
 from typing import Any
 
-from engine import JobError, RetryPolicy, register_error_retry
+from engine import Enqueue, JobError, RetryPolicy, register_error_retry
 from engine.jobs import job
 from engine.tasks import task
 
@@ -119,18 +119,12 @@ def child_keys(parent: str) -> list[str]:
 
 @job(name="torture.fanin", queue=QUEUE, idempotency_key=key, retry=SURVIVES, event_poll=1.0)
 async def fanin(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
-    """Enqueues three plain jobs in a step and waits for them (ctx.step.wait_for_jobs): a kill
-    between the enqueue and the step's write runs the step again (its enqueues dedupe to the
-    children still live), and every look after the wait began is a run of its own."""
+    """Enqueues three plain jobs in a step (ctx.step.enqueue: the jobs and the step's write are one
+    commit, so no fault enqueues a child twice) and waits for them (ctx.step.wait_for_jobs): every
+    look after the wait began is a run of its own."""
     token = await Ledger.record(ctx)
-
-    async def fan_out() -> dict[str, Any]:
-        step_token = await Ledger.record(ctx, "fan-out")
-        ids = [(await ctx.engine.aenqueue(plain, {"k": k})).id for k in child_keys(inp["k"])]  # `jobs worker`'s
-        return {"token": step_token, "ids": ids}
-
-    out = await ctx.step.run("fan-out", fan_out)
-    done = await ctx.step.wait_for_jobs("fan-in", out["ids"])
+    ids = await ctx.step.enqueue("fan-out", [Enqueue(plain, {"k": k}) for k in child_keys(inp["k"])])
+    done = await ctx.step.wait_for_jobs("fan-in", ids)
     return {"run": ctx.job.run, "token": token, "children": [d["state"] for d in done]}
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from engine import JobsError, RateLimit, RetryPolicy, job, register_error_codes, register_error_retry, task
+from engine import Enqueue, JobsError, RateLimit, RetryPolicy, job, register_error_codes, register_error_retry, task
 
 # The demo app's own error codes, declared and classified the way an app does it.
 DEMO_CODES = {
@@ -267,11 +267,8 @@ async def render_statement(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
     event_poll=10.0,  # how far apart the fan-in looks at its statements, at most
 )
 async def close_month(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
-    async def fan_out() -> list[str]:
-        specs = [{"month": inp["month"], "account": a} for a in inp["accounts"]]
-        return [(await ctx.engine.aenqueue(render_statement, spec, tenant=ctx.tenant)).id for spec in specs]
-
-    ids = await ctx.step.run("fan-out", fan_out)  # stored: the replay after each look enqueues nothing
+    specs = [Enqueue(render_statement, {"month": inp["month"], "account": a}, ctx.tenant) for a in inp["accounts"]]
+    ids = await ctx.step.enqueue("fan-out", specs)  # one commit with its ids: each replay enqueues nothing
     statements = await ctx.step.wait_for_jobs("statements", ids, timeout=3600)
     rendered = sum(s["state"] == "completed" for s in statements or [])
     return {"month": inp["month"], "statements": rendered, "of": len(ids)}

@@ -286,7 +286,7 @@ class _World:
         claim = await self.f.claim(close, APP2)
         specs = [self.spec(app.render_statement, {"month": "2026-11", "account": a}, "initech") for a in accounts]
         kids = await self.f.enqueue(*specs)
-        await self.f.step(claim, "fan-out", 1, took=0.1, result=kids)
+        await self.f.step(claim, "fan-out", 1, kind="enqueue", took=0.1, result=kids)
         started = self.f.now
         wait = {
             "kind": "jobs",

@@ -79,8 +79,9 @@ def timeline_text(steps: Sequence[StepLike], now: datetime, spans: Sequence[Span
         last = max((s.finished_at or now) for s in steps)
         spans = [(first, last)]
     width = min(28, max(len(s.name) for s in steps) + 2)
+    kinds = max(6, max(len(s.kind) for s in steps) + 1)  # "enqueue" takes one more than the rest
     out = Text()
-    out.append(f"  {'step'.ljust(width)}{'kind':<6}{'status':<10}{'run':<5}{'started':<9}", style="underline")
+    out.append(f"  {'step'.ljust(width)}{'kind'.ljust(kinds)}{'status':<10}{'run':<5}{'started':<9}", style="underline")
     out.append(f"{'on the run:' + ' ' * (BAR - 11)} {'took':<8}", style="underline")
     for s in steps:
         out.append("\n")
@@ -90,7 +91,7 @@ def timeline_text(steps: Sequence[StepLike], now: datetime, spans: Sequence[Span
         i = run_of(spans, s.started_at)
         out.append(f"{mark} ", style=style)
         out.append(clean(s.name, limit=width - 1).ljust(width))
-        out.append(f"{s.kind:<6}", style="dim")
+        out.append(s.kind.ljust(kinds), style="dim")
         out.append(f"{s.status:<10}", style=style)
         out.append(f"#{i + 1:<4}", style="dim")
         out.append(stamp(s.started_at, now).ljust(9), style="dim")

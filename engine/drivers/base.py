@@ -247,6 +247,14 @@ class StepsArea(Protocol):
         when the claimant no longer holds the row: a stale run never writes (I10, I15)."""
         ...
 
+    async def step_enqueue(
+        self, *, claim: Claim, step: StoredStep, jobs: Sequence[NewJob], now: datetime
+    ) -> list[EnqueueResult] | None:
+        """Enqueue ``jobs`` (deduped as job_enqueue, I2) and save ``step`` with the answered ids
+        as its result, in one commit fenced on the claim: None, and nothing written, when the
+        claimant no longer holds the row. A fan-out that is written is written whole, once."""
+        ...
+
     async def step_list(self, *, job_id: str) -> list[StepRecord]:
         """A job's step trace in seq order (no results, their sizes only)."""
         ...

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from engine.errors import X_INVALID_ARGUMENT, JobsError
+from engine.runtime.fanout import no_engine
 from engine.runtime.signal import RunSignal
 from engine.runtime.steps import StepApi
 from engine.types import JobRow
@@ -37,11 +37,7 @@ class JobContext:
         """The engine the worker runs for (``eng.worker(...)``'s, or the one `jobs worker` opens):
         what a handler enqueues through (``await ctx.engine.aenqueue(...)``), on the worker's pools."""
         if self._engine is None:
-            raise JobsError(
-                X_INVALID_ARGUMENT,
-                cause="this worker was built on a bare driver, so its runs have no engine to hand to ctx.engine",
-                fix="start it with eng.worker([...]) or `jobs worker MODULE`, or enqueue through your own engine",
-            )
+            raise no_engine("ctx.engine")
         return self._engine()
 
     @property

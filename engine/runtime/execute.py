@@ -69,6 +69,7 @@ def step_api_for(
     signal: RunSignal,
     loop: asyncio.AbstractEventLoop | None = None,
     tracing: Tracing | None = None,
+    engine: Callable[[], Any] | None = None,
 ) -> StepApi:
     """The step runner of one run, with the job's declared ceilings (I11: forwarded only here)."""
     return StepApi(
@@ -81,6 +82,7 @@ def step_api_for(
         event_poll=d.event_poll,
         loop=loop,
         tracing=tracing,
+        engine=engine,
     )
 
 
@@ -192,13 +194,12 @@ class Runner:
 
     async def _execute(self, cj: ClaimedJob, d: JobDefinition, lease: Lease) -> Execution | None:
         row = cj.row
-        signal = RunSignal()
-        loop = asyncio.get_running_loop()
+        signal, loop, engine = RunSignal(), asyncio.get_running_loop(), self._ctx_engine
         ctx = JobContext(
             row,
             signal,
-            lambda: step_api_for(d, self.driver, cj, lease.claim, self.clock, signal, loop, self.tracing),
-            self._ctx_engine,
+            lambda: step_api_for(d, self.driver, cj, lease.claim, self.clock, signal, loop, self.tracing, engine),
+            engine,
         )
         running = True
 

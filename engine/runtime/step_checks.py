@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from engine.codec import check_json
@@ -59,3 +60,25 @@ def check_event(name: Any, payload: Any, tenant: Any) -> tuple[str, dict[str, An
         )
     check_text(tenant, what="tenant", fix="tenant='acme'")
     return name, check_json(payload, what="event payload"), tenant
+
+
+def check_wait_timeout(name: str, timeout: Any, fix: str) -> None:
+    """A wait's timeout: None (no timeout) or a positive, finite number of seconds."""
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf
+    ):
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"step {name!r}: timeout={timeout!r} must be a positive number of seconds",
+            fix=fix,
+        )
+
+
+def check_sleep(name: str, seconds: Any) -> None:
+    """A sleep's length: a finite number of seconds >= 0."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds < 0:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"step {name!r}: sleep of {seconds!r} seconds must be a finite number >= 0",
+            fix=f"await ctx.step.sleep({name!r}, 30)",
+        )

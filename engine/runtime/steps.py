@@ -1,4 +1,4 @@
-"""Durable steps and suspension: ``ctx.step.run / sleep / sleep_until / wait_for_event / wait_for_jobs``.
+"""Durable steps and suspension: ``ctx.step.run / enqueue / sleep / sleep_until / wait_for_event / wait_for_jobs``.
 
 A step's result is persisted BEFORE the step returns (I9), so a replay (a retry, or a resume after
 a sleep or an event) runs the handler from the top and every completed step answers its stored
@@ -10,9 +10,9 @@ and the driver fences it on the claim too, so a stale run can never write (I10).
 from __future__ import annotations
 
 import asyncio
-import math
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from contextlib import nullcontext
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -27,14 +27,21 @@ from engine.errors import (
     JobsError,
 )
 from engine.retry import error_text, register_error_retry
-from engine.runtime import fanin
+from engine.runtime import fanin, fanout
 from engine.runtime.signal import RunSignal
-from engine.runtime.step_checks import check_event_name, check_match, check_step_name
+from engine.runtime.step_checks import (
+    check_event_name,
+    check_match,
+    check_sleep,
+    check_step_name,
+    check_wait_timeout,
+)
 from engine.runtime.step_signal import StepSignal, invoke_step
 from engine.runtime.suspend import StepSuspension
 from engine.types import FINAL_STATES, Claim, JobRow, StepKind, StepStatus, StoredStep
 
 if TYPE_CHECKING:
+    from engine.newjobs import Enqueue
     from engine.tracing import Tracing
 
 T = TypeVar("T")
@@ -56,8 +63,10 @@ class StepApi:
         event_poll: float,
         loop: asyncio.AbstractEventLoop | None = None,
         tracing: Tracing | None = None,
+        engine: Callable[[], Any] | None = None,
     ) -> None:
         self.driver, self.claim, self.row, self.clock = driver, claim, row, clock
+        self._engine = engine  # ctx.engine's maker: what a step's enqueue builds its jobs with
         self.tracing = tracing  # a run step that runs is a span of its own (engine/tracing.py)
         self.signal, self.step_timeout, self.event_poll = signal, step_timeout, event_poll
         self._stored: dict[str, StoredStep] | None = None
@@ -168,14 +177,17 @@ class StepApi:
     async def _write(self, step: StoredStep) -> None:
         self.signal.raise_if_aborted(f"write of step {step.name!r}")
         if not await self.driver.step_save(claim=self.claim, step=step):
-            raise JobsError(
-                X_ABORTED,
-                cause=f"step {step.name!r} of job {self.claim.job_id} was not written: run {self.claim.run} of "
-                f"{self.claim.worker} no longer holds the job (cancelled, timed out or re-delivered)",
-                fix="if ctx.signal.aborted: return",
-            )
+            raise self._lost(step.name)
         assert self._stored is not None
         self._stored[step.name] = step
+
+    def _lost(self, name: str) -> JobsError:
+        return JobsError(
+            X_ABORTED,
+            cause=f"step {name!r} of job {self.claim.job_id} was not written: run {self.claim.run} of "
+            f"{self.claim.worker} no longer holds the job (cancelled, timed out or re-delivered)",
+            fix="if ctx.signal.aborted: return",
+        )
 
     # --- run -------------------------------------------------------------------------------
 
@@ -239,6 +251,39 @@ class StepApi:
             fix=f"@job(name={self.row.name!r}, step_timeout={2 * (self.step_timeout or 1):g})",
         )
 
+    # --- enqueue ---------------------------------------------------------------------------
+
+    def enqueue(self, name: str, jobs: Iterable[Enqueue]) -> Any:
+        """Enqueue ``jobs`` once per job, answering their ids in the order given: the jobs and
+        this step (their ids) are one commit, so a replay answers the ids and enqueues nothing
+        (engine/runtime/fanout.py)."""
+        return self._dispatch(self._enqueue(name, jobs))
+
+    async def _enqueue(self, name: str, jobs: Any) -> Any:
+        specs = fanout.check_specs(name, jobs)
+        s, seq = await self._begin(name, "enqueue")
+        if s is not None:  # an enqueue step is stored once, completed
+            return s.result
+        if self._engine is None:
+            raise fanout.no_engine(f"ctx.step.enqueue({name!r})")
+        from engine.newjobs import new_jobs, sent  # a worker whose runs never enqueue never loads it
+
+        self.signal.raise_if_aborted(f"start of step {name!r}")
+        eng, now = self._engine(), self.clock.now()
+        step = self._step(name, seq, "enqueue", "completed", now)
+        out = await sent(
+            eng.tracing,
+            new_jobs(specs, eng.ids, now, None),
+            len(specs),
+            lambda rows, _: self.driver.step_enqueue(claim=self.claim, step=step, jobs=rows, now=now),
+        )
+        if out is None:
+            raise self._lost(name)
+        ids = [r.id for r in out]
+        assert self._stored is not None
+        self._stored[name] = replace(step, result=ids)
+        return ids
+
     # --- sleep -----------------------------------------------------------------------------
 
     def sleep(self, name: str, seconds: float) -> Any:
@@ -246,17 +291,7 @@ class StepApi:
         return self._dispatch(self._sleep(name, seconds))
 
     async def _sleep(self, name: str, seconds: float) -> None:
-        if (
-            isinstance(seconds, bool)
-            or not isinstance(seconds, (int, float))
-            or not math.isfinite(seconds)
-            or seconds < 0
-        ):
-            raise JobsError(
-                X_INVALID_ARGUMENT,
-                cause=f"step {name!r}: sleep of {seconds!r} seconds must be a finite number >= 0",
-                fix=f"await ctx.step.sleep({name!r}, 30)",
-            )
+        check_sleep(name, seconds)
         s, seq = await self._begin(name, "sleep")
         if s is not None:
             return await self._sleep_resume(s)
@@ -334,7 +369,7 @@ class StepApi:
         check_event_name(event)
         pattern = check_match(match)
         fix = f"await ctx.step.wait_for_event({name!r}, event={event!r}, timeout=86400)"
-        _check_wait_timeout(name, timeout, fix)
+        check_wait_timeout(name, timeout, fix)
         s, seq = await self._begin(name, "event")
         if s is not None and s.status == "completed":
             return s.result
@@ -376,7 +411,7 @@ class StepApi:
     async def _wait_for_jobs(self, name: str, ids: Any, *, timeout: float | None) -> Any:
         job_ids = fanin.check_job_ids(name, ids, self.claim.job_id)
         fix = f"await ctx.step.wait_for_jobs({name!r}, ids, timeout=3600)"
-        _check_wait_timeout(name, timeout, fix)
+        check_wait_timeout(name, timeout, fix)
         s, seq = await self._begin(name, "jobs")
         if s is not None and s.status == "completed":
             return s.result
@@ -401,19 +436,13 @@ class StepApi:
         raise StepSuspension(run_at=look if timeout_at is None else min(look, timeout_at), wait=wait)
 
 
-def _check_wait_timeout(name: str, timeout: Any, fix: str) -> None:
-    """A wait's timeout: None (no timeout) or a positive, finite number of seconds."""
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf
-    ):
-        raise JobsError(
-            X_INVALID_ARGUMENT,
-            cause=f"step {name!r}: timeout={timeout!r} must be a positive number of seconds",
-            fix=fix,
-        )
-
-
-_CALL: dict[str, str] = {"run": "run", "sleep": "sleep", "event": "wait_for_event", "jobs": "wait_for_jobs"}
+_CALL: dict[str, str] = {
+    "run": "run",
+    "sleep": "sleep",
+    "event": "wait_for_event",
+    "jobs": "wait_for_jobs",
+    "enqueue": "enqueue",
+}
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:

@@ -29,6 +29,7 @@ from engine.clock import Clock, FakeClock
 from engine.drivers.base import Driver
 from engine.drivers.outbox_lease import claim_lease_ms
 from engine.ids import IdFactory
+from engine.newjobs import new_job
 from engine.outbox_types import OutboxRow
 from engine.retry import RetryDecision, RetryPolicy, failure_nack
 from engine.services.relay import Relay, RelayConfig
@@ -82,7 +83,7 @@ class Factory:
     async def enqueue(self, *specs: Enqueue) -> list[str]:
         """Enqueue declared jobs, built and checked as ``Engine.enqueue`` builds them."""
         now = self.now
-        return await self.insert(*(Engine._new_job(s, now, self.ids.new()) for s in specs))
+        return await self.insert(*(new_job(s, now, self.ids.new()) for s in specs))
 
     async def claim(self, job_id: str, worker: str = WORKER) -> Claim:
         """Claim exactly this job: everything else due in its queue is claimed and handed back, so

@@ -191,7 +191,7 @@ def test_the_demos_month_close_fans_out_its_statements_and_goes_on_once_they_hav
         assert {j.state for j in statements.items} == {JobState.COMPLETED} and len(statements.items) == 4
         steps = asyncio.run(demo.source.job(closed[0])).steps
         assert [(s.name, s.kind, s.status) for s in steps] == [
-            ("fan-out", "run", "completed"),
+            ("fan-out", "enqueue", "completed"),
             ("statements", "jobs", "completed"),
         ]
     finally:

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from engine.api import Engine
 from engine.clock import FakeClock
 from engine.drivers.base import Driver
 from engine.ids import IdFactory
@@ -68,6 +69,7 @@ async def claim_api(
     step_timeout: float | None = None,
     event_poll: float = 30.0,
     signal: RunSignal | None = None,
+    engine: Engine | None = None,
 ) -> tuple[StepApi, JobRow] | None:
     got = (await driver.worker_claim(queues=[QUEUE], limit=1, worker=worker, now=clock.now(), lease_seconds=60)).jobs
     if not got:
@@ -81,6 +83,7 @@ async def claim_api(
         signal=signal or RunSignal(),
         step_timeout=step_timeout,
         event_poll=event_poll,
+        engine=None if engine is None else lambda: engine,
     )
     return api, row
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bench.fanin import lag, look_ms
+from bench.fanin import fanout_ms, lag, look_ms
 from engine.runtime.fanin import POLL_FIRST, POLL_SHARE
 
 
@@ -15,3 +15,8 @@ def test_bench_fanin_times_the_parent_after_its_last_child_and_counts_its_looks(
     assert got["lag"] >= 0 and got["looks"] >= 1  # it suspended at least once: the first look found them live
     assert got["bound"] == max(POLL_FIRST, POLL_SHARE * got["span"])
     assert asyncio.run(look_ms(pg_dsn, 3, samples=3)) > 0
+
+
+def test_bench_fanin_times_a_fan_out_step_both_ways_and_each_enqueues_its_jobs(pg_dsn: str) -> None:
+    got = asyncio.run(fanout_ms(pg_dsn, 5, samples=2))  # asserts each step answered its 5 ids
+    assert set(got) == {"enqueue", "run"} and all(ms > 0 for ms in got.values())

@@ -145,7 +145,18 @@ async def test_i11_ceilings_are_forwarded_from_the_declaration_in_one_place(
         assert (await next_of(seen)).outcome == "completed"
     (kw,) = built
     assert (kw["step_timeout"], kw["event_poll"]) == (7.0, 3.0)
-    assert set(kw) == {"driver", "claim", "row", "clock", "signal", "step_timeout", "event_poll", "loop", "tracing"}
+    assert set(kw) == {
+        "driver",
+        "claim",
+        "row",
+        "clock",
+        "signal",
+        "step_timeout",
+        "event_poll",
+        "loop",
+        "tracing",
+        "engine",
+    }
     assert kw["loop"] is asyncio.get_running_loop()  # a sync handler's thread hands its steps to it
 
 

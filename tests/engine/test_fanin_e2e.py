@@ -41,10 +41,7 @@ async def thumb(ctx, inp):  # type: ignore[no-untyped-def]
 
 @job(name="f.album", queue=Q, idempotency_key=lambda inp: inp["album"])
 async def album(ctx, inp):  # type: ignore[no-untyped-def]
-    async def fan_out() -> list[str]:  # through the worker's own engine
-        return [(await ctx.engine.aenqueue(thumb, {"album": inp["album"], "n": n})).id for n in range(3)]
-
-    ids = await ctx.step.run("fan-out", fan_out)
+    ids = await ctx.step.enqueue("fan-out", [Enqueue(thumb, {"album": inp["album"], "n": n}) for n in range(3)])
     outs = await ctx.step.wait_for_jobs("thumbs", ids, timeout=600)
     return {
         "px": [o["result"]["px"] for o in outs if o["state"] == "completed"],

@@ -66,7 +66,12 @@ async def steps(ctx, inp):  # type: ignore[no-untyped-def]
     return await ctx.step.run("notify", notify)
 
 
-ALL = [greet, sync_greet, fail, steps]
+@job(name="t.fan", queue=Q, idempotency_key=lambda inp: inp["k"])
+async def fan(ctx, inp):  # type: ignore[no-untyped-def]
+    return await ctx.step.enqueue("greets", [Enqueue(greet, {"k": f"{inp['k']}-{n}"}) for n in range(2)])
+
+
+ALL = [greet, sync_greet, fail, steps, fan]
 
 
 @pytest.fixture
@@ -262,3 +267,21 @@ def test_jobs_worker_tracing_flag_is_refused_without_opentelemetry(tmp_path: Pat
     )
     assert out.returncode == 1, out.stdout + out.stderr
     assert "X_INVALID_ARGUMENT" in out.stderr and "pip install 'jobs[otel]'" in out.stderr
+
+
+async def test_a_steps_fan_out_is_a_send_span_of_its_run_and_its_jobs_run_in_that_trace(
+    eng: Engine, spans: tuple[InMemorySpanExporter, TracerProvider]
+) -> None:
+    exporter, _ = spans
+    parent = (await eng.aenqueue(fan, {"k": "f"})).id
+    await arun_due(eng, ALL)
+    (run,) = _named(exporter, "process t.fan")
+    sends = _named(exporter, "send t.greet")
+    (send,) = [s for s in sends if s.parent is not None and s.parent.span_id == run.context.span_id]
+    assert dict(send.attributes or {})["messaging.batch.message_count"] == 2
+    kids = (await eng.aget(parent)).result
+    assert len(kids) == 2
+    runs = {dict(s.attributes or {})["messaging.message.id"]: s for s in _named(exporter, "process t.greet")}
+    for kid in kids:
+        assert runs[kid].context.trace_id == run.context.trace_id
+        assert runs[kid].parent is not None and runs[kid].parent.span_id == send.context.span_id

@@ -1,6 +1,6 @@
 """The torture run's invariants (tests/torture/conftest.py runs it once): nothing committed is
 lost, nothing rolled back runs, nothing completes twice, a step's stored result is its one
-execution, a fan-in goes on only once its children have settled, each cron occurrence is enqueued
+execution, a fan-in goes on only once its children have settled and enqueued none twice, each cron occurrence is enqueued
 once, the console's counts are true, a stalled worker
 acks nothing it lost, and every worker recovers from every fault on its own."""
 
@@ -31,8 +31,8 @@ def test_i9_every_stored_step_ran_once_per_successful_write(torture: TortureRepo
     check(torture, "every stored step ran once per successful write")
 
 
-def test_every_fan_in_went_on_once_its_children_had_settled(torture: TortureReport) -> None:
-    check(torture, "every fan-in went on once its children had settled")
+def test_every_fan_in_went_on_once_its_children_each_enqueued_once_had_settled(torture: TortureReport) -> None:
+    check(torture, "every fan-in went on once its children, each enqueued once, had settled")
 
 
 def test_i21_each_cron_occurrence_was_enqueued_once(torture: TortureReport) -> None:

@@ -7,49 +7,14 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from engine.codec import check_json
-from engine.drivers.dedupe import dedupe_key
-from engine.drivers.memory.state import LIVE, MemoryBase, MemoryState
+from engine.drivers.memory.inserts import insert_jobs
+from engine.drivers.memory.state import LIVE, MemoryBase
 from engine.drivers.memory.steps import event_sent_for
 from engine.records import AttemptRecord, CancelResult, HistoryEntry
 from engine.types import Ack, Claim, EnqueueResult, JobRow, JobState, Nack, NewJob, Renewal
 
 _NACK_STATE = {"dead": JobState.DEAD, "park": JobState.PARKED, "suspend": JobState.SUSPENDED}
 _ATTEMPT_OUTCOME = {"retry": "retried", "dead": "dead", "park": "parked", "suspend": "suspended", "release": "released"}
-
-
-def insert_jobs(state: MemoryState, jobs: Sequence[NewJob], now: datetime) -> tuple[list[EnqueueResult], set[str]]:
-    """job_enqueue's insert (the dedupe over live keys, I2), for every area that enqueues; the
-    caller wakes the queues answered (the statement's pg_notify)."""
-    out: list[EnqueueResult] = []
-    fresh: set[str] = set()  # the queues inserted into
-    with state.lock:
-        for new in jobs:
-            live_id = state.live_keys.get(dedupe_key(new.name, new.tenant, new.idempotency_key))
-            if live_id is not None:
-                out.append(EnqueueResult(live_id, True, state.jobs[live_id].state))
-                continue
-            run_at = new.run_at or now
-            row = JobRow(
-                id=new.id,
-                name=new.name,
-                queue=new.queue,
-                tenant=new.tenant,
-                idempotency_key=new.idempotency_key,
-                input=check_json(new.input),
-                state=JobState.DELAYED if run_at > now else JobState.READY,
-                priority=new.priority,
-                attempt=0,
-                max_attempts=new.max_attempts,
-                run=0,
-                run_at=run_at,
-                created_at=new.created_at or now,
-                updated_at=now,
-                trace=None if new.trace is None else dict(new.trace),  # a copy, as the column is
-            )
-            state.put(row)
-            fresh.add(row.queue)
-            out.append(EnqueueResult(row.id, False, row.state))
-    return out, fresh
 
 
 class MemoryJobs(MemoryBase):

@@ -19,7 +19,7 @@ from typing import Any
 from engine.codec import check_json
 from engine.drivers.base_outbox import OutboxTarget
 from engine.drivers.dedupe import dedupe_key
-from engine.drivers.memory.jobs import insert_jobs
+from engine.drivers.memory.inserts import insert_jobs
 from engine.drivers.memory.state import MemoryBase, Wakeups
 from engine.drivers.outbox_lease import claim_lease_ms
 from engine.errors import X_INVALID_ARGUMENT, JobsError

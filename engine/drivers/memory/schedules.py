@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from engine.codec import loads
-from engine.drivers.memory.jobs import insert_jobs
+from engine.drivers.memory.inserts import insert_jobs
 from engine.drivers.memory.state import MemoryBase
 from engine.records import HistoryEntry
 from engine.schedule import Advanced, SchedulePause, SchedulerLeader, ScheduleRow, TaskDecl, Triggered

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from engine.codec import check_json, dumps
+from engine.drivers.memory.inserts import insert_jobs
 from engine.drivers.memory.state import MemoryBase
 from engine.records import EventRecord, HistoryEntry, SentEvent, StepRecord, StepRetry
-from engine.types import Claim, JobState, StoredStep
+from engine.types import Claim, EnqueueResult, JobState, NewJob, StoredStep
 
 _RETRYABLE = (JobState.DEAD, JobState.COMPLETED)
 
@@ -72,6 +74,19 @@ class MemorySteps(MemoryBase):
                 wait=None if step.wait is None else check_json(step.wait, what="step wait"),
             )
             return True
+
+    async def step_enqueue(
+        self, *, claim: Claim, step: StoredStep, jobs: Sequence[NewJob], now: datetime
+    ) -> list[EnqueueResult] | None:
+        with self.state.lock:  # one commit: the jobs and the step, or neither
+            if self.state.held(claim) is None:
+                return None
+            out, fresh = insert_jobs(self.state, jobs, now)
+            self.state.steps_of(claim.job_id)[step.name] = replace(
+                step, job_id=claim.job_id, run=claim.run, result=[r.id for r in out], wait=None
+            )
+        self._wake(fresh)
+        return out
 
     async def step_list(self, *, job_id: str) -> list[StepRecord]:
         with self.state.lock:

@@ -15,7 +15,7 @@ import psycopg
 
 from engine.codec import dumps, orjson_default
 from engine.drivers.dedupe import DedupeKey, dedupe_key
-from engine.drivers.postgres.base import PostgresBase, Row
+from engine.drivers.postgres.base import Conn, PostgresBase, Row
 from engine.drivers.postgres.rows import attempt_record, history_entry, job_row
 from engine.drivers.sqlfiles import Q
 from engine.types import Ack, Claim, EnqueueResult, JobRow, JobState, Nack, NewJob, Renewal
@@ -87,7 +87,7 @@ class PostgresJobs(PostgresBase):
                 "now": now,
             }
             if await self._raw(Q.job_enqueue_one, values) is None:
-                batch.results[0] = await self._live_holder(j, now)
+                batch.results[0] = await _live_holder(self, j, now, None)
             return batch.answers()
         params = {"rows": batch.doc(), "now": now}
         if self._fresh_first():
@@ -96,7 +96,7 @@ class PostgresJobs(PostgresBase):
                 return batch.answers()
             except psycopg.errors.UniqueViolation as exc:
                 self._replayed(exc)
-        return await self._answered(batch, await self._rows(Q.job_enqueue, params), now)
+        return await _answered(self, batch, await self._rows(Q.job_enqueue, params), now, None)
 
     async def job_enqueue_chunks(self, *, chunks: Iterable[Sequence[NewJob]], now: datetime) -> list[EnqueueResult]:
         # One transaction, a statement a chunk, in pipeline mode (_pipelined). Fresh first as
@@ -127,7 +127,7 @@ class PostgresJobs(PostgresBase):
 
         out: list[EnqueueResult] = []
         for batch, rows in zip(sent, await self._pipelined(Q.job_enqueue, sending())):
-            out += await self._answered(batch, rows, now)
+            out += await _answered(self, batch, rows, now, None)
         return out
 
     def _fresh_first(self) -> bool:
@@ -139,27 +139,6 @@ class PostgresJobs(PostgresBase):
         if exc.diag.constraint_name != DEDUPE_INDEX:  # not a replayed key (an id minted twice)
             raise exc
         self._replayed_at = time.monotonic()
-
-    async def _answered(self, batch: _Collapsed, rows: list[Row], now: datetime) -> list[EnqueueResult]:
-        """job_enqueue's answer for ``batch``: only the rows it did not insert, each with the live
-        row holding its key (none: that row committed after the statement's snapshot)."""
-        for r in rows:
-            at = r["ord"] - 1
-            if at < 0:  # the wake-up's row
-                continue
-            if r["id"] is None:
-                batch.results[at] = await self._live_holder(batch.unique[at], now)
-            else:
-                batch.results[at] = EnqueueResult(str(r["id"]), True, _STATES[r["state"]])
-        return batch.answers()
-
-    async def _live_holder(self, new: NewJob, now: datetime) -> EnqueueResult:
-        """A row that was not inserted: the live row holding its key committed after the insert's
-        snapshot, so look it up now; if it went final in between, insert again."""
-        live = await self._row(Q.job_find_live, {"name": new.name, "tenant": new.tenant, "key": new.idempotency_key})
-        if live is None:
-            return (await self.job_enqueue(jobs=[new], now=now))[0]
-        return EnqueueResult(str(live["id"]), True, _STATES[live["state"]])
 
     async def job_ack_many(self, *, acks: Sequence[Ack], now: datetime) -> list[str]:
         by_worker: dict[str, list[Ack]] = {}
@@ -245,6 +224,41 @@ class PostgresJobs(PostgresBase):
 
     async def job_attempts(self, *, job_id: str) -> list[AttemptRecord]:
         return [attempt_record(r) for r in await self._rows(Q.job_attempts, {"id": job_id})]
+
+
+async def enqueue_in(db: PostgresBase, conn: Conn | None, jobs: Sequence[NewJob], now: datetime) -> list[EnqueueResult]:
+    """job_enqueue's answers for ``jobs`` inserted by the ON CONFLICT statement, on ``conn`` inside
+    its caller's transaction (a fresh-first batch's unique violation would abort that transaction),
+    else on a connection of its own."""
+    batch = _Collapsed(jobs, now)
+    return await _answered(db, batch, await db._rows(Q.job_enqueue, batch.params(), conn=conn), now, conn)
+
+
+async def _answered(
+    db: PostgresBase, batch: _Collapsed, rows: list[Row], now: datetime, conn: Conn | None
+) -> list[EnqueueResult]:
+    """job_enqueue's answer for ``batch``: only the rows it did not insert, each with the live
+    row holding its key (none: that row committed after the statement's snapshot)."""
+    for r in rows:
+        at = r["ord"] - 1
+        if at < 0:  # the wake-up's row
+            continue
+        if r["id"] is None:
+            batch.results[at] = await _live_holder(db, batch.unique[at], now, conn)
+        else:
+            batch.results[at] = EnqueueResult(str(r["id"]), True, _STATES[r["state"]])
+    return batch.answers()
+
+
+async def _live_holder(db: PostgresBase, new: NewJob, now: datetime, conn: Conn | None) -> EnqueueResult:
+    """A row that was not inserted: the live row holding its key committed after the insert's
+    snapshot, so look it up now; if it went final in between, insert again."""
+    live = await db._row(
+        Q.job_find_live, {"name": new.name, "tenant": new.tenant, "key": new.idempotency_key}, conn=conn
+    )
+    if live is None:
+        return (await enqueue_in(db, conn, [new], now))[0]
+    return EnqueueResult(str(live["id"]), True, _STATES[live["state"]])
 
 
 class _Collapsed:

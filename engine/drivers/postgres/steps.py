@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -14,8 +15,9 @@ import psycopg
 from engine.codec import dumps, orjson_default
 from engine.drivers.postgres.base import Conn, PostgresBase
 from engine.drivers.postgres.groupwrite import GroupWriter
+from engine.drivers.postgres.jobs import enqueue_in
 from engine.drivers.sqlfiles import Q
-from engine.types import Claim, JobState, StoredStep
+from engine.types import Claim, EnqueueResult, JobState, NewJob, StoredStep
 
 if TYPE_CHECKING:  # engine.records is imported where one is built: a worker never loads it
     from engine.records import EventRecord, SentEvent, StepRecord, StepRetry
@@ -39,6 +41,32 @@ def _stored(d: dict[str, Any]) -> StoredStep:
         wait=d["wait"],
         event_id=None if d["event_id"] is None else str(d["event_id"]),
     )
+
+
+def _row(claim: Claim, step: StoredStep) -> list[Any]:
+    """step_save_many's row for ``step`` of ``claim``'s run."""
+    text = dumps(step.result, what="step result") if step.status in ("completed", "timed-out") else None
+    return [
+        claim.job_id,
+        claim.worker,
+        claim.run,
+        step.name,
+        step.seq,
+        step.kind,
+        step.status,
+        step.attempt,
+        step.started_at,
+        step.finished_at,
+        None if text is None else {"v": orjson.Fragment(text)},
+        step.error,
+        None if text is None else len(text.encode()),
+        step.wait,
+        step.event_id,
+    ]
+
+
+class _Fenced(Exception):
+    """The claim no longer holds the job: the transaction rolls back."""
 
 
 def _record(d: dict[str, Any]) -> StepRecord:
@@ -70,25 +98,23 @@ class PostgresSteps(PostgresBase):
     async def step_save(self, *, claim: Claim, step: StoredStep) -> bool:
         # Group commit (groupwrite.py): the writes of this loop that come in while one is on the
         # wire share the next statement, each fenced on its own claim and answered on its own.
-        text = dumps(step.result, what="step result") if step.status in ("completed", "timed-out") else None
-        row = [
-            claim.job_id,
-            claim.worker,
-            claim.run,
-            step.name,
-            step.seq,
-            step.kind,
-            step.status,
-            step.attempt,
-            step.started_at,
-            step.finished_at,
-            None if text is None else {"v": orjson.Fragment(text)},
-            step.error,
-            None if text is None else len(text.encode()),
-            step.wait,
-            step.event_id,
-        ]
-        return await self._step_writer().write((claim.job_id, step.name), row)
+        return await self._step_writer().write((claim.job_id, step.name), _row(claim, step))
+
+    async def step_enqueue(
+        self, *, claim: Claim, step: StoredStep, jobs: Sequence[NewJob], now: datetime
+    ) -> list[EnqueueResult] | None:
+        # One transaction: the jobs, then the step fenced on the claim (FOR SHARE waits out a
+        # cancel); a step the fence refuses rolls the jobs back with it. Their NOTIFY is sent at commit.
+        try:
+            async with self._connection() as conn, conn.transaction():
+                out = await enqueue_in(self, conn, jobs, now)
+                row = _row(claim, replace(step, result=[r.id for r in out]))
+                doc = orjson.dumps([row], default=orjson_default).decode()
+                if not await self._rows(Q.step_save_many, {"rows": doc}, conn=conn):
+                    raise _Fenced
+        except _Fenced:
+            return None
+        return out
 
     def _step_writer(self) -> GroupWriter:
         loop = asyncio.get_running_loop()

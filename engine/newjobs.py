@@ -1,0 +1,114 @@
+"""A job's row built from an ``Enqueue``: the checks every enqueue makes before anything is
+written (the engine's enqueue and a step's), and the ``send`` span that carries a trace to the rows."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+
+from engine.clock import later, utc
+from engine.codec import check_json_text
+from engine.errors import X_INVALID_ARGUMENT, X_NOT_A_JOB, JobsError
+from engine.ids import IdFactory
+from engine.jobs import JobDefinition
+from engine.options import int32
+from engine.text import check_text
+from engine.tracing import carried
+from engine.types import NewJob
+
+if TYPE_CHECKING:
+    from engine.tracing import Tracing
+
+T = TypeVar("T")
+
+
+class Enqueue(NamedTuple):
+    """One job of a batch: ``eng.enqueue_many([Enqueue(send_email, {...}), ...])``. A NamedTuple
+    (immutable, keyword-constructible) rather than a frozen dataclass: a batch builds one per job,
+    and a frozen dataclass's __init__ cost four times as much."""
+
+    job: JobDefinition
+    input: Any
+    tenant: str | None = None
+    delay: float | None = None
+    run_at: datetime | None = None
+    priority: int | None = None
+
+
+def first_run(delay: Any, run_at: Any, now: datetime) -> datetime | None:
+    """When a job given ``delay`` seconds or ``run_at`` first runs (None: now), each refused with its fix."""
+    if delay is not None and run_at is not None:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause="both delay and run_at were given",
+            fix="pass one of delay=SECONDS or run_at=DATETIME",
+        )
+    if run_at is not None:
+        if not isinstance(run_at, datetime) or run_at.tzinfo is None:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"run_at={run_at!r} is not a datetime with a time zone",
+                fix="run_at=datetime.now(UTC) + timedelta(hours=1)",
+            )
+        return utc(run_at)
+    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay < math.inf:
+        raise JobsError(
+            X_INVALID_ARGUMENT, cause=f"delay={delay!r} must be a finite number of seconds >= 0", fix="delay=10"
+        )
+    return later(now, delay, what=f"delay={delay!r} seconds", fix="delay=86400") if delay else None
+
+
+def new_jobs(specs: Sequence[Enqueue], ids: IdFactory, now: datetime, trace: dict[str, str] | None) -> list[NewJob]:
+    """Check and build a batch's rows: the first bad one raises, before anything is written."""
+    return carried([new_job(s, now, jid) for s, jid in zip(specs, ids.many(len(specs), now))], trace)
+
+
+def new_job(spec: Enqueue, now: datetime, job_id: str) -> NewJob:
+    if not isinstance(spec, Enqueue):
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"a batch holds {spec!r}, not an Enqueue",
+            fix="eng.enqueue_many([Enqueue(send_email, {'to': 'a@b.c'}), ...])",
+        )
+    h, value, tenant, delay, run_at, priority = spec
+    if not isinstance(h, JobDefinition):
+        raise JobsError(
+            X_NOT_A_JOB, cause=f"{h!r} is not a job handle", fix="pass the function decorated with @job(...)"
+        )
+    if delay is not None or run_at is not None:
+        run_at = first_run(delay, run_at, now)
+    if priority is not None and not int32(priority):
+        raise JobsError(
+            X_INVALID_ARGUMENT, cause=f"priority={priority!r} must be a whole number (32-bit)", fix="priority=10"
+        )
+    if tenant is not None and (not isinstance(tenant, str) or not tenant):
+        raise JobsError(
+            X_INVALID_ARGUMENT, cause=f"tenant={tenant!r} must be a non-empty string or None", fix="tenant='acme'"
+        )
+    check_text(tenant, what="tenant", fix="tenant='acme'")
+    inp, text = check_json_text(value, job=h.name)
+    return NewJob(
+        job_id,
+        h.name,
+        h.queue,
+        h.key_for(inp),
+        inp,
+        h.retry.attempts,
+        tenant,
+        run_at,
+        h.priority if priority is None else priority,
+        text,
+    )
+
+
+async def sent(
+    tracing: Tracing | None, first: list[NewJob], count: int, write: Callable[[list[NewJob], Any], Awaitable[T]]
+) -> T:
+    """``write(rows, carrier)`` of a batch whose first rows are ``first`` (``count`` in all): inside
+    a ``send`` span whose context the rows carry when tracing is on (engine/tracing.py)."""
+    if tracing is None:
+        return await write(first, None)
+    with tracing.send(first, count) as carrier:
+        return await write(carried(first, carrier), carrier)
