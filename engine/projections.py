@@ -228,9 +228,17 @@ class JobDetail:
     next_retry: NextRetry | None
     why: WhyReport
     # The jobs a fan-in (ctx.step.wait_for_jobs) waits for, or its last wait waited for once it
-    # went on, as they stand now, in the order it named them; an id that names no job any more is
-    # left out (a waiting fan-in's why counts it gone).
+    # went on, else those its last ctx.step.enqueue enqueued, as they stand now, in the order it
+    # named them; an id that names no job any more is left out (a waiting fan-in's why counts it gone).
     awaited: tuple[JobSummary, ...] = ()
+
+    @property
+    def awaited_as(self) -> str:
+        """What ``awaited`` are to this job: "waits for" (its wait is on them now), "waited for"
+        (a wait for jobs it went on from) or "enqueued" (a fan-out it did not wait for)."""
+        if self.job.state is JobState.SUSPENDED and (self.job.wait or {}).get("kind") == "jobs":
+            return "waits for"
+        return "waited for" if any(s.kind == "jobs" for s in self.steps) else "enqueued"
 
     @property
     def stop_reason(self) -> StopReason | None:

@@ -111,14 +111,14 @@ AWAITED_LINES = 8  # the jobs a fan-in waits for, listed one a line: the unsettl
 
 
 def awaited_text(d: JobDetail, now: datetime) -> Text | None:
-    """The jobs a suspended fan-in waits for: how many in each state, then one line each (short
-    id, name, state, what ended a dead one), those still live first; None for any other job."""
+    """The jobs a fan-in waits for (or waited for, or a fan-out enqueued): how many in each state,
+    then one line each (short id, name, state, what ended a dead one), those still live first;
+    None for any other job."""
     if not d.awaited:
         return None
     by_state = Counter(a.state.value for a in d.awaited)
-    waiting = d.job.state is JobState.SUSPENDED and (d.job.wait or {}).get("kind") == "jobs"
     t = Text()
-    t.append("Waits for " if waiting else "Waited for ", style="bold")
+    t.append(f"{d.awaited_as.capitalize()} ", style="bold")
     t.append(" · ".join(f"{n:,} {state}" for state, n in by_state.most_common()))
     target = waited_target(d)
     if target is not None:

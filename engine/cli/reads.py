@@ -276,8 +276,8 @@ def show(
             f"  step {s.seq} {s.name} [{s.kind}] {s.status} {'' if s.duration is None else f'{s.duration:.3f}s'} "
             f"{s.error or ''}"
         )
-    for a in d.awaited:  # the jobs a suspended fan-in waits for, in the order it named them
-        out.print(f"  waits for {a.id} {a.name} {a.state.value} {a.error_code or ''}".rstrip(), markup=False)
+    for a in d.awaited:  # the jobs it fanned out or waits for, in the order it named them
+        out.print(f"  {d.awaited_as} {a.id} {a.name} {a.state.value} {a.error_code or ''}".rstrip(), markup=False)
     for h in d.history:
         what = f" {h.data['event']}" if h.kind == "event" and h.data.get("event") else ""
         out.print(

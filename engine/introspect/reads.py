@@ -177,7 +177,7 @@ class Introspector(EngineView):
         steps = tuple(await self.driver.step_list(job_id=row.id))
         awaited = await self._awaited(row)
         why = await self._why(row, awaited)
-        if awaited is None and any(s.kind == "jobs" for s in steps):  # a fan-in no longer waiting
+        if awaited is None and any(s.kind in ("jobs", "enqueue") for s in steps):  # not waiting now
             awaited = await self._awaited_last(row.id)
         return JobDetail(
             job=row,
@@ -299,9 +299,11 @@ class Introspector(EngineView):
         return None if ids is None else await self._rows_in_order(ids)
 
     async def _awaited_last(self, job_id: str) -> list[JobRow]:
-        """The rows of the jobs a fan-in's last wait named (its stored steps), as they stand now."""
-        waits = [s.wait for s in await self.driver.step_load(job_id=job_id) if s.kind == "jobs" and s.wait]
-        ids = waits[-1].get("jobs") if waits else None
+        """The rows of the jobs a fan-in's last wait named, else those its last enqueue step
+        enqueued (its stored steps), as they stand now."""
+        steps = await self.driver.step_load(job_id=job_id)
+        waits = [s.wait.get("jobs") for s in steps if s.kind == "jobs" and s.wait]
+        ids = waits[-1] if waits else next((s.result for s in reversed(steps) if s.kind == "enqueue"), None)
         return await self._rows_in_order([str(i) for i in ids]) if isinstance(ids, list) else []
 
     async def _rows_in_order(self, ids: list[str]) -> list[JobRow]:

@@ -1,5 +1,7 @@
 """Job detail's sentence for a job waiting for an event names when its worker next checks for the
-event (the job's run_at, set by its event poll) and when it times out, not the one for the other."""
+event (the job's run_at, set by its event poll) and when it times out, not the one for the other;
+its list of a fan-out's jobs says whether the job waits for them, waited for them, or only
+enqueued them."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from console.demo.world import seeded_source
-from console.screens.job_detail import event_sentence
+from console.screens.job_detail import awaited_text, event_sentence
 from engine.projections import JobFilter
 from engine.types import JobState
 
@@ -43,3 +45,16 @@ async def test_event_wait_whose_next_check_is_its_timeout_says_only_the_timeout(
     assert event_sentence(replace(d, job=late), source.now()).endswith(
         "the next check for it is due now, and it never times out."
     )  # type: ignore[union-attr]
+
+
+async def test_a_fan_outs_detail_says_which_jobs_it_waits_for_waited_for_or_only_enqueued() -> None:
+    source = seeded_source()
+    (close,) = (await source.jobs(JobFilter(name="close_month", state=JobState.SUSPENDED))).items
+    d = await source.job(close.id)
+    now = source.now()
+    assert awaited_text(d, now).plain.startswith("Waits for 2 completed")  # type: ignore[union-attr]
+    went_on = replace(d, job=replace(d.job, state=JobState.COMPLETED, wait=None))
+    assert awaited_text(went_on, now).plain.startswith("Waited for ")  # type: ignore[union-attr]
+    fanned = replace(went_on, steps=tuple(s for s in d.steps if s.kind == "enqueue"))
+    said = awaited_text(fanned, now).plain  # type: ignore[union-attr]
+    assert said.startswith("Enqueued 2 completed") and "w: open the first still live" in said

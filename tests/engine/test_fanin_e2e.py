@@ -153,3 +153,36 @@ async def test_ctx_engine_is_the_workers_engine_and_a_worker_on_a_bare_driver_sa
         await w.wait_stopped()
     got = (await eng.aget(bare)).result
     assert got["code"] == X_INVALID_ARGUMENT and "eng.worker" in got["fix"]
+
+
+@job(name="f.spray", queue=Q, idempotency_key=lambda inp: inp["album"])
+async def spray(ctx, inp):  # type: ignore[no-untyped-def]
+    return await ctx.step.enqueue("fan-out", [Enqueue(thumb, {"album": inp["album"], "n": n}) for n in (0, 2)])
+
+
+async def test_a_jobs_detail_lists_the_jobs_its_fan_out_enqueued_and_then_those_its_wait_waited_for(
+    eng: Engine, clock: FakeClock, driver: Driver, request: pytest.FixtureRequest
+) -> None:
+    sprayed = (await eng.aenqueue(spray, {"album": "sprayed"})).id
+    await arun_due(eng, [spray])
+    view = Introspector(eng)
+    kids = (await eng.aget(sprayed)).result
+    d = await view.job(sprayed)
+    assert d.awaited_as == "enqueued"
+    assert [(a.id, a.state) for a in d.awaited] == [(k, JobState.READY) for k in kids]
+    await arun_due(eng, [thumb])
+    assert [a.state for a in (await view.job(sprayed)).awaited] == [JobState.COMPLETED, JobState.DEAD]
+    if isinstance(driver, PostgresDriver):
+        r = await asyncio.to_thread(cli, "show", sprayed, "--dsn", request.getfixturevalue("pg_dsn"))
+        assert r.exit_code == 0, r.output
+        said = [line.split()[:3] for line in r.stdout.splitlines() if line.strip().startswith("enqueued ")]
+        assert said == [["enqueued", kids[0], "f.thumb"], ["enqueued", kids[1], "f.thumb"]]
+
+    parent = (await eng.aenqueue(album, {"album": "waited"})).id
+    await arun_due(eng, [album])
+    assert (await view.job(parent)).awaited_as == "waits for"
+    await arun_due(eng, [thumb])
+    clock.advance(POLL_FIRST)
+    await arun_due(eng, [album])
+    d = await view.job(parent)
+    assert d.job.state is JobState.COMPLETED and d.awaited_as == "waited for" and len(d.awaited) == 3
