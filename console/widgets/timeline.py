@@ -57,16 +57,16 @@ def run_of(spans: Sequence[Span], at: datetime) -> int:
     return max(0, bisect_right([start for start, _ in spans], at) - 1)
 
 
-def bar(start: datetime, took: float, span: Span) -> str:
-    """``BAR`` cells for the run's time axis: the step's cells filled from where it started."""
+def bar(start: datetime, took: float, span: Span, cells: int = BAR) -> str:
+    """``cells`` cells for the run's time axis: the step's cells filled from where it started."""
     total = (span[1] - span[0]).total_seconds()
     if total <= 0:
-        return "█" * BAR if took > 0 else "▏" + "·" * (BAR - 1)
-    lead = min(BAR - 1, max(0, int(BAR * (start - span[0]).total_seconds() / total)))
-    width = min(BAR - lead, max(1, round(BAR * took / total))) if took > 0 else 0
+        return "█" * cells if took > 0 else "▏" + "·" * (cells - 1)
+    lead = min(cells - 1, max(0, int(cells * (start - span[0]).total_seconds() / total)))
+    width = min(cells - lead, max(1, round(cells * took / total))) if took > 0 else 0
     if width == 0:
-        return "·" * lead + "▏" + "·" * (BAR - lead - 1)
-    return "·" * lead + "█" * width + "·" * (BAR - lead - width)
+        return "·" * lead + "▏" + "·" * (cells - lead - 1)
+    return "·" * lead + "█" * width + "·" * (cells - lead - width)
 
 
 def timeline_text(steps: Sequence[StepLike], now: datetime, spans: Sequence[Span] = ()) -> Text:
@@ -79,10 +79,11 @@ def timeline_text(steps: Sequence[StepLike], now: datetime, spans: Sequence[Span
         last = max((s.finished_at or now) for s in steps)
         spans = [(first, last)]
     width = min(28, max(len(s.name) for s in steps) + 2)
-    kinds = max(6, max(len(s.kind) for s in steps) + 1)  # "enqueue" takes one more than the rest
+    kinds = max(6, max(len(s.kind) for s in steps) + 1)  # "enqueue" takes two more than the rest
+    cells = BAR - (kinds - 6)  # the axis gives them back: a row still fits 80 columns
     out = Text()
     out.append(f"  {'step'.ljust(width)}{'kind'.ljust(kinds)}{'status':<10}{'run':<5}{'started':<9}", style="underline")
-    out.append(f"{'on the run:' + ' ' * (BAR - 11)} {'took':<8}", style="underline")
+    out.append(f"{'on the run:'.ljust(cells)} {'took':<8}", style="underline")
     for s in steps:
         out.append("\n")
         mark, role = STATUS.get(s.status, ("?", ""))
@@ -95,7 +96,7 @@ def timeline_text(steps: Sequence[StepLike], now: datetime, spans: Sequence[Span
         out.append(f"{s.status:<10}", style=style)
         out.append(f"#{i + 1:<4}", style="dim")
         out.append(stamp(s.started_at, now).ljust(9), style="dim")
-        out.append(bar(s.started_at, took, spans[i]) + " ", style=style)
+        out.append(bar(s.started_at, took, spans[i], cells) + " ", style=style)
         out.append(duration(s.duration) if s.duration is not None else f"{duration(took)}…")
         if s.result_size:
             out.append(f"  {s.result_size:,}B", style="dim")

@@ -44,6 +44,17 @@ def test_steps_sit_on_their_runs_time_axis_a_sleep_is_the_gap_it_is() -> None:
     assert said.splitlines()[0].split()[:6] == ["step", "kind", "status", "run", "started", "on"]
 
 
+def test_a_trace_holding_an_enqueue_step_is_no_wider_than_one_without() -> None:
+    plain = [step("fan-out", "run", 0, 1), step("statements", "jobs", 1, 6.5)]
+    fanned = [step("fan-out", "enqueue", 0, 1), step("statements", "jobs", 1, 6.5)]
+    span = [(T0, T0 + timedelta(seconds=8))]
+    before = timeline_text(plain, T0 + timedelta(seconds=9), span).plain.splitlines()
+    after = timeline_text(fanned, T0 + timedelta(seconds=9), span).plain.splitlines()
+    assert [len(line) for line in after] == [len(line) for line in before]
+    assert after[1].split()[2] == "enqueue" and after[2].split()[2] == "jobs"  # each kind in its column
+    assert after[1].index("completed") == after[2].index("completed") == after[0].index("status")
+
+
 def test_two_runs_after_a_retry_from_step_are_numbered_one_and_two() -> None:
     spans = [(T0, T0 + timedelta(seconds=10)), (T0 + timedelta(seconds=100), T0 + timedelta(seconds=105))]
     steps = [step("fetch", "run", 0, 2), step("send", "run", 100, 5)]
