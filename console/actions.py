@@ -192,8 +192,9 @@ ACTIONS: tuple[Action, ...] = NAV + (
     Action("u", "unfold", "Unfold", "show long input and result whole", scope="job_detail"),
     Action("l", "logs", "Logs", "this job's attempts, history and live engine events", scope="job_detail"),
     Action("i", "copy_id", "Copy id", "copy this job's full id to the clipboard", scope="job_detail", footer=False),
-    # Offered in the screen's own text (the footer is full at 80 columns): "w: open ..." under the
-    # jobs a fan-in waits for, "o: open it" after the why of a job a fan-in waits for.
+    # Offered in the screen's own text (the footer is full at 80 columns): "w: open ..." and "C:
+    # cancel with them" under the jobs a fan-in waits for, "o: open it" after the why of a job a
+    # fan-in waits for.
     Action(
         "w",
         "open_waited",
@@ -204,6 +205,16 @@ ACTIONS: tuple[Action, ...] = NAV + (
     ),
     Action(
         "o", "open_fan_in", "Its fan-in", "open the fan-in that waits for this job", scope="job_detail", footer=False
+    ),
+    Action(
+        "C",
+        "cancel_children",
+        "Cancel with children",
+        "cancel this job and every live job below it (those its steps enqueued or waited for, and theirs)",
+        scope="job_detail",
+        mutating=True,
+        key_display="C",
+        footer=False,
     ),
     # dead letters
     Action("escape", "back", "Back", "leave the filter bar, clear the marks, or go back", scope="dead_letters"),

@@ -53,6 +53,7 @@ from engine.projections import (
     JobDetail,
     JobFilter,
     JobPage,
+    JobSummary,
     QueuePause,
     QueuesView,
     WhyReport,
@@ -264,9 +265,14 @@ class Source:
         self._writable("retry from a step")
         return await self._ops.retry_from_step(job_id, step, note=note)
 
-    async def cancel(self, job_id: str, *, note: str | None = None) -> ActionResult:
+    async def cancel(self, job_id: str, *, note: str | None = None, children: bool = False) -> ActionResult:
+        """Cancel a live job; ``children``: and every live job below it (Operator.cancel)."""
         self._writable("cancel")
-        return await self._ops.cancel(job_id, note=note)
+        return await self._ops.cancel(job_id, note=note, children=children)
+
+    async def children(self, job_id: str) -> list[JobSummary]:
+        """The jobs below a job (those its steps enqueued or waited for, and theirs), as they stand now."""
+        return await self._read(lambda: self._ops.children(job_id))
 
     async def discard(self, job_id: str, *, note: str | None = None) -> ActionResult:
         """Discard a dead letter: deleted, with a `discarded` entry keeping the audit."""

@@ -150,10 +150,17 @@ class Engine:
         return await await_outcome(EngineView(self), job_id, tenant=tenant, timeout=timeout)
 
     async def acancel(
-        self, job_id: str, *, tenant: str | None = None, actor: str | None = None, note: str | None = None
+        self,
+        job_id: str,
+        *,
+        tenant: str | None = None,
+        actor: str | None = None,
+        note: str | None = None,
+        children: bool = False,
     ) -> ActionResult:
-        """Cancel a live job; a finished one is a clear no-op (``changed`` False)."""
-        return await self.operator(actor=actor).cancel(job_id, tenant=tenant, note=note)
+        """Cancel a live job; a finished one is a clear no-op (``changed`` False). ``children``:
+        every live job below it too (the jobs its steps enqueued or waited for, and theirs)."""
+        return await self.operator(actor=actor).cancel(job_id, tenant=tenant, note=note, children=children)
 
     async def asend_event(
         self, name: str, payload: dict[str, Any] | None = None, *, tenant: str | None = None, actor: str | None = None
@@ -216,9 +223,15 @@ class Engine:
         return self._sync(self.aoutcome(job_id, timeout=timeout, tenant=tenant))
 
     def cancel(
-        self, job_id: str, *, tenant: str | None = None, actor: str | None = None, note: str | None = None
+        self,
+        job_id: str,
+        *,
+        tenant: str | None = None,
+        actor: str | None = None,
+        note: str | None = None,
+        children: bool = False,
     ) -> ActionResult:
-        return self._sync(self.acancel(job_id, tenant=tenant, actor=actor, note=note))
+        return self._sync(self.acancel(job_id, tenant=tenant, actor=actor, note=note, children=children))
 
     def send_event(
         self, name: str, payload: dict[str, Any] | None = None, *, tenant: str | None = None, actor: str | None = None

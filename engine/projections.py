@@ -346,6 +346,7 @@ class ActionResult:
     reason: str | None = None
     duplicate_of: str | None = None  # a live job holding the same dedupe key
     discarded: tuple[str, ...] = ()  # retry_from_step: the steps whose stored results were dropped
+    also: tuple[ActionResult, ...] = ()  # a cancel with its children: each live job below it, cancelled
 
 
 @dataclass(frozen=True)

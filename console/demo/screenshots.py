@@ -140,6 +140,12 @@ SHOTS: tuple[Shot, ...] = (
         size=(80, 24),
     ),
     Shot(
+        "cancel_children_80x24",
+        "C on a fan-in: one confirmation cancels it and every live job below it, counted by state",
+        press=(*_filter("name=close_month"), "enter", "C"),
+        size=(80, 24),
+    ),
+    Shot(
         "marked_retry_80x24",
         "Marked rows (space), sorted by state (s): one confirmation names the count",
         press=("2", "s", "s", "s", "s", "s", "t", "t", "t", "space", "space", "space", "x"),

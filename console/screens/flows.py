@@ -8,6 +8,7 @@ confirms; an engine refusal (read-only, wrong state, another tenant) is shown wi
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from console.screens.flows_bulk import BulkFlows
 from console.screens.steps import StepChooser
 from engine.errors import JobsError
 from engine.projections import ActionResult, DrainRequest, JobFilter
+from engine.types import LIVE_STATES
 
 if TYPE_CHECKING:
     from console.screens.base import DataScreen
@@ -32,6 +34,9 @@ def result_text(r: ActionResult) -> str:
     msg = f"{r.action.replace('_', ' ')} {short_id(r.job_id)}: {r.previous.value} → {r.state.value}"
     if r.duplicate_of:
         msg += f" (deduped onto live job {short_id(r.duplicate_of)})"
+    if r.also:  # a cancel with its children
+        n = sum(a.changed for a in r.also)
+        msg += f", and {n:,} job{'s' if n != 1 else ''} below it cancelled"
     return msg + "."
 
 
@@ -104,7 +109,7 @@ class Flows(BulkFlows):
         )
         self.confirm_and_run("Retry this job?", body, f"Retry job {short_id(job_id)}", call)
 
-    def cancel_job(self: DataScreen, job_id: str, name: str, state: str) -> None:
+    def cancel_job(self: DataScreen, job_id: str, name: str, state: str, live_below: int = 0) -> None:
         async def call(c: Confirmed) -> str:
             return result_text(await self.source.cancel(job_id, note=c.note))
 
@@ -117,8 +122,51 @@ class Flows(BulkFlows):
             clean(name, limit=40),
             "): it becomes cancelled and will not run",
             " (a running handler is signalled to stop)." if state == "running" else ".",
+            (
+                f" The {live_below:,} live jobs it fanned out keep running (C cancels them with it)."
+                if live_below > 1
+                else " The live job it fanned out keeps running (C cancels it too)."
+            )
+            if live_below
+            else "",
         )
         self.confirm_and_run("Cancel this job?", body, f"Cancel job {short_id(job_id)}", call)
+
+    @work(group="action", exclusive=True, exit_on_error=False)
+    async def cancel_with_children(self: DataScreen, job_id: str, name: str, state: str) -> None:
+        try:
+            below = await self.source.children(job_id)
+        except JobsError as err:
+            self.notify(f"{clean(err.cause, limit=200)}\nfix: {clean(err.fix, limit=120)}", title=err.code,
+                        severity="error", timeout=8)  # fmt: skip
+            return
+        live = [b for b in below if b.state in LIVE_STATES]
+        if not live:
+            self.notify("No job below it is live: nothing to cancel with it (c cancels the job alone).", timeout=5)
+            return
+
+        async def call(c: Confirmed) -> str:
+            return result_text(await self.source.cancel(job_id, note=c.note, children=True))
+
+        by_state = Counter(b.state.value for b in live)
+        mine = state in {s.value for s in LIVE_STATES}
+        body = Text.assemble(
+            "Cancel " if mine else "Leave ",
+            (state, "bold"),
+            " job ",
+            (short_id(job_id), "bold"),
+            " (",
+            clean(name, limit=40),
+            ") and " if mine else ") as it is, and cancel ",
+            (f"the {len(live):,} live job{'s' if len(live) != 1 else ''} below it", "bold"),
+            " (" + ", ".join(f"{n:,} {s}" for s, n in by_state.most_common()) + "): ",
+            "the jobs its steps enqueued or waited for, and theirs. Each becomes cancelled and will not run",
+            " (a running handler is signalled to stop)" if "running" in by_state or state == "running" else "",
+            f"; the {len(below) - len(live):,} below it that have settled stay as they are." if len(below) > len(live)
+            else ".",
+        )  # fmt: skip
+        count = len(live) + (1 if mine else 0)
+        await self.confirm_then_run("Cancel with its children?", body, f"Cancel {count:,} jobs", call)  # type: ignore[attr-defined]
 
     @work(group="action", exclusive=True, exit_on_error=False)
     async def retry_from_step_flow(self: DataScreen, job_id: str, steps: Sequence[str]) -> None:

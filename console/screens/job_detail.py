@@ -121,9 +121,11 @@ def awaited_text(d: JobDetail, now: datetime) -> Text | None:
     t.append(f"{d.awaited_as.capitalize()} ", style="bold")
     t.append(" · ".join(f"{n:,} {state}" for state, n in by_state.most_common()))
     target = waited_target(d)
-    if target is not None:
+    if target is not None:  # on a line of their own: with the counts they overflow 80 columns
         said = "still live" if target.state in _LIVE else target.state.value
-        t.append(f"   w: open the first {said}", style="dim")
+        t.append(f"\n  w: open the first {said}", style="dim")
+        if target.state in _LIVE:
+            t.append(" · C: cancel the job with those still live", style="dim")
     ordered = sorted(d.awaited, key=lambda a: a.state not in _LIVE)  # stable: the fan-in's order within
     for a in ordered[:AWAITED_LINES]:
         t.append(f"\n  {short_id(a.id)}  ", style="dim")
@@ -329,6 +331,8 @@ class JobDetailScreen(DataScreen, Flows):
             return j.state in (JobState.DEAD, JobState.COMPLETED) and bool(self.detail.steps)
         if action == "cancel":
             return j.state in _LIVE
+        if action == "cancel_children":
+            return any(a.state in _LIVE for a in self.detail.awaited)
         if action == "discard":
             return j.state is JobState.DEAD
         if action == "send_event":
@@ -378,7 +382,12 @@ class JobDetailScreen(DataScreen, Flows):
     def action_cancel(self) -> None:
         if self.detail:
             j = self.detail.job
-            self.cancel_job(j.id, j.name, j.state.value)
+            self.cancel_job(j.id, j.name, j.state.value, sum(a.state in _LIVE for a in self.detail.awaited))
+
+    def action_cancel_children(self) -> None:
+        if self.detail:
+            j = self.detail.job
+            self.cancel_with_children(j.id, j.name, j.state.value)
 
     def action_discard(self) -> None:
         if self.detail:

@@ -6,13 +6,16 @@ finished job) answers ``changed=False`` with the reason."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from engine.actions.base import OperatorBase
+from engine.actions.children import descendants
 from engine.errors import X_INVALID_ARGUMENT, X_INVALID_STATE, X_KEY_HELD, X_UNKNOWN_STEP, JobsError
 from engine.introspect.base import load_job, not_found
-from engine.projections import ActionResult
+from engine.projections import ActionResult, JobSummary
 from engine.records import StepRetry
 from engine.text import check_text
-from engine.types import LIVE_STATES, JobState
+from engine.types import LIVE_STATES, JobRow, JobState
 
 
 def key_held(job_id: str, holder: str) -> JobsError:
@@ -105,21 +108,59 @@ class JobActions(OperatorBase):
             discarded=r.discarded,
         )
 
-    async def cancel(self, job_id: str, *, tenant: str | None = None, note: str | None = None) -> ActionResult:
+    async def cancel(
+        self, job_id: str, *, tenant: str | None = None, note: str | None = None, children: bool = False
+    ) -> ActionResult:
         """Cancel a live job (ready, delayed, suspended, parked or running: its worker sees the
-        cancel at its next lease renewal). An already finished job is a clear no-op."""
+        cancel at its next lease renewal). An already finished job is a clear no-op. With
+        ``children``, then every live job below it (``children()``), each audited with this note
+        and the job it was cancelled with; their answers are the result's ``also``."""
         self._writable("cancel", note)
         tenant = self._tenant(tenant)
         row = await load_job(self, job_id, tenant, budget_ms=self.budget_ms)
+        if children:
+            await self._below(row, tenant)  # too many below it: refused before anything changes
+        res = await self._cancel_one(row.id, tenant, note)
+        if not children:
+            return res
+        # Read again after the job's own cancel: a run of it still fanning out can add no job now
+        # (its step's write is fenced on a claim the cancel ended).
+        said = f"{note} (with job {row.id})" if note else f"with job {row.id}"
+        also = tuple(
+            [
+                await self._cancel_one(r.id, tenant, said)
+                for r in await self._below(row, tenant)
+                if r.state in LIVE_STATES
+            ]
+        )
+        n = sum(a.changed for a in also)
+        return replace(
+            res,
+            changed=res.changed or n > 0,
+            reason="; ".join(filter(None, [res.reason, f"{n:,} job{'s' if n != 1 else ''} below it cancelled"])),
+            also=also,
+        )
+
+    async def children(self, job_id: str, *, tenant: str | None = None) -> list[JobSummary]:
+        """The jobs below ``job_id`` as they stand now: those its steps enqueued or waited for, and
+        theirs in turn (engine/actions/children.py), breadth first; at most MAX_CHILDREN."""
+        tenant = self._tenant(tenant)
+        row = await load_job(self, job_id, tenant, budget_ms=self.budget_ms)
+        return [JobSummary.of(r) for r in await self._below(row, tenant)]
+
+    async def _below(self, row: JobRow, tenant: str | None) -> list[JobRow]:
+        return [r for r in await descendants(self.driver, row) if tenant is None or r.tenant == tenant]  # I25
+
+    async def _cancel_one(self, job_id: str, tenant: str | None, note: str | None) -> ActionResult:
         res = await self.driver.job_cancel(
-            job_id=row.id, tenant=tenant, now=self.clock.now(), actor=self.actor, note=note
+            job_id=job_id, tenant=tenant, now=self.clock.now(), actor=self.actor, note=note
         )
         if res is None:
-            raise not_found(row.id, tenant)
+            raise not_found(job_id, tenant)
         if not res.cancelled:
             return ActionResult(
                 "cancel",
-                row.id,
+                job_id,
                 False,
                 res.previous,
                 res.previous,
@@ -127,7 +168,7 @@ class JobActions(OperatorBase):
             )
         return ActionResult(
             "cancel",
-            row.id,
+            job_id,
             True,
             res.previous,
             JobState.CANCELLED,

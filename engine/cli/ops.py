@@ -42,11 +42,12 @@ def _result(res: Any, json_out: bool) -> None:
     if json_out:
         emit(res)
     else:
-        verb = "done" if res.changed else "nothing changed"
-        console().print(
-            f"{res.action} {res.job_id}: {verb} ({res.previous.value} -> {res.state.value})"
-            + (f"; {res.reason}" if res.reason else "")
-        )
+        for r in (res, *res.also):  # a cancel with its children: the job, then each job below it
+            verb = "done" if r.changed else "nothing changed"
+            console().print(
+                f"{'' if r is res else '  '}{r.action} {r.job_id}: {verb} ({r.previous.value} -> {r.state.value})"
+                + (f"; {r.reason}" if r.reason else "")
+            )
     if not res.changed:
         raise typer.Exit(EXIT_NOOP)
 
@@ -144,6 +145,9 @@ def cancel(
     filters: list[str] = typer.Option([], "--filter", "-f", help=FILTER_HELP),
     yes: bool = typer.Option(False, "--yes", help="skip the confirmation"),
     rate: float = typer.Option(None, "--rate", help="pace a bulk cancel: at most this many jobs a second"),
+    children: bool = typer.Option(
+        False, "--children", help="and every live job below it (those its steps enqueued or waited for, and theirs)"
+    ),
     tenant: str = typer.Option(None, "--tenant", help="act only on this tenant's jobs"),
     note: str = typer.Option(None, "--note", help=NOTE_HELP),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
@@ -152,6 +156,15 @@ def cancel(
 ) -> None:
     """Cancel a live job (a running one stops at its next lease renewal), or all matching a filter."""
     if all_:
+        if children:
+            fail(
+                JobsError(
+                    X_INVALID_ARGUMENT,
+                    cause="--children cancels the jobs below one job: give its id, not --all",
+                    fix="jobs cancel JOB_ID --children",
+                ),
+                as_json=json_out,
+            )
         if job_id:
             fail(
                 JobsError(
@@ -166,7 +179,10 @@ def cancel(
         )
     if not job_id:
         fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobs cancel JOB_ID"), as_json=json_out)
-    _result(run(dsn, json_out, lambda e: operator(e, actor).cancel(job_id, tenant=tenant, note=note)), json_out)
+    _result(
+        run(dsn, json_out, lambda e: operator(e, actor).cancel(job_id, tenant=tenant, note=note, children=children)),
+        json_out,
+    )
 
 
 def _pause(

@@ -384,6 +384,34 @@ async def test_detail_retry_from_a_chosen_step() -> None:
         assert [s.name for s in detail.steps] == ["render"]  # render kept, send discarded
 
 
+async def test_a_fan_ins_cancel_says_its_jobs_keep_running_and_capital_c_cancels_them_with_it() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_job(pilot, "name=close_month")
+        assert screen.detail is not None
+        statements = {a.id: a.state for a in screen.detail.awaited}
+        live = sorted(i for i, s in statements.items() if s in (JobState.RUNNING, JobState.READY))
+        assert len(live) == 2
+        await keys(pilot, "c")
+        said = str(app.screen.query_one("#confirm-text").render())
+        assert "The 2 live jobs it fanned out keep running (C cancels them with it)." in said
+        await keys(pilot, "escape")
+        assert await state_of(app, screen.job_id) is JobState.SUSPENDED
+
+        await keys(pilot, "C")
+        assert isinstance(app.screen, ConfirmScreen)
+        said = str(app.screen.query_one("#confirm-text").render())
+        assert "and the 2 live jobs below it (1 running, 1 ready)" in said
+        assert "the 2 below it that have settled stay as they are" in said
+        await keys(pilot, "y")
+        assert await state_of(app, screen.job_id) is JobState.CANCELLED
+        after = {i: await state_of(app, i) for i in statements}
+        assert [after[i] for i in live] == [JobState.CANCELLED, JobState.CANCELLED]
+        assert all(after[i] is JobState.COMPLETED for i in statements if i not in live)
+        history = (await app.source.job(live[0])).history
+        assert history[-1].actor == "console:test" and history[-1].note == f"with job {screen.job_id}"
+
+
 async def test_detail_retry_and_its_audit_note() -> None:
     app = console()
     async with app.run_test(size=SIZE) as pilot:
