@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from typing import Any
 
 import typer
@@ -18,6 +19,7 @@ from engine.cli.reads import FILTER_HELP, FilteredCommand, console, emit, run, w
 from engine.cli.waits import TIMEOUT_HELP, wait_for, wait_limit
 from engine.durations import parse_duration
 from engine.errors import X_INVALID_ARGUMENT, JobsError
+from engine.types import LIVE_STATES
 
 EXIT_NOOP = 5  # the action changed nothing (already final, already paused, already asked to drain)
 ACTOR_HELP = "who the audit trail names (default $JOBS_ACTOR or user@host)"
@@ -146,7 +148,10 @@ def cancel(
     yes: bool = typer.Option(False, "--yes", help="skip the confirmation"),
     rate: float = typer.Option(None, "--rate", help="pace a bulk cancel: at most this many jobs a second"),
     children: bool = typer.Option(
-        False, "--children", help="and every live job below it (those its steps enqueued or waited for, and theirs)"
+        False,
+        "--children",
+        help="and every live job below it (those its steps enqueued or waited for, and theirs): a dry run, then "
+        "a confirmation unless --yes",
     ),
     tenant: str = typer.Option(None, "--tenant", help="act only on this tenant's jobs"),
     note: str = typer.Option(None, "--note", help=NOTE_HELP),
@@ -179,10 +184,29 @@ def cancel(
         )
     if not job_id:
         fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobs cancel JOB_ID"), as_json=json_out)
-    _result(
-        run(dsn, json_out, lambda e: operator(e, actor).cancel(job_id, tenant=tenant, note=note, children=children)),
-        json_out,
-    )
+    if children:
+        return _cancel_children(job_id, yes, tenant, note, dsn, actor, json_out)
+    _result(run(dsn, json_out, lambda e: operator(e, actor).cancel(job_id, tenant=tenant, note=note)), json_out)
+
+
+def _cancel_children(
+    job_id: str, yes: bool, tenant: str | None, note: str | None, dsn: str | None, actor: str | None, json_out: bool
+) -> None:
+    """A cancel with its children, as a bulk action: the dry run (the live jobs below it, by
+    state), then a confirmation unless --yes, then the cancel, one line a job."""
+    below = run(dsn, json_out, lambda e: operator(e, actor).children(job_id, tenant=tenant))
+    live = Counter(b.state.value for b in below if b.state in LIVE_STATES)
+    if not json_out:
+        tally = ", ".join(f"{n} {s}" for s, n in live.most_common()) or "none"
+        console().print(
+            f"dry run: cancel {job_id} and the {live.total()} live jobs below it ({tally}); "
+            f"{len(below) - live.total()} below it have settled and stay as they are"
+        )
+    if not yes and (json_out or not _confirmed(f"cancel {job_id} and {live.total()} jobs below it?")):
+        sys.stderr.write("error: not confirmed; nothing changed\n  fix: add --yes\n")
+        raise typer.Exit(EXIT_NOOP)
+    res = run(dsn, json_out, lambda e: operator(e, actor).cancel(job_id, tenant=tenant, note=note, children=True))
+    _result(res, json_out)
 
 
 def _pause(

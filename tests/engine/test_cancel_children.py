@@ -83,13 +83,27 @@ async def test_a_cancel_with_children_cancels_every_live_job_below_and_leaves_th
     settled = [i for i, s in before.items() if s is not JobState.READY and s is not JobState.DELAYED]
     live = [i for i in ids.values() if i not in settled]
 
-    if isinstance(driver, PostgresDriver):  # the CLI says each one, the job first
-        r = await asyncio.to_thread(
-            cli, "cancel", top, "--children", "--note", "INC-7", "--actor", "ann", "--dsn",
+    if isinstance(driver, PostgresDriver):  # the CLI: a dry run, a confirmation, then each one, the job first
+        args = (
+            "cancel",
+            top,
+            "--children",
+            "--note",
+            "INC-7",
+            "--actor",
+            "ann",
+            "--dsn",
             request.getfixturevalue("pg_dsn"),
-        )  # fmt: skip
+        )
+        no = await asyncio.to_thread(cli, *args, input="n\n")
+        assert no.exit_code != 0 and "nothing changed" in no.output
+        assert (
+            f"dry run: cancel {top} and the {len(live)} live jobs below it ({len(live)} ready); 2 below it" in no.output
+        )
+        assert (await eng.aget(top)).state is JobState.SUSPENDED
+        r = await asyncio.to_thread(cli, *args, "--yes")
         assert r.exit_code == 0, r.output
-        lines = r.stdout.splitlines()
+        lines = r.stdout.splitlines()[1:]  # after the dry run's line
         assert lines[0].startswith(f"cancel {top}: done (suspended -> cancelled)")
         assert f"{len(live)} jobs below it cancelled" in lines[0]
         assert sorted(line.split()[1].rstrip(":") for line in lines[1:]) == sorted(live)
