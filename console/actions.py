@@ -193,8 +193,8 @@ ACTIONS: tuple[Action, ...] = NAV + (
     Action("l", "logs", "Logs", "this job's attempts, history and live engine events", scope="job_detail"),
     Action("i", "copy_id", "Copy id", "copy this job's full id to the clipboard", scope="job_detail", footer=False),
     # Offered in the screen's own text (the footer is full at 80 columns): "w: open ..." and "C:
-    # cancel with them" under the jobs a fan-in waits for, "o: open it" after the why of a job a
-    # fan-in waits for.
+    # cancel with them" under the jobs a fan-in waits for, "o: open ..." after the why of a job a
+    # fan-in waits for and beside the parent that enqueued it.
     Action(
         "w",
         "open_waited",
@@ -204,7 +204,12 @@ ACTIONS: tuple[Action, ...] = NAV + (
         footer=False,
     ),
     Action(
-        "o", "open_fan_in", "Its fan-in", "open the fan-in that waits for this job", scope="job_detail", footer=False
+        "o",
+        "open_fan_in",
+        "Its parent",
+        "open the fan-in that waits for this job, else the job whose fan-out enqueued it",
+        scope="job_detail",
+        footer=False,
     ),
     Action(
         "C",

@@ -231,6 +231,8 @@ class JobDetail:
     # went on, else those its last ctx.step.enqueue enqueued, as they stand now, in the order it
     # named them; an id that names no job any more is left out (a waiting fan-in's why counts it gone).
     awaited: tuple[JobSummary, ...] = ()
+    # The jobs whose ctx.step.enqueue enqueued this one, with that step's name, as they stand now.
+    parents: tuple[tuple[JobSummary, str], ...] = ()
 
     @property
     def awaited_as(self) -> str:

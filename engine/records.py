@@ -70,6 +70,14 @@ class StepRecord:
 
 
 @dataclass(frozen=True)
+class EnqueuedBy:
+    """A job whose enqueue step (``ctx.step.enqueue``) enqueued another: the parent and its step."""
+
+    job_id: str
+    step: str
+
+
+@dataclass(frozen=True)
 class EventRecord:
     """A durable event: a wait of the same name and tenant whose match its payload contains takes it."""
 

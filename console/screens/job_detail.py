@@ -37,6 +37,21 @@ def facts_text(d: JobDetail, now: datetime) -> Text:
         ("created", f"{stamp(j.created_at, now)}  ({ago(j.created_at, now)})"),
         ("run at", f"{stamp(j.run_at, now)}  ({until(j.run_at, now)})" if j.state in _LIVE else "—"),
     ]
+    if d.parents:  # the job whose fan-out enqueued it
+        p, step = d.parents[0]
+        more = f"  (+{len(d.parents) - 1} more)" if len(d.parents) > 1 else ""
+        rows.append(
+            (
+                "parent",
+                Text.assemble(
+                    (short_id(p.id), "bold"),
+                    f"  {clean(p.name, limit=28)}  ",
+                    state_text(p.state.value),
+                    f"  in step {clean(step, limit=24)!r}{more}",
+                    ("   o: open it", "dim"),
+                ),
+            )
+        )
     if d.trace_id:  # its enqueuer's trace: where to look in the tracing backend
         rows.append(("trace", d.trace_id))
     if j.claimed_by:
@@ -349,9 +364,13 @@ class JobDetailScreen(DataScreen, Flows):
         return None if target is None else target.id
 
     def _fan_in(self) -> str | None:
-        """The first fan-in that waits for this job (its why names it)."""
+        """The first fan-in that waits for this job (its why names it), else the job whose fan-out
+        enqueued it."""
         d = self.detail
-        return next((c.job_id for c in d.why.causes if c.kind == "awaited" and c.job_id), None) if d else None
+        if d is None:
+            return None
+        waiting = next((c.job_id for c in d.why.causes if c.kind == "awaited" and c.job_id), None)
+        return waiting or (d.parents[0][0].id if d.parents else None)
 
     def action_open_waited(self) -> None:
         if (job_id := self._waited_id()) is not None:

@@ -276,6 +276,8 @@ def show(
             f"  step {s.seq} {s.name} [{s.kind}] {s.status} {'' if s.duration is None else f'{s.duration:.3f}s'} "
             f"{s.error or ''}"
         )
+    for p, step in d.parents:  # the jobs that enqueued it (ctx.step.enqueue)
+        out.print(f"  enqueued by {p.id} {p.name} {p.state.value} in step {step!r}", markup=False, highlight=False)
     for a in d.awaited:  # the jobs it fanned out or waits for, in the order it named them
         out.print(f"  {d.awaited_as} {a.id} {a.name} {a.state.value} {a.error_code or ''}".rstrip(), markup=False)
     for h in d.history:

@@ -64,6 +64,7 @@ if TYPE_CHECKING:  # the read models and records named in annotations only: a wo
     from engine.records import (
         AttemptRecord,
         CancelResult,
+        EnqueuedBy,
         EventRecord,
         HistoryEntry,
         SentEvent,
@@ -253,6 +254,11 @@ class StepsArea(Protocol):
         """Enqueue ``jobs`` (deduped as job_enqueue, I2) and save ``step`` with the answered ids
         as its result, in one commit fenced on the claim: None, and nothing written, when the
         claimant no longer holds the row. A fan-out that is written is written whole, once."""
+        ...
+
+    async def step_enqueued_by(self, *, job_id: str) -> list[EnqueuedBy]:
+        """The jobs whose enqueue step enqueued ``job_id`` (its parent, or several when fan-outs
+        shared its key), by parent id, at most 5."""
         ...
 
     async def step_list(self, *, job_id: str) -> list[StepRecord]:

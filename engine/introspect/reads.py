@@ -187,6 +187,7 @@ class Introspector(EngineView):
             next_retry=self._next_retry(row, why.at),
             why=why,
             awaited=tuple(JobSummary.of(r) for r in awaited or ()),
+            parents=await self._parents(row.id),
         )
 
     def _next_retry(self, row: JobRow, now: datetime) -> NextRetry | None:
@@ -305,6 +306,12 @@ class Introspector(EngineView):
         waits = [s.wait.get("jobs") for s in steps if s.kind == "jobs" and s.wait]
         ids = waits[-1] if waits else next((s.result for s in reversed(steps) if s.kind == "enqueue"), None)
         return await self._rows_in_order([str(i) for i in ids]) if isinstance(ids, list) else []
+
+    async def _parents(self, job_id: str) -> tuple[tuple[JobSummary, str], ...]:
+        """The jobs whose enqueue step enqueued ``job_id``, each with that step (one probe, 0019)."""
+        by = await self.driver.step_enqueued_by(job_id=job_id)
+        rows = {r.id: r for r in await self._rows_in_order([b.job_id for b in by])} if by else {}
+        return tuple((JobSummary.of(rows[b.job_id]), b.step) for b in by if b.job_id in rows)
 
     async def _rows_in_order(self, ids: list[str]) -> list[JobRow]:
         found = {r.id: r for r in await self.driver.job_get_many(job_ids=ids)}

@@ -41,6 +41,16 @@ on conflict (job_id, name) do update
         result_size = excluded.result_size, wait = excluded.wait, event_id = excluded.event_id
 returning job_id::text, name;
 
+-- name: step_enqueued_by :many
+-- The jobs whose enqueue step (ctx.step.enqueue) enqueued this id, with that step's name: one
+-- probe of step_enqueued (0019). At most 5, by parent id (a key replayed by several fan-outs
+-- answers each of them).
+select s.job_id::text as job_id, s.name
+from jobs.step s
+where s.kind = 'enqueue' and s.result ? %(id)s
+order by s.job_id
+limit 5;
+
 -- name: step_list :many
 -- A job's step trace in order (no results: the sizes only), for the console's timeline.
 select job_id, name, seq, kind, status, attempt, started_at, finished_at,

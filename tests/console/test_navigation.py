@@ -139,3 +139,18 @@ async def test_w_opens_the_job_a_fan_in_waits_on_and_o_opens_the_fan_in_back() -
         await keys(pilot, "o")
         assert isinstance(app.screen, JobDetailScreen) and app.screen.job_id == fan_in.job_id
         assert len(app.screen_stack) == 2  # one detail at a time: each replaced the last
+
+
+async def test_a_job_a_fan_out_enqueued_names_its_parent_and_o_opens_it_once_nothing_waits() -> None:
+    app = console()
+    async with app.run_test(size=SMALL) as pilot:
+        await keys(pilot, "2", "slash", *"name=render_statement state=completed", "enter", "enter")
+        child = app.screen
+        assert isinstance(child, JobDetailScreen) and child.detail is not None
+        (parent, step), *_ = child.detail.parents
+        assert parent.name == "close_month" and step == "fan-out"
+        assert not any(c.kind == "awaited" for c in child.detail.why.causes)  # settled: no fan-in waits on it
+        facts = str(child.query_one("#facts").render())
+        assert f"parent  {parent.id[-12:]}  close_month" in facts and "in step 'fan-out'" in facts
+        await keys(pilot, "o")
+        assert isinstance(app.screen, JobDetailScreen) and app.screen.job_id == parent.id

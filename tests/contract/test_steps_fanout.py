@@ -15,6 +15,7 @@ from engine.drivers.base import Driver
 from engine.errors import X_ABORTED, X_INPUT_NOT_JSON, X_INVALID_ARGUMENT, X_NOT_A_JOB, JobsError
 from engine.ids import IdFactory
 from engine.jobs import job
+from engine.records import EnqueuedBy
 from engine.runtime.fanout import MAX_JOBS
 from engine.runtime.steps import StepApi
 from engine.types import JobRow, JobState, NewJob
@@ -165,3 +166,20 @@ async def test_a_step_enqueue_on_a_worker_without_an_engine_says_how_to_get_one(
     assert exc.value.code == X_INVALID_ARGUMENT and "ctx.step.enqueue('fan-out')" in exc.value.cause
     assert "eng.worker" in exc.value.fix
     assert await driver.step_load(job_id=parent) == []
+
+
+async def test_a_job_a_step_enqueued_names_its_parent_and_that_step_and_one_enqueued_otherwise_none(
+    driver: Driver, ids: IdFactory, clock: FakeClock, eng: Engine
+) -> None:
+    first = await enqueue(driver, ids, clock)
+    one = await attempt(driver, clock, fan_out(1, 2), engine=eng)
+    second = await enqueue(driver, ids, clock)
+    two = await attempt(driver, clock, fan_out(2, 3), engine=eng)  # thumb 2 is live: it answers first's job
+    assert one.result[1] == two.result[0]
+    by = {k: await driver.step_enqueued_by(job_id=k) for k in {*one.result, *two.result}}
+    assert by[one.result[0]] == [EnqueuedBy(first, "fan-out")]
+    assert by[one.result[1]] == sorted(
+        [EnqueuedBy(first, "fan-out"), EnqueuedBy(second, "fan-out")], key=lambda e: e.job_id
+    )
+    assert by[two.result[1]] == [EnqueuedBy(second, "fan-out")]
+    assert await driver.step_enqueued_by(job_id=first) == []  # enqueued by no step

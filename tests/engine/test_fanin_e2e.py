@@ -177,6 +177,10 @@ async def test_a_jobs_detail_lists_the_jobs_its_fan_out_enqueued_and_then_those_
         assert r.exit_code == 0, r.output
         said = [line.split()[:3] for line in r.stdout.splitlines() if line.strip().startswith("enqueued ")]
         assert said == [["enqueued", kids[0], "f.thumb"], ["enqueued", kids[1], "f.thumb"]]
+        r = await asyncio.to_thread(cli, "show", kids[0], "--dsn", request.getfixturevalue("pg_dsn"))
+        assert f"enqueued by {sprayed} f.spray completed in step 'fan-out'" in r.stdout
+    child = await view.job(kids[1])
+    assert [(p.id, step) for p, step in child.parents] == [(sprayed, "fan-out")]
 
     parent = (await eng.aenqueue(album, {"album": "waited"})).id
     await arun_due(eng, [album])
@@ -186,3 +190,28 @@ async def test_a_jobs_detail_lists_the_jobs_its_fan_out_enqueued_and_then_those_
     await arun_due(eng, [album])
     d = await view.job(parent)
     assert d.job.state is JobState.COMPLETED and d.awaited_as == "waited for" and len(d.awaited) == 3
+
+
+async def test_who_enqueued_a_job_is_one_probe_of_the_enqueue_step_index(pg_dsn: str) -> None:
+    """Among 3,000 stored steps, ten of them enqueue steps, the question reads step_enqueued
+    (0019), not every step."""
+    import psycopg
+
+    from engine.drivers.sqlfiles import Q as SQL
+
+    eng = Engine(PostgresDriver(pg_dsn))
+    try:
+        await eng.aenqueue_many([Enqueue(thumb, {"album": "plan-by", "n": n}) for n in range(3000)])
+    finally:
+        await eng.aclose()
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(
+            """insert into jobs.step (job_id, name, seq, kind, status, attempt, run, started_at, result)
+               select id, 's', 1, case when n <= 10 then 'enqueue' else 'run' end, 'completed', 1, 1, now(),
+                      case when n <= 10 then jsonb_build_array(gen_random_uuid()::text) else '{"ok": 1}'::jsonb end
+               from (select id, row_number() over (order by id) as n from jobs.job where name = 'f.thumb') o"""
+        )
+        conn.execute("analyze jobs.step")
+        probe = SQL.step_enqueued_by.text.replace("%(id)s", "'0190f1a2-0000-7000-8000-000000000001'")
+        plan = "\n".join(r[0] for r in conn.execute("explain " + probe).fetchall())
+    assert "step_enqueued" in plan, plan

@@ -10,7 +10,7 @@ from typing import Any
 from engine.codec import check_json, dumps
 from engine.drivers.memory.inserts import insert_jobs
 from engine.drivers.memory.state import MemoryBase
-from engine.records import EventRecord, HistoryEntry, SentEvent, StepRecord, StepRetry
+from engine.records import EnqueuedBy, EventRecord, HistoryEntry, SentEvent, StepRecord, StepRetry
 from engine.types import Claim, EnqueueResult, JobState, NewJob, StoredStep
 
 _RETRYABLE = (JobState.DEAD, JobState.COMPLETED)
@@ -87,6 +87,16 @@ class MemorySteps(MemoryBase):
             )
         self._wake(fresh)
         return out
+
+    async def step_enqueued_by(self, *, job_id: str) -> list[EnqueuedBy]:
+        with self.state.lock:
+            found = [
+                EnqueuedBy(s.job_id, s.name)
+                for steps in self.state.steps.values()
+                for s in steps.values()
+                if s.kind == "enqueue" and isinstance(s.result, list) and job_id in s.result
+            ]
+        return sorted(found, key=lambda e: e.job_id)[:5]
 
     async def step_list(self, *, job_id: str) -> list[StepRecord]:
         with self.state.lock:

@@ -20,7 +20,7 @@ from engine.drivers.sqlfiles import Q
 from engine.types import Claim, EnqueueResult, JobState, NewJob, StoredStep
 
 if TYPE_CHECKING:  # engine.records is imported where one is built: a worker never loads it
-    from engine.records import EventRecord, SentEvent, StepRecord, StepRetry
+    from engine.records import EnqueuedBy, EventRecord, SentEvent, StepRecord, StepRetry
 
 _RETRYABLE = ("dead", "completed")
 
@@ -126,6 +126,11 @@ class PostgresSteps(PostgresBase):
     async def _step_save_group(self, rows: list[list[Any]]) -> set[Hashable]:
         doc = orjson.dumps(rows, default=orjson_default).decode()
         return {(r["job_id"], r["name"]) for r in await self._rows(Q.step_save_many, {"rows": doc})}
+
+    async def step_enqueued_by(self, *, job_id: str) -> list[EnqueuedBy]:
+        from engine.records import EnqueuedBy
+
+        return [EnqueuedBy(r["job_id"], r["name"]) for r in await self._rows(Q.step_enqueued_by, {"id": job_id})]
 
     async def step_list(self, *, job_id: str) -> list[StepRecord]:
         return [_record(r) for r in await self._rows(Q.step_list, {"job_id": job_id})]
