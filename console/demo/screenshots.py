@@ -140,6 +140,12 @@ SHOTS: tuple[Shot, ...] = (
         size=(80, 24),
     ),
     Shot(
+        "job_detail_child_80x24",
+        "A job a fan-out enqueued names its parent and the step (o opens it)",
+        press=(*_filter("name=render_statement state=completed"), "enter"),
+        size=(80, 24),
+    ),
+    Shot(
         "cancel_children_80x24",
         "C on a fan-in: one confirmation cancels it and every live job below it, counted by state",
         press=(*_filter("name=close_month"), "enter", "C"),

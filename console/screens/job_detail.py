@@ -45,10 +45,10 @@ def facts_text(d: JobDetail, now: datetime) -> Text:
                 "parent",
                 Text.assemble(
                     (short_id(p.id), "bold"),
-                    f"  {clean(p.name, limit=28)}  ",
+                    f"  {clean(p.name, limit=20)}  ",
                     state_text(p.state.value),
-                    f"  in step {clean(step, limit=24)!r}{more}",
-                    ("   o: open it", "dim"),
+                    f" · step {clean(step, limit=20)!r}{more}",
+                    ("  o: open", "dim"),
                 ),
             )
         )

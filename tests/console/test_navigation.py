@@ -151,6 +151,6 @@ async def test_a_job_a_fan_out_enqueued_names_its_parent_and_o_opens_it_once_not
         assert parent.name == "close_month" and step == "fan-out"
         assert not any(c.kind == "awaited" for c in child.detail.why.causes)  # settled: no fan-in waits on it
         facts = str(child.query_one("#facts").render())
-        assert f"parent  {parent.id[-12:]}  close_month" in facts and "in step 'fan-out'" in facts
+        assert f"parent  {parent.id[-12:]}  close_month" in facts and "· step 'fan-out'" in facts
         await keys(pilot, "o")
         assert isinstance(app.screen, JobDetailScreen) and app.screen.job_id == parent.id
