@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from engine.actions.base import OperatorBase
 from engine.actions.children import descendants
-from engine.errors import X_INVALID_ARGUMENT, X_INVALID_STATE, X_KEY_HELD, X_UNKNOWN_STEP, JobsError
+from engine.errors import X_INVALID_ARGUMENT, X_INVALID_STATE, X_KEY_HELD, X_NOT_FOUND, X_UNKNOWN_STEP, JobsError
 from engine.introspect.base import load_job, not_found
 from engine.projections import ActionResult, JobSummary
 from engine.records import StepRetry
@@ -126,13 +126,14 @@ class JobActions(OperatorBase):
         # Read again after the job's own cancel: a run of it still fanning out can add no job now
         # (its step's write is fenced on a claim the cancel ended).
         said = f"{note} (with job {row.id})" if note else f"with job {row.id}"
-        also = tuple(
-            [
-                await self._cancel_one(r.id, tenant, said)
-                for r in await self._below(row, tenant)
-                if r.state in LIVE_STATES
-            ]
-        )
+        also: tuple[ActionResult, ...] = ()
+        for r in await self._below(row, tenant):
+            if r.state in LIVE_STATES:
+                try:
+                    also += (await self._cancel_one(r.id, tenant, said),)
+                except JobsError as err:  # settled and pruned since the walk read it: nothing to cancel
+                    if err.code != X_NOT_FOUND:
+                        raise
         n = sum(a.changed for a in also)
         return replace(
             res,

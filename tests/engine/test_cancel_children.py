@@ -165,3 +165,19 @@ def test_jobs_cancel_children_with_all_is_refused_and_names_the_one_job_form() -
     r = cli("cancel", "--all", "--filter", "queue=x", "--children", "--dsn", "postgresql://nobody@localhost/none")
     assert r.exit_code != 0 and "--children cancels the jobs below one job" in r.output
     assert "jobs cancel JOB_ID --children" in r.output
+
+
+async def test_a_job_below_gone_between_the_walk_and_its_cancel_is_passed_over_and_the_rest_cancelled(
+    eng: Engine, driver: Driver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    top, ids = await tree(eng, "t5")
+    gone = ids["t5/branch/0"]
+    real = driver.job_cancel
+
+    async def pruned_meanwhile(**kw):  # type: ignore[no-untyped-def]
+        return None if kw["job_id"] == gone else await real(**kw)
+
+    monkeypatch.setattr(driver, "job_cancel", pruned_meanwhile)
+    res = await eng.acancel(top, actor="ann", children=True)
+    assert [a.job_id for a in res.also] == [ids["t5/branch/1"]] and res.also[0].changed
+    assert (await eng.aget(ids["t5/branch/1"])).state is JobState.CANCELLED
