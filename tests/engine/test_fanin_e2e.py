@@ -107,29 +107,34 @@ async def test_a_retry_from_the_wait_waits_for_the_same_jobs_and_one_from_the_fa
     assert len(page.items) == 6  # three more, their keys free once the first three settled
 
 
-async def test_who_waits_for_a_job_is_one_probe_of_the_fan_in_index(pg_dsn: str) -> None:
-    """Among 3,000 suspended jobs (sleeps, event waits), ten of them fan-ins, the question reads
-    job_awaited (0018), not every suspended row."""
+async def plan_among_3000(pg_dsn: str, album: str, setup: str, table: str, probe: str) -> str:
+    """The plan of the statement ``probe`` (sql/queries) for one id, once 3,000 thumbs of ``album``
+    are enqueued, ``setup`` has run over them and ``table`` is analyzed."""
     import psycopg
 
     from engine.drivers.sqlfiles import Q as SQL
 
     eng = Engine(PostgresDriver(pg_dsn))
     try:
-        await eng.aenqueue_many([Enqueue(thumb, {"album": "plan", "n": n}) for n in range(3000)])
+        await eng.aenqueue_many([Enqueue(thumb, {"album": album, "n": n}) for n in range(3000)])
     finally:
         await eng.aclose()
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(
-            """update jobs.job set state = 'suspended',
+        conn.execute(setup)  # type: ignore[arg-type]
+        conn.execute(f"analyze {table}")  # type: ignore[arg-type]
+        query = getattr(SQL, probe).text.replace("%(id)s", "'0190f1a2-0000-7000-8000-000000000001'")
+        return "\n".join(r[0] for r in conn.execute("explain " + query).fetchall())  # type: ignore[arg-type]
+
+
+async def test_who_waits_for_a_job_is_one_probe_of_the_fan_in_index(pg_dsn: str) -> None:
+    """Among 3,000 suspended jobs (sleeps, event waits), ten of them fan-ins, the question reads
+    job_awaited (0018), not every suspended row."""
+    setup = """update jobs.job set state = 'suspended',
                    wait = case when n < 10 then jsonb_build_object('kind', 'jobs', 'jobs', jsonb_build_array(id::text))
                                when n % 2 = 0 then '{"kind": "sleep"}'::jsonb
                                else jsonb_build_object('kind', 'event', 'event', 'e' || n) end
                from (select id as jid, row_number() over (order by id) as n from jobs.job) o where id = o.jid"""
-        )
-        conn.execute("analyze jobs.job")
-        probe = SQL.job_awaited_by.text.replace("%(id)s", "'0190f1a2-0000-7000-8000-000000000001'")
-        plan = "\n".join(r[0] for r in conn.execute("explain " + probe).fetchall())
+    plan = await plan_among_3000(pg_dsn, "plan", setup, "jobs.job", "job_awaited_by")
     assert "job_awaited" in plan, plan
 
 
@@ -195,23 +200,25 @@ async def test_a_jobs_detail_lists_the_jobs_its_fan_out_enqueued_and_then_those_
 async def test_who_enqueued_a_job_is_one_probe_of_the_enqueue_step_index(pg_dsn: str) -> None:
     """Among 3,000 stored steps, ten of them enqueue steps, the question reads step_enqueued
     (0019), not every step."""
-    import psycopg
-
-    from engine.drivers.sqlfiles import Q as SQL
-
-    eng = Engine(PostgresDriver(pg_dsn))
-    try:
-        await eng.aenqueue_many([Enqueue(thumb, {"album": "plan-by", "n": n}) for n in range(3000)])
-    finally:
-        await eng.aclose()
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(
-            """insert into jobs.step (job_id, name, seq, kind, status, attempt, run, started_at, result)
+    setup = """insert into jobs.step (job_id, name, seq, kind, status, attempt, run, started_at, result)
                select id, 's', 1, case when n <= 10 then 'enqueue' else 'run' end, 'completed', 1, 1, now(),
                       case when n <= 10 then jsonb_build_array(gen_random_uuid()::text) else '{"ok": 1}'::jsonb end
                from (select id, row_number() over (order by id) as n from jobs.job where name = 'f.thumb') o"""
-        )
-        conn.execute("analyze jobs.step")
-        probe = SQL.step_enqueued_by.text.replace("%(id)s", "'0190f1a2-0000-7000-8000-000000000001'")
-        plan = "\n".join(r[0] for r in conn.execute("explain " + probe).fetchall())
+    plan = await plan_among_3000(pg_dsn, "plan-by", setup, "jobs.step", "step_enqueued_by")
     assert "step_enqueued" in plan, plan
+
+
+@job(name="f.sync_spray", queue=Q, idempotency_key=lambda inp: inp["album"])
+def sync_spray(ctx, inp):  # type: ignore[no-untyped-def]
+    # A plain def handler: ctx.step.enqueue answers the ids without an await, from its thread.
+    return ctx.step.enqueue("fan-out", [Enqueue(thumb, {"album": inp["album"], "n": n}) for n in (0, 1)])
+
+
+async def test_a_sync_handler_enqueues_in_a_step_without_await(eng: Engine, driver: Driver) -> None:
+    parent = (await eng.aenqueue(sync_spray, {"album": "sync"})).id
+    ran = await arun_due(eng, [sync_spray])
+    assert [(e.name, e.outcome) for e in ran.executions] == [("f.sync_spray", "completed")]
+    kids = (await eng.aget(parent)).result
+    assert [r.name for r in await driver.job_get_many(job_ids=kids)] == ["f.thumb", "f.thumb"]
+    (step,) = await driver.step_load(job_id=parent)
+    assert (step.kind, step.result) == ("enqueue", kids)
