@@ -253,12 +253,18 @@ def _jobs_wait_cause(
         "jobs",
         f"Waiting for {n:,} job{'s' if n != 1 else ''} to settle{step}{f' ({tally})' if tally else ''}: it looks at "
         f"them again {check} (a tenth of the time waited so far, at most its event poll apart) and goes on once "
-        f"each has completed, died or been cancelled; {end}.",
+        f"{_GOES_ON[bool(wait.get('fail_fast'))]}; {end}.",
         count=n,
         until=timeout,
         next_check=row.run_at,
     )
 
+
+# When a fan-in goes on: every job settled, or (fail_fast) at the first that fails.
+_GOES_ON = {
+    False: "each has completed, died or been cancelled",
+    True: "each has completed, or at the first that dies or is cancelled (fail_fast)",
+}
 
 # The order a fan-in's tally says its jobs' states in: settled first, then live, then gone.
 _TALLY = ("completed", "dead", "cancelled", "running", "ready", "delayed", "parked", "suspended", "gone")
@@ -383,8 +389,8 @@ def awaited_cause(fan_in: JobRow) -> Cause:
     step = f" in step {wait['step']!r}" if wait.get("step") else ""
     return Cause(
         "awaited",
-        f"Job {fan_in.id} ({fan_in.name}) waits for this job{step}, one of {n:,}: it goes on once they have all "
-        f"settled.",
+        f"Job {fan_in.id} ({fan_in.name}) waits for this job{step}, one of {n:,}: it goes on once "
+        f"{_GOES_ON[bool(wait.get('fail_fast'))]}.",
         job_id=fan_in.id,
         state=fan_in.state,
         count=n,

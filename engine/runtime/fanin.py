@@ -1,9 +1,10 @@
 """Waiting in a step for other jobs to settle: ``await ctx.step.wait_for_jobs("resized", ids)``.
 
-A handler fans out by enqueueing jobs inside a step (so a replay answers the stored ids and
-enqueues nothing again) and fans in by waiting for them: the run is suspended (I7: no attempt
-burned, no error) and answers, once every job has settled, each one's outcome in the order given.
-A dead or cancelled job is an outcome, not an error. The wait looks at the jobs again half a
+A handler fans out by enqueueing jobs in a step (``ctx.step.enqueue``: a replay answers the
+stored ids and enqueues nothing again) and fans in by waiting for them: the run is suspended (I7:
+no attempt burned, no error) and answers, once every job has settled (or, ``fail_fast``, once one
+died or was cancelled), each one's outcome in the order given. A dead or cancelled job is an
+outcome, not an error. The wait looks at the jobs again half a
 second after it starts, then after a tenth of the time it has waited so far, never less often
 than the job's ``event_poll``: nothing on the waited jobs' path tells their waiter (an ack writes
 nothing for it), so the hot path pays nothing and the wait notices a settled set within a tenth
@@ -18,7 +19,7 @@ from typing import Any
 from engine.errors import X_INVALID_ARGUMENT, X_WAITED_JOB_GONE, JobsError
 from engine.ids import parse_id
 from engine.retry import register_error_retry
-from engine.types import JobRow, JobState
+from engine.types import FINAL_STATES, JobRow, JobState
 
 MAX_JOBS = 1_000  # one wait's ids ride in the job's wait (jsonb) on every suspension
 POLL_FIRST, POLL_SHARE = 0.5, 0.1  # seconds to the first look; the share of the wait so far after it
@@ -90,3 +91,22 @@ def gone(step: str, job_id: str, first: bool) -> JobsError:
         cause=f"step {step!r} waits for job {job_id}, which {when}",
         fix=f"wait only for ids enqueue answered, in a step before the wait: {_FIX}",
     )
+
+
+def check_fail_fast(name: str, fail_fast: Any) -> dict[str, bool]:
+    """``fail_fast`` as the wait records it: only when True (a wait without it reads as before)."""
+    if not isinstance(fail_fast, bool):
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"step {name!r}: fail_fast={fail_fast!r} must be True or False",
+            fix=f"await ctx.step.wait_for_jobs({name!r}, ids, fail_fast=True)",
+        )
+    return {"fail_fast": True} if fail_fast else {}
+
+
+def goes_on(wait: dict[str, Any], rows: list[JobRow]) -> bool:
+    """Whether a look at ``rows`` (the wait's jobs, in its order) ends the wait: each has settled,
+    or, when the wait is ``fail_fast``, one of them died or was cancelled."""
+    if all(r.state in FINAL_STATES for r in rows):
+        return True
+    return bool(wait.get("fail_fast")) and any(r.state in (JobState.DEAD, JobState.CANCELLED) for r in rows)

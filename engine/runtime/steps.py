@@ -38,7 +38,7 @@ from engine.runtime.step_checks import (
 )
 from engine.runtime.step_signal import StepSignal, invoke_step
 from engine.runtime.suspend import StepSuspension
-from engine.types import FINAL_STATES, Claim, JobRow, StepKind, StepStatus, StoredStep
+from engine.types import Claim, JobRow, StepKind, StepStatus, StoredStep
 
 if TYPE_CHECKING:
     from engine.newjobs import Enqueue
@@ -402,14 +402,16 @@ class StepApi:
 
     # --- wait for other jobs ----------------------------------------------------------------
 
-    def wait_for_jobs(self, name: str, ids: list[str], *, timeout: float | None = None) -> Any:
-        """Suspend until every job ``ids`` names has settled (completed, dead or cancelled);
-        answer each one's outcome (id, name, state, result, error_code, error, stop_reason) in
-        the order given, or None once ``timeout`` seconds pass first (engine/runtime/fanin.py)."""
-        return self._dispatch(self._wait_for_jobs(name, ids, timeout=timeout))
+    def wait_for_jobs(self, name: str, ids: list[str], *, timeout: float | None = None, fail_fast: bool = False) -> Any:
+        """Suspend until every job ``ids`` names has settled (completed, dead or cancelled), or with
+        ``fail_fast`` until one died or was cancelled; answer each one's outcome (id, name, state,
+        result, error_code, error, stop_reason) in the order given, or None once ``timeout``
+        seconds pass first (engine/runtime/fanin.py)."""
+        return self._dispatch(self._wait_for_jobs(name, ids, timeout=timeout, fail_fast=fail_fast))
 
-    async def _wait_for_jobs(self, name: str, ids: Any, *, timeout: float | None) -> Any:
+    async def _wait_for_jobs(self, name: str, ids: Any, *, timeout: float | None, fail_fast: Any) -> Any:
         job_ids = fanin.check_job_ids(name, ids, self.claim.job_id)
+        what = {"kind": "jobs", "jobs": job_ids, **fanin.check_fail_fast(name, fail_fast)}
         fix = f"await ctx.step.wait_for_jobs({name!r}, ids, timeout=3600)"
         check_wait_timeout(name, timeout, fix)
         s, seq = await self._begin(name, "jobs")
@@ -418,12 +420,12 @@ class StepApi:
         if s is not None and s.status == "timed-out":
             return None
         now = self.clock.now()
-        wait, started, timeout_at = self._wait_as_reached(name, s, now, timeout, fix, {"kind": "jobs", "jobs": job_ids})
+        wait, started, timeout_at = self._wait_as_reached(name, s, now, timeout, fix, what)
         rows = {r.id: r for r in await self.driver.job_get_many(job_ids=wait["jobs"])}
         for jid in wait["jobs"]:
             if jid not in rows:
                 raise fanin.gone(name, jid, first=s is None)
-        if all(rows[jid].state in FINAL_STATES for jid in wait["jobs"]):
+        if fanin.goes_on(wait, [rows[jid] for jid in wait["jobs"]]):
             result = [fanin.outcome(rows[jid]) for jid in wait["jobs"]]
             await self._write(self._step(name, seq, "jobs", "completed", started, result=result, wait=wait))
             return result
@@ -436,13 +438,7 @@ class StepApi:
         raise StepSuspension(run_at=look if timeout_at is None else min(look, timeout_at), wait=wait)
 
 
-_CALL: dict[str, str] = {
-    "run": "run",
-    "sleep": "sleep",
-    "event": "wait_for_event",
-    "jobs": "wait_for_jobs",
-    "enqueue": "enqueue",
-}
+_CALL = {"run": "run", "sleep": "sleep", "event": "wait_for_event", "jobs": "wait_for_jobs", "enqueue": "enqueue"}
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:

@@ -114,6 +114,53 @@ async def test_i7_a_wait_for_jobs_is_suspended_until_each_has_settled_and_answer
     ]
 
 
+async def test_a_fail_fast_wait_goes_on_at_the_first_job_that_died_with_each_outcome_as_it_stands(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    parent = await enqueue(driver, ids, clock)
+    kids = await children(driver, ids, clock, 3)
+    handler = waiting_on(kids, fail_fast=True)
+    out = await attempt(driver, clock, handler)
+    assert out.kind == "suspended" and out.suspension is not None
+    assert out.suspension.wait == {
+        "kind": "jobs",
+        "step": "fan-in",
+        "jobs": kids,
+        "fail_fast": True,
+        "timeout_at": None,
+    }
+    intro = Introspector(Engine(driver, clock=clock, ids=ids))
+    (said,) = [c for c in (await intro.why_job(parent)).causes if c.kind == "jobs"]
+    assert "goes on once each has completed, or at the first that dies or is cancelled (fail_fast)" in said.text
+
+    await settle(driver, clock, {kids[0]: {"w": 1}})  # completed; kids[1] and kids[2] run on
+    clock.advance(POLL_FIRST)
+    assert (await attempt(driver, clock, handler)).kind == "suspended"  # a completion is no failure
+
+    assert await driver.job_cancel(job_id=kids[1], tenant=None, now=clock.now(), actor="ann") is not None
+    clock.advance(POLL_FIRST)
+    done = await attempt(driver, clock, handler)
+    assert done.kind == "completed"
+    assert [(o["id"], o["state"], o["result"]) for o in done.result] == [
+        (kids[0], "completed", {"w": 1}),
+        (kids[1], "cancelled", None),
+        (kids[2], "running", None),  # as it stood at that look: the wait did not wait for it
+    ]
+    assert (await get(driver, kids[2])).state is JobState.RUNNING
+    assert (await get(driver, parent)).result == done.result
+
+
+async def test_a_wait_for_jobs_refuses_a_fail_fast_that_is_not_a_bool(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    parent = await enqueue(driver, ids, clock)
+    kids = await children(driver, ids, clock, 1)
+    out = await attempt(driver, clock, waiting_on(kids, fail_fast="yes"))
+    assert out.kind == "failed" and isinstance(out.error, JobsError)
+    assert out.error.code == X_INVALID_ARGUMENT and "fail_fast='yes' must be True or False" in out.error.cause
+    assert [s.name for s in await driver.step_list(job_id=parent)] == ["fan-out"]  # the wait wrote nothing
+
+
 async def test_the_wait_looks_again_after_a_tenth_of_the_time_waited_and_at_most_its_event_poll_apart(
     driver: Driver, ids: IdFactory, clock: FakeClock
 ) -> None:
@@ -257,7 +304,8 @@ async def test_a_waited_job_names_the_fan_ins_that_wait_for_it_until_they_go_on(
     (said,) = [c for c in (await intro.why_job(kids[1])).causes if c.kind == "awaited"]
     assert (said.job_id, said.state, said.count) == (parent, JobState.SUSPENDED, 2)
     assert said.text == (
-        f"Job {parent} (provision) waits for this job in step 'fan-in', one of 2: it goes on once they have all settled."
+        f"Job {parent} (provision) waits for this job in step 'fan-in', one of 2: it goes on once each has completed, "
+        "died or been cancelled."
     )
     assert [c.kind for c in (await intro.why_job(stranger)).causes if c.kind == "awaited"] == []
 
