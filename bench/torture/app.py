@@ -25,6 +25,7 @@ QUEUE = "torture"
 EVENT = "torture.go"
 TERMINAL, LATER, BUSY = "X_TORTURE_TERMINAL", "X_TORTURE_LATER", "X_TORTURE_BUSY"
 FANOUT = 3  # the children of a fan-in
+HOLD = 60.0  # seconds a doomed fan-in's child runs: far past the cancel that ends it
 register_error_retry({TERMINAL: "terminal", LATER: "retry-after", BUSY: "retryable"})
 
 # Enough attempts that the faults' lost attempts never exhaust a job that should complete.
@@ -112,9 +113,9 @@ async def waiter(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
     return {"run": ctx.job.run, "token": token, "got": got is not None}
 
 
-def child_keys(parent: str) -> list[str]:
-    """The keys of a fan-in's children: ``fanchild-<the parent's seed.n>-<i>`` (checks.kind_of)."""
-    return [f"fanchild-{parent.split('-', 1)[1].replace('-', '.')}-{i}" for i in range(FANOUT)]
+def child_keys(parent: str, kind: str = "fanchild") -> list[str]:
+    """The keys of a fan-in's children: ``<kind>-<the parent's seed.n>-<i>`` (checks.kind_of)."""
+    return [f"{kind}-{parent.split('-', 1)[1].replace('-', '.')}-{i}" for i in range(FANOUT)]
 
 
 @job(name="torture.fanin", queue=QUEUE, idempotency_key=key, retry=SURVIVES, event_poll=1.0)
@@ -125,6 +126,17 @@ async def fanin(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
     token = await Ledger.record(ctx)
     ids = await ctx.step.enqueue("fan-out", [Enqueue(plain, {"k": k}) for k in child_keys(inp["k"])])
     done = await ctx.step.wait_for_jobs("fan-in", ids)
+    return {"run": ctx.job.run, "token": token, "children": [d["state"] for d in done]}
+
+
+@job(name="torture.doomed", queue=QUEUE, idempotency_key=key, retry=SURVIVES, event_poll=1.0)
+async def doomed(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
+    """A fan-in the producer cancels with its children (``ops.cancel(id, children=True)``) a moment
+    after enqueueing it: before it runs, while it fans out, or while its children (long ``slow``
+    jobs) run. Nothing below it may run on, and none may be enqueued after the cancel."""
+    token = await Ledger.record(ctx)
+    kids = [Enqueue(slow, {"k": k, "secs": HOLD}) for k in child_keys(inp["k"], "doomchild")]
+    done = await ctx.step.wait_for_jobs("fan-in", await ctx.step.enqueue("fan-out", kids))
     return {"run": ctx.job.run, "token": token, "children": [d["state"] for d in done]}
 
 

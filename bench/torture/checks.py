@@ -32,6 +32,8 @@ EXPECTED: dict[str, tuple[str, str | None]] = {
     "tick": ("completed", None),
     "fanin": ("completed", None),
     "fanchild": ("completed", None),
+    "doomed": ("cancelled", None),
+    "doomchild": ("cancelled", None),
     "terminal": ("dead", "terminal"),
     "unclassified": ("dead", "attempts-exhausted"),
 }
@@ -238,6 +240,40 @@ def fan_ins(ev: Evidence) -> Check:
     )
 
 
+def cascades(ev: Evidence) -> Check:
+    """A fan-in cancelled with its children left nothing below it: the fan-in cancelled, and each
+    child key it fanned out has one job, cancelled (a cancel that came before the fan-out leaves
+    no child at all: the fan-out's write is fenced on the claim the cancel ended)."""
+    by_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for j in ev.jobs:
+        by_key[j["key"]].append(j)
+    problems: list[str] = []
+    cancelled = fanned = children = 0
+    for s in ev.sent.values():
+        if s.kind != "doomed":
+            continue
+        if not s.cancelled:
+            problems.append(f"{s.key}: its cancel never landed")
+            continue
+        states = [j["state"] for j in by_key.get(s.key, [])]
+        if states != ["cancelled"]:
+            problems.append(f"{s.key}: {states or 'missing'} after its cancel with children")
+            continue
+        cancelled += 1
+        below = [[j["state"] for j in by_key.get(k, [])] for k in child_keys(s.key, "doomchild")]
+        if any(below):
+            fanned += 1
+        for k, kid in zip(child_keys(s.key, "doomchild"), below):
+            children += len(kid)
+            if kid not in ([], ["cancelled"]) or (any(below) and not kid):
+                problems.append(f"{s.key}: child {k} is {kid or 'missing'} (the fan-out is written whole)")
+    detail = (
+        f"{cancelled} fan-ins cancelled with their children, {fanned} of them after fanning out: {children} "
+        f"children, each cancelled"
+    )
+    return Check("a fan-in cancelled with its children left nothing below it", not problems, detail, tuple(problems))
+
+
 def cron_once(ev: Evidence) -> Check:
     """I21: each occurrence enqueued once; every second between the first and the last enqueued
     occurrence is enqueued or counted as skipped by catch-up."""
@@ -301,7 +337,8 @@ def _lost_last_attempt(j: dict[str, Any]) -> bool:
 
 def stalled_worker(ev: Evidence) -> Check:
     """The stalled worker's jobs went to another claim while it slept (or, when its run was the
-    job's last attempt, dead); it acked none of them, and it logged each loss when it woke."""
+    job's last attempt, dead; or an operator cancelled them meanwhile); it acked none of them, and
+    it logged each loss when it woke."""
     problems: list[str] = []
     jobs = {j["id"]: j for j in ev.jobs}
     held = noticed = 0
@@ -316,14 +353,15 @@ def stalled_worker(ev: Evidence) -> Check:
                 continue
             if j["run"] == h["run"] and j["claimed_by"] == h["worker"] and j["state"] == "completed":
                 problems.append(f"{j['key']}: completed by the stalled worker's lost run {h['run']}")
-            elif j["run"] == h["run"] and not _lost_last_attempt(j):
+            elif j["run"] == h["run"] and not _lost_last_attempt(j) and j["state"] != "cancelled":
                 problems.append(f"{j['key']}: never re-delivered while its worker stalled ({j['state']})")
             if h["job_id"] in told:
                 noticed += 1
             elif j["run"] != h["run"]:
                 problems.append(f"{j['key']}: the stalled worker never logged losing run {h['run']}")
     detail = (
-        f"{len(ev.stalls)} stalls holding {held} jobs: each re-delivered, none acked by it, {noticed} losses logged"
+        f"{len(ev.stalls)} stalls holding {held} jobs: each re-delivered (or cancelled meanwhile), none acked by it, "
+        f"{noticed} losses logged"
     )
     return Check("a stalled worker acks nothing it lost, and notices", not problems, detail, tuple(problems))
 
@@ -341,7 +379,9 @@ def reruns(ev: Evidence) -> dict[str, int]:
         o = outcome.get((e["job_id"], e["run"]))
         if o is None:
             run, state = final.get(e["job_id"], (None, None))
-            o = state if run == e["run"] else "unsettled"
+            # A cancelled fan-in's looks before its cancel kept no attempt row of their own (a
+            # resumed run continues its suspension's): ended by the cancel, not run for nothing.
+            o = state if run == e["run"] or state == "cancelled" else "unsettled"
         if o in ("lost", "released", "unsettled"):
             counts[f"re-run ({o})"] += 1
     return dict(counts)

@@ -37,6 +37,7 @@ MIX: dict[str, int] = {
     "staged": 12,
     "staged-wait": 6,
     "fanin": 4,
+    "doomed": 3,
 }
 HANDLES = {
     "plain": app.plain,
@@ -51,6 +52,7 @@ HANDLES = {
     "staged": app.staged,
     "staged-wait": app.waiter,
     "fanin": app.fanin,
+    "doomed": app.doomed,
 }
 ROLLBACK_SHARE = 1 / 3
 RETRY_PAUSE = 0.2
@@ -66,6 +68,9 @@ class Sent:
     event_at: float | None = None  # a waiting job's event: when it is due to be sent
     event_sent: bool = False
     tries: int = 0
+    job_id: str | None = None
+    cancel_at: float | None = None  # a doomed fan-in: when it is cancelled with its children
+    cancelled: bool = False
 
 
 @dataclass
@@ -114,6 +119,8 @@ class Producer:
             await self._stage(s, inp)
         else:
             await self._enqueue(s, inp)
+        if kind == "doomed":  # before it runs, while it fans out, or while its children run
+            s.cancel_at = time.monotonic() + rng.uniform(0.0, 3.0)
         if kind in ("wait", "staged-wait") and not s.rolled_back:
             # After the enqueue or the stage committed (an event from before the job is not its
             # event), and often before the worker reaches the wait.
@@ -123,7 +130,7 @@ class Producer:
         while True:
             s.tries += 1
             try:
-                await self.eng.aenqueue(HANDLES[s.kind], inp)
+                s.job_id = (await self.eng.aenqueue(HANDLES[s.kind], inp)).id
                 s.committed = True
                 return
             except Exception:
@@ -160,17 +167,31 @@ class Producer:
             await self.send_due(time.monotonic())
 
     async def send_due(self, now: float) -> None:
+        """The events and the cancels due by ``now``; one that fails goes again at the next pass."""
         for s in list(self.sent.values()):
             if s.event_at is not None and not s.event_sent and s.event_at <= now:
                 try:
                     await self.eng.asend_event(app.EVENT, {"k": s.key}, actor="torture")
                 except Exception:
                     self.errors += 1
-                    continue  # the next pass sends it again
+                    continue
                 s.event_sent = True
+            if s.cancel_at is not None and not s.cancelled and s.cancel_at <= now and s.job_id is not None:
+                try:
+                    await self.eng.operator(actor="torture").cancel(s.job_id, children=True, note="doomed")
+                except Exception:
+                    self.errors += 1
+                    continue
+                s.cancelled = True
+
+    def _owed(self) -> bool:
+        return any(
+            (s.event_at is not None and not s.event_sent) or (s.cancel_at is not None and not s.cancelled)
+            for s in self.sent.values()
+        )
 
     async def send_all(self) -> None:
-        """The end: every event not yet sent, now (retried until each lands)."""
-        while any(s.event_at is not None and not s.event_sent for s in self.sent.values()):
+        """The end: every event and cancel not yet sent, now (retried until each lands)."""
+        while self._owed():
             await self.send_due(float("inf"))
             await asyncio.sleep(0.05)

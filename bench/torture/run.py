@@ -339,6 +339,7 @@ def _checks(ev: checks.Evidence, cfg: TortureConfig, injector: Injector, fleet: 
         checks.one_completion(ev),
         checks.steps_once(ev),
         checks.fan_ins(ev),
+        checks.cascades(ev),
         checks.cron_once(ev),
         checks.projections(ev),
     ]

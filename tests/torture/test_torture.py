@@ -1,6 +1,7 @@
 """The torture run's invariants (tests/torture/conftest.py runs it once): nothing committed is
 lost, nothing rolled back runs, nothing completes twice, a step's stored result is its one
-execution, a fan-in goes on only once its children have settled and enqueued none twice, each cron occurrence is enqueued
+execution, a fan-in goes on only once its children have settled and enqueued none twice, a fan-in
+cancelled with its children leaves none running, each cron occurrence is enqueued
 once, the console's counts are true, a stalled worker
 acks nothing it lost, and every worker recovers from every fault on its own."""
 
@@ -33,6 +34,10 @@ def test_i9_every_stored_step_ran_once_per_successful_write(torture: TortureRepo
 
 def test_every_fan_in_went_on_once_its_children_each_enqueued_once_had_settled(torture: TortureReport) -> None:
     check(torture, "every fan-in went on once its children, each enqueued once, had settled")
+
+
+def test_a_fan_in_cancelled_with_its_children_left_nothing_below_it(torture: TortureReport) -> None:
+    check(torture, "a fan-in cancelled with its children left nothing below it")
 
 
 def test_i21_each_cron_occurrence_was_enqueued_once(torture: TortureReport) -> None:
