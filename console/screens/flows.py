@@ -166,7 +166,8 @@ class Flows(BulkFlows):
             else ".",
         )  # fmt: skip
         count = len(live) + (1 if mine else 0)
-        await self.confirm_then_run("Cancel with its children?", body, f"Cancel {count:,} jobs", call)  # type: ignore[attr-defined]
+        verb = f"Cancel {count:,} job{'s' if count != 1 else ''}"
+        await self.confirm_then_run("Cancel with its children?", body, verb, call)  # type: ignore[attr-defined]
 
     @work(group="action", exclusive=True, exit_on_error=False)
     async def retry_from_step_flow(self: DataScreen, job_id: str, steps: Sequence[str]) -> None:
