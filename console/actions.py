@@ -189,7 +189,9 @@ ACTIONS: tuple[Action, ...] = NAV + (
         mutating=True,
     ),
     Action("e", "send_event", "Send event", "send the event this job waits for", scope="job_detail", mutating=True),
-    Action("u", "unfold", "Unfold", "show long input and result whole", scope="job_detail"),
+    # Offered where something is folded ("… N more lines folded (u: unfold)"): in the footer it
+    # pushed "l Logs" past 80 columns on a finished job with steps.
+    Action("u", "unfold", "Unfold", "show long input and result whole", scope="job_detail", footer=False),
     Action("l", "logs", "Logs", "this job's attempts, history and live engine events", scope="job_detail"),
     Action("i", "copy_id", "Copy id", "copy this job's full id to the clipboard", scope="job_detail", footer=False),
     # Offered in the screen's own text (the footer is full at 80 columns): "w: open ..." and "C:
