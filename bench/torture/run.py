@@ -199,8 +199,10 @@ async def _until(what: str, check: Any, timeout: float, every: float = 0.25, *, 
 async def run_torture(cfg: TortureConfig) -> TortureReport:
     began = time.monotonic()
     # The harness's own pool warns as the faults end its connections: expected, and not the
-    # workers' logs under test.
-    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+    # workers' logs under test. Set back at the end: a test runs this in its own process.
+    pool_log = logging.getLogger("psycopg.pool")
+    pool_level = pool_log.level
+    pool_log.setLevel(logging.ERROR)
     logs = cfg.logs or Path(tempfile.mkdtemp(prefix="torture-logs-"))
     cluster = TortureCluster()
     await asyncio.to_thread(cluster.start)
@@ -269,6 +271,7 @@ async def run_torture(cfg: TortureConfig) -> TortureReport:
         fleet.kill_all()
         await eng.aclose()
         await asyncio.to_thread(cluster.close)
+        pool_log.setLevel(pool_level)
 
 
 def elapsed_minutes(producer: Producer) -> float:
