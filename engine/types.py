@@ -224,6 +224,13 @@ class StoredStep:
     wait: dict[str, Any] | None = None  # a waiting sleep's end, or the event wait it describes
     event_id: str | None = None  # the event a completed wait consumed (never consumed twice per job)
 
+    @property
+    def job_ids(self) -> list[str] | None:
+        """The jobs this step names: an enqueue step's (its result), a wait for jobs' (its wait);
+        None for any other step."""
+        ids = self.result if self.kind == "enqueue" else (self.wait or {}).get("jobs") if self.kind == "jobs" else None
+        return [str(i) for i in ids] if isinstance(ids, list) else None
+
 
 # --- workers and gauges ------------------------------------------------------------------------
 

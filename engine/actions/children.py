@@ -15,13 +15,7 @@ MAX_CHILDREN = 1000  # past this many descendants a cancel names a filter instea
 
 def child_ids(steps: Iterable[StoredStep]) -> list[str]:
     """The ids a job's stored steps name as its children, in the order it named them, once each."""
-    out: list[str] = []
-    for s in sorted(steps, key=lambda s: s.seq):
-        if s.kind == "enqueue" and isinstance(s.result, list):
-            out += [str(i) for i in s.result]
-        elif s.kind == "jobs" and s.wait and isinstance(s.wait.get("jobs"), list):
-            out += [str(i) for i in s.wait["jobs"]]
-    return list(dict.fromkeys(out))
+    return list(dict.fromkeys(i for s in sorted(steps, key=lambda s: s.seq) for i in s.job_ids or ()))
 
 
 async def descendants(driver: Driver, root: JobRow, *, limit: int | None = None) -> list[JobRow]:

@@ -303,9 +303,9 @@ class Introspector(EngineView):
         """The rows of the jobs a fan-in's last wait named, else those its last enqueue step
         enqueued (its stored steps), as they stand now."""
         steps = await self.driver.step_load(job_id=job_id)
-        waits = [s.wait.get("jobs") for s in steps if s.kind == "jobs" and s.wait]
-        ids = waits[-1] if waits else next((s.result for s in reversed(steps) if s.kind == "enqueue"), None)
-        return await self._rows_in_order([str(i) for i in ids]) if isinstance(ids, list) else []
+        named = [s for s in steps if s.job_ids is not None]
+        last = next((s for s in reversed(named) if s.kind == "jobs"), named[-1] if named else None)
+        return await self._rows_in_order(last.job_ids or []) if last is not None else []
 
     async def _parents(self, job_id: str) -> tuple[tuple[JobSummary, str], ...]:
         """The jobs whose enqueue step enqueued ``job_id``, each with that step (one probe, 0019)."""

@@ -94,7 +94,7 @@ class MemorySteps(MemoryBase):
                 EnqueuedBy(s.job_id, s.name)
                 for steps in self.state.steps.values()
                 for s in steps.values()
-                if s.kind == "enqueue" and isinstance(s.result, list) and job_id in s.result
+                if s.kind == "enqueue" and job_id in (s.job_ids or ())
             ]
         return sorted(found, key=lambda e: e.job_id)[:5]
 
