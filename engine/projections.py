@@ -348,7 +348,7 @@ class ActionResult:
     reason: str | None = None
     duplicate_of: str | None = None  # a live job holding the same dedupe key
     discarded: tuple[str, ...] = ()  # retry_from_step: the steps whose stored results were dropped
-    also: tuple[ActionResult, ...] = ()  # a cancel with its children: each live job below it, cancelled
+    also: tuple[ActionResult, ...] = ()  # with its children: each job below it the cancel or retry reached
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """A job's children: the jobs its steps enqueued (``ctx.step.enqueue``) or waited for
-(``ctx.step.wait_for_jobs``), read from its stored steps, and theirs in turn. What a cancel with
-its children reaches, and what its confirmation names first."""
+(``ctx.step.wait_for_jobs``), read from its stored steps, and theirs in turn. What a cancel or a
+retry with its children reaches, and what its confirmation names first."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from engine.drivers.base import Driver
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.types import JobRow, StoredStep
 
-MAX_CHILDREN = 1000  # past this many descendants a cancel names a filter instead
+MAX_CHILDREN = 1000  # past this many descendants a cancel or retry names a filter instead
 
 
 def child_ids(steps: Iterable[StoredStep]) -> list[str]:
@@ -18,7 +18,19 @@ def child_ids(steps: Iterable[StoredStep]) -> list[str]:
     return list(dict.fromkeys(i for s in sorted(steps, key=lambda s: s.seq) for i in s.job_ids or ()))
 
 
-async def descendants(driver: Driver, root: JobRow, *, limit: int | None = None) -> list[JobRow]:
+def restart_step(steps: Iterable[StoredStep], retried: Iterable[str]) -> str | None:
+    """The step a job retried with its children runs again from: its first wait for jobs that
+    names one of ``retried`` (that wait looks at them afresh; the steps after it run again, those
+    before it replay, so a fan-out names the same children). None when no wait names one: a plain
+    retry, every stored step replaying."""
+    again = set(retried)
+    waits = (s for s in sorted(steps, key=lambda s: s.seq) if s.kind == "jobs" and again & set(s.job_ids or ()))
+    return next((s.name for s in waits), None)
+
+
+async def descendants(
+    driver: Driver, root: JobRow, *, limit: int | None = None, action: str = "cancel"
+) -> list[JobRow]:
     """Every job below ``root`` (its children, theirs, ...), breadth first, each once, as they
     stand now; more than ``limit`` (MAX_CHILDREN) is X_INVALID_ARGUMENT (nothing has changed
     yet). An id that names no job any more (pruned, discarded) is passed over."""
@@ -36,8 +48,8 @@ async def descendants(driver: Driver, root: JobRow, *, limit: int | None = None)
         if len(found) + len(ids) > limit:
             raise JobsError(
                 X_INVALID_ARGUMENT,
-                cause=f"job {root.id} has more than {limit:,} jobs below it; a cancel reaches at most {limit:,}",
-                fix=f"jobs cancel {root.id}, then jobs cancel --all --filter name=CHILD_NAME",
+                cause=f"job {root.id} has more than {limit:,} jobs below it; a {action} reaches at most {limit:,}",
+                fix=f"jobs {action} {root.id}, then jobs {action} --all --filter name=CHILD_NAME",
             )
         seen.update(ids)
         by_id = {r.id: r for r in await driver.job_get_many(job_ids=ids)} if ids else {}

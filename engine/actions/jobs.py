@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from engine.actions.base import OperatorBase
-from engine.actions.children import descendants
+from engine.actions.children import descendants, restart_step
 from engine.errors import X_INVALID_ARGUMENT, X_INVALID_STATE, X_KEY_HELD, X_NOT_FOUND, X_UNKNOWN_STEP, JobsError
 from engine.introspect.base import load_job, not_found
 from engine.projections import ActionResult, JobSummary
@@ -49,9 +49,15 @@ def checked_step_retry(res: StepRetry, *, tenant: str | None) -> StepRetry:
 
 
 class JobActions(OperatorBase):
-    async def retry(self, job_id: str, *, tenant: str | None = None, note: str | None = None) -> ActionResult:
+    async def retry(
+        self, job_id: str, *, tenant: str | None = None, note: str | None = None, children: bool = False
+    ) -> ActionResult:
         """Retry a dead job from scratch (attempts reset). Not dead: X_INVALID_STATE. Another
-        live job holding its idempotency key: X_KEY_HELD, naming that job."""
+        live job holding its idempotency key: X_KEY_HELD, naming that job. With ``children``,
+        every dead job below it first, deepest first, each audited with this note and the job it
+        was retried with (their answers are the result's ``also``); a job whose wait for jobs
+        names one of them runs again from that wait (``restart_step``), so it looks at them
+        afresh. Jobs below that are not dead stay as they are."""
         self._writable("retry", note)
         tenant = self._tenant(tenant)
         row = await load_job(self, job_id, tenant, budget_ms=self.budget_ms)
@@ -61,18 +67,53 @@ class JobActions(OperatorBase):
                 cause=f"job {row.id} is {row.state.value}; only a dead job can be retried",
                 fix=f"jobs cancel {row.id}" if row.state in LIVE_STATES else f"jobs show {row.id}",
             )
+        if not children:
+            return await self._retry_dead(row.id, tenant, note)
+        # The deepest first: a fan-in is ready again only once the jobs it looks at are.
+        below = [r for r in await self._below(row, tenant, "retry") if r.state is JobState.DEAD]
+        said = f"{note} (with job {row.id})" if note else f"with job {row.id}"
+        retried: set[str] = set()
+        also: tuple[ActionResult, ...] = ()
+        for r in reversed(below):
+            try:
+                res = await self._retry_with(r, retried, tenant, said)
+            except JobsError as err:  # retried, settled or pruned meanwhile, or its key held: said, and on
+                res = ActionResult("retry", r.id, False, r.state, r.state, reason=f"{err.cause} (fix: {err.fix})")
+            also += (res,)
+            retried |= {res.job_id} if res.changed else set()
+        try:
+            res = await self._retry_with(row, retried, tenant, note)
+        except JobsError as err:  # the jobs below are retried: say what became of it rather than raise
+            res = ActionResult("retry", row.id, False, row.state, row.state, reason=f"{err.cause} (fix: {err.fix})")
+        n = len(retried)
+        return replace(
+            res,
+            changed=res.changed or n > 0,
+            reason="; ".join(filter(None, [res.reason, f"{n:,} job{'s' if n != 1 else ''} below it retried"])),
+            also=also,
+        )
+
+    async def _retry_with(self, row: JobRow, retried: set[str], tenant: str | None, note: str | None) -> ActionResult:
+        """A dead job retried as part of a retry with children: from the wait that names one of
+        ``retried``, else from scratch."""
+        step = restart_step(await self.driver.step_load(job_id=row.id), retried) if retried else None
+        if step is None:
+            return await self._retry_dead(row.id, tenant, note)
+        return await self._retry_from(row, step, tenant, note)
+
+    async def _retry_dead(self, job_id: str, tenant: str | None, note: str | None) -> ActionResult:
         res = await self.driver.job_retry_dead(
-            job_id=row.id, tenant=tenant, now=self.clock.now(), actor=self.actor, note=note
+            job_id=job_id, tenant=tenant, now=self.clock.now(), actor=self.actor, note=note
         )
         if res is None:
-            raise not_found(row.id, tenant)
+            raise not_found(job_id, tenant)
         if res.duplicate_of is not None:
-            raise key_held(row.id, res.duplicate_of)
+            raise key_held(job_id, res.duplicate_of)
         if not res.changed:
             raise JobsError(
                 X_INVALID_STATE,
-                cause=f"job {row.id} became {res.previous.value} meanwhile; only a dead job can be retried",
-                fix=f"jobs show {row.id}",
+                cause=f"job {job_id} became {res.previous.value} meanwhile; only a dead job can be retried",
+                fix=f"jobs show {job_id}",
             )
         return res
 
@@ -92,6 +133,9 @@ class JobActions(OperatorBase):
         check_text(step, what="step", fix=f"jobs retry {job_id} --from-step STEP")
         tenant = self._tenant(tenant)
         row = await load_job(self, job_id, tenant, budget_ms=self.budget_ms)
+        return await self._retry_from(row, step, tenant, note)
+
+    async def _retry_from(self, row: JobRow, step: str, tenant: str | None, note: str | None) -> ActionResult:
         r = checked_step_retry(
             await self.driver.job_retry_from_step(
                 job_id=row.id, step_name=step, tenant=tenant, now=self.clock.now(), actor=self.actor, note=note
@@ -149,8 +193,9 @@ class JobActions(OperatorBase):
         row = await load_job(self, job_id, tenant, budget_ms=self.budget_ms)
         return [JobSummary.of(r) for r in await self._below(row, tenant)]
 
-    async def _below(self, row: JobRow, tenant: str | None) -> list[JobRow]:
-        return [r for r in await descendants(self.driver, row) if tenant is None or r.tenant == tenant]  # I25
+    async def _below(self, row: JobRow, tenant: str | None, action: str = "cancel") -> list[JobRow]:
+        found = await descendants(self.driver, row, action=action)
+        return [r for r in found if tenant is None or r.tenant == tenant]  # I25
 
     async def _cancel_one(self, job_id: str, tenant: str | None, note: str | None) -> ActionResult:
         res = await self.driver.job_cancel(

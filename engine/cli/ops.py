@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
-from typing import Any
+from typing import Any, Literal
 
 import typer
 
@@ -19,7 +19,7 @@ from engine.cli.reads import FILTER_HELP, FilteredCommand, console, emit, run, w
 from engine.cli.waits import TIMEOUT_HELP, wait_for, wait_limit
 from engine.durations import parse_duration
 from engine.errors import X_INVALID_ARGUMENT, JobsError
-from engine.types import LIVE_STATES
+from engine.types import LIVE_STATES, JobState
 
 EXIT_NOOP = 5  # the action changed nothing (already final, already paused, already asked to drain)
 ACTOR_HELP = "who the audit trail names (default $JOBS_ACTOR or user@host)"
@@ -44,7 +44,7 @@ def _result(res: Any, json_out: bool) -> None:
     if json_out:
         emit(res)
     else:
-        for r in (res, *res.also):  # a cancel with its children: the job, then each job below it
+        for r in (res, *res.also):  # with its children: the job, then each job below it
             verb = "done" if r.changed else "nothing changed"
             console().print(
                 f"{'' if r is res else '  '}{r.action} {r.job_id}: {verb} ({r.previous.value} -> {r.state.value})"
@@ -111,19 +111,25 @@ def retry(
     filters: list[str] = typer.Option([], "--filter", "-f", help=FILTER_HELP),
     yes: bool = typer.Option(False, "--yes", help="skip the confirmation"),
     rate: float = typer.Option(None, "--rate", help="pace a bulk retry: at most this many jobs a second"),
+    children: bool = typer.Option(
+        False,
+        "--children",
+        help="and every dead job below it (those its steps enqueued or waited for, and theirs), its wait on them "
+        "run again: a dry run, then a confirmation unless --yes",
+    ),
     tenant: str = typer.Option(None, "--tenant", help="act only on this tenant's jobs"),
     note: str = typer.Option(None, "--note", help="the incident note kept in the audit"),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Retry a dead job (attempts reset), from a step, or every dead job matching a filter."""
+    """Retry a dead job (attempts reset), from a step, with the dead jobs below it, or by filter."""
     if all_:
-        if job_id or from_step:
+        if job_id or from_step or children:
             fail(
                 JobsError(
                     X_INVALID_ARGUMENT,
-                    cause="--all takes a --filter, not an id or --from-step",
+                    cause="--all takes a --filter, not an id, --from-step or --children",
                     fix="jobs retry --all --filter code=X_SMTP",
                 ),
                 as_json=json_out,
@@ -131,6 +137,17 @@ def retry(
         return _bulk("retry", filters + ([f"tenant={tenant}"] if tenant else []), yes, rate, note, dsn, actor, json_out)
     if not job_id:
         fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobs retry JOB_ID"), as_json=json_out)
+    if children and from_step:
+        fail(
+            JobsError(
+                X_INVALID_ARGUMENT,
+                cause="--children chooses the step itself (the wait on the jobs it retries): drop --from-step",
+                fix=f"jobs retry {job_id} --children",
+            ),
+            as_json=json_out,
+        )
+    if children:
+        return _with_children("retry", job_id, yes, tenant, note, dsn, actor, json_out)
     if from_step:
         res = run(
             dsn, json_out, lambda e: operator(e, actor).retry_from_step(job_id, from_step, tenant=tenant, note=note)
@@ -185,27 +202,41 @@ def cancel(
     if not job_id:
         fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobs cancel JOB_ID"), as_json=json_out)
     if children:
-        return _cancel_children(job_id, yes, tenant, note, dsn, actor, json_out)
+        return _with_children("cancel", job_id, yes, tenant, note, dsn, actor, json_out)
     _result(run(dsn, json_out, lambda e: operator(e, actor).cancel(job_id, tenant=tenant, note=note)), json_out)
 
 
-def _cancel_children(
-    job_id: str, yes: bool, tenant: str | None, note: str | None, dsn: str | None, actor: str | None, json_out: bool
+def _with_children(
+    action: Literal["cancel", "retry"],
+    job_id: str,
+    yes: bool,
+    tenant: str | None,
+    note: str | None,
+    dsn: str | None,
+    actor: str | None,
+    json_out: bool,
 ) -> None:
-    """A cancel with its children, as a bulk action: the dry run (the live jobs below it, by
-    state), then a confirmation unless --yes, then the cancel, one line a job."""
+    """A cancel or retry with its children, as a bulk action: the dry run (the jobs below it it
+    reaches, live ones for a cancel and dead ones for a retry, by state), then a confirmation
+    unless --yes, then the action, one line a job."""
     below = run(dsn, json_out, lambda e: operator(e, actor).children(job_id, tenant=tenant))
-    live = Counter(b.state.value for b in below if b.state in LIVE_STATES)
+    reaches = LIVE_STATES if action == "cancel" else {JobState.DEAD}
+    reached = Counter(b.state.value for b in below if b.state in reaches)
+    n = reached.total()
     if not json_out:
-        tally = ", ".join(f"{n} {s}" for s, n in live.most_common()) or "none"
+        tally = ", ".join(f"{k} {s}" for s, k in reached.most_common()) or "none"
+        which = "live" if action == "cancel" else "dead"
+        settled = "have settled" if action == "cancel" else "are not dead"
         console().print(
-            f"dry run: cancel {job_id} and the {live.total()} live jobs below it ({tally}); "
-            f"{len(below) - live.total()} below it have settled and stay as they are"
+            f"dry run: {action} {job_id} and the {n} {which} jobs below it ({tally}); "
+            f"{len(below) - n} below it {settled} and stay as they are"
         )
-    if not yes and (json_out or not _confirmed(f"cancel {job_id} and {live.total()} jobs below it?")):
+    if not yes and (json_out or not _confirmed(f"{action} {job_id} and {n} jobs below it?")):
         sys.stderr.write("error: not confirmed; nothing changed\n  fix: add --yes\n")
         raise typer.Exit(EXIT_NOOP)
-    res = run(dsn, json_out, lambda e: operator(e, actor).cancel(job_id, tenant=tenant, note=note, children=True))
+    res = run(
+        dsn, json_out, lambda e: getattr(operator(e, actor), action)(job_id, tenant=tenant, note=note, children=True)
+    )
     _result(res, json_out)
 
 

@@ -38,7 +38,7 @@ from engine.series import QueueSeries
 from engine.types import LIVE_STATES, JobRow, JobState
 
 if TYPE_CHECKING:  # the worker area's registry row; only named in annotations here
-    from engine.records import WorkerRecord
+    from engine.records import StepRecord, WorkerRecord
 
 DEFAULT_BUDGET = 0.5  # seconds a projection may take: the console's default
 DEFAULT_COUNT_CAP = 10_000  # past this a count answers "at least" instead of counting on
@@ -184,23 +184,27 @@ class Introspector(EngineView):
             attempts=tuple(attempts),
             steps=steps,
             history=tuple(history),
-            next_retry=self._next_retry(row, why.at),
+            next_retry=self._next_retry(row, why.at, _replayed_dead(steps, awaited or [])),
             why=why,
             awaited=tuple(JobSummary.of(r) for r in awaited or ()),
             parents=await self._parents(row.id),
         )
 
-    def _next_retry(self, row: JobRow, now: datetime) -> NextRetry | None:
+    def _next_retry(self, row: JobRow, now: datetime, replayed_dead: int = 0) -> NextRetry | None:
         if row.state in (JobState.COMPLETED, JobState.CANCELLED):
             return None
         if row.state is JobState.DEAD:
+            n = replayed_dead
             return NextRetry(
                 1,
                 row.max_attempts,
                 None,
                 row.max_attempts <= 1,
                 # The stop reason is the why's and the error's: said once.
-                f"an operator retry starts again at attempt 1 of {row.max_attempts}",
+                # A retry with its children runs them again and the wait looks afresh.
+                f"retried alone, its wait answers its {n} dead job{'s' if n != 1 else ''} again"
+                if n
+                else f"an operator retry starts again at attempt 1 of {row.max_attempts}",
             )
         # Attempts burned so far; a running job's current attempt is already counted.
         nxt = row.attempt + 1
@@ -423,3 +427,11 @@ def _tally(row: JobRow, awaited: list[JobRow] | None) -> dict[str, int] | None:
         return None
     found = {r.id: r.state.value for r in awaited}
     return dict(Counter(found.get(i, "gone") for i in ids))
+
+
+def _replayed_dead(steps: Sequence[StepRecord], awaited: Sequence[JobRow]) -> int:
+    """How many dead jobs a dead job's stored wait for jobs answered that a plain retry answers
+    again (its wait replays); retried with its children, they run again and it looks afresh."""
+    if not any(s.kind == "jobs" for s in steps):
+        return 0
+    return sum(r.state is JobState.DEAD for r in awaited)

@@ -1,0 +1,216 @@
+"""A retry with its children, on every driver: every dead job below a dead fan-in is retried, the
+deepest first, and each job whose wait for jobs names one of them runs again from that wait, so
+the tree finishes once the fault is fixed; what is not dead below it stays as it is, a job below
+that cannot be retried is said and passed over, and a tree past the limit is refused before
+anything changes."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from engine.actions import children
+from engine.api import Engine, Enqueue
+from engine.clock import FakeClock
+from engine.drivers.base import Driver
+from engine.drivers.postgres import PostgresDriver
+from engine.errors import X_INVALID_ARGUMENT, X_INVALID_STATE, JobsError
+from engine.ids import IdFactory
+from engine.introspect import Introspector
+from engine.jobs import job
+from engine.retry import RetryPolicy
+from engine.testing import arun_due
+from engine.types import LIVE_STATES, JobState
+from tests.engine.test_cli_introspect import cli
+
+Q = "retry-children"
+ONCE = RetryPolicy(attempts=1)
+FAULT = {"on": True}  # the fault the on-call engineer fixes before the retry
+
+
+@pytest.fixture(autouse=True)
+def faulty() -> None:
+    FAULT["on"] = True
+
+
+@job(name="rc.leaf", queue=f"{Q}-leaves", idempotency_key=lambda inp: inp["k"], retry=ONCE)
+async def leaf(ctx, inp):  # type: ignore[no-untyped-def]
+    if inp.get("flaky") and FAULT["on"]:
+        raise RuntimeError("smtp down")
+    return inp["k"]
+
+
+async def gather(ctx: Any, k: str, kids: list[Enqueue]) -> list[Any]:
+    """Fan out, wait for every job, and fail unless each completed."""
+    outcomes = await ctx.step.wait_for_jobs("fan-in", await ctx.step.enqueue("fan-out", kids))
+    if any(o["state"] != "completed" for o in outcomes):
+        raise RuntimeError(f"{k}: a job below failed")
+    return [o["result"] for o in outcomes]
+
+
+@job(name="rc.branch", queue=f"{Q}-branches", idempotency_key=lambda inp: inp["k"], retry=ONCE)
+async def branch(ctx, inp):  # type: ignore[no-untyped-def]
+    k = inp["k"]
+    return await gather(ctx, k, [Enqueue(leaf, {"k": f"{k}/ok"}), Enqueue(leaf, {"k": f"{k}/bad", "flaky": True})])
+
+
+@job(name="rc.root", queue=Q, idempotency_key=lambda inp: inp["k"], retry=ONCE)
+async def root(ctx, inp):  # type: ignore[no-untyped-def]
+    k = inp["k"]
+    kids = [
+        Enqueue(leaf, {"k": f"{k}/ok"}),
+        Enqueue(leaf, {"k": f"{k}/bad", "flaky": True}),
+        Enqueue(branch, {"k": f"{k}/branch"}),
+    ]
+    return await gather(ctx, k, kids)
+
+
+EVERY = [root, branch, leaf]
+
+
+@pytest.fixture
+def eng(driver: Driver, clock: FakeClock) -> Engine:
+    return Engine(driver, clock=clock, ids=IdFactory(clock, seed=23))
+
+
+async def settle(eng: Engine, clock: FakeClock, job_id: str) -> JobState:
+    """Run the tree until ``job_id`` has settled, the clock moved on to each fan-in's next look."""
+    for _ in range(10):
+        await arun_due(eng, EVERY)
+        if (state := (await eng.aget(job_id)).state) not in LIVE_STATES:
+            return state
+        clock.advance(5)
+    raise AssertionError(f"job {job_id} is still {state.value}")
+
+
+async def failed_tree(eng: Engine, clock: FakeClock, k: str) -> tuple[str, dict[str, str]]:
+    """A root dead because a leaf below it and its branch died (the branch because its own leaf
+    did); answers the root's id and the ids of the jobs below it by key."""
+    top = (await eng.aenqueue(root, {"k": k})).id
+    assert await settle(eng, clock, top) is JobState.DEAD
+    return top, {r.idempotency_key: r.id for r in await eng.operator().children(top)}
+
+
+async def test_a_retry_with_children_retries_the_dead_below_deepest_first_and_the_fan_ins_from_their_waits(
+    eng: Engine, driver: Driver, clock: FakeClock, request: pytest.FixtureRequest
+) -> None:
+    top, ids = await failed_tree(eng, clock, "t1")
+    rows = {r.idempotency_key: r for r in await driver.job_get_many(job_ids=list(ids.values()))}
+    states = {k: r.state for k, r in rows.items()}
+    assert states == {
+        "t1/ok": JobState.COMPLETED,
+        "t1/bad": JobState.DEAD,
+        "t1/branch": JobState.DEAD,
+        "t1/branch/ok": JobState.COMPLETED,
+        "t1/branch/bad": JobState.DEAD,
+    }
+    ok_finished = rows["t1/ok"].finished_at
+    FAULT["on"] = False
+
+    if isinstance(driver, PostgresDriver):  # the CLI: a dry run, a confirmation, then each one
+        args = (
+            "retry",
+            top,
+            "--children",
+            "--note",
+            "INC-9",
+            "--actor",
+            "ann",
+            "--dsn",
+            request.getfixturevalue("pg_dsn"),
+        )
+        no = await asyncio.to_thread(cli, *args, input="n\n")
+        assert no.exit_code != 0 and "nothing changed" in no.output
+        assert f"dry run: retry {top} and the 3 dead jobs below it (3 dead); 2 below it are not dead" in no.output
+        assert (await eng.aget(ids["t1/bad"])).state is JobState.DEAD
+        r = await asyncio.to_thread(cli, *args, "--yes")
+        assert r.exit_code == 0, r.output
+        lines = r.stdout.splitlines()[1:]  # after the dry run's line
+        assert lines[0].startswith(f"retry_from_step {top}: done (dead -> ready); discarded steps: fan-in")
+        assert "3 jobs below it retried" in lines[0]
+        below = [(line.split()[0], line.split()[1].rstrip(":")) for line in lines[1:]]
+        clock.advance((datetime.now(UTC) - clock.now()).total_seconds())  # the CLI's clock made them due
+    else:
+        res = await eng.operator(actor="ann").retry(top, note="INC-9", children=True)
+        assert res.changed and res.action == "retry_from_step" and res.discarded == ("fan-in",)
+        assert all(a.changed for a in res.also)
+        below = [(a.action, a.job_id) for a in res.also]
+    # The deepest first, and the branch from its wait, once its own dead leaf is ready again.
+    assert below == [
+        ("retry", ids["t1/branch/bad"]),
+        ("retry_from_step", ids["t1/branch"]),
+        ("retry", ids["t1/bad"]),
+    ]
+    (entry,) = [h for h in await driver.job_history(job_id=ids["t1/branch/bad"]) if h.kind == "retried"]
+    assert entry.actor == "ann" and entry.note == f"INC-9 (with job {top})"
+
+    assert await settle(eng, clock, top) is JobState.COMPLETED
+    done = await eng.aget(top)
+    assert done.result == ["t1/ok", "t1/bad", ["t1/branch/ok", "t1/branch/bad"]]
+    # The fan-outs replayed: the same five jobs below, the completed ones never run again.
+    assert {r.idempotency_key: r.id for r in await eng.operator().children(top)} == ids
+    assert (await eng.aget(ids["t1/ok"])).finished_at == ok_finished
+
+
+async def test_a_plain_retry_of_a_fan_in_replays_its_wait_and_leaves_the_dead_jobs_below_dead(
+    eng: Engine, clock: FakeClock
+) -> None:
+    top, ids = await failed_tree(eng, clock, "t2")
+    said = (await Introspector(eng).job(top)).next_retry
+    assert said is not None  # what its detail says a retry would do
+    assert said.note == "retried alone, its wait answers its 2 dead jobs again"
+    FAULT["on"] = False
+    res = await eng.operator(actor="ann").retry(top)
+    assert res.changed and res.also == ()
+    # Its wait answers the stored outcomes again.
+    assert await settle(eng, clock, top) is JobState.DEAD
+    assert (await eng.aget(ids["t2/bad"])).state is JobState.DEAD
+
+
+async def test_a_job_below_that_cannot_be_retried_is_said_and_the_others_retried(eng: Engine, clock: FakeClock) -> None:
+    top, ids = await failed_tree(eng, clock, "t3")
+    holder = (await eng.aenqueue(leaf, {"k": "t3/bad"})).id  # a live job took the dead leaf's key
+    res = await eng.operator(actor="ann").retry(top, children=True)
+    by_id = {a.job_id: a for a in res.also}
+    assert not by_id[ids["t3/bad"]].changed and holder in (by_id[ids["t3/bad"]].reason or "")
+    assert by_id[ids["t3/branch"]].changed and by_id[ids["t3/branch/bad"]].changed
+    assert res.changed and (await eng.aget(top)).state is JobState.READY  # from its wait: the branch is retried
+    assert (await eng.aget(ids["t3/bad"])).state is JobState.DEAD
+
+
+async def test_a_retry_with_more_jobs_below_than_the_limit_is_refused_before_anything_changes(
+    eng: Engine, driver: Driver, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    top, ids = await failed_tree(eng, clock, "t4")
+    monkeypatch.setattr(children, "MAX_CHILDREN", 4)
+    with pytest.raises(JobsError) as exc:
+        await eng.operator(actor="ann").retry(top, children=True)
+    assert exc.value.code == X_INVALID_ARGUMENT and "a retry reaches at most 4" in exc.value.cause
+    assert exc.value.fix.startswith(f"jobs retry {top}, then jobs retry --all --filter")
+    rows = await driver.job_get_many(job_ids=[top, *ids.values()])
+    assert sum(r.state is JobState.DEAD for r in rows) == 4
+
+
+async def test_a_retry_with_children_of_a_job_that_is_not_dead_is_refused(eng: Engine) -> None:
+    top = (await eng.aenqueue(root, {"k": "t5"})).id
+    with pytest.raises(JobsError) as exc:
+        await eng.operator(actor="ann").retry(top, children=True)
+    assert exc.value.code == X_INVALID_STATE and "only a dead job can be retried" in exc.value.cause
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (("--all", "--filter", "queue=x"), "--all takes a --filter, not an id, --from-step or --children"),
+        (("JOB", "--from-step", "fan-in"), "--children chooses the step itself"),
+    ],
+)
+def test_jobs_retry_children_refuses_all_and_from_step_with_the_form_that_works(
+    extra: tuple[str, ...], said: str
+) -> None:
+    r = cli("retry", *extra, "--children", "--dsn", "postgresql://nobody@localhost/none")
+    assert r.exit_code != 0 and said in r.output
+    assert "fix: jobs retry" in r.output
