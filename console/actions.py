@@ -194,8 +194,8 @@ ACTIONS: tuple[Action, ...] = NAV + (
     Action("u", "unfold", "Unfold", "show long input and result whole", scope="job_detail", footer=False),
     Action("l", "logs", "Logs", "this job's attempts, history and live engine events", scope="job_detail"),
     Action("i", "copy_id", "Copy id", "copy this job's full id to the clipboard", scope="job_detail", footer=False),
-    # Offered in the screen's own text (the footer is full at 80 columns): "w: open ..." and "C:
-    # cancel with them" under the jobs a fan-in waits for, "o: open ..." after the why of a job a
+    # Offered in the screen's own text (the footer is full at 80 columns): "w: open ...", "C:
+    # cancel with them" and "X: retry with them" under the jobs a fan-in waits for, "o: open ..." after the why of a job a
     # fan-in waits for and beside the parent that enqueued it.
     Action(
         "w",
@@ -211,6 +211,16 @@ ACTIONS: tuple[Action, ...] = NAV + (
         "Its parent",
         "open the fan-in that waits for this job, else the job whose fan-out enqueued it",
         scope="job_detail",
+        footer=False,
+    ),
+    Action(
+        "X",
+        "retry_children",
+        "Retry with children",
+        "retry this dead job and every dead job below it; its wait on them looks at them afresh",
+        scope="job_detail",
+        mutating=True,
+        key_display="X",
         footer=False,
     ),
     Action(

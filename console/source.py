@@ -257,9 +257,11 @@ class Source:
                 X_READ_ONLY, cause=f"{what} was refused: the console is read-only", fix='jobs-console --dsn "$JOBS_DSN"'
             )
 
-    async def retry(self, job_id: str, *, note: str | None = None) -> ActionResult:
+    async def retry(self, job_id: str, *, note: str | None = None, children: bool = False) -> ActionResult:
+        """Retry a dead job; ``children``: and every dead job below it, its wait on them run again
+        (Operator.retry)."""
         self._writable("retry")
-        return await self._ops.retry(job_id, note=note)
+        return await self._ops.retry(job_id, note=note, children=children)
 
     async def retry_from_step(self, job_id: str, step: str, *, note: str | None = None) -> ActionResult:
         self._writable("retry from a step")

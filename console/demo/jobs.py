@@ -29,6 +29,8 @@ DEMO_CODES = {
     "X_CRM_UNAVAILABLE": "the CRM answered 503",
     "X_SMTP_TIMEOUT": "the mail server did not answer",
     "X_HTTP_410": "the webhook receiver answered 410 Gone",
+    "X_RENDERER_DOWN": "the PDF renderer refused the connection",
+    "X_CLOSE_PARTIAL": "a month's statements did not all render",
 }
 DEMO_RETRY = {
     "X_CARD_DECLINED": "terminal",  # retrying a declined card only annoys the issuer
@@ -38,6 +40,9 @@ DEMO_RETRY = {
     "X_CRM_UNAVAILABLE": "retryable",
     "X_SMTP_TIMEOUT": "retryable",
     "X_HTTP_410": "terminal",  # the receiver is gone: retrying cannot help
+    "X_RENDERER_DOWN": "retryable",
+    # A retry of the close alone answers its stored statements again: it takes them with it.
+    "X_CLOSE_PARTIAL": "terminal",
 }
 register_error_codes(DEMO_CODES)
 register_error_retry(DEMO_RETRY)
@@ -255,7 +260,24 @@ async def generate_report(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
 )
 async def render_statement(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
     await PACE(3.0)
-    return await ctx.step.run("render", lambda: {"pdf": f"statement-{inp['month']}-{inp['account']}.pdf"})
+    return await ctx.step.run("render", lambda: _render(inp))
+
+
+RENDERER = "pdf.internal:8443"
+
+
+def _render(inp: dict[str, Any]) -> dict[str, Any]:
+    return {"pdf": f"statement-{inp['month']}-{inp['account']}.pdf"}
+
+
+def _renderer_refused(inp: dict[str, Any], attempt: int) -> dict[str, Any]:
+    """What rendering a statement raises while the renderer is down: the world's outage of last
+    month, over by the hour the demo shows (its live handlers find it up)."""
+    raise JobsError(
+        "X_RENDERER_DOWN",
+        f"the PDF renderer at {RENDERER} refused the connection (account {inp['account']})",
+        "retry once the renderer answers: jobs retry ID",
+    )
 
 
 @job(
@@ -270,8 +292,23 @@ async def close_month(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
     specs = [Enqueue(render_statement, {"month": inp["month"], "account": a}, ctx.tenant) for a in inp["accounts"]]
     ids = await ctx.step.enqueue("fan-out", specs)  # one commit with its ids: each replay enqueues nothing
     statements = await ctx.step.wait_for_jobs("statements", ids, timeout=3600)
-    rendered = sum(s["state"] == "completed" for s in statements or [])
-    return {"month": inp["month"], "statements": rendered, "of": len(ids)}
+    missing = statements_missing(inp["month"], ids, statements)
+    if missing is not None:
+        raise missing
+    return {"month": inp["month"], "statements": len(ids), "of": len(ids)}
+
+
+def statements_missing(month: str, ids: list[str], statements: list[dict[str, Any]] | None) -> JobsError | None:
+    """A month closes whole or not at all: the error of a close whose wait answered a statement
+    that did not complete (or timed out: None), else None."""
+    missing = [s["id"] for s in statements if s["state"] != "completed"] if statements is not None else ids
+    if not missing:
+        return None
+    return JobsError(
+        "X_CLOSE_PARTIAL",
+        f"{len(missing)} of {len(ids)} statements for {month} did not render",
+        "fix what stopped them, then: jobs retry ID --children",
+    )
 
 
 # --- webhooks: a receiver that is gone answers 410, terminal ----------------------------------
@@ -334,7 +371,12 @@ DEMO_TASKS = (heartbeat_report, ledger_close, digest_paris)
 def failure(code: str, inp: dict[str, Any]) -> JobsError:
     """The error this app raises for ``code`` on ``inp``: how the demo world fails its dead letters,
     so they say what the handlers say (without a traceback: it would name this machine's paths)."""
-    fail = {"X_CARD_DECLINED": _charge, "X_SMTP_TIMEOUT": _deliver, "X_HTTP_410": lambda inp, _: _post(inp)}[code]
+    fail = {
+        "X_CARD_DECLINED": _charge,
+        "X_SMTP_TIMEOUT": _deliver,
+        "X_HTTP_410": lambda inp, _: _post(inp),
+        "X_RENDERER_DOWN": _renderer_refused,
+    }[code]
     try:
         fail(inp, 1)
     except JobsError as exc:

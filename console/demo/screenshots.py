@@ -152,6 +152,18 @@ SHOTS: tuple[Shot, ...] = (
         size=(80, 24),
     ),
     Shot(
+        "dead_fan_in_80x24",
+        "A fan-in that died of its dead job: what its wait answered, and X to retry it with that job",
+        press=(*_filter("name=close_month state=dead"), "enter"),
+        size=(80, 24),
+    ),
+    Shot(
+        "retry_children_80x24",
+        "X on a dead fan-in: one confirmation retries it from its wait and every dead job below it",
+        press=(*_filter("name=close_month state=dead"), "enter", "X"),
+        size=(80, 24),
+    ),
+    Shot(
         "marked_retry_80x24",
         "Marked rows (space), sorted by state (s): one confirmation names the count",
         press=("2", "s", "s", "s", "s", "s", "t", "t", "t", "space", "space", "space", "x"),

@@ -14,8 +14,9 @@ rate limit, a sleep and an event wait, a paused queue, three workers (one stale)
 the second worker schedules as the leader (one runs every minute), attempts and step traces,
 inputs that are huge, hostile (terminal escapes, Rich markup) or binary-looking, the shop's
 checkouts staged through the transactional outbox (some rolled back), whose relays have been
-failing on one receipt for the last three minutes, and the ledger of the app's two backfills with
-a pass running (world_backfills.py).
+failing on one receipt for the last three minutes, the ledger of the app's two backfills with
+a pass running (world_backfills.py), and two months' closes that fanned out their statements: this
+month's waiting for them, last month's dead of one that never rendered (world_fanins.py).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from console.demo import jobs as app
 from console.demo.accounts import MemoryAccounts, declare
 from console.demo.outbox import play_outbox
 from console.demo.world_backfills import ENVIRONMENT, BackfillStory
+from console.demo.world_fanins import FanIns
 from engine import Engine, Enqueue, FakeClock, JobDefinition, connect
 from engine.testing import Factory, IdFactory
 
@@ -59,7 +61,9 @@ SMTP_TRACEBACK = "\n".join(  # what the worker stores for a failed attempt (Work
 )
 
 
-class _World:
+class _World(FanIns):
+    reports_worker = APP2
+
     def __init__(self, f: Factory, start: datetime, seed: int, cron: bool, story: BackfillStory) -> None:
         self.f, self.start, self.now_at = f, start, start + timedelta(hours=1)
         self.seed = seed
@@ -274,43 +278,6 @@ class _World:
         for wid, in_use in ((APP1, 3), (APP2, 4)):  # app2: two reports, a statement and a backfill pass
             await self.f.heartbeat(wid, in_use=in_use)
 
-    async def fan_in(self) -> None:
-        """A month's close that fanned out four statements 90 s before NOW and waits for them: two
-        rendered, one rendering on app2, one still to run. Played last, over the rest of the hour,
-        so the world's other rows keep their ids and times; the close's priority puts its looks
-        ahead of the parked report in the reports queue."""
-        back = self.f.now
-        self.at(self.now_at - timedelta(seconds=90))
-        accounts = [101, 102, 103, 104]
-        close = await self.one(app.close_month, {"month": "2026-11", "accounts": accounts}, "initech")
-        claim = await self.f.claim(close, APP2)
-        specs = [self.spec(app.render_statement, {"month": "2026-11", "account": a}, "initech") for a in accounts]
-        kids = await self.f.enqueue(*specs)
-        await self.f.step(claim, "fan-out", 1, kind="enqueue", took=0.1, result=kids)
-        started = self.f.now
-        wait = {
-            "kind": "jobs",
-            "step": "statements",
-            "jobs": kids,
-            "timeout_at": (started + timedelta(hours=1)).isoformat(),
-        }  # the wait the engine writes (engine/runtime/steps.py)
-        await self.f.step(claim, "statements", 2, kind="jobs", status="waiting", took=0.0, wait=wait)
-        poll = app.close_month.event_poll
-        await self.f.fan_in_suspend(claim, wait, started=started, event_poll=poll)
-        rendered = await self.f.claim_due("reports", APP2, limit=3)
-        assert [c.job_id for c in rendered] == kids[:3]
-        self.f.advance(2.5)
-        for c in rendered[:2]:
-            await self.f.complete(c, result={"pdf": f"statement-2026-11-{accounts[kids.index(c.job_id)]}.pdf"})
-        self.at(self.now_at - timedelta(seconds=10))
-        await self.f.renew(rendered[2:], worker=APP2)  # still rendering: app2 renews it
-        # Its last look, 3 s before NOW, found one running and one ready.
-        self.at(self.now_at - timedelta(seconds=3))
-        (look,) = await self.f.claim_due("reports", APP2, limit=1)
-        assert look.job_id == close
-        await self.f.fan_in_suspend(look, wait, started=started, event_poll=poll)
-        self.at(back)
-
     async def waiting_work(self) -> None:
         """An old billing backlog (its oldest-ready age crosses the alert), a delayed batch, hostile
         and huge inputs, a paused queue holding webhooks, and a cancelled job for the history."""
@@ -389,6 +356,7 @@ async def play_world(
     await w.live_states()
     await w.checkouts()
     await w.fan_in()
+    await w.failed_close()
 
 
 def _run(coro: Any) -> Any:

@@ -22,7 +22,7 @@ from console.screens.flows_bulk import BulkFlows
 from console.screens.steps import StepChooser
 from engine.errors import JobsError
 from engine.projections import ActionResult, DrainRequest, JobFilter
-from engine.types import LIVE_STATES
+from engine.types import LIVE_STATES, JobState
 
 if TYPE_CHECKING:
     from console.screens.base import DataScreen
@@ -34,9 +34,10 @@ def result_text(r: ActionResult) -> str:
     msg = f"{r.action.replace('_', ' ')} {short_id(r.job_id)}: {r.previous.value} → {r.state.value}"
     if r.duplicate_of:
         msg += f" (deduped onto live job {short_id(r.duplicate_of)})"
-    if r.also:  # a cancel with its children
+    if r.also:  # a cancel or retry with its children
         n = sum(a.changed for a in r.also)
-        msg += f", and {n:,} job{'s' if n != 1 else ''} below it cancelled"
+        done = "cancelled" if r.action == "cancel" else "retried"
+        msg += f", and {n:,} job{'s' if n != 1 else ''} below it {done}"
     return msg + "."
 
 
@@ -96,7 +97,7 @@ class Flows(BulkFlows):
         if self.is_attached:  # a discarded job's screen went back: nothing left to re-read
             self.reload()
 
-    def retry_job(self: DataScreen, job_id: str, name: str) -> None:
+    def retry_job(self: DataScreen, job_id: str, name: str, dead_below: int = 0) -> None:
         async def call(c: Confirmed) -> str:
             return result_text(await self.source.retry(job_id, note=c.note))
 
@@ -106,6 +107,14 @@ class Flows(BulkFlows):
             " (",
             clean(name, limit=40),
             "): it becomes ready now with a fresh attempt budget.",
+            (
+                f" The {dead_below:,} dead jobs it fanned out stay dead and its wait answers them as they"
+                " were (X retries them with it)."
+                if dead_below > 1
+                else " The dead job it fanned out stays dead and its wait answers it as it was (X retries it too)."
+            )
+            if dead_below
+            else "",
         )
         self.confirm_and_run("Retry this job?", body, f"Retry job {short_id(job_id)}", call)
 
@@ -168,6 +177,39 @@ class Flows(BulkFlows):
         count = len(live) + (1 if mine else 0)
         verb = f"Cancel {count:,} job{'s' if count != 1 else ''}"
         await self.confirm_then_run("Cancel with its children?", body, verb, call)  # type: ignore[attr-defined]
+
+    @work(group="action", exclusive=True, exit_on_error=False)
+    async def retry_with_children(self: DataScreen, job_id: str, name: str) -> None:
+        try:
+            below = await self.source.children(job_id)
+        except JobsError as err:
+            self.notify(f"{clean(err.cause, limit=200)}\nfix: {clean(err.fix, limit=120)}", title=err.code,
+                        severity="error", timeout=8)  # fmt: skip
+            return
+        dead = [b for b in below if b.state is JobState.DEAD]
+        if not dead:
+            self.notify("No job below it is dead: nothing to retry with it (x retries the job alone).", timeout=5)
+            return
+
+        async def call(c: Confirmed) -> str:
+            return result_text(await self.source.retry(job_id, note=c.note, children=True))
+
+        rest = Counter(b.state.value for b in below if b.state is not JobState.DEAD)
+        body = Text.assemble(
+            "Retry dead job ",
+            (short_id(job_id), "bold"),
+            " (",
+            clean(name, limit=40),
+            ") and ",
+            (f"the {len(dead):,} dead job{'s' if len(dead) != 1 else ''} below it", "bold"),
+            ", the deepest first, each ready now with a fresh attempt budget. A job whose wait names one of "
+            "them runs again from that wait, so it looks at them afresh; its earlier steps replay.",
+            f" The {rest.total():,} below it that are not dead ("
+            + ", ".join(f"{n:,} {s}" for s, n in rest.most_common())
+            + ") stay as they are." if rest else "",
+        )  # fmt: skip
+        count = len(dead) + 1
+        await self.confirm_then_run("Retry with its children?", body, f"Retry {count:,} jobs", call)  # type: ignore[attr-defined]
 
     @work(group="action", exclusive=True, exit_on_error=False)
     async def retry_from_step_flow(self: DataScreen, job_id: str, steps: Sequence[str]) -> None:

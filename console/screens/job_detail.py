@@ -141,6 +141,8 @@ def awaited_text(d: JobDetail, now: datetime) -> Text | None:
         t.append(f"\n  w: open the first {said}", style="dim")
         if target.state in _LIVE:
             t.append(" · C: cancel the job with those still live", style="dim")
+        elif d.job.state is JobState.DEAD and any(a.state is JobState.DEAD for a in d.awaited):
+            t.append(" · X: retry the job with those dead", style="dim")
     ordered = sorted(d.awaited, key=lambda a: a.state not in _LIVE)  # stable: the fan-in's order within
     for a in ordered[:AWAITED_LINES]:
         t.append(f"\n  {short_id(a.id)}  ", style="dim")
@@ -348,6 +350,8 @@ class JobDetailScreen(DataScreen, Flows):
             return j.state in _LIVE
         if action == "cancel_children":
             return any(a.state in _LIVE for a in self.detail.awaited)
+        if action == "retry_children":
+            return j.state is JobState.DEAD and self._dead_below() > 0
         if action == "discard":
             return j.state is JobState.DEAD
         if action == "send_event":
@@ -394,9 +398,16 @@ class JobDetailScreen(DataScreen, Flows):
         if self.detail is not None:
             self.on_job_loaded(JobLoaded(self.detail))
 
+    def _dead_below(self) -> int:
+        return sum(a.state is JobState.DEAD for a in self.detail.awaited) if self.detail else 0
+
     def action_retry(self) -> None:
         if self.detail:
-            self.retry_job(self.detail.job.id, self.detail.job.name)
+            self.retry_job(self.detail.job.id, self.detail.job.name, self._dead_below())
+
+    def action_retry_children(self) -> None:
+        if self.detail:
+            self.retry_with_children(self.detail.job.id, self.detail.job.name)
 
     def action_cancel(self) -> None:
         if self.detail:

@@ -412,6 +412,36 @@ async def test_a_fan_ins_cancel_says_its_jobs_keep_running_and_capital_c_cancels
         assert history[-1].actor == "console:test" and history[-1].note == f"with job {screen.job_id}"
 
 
+async def test_a_dead_fan_ins_retry_says_its_dead_jobs_stay_dead_and_capital_x_retries_them_with_it() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_job(pilot, "name=close_month state=dead")
+        assert screen.detail is not None
+        statements = {a.id: a.state for a in screen.detail.awaited}
+        (dead,) = [i for i, s in statements.items() if s is JobState.DEAD]
+        shown = str(screen.query_one("#awaited").render())
+        assert "w: open the first dead · X: retry the job with those dead" in shown
+        await keys(pilot, "x")
+        said = str(app.screen.query_one("#confirm-text").render())
+        assert "The dead job it fanned out stays dead and its wait answers it as it was (X retries it too)." in said
+        await keys(pilot, "escape")
+        assert await state_of(app, screen.job_id) is JobState.DEAD
+
+        await keys(pilot, "X")
+        assert isinstance(app.screen, ConfirmScreen)
+        said = str(app.screen.query_one("#confirm-text").render())
+        assert "and the 1 dead job below it, the deepest first" in said
+        assert "The 2 below it that are not dead (2 completed) stay as they are." in said
+        await keys(pilot, "y")
+        assert await state_of(app, screen.job_id) is JobState.READY
+        after = await app.source.job(screen.job_id)
+        assert after.history[-1].data["step"] == "statements"  # it looks at them afresh; the fan-out replays
+        assert await state_of(app, dead) is JobState.READY
+        assert [await state_of(app, i) for i in statements if i != dead] == [JobState.COMPLETED] * 2
+        history = (await app.source.job(dead)).history
+        assert history[-1].actor == "console:test" and history[-1].note == f"with job {screen.job_id}"
+
+
 async def test_detail_retry_and_its_audit_note() -> None:
     app = console()
     async with app.run_test(size=SIZE) as pilot:
@@ -512,7 +542,7 @@ async def test_bulk_retry_everything_matching_the_filter_paced_with_a_note() -> 
         assert "4 retried" in text and "Paced at 10/s" in text and "INC-9" in text
         await keys(pilot, "enter")
         assert not await ids(app, state=JobState.DEAD, queue="emails")
-        assert len(await ids(app, state=JobState.DEAD)) == 7  # the other queues untouched
+        assert len(await ids(app, state=JobState.DEAD)) == 9  # the other queues untouched
 
 
 async def test_bulk_cancel_with_nothing_live_says_so_without_a_modal() -> None:

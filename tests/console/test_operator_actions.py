@@ -80,7 +80,7 @@ async def test_discard_of_a_group_previews_the_count_then_deletes_all_of_it() ->
         assert isinstance(app.screen, ResultScreen) and "5 discarded" in modal_text(app)
         await keys(pilot, "enter")
         assert not await dead_ids(app, name="charge_card")
-        assert len(await dead_ids(app)) == 6  # the other groups untouched
+        assert len(await dead_ids(app)) == 8  # the other groups untouched
 
 
 async def test_discard_is_refused_on_a_live_job_without_a_modal() -> None:

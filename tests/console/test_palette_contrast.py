@@ -175,7 +175,7 @@ async def test_no_color_marks_dead_and_parked_counts_with_attributes(monkeypatch
         lines = rendered_lines(app)
         bar = next(line for line in lines if "suspended" in "".join(seg.text for seg in line))
         styles = {seg.text: seg.style for seg in bar if seg.text.strip().isdigit()}
-        dead, parked = styles["11"], styles["2"]
+        dead, parked = styles["13"], styles["2"]
         assert dead is not None and dead.bold and dead.reverse  # the dead count stands out as an alarm
         assert parked is not None and parked.underline
         billing = next(line for line in lines if "billing" in "".join(seg.text for seg in line))
