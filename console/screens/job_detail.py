@@ -75,6 +75,7 @@ def facts_text(d: JobDetail, now: datetime) -> Text:
                 Text.assemble(
                     (clean(j.error_code or "—", limit=40), palette.style("error")),
                     f"  stop reason: {j.stop_reason}" if j.stop_reason else "",
+                    ("  (an earlier run's: it completed since)", "dim") if j.state is JobState.COMPLETED else "",
                 ),
             )
         )

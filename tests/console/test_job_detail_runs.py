@@ -101,3 +101,16 @@ async def test_a_job_enqueued_in_a_trace_names_its_trace_id_and_one_without_says
     tid = "4bf92f3577b34da6a3ce929d0e0e4736"
     traced = replace(d, job=replace(d.job, trace={"traceparent": f"00-{tid}-00f067aa0ba902b7-01"}))
     assert f"trace  {tid}" in facts_text(traced, T0).plain
+
+
+async def test_a_completed_jobs_error_is_said_to_be_an_earlier_runs_and_a_dead_ones_is_not() -> None:
+    from console.screens.job_detail import facts_text
+
+    source = seeded_source()
+    (close,) = (await source.jobs(JobFilter(name="close_month", state=JobState.DEAD))).items
+    d = await source.job(close.id)
+    (line,) = [x for x in facts_text(d, T0).plain.splitlines() if x.split()[:1] == ["error"]]
+    assert line.split() == ["error", "X_CLOSE_PARTIAL", "stop", "reason:", "terminal"]
+    done = replace(d, job=replace(d.job, state=JobState.COMPLETED, stop_reason=None))  # retried, then completed
+    (line,) = [x for x in facts_text(done, T0).plain.splitlines() if x.split()[:1] == ["error"]]
+    assert line.endswith("X_CLOSE_PARTIAL  (an earlier run's: it completed since)")
