@@ -4,7 +4,7 @@ retry with its children reaches, and what its confirmation names first."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from engine.drivers.base import Driver
 from engine.errors import X_INVALID_ARGUMENT, JobsError
@@ -18,14 +18,19 @@ def child_ids(steps: Iterable[StoredStep]) -> list[str]:
     return list(dict.fromkeys(i for s in sorted(steps, key=lambda s: s.seq) for i in s.job_ids or ()))
 
 
-def restart_step(steps: Iterable[StoredStep], retried: Iterable[str]) -> str | None:
-    """The step a job retried with its children runs again from: its first wait for jobs that
-    names one of ``retried`` (that wait looks at them afresh; the steps after it run again, those
-    before it replay, so a fan-out names the same children). None when no wait names one: a plain
-    retry, every stored step replaying."""
-    again = set(retried)
-    waits = (s for s in sorted(steps, key=lambda s: s.seq) if s.kind == "jobs" and again & set(s.job_ids or ()))
-    return next((s.name for s in waits), None)
+def restart_step(steps: Iterable[StoredStep], now: Mapping[str, str]) -> str | None:
+    """The step a job retried with its children runs again from: its first wait for jobs whose
+    stored answer no longer holds, an outcome's state not what ``now`` (id -> state) says of that
+    job as it stands, the jobs this retry made ready among them. That wait looks at them afresh;
+    the steps after it run again, those before it replay (so a fan-out names the same children).
+    Reading the jobs as they stand, not only those retried in this call, lets a second retry finish
+    one that was interrupted after its children had gone. None when every stored answer holds."""
+    for s in sorted(steps, key=lambda s: s.seq):
+        if s.kind == "jobs" and isinstance(s.result, list):
+            said = ((o.get("id"), o.get("state")) for o in s.result if isinstance(o, dict))
+            if any(i in now and now[i] != state for i, state in said):
+                return s.name
+    return None
 
 
 async def descendants(

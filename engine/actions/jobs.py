@@ -55,9 +55,10 @@ class JobActions(OperatorBase):
         """Retry a dead job from scratch (attempts reset). Not dead: X_INVALID_STATE. Another
         live job holding its idempotency key: X_KEY_HELD, naming that job. With ``children``,
         every dead job below it first, deepest first, each audited with this note and the job it
-        was retried with (their answers are the result's ``also``); a job whose wait for jobs
-        names one of them runs again from that wait (``restart_step``), so it looks at them
-        afresh. Jobs below that are not dead stay as they are."""
+        was retried with (their answers are the result's ``also``); a job whose stored wait for
+        jobs answered them otherwise than they now stand (those just retried among them) runs
+        again from that wait (``restart_step``), so it looks at them afresh. Jobs below that are
+        not dead stay as they are; a second call finishes one that was interrupted."""
         self._writable("retry", note)
         tenant = self._tenant(tenant)
         row = await load_job(self, job_id, tenant, budget_ms=self.budget_ms)
@@ -70,22 +71,23 @@ class JobActions(OperatorBase):
         if not children:
             return await self._retry_dead(row.id, tenant, note)
         # The deepest first: a fan-in is ready again only once the jobs it looks at are.
-        below = [r for r in await self._below(row, tenant, "retry") if r.state is JobState.DEAD]
+        below = await self._below(row, tenant, "retry")
+        now = {r.id: r.state.value for r in below}  # as they stand: what a stored wait is held to
         said = f"{note} (with job {row.id})" if note else f"with job {row.id}"
-        retried: set[str] = set()
         also: tuple[ActionResult, ...] = ()
-        for r in reversed(below):
+        for r in reversed([r for r in below if r.state is JobState.DEAD]):
             try:
-                res = await self._retry_with(r, retried, tenant, said)
+                res = await self._retry_with(r, now, tenant, said)
             except JobsError as err:  # retried, settled or pruned meanwhile, or its key held: said, and on
                 res = ActionResult("retry", r.id, False, r.state, r.state, reason=f"{err.cause} (fix: {err.fix})")
             also += (res,)
-            retried |= {res.job_id} if res.changed else set()
+            if res.changed:
+                now[r.id] = JobState.READY.value
         try:
-            res = await self._retry_with(row, retried, tenant, note)
+            res = await self._retry_with(row, now, tenant, note)
         except JobsError as err:  # the jobs below are retried: say what became of it rather than raise
             res = ActionResult("retry", row.id, False, row.state, row.state, reason=f"{err.cause} (fix: {err.fix})")
-        n = len(retried)
+        n = sum(a.changed for a in also)
         return replace(
             res,
             changed=res.changed or n > 0,
@@ -93,10 +95,10 @@ class JobActions(OperatorBase):
             also=also,
         )
 
-    async def _retry_with(self, row: JobRow, retried: set[str], tenant: str | None, note: str | None) -> ActionResult:
-        """A dead job retried as part of a retry with children: from the wait that names one of
-        ``retried``, else from scratch."""
-        step = restart_step(await self.driver.step_load(job_id=row.id), retried) if retried else None
+    async def _retry_with(self, row: JobRow, now: dict[str, str], tenant: str | None, note: str | None) -> ActionResult:
+        """A dead job retried as part of a retry with children: from its first wait whose stored
+        answer the jobs below no longer match (``restart_step``), else from scratch."""
+        step = restart_step(await self.driver.step_load(job_id=row.id), now)
         if step is None:
             return await self._retry_dead(row.id, tenant, note)
         return await self._retry_from(row, step, tenant, note)

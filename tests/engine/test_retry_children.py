@@ -181,6 +181,29 @@ async def test_a_job_below_that_cannot_be_retried_is_said_and_the_others_retried
     assert (await eng.aget(ids["t3/bad"])).state is JobState.DEAD
 
 
+async def test_a_retry_with_children_cut_off_before_the_job_itself_is_finished_by_the_next_one(
+    eng: Engine, driver: Driver, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    top, ids = await failed_tree(eng, clock, "t6")
+    FAULT["on"] = False
+    real = driver.job_retry_from_step
+
+    async def lost_before_the_root(**kw: Any) -> Any:
+        if kw["job_id"] == top:
+            raise ConnectionError("the server closed the connection")
+        return await real(**kw)
+
+    monkeypatch.setattr(driver, "job_retry_from_step", lost_before_the_root)
+    with pytest.raises(ConnectionError):
+        await eng.operator(actor="ann").retry(top, children=True)
+    assert (await eng.aget(top)).state is JobState.DEAD and (await eng.aget(ids["t6/bad"])).state is JobState.READY
+    monkeypatch.setattr(driver, "job_retry_from_step", real)
+    # Nothing below is dead now; the job's stored wait still says so, and that is what it is held to.
+    res = await eng.operator(actor="ann").retry(top, children=True)
+    assert res.also == () and res.action == "retry_from_step" and res.discarded == ("fan-in",)
+    assert await settle(eng, clock, top) is JobState.COMPLETED
+
+
 async def test_a_retry_with_more_jobs_below_than_the_limit_is_refused_before_anything_changes(
     eng: Engine, driver: Driver, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
