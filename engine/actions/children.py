@@ -27,7 +27,7 @@ def restart_step(steps: Iterable[StoredStep], now: Mapping[str, str]) -> str | N
     one that was interrupted after its children had gone. None when every stored answer holds."""
     for s in sorted(steps, key=lambda s: s.seq):
         if s.kind == "jobs" and isinstance(s.result, list):
-            said = ((o.get("id"), o.get("state")) for o in s.result if isinstance(o, dict))
+            said = ((str(o.get("id")), o.get("state")) for o in s.result if isinstance(o, dict))
             if any(i in now and now[i] != state for i, state in said):
                 return s.name
     return None
