@@ -48,6 +48,11 @@ def checked_step_retry(res: StepRetry, *, tenant: str | None) -> StepRetry:
     raise key_held(jid, str(res.holder_id))
 
 
+def _refused(row: JobRow, err: JobsError) -> ActionResult:
+    """A job a retry with children could not retry, as its answer (nothing changed for it)."""
+    return ActionResult("retry", row.id, False, row.state, row.state, reason=f"{err.cause} (fix: {err.fix})")
+
+
 class JobActions(OperatorBase):
     async def retry(
         self, job_id: str, *, tenant: str | None = None, note: str | None = None, children: bool = False
@@ -79,14 +84,14 @@ class JobActions(OperatorBase):
             try:
                 res = await self._retry_with(r, now, tenant, said)
             except JobsError as err:  # retried, settled or pruned meanwhile, or its key held: said, and on
-                res = ActionResult("retry", r.id, False, r.state, r.state, reason=f"{err.cause} (fix: {err.fix})")
+                res = _refused(r, err)
             also += (res,)
             if res.changed:
                 now[r.id] = JobState.READY.value
         try:
             res = await self._retry_with(row, now, tenant, note)
         except JobsError as err:  # the jobs below are retried: say what became of it rather than raise
-            res = ActionResult("retry", row.id, False, row.state, row.state, reason=f"{err.cause} (fix: {err.fix})")
+            res = _refused(row, err)
         n = sum(a.changed for a in also)
         return replace(
             res,
