@@ -140,6 +140,30 @@ async def doomed(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
     return {"run": ctx.job.run, "token": token, "children": [d["state"] for d in done]}
 
 
+@job(name="torture.flaky", queue=QUEUE, idempotency_key=key, retry=SURVIVES)
+async def flaky(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
+    """Dies on its first run (a terminal error), completes on any later one: a retry makes it."""
+    token = await Ledger.record(ctx)
+    if ctx.job.run == 1 and inp.get("flaky"):
+        raise JobError(TERMINAL, cause="the first run of a flaky child dies", fix="retry it with its fan-in")
+    return {"run": ctx.job.run, "token": token}
+
+
+@job(name="torture.revived", queue=QUEUE, idempotency_key=key, retry=SURVIVES, event_poll=1.0)
+async def revived(ctx: Any, inp: dict[str, Any]) -> dict[str, Any]:
+    """A fan-in over a flaky child and two plain ones that goes on at the first death
+    (``fail_fast``) and then dies itself unless all three completed; the producer retries it with
+    its children (``ops.retry(id, children=True)``) once it is dead, and it must then complete,
+    each child enqueued once."""
+    token = await Ledger.record(ctx)
+    kids = [Enqueue(flaky, {"k": k, "flaky": i == 0}) for i, k in enumerate(child_keys(inp["k"], "flakychild"))]
+    done = await ctx.step.wait_for_jobs("fan-in", await ctx.step.enqueue("fan-out", kids), fail_fast=True)
+    states = [d["state"] for d in done]
+    if states != ["completed"] * len(states):
+        raise JobError(TERMINAL, cause=f"its children ended {states}", fix="retry it with its children")
+    return {"run": ctx.job.run, "token": token, "children": states}
+
+
 @job(name="torture.terminal", queue=QUEUE, idempotency_key=key, retry=FAILS)
 async def terminal(ctx: Any, inp: dict[str, Any]) -> None:
     await Ledger.record(ctx)

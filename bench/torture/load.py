@@ -38,6 +38,7 @@ MIX: dict[str, int] = {
     "staged-wait": 6,
     "fanin": 4,
     "doomed": 3,
+    "revived": 3,
 }
 HANDLES = {
     "plain": app.plain,
@@ -53,6 +54,7 @@ HANDLES = {
     "staged-wait": app.waiter,
     "fanin": app.fanin,
     "doomed": app.doomed,
+    "revived": app.revived,
 }
 ROLLBACK_SHARE = 1 / 3
 RETRY_PAUSE = 0.2
@@ -71,6 +73,10 @@ class Sent:
     job_id: str | None = None
     cancel_at: float | None = None  # a doomed fan-in: when it is cancelled with its children
     cancelled: bool = False
+    revive: bool = False  # a revived fan-in: retried with its children once it is dead
+    revived: bool = False  # its retry landed
+    completed_alone: bool = False  # it completed without one (its flaky child's first run was lost)
+    look_at: float = 0.0  # when its state is read next
 
 
 @dataclass
@@ -121,6 +127,7 @@ class Producer:
             await self._enqueue(s, inp)
         if kind == "doomed":  # before it runs, while it fans out, or while its children run
             s.cancel_at = time.monotonic() + rng.uniform(0.0, 3.0)
+        s.revive = kind == "revived"
         if kind in ("wait", "staged-wait") and not s.rolled_back:
             # After the enqueue or the stage committed (an event from before the job is not its
             # event), and often before the worker reaches the wait.
@@ -183,10 +190,28 @@ class Producer:
                     self.errors += 1
                     continue
                 s.cancelled = True
+            if s.revive and not (s.revived or s.completed_alone) and s.job_id is not None and s.look_at <= now:
+                await self._revive(s)
+
+    async def _revive(self, s: Sent) -> None:
+        """Retry a dead revived fan-in with its children, as an operator would; one that failed
+        (a fault on the way, maybe halfway) is tried again at a later pass."""
+        s.look_at = time.monotonic() + 0.5
+        try:
+            state = (await self.eng.aget(s.job_id)).state.value  # type: ignore[arg-type]
+            if state == "completed":
+                s.completed_alone = True
+            elif state == "dead":
+                await self.eng.operator(actor="torture").retry(s.job_id, children=True, note="revived")  # type: ignore[arg-type]
+                s.revived = True
+        except Exception:
+            self.errors += 1
 
     def _owed(self) -> bool:
         return any(
-            (s.event_at is not None and not s.event_sent) or (s.cancel_at is not None and not s.cancelled)
+            (s.event_at is not None and not s.event_sent)
+            or (s.cancel_at is not None and not s.cancelled)
+            or (s.revive and not (s.revived or s.completed_alone))
             for s in self.sent.values()
         )
 

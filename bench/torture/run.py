@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from bench.torture import checks
+from bench.torture import checks, checks_fanins
 from bench.torture.cluster import PASSWORD, TortureCluster
 from bench.torture.faults import KINDS, Fault, Injector, isolated_plan, storm_plan
 from bench.torture.fleet import Fleet, read_events
@@ -341,8 +341,9 @@ def _checks(ev: checks.Evidence, cfg: TortureConfig, injector: Injector, fleet: 
         checks.rolled_back(ev),
         checks.one_completion(ev),
         checks.steps_once(ev),
-        checks.fan_ins(ev),
-        checks.cascades(ev),
+        checks_fanins.fan_ins(ev),
+        checks_fanins.cascades(ev),
+        checks_fanins.revivals(ev),
         checks.cron_once(ev),
         checks.projections(ev),
     ]

@@ -217,11 +217,13 @@ def _with_children(
     json_out: bool,
 ) -> None:
     """A cancel or retry with its children, as a bulk action: the dry run (the jobs below it it
-    reaches, live ones for a cancel and dead ones for a retry, by state), then a confirmation
-    unless --yes, then the action, one line a job."""
+    reaches: live ones for a cancel, by state; dead ones for a retry, by error code), then a
+    confirmation unless --yes, then the action, one line a job."""
     below = run(dsn, json_out, lambda e: operator(e, actor).children(job_id, tenant=tenant))
-    reaches = LIVE_STATES if action == "cancel" else {JobState.DEAD}
-    reached = Counter(b.state.value for b in below if b.state in reaches)
+    if action == "cancel":  # the live ones, by state
+        reached = Counter(b.state.value for b in below if b.state in LIVE_STATES)
+    else:  # the dead ones, by what killed them
+        reached = Counter(b.error_code or "no error code" for b in below if b.state is JobState.DEAD)
     n = reached.total()
     if not json_out:
         tally = ", ".join(f"{k} {s}" for s, k in reached.most_common()) or "none"

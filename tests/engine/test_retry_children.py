@@ -7,6 +7,7 @@ anything changes."""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
@@ -124,7 +125,9 @@ async def test_a_retry_with_children_retries_the_dead_below_deepest_first_and_th
         )
         no = await asyncio.to_thread(cli, *args, input="n\n")
         assert no.exit_code != 0 and "nothing changed" in no.output
-        assert f"dry run: retry {top} and the 3 dead jobs below it (3 dead); 2 below it are not dead" in no.output
+        codes = Counter(r.error_code for r in rows.values() if r.state is JobState.DEAD)
+        tally = ", ".join(f"{n} {code}" for code, n in codes.most_common())
+        assert f"dry run: retry {top} and the 3 dead jobs below it ({tally}); 2 below it are not dead" in no.output
         assert (await eng.aget(ids["t1/bad"])).state is JobState.DEAD
         r = await asyncio.to_thread(cli, *args, "--yes")
         assert r.exit_code == 0, r.output

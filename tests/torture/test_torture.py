@@ -1,7 +1,8 @@
 """The torture run's invariants (tests/torture/conftest.py runs it once): nothing committed is
 lost, nothing rolled back runs, nothing completes twice, a step's stored result is its one
 execution, a fan-in goes on only once its children have settled and enqueued none twice, a fan-in
-cancelled with its children leaves none running, each cron occurrence is enqueued
+cancelled with its children leaves none running, one dead of its dead child and retried with its
+children completes with them, each cron occurrence is enqueued
 once, the console's counts are true, a stalled worker
 acks nothing it lost, and every worker recovers from every fault on its own."""
 
@@ -38,6 +39,12 @@ def test_every_fan_in_went_on_once_its_children_each_enqueued_once_had_settled(t
 
 def test_a_fan_in_cancelled_with_its_children_left_nothing_below_it(torture: TortureReport) -> None:
     check(torture, "a fan-in cancelled with its children left nothing below it")
+
+
+def test_a_fan_in_dead_of_its_dead_child_retried_with_its_children_completed_with_them(
+    torture: TortureReport,
+) -> None:
+    check(torture, "a fan-in retried with its children completed with them")
 
 
 def test_i21_each_cron_occurrence_was_enqueued_once(torture: TortureReport) -> None:
