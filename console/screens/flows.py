@@ -21,7 +21,7 @@ from console.screens.confirm import Confirmed, ConfirmScreen
 from console.screens.flows_bulk import BulkFlows
 from console.screens.steps import StepChooser
 from engine.errors import JobsError
-from engine.projections import ActionResult, DrainRequest, JobFilter
+from engine.projections import ActionResult, DrainRequest, JobFilter, JobSummary
 from engine.types import LIVE_STATES, JobState
 
 if TYPE_CHECKING:
@@ -141,13 +141,19 @@ class Flows(BulkFlows):
         )
         self.confirm_and_run("Cancel this job?", body, f"Cancel job {short_id(job_id)}", call)
 
-    @work(group="action", exclusive=True, exit_on_error=False)
-    async def cancel_with_children(self: DataScreen, job_id: str, name: str, state: str) -> None:
+    async def children_or_say(self: DataScreen, job_id: str) -> list[JobSummary] | None:
+        """The jobs below a job, as an action with children reaches them; None, said, when the walk
+        was refused (too many below it: the fix names the filter to use)."""
         try:
-            below = await self.source.children(job_id)
+            return await self.source.children(job_id)
         except JobsError as err:
             self.notify(f"{clean(err.cause, limit=200)}\nfix: {clean(err.fix, limit=120)}", title=err.code,
                         severity="error", timeout=8)  # fmt: skip
+            return None
+
+    @work(group="action", exclusive=True, exit_on_error=False)
+    async def cancel_with_children(self: DataScreen, job_id: str, name: str, state: str) -> None:
+        if (below := await self.children_or_say(job_id)) is None:  # type: ignore[attr-defined]
             return
         live = [b for b in below if b.state in LIVE_STATES]
         if not live:
@@ -180,11 +186,7 @@ class Flows(BulkFlows):
 
     @work(group="action", exclusive=True, exit_on_error=False)
     async def retry_with_children(self: DataScreen, job_id: str, name: str) -> None:
-        try:
-            below = await self.source.children(job_id)
-        except JobsError as err:
-            self.notify(f"{clean(err.cause, limit=200)}\nfix: {clean(err.fix, limit=120)}", title=err.code,
-                        severity="error", timeout=8)  # fmt: skip
+        if (below := await self.children_or_say(job_id)) is None:  # type: ignore[attr-defined]
             return
         dead = [b for b in below if b.state is JobState.DEAD]
         if not dead:

@@ -48,6 +48,14 @@ def checked_step_retry(res: StepRetry, *, tenant: str | None) -> StepRetry:
     raise key_held(jid, str(res.holder_id))
 
 
+def _with_below(res: ActionResult, also: tuple[ActionResult, ...], done: str) -> ActionResult:
+    """A job's answer with those of the jobs below it an action with children reached: changed
+    if any of them changed, and how many did said after its own reason."""
+    n = sum(a.changed for a in also)
+    said = f"{n:,} job{'s' if n != 1 else ''} below it {done}"
+    return replace(res, changed=res.changed or n > 0, reason="; ".join(filter(None, [res.reason, said])), also=also)
+
+
 def _refused(row: JobRow, err: JobsError) -> ActionResult:
     """A job a retry with children could not retry, as its answer (nothing changed for it)."""
     return ActionResult("retry", row.id, False, row.state, row.state, reason=f"{err.cause} (fix: {err.fix})")
@@ -92,13 +100,7 @@ class JobActions(OperatorBase):
             res = await self._retry_with(row, now, tenant, note)
         except JobsError as err:  # the jobs below are retried: say what became of it rather than raise
             res = _refused(row, err)
-        n = sum(a.changed for a in also)
-        return replace(
-            res,
-            changed=res.changed or n > 0,
-            reason="; ".join(filter(None, [res.reason, f"{n:,} job{'s' if n != 1 else ''} below it retried"])),
-            also=also,
-        )
+        return _with_below(res, also, "retried")
 
     async def _retry_with(self, row: JobRow, now: dict[str, str], tenant: str | None, note: str | None) -> ActionResult:
         """A dead job retried as part of a retry with children: from its first wait whose stored
@@ -185,13 +187,7 @@ class JobActions(OperatorBase):
                 except JobsError as err:  # settled and pruned since the walk read it: nothing to cancel
                     if err.code != X_NOT_FOUND:
                         raise
-        n = sum(a.changed for a in also)
-        return replace(
-            res,
-            changed=res.changed or n > 0,
-            reason="; ".join(filter(None, [res.reason, f"{n:,} job{'s' if n != 1 else ''} below it cancelled"])),
-            also=also,
-        )
+        return _with_below(res, also, "cancelled")
 
     async def children(self, job_id: str, *, tenant: str | None = None) -> list[JobSummary]:
         """The jobs below ``job_id`` as they stand now: those its steps enqueued or waited for, and
