@@ -94,6 +94,7 @@ def fail(err: JobsError, *, as_json: bool = False) -> None:
 def _register() -> None:
     # Imported for their side effect: each module adds its commands to `app`.
     import engine.cli.backfill  # noqa: F401  (backfill: pending, status, start, cancel, retry)
+    import engine.cli.family  # noqa: F401  (children)
     import engine.cli.ops  # noqa: F401  (retry, cancel, discard, pause, resume, event, enqueue, workers drain)
     import engine.cli.reads  # noqa: F401  (queues, ls, show, dead, workers, why, describe)
     import engine.cli.schedule  # noqa: F401  (schedule, schedule pause|resume|trigger, scheduler)

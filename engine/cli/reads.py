@@ -9,7 +9,7 @@ import enum
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -19,6 +19,8 @@ import typer
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
+
+    from engine.projections import JobSummary
 
 from engine.cli import EXIT_DRIFT, app, fail
 from engine.cli.admin import APP_HELP, DSN_HELP, JSON_HELP, TENANT_HELP, driver_options, resolve_dsn
@@ -189,6 +191,23 @@ def queues(
     console().print(t)
 
 
+def summaries(items: Iterable[JobSummary]) -> Table:
+    """Jobs one a row, as `jobs ls` lists them."""
+    t = table("id", "name", "queue", "tenant", "state", "attempt", "created", "error")
+    for j in items:
+        t.add_row(
+            j.id,
+            j.name,
+            j.queue,
+            j.tenant or "",
+            j.state.value,
+            f"{j.attempt}/{j.max_attempts}",
+            _t(j.created_at),
+            j.error_code or "",
+        )
+    return t
+
+
 @app.command("ls", cls=FilteredCommand)
 def list_jobs(
     filters: list[str] = typer.Option([], "--filter", "-f", help=FILTER_HELP),
@@ -207,20 +226,8 @@ def list_jobs(
     page = run(dsn, json_out, call)
     if json_out:
         return emit(page)
-    t = table("id", "name", "queue", "tenant", "state", "attempt", "created", "error")
-    for j in page.items:
-        t.add_row(
-            j.id,
-            j.name,
-            j.queue,
-            j.tenant or "",
-            j.state.value,
-            f"{j.attempt}/{j.max_attempts}",
-            _t(j.created_at),
-            j.error_code or "",
-        )
     out = console()
-    out.print(t)
+    out.print(summaries(page.items))
     out.print(f"{page.total} matching" + (f"; next page: --cursor {page.next_cursor}" if page.next_cursor else ""))
 
 

@@ -6,6 +6,7 @@ a tree past the limit is refused before anything changes."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -181,3 +182,19 @@ async def test_a_job_below_gone_between_the_walk_and_its_cancel_is_passed_over_a
     res = await eng.acancel(top, actor="ann", children=True)
     assert [a.job_id for a in res.also] == [ids["t5/branch/1"]] and res.also[0].changed
     assert (await eng.aget(ids["t5/branch/1"])).state is JobState.CANCELLED
+
+
+@pytest.mark.parametrize("driver", ["postgres"], indirect=True)  # the CLI reads a database by its DSN
+async def test_jobs_children_lists_the_jobs_below_by_state_as_a_cancel_with_children_would_reach_them(
+    eng: Engine, request: pytest.FixtureRequest
+) -> None:
+    top, ids = await tree(eng, "t6")
+    dsn = request.getfixturevalue("pg_dsn")
+    r = await asyncio.to_thread(cli, "children", top, "--dsn", dsn)
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[0] == f"4 jobs below {top}: 2 completed, 2 ready"
+    assert all(i in r.stdout for i in ids.values())
+    r = await asyncio.to_thread(cli, "children", top, "--json", "--dsn", dsn)
+    assert sorted(j["id"] for j in json.loads(r.stdout)) == sorted(ids.values())
+    r = await asyncio.to_thread(cli, "children", top, "--tenant", "globex", "--dsn", dsn)
+    assert r.exit_code == 3 and not r.stdout and "X_NOT_FOUND" in r.output  # I25: not another tenant's to read
