@@ -1,7 +1,8 @@
 -- Seeding for the outbox projections (python -m bench.projections): an outbox a million rows
 -- behind, made set-based. Unpublished row g is staged 3 ms x g before %(now)s (a million span
 -- ~50 minutes); every 500th of them is held by one of three live relays' claims (a lease ending
--- 30 s after %(now)s), every 10,000th has failed to publish (attempts, last error). Published rows
+-- 10 minutes after %(now)s: a seed slowed by a busy machine still finds them held when the
+-- figures are read), every 10,000th has failed to publish (attempts, last error). Published rows
 -- (the audit trail) are staged and published one every 10 ms back from %(now)s: the last hour
 -- holds ~360,000 of them.
 
@@ -18,7 +19,7 @@ select
        case when held then %(now)s::timestamptz end,
        case when held then 'bench-relay-' || (g %% 3) end,
        case when held then ('00000000-0000-4000-8000-00000000000' || (g %% 3))::uuid end,
-       case when held then %(now)s::timestamptz + interval '30 seconds' end,
+       case when held then %(now)s::timestamptz + interval '10 minutes' end,
        case when failing then 2 else 0 end,
        case when failing then 'X_BENCH_PUBLISH: unique violation on job_dedupe_live_v3' end,
        case when failing then %(now)s::timestamptz - interval '5 seconds' end

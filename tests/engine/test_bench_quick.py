@@ -42,6 +42,7 @@ def test_quick_bench_produces_every_figure(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     doc = json.loads(out.read_text())
+    assert not doc["errors"], doc["errors"]  # a suite that raised: the bench goes on, its figures missing
     assert doc["meta"]["plan"]["drain"] == 1200  # --drain-jobs: every drain run empties that many
     got = {(f["key"], f["system"]) for f in doc["figures"]}
     want = expected_figures(worker=ours.worker_available(), steps=ours.steps_available())
