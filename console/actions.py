@@ -178,7 +178,15 @@ ACTIONS: tuple[Action, ...] = NAV + (
     Action("escape", "back", "Back", "back to the previous screen", scope="job_detail"),
     Action("y", "why", "Why", "why is this job not running?", scope="job_detail"),
     Action("x", "retry", "Retry", "retry this dead job", scope="job_detail", mutating=True),
-    Action("f", "retry_from_step", "Retry from step", "re-run from a chosen step", scope="job_detail", mutating=True),
+    # "From step", not "Retry from step": at 80 columns the longer label cut "d Discard" off the footer.
+    Action(
+        "f",
+        "retry_from_step",
+        "From step",
+        "retry from a chosen step: it and the later ones run again, earlier ones replay",
+        scope="job_detail",
+        mutating=True,
+    ),
     Action("c", "cancel", "Cancel", "cancel this live job", scope="job_detail", mutating=True),
     Action(
         "d",

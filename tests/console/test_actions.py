@@ -175,7 +175,7 @@ async def test_help_lists_every_key_and_closes() -> None:
         out.print(app.screen.query_one("#help-table", Static).content)
         text = out.export_text()
         for needle in (
-            "Retry from step",
+            "From step",
             "Pause/resume",
             "start a dry run in the selected row's",  # its description wraps under itself at 80 columns
             "staged rows: backlog, age trend",
