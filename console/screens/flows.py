@@ -97,7 +97,7 @@ class Flows(BulkFlows):
         if self.is_attached:  # a discarded job's screen went back: nothing left to re-read
             self.reload()
 
-    def retry_job(self: DataScreen, job_id: str, name: str, dead_below: int = 0) -> None:
+    def retry_job(self: DataScreen, job_id: str, name: str, replayed_dead: int = 0) -> None:
         async def call(c: Confirmed) -> str:
             return result_text(await self.source.retry(job_id, note=c.note))
 
@@ -108,12 +108,12 @@ class Flows(BulkFlows):
             clean(name, limit=40),
             "): it becomes ready now with a fresh attempt budget.",
             (
-                f" The {dead_below:,} dead jobs it fanned out stay dead and its wait answers them as they"
+                f" The {replayed_dead:,} dead jobs it fanned out stay dead and its wait answers them as they"
                 " were (X retries them with it)."
-                if dead_below > 1
+                if replayed_dead > 1
                 else " The dead job it fanned out stays dead and its wait answers it as it was (X retries it too)."
             )
-            if dead_below
+            if replayed_dead
             else "",
         )
         self.confirm_and_run("Retry this job?", body, f"Retry job {short_id(job_id)}", call)

@@ -404,7 +404,9 @@ class JobDetailScreen(DataScreen, Flows):
 
     def action_retry(self) -> None:
         if self.detail:
-            self.retry_job(self.detail.job.id, self.detail.job.name, self._dead_below())
+            # A fan-out it did not wait for replays as its enqueue: nothing answers a dead job again.
+            replayed = self._dead_below() if self.detail.awaited_as != "enqueued" else 0
+            self.retry_job(self.detail.job.id, self.detail.job.name, replayed)
 
     def action_retry_children(self) -> None:
         if self.detail:

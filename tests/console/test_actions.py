@@ -5,6 +5,7 @@ never through the screen alone."""
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 import pytest
 from rich.console import Console
@@ -440,6 +441,19 @@ async def test_a_dead_fan_ins_retry_says_its_dead_jobs_stay_dead_and_capital_x_r
         assert [await state_of(app, i) for i in statements if i != dead] == [JobState.COMPLETED] * 2
         history = (await app.source.job(dead)).history
         assert history[-1].actor == "console:test" and history[-1].note == f"with job {screen.job_id}"
+
+
+async def test_a_dead_fan_outs_retry_says_nothing_of_a_wait_when_it_did_not_wait() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_job(pilot, "name=close_month state=dead")
+        assert screen.detail is not None
+        # The same job had it only enqueued its statements: a retry replays the enqueue, no wait.
+        screen.detail = replace(screen.detail, steps=tuple(s for s in screen.detail.steps if s.kind == "enqueue"))
+        assert screen.detail.awaited_as == "enqueued"
+        await keys(pilot, "x")
+        said = str(app.screen.query_one("#confirm-text").render())
+        assert said.endswith("it becomes ready now with a fresh attempt budget.")
 
 
 async def test_detail_retry_and_its_audit_note() -> None:
