@@ -41,6 +41,11 @@ def result_text(r: ActionResult) -> str:
     return msg + "."
 
 
+def job_named(job_id: str, name: str) -> Text:
+    """A job as a confirmation names it: its short id in bold, then its name in brackets."""
+    return Text.assemble((short_id(job_id), "bold"), " (", clean(name, limit=40), ")")
+
+
 class Flows(BulkFlows):
     """Mixed into data screens; ``self`` is a DataScreen."""
 
@@ -103,10 +108,8 @@ class Flows(BulkFlows):
 
         body = Text.assemble(
             "Retry dead job ",
-            (short_id(job_id), "bold"),
-            " (",
-            clean(name, limit=40),
-            "): it becomes ready now with a fresh attempt budget.",
+            job_named(job_id, name),
+            ": it becomes ready now with a fresh attempt budget.",
             (
                 f" The {replayed_dead:,} dead jobs it fanned out stay dead and its wait answers them as they"
                 " were (X retries them with it)."
@@ -126,10 +129,8 @@ class Flows(BulkFlows):
             "Cancel ",
             (state, "bold"),
             " job ",
-            (short_id(job_id), "bold"),
-            " (",
-            clean(name, limit=40),
-            "): it becomes cancelled and will not run",
+            job_named(job_id, name),
+            ": it becomes cancelled and will not run",
             " (a running handler is signalled to stop)." if state == "running" else ".",
             (
                 f" The {live_below:,} live jobs it fanned out keep running (C cancels them with it)."
@@ -169,10 +170,8 @@ class Flows(BulkFlows):
             "Cancel " if mine else "Leave ",
             (state, "bold"),
             " job ",
-            (short_id(job_id), "bold"),
-            " (",
-            clean(name, limit=40),
-            ") and " if mine else ") as it is, and cancel ",
+            job_named(job_id, name),
+            " and " if mine else " as it is, and cancel ",
             (f"the {len(live):,} live job{'s' if len(live) != 1 else ''} below it", "bold"),
             " (" + ", ".join(f"{n:,} {s}" for s, n in by_state.most_common()) + "): ",
             "the jobs its steps enqueued or waited for, and theirs. Each becomes cancelled and will not run",
@@ -199,10 +198,8 @@ class Flows(BulkFlows):
         rest = Counter(b.state.value for b in below if b.state is not JobState.DEAD)
         body = Text.assemble(
             "Retry dead job ",
-            (short_id(job_id), "bold"),
-            " (",
-            clean(name, limit=40),
-            ") and ",
+            job_named(job_id, name),
+            " and ",
             (f"the {len(dead):,} dead job{'s' if len(dead) != 1 else ''} below it", "bold"),
             ", the deepest first, each ready now with a fresh attempt budget. A job whose wait names one of "
             "them runs again from that wait, so it looks at them afresh; its earlier steps replay.",
@@ -279,10 +276,8 @@ class Flows(BulkFlows):
 
         body = Text.assemble(
             "Discard dead job ",
-            (short_id(job_id), "bold"),
-            " (",
-            clean(name, limit=40),
-            "): its row, attempts and steps are deleted; a discarded entry in the audit keeps who, when, "
+            job_named(job_id, name),
+            ": its row, attempts and steps are deleted; a discarded entry in the audit keeps who, when, "
             "the note and what it was. It cannot be retried afterwards.",
         )
         self.confirm_and_run("Discard this job?", body, f"Discard job {short_id(job_id)}", call)
