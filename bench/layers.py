@@ -8,8 +8,10 @@ the server's share excluded), medians over the runs.
 Layers, from the bare wire up:
 - asyncpg: our insert (job_enqueue_one's text, positional) through asyncpg, prepared: the
   client pgqueuer uses, on our statement.
-- psycopg: the same through an AsyncRawCursor, as the driver sends it (prepared after psycopg's
-  prepare_threshold, 5 calls).
+- psycopg: the same through an AsyncRawCursor (prepared after psycopg's prepare_threshold, 5
+  calls): psycopg's cursor, as the driver's other statements go.
+- wire: the same through libpq directly (engine/drivers/postgres/wire.py), prepared, as the
+  driver sends the single enqueue.
 - psycopg unprepared: the same with prepare_threshold=None (parse and plan every call).
 - psycopg pipeline: the same, prepared, each call in its own pipeline block (psycopg's pipeline
   mode: one Sync per block; a single statement still waits for its own answer).
@@ -95,6 +97,18 @@ async def _psycopg(dsn: str, prepare: bool, pipeline: bool = False) -> tuple[Cal
         return await cur.fetchone()
 
     return (piped if pipeline else one), conn.close
+
+
+async def _wire(dsn: str) -> tuple[Call, Callable[[], Awaitable[None]]]:
+    from engine.drivers.postgres import wire
+
+    conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+    text = Q.job_enqueue_one.positional[0]
+
+    async def one(i: int) -> Any:
+        return await wire.fetch(conn, "layers", text, _positional(_values(i)), prepare=True)
+
+    return one, conn.close
 
 
 async def _driver(dsn: str) -> tuple[Call, Callable[[], Awaitable[None]]]:
@@ -213,6 +227,7 @@ LAYERS: dict[str, Callable[[str], Awaitable[tuple[Call, Callable[[], Awaitable[N
     "psycopg": lambda dsn: _psycopg(dsn, True),
     "psycopg unprepared": lambda dsn: _psycopg(dsn, False),
     "psycopg pipeline": lambda dsn: _psycopg(dsn, True, pipeline=True),
+    "wire": _wire,
     "driver": _driver,
     "engine": _engine,
     "pgqueuer": _pgqueuer,

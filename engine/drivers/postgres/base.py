@@ -4,8 +4,8 @@ A statement's header declares its cardinality (``-- name: job_get :one``), and `
 by it: ``:many`` every row, ``:one`` the first row or None, ``:exec`` nothing. The typed views
 (``_rows``, ``_row``, ``_exec``) refuse a statement declared otherwise, so a header that lies
 fails at its first call rather than answering the wrong shape. ``_raw`` is the same dispatch
-through a raw cursor and the statement's positional form, for the hot statements (the single
-enqueue and the worker's claim). ``_budgeted`` runs reads under a caller's time budget.
+in the statement's positional form, for the hot statements (the single enqueue, through libpq
+directly, and the worker's claim). ``_budgeted`` runs reads under a caller's time budget.
 
 Every connection comes from ``_connection``, which raises a failure of the connection inside it
 as the engine's ConnectionLost (engine/drivers/transient.py): the runtime knows no psycopg.
@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.rows import tuple_row
 
+from engine.drivers.postgres import wire
 from engine.drivers.postgres.pool import LoopPools
 from engine.drivers.sqlfiles import Q, Query
 from engine.drivers.transient import CONNECTION_ERRORS, first_line, lost
@@ -192,14 +193,22 @@ class PostgresBase:
         await self._run(query, params, conn=conn)
 
     async def _raw(self, query: Query, values: Params) -> Any:
-        """``_run`` for a hot statement, rows as tuples, through a raw cursor and the statement's
-        positional form: psycopg's conversion of named parameters costs ~50 us of client CPU a
-        call (``python -m bench.ab --base REV --only single`` measures the single enqueue)."""
+        """``_run`` for a hot statement, rows as tuples, in the statement's positional form:
+        psycopg's conversion of named parameters costs ~50 us of client CPU a call. One headed
+        ``generic`` goes through a raw cursor (its plan_generic rides in the same pipeline); any
+        other through libpq directly (wire.py: ~45 us less again). ``python -m bench.layers``
+        measures the single enqueue layer by layer."""
         text, names = query.positional
+        args = tuple(values[n] for n in names)
         async with self._connection() as conn:
-            cur = psycopg.AsyncRawCursor(conn, row_factory=tuple_row)
-            await _send(conn, cur, query, text, tuple(values[n] for n in names))
-            return await _answer(cur, query.cardinality)
+            if query.generic:
+                cur = psycopg.AsyncRawCursor(conn, row_factory=tuple_row)
+                await _send(conn, cur, query, text, args)
+                return await _answer(cur, query.cardinality)
+            rows = await wire.fetch(conn, query.name, text, args, prepare=self.pools.prepared_statements)
+        if query.cardinality == "many":
+            return rows
+        return (rows[0] if rows else None) if query.cardinality == "one" else None
 
     async def _pipelined(self, query: Query, params: Iterable[Params]) -> list[Any]:
         """``query`` once per parameter set, in one transaction, in pipeline mode: each statement
