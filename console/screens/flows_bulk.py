@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual import work
 
+from console import palette
 from console.format import clean, short_id
 from console.messages import ActionFailed, ActionSucceeded
 from console.screens.confirm import ConfirmScreen, ResultScreen
@@ -53,6 +54,11 @@ def plan_text(plans: Sequence[BulkPlan]) -> Text:
         t.append(" would dedupe away (a live duplicate holds the key); ")
     t.append(f"{sum(p.would_change for p in plans):,}", style="bold")
     t.append(f" {WHAT[action]}.\n\n")
+    replays = sum(p.replays for p in plans)
+    if replays:
+        said = f"{plural(replays, 'fan-in')} among them waited for jobs that did not complete:"
+        t.append(said, style=f"bold {palette.style('warn')}")
+        t.append(" retried here, each replays that answer. X in a job's detail retries it with them.\n\n")
     t.append(f"{'count':>7}  {'stop reason':<19} {'error code':<22} tenant\n", style="underline")
     groups: list[BulkGroup] = [g for p in plans for g in p.groups]
     for g in groups[:8]:

@@ -4,7 +4,8 @@ console (console/source.py) all call this Operator, so an action means the same 
 ``Operator(engine, actor="alice")`` (actor default: $JOBS_ACTOR, else user@host):
 
 - one job: ``retry``, ``retry_from_step``, ``cancel``, ``discard`` (engine/actions/jobs.py);
-- many: ``plan`` (the dry run) and ``bulk`` of retry, cancel or discard (engine/actions/bulk.py);
+- many: ``plan`` (the dry run) and ``bulk`` of retry, cancel or discard (engine/actions/bulk.py),
+  and ``retry_all_with_children`` (engine/actions/trees.py);
 - the fleet: ``pause``, ``resume``, ``send_event``, ``drain_worker`` (engine/actions/fleet.py).
 
 Every mutation is audited (who, when, the note), fenced on the state it applies to, and refused
@@ -13,12 +14,13 @@ held to (I25). A job is named by its id or a unique short id (engine/introspect/
 """
 
 from engine.actions.base import DEFAULT_BATCH, DEFAULT_PLAN_BUDGET, default_actor
-from engine.actions.bulk import ACTIONS, BulkActions
+from engine.actions.bulk import ACTIONS
 from engine.actions.fleet import FleetActions
-from engine.actions.jobs import JobActions, checked_step_retry, key_held
+from engine.actions.jobs import checked_step_retry, key_held
+from engine.actions.trees import TreeActions
 
 
-class Operator(JobActions, BulkActions, FleetActions):
+class Operator(TreeActions, FleetActions):
     """The audited, fenced, tenant-aware operator actions (see the module's docstring)."""
 
 

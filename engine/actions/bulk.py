@@ -62,12 +62,7 @@ class BulkActions(OperatorBase):
         ``per_second`` the batches are paced (at most that many jobs a second) on the clock."""
         self._writable(f"bulk {action}")
         where = self._bulk_filter(action, where or JobFilter())
-        if per_second is not None and (
-            isinstance(per_second, bool) or not isinstance(per_second, (int, float)) or not 0 < per_second < math.inf
-        ):
-            raise JobsError(
-                X_INVALID_ARGUMENT, cause=f"per_second={per_second!r} must be a positive rate", fix="--rate 50"
-            )
+        check_pace(per_second)
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH:
             raise JobsError(
                 X_INVALID_ARGUMENT,
@@ -103,3 +98,10 @@ class BulkActions(OperatorBase):
                 # The pace: this batch may take size / per_second seconds in all.
                 await self.clock.sleep(size / per_second - (self.clock.monotonic() - t0))
         return BulkResult(action, where, changed, skipped, started, self.clock.now(), per_second, note)
+
+
+def check_pace(per_second: float | None) -> None:
+    if per_second is not None and (
+        isinstance(per_second, bool) or not isinstance(per_second, (int, float)) or not 0 < per_second < math.inf
+    ):
+        raise JobsError(X_INVALID_ARGUMENT, cause=f"per_second={per_second!r} must be a positive rate", fix="--rate 50")

@@ -44,14 +44,18 @@ def _result(res: Any, json_out: bool) -> None:
     if json_out:
         emit(res)
     else:
-        for r in (res, *res.also):  # with its children: the job, then each job below it
-            verb = "done" if r.changed else "nothing changed"
-            console().print(
-                f"{'' if r is res else '  '}{r.action} {r.job_id}: {verb} ({r.previous.value} -> {r.state.value})"
-                + (f"; {r.reason}" if r.reason else "")
-            )
+        _said(res)
     if not res.changed:
         raise typer.Exit(EXIT_NOOP)
+
+
+def _said(res: Any) -> None:
+    for r in (res, *res.also):  # with its children: the job, then each job below it
+        verb = "done" if r.changed else "nothing changed"
+        console().print(
+            f"{'' if r is res else '  '}{r.action} {r.job_id}: {verb} ({r.previous.value} -> {r.state.value})"
+            + (f"; {r.reason}" if r.reason else "")
+        )
 
 
 _WHAT = {"retry": "would run again", "cancel": "would be cancelled", "discard": "would be deleted"}
@@ -66,6 +70,7 @@ def _bulk(
     dsn: str | None,
     actor: str | None,
     json_out: bool,
+    children: bool = False,
 ) -> None:
     from engine.introspect import describe_filter, parse_filter
 
@@ -85,6 +90,15 @@ def _bulk(
             out.print(
                 f"  {plan.deduped} would dedupe away (a live job holds their key); {plan.would_change} would run again"
             )
+            if children:
+                out.print("  each with the dead jobs below it, one job at a time, newest first")
+            elif plan.replays:
+                again = " ".join(f"-f {f}" for f in filters)
+                out.print(
+                    f"  {plan.replays} of them waited for jobs that did not complete: retried this way, each "
+                    f"replays that answer (e.g. {plan.replay_example}); to run their waits again: "
+                    f"jobs retry --all --children {again}".rstrip()
+                )
         else:
             out.print(f"  {plan.would_change} {_WHAT[action]}")
     if plan.matched == 0:
@@ -96,11 +110,34 @@ def _bulk(
         if json_out or not _confirmed(f"{action} {plan.would_change} jobs?"):
             sys.stderr.write("error: not confirmed; nothing changed\n  fix: add --yes\n")
             raise typer.Exit(EXIT_NOOP)
+    if children:
+        return _retry_trees(where, plan, rate, note, dsn, actor, json_out)
     res = run(dsn, json_out, lambda e: operator(e, actor).bulk(action, where, note=note, per_second=rate))  # type: ignore[arg-type]
     if json_out:
         emit({"plan": plan, "result": res})
     else:
         console().print(f"{action}: {res.changed} changed, {res.skipped} skipped")
+
+
+def _retry_trees(
+    where: Any, plan: Any, rate: float | None, note: str | None, dsn: str | None, actor: str | None, json_out: bool
+) -> None:
+    """``retry --all --children``: each matched dead job retried with the dead jobs below it, a line
+    a job as it lands (JSON: the plan and every answer)."""
+
+    async def each(e: Any) -> list[Any]:
+        got = []
+        async for res in operator(e, actor).retry_all_with_children(where, note=note, per_second=rate):
+            got.append(res)
+            if not json_out:
+                _said(res)
+        return got
+
+    results = run(dsn, json_out, each)
+    if json_out:
+        emit({"plan": plan, "results": results})
+    if not any(r.changed for r in results):
+        raise typer.Exit(EXIT_NOOP)
 
 
 @app.command(cls=FilteredCommand)
@@ -115,7 +152,7 @@ def retry(
         False,
         "--children",
         help="and every dead job below it (those its steps enqueued or waited for, and theirs), its wait on them "
-        "run again: a dry run, then a confirmation unless --yes",
+        "run again: a dry run, then a confirmation unless --yes; with --all, each matching job so",
     ),
     tenant: str = typer.Option(None, "--tenant", help="act only on this tenant's jobs"),
     note: str = typer.Option(None, "--note", help="the incident note kept in the audit"),
@@ -125,16 +162,17 @@ def retry(
 ) -> None:
     """Retry a dead job (attempts reset), from a step, with the dead jobs below it, or by filter."""
     if all_:
-        if job_id or from_step or children:
+        if job_id or from_step:
             fail(
                 JobsError(
                     X_INVALID_ARGUMENT,
-                    cause="--all takes a --filter, not an id, --from-step or --children",
+                    cause="--all takes a --filter, not an id or --from-step",
                     fix="jobs retry --all --filter code=X_SMTP",
                 ),
                 as_json=json_out,
             )
-        return _bulk("retry", filters + ([f"tenant={tenant}"] if tenant else []), yes, rate, note, dsn, actor, json_out)
+        scope = filters + ([f"tenant={tenant}"] if tenant else [])
+        return _bulk("retry", scope, yes, rate, note, dsn, actor, json_out, children=children)
     if not job_id:
         fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobs retry JOB_ID"), as_json=json_out)
     if children and from_step:

@@ -6,6 +6,7 @@ job's outcome, a failed one's included."""
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 
@@ -123,6 +124,7 @@ async def plan_among_3000(pg_dsn: str, album: str, setup: str, table: str, probe
         conn.execute(setup)  # type: ignore[arg-type]
         conn.execute(f"analyze {table}")  # type: ignore[arg-type]
         query = getattr(SQL, probe).text.replace("%(id)s", "'0190f1a2-0000-7000-8000-000000000001'")
+        query = re.sub(r"%\(\w+\)s", "null", query)  # a filter's parameters: none given
         return "\n".join(r[0] for r in conn.execute("explain " + query).fetchall())  # type: ignore[arg-type]
 
 
@@ -222,3 +224,15 @@ async def test_a_sync_handler_enqueues_in_a_step_without_await(eng: Engine, driv
     assert [r.name for r in await driver.job_get_many(job_ids=kids)] == ["f.thumb", "f.thumb"]
     (step,) = await driver.step_load(job_id=parent)
     assert (step.kind, step.result) == ("enqueue", kids)
+
+
+async def test_a_bulk_retrys_count_of_replaying_fan_ins_reads_the_wait_step_index(pg_dsn: str) -> None:
+    """Among 3,000 stored steps, ten of them waits for jobs, the dry run's count of the fan-ins
+    that would replay a dead answer reads step_waits (0020), not every step."""
+    setup = """insert into jobs.step (job_id, name, seq, kind, status, attempt, run, started_at, result)
+               select id, 's', 1, case when n <= 10 then 'jobs' else 'run' end, 'completed', 1, 1, now(),
+                      case when n <= 10 then jsonb_build_array(jsonb_build_object('id', id, 'state', 'dead'))
+                           else '{"ok": 1}'::jsonb end
+               from (select id, row_number() over (order by id) as n from jobs.job where name = 'f.thumb') o"""
+    plan = await plan_among_3000(pg_dsn, "plan-replays", setup, "jobs.step", "job_bulk_replays")
+    assert "step_waits" in plan, plan

@@ -22,6 +22,7 @@ from engine.errors import X_INVALID_ARGUMENT, X_INVALID_STATE, JobsError
 from engine.ids import IdFactory
 from engine.introspect import Introspector
 from engine.jobs import job
+from engine.projections import JobFilter
 from engine.retry import RetryPolicy
 from engine.testing import arun_due
 from engine.types import LIVE_STATES, JobState
@@ -230,13 +231,82 @@ async def test_a_retry_with_children_of_a_job_that_is_not_dead_is_refused(eng: E
 @pytest.mark.parametrize(
     ("extra", "said"),
     [
-        (("--all", "--filter", "queue=x"), "--all takes a --filter, not an id, --from-step or --children"),
+        (("JOB", "--all", "--filter", "queue=x"), "--all takes a --filter, not an id or --from-step"),
         (("JOB", "--from-step", "fan-in"), "--children chooses the step itself"),
     ],
 )
-def test_jobs_retry_children_refuses_all_and_from_step_with_the_form_that_works(
+def test_jobs_retry_children_refuses_an_id_with_all_and_from_step_with_the_form_that_works(
     extra: tuple[str, ...], said: str
 ) -> None:
     r = cli("retry", *extra, "--children", "--dsn", "postgresql://nobody@localhost/none")
     assert r.exit_code != 0 and said in r.output
     assert "fix: jobs retry" in r.output
+
+
+async def test_a_bulk_retrys_dry_run_counts_the_fan_ins_that_would_replay_a_dead_answer(
+    eng: Engine, clock: FakeClock, driver: Driver, request: pytest.FixtureRequest
+) -> None:
+    top, ids = await failed_tree(eng, clock, "t7")
+    op = eng.operator(actor="ann")
+    plan = await op.plan("retry", JobFilter(state=JobState.DEAD))
+    assert plan.matched == 4 and plan.replays == 2  # the root and its branch; not the two dead leaves
+    assert plan.replay_example == max(top, ids["t7/branch"])  # the newest of them
+    leaves = await op.plan("retry", JobFilter(name="rc.leaf"))
+    assert (leaves.matched, leaves.replays, leaves.replay_example) == (2, 0, None)
+    if isinstance(driver, PostgresDriver):
+        no = await asyncio.to_thread(
+            cli, "retry", "--all", "-f", "state=dead", "--dsn", request.getfixturevalue("pg_dsn"), input="n\n"
+        )
+        assert no.exit_code != 0 and "nothing changed" in no.output
+        assert (
+            "2 of them waited for jobs that did not complete: retried this way, each replays that answer" in no.output
+        )
+        assert "to run their waits again: jobs retry --all --children -f state=dead" in " ".join(no.output.split())
+    # What it warns of: the plain bulk retry brings the leaves back, and the fan-ins, meeting their
+    # stored answers again, die again.
+    FAULT["on"] = False
+    assert (await op.bulk("retry", JobFilter(state=JobState.DEAD))).changed == 4
+    assert await settle(eng, clock, top) is JobState.DEAD
+    assert (await eng.aget(ids["t7/bad"])).state is JobState.COMPLETED
+    assert (await eng.aget(ids["t7/branch"])).state is JobState.DEAD
+
+
+async def test_a_bulk_retry_with_children_brings_each_tree_back_newest_first_and_each_completes(
+    eng: Engine, clock: FakeClock, driver: Driver, request: pytest.FixtureRequest
+) -> None:
+    trees = [await failed_tree(eng, clock, k) for k in ("t8", "t9")]
+    assert (await eng.operator().plan("retry", JobFilter(state=JobState.DEAD))).matched == 8
+    FAULT["on"] = False
+    if isinstance(driver, PostgresDriver):
+        dsn = request.getfixturevalue("pg_dsn")
+        r = await asyncio.to_thread(
+            cli, "retry", "--all", "--children", "-f", "state=dead", "--note", "INC-10", "--yes", "--dsn", dsn
+        )
+        assert r.exit_code == 0, r.output
+        assert "each with the dead jobs below it, one job at a time, newest first" in r.stdout
+        said = [line.split()[:2] for line in r.stdout.splitlines() if line.startswith(("retry ", "retry_from_step "))]
+        answers = [(action, job_id.rstrip(":")) for action, job_id in said]
+        clock.advance((datetime.now(UTC) - clock.now()).total_seconds())  # the CLI's clock made them due
+    else:
+        got = [
+            res
+            async for res in eng.operator(actor="ann").retry_all_with_children(
+                JobFilter(state=JobState.DEAD), note="INC-10"
+            )
+        ]
+        assert all(res.changed and res.also == () for res in got)  # each one's dead children came back before it
+        answers = [(res.action, res.job_id) for res in got]
+    expected = []
+    for (top, ids), k in reversed(list(zip(trees, ("t8", "t9")))):  # newest first: leaves, then the fan-ins
+        expected += [
+            ("retry", ids[f"{k}/branch/bad"]),
+            ("retry_from_step", ids[f"{k}/branch"]),
+            ("retry", ids[f"{k}/bad"]),
+            ("retry_from_step", top),
+        ]
+    assert answers == expected
+    for top, ids in trees:
+        assert await settle(eng, clock, top) is JobState.COMPLETED
+        assert {r.idempotency_key: r.id for r in await eng.operator().children(top)} == ids  # no child twice
+    (entry,) = [h for h in await driver.job_history(job_id=trees[0][1]["t8/bad"]) if h.kind == "retried"]
+    assert entry.note == "INC-10"

@@ -120,6 +120,7 @@ class MemoryActions(MemoryBase):
                 # Of each key only one row can go live, and none where a live row holds it already.
                 free = sum(1 for k in keys if k not in self.state.live_keys)
                 deduped = len(rows) - free
+            replayed = sorted((r.id for r in rows if action == "retry" and self._replays(r.id)), reverse=True)
         groups = Counter((r.stop_reason, r.error_code, r.tenant) for r in rows)
         return BulkPlan(
             action,
@@ -130,6 +131,18 @@ class MemoryActions(MemoryBase):
             ),
             deduped,
             now,
+            len(replayed),
+            replayed[0] if replayed else None,
+        )
+
+    def _replays(self, job_id: str) -> bool:
+        """Whether a job stored a wait for jobs that answered one of them not completed (as
+        job_bulk_replays reads it)."""
+        return any(
+            s.kind == "jobs"
+            and isinstance(s.result, list)
+            and any(isinstance(o, dict) and o.get("state") not in (None, "completed") for o in s.result)
+            for s in self.state.steps.get(job_id, {}).values()
         )
 
     async def job_bulk_apply(

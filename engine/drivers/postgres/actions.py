@@ -85,12 +85,15 @@ class PostgresActions(PostgresBase):
             rows = await self._rows(Q.job_bulk_groups, p, conn=conn)
             groups = tuple(BulkGroup(r["stop_reason"], r["error_code"], r["tenant"], r["n"]) for r in rows)
             matched = sum(g.count for g in groups)
-            deduped = 0
+            deduped = replays = 0
+            newest = None
             if action == "retry" and matched:
                 keys = await self._row(Q.job_bulk_free_keys, p, conn=conn)
                 free = keys["n"] if keys else 0
                 deduped = matched - free
-            return BulkPlan(action, where, matched, groups, deduped, now)
+                r = await self._row(Q.job_bulk_replays, p, conn=conn)
+                replays, newest = (r["n"], r["newest"]) if r else (0, None)
+            return BulkPlan(action, where, matched, groups, deduped, now, replays, newest)
 
         return await self._budgeted(budget_ms, f"{action} --all", read)
 

@@ -1,0 +1,60 @@
+"""The bulk retry of fan-ins: ``retry(id, children=True)`` for every dead job a filter matches.
+
+A plain bulk retry moves rows in batches and replays what each job stored, so a fan-in dead of a
+job it waited for meets its stored answer again and dies again, even when the same bulk retried
+that job (its dry run counts them: ``BulkPlan.replays``). This one walks the matches newest first
+and retries each with the dead jobs below it, its wait run again (engine/actions/jobs.py), one job
+at a time: slower than a batch, and meant for the fan-ins among the dead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import replace
+
+from engine.actions.bulk import BulkActions, check_pace
+from engine.actions.jobs import JobActions
+from engine.errors import X_INVALID_ARGUMENT, X_INVALID_STATE, X_KEY_HELD, X_NOT_FOUND, JobsError
+from engine.projections import ActionResult, JobFilter
+from engine.types import JobState
+
+PAGE = 200  # matched ids read a page at a time, newest first (keyset on id)
+# What one job's retry can refuse for that job alone (its state, gone meanwhile, too many jobs
+# below it, its key held): said as its answer, and the bulk goes on.
+_ITS_OWN = {X_INVALID_STATE, X_NOT_FOUND, X_INVALID_ARGUMENT, X_KEY_HELD}
+
+
+class TreeActions(JobActions, BulkActions):
+    async def retry_all_with_children(
+        self, where: JobFilter | None = None, *, note: str | None = None, per_second: float | None = None
+    ) -> AsyncIterator[ActionResult]:
+        """Retry every dead job matching ``where`` with the dead jobs below it, newest first (a
+        fan-out's children are newer than their parent, so they come back first and the parent's
+        wait, run again, finds them ready). Each answer as it lands; a job no longer dead when
+        reached (brought back with an earlier one, or by someone else) answers ``changed=False``,
+        as does one refused (its key held, more jobs below it than a retry reaches), and the rest
+        go on. With ``per_second`` at most that many jobs a second, those below included."""
+        self._writable("bulk retry", note)
+        where = replace(self._bulk_filter("retry", where or JobFilter()), state=JobState.DEAD)
+        check_pace(per_second)
+        await self._open()
+        cursor: str | None = None
+        while True:
+            page = await self.driver.job_page(
+                where=where, limit=PAGE, cursor=cursor, count_cap=1, budget_ms=self.budget_ms
+            )
+            for s in page.items:
+                t0 = self.clock.monotonic()
+                try:
+                    res = await self.retry(s.id, note=note, children=True)
+                except JobsError as err:
+                    if err.code not in _ITS_OWN:
+                        raise  # the store's or the operator's, not this job's: every next one would meet it
+                    res = ActionResult("retry", s.id, False, s.state, s.state, reason=f"{err.cause} (fix: {err.fix})")
+                yield res
+                if per_second is not None:
+                    spent = 1 + sum(a.changed for a in res.also)
+                    await self.clock.sleep(spent / per_second - (self.clock.monotonic() - t0))
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
