@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 import typer
 
 from engine.cli import EXIT_DRIFT, EXIT_ERROR, app, fail
+from engine.cli.acting import ACTOR_HELP, EXIT_NOOP
 from engine.cli.admin import DSN_HELP, JSON_HELP, driver_options, resolve_dsn
-from engine.cli.ops import ACTOR_HELP, EXIT_NOOP
 from engine.cli.reads import console, emit, table, to_json
 from engine.errors import X_BACKFILL_PENDING, JobsError
 

@@ -1,16 +1,21 @@
-"""`jobs children ID`: the jobs below a job, those its steps enqueued (``ctx.step.enqueue``) or
-waited for (``ctx.step.wait_for_jobs``) and theirs, breadth first, as they stand: what `jobs cancel
-ID --children` and `jobs retry ID --children` reach, before either is run."""
+"""A job's family: `jobs children ID` (the jobs below a job, those its steps enqueued with
+``ctx.step.enqueue`` or waited for with ``ctx.step.wait_for_jobs``, and theirs, breadth first, as
+they stand), and what `jobs cancel | retry ID --children` and `jobs retry --all --children` do
+with them (ops.py parses those commands)."""
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
+from typing import Any, Literal
 
 import typer
 
 from engine.cli import app
+from engine.cli.acting import EXIT_NOOP, confirmed, operator, result, said
 from engine.cli.admin import DSN_HELP, JSON_HELP, TENANT_HELP
 from engine.cli.reads import console, emit, run, summaries
+from engine.types import LIVE_STATES, JobState
 
 
 @app.command()
@@ -30,3 +35,60 @@ def children(
     out.print(f"{len(below)} jobs below {job_id}" + (f": {tally}" if tally else ""))
     if below:
         out.print(summaries(below))
+
+
+def with_children(
+    action: Literal["cancel", "retry"],
+    job_id: str,
+    yes: bool,
+    tenant: str | None,
+    note: str | None,
+    dsn: str | None,
+    actor: str | None,
+    json_out: bool,
+) -> None:
+    """A cancel or retry with its children, as a bulk action: the dry run (the jobs below it it
+    reaches: live ones for a cancel, by state; dead ones for a retry, by error code), then a
+    confirmation unless --yes, then the action, one line a job."""
+    below = run(dsn, json_out, lambda e: operator(e, actor).children(job_id, tenant=tenant))
+    if action == "cancel":  # the live ones, by state
+        reached = Counter(b.state.value for b in below if b.state in LIVE_STATES)
+    else:  # the dead ones, by what killed them
+        reached = Counter(b.error_code or "no error code" for b in below if b.state is JobState.DEAD)
+    n = reached.total()
+    if not json_out:
+        tally = ", ".join(f"{k} {s}" for s, k in reached.most_common()) or "none"
+        which = "live" if action == "cancel" else "dead"
+        settled = "have settled" if action == "cancel" else "are not dead"
+        console().print(
+            f"dry run: {action} {job_id} and the {n} {which} jobs below it ({tally}); "
+            f"{len(below) - n} below it {settled} and stay as they are"
+        )
+    if not yes and (json_out or not confirmed(f"{action} {job_id} and {n} jobs below it?")):
+        sys.stderr.write("error: not confirmed; nothing changed\n  fix: add --yes\n")
+        raise typer.Exit(EXIT_NOOP)
+    res = run(
+        dsn, json_out, lambda e: getattr(operator(e, actor), action)(job_id, tenant=tenant, note=note, children=True)
+    )
+    result(res, json_out)
+
+
+def retry_trees(
+    where: Any, plan: Any, rate: float | None, note: str | None, dsn: str | None, actor: str | None, json_out: bool
+) -> None:
+    """``retry --all --children``: each matched dead job retried with the dead jobs below it, a line
+    a job as it lands (JSON: the plan and every answer)."""
+
+    async def each(e: Any) -> list[Any]:
+        got = []
+        async for res in operator(e, actor).retry_all_with_children(where, note=note, per_second=rate):
+            got.append(res)
+            if not json_out:
+                said(res)
+        return got
+
+    results = run(dsn, json_out, each)
+    if json_out:
+        emit({"plan": plan, "results": results})
+    if not any(r.changed for r in results):
+        raise typer.Exit(EXIT_NOOP)

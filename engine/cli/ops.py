@@ -8,22 +8,18 @@ from __future__ import annotations
 
 import json
 import sys
-from collections import Counter
-from typing import Any, Literal
+from typing import Any
 
 import typer
 
 from engine.cli import app, fail
+from engine.cli.acting import ACTOR_HELP, EXIT_NOOP, ID_HELP, confirmed, operator, result
 from engine.cli.admin import APP_HELP, DSN_HELP, JSON_HELP, NOTE_HELP
+from engine.cli.family import retry_trees, with_children
 from engine.cli.reads import FILTER_HELP, FilteredCommand, console, emit, run, workers_app
 from engine.cli.waits import TIMEOUT_HELP, wait_for, wait_limit
 from engine.durations import parse_duration
 from engine.errors import X_INVALID_ARGUMENT, JobsError
-from engine.types import LIVE_STATES, JobState
-
-EXIT_NOOP = 5  # the action changed nothing (already final, already paused, already asked to drain)
-ACTOR_HELP = "who the audit trail names (default $JOBS_ACTOR or user@host)"
-ID_HELP = "the job's id, or a unique short id (6+ hex digits of its head or tail)"
 
 
 def _json_arg(text: str, what: str) -> Any:
@@ -33,29 +29,6 @@ def _json_arg(text: str, what: str) -> Any:
         raise JobsError(
             X_INVALID_ARGUMENT, cause=f"{what} is not JSON: {exc}", fix=f"{what} '{{\"invoice\": 42}}'"
         ) from None
-
-
-def operator(eng: Any, actor: str | None) -> Any:
-    """The engine's Operator, audited as ``actor`` (None: $JOBS_ACTOR, else user@host)."""
-    return eng.operator(actor=actor or None)
-
-
-def _result(res: Any, json_out: bool) -> None:
-    if json_out:
-        emit(res)
-    else:
-        _said(res)
-    if not res.changed:
-        raise typer.Exit(EXIT_NOOP)
-
-
-def _said(res: Any) -> None:
-    for r in (res, *res.also):  # with its children: the job, then each job below it
-        verb = "done" if r.changed else "nothing changed"
-        console().print(
-            f"{'' if r is res else '  '}{r.action} {r.job_id}: {verb} ({r.previous.value} -> {r.state.value})"
-            + (f"; {r.reason}" if r.reason else "")
-        )
 
 
 _WHAT = {"retry": "would run again", "cancel": "would be cancelled", "discard": "would be deleted"}
@@ -107,37 +80,17 @@ def _bulk(
         raise typer.Exit(EXIT_NOOP)
     if not yes:
         # --json is for scripts: they say --yes; a person answers the question.
-        if json_out or not _confirmed(f"{action} {plan.would_change} jobs?"):
+        below = " and the dead jobs below them" if children else ""
+        if json_out or not confirmed(f"{action} {plan.would_change} jobs{below}?"):
             sys.stderr.write("error: not confirmed; nothing changed\n  fix: add --yes\n")
             raise typer.Exit(EXIT_NOOP)
     if children:
-        return _retry_trees(where, plan, rate, note, dsn, actor, json_out)
+        return retry_trees(where, plan, rate, note, dsn, actor, json_out)
     res = run(dsn, json_out, lambda e: operator(e, actor).bulk(action, where, note=note, per_second=rate))  # type: ignore[arg-type]
     if json_out:
         emit({"plan": plan, "result": res})
     else:
         console().print(f"{action}: {res.changed} changed, {res.skipped} skipped")
-
-
-def _retry_trees(
-    where: Any, plan: Any, rate: float | None, note: str | None, dsn: str | None, actor: str | None, json_out: bool
-) -> None:
-    """``retry --all --children``: each matched dead job retried with the dead jobs below it, a line
-    a job as it lands (JSON: the plan and every answer)."""
-
-    async def each(e: Any) -> list[Any]:
-        got = []
-        async for res in operator(e, actor).retry_all_with_children(where, note=note, per_second=rate):
-            got.append(res)
-            if not json_out:
-                _said(res)
-        return got
-
-    results = run(dsn, json_out, each)
-    if json_out:
-        emit({"plan": plan, "results": results})
-    if not any(r.changed for r in results):
-        raise typer.Exit(EXIT_NOOP)
 
 
 @app.command(cls=FilteredCommand)
@@ -185,14 +138,14 @@ def retry(
             as_json=json_out,
         )
     if children:
-        return _with_children("retry", job_id, yes, tenant, note, dsn, actor, json_out)
+        return with_children("retry", job_id, yes, tenant, note, dsn, actor, json_out)
     if from_step:
         res = run(
             dsn, json_out, lambda e: operator(e, actor).retry_from_step(job_id, from_step, tenant=tenant, note=note)
         )
     else:
         res = run(dsn, json_out, lambda e: operator(e, actor).retry(job_id, tenant=tenant, note=note))
-    _result(res, json_out)
+    result(res, json_out)
 
 
 @app.command(cls=FilteredCommand)
@@ -240,44 +193,8 @@ def cancel(
     if not job_id:
         fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobs cancel JOB_ID"), as_json=json_out)
     if children:
-        return _with_children("cancel", job_id, yes, tenant, note, dsn, actor, json_out)
-    _result(run(dsn, json_out, lambda e: operator(e, actor).cancel(job_id, tenant=tenant, note=note)), json_out)
-
-
-def _with_children(
-    action: Literal["cancel", "retry"],
-    job_id: str,
-    yes: bool,
-    tenant: str | None,
-    note: str | None,
-    dsn: str | None,
-    actor: str | None,
-    json_out: bool,
-) -> None:
-    """A cancel or retry with its children, as a bulk action: the dry run (the jobs below it it
-    reaches: live ones for a cancel, by state; dead ones for a retry, by error code), then a
-    confirmation unless --yes, then the action, one line a job."""
-    below = run(dsn, json_out, lambda e: operator(e, actor).children(job_id, tenant=tenant))
-    if action == "cancel":  # the live ones, by state
-        reached = Counter(b.state.value for b in below if b.state in LIVE_STATES)
-    else:  # the dead ones, by what killed them
-        reached = Counter(b.error_code or "no error code" for b in below if b.state is JobState.DEAD)
-    n = reached.total()
-    if not json_out:
-        tally = ", ".join(f"{k} {s}" for s, k in reached.most_common()) or "none"
-        which = "live" if action == "cancel" else "dead"
-        settled = "have settled" if action == "cancel" else "are not dead"
-        console().print(
-            f"dry run: {action} {job_id} and the {n} {which} jobs below it ({tally}); "
-            f"{len(below) - n} below it {settled} and stay as they are"
-        )
-    if not yes and (json_out or not _confirmed(f"{action} {job_id} and {n} jobs below it?")):
-        sys.stderr.write("error: not confirmed; nothing changed\n  fix: add --yes\n")
-        raise typer.Exit(EXIT_NOOP)
-    res = run(
-        dsn, json_out, lambda e: getattr(operator(e, actor), action)(job_id, tenant=tenant, note=note, children=True)
-    )
-    _result(res, json_out)
+        return with_children("cancel", job_id, yes, tenant, note, dsn, actor, json_out)
+    result(run(dsn, json_out, lambda e: operator(e, actor).cancel(job_id, tenant=tenant, note=note)), json_out)
 
 
 def _pause(
@@ -354,7 +271,7 @@ def discard(
         )
     if not job_id:
         fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobs discard JOB_ID"), as_json=json_out)
-    _result(run(dsn, json_out, lambda e: operator(e, actor).discard(job_id, tenant=tenant, note=note)), json_out)
+    result(run(dsn, json_out, lambda e: operator(e, actor).discard(job_id, tenant=tenant, note=note)), json_out)
 
 
 @workers_app.command("drain")
@@ -436,13 +353,3 @@ def enqueue(
         return wait_for([res.id], limit, tenant, dsn, json_out, enqueued=res)
     if json_out:
         emit(res)
-
-
-def _confirmed(question: str) -> bool:
-    """A yes to ``question`` on stdin. No answer is a no: its end (a script with nothing piped
-    in, a closed terminal) or Ctrl-C at the prompt, which click would make an exit 1 "Aborted!"."""
-    try:
-        return typer.confirm(question, default=False)
-    except (typer.Abort, EOFError):
-        sys.stdout.write("\n")  # the prompt's line, left open
-        return False

@@ -11,6 +11,7 @@ from typing import Any
 import typer
 
 from engine.cli import app, fail
+from engine.cli.acting import ACTOR_HELP, EXIT_NOOP
 from engine.cli.admin import (
     DSN_HELP,
     JSON_HELP,
@@ -21,7 +22,6 @@ from engine.cli.admin import (
     no_prepared_statements_option,
     start_when_reachable,
 )
-from engine.cli.ops import ACTOR_HELP, EXIT_NOOP
 from engine.cli.reads import console, emit, run
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 
