@@ -102,7 +102,7 @@ class Flows(BulkFlows):
         if self.is_attached:  # a discarded job's screen went back: nothing left to re-read
             self.reload()
 
-    def retry_job(self: DataScreen, job_id: str, name: str, replayed_dead: int = 0) -> None:
+    def retry_job(self: DataScreen, job_id: str, name: str, replayed_dead: int = 0, *, timed_out: bool = False) -> None:
         async def call(c: Confirmed) -> str:
             return result_text(await self.source.retry(job_id, note=c.note))
 
@@ -117,6 +117,9 @@ class Flows(BulkFlows):
                 else " The dead job it fanned out stays dead and its wait answers it as it was (X retries it too)."
             )
             if replayed_dead
+            else "",
+            " Its wait for jobs timed out, and answers that again at once (X runs the wait again)."
+            if timed_out
             else "",
         )
         self.confirm_and_run("Retry this job?", body, f"Retry job {short_id(job_id)}", call)
@@ -184,11 +187,11 @@ class Flows(BulkFlows):
         await self.confirm_then_run("Cancel with its children?", body, verb, call)  # type: ignore[attr-defined]
 
     @work(group="action", exclusive=True, exit_on_error=False)
-    async def retry_with_children(self: DataScreen, job_id: str, name: str) -> None:
+    async def retry_with_children(self: DataScreen, job_id: str, name: str, *, timed_out: bool = False) -> None:
         if (below := await self.children_or_say(job_id)) is None:  # type: ignore[attr-defined]
             return
         dead = [b for b in below if b.state is JobState.DEAD]
-        if not dead:
+        if not dead and not timed_out:
             self.notify("No job below it is dead: nothing to retry with it (x retries the job alone).", timeout=5)
             return
 
@@ -199,16 +202,22 @@ class Flows(BulkFlows):
         body = Text.assemble(
             "Retry dead job ",
             job_named(job_id, name),
-            " and ",
-            (f"the {len(dead):,} dead job{'s' if len(dead) != 1 else ''} below it", "bold"),
-            ", the deepest first, each ready now with a fresh attempt budget. A job whose wait names one of "
-            "them runs again from that wait, so it looks at them afresh; its earlier steps replay.",
+            *((
+                " and ",
+                (f"the {len(dead):,} dead job{'s' if len(dead) != 1 else ''} below it", "bold"),
+                ", the deepest first, each ready now with a fresh attempt budget. A job whose wait names one of "
+                "them runs again from that wait, so it looks at them afresh; its earlier steps replay.",
+            ) if dead else (": it becomes ready now with a fresh attempt budget.",)),
+            " Its wait for jobs timed out: it runs again from that wait, which looks at them afresh, its timeout"
+            " counted anew." if timed_out else "",
             f" The {rest.total():,} below it that are not dead ("
             + ", ".join(f"{n:,} {s}" for s, n in rest.most_common())
             + ") stay as they are." if rest else "",
         )  # fmt: skip
         count = len(dead) + 1
-        await self.confirm_then_run("Retry with its children?", body, f"Retry {count:,} jobs", call)  # type: ignore[attr-defined]
+        await self.confirm_then_run(
+            "Retry with its children?", body, f"Retry {count:,} job{'s' if count != 1 else ''}", call
+        )  # type: ignore[attr-defined]
 
     @work(group="action", exclusive=True, exit_on_error=False)
     async def retry_from_step_flow(self: DataScreen, job_id: str, steps: Sequence[str]) -> None:

@@ -352,7 +352,7 @@ class JobDetailScreen(DataScreen, Flows):
         if action == "cancel_children":
             return any(a.state in _LIVE for a in self.detail.awaited)
         if action == "retry_children":
-            return j.state is JobState.DEAD and self._dead_below() > 0
+            return j.state is JobState.DEAD and (self._dead_below() > 0 or self._timed_out())
         if action == "discard":
             return j.state is JobState.DEAD
         if action == "send_event":
@@ -402,15 +402,19 @@ class JobDetailScreen(DataScreen, Flows):
     def _dead_below(self) -> int:
         return sum(a.state is JobState.DEAD for a in self.detail.awaited) if self.detail else 0
 
+    def _timed_out(self) -> bool:
+        """Whether a wait for jobs timed out: a plain retry answers that again at once."""
+        return any(s.kind == "jobs" and s.status == "timed-out" for s in self.detail.steps) if self.detail else False
+
     def action_retry(self) -> None:
         if self.detail:
             # A fan-out it did not wait for replays as its enqueue: nothing answers a dead job again.
             replayed = self._dead_below() if self.detail.awaited_as != "enqueued" else 0
-            self.retry_job(self.detail.job.id, self.detail.job.name, replayed)
+            self.retry_job(self.detail.job.id, self.detail.job.name, replayed, timed_out=self._timed_out())
 
     def action_retry_children(self) -> None:
         if self.detail:
-            self.retry_with_children(self.detail.job.id, self.detail.job.name)
+            self.retry_with_children(self.detail.job.id, self.detail.job.name, timed_out=self._timed_out())
 
     def action_cancel(self) -> None:
         if self.detail:

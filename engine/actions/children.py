@@ -21,11 +21,15 @@ def child_ids(steps: Iterable[StoredStep]) -> list[str]:
 def restart_step(steps: Iterable[StoredStep], now: Mapping[str, str]) -> str | None:
     """The step a job retried with its children runs again from: its first wait for jobs whose
     stored answer no longer holds, an outcome's state not what ``now`` (id -> state) says of that
-    job as it stands, the jobs this retry made ready among them. That wait looks at them afresh;
-    the steps after it run again, those before it replay (so a fan-out names the same children).
-    Reading the jobs as they stand, not only those retried in this call, lets a second retry finish
-    one that was interrupted after its children had gone. None when every stored answer holds."""
+    job as it stands, the jobs this retry made ready among them, or a wait that timed out (its
+    stored answer, none, is what the retry is to look past). That wait looks at them afresh, its
+    timeout counted anew; the steps after it run again, those before it replay (so a fan-out names
+    the same children). Reading the jobs as they stand, not only those retried in this call, lets
+    a second retry finish one that was interrupted after its children had gone. None when every
+    stored answer holds."""
     for s in sorted(steps, key=lambda s: s.seq):
+        if s.kind == "jobs" and s.status == "timed-out":
+            return s.name
         if s.kind == "jobs" and isinstance(s.result, list):
             said = ((str(o.get("id")), o.get("state")) for o in s.result if isinstance(o, dict))
             if any(i in now and now[i] != state for i, state in said):

@@ -184,27 +184,23 @@ class Introspector(EngineView):
             attempts=tuple(attempts),
             steps=steps,
             history=tuple(history),
-            next_retry=self._next_retry(row, why.at, _replayed_dead(steps, awaited or [])),
+            next_retry=self._next_retry(row, why.at, _replayed(steps, awaited or [])),
             why=why,
             awaited=tuple(JobSummary.of(r) for r in awaited or ()),
             parents=await self._parents(row.id),
         )
 
-    def _next_retry(self, row: JobRow, now: datetime, replayed_dead: int = 0) -> NextRetry | None:
+    def _next_retry(self, row: JobRow, now: datetime, replayed: str | None = None) -> NextRetry | None:
         if row.state in (JobState.COMPLETED, JobState.CANCELLED):
             return None
         if row.state is JobState.DEAD:
-            n = replayed_dead
+            # The stop reason is the why's and the error's: said once.
             return NextRetry(
                 1,
                 row.max_attempts,
                 None,
                 row.max_attempts <= 1,
-                # The stop reason is the why's and the error's: said once.
-                # A retry with its children runs them again and the wait looks afresh.
-                f"retried alone, its wait answers its {n} dead job{'s' if n != 1 else ''} again"
-                if n
-                else f"an operator retry starts again at attempt 1 of {row.max_attempts}",
+                replayed or f"an operator retry starts again at attempt 1 of {row.max_attempts}",
             )
         # Attempts burned so far; a running job's current attempt is already counted.
         nxt = row.attempt + 1
@@ -429,9 +425,13 @@ def _tally(row: JobRow, awaited: list[JobRow] | None) -> dict[str, int] | None:
     return dict(Counter(found.get(i, "gone") for i in ids))
 
 
-def _replayed_dead(steps: Sequence[StepRecord], awaited: Sequence[JobRow]) -> int:
-    """How many dead jobs a dead job's stored wait for jobs answered that a plain retry answers
-    again (its wait replays); retried with its children, they run again and it looks afresh."""
-    if not any(s.kind == "jobs" for s in steps):
-        return 0
-    return sum(r.state is JobState.DEAD for r in awaited)
+def _replayed(steps: Sequence[StepRecord], awaited: Sequence[JobRow]) -> str | None:
+    """What a plain retry of a dead job replays of its stored waits for jobs, when that answer is
+    one a retry means to look past: a wait that timed out (it times out again at once), or the
+    dead jobs a wait answered (answered dead again). Retried with its children, the wait looks
+    afresh (engine/actions/children.py restart_step). None when no wait is replayed so."""
+    waits = [s for s in steps if s.kind == "jobs"]
+    if any(s.status == "timed-out" for s in waits):
+        return "retried alone, its wait answers its timeout again at once"
+    n = sum(r.state is JobState.DEAD for r in awaited) if waits else 0
+    return f"retried alone, its wait answers its {n} dead job{'s' if n != 1 else ''} again" if n else None

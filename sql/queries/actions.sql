@@ -101,14 +101,16 @@ where not exists (
 
 -- name: job_bulk_replays :one
 -- A bulk retry's dry run: how many of the matched dead jobs stored a wait for jobs that answered
--- one of them not completed (a fan-in), and the newest of them. A plain retry replays that stored
--- answer, so such a fan-in meets it again even when the same bulk retries the jobs it names; a
--- retry with children runs the wait again. step_waits (0020) holds the wait steps only.
+-- one of them not completed, or that timed out (a fan-in), and the newest of them. A plain retry
+-- replays that stored answer, so such a fan-in meets it again even when the same bulk retries the
+-- jobs it names; a retry with children runs the wait again. step_waits (0020) holds the wait
+-- steps only.
 select count(*)::int as n, max(id::text) as newest
 from jobs.job
 where state = 'dead'
   and id in (select s.job_id from jobs.step s
-             where s.kind = 'jobs' and jsonb_path_exists(s.result, '$[*] ? (@.state != "completed")'))
+             where s.kind = 'jobs'
+               and (s.status = 'timed-out' or jsonb_path_exists(s.result, '$[*] ? (@.state != "completed")')))
   -- include: job_filter
 ;
 

@@ -443,6 +443,31 @@ async def test_a_dead_fan_ins_retry_says_its_dead_jobs_stay_dead_and_capital_x_r
         assert history[-1].actor == "console:test" and history[-1].note == f"with job {screen.job_id}"
 
 
+async def test_a_fan_in_whose_wait_timed_out_says_its_retry_times_out_again_and_capital_x_runs_the_wait_again() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_job(pilot, "name=close_month state=dead")
+        assert screen.detail is not None
+        # The same job had its wait time out, none of its jobs dead (set again before each key: a
+        # dismissed confirmation re-reads the job).
+        steps = tuple(replace(s, status="timed-out") if s.kind == "jobs" else s for s in screen.detail.steps)
+        awaited = tuple(replace(a, state=JobState.COMPLETED) for a in screen.detail.awaited)
+        timed_out = replace(screen.detail, steps=steps, awaited=awaited)
+        screen.detail = timed_out
+        await keys(pilot, "x")
+        said = str(app.screen.query_one("#confirm-text").render())
+        assert said.endswith("Its wait for jobs timed out, and answers that again at once (X runs the wait again).")
+        await keys(pilot, "escape")
+        screen.detail = timed_out
+        assert screen.check_action("retry_children", ()) is True
+        await keys(pilot, "X")
+        assert isinstance(app.screen, ConfirmScreen)
+        said = str(app.screen.query_one("#confirm-text").render())
+        assert "Its wait for jobs timed out: it runs again from that wait, which looks at them afresh" in said
+        await keys(pilot, "escape")
+        assert await state_of(app, screen.job_id) is JobState.DEAD
+
+
 async def test_a_dead_fan_outs_retry_says_nothing_of_a_wait_when_it_did_not_wait() -> None:
     app = console()
     async with app.run_test(size=SIZE) as pilot:

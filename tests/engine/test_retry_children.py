@@ -70,7 +70,17 @@ async def root(ctx, inp):  # type: ignore[no-untyped-def]
     return await gather(ctx, k, kids)
 
 
-EVERY = [root, branch, leaf]
+@job(name="rc.patient", queue=f"{Q}-patient", idempotency_key=lambda inp: inp["k"], retry=ONCE)
+async def patient(ctx, inp):  # type: ignore[no-untyped-def]
+    """Fan out one leaf and wait a minute for it; dead when the wait times out first."""
+    ids = await ctx.step.enqueue("fan-out", [Enqueue(leaf, {"k": f"{inp['k']}/slow"})])
+    outcomes = await ctx.step.wait_for_jobs("fan-in", ids, timeout=60)
+    if outcomes is None:
+        raise RuntimeError("the job below did not settle in time")
+    return [o["result"] for o in outcomes]
+
+
+EVERY = [root, branch, leaf, patient]
 
 
 @pytest.fixture
@@ -310,3 +320,43 @@ async def test_a_bulk_retry_with_children_brings_each_tree_back_newest_first_and
         assert {r.idempotency_key: r.id for r in await eng.operator().children(top)} == ids  # no child twice
     (entry,) = [h for h in await driver.job_history(job_id=trees[0][1]["t8/bad"]) if h.kind == "retried"]
     assert entry.note == "INC-10"
+
+
+async def timed_out(eng: Engine, clock: FakeClock, k: str) -> tuple[str, str]:
+    """A fan-in dead because its wait timed out, its leaf never run meanwhile (no worker for its
+    queue); answers the fan-in's id and the leaf's."""
+    top = (await eng.aenqueue(patient, {"k": k})).id
+    for _ in range(10):
+        await arun_due(eng, [patient])
+        if (await eng.aget(top)).state is JobState.DEAD:
+            break
+        clock.advance(20)
+    assert (await eng.aget(top)).state is JobState.DEAD
+    (below,) = await eng.operator().children(top)
+    assert below.state is JobState.READY
+    return top, below.id
+
+
+async def test_a_plain_retry_of_a_fan_in_whose_wait_timed_out_times_out_again_at_once(
+    eng: Engine, clock: FakeClock
+) -> None:
+    top, _ = await timed_out(eng, clock, "t10")
+    said = (await Introspector(eng).job(top)).next_retry
+    assert said is not None and said.note == "retried alone, its wait answers its timeout again at once"
+    assert (await eng.operator().plan("retry", JobFilter(state=JobState.DEAD))).replays == 1
+    assert (await eng.operator(actor="ann").retry(top)).changed
+    await arun_due(eng, [patient])  # no time passes: the stored timeout is replayed
+    assert (await eng.aget(top)).state is JobState.DEAD
+
+
+async def test_a_retry_with_children_runs_a_timed_out_wait_again_with_its_timeout_counted_anew(
+    eng: Engine, clock: FakeClock
+) -> None:
+    top, slow = await timed_out(eng, clock, "t11")
+    res = await eng.operator(actor="ann").retry(top, children=True)
+    assert (res.action, res.discarded, res.also) == ("retry_from_step", ("fan-in",), ())
+    await arun_due(eng, [patient])  # the wait starts again: a minute from now, not from its first start
+    assert (await eng.aget(top)).state is JobState.SUSPENDED
+    assert await settle(eng, clock, top) is JobState.COMPLETED
+    assert (await eng.aget(top)).result == ["t11/slow"]
+    assert [r.id for r in await eng.operator().children(top)] == [slow]  # the fan-out replayed

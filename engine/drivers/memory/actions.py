@@ -136,12 +136,15 @@ class MemoryActions(MemoryBase):
         )
 
     def _replays(self, job_id: str) -> bool:
-        """Whether a job stored a wait for jobs that answered one of them not completed (as
-        job_bulk_replays reads it)."""
+        """Whether a job stored a wait for jobs that timed out or answered one of them not
+        completed (as job_bulk_replays reads it)."""
         return any(
             s.kind == "jobs"
-            and isinstance(s.result, list)
-            and any(isinstance(o, dict) and o.get("state") not in (None, "completed") for o in s.result)
+            and (
+                s.status == "timed-out"
+                or isinstance(s.result, list)
+                and any(isinstance(o, dict) and o.get("state") not in (None, "completed") for o in s.result)
+            )
             for s in self.state.steps.get(job_id, {}).values()
         )
 
