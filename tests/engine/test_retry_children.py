@@ -360,3 +360,19 @@ async def test_a_retry_with_children_runs_a_timed_out_wait_again_with_its_timeou
     assert await settle(eng, clock, top) is JobState.COMPLETED
     assert (await eng.aget(top)).result == ["t11/slow"]
     assert [r.id for r in await eng.operator().children(top)] == [slow]  # the fan-out replayed
+
+
+async def test_a_bulk_retry_with_children_refuses_a_rate_that_is_not_positive_before_anything_changes(
+    eng: Engine, clock: FakeClock, driver: Driver, request: pytest.FixtureRequest
+) -> None:
+    top, _ = await failed_tree(eng, clock, "t12")
+    with pytest.raises(JobsError) as exc:
+        [r async for r in eng.operator().retry_all_with_children(JobFilter(state=JobState.DEAD), per_second=0)]
+    assert exc.value.code == X_INVALID_ARGUMENT and "per_second=0 must be a positive rate" in exc.value.cause
+    if isinstance(driver, PostgresDriver):
+        dsn = request.getfixturevalue("pg_dsn")
+        args = ("retry", "--all", "--children", "-f", "state=dead", "--rate", "-1", "--yes", "--dsn", dsn)
+        r = await asyncio.to_thread(cli, *args)
+        assert r.exit_code != 0 and "X_INVALID_ARGUMENT" in r.output and "fix: --rate 50" in r.output
+    assert (await eng.operator().plan("retry", JobFilter(state=JobState.DEAD))).matched == 4  # none retried
+    assert (await eng.aget(top)).state is JobState.DEAD
