@@ -31,6 +31,7 @@ DSN_HELP = "PostgreSQL DSN (URL or key=value); defaults to $JOBS_DSN"
 JSON_HELP = "print JSON instead of a table (errors as JSON on stderr)"
 APP_HELP = "the module holding the @job handles (default $JOBS_APP)"
 TENANT_HELP = "only this tenant's jobs: another tenant's job is not found"
+STOP_WAIT = 10.0  # seconds a signalled start is cancelled again and again until it ends
 NOTE_HELP = "a note kept in the audit with who and when (an incident number, a reason)"
 DSN_EXAMPLE = "postgresql://USER@HOST:5432/DBNAME"
 PREPARED_ENV = "JOBS_NO_PREPARED_STATEMENTS"
@@ -158,12 +159,14 @@ async def start_when_reachable(driver: Any, who: str, start_timeout: float | Non
     (engine/runtime/startup.py): None once open; else the exit code (0 for a SIGTERM or SIGINT
     during the wait, 1 with the engine's error on stderr when it gave up or was refused)."""
     from engine.cli import EXIT_ERROR, error_text
+    from engine.runtime import aio
     from engine.runtime.startup import when_reachable
 
     loop = asyncio.get_running_loop()
     start = loop.create_task(when_reachable(driver.open, worker=who, start_timeout=start_timeout))
+    stopping: list[asyncio.Task[Any]] = []  # cancelled until it ends: a pool checkout can lose one
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, start.cancel)
+        loop.add_signal_handler(sig, lambda: stopping.append(aio.cancel_until_done(start, loop.time() + STOP_WAIT)))
     try:
         await start
     except asyncio.CancelledError:

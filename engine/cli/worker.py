@@ -364,6 +364,7 @@ async def _serve(
     loop = asyncio.get_running_loop()
     starting = loop.create_task(w.start())
     signals = 0
+    stopping: list[asyncio.Task[Any]] = []
 
     def on_signal() -> None:
         nonlocal signals
@@ -371,9 +372,9 @@ async def _serve(
         if signals > 1:  # the operator means it: no second drain
             os._exit(EXIT_SECOND_SIGNAL)
         if starting.done():
-            loop.create_task(w.drain())
-        else:  # still waiting for the database: nothing to drain
-            starting.cancel()
+            stopping.append(loop.create_task(w.drain()))
+        else:  # still waiting for the database: nothing to drain; cancelled until the start ends
+            stopping.append(aio.cancel_until_done(starting, loop.time() + w.config.close_timeout))
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_signal)

@@ -63,6 +63,13 @@ async def stop(tasks: Iterable[asyncio.Future[Any]], deadline: float) -> list[as
     return list(pending)
 
 
+def cancel_until_done(task: asyncio.Future[Any], deadline: float) -> asyncio.Task[list[asyncio.Future[Any]]]:
+    """Cancel ``task`` now, and again every RECANCEL seconds until it ends or ``deadline`` (the
+    loop's clock): what a SIGTERM during a start does, the start's waits for the database going
+    through pool checkouts that can lose one cancellation. Keep the answered task referenced."""
+    return asyncio.get_running_loop().create_task(stop([task], deadline))
+
+
 async def until(deadline: asyncio.Future[Any], tasks: Iterable[asyncio.Future[Any]]) -> None:
     """Wait until every one of ``tasks`` ended or ``deadline`` (a future) is done, whichever is
     first; nothing is cancelled."""

@@ -21,6 +21,7 @@ from engine.api import Engine, connect
 from engine.drivers.postgres import PostgresDriver
 from engine.drivers.postgres import pool as pg_pool
 from engine.jobs import job
+from engine.runtime import aio
 from engine.services.maintenance import MaintenanceConfig
 from engine.testing import EmbeddedPostgres
 from tests.engine import test_worker_app as app
@@ -123,3 +124,29 @@ async def test_i14_a_sigterm_drain_ends_in_bounded_time_when_the_server_stops_du
         if not pg_cluster.running:
             await asyncio.to_thread(pg_cluster.start)
         await eng.aclose()
+
+
+async def test_a_start_signalled_while_its_cancellation_is_lost_in_a_checkout_still_ends() -> None:
+    """What a SIGTERM during a start does (`jobs worker`, `jobs relay`, `jobs scheduler`): the
+    start is cancelled again until it ends, so a cancellation lost in a pool checkout does not
+    leave it waiting for the database (a retry's backoff) for its whole start timeout."""
+    inside, swallowed = asyncio.Event(), 0
+
+    async def start() -> None:
+        nonlocal swallowed
+        inside.set()
+        try:
+            await asyncio.Event().wait()  # a checkout that loses the first cancellation
+        except asyncio.CancelledError:
+            swallowed += 1
+        await asyncio.Event().wait()  # then a retry's backoff: ends only when cancelled again
+
+    loop = asyncio.get_running_loop()
+    task = loop.create_task(start())
+    await inside.wait()
+    stopper = aio.cancel_until_done(task, loop.time() + 5.0)
+    async with asyncio.timeout(5):  # a safety net: the hang this test pins would never end
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert swallowed == 1 and task.cancelled()
+    assert await stopper == []  # nothing left running at its deadline
