@@ -7,6 +7,7 @@ anything changes."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
@@ -376,3 +377,22 @@ async def test_a_bulk_retry_with_children_refuses_a_rate_that_is_not_positive_be
         assert r.exit_code != 0 and "X_INVALID_ARGUMENT" in r.output and "fix: --rate 50" in r.output
     assert (await eng.operator().plan("retry", JobFilter(state=JobState.DEAD))).matched == 4  # none retried
     assert (await eng.aget(top)).state is JobState.DEAD
+
+
+async def test_jobs_retry_all_children_json_answers_the_plan_and_each_jobs_answer(
+    pg_dsn: str, clock: FakeClock
+) -> None:
+    eng = Engine(PostgresDriver(pg_dsn), clock=clock, ids=IdFactory(clock, seed=29))
+    try:
+        top, _ = await failed_tree(eng, clock, "t13")
+        FAULT["on"] = False
+        args = ("retry", "--all", "--children", "-f", "name=rc.root", "--yes", "--json", "--dsn", pg_dsn)
+        r = await asyncio.to_thread(cli, *args)
+        assert r.exit_code == 0, r.output
+        doc = json.loads(r.stdout)
+        assert (doc["plan"]["matched"], doc["plan"]["replays"], doc["plan"]["replay_example"]) == (1, 1, top)
+        (res,) = doc["results"]
+        assert (res["job_id"], res["action"], res["changed"]) == (top, "retry_from_step", True)
+        assert [a["action"] for a in res["also"]] == ["retry", "retry_from_step", "retry"]
+    finally:
+        await eng.aclose()
