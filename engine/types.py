@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, Protocol
 
 JSON = Any  # a JSON value: dict, list, str, int, float, bool or None
 
@@ -230,6 +230,22 @@ class StoredStep:
         None for any other step."""
         ids = self.result if self.kind == "enqueue" else (self.wait or {}).get("jobs") if self.kind == "jobs" else None
         return [str(i) for i in ids] if isinstance(ids, list) else None
+
+
+class StepLike(Protocol):
+    """A stored step or a line of a step trace (engine.records.StepRecord): its kind and status."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+
+def waited_out(step: StepLike) -> bool:
+    """A wait for jobs that timed out: its stored answer is none, which a plain retry replays at
+    once; a retry with children runs the wait again, and a bulk retry's dry run counts the job."""
+    return step.kind == "jobs" and step.status == "timed-out"
 
 
 # --- workers and gauges ------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from console.widgets.fresh import update_changed
 from console.widgets.state_bar import state_text
 from console.widgets.timeline import StepTimeline, timeline_text
 from engine.projections import JobDetail, JobSummary
-from engine.types import LIVE_STATES, JobState
+from engine.types import LIVE_STATES, JobState, waited_out
 
 _LIVE = set(LIVE_STATES)
 
@@ -404,7 +404,7 @@ class JobDetailScreen(DataScreen, Flows):
 
     def _timed_out(self) -> bool:
         """Whether a wait for jobs timed out: a plain retry answers that again at once."""
-        return any(s.kind == "jobs" and s.status == "timed-out" for s in self.detail.steps) if self.detail else False
+        return any(waited_out(s) for s in self.detail.steps) if self.detail else False
 
     def action_retry(self) -> None:
         if self.detail:

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 
 from engine.drivers.base import Driver
 from engine.errors import X_INVALID_ARGUMENT, JobsError
-from engine.types import JobRow, StoredStep
+from engine.types import JobRow, StoredStep, waited_out
 
 MAX_CHILDREN = 1000  # past this many descendants a cancel or retry names a filter instead
 
@@ -28,7 +28,7 @@ def restart_step(steps: Iterable[StoredStep], now: Mapping[str, str]) -> str | N
     a second retry finish one that was interrupted after its children had gone. None when every
     stored answer holds."""
     for s in sorted(steps, key=lambda s: s.seq):
-        if s.kind == "jobs" and s.status == "timed-out":
+        if waited_out(s):
             return s.name
         if s.kind == "jobs" and isinstance(s.result, list):
             said = ((str(o.get("id")), o.get("state")) for o in s.result if isinstance(o, dict))

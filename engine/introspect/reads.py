@@ -35,7 +35,7 @@ from engine.projections import (
     WorkerView,
 )
 from engine.series import QueueSeries
-from engine.types import LIVE_STATES, JobRow, JobState
+from engine.types import LIVE_STATES, JobRow, JobState, waited_out
 
 if TYPE_CHECKING:  # the worker area's registry row; only named in annotations here
     from engine.records import StepRecord, WorkerRecord
@@ -431,7 +431,7 @@ def _replayed(steps: Sequence[StepRecord], awaited: Sequence[JobRow]) -> str | N
     dead jobs a wait answered (answered dead again). Retried with its children, the wait looks
     afresh (engine/actions/children.py restart_step). None when no wait is replayed so."""
     waits = [s for s in steps if s.kind == "jobs"]
-    if any(s.status == "timed-out" for s in waits):
+    if any(waited_out(s) for s in waits):
         return "retried alone, its wait answers its timeout again at once"
     n = sum(r.state is JobState.DEAD for r in awaited) if waits else 0
     return f"retried alone, its wait answers its {n} dead job{'s' if n != 1 else ''} again" if n else None

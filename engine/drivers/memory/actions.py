@@ -25,7 +25,7 @@ from engine.projections import (
     QueuePause,
 )
 from engine.records import HistoryEntry
-from engine.types import JobRow, JobState
+from engine.types import JobRow, JobState, waited_out
 
 
 def _eligible(row: JobRow, action: BulkAction) -> bool:
@@ -139,12 +139,10 @@ class MemoryActions(MemoryBase):
         """Whether a job stored a wait for jobs that timed out or answered one of them not
         completed (as job_bulk_replays reads it)."""
         return any(
-            s.kind == "jobs"
-            and (
-                s.status == "timed-out"
-                or isinstance(s.result, list)
-                and any(isinstance(o, dict) and o.get("state") not in (None, "completed") for o in s.result)
-            )
+            waited_out(s)
+            or s.kind == "jobs"
+            and isinstance(s.result, list)
+            and any(isinstance(o, dict) and o.get("state") not in (None, "completed") for o in s.result)
             for s in self.state.steps.get(job_id, {}).values()
         )
 
