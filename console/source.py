@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import getpass
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -291,6 +291,14 @@ class Source:
         self._writable(f"bulk {action}")
         return await self._ops.bulk(action, where, per_second=per_second, note=note)
 
+    def retry_all_with_children(
+        self, where: JobFilter, *, per_second: float | None = None, note: str | None = None
+    ) -> AsyncIterator[ActionResult]:
+        """Every dead job ``where`` matches, retried with the dead jobs below it, newest first: an
+        answer a job as it lands (Operator.retry_all_with_children)."""
+        self._writable("bulk retry")
+        return self._ops.retry_all_with_children(where, note=note, per_second=per_second)
+
     async def pause(self, queue: str, *, note: str | None = None, create: bool = False) -> QueuePause:
         """X_UNKNOWN_QUEUE ("did you mean") for a queue nothing names, unless ``create``."""
         self._writable("pause")
@@ -380,11 +388,7 @@ class NoAnswer(TimeoutError):
         self.seconds = seconds
 
 
-CONDITION_TITLES = {
-    UNREACHABLE: "database unreachable",
-    SHUTTING_DOWN: "database shutting down",
-    SLOW: "database slow",
-}
+CONDITION_TITLES = {UNREACHABLE: "database unreachable", SHUTTING_DOWN: "database shutting down", SLOW: "database slow"}
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:

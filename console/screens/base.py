@@ -19,9 +19,11 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
+from textual.worker import Worker, WorkerState
 
 from console import actions
-from console.messages import LoadFailed, Navigate, Refreshed
+from console.format import clean
+from console.messages import ActionFailed, LoadFailed, Navigate, Refreshed
 from console.widgets.banner import Banner
 from console.widgets.footer import ConsoleFooter
 from console.widgets.header import StatusHeader
@@ -134,6 +136,16 @@ class ConsoleScreen(Screen[None]):
             header._changed()
         for banner in self.query(Banner):
             banner._changed(self.app.db_error)  # type: ignore[attr-defined]
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A flow that raised is said, in a toast and the activity log, never swallowed. The
+        engine's refusals and a lost database are each flow's own answers; this is a fault of the
+        console's, and the operator must know the key did nothing they can see."""
+        err = event.worker.error
+        if event.state is WorkerState.ERROR and err is not None:
+            said = f"{type(err).__name__}: {clean(str(err), limit=200)}"
+            self.notify(said, title="The console failed at that", severity="error", timeout=10)
+            self.post_message(ActionFailed(f"console fault: {said}"))
 
     def action_back(self) -> None:
         if self.marked():

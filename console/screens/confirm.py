@@ -2,7 +2,8 @@
 
 It names exactly what will change (and, for a bulk action, how many jobs and how they group). The
 operator may attach an incident note (kept in the job's audit trail) and, for a bulk retry, pace
-it through the queue's limiter. ``y`` or the Confirm button confirms; ``n`` or Escape cancels;
+it through the queue's limiter or, when fan-ins are among its jobs, retry each with the dead jobs
+below it. ``y`` or the Confirm button confirms; ``n`` or Escape cancels;
 nothing is changed until then.
 
 It fits an 80x24 terminal: the body scrolls, while the count, the options and the buttons stay
@@ -31,6 +32,7 @@ class Confirmed:
     note: str | None = None
     paced: bool = False
     per_second: float | None = None
+    children: bool = False  # the "with children" option, when offered, was ticked
 
 
 class ConfirmScreen(AnswerOnce, ModalScreen[Confirmed | None]):
@@ -49,6 +51,7 @@ class ConfirmScreen(AnswerOnce, ModalScreen[Confirmed | None]):
         verb: str = "Confirm",
         note: bool = True,
         pace: float | None = None,
+        children: str | None = None,
         danger: bool = True,
     ) -> None:
         super().__init__()
@@ -57,6 +60,7 @@ class ConfirmScreen(AnswerOnce, ModalScreen[Confirmed | None]):
         self.verb = verb
         self.with_note = note
         self.pace = pace  # the pacing rate offered (jobs per second), None: no pacing option
+        self.with_children = children  # the "with children" option's label, None: not offered
         self.danger = danger
 
     def compose(self) -> ComposeResult:
@@ -70,6 +74,8 @@ class ConfirmScreen(AnswerOnce, ModalScreen[Confirmed | None]):
                     id="confirm-pace",
                     compact=True,
                 )
+            if self.with_children is not None:
+                yield Checkbox(clean(self.with_children, limit=80), id="confirm-children", compact=True)
             if self.with_note:
                 yield Input(
                     placeholder="incident note for the audit trail (optional)",
@@ -98,7 +104,7 @@ class ConfirmScreen(AnswerOnce, ModalScreen[Confirmed | None]):
     def _fit(self, height: int) -> None:
         """Give the body what the screen has left once the title, options and buttons are placed
         (each one row and a margin; the box's border two rows)."""
-        fixed = 2 + 2 * (self.pace is not None) + 2 * self.with_note + 2
+        fixed = 2 + 2 * (self.pace is not None) + 2 * (self.with_children is not None) + 2 * self.with_note + 2
         for body in self.query("#confirm-body").results(VerticalScroll):
             body.styles.max_height = max(2, height - fixed - 2)
 
@@ -107,7 +113,8 @@ class ConfirmScreen(AnswerOnce, ModalScreen[Confirmed | None]):
         if self.with_note:
             note = self.query_one("#confirm-note", Input).value.strip() or None
         paced = self.pace is not None and self.query_one("#confirm-pace", Checkbox).value
-        return Confirmed(note=note, paced=paced, per_second=self.pace if paced else None)
+        children = self.with_children is not None and self.query_one("#confirm-children", Checkbox).value
+        return Confirmed(note=note, paced=paced, per_second=self.pace if paced else None, children=children)
 
     def action_confirm(self) -> None:
         self.dismiss(self._result())

@@ -15,15 +15,18 @@ from textual import work
 from console import palette
 from console.format import clean, short_id
 from console.messages import ActionFailed, ActionSucceeded
-from console.screens.confirm import ConfirmScreen, ResultScreen
+from console.screens.confirm import Confirmed, ConfirmScreen, ResultScreen
 from engine.errors import JobsError
 from engine.introspect.filters import describe_filter
 from engine.projections import BulkGroup, BulkPlan, BulkResult, JobFilter
+from engine.types import JobState
 
 if TYPE_CHECKING:
     from console.screens.base import DataScreen
+    from console.source import Source
 
 BULK_PACE = 10.0  # jobs per second offered as the paced alternative to landing all at once
+WITH_CHILDREN = "with children: each with the dead jobs below it, its wait run again"
 SHOWN = 10  # marked rows named in a confirmation; the rest are counted
 VERBS = {"retry": ("Retry", "retried"), "cancel": ("Cancel", "cancelled"), "discard": ("Discard", "discarded")}
 WHAT = {
@@ -58,7 +61,7 @@ def plan_text(plans: Sequence[BulkPlan]) -> Text:
     if replays:
         said = f"{plural(replays, 'fan-in')} among them waited for jobs that did not complete:"
         t.append(said, style=f"bold {palette.style('warn')}")
-        t.append(" retried here, each replays that answer. X in a job's detail retries it with them.\n\n")
+        t.append(" retried here, each replays that answer; retried with children, each runs its wait again.\n\n")
     t.append(f"{'count':>7}  {'stop reason':<19} {'error code':<22} tenant\n", style="underline")
     groups: list[BulkGroup] = [g for p in plans for g in p.groups]
     for g in groups[:8]:
@@ -69,6 +72,33 @@ def plan_text(plans: Sequence[BulkPlan]) -> Text:
     if len(groups) > 8:
         t.append(f"… and {len(groups) - 8} more groups\n", style="dim")
     return t
+
+
+async def apply_bulk(source: Source, action: str, wheres: Sequence[JobFilter], confirmed: Confirmed) -> str:
+    """The bulk action over each filter, said in one line."""
+    results: list[BulkResult] = []
+    for where in wheres:
+        results.append(await source.bulk(action, where, per_second=confirmed.per_second, note=confirmed.note))  # type: ignore[arg-type]
+    changed, skipped = sum(r.changed for r in results), sum(r.skipped for r in results)
+    return f"{changed:,} {VERBS[action][1]}, {skipped:,} skipped (no longer eligible or deduped)."
+
+
+async def retry_with_children(source: Source, wheres: Sequence[JobFilter], confirmed: Confirmed) -> str:
+    """Each matched dead job retried with the dead jobs below it (the engine's retry with
+    children, one job at a time): a job refused for itself is named and the rest go on."""
+    retried = below = 0
+    left: list[str] = []
+    for where in wheres:
+        async for res in source.retry_all_with_children(where, per_second=confirmed.per_second, note=confirmed.note):
+            if res.changed:
+                retried += 1
+                below += sum(a.changed for a in res.also)
+            elif res.state is JobState.DEAD:  # refused for itself; one no longer dead came back with another
+                left.append(f"{short_id(res.job_id)}: {clean(res.reason or 'refused', limit=100)}")
+    summary = f"{retried:,} retried with {plural(below, 'dead job')} below them."
+    if left:
+        summary += f" {len(left):,} left dead:\n" + "\n".join(left[:6])
+    return summary
 
 
 @dataclass(frozen=True)
@@ -98,7 +128,7 @@ class BulkFlows:
             what = describe_filter(wheres[0]) if len(wheres) == 1 else f"the {len(wheres)} marked groups"
             self.notify(f"Nothing to {action}: no job matches {what}.", timeout=5)
             return
-        verb, done = VERBS[action]
+        verb = VERBS[action][0]
         n = sum(p.would_change for p in plans)
         confirmed = await self.app.push_screen(
             ConfirmScreen(
@@ -106,18 +136,18 @@ class BulkFlows:
                 plan_text(plans),
                 verb=f"{verb} {plural(n, 'job')}",
                 pace=BULK_PACE if action == "retry" else None,
+                children=WITH_CHILDREN if any(p.replays for p in plans) else None,
             ),
             wait_for_dismiss=True,
         )
         if confirmed is None:
             self.notify("Cancelled: nothing changed.", timeout=3)
             return
-        results: list[BulkResult] = []
         try:
-            for where in wheres:
-                results.append(
-                    await self.source.bulk(action, where, per_second=confirmed.per_second, note=confirmed.note)  # type: ignore[arg-type]
-                )
+            if confirmed.children:
+                summary = await retry_with_children(self.source, wheres, confirmed)
+            else:
+                summary = await apply_bulk(self.source, action, wheres, confirmed)
         except JobsError as err:
             self.post_message(ActionFailed(f"{err.code}: {err.cause}", err.fix))
             await self.app.push_screen(
@@ -136,10 +166,6 @@ class BulkFlows:
                 wait_for_dismiss=True,
             )
         else:
-            summary = (
-                f"{sum(r.changed for r in results):,} {done}, {sum(r.skipped for r in results):,} skipped "
-                "(no longer eligible or deduped)."
-            )
             if confirmed.per_second:
                 summary += f" Paced at {confirmed.per_second:g}/s."
             if confirmed.note:

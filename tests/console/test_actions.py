@@ -584,6 +584,35 @@ async def test_bulk_retry_everything_matching_the_filter_paced_with_a_note() -> 
         assert len(await ids(app, state=JobState.DEAD)) == 9  # the other queues untouched
 
 
+async def test_a_bulk_retry_offers_with_children_only_over_fan_ins_and_ticked_brings_each_tree_back() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "3", "slash")
+        await pilot.press(*"queue=emails")
+        await keys(pilot, "enter", "X")
+        assert isinstance(app.screen, ConfirmScreen)
+        assert not app.screen.query("#confirm-children")  # no fan-in among them: not offered
+        await keys(pilot, "escape", "slash", "ctrl+u")
+        await pilot.press(*"name=close_month")
+        await keys(pilot, "enter", "X")
+        body = str(app.screen.query_one("#confirm-text").render())
+        assert "1 fan-in among them waited for jobs that did not complete" in body
+        assert "retried with children, each runs its wait again" in body
+        (fan_in,) = await ids(app, state=JobState.DEAD, name="close_month")
+        awaited = (await app.source.job(fan_in)).awaited
+        (dead,) = [a.id for a in awaited if a.state is JobState.DEAD]
+        await pilot.click("#confirm-children")
+        await keys(pilot, "y")
+        assert isinstance(app.screen, ResultScreen)
+        assert "1 retried with 1 dead job below them." in str(app.screen.query_one("#result-text").render())
+        await keys(pilot, "enter")
+        after = await app.source.job(fan_in)
+        assert after.job.state is JobState.READY
+        assert after.history[-1].data["step"] == "statements"  # its wait runs again, not replayed
+        assert await state_of(app, dead) is JobState.READY
+        assert (await app.source.job(dead)).history[-1].note == f"with job {fan_in}"
+
+
 async def test_bulk_cancel_with_nothing_live_says_so_without_a_modal() -> None:
     app = console()
     async with app.run_test(size=SIZE) as pilot:

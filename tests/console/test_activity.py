@@ -49,3 +49,25 @@ async def test_textuals_own_log_call_reaches_textuals_log_not_the_activity_list(
         frame = inspect.getframeinfo(inspect.currentframe())  # type: ignore[arg-type]
         app._log(LogGroup.INFO, LogVerbosity.NORMAL, frame, "a devtools line")
         assert app.activity == before
+
+
+async def test_a_flow_that_raises_is_said_in_a_toast_and_the_activity_log_not_swallowed(monkeypatch) -> None:
+    # Every action flow runs in a worker that must not end the app on an error; an error nothing
+    # caught used to end the worker silently: the key did nothing the operator could see.
+    import console.screens.flows_bulk as flows_bulk
+
+    def broken(plans: object) -> None:
+        raise RuntimeError("the dry run's text could not be built")
+
+    monkeypatch.setattr(flows_bulk, "plan_text", broken)
+    app = JobsConsole(seeded_source(), refresh=60)
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot)
+        for k in ("3", "X"):
+            await pilot.press(k)
+            await settle(pilot)
+        said = [n for n in app._notifications if n.severity == "error"]
+        assert [n.message for n in said] == ["RuntimeError: the dry run's text could not be built"]
+        assert not app.activity[-1].ok
+        assert app.activity[-1].summary == "console fault: RuntimeError: the dry run's text could not be built"
+        assert app.is_running  # the console goes on
