@@ -86,16 +86,20 @@ async def apply_bulk(source: Source, action: str, wheres: Sequence[JobFilter], c
 async def retry_with_children(source: Source, wheres: Sequence[JobFilter], confirmed: Confirmed) -> str:
     """Each matched dead job retried with the dead jobs below it (the engine's retry with
     children, one job at a time): a job refused for itself is named and the rest go on."""
-    retried = below = 0
+    retried = below = waits = 0
     left: list[str] = []
     for where in wheres:
         async for res in source.retry_all_with_children(where, per_second=confirmed.per_second, note=confirmed.note):
             if res.changed:
                 retried += 1
                 below += sum(a.changed for a in res.also)
+                waits += sum(r.changed and r.action == "retry_from_step" for r in (res, *res.also))
             elif res.state is JobState.DEAD:  # refused for itself; one no longer dead came back with another
                 left.append(f"{short_id(res.job_id)}: {clean(res.reason or 'refused', limit=100)}")
-    summary = f"{retried:,} retried with {plural(below, 'dead job')} below them."
+    summary = f"{retried:,} retried, with {plural(below, 'dead job')} below them"
+    if waits:
+        summary += f"; {waits:,} {'runs its wait' if waits == 1 else 'run their waits'} for jobs again, looking afresh"
+    summary += "."
     if left:
         summary += f" {len(left):,} left dead:\n" + "\n".join(left[:6])
     return summary
