@@ -36,10 +36,11 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from console.events import LogEvent
-from console.format import clean, database_label, redact_dsn
+from console.failures import NoAnswer, describe_failure
+from console.format import database_label, redact_dsn
 from engine.actions import Operator
 from engine.api import Engine, connect
-from engine.errors import SHUTTING_DOWN, SLOW, UNREACHABLE, X_DB_UNREACHABLE, X_READ_ONLY, JobsError
+from engine.errors import SHUTTING_DOWN, UNREACHABLE, X_READ_ONLY, JobsError
 from engine.introspect.base import resolve_id
 from engine.opening import ensure_open
 from engine.outbox_types import OutboxView, StagedWhy
@@ -357,38 +358,7 @@ class Source:
 
     # --- failures ----------------------------------------------------------------------------------
 
-    @staticmethod
-    def describe_failure(exc: BaseException) -> tuple[str, str]:
-        """A banner's title and detail for a failed read, naming the condition: the database
-        unreachable (refused, or no answer at all), shutting down, or slow (a statement cut off
-        by its budget); never the DSN's password."""
-        if isinstance(exc, NoAnswer):
-            return "database unreachable", (
-                f"no answer within {exc.seconds:g}s: the server is frozen, overloaded or cut off"
-            )
-        if isinstance(exc, JobsError):
-            condition = exc.meta.get("condition")
-            title = CONDITION_TITLES.get(condition) if isinstance(condition, str) else None
-            if title is None:
-                title = "database unreachable" if exc.code == X_DB_UNREACHABLE else exc.code
-            return title, redact_dsn(clean(exc.cause, limit=160))
-        name = type(exc).__name__
-        if name in ("AdminShutdown", "CrashShutdown", "CannotConnectNow"):  # never shown raw
-            return "database shutting down", redact_dsn(clean(str(exc) or name, limit=160))
-        if isinstance(exc, (ConnectionError, OSError)) or "Operational" in name:
-            return "database unreachable", redact_dsn(clean(str(exc) or name, limit=160))
-        return f"refresh failed ({name})", redact_dsn(clean(str(exc), limit=160))
-
-
-class NoAnswer(TimeoutError):
-    """A read the database did not answer within the source's deadline."""
-
-    def __init__(self, seconds: float) -> None:
-        super().__init__(f"no answer within {seconds:g}s")
-        self.seconds = seconds
-
-
-CONDITION_TITLES = {UNREACHABLE: "database unreachable", SHUTTING_DOWN: "database shutting down", SLOW: "database slow"}
+    describe_failure = staticmethod(describe_failure)
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:

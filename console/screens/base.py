@@ -22,6 +22,7 @@ from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from console import actions
+from console.failures import database_failure
 from console.format import clean
 from console.messages import ActionFailed, LoadFailed, Navigate, Refreshed
 from console.widgets.banner import Banner
@@ -138,14 +139,18 @@ class ConsoleScreen(Screen[None]):
             banner._changed(self.app.db_error)  # type: ignore[attr-defined]
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """A flow that raised is said, in a toast and the activity log, never swallowed. The
-        engine's refusals and a lost database are each flow's own answers; this is a fault of the
-        console's, and the operator must know the key did nothing they can see."""
+        """A flow that raised is said, in a toast and the activity log, never swallowed: what the
+        database or the engine said, named as the banner names it, or else a fault of the
+        console's own. Either way the operator must know the key did nothing they can see."""
         err = event.worker.error
-        if event.state is WorkerState.ERROR and err is not None:
-            said = f"{type(err).__name__}: {clean(str(err), limit=200)}"
-            self.notify(said, title="The console failed at that", severity="error", timeout=10)
-            self.post_message(ActionFailed(f"console fault: {said}"))
+        if event.state is not WorkerState.ERROR or err is None:
+            return
+        title, said = database_failure(err) or (
+            "The console failed at that",
+            f"{type(err).__name__}: {clean(str(err), limit=200)}",
+        )
+        self.notify(said, title=title, severity="error", timeout=10)
+        self.post_message(ActionFailed(f"{title}: {said}"))
 
     def action_back(self) -> None:
         if self.marked():

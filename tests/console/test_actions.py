@@ -14,6 +14,7 @@ from textual.widgets import Static
 
 from console.app import JobsConsole
 from console.demo.world import seeded_source
+from console.failures import NoAnswer
 from console.messages import Navigate
 from console.screens.confirm import ConfirmScreen, ResultScreen
 from console.screens.dead_letters import DeadLettersScreen
@@ -411,6 +412,26 @@ async def test_a_fan_ins_cancel_says_its_jobs_keep_running_and_capital_c_cancels
         assert all(after[i] is JobState.COMPLETED for i in statements if i not in live)
         history = (await app.source.job(live[0])).history
         assert history[-1].actor == "console:test" and history[-1].note == f"with job {screen.job_id}"
+
+
+async def test_a_flow_whose_read_gets_no_answer_says_the_database_is_unreachable_and_changes_nothing() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_job(pilot, "name=close_month")
+
+        async def frozen(job_id: str) -> list[object]:
+            raise NoAnswer(3.0)
+
+        app.source.children = frozen  # type: ignore[method-assign]
+        await keys(pilot, "C")
+        assert not isinstance(app.screen, ConfirmScreen)
+        (said,) = [n for n in app._notifications if n.severity == "error"]
+        assert (said.title, said.message) == (
+            "database unreachable",
+            "no answer within 3s: the server is frozen, overloaded or cut off",
+        )
+        assert not app.activity[-1].ok and app.activity[-1].summary.startswith("database unreachable: no answer")
+        assert await state_of(app, screen.job_id) is JobState.SUSPENDED
 
 
 async def test_a_dead_fan_ins_retry_says_its_dead_jobs_stay_dead_and_capital_x_retries_them_with_it() -> None:

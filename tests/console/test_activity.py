@@ -69,5 +69,8 @@ async def test_a_flow_that_raises_is_said_in_a_toast_and_the_activity_log_not_sw
         said = [n for n in app._notifications if n.severity == "error"]
         assert [n.message for n in said] == ["RuntimeError: the dry run's text could not be built"]
         assert not app.activity[-1].ok
-        assert app.activity[-1].summary == "console fault: RuntimeError: the dry run's text could not be built"
+        assert (
+            app.activity[-1].summary
+            == "The console failed at that: RuntimeError: the dry run's text could not be built"
+        )
         assert app.is_running  # the console goes on
