@@ -287,18 +287,31 @@ class Source:
         return await self._read(lambda: self._ops.plan(action, where))
 
     async def bulk(
-        self, action: BulkAction, where: JobFilter, *, per_second: float | None = None, note: str | None = None
+        self,
+        action: BulkAction,
+        where: JobFilter,
+        *,
+        per_second: float | None = None,
+        note: str | None = None,
+        progress: Callable[[BulkResult], None] | None = None,
+        stop: asyncio.Event | None = None,
     ) -> BulkResult:
+        """Operator.bulk: ``progress`` told the totals after each batch, ``stop`` ends it between two."""
         self._writable(f"bulk {action}")
-        return await self._ops.bulk(action, where, per_second=per_second, note=note)
+        return await self._ops.bulk(action, where, per_second=per_second, note=note, progress=progress, stop=stop)
 
     def retry_all_with_children(
-        self, where: JobFilter, *, per_second: float | None = None, note: str | None = None
+        self,
+        where: JobFilter,
+        *,
+        per_second: float | None = None,
+        note: str | None = None,
+        stop: asyncio.Event | None = None,
     ) -> AsyncIterator[ActionResult]:
         """Every dead job ``where`` matches, retried with the dead jobs below it, newest first: an
-        answer a job as it lands (Operator.retry_all_with_children)."""
+        answer a job as it lands; ``stop`` ends it before the next job (Operator.retry_all_with_children)."""
         self._writable("bulk retry")
-        return self._ops.retry_all_with_children(where, note=note, per_second=per_second)
+        return self._ops.retry_all_with_children(where, note=note, per_second=per_second, stop=stop)
 
     async def pause(self, queue: str, *, note: str | None = None, create: bool = False) -> QueuePause:
         """X_UNKNOWN_QUEUE ("did you mean") for a queue nothing names, unless ``create``."""

@@ -389,6 +389,7 @@ class BulkResult:
     finished_at: datetime
     per_second: float | None = None  # the pace it was run at (None: unpaced)
     note: str | None = None
+    stopped: bool = False  # ended by its ``stop`` between batches, before it ran out of jobs
 
 
 @dataclass(frozen=True)

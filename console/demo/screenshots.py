@@ -123,6 +123,12 @@ SHOTS: tuple[Shot, ...] = (
         size=(80, 24),
     ),
     Shot(
+        "bulk_progress_80x24",
+        "A paced bulk retry running: its totals after each batch, and s to stop it between two",
+        press=("3", "X", "shift+tab", "shift+tab", "shift+tab", "shift+tab", "space", "y"),
+        size=(80, 24),
+    ),
+    Shot(
         "queue_chart_80x24",
         "A queue's hour in an 80x24 terminal: completed, dead and wait p95 per minute (g on the Overview)",
         press=("down", "g"),

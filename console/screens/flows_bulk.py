@@ -16,6 +16,7 @@ from console import palette
 from console.format import clean, short_id
 from console.messages import ActionFailed, ActionSucceeded
 from console.screens.confirm import Confirmed, ConfirmScreen, ResultScreen
+from console.screens.progress import ProgressScreen
 from engine.errors import JobsError
 from engine.introspect.filters import describe_filter
 from engine.projections import BulkGroup, BulkPlan, BulkResult, JobFilter
@@ -29,6 +30,7 @@ BULK_PACE = 10.0  # jobs per second offered as the paced alternative to landing 
 WITH_CHILDREN = "with children: each with the dead jobs below it, its wait run again"
 SHOWN = 10  # marked rows named in a confirmation; the rest are counted
 VERBS = {"retry": ("Retry", "retried"), "cancel": ("Cancel", "cancelled"), "discard": ("Discard", "discarded")}
+ACTING = {"retry": "Retrying", "cancel": "Cancelling", "discard": "Discarding"}
 WHAT = {
     "retry": "would be retried",
     "cancel": "would be cancelled",
@@ -74,32 +76,60 @@ def plan_text(plans: Sequence[BulkPlan]) -> Text:
     return t
 
 
-async def apply_bulk(source: Source, action: str, wheres: Sequence[JobFilter], confirmed: Confirmed) -> str:
-    """The bulk action over each filter, said in one line."""
+async def apply_bulk(
+    source: Source, action: str, wheres: Sequence[JobFilter], confirmed: Confirmed, shown: ProgressScreen, n: int
+) -> str:
+    """The bulk action over each filter (``n`` jobs planned), its totals shown after each batch."""
+    done = VERBS[action][1]
     results: list[BulkResult] = []
     for where in wheres:
-        results.append(await source.bulk(action, where, per_second=confirmed.per_second, note=confirmed.note))  # type: ignore[arg-type]
+        before = (sum(r.changed for r in results), sum(r.skipped for r in results))
+
+        def told(r: BulkResult, before: tuple[int, int] = before) -> None:
+            shown.show(f"{before[0] + r.changed:,} of {n:,} {done}, {before[1] + r.skipped:,} skipped.")
+
+        res = await source.bulk(
+            action,  # type: ignore[arg-type]
+            where,
+            per_second=confirmed.per_second,
+            note=confirmed.note,
+            progress=told,
+            stop=shown.stop,
+        )
+        results.append(res)
+        if res.stopped:
+            break
     changed, skipped = sum(r.changed for r in results), sum(r.skipped for r in results)
-    return f"{changed:,} {VERBS[action][1]}, {skipped:,} skipped (no longer eligible or deduped)."
+    said = f"{changed:,} {done}, {skipped:,} skipped (no longer eligible or deduped)."
+    if any(r.stopped for r in results):
+        return f"Stopped by you: {said} The rest are as they were."
+    return said
 
 
-async def retry_with_children(source: Source, wheres: Sequence[JobFilter], confirmed: Confirmed) -> str:
+async def retry_with_children(
+    source: Source, wheres: Sequence[JobFilter], confirmed: Confirmed, shown: ProgressScreen, n: int
+) -> str:
     """Each matched dead job retried with the dead jobs below it (the engine's retry with
     children, one job at a time): a job refused for itself is named and the rest go on."""
     retried = below = waits = 0
     left: list[str] = []
     for where in wheres:
-        async for res in source.retry_all_with_children(where, per_second=confirmed.per_second, note=confirmed.note):
+        async for res in source.retry_all_with_children(
+            where, per_second=confirmed.per_second, note=confirmed.note, stop=shown.stop
+        ):
             if res.changed:
                 retried += 1
                 below += sum(a.changed for a in res.also)
                 waits += sum(r.changed and r.action == "retry_from_step" for r in (res, *res.also))
             elif res.state is JobState.DEAD:  # refused for itself; one no longer dead came back with another
                 left.append(f"{short_id(res.job_id)}: {clean(res.reason or 'refused', limit=100)}")
+            shown.show(f"{retried:,} of {n:,} retried, with {plural(below, 'dead job')} below them.")
     summary = f"{retried:,} retried, with {plural(below, 'dead job')} below them"
     if waits:
         summary += f"; {waits:,} {'runs its wait' if waits == 1 else 'run their waits'} for jobs again, looking afresh"
     summary += "."
+    if shown.stop.is_set():
+        summary = f"Stopped by you: {summary} Any not reached are as they were."
     if left:
         summary += f" {len(left):,} left dead:\n" + "\n".join(left[:6])
     return summary
@@ -147,35 +177,35 @@ class BulkFlows:
         if confirmed is None:
             self.notify("Cancelled: nothing changed.", timeout=3)
             return
+        shown = ProgressScreen(
+            f"{ACTING[action]} {plural(n, 'job')}"
+            + (" with children" if confirmed.children else "")
+            + (f", {confirmed.per_second:g} a second" if confirmed.per_second else "")
+        )
+        self.app.push_screen(shown)
         try:
             if confirmed.children:
-                summary = await retry_with_children(self.source, wheres, confirmed)
+                summary = await retry_with_children(self.source, wheres, confirmed, shown, n)
             else:
-                summary = await apply_bulk(self.source, action, wheres, confirmed)
+                summary = await apply_bulk(self.source, action, wheres, confirmed, shown, n)
         except JobsError as err:
             self.post_message(ActionFailed(f"{err.code}: {err.cause}", err.fix))
-            await self.app.push_screen(
-                ResultScreen(f"{verb} refused", f"{err.code}: {err.cause}\nfix: {err.fix}", failed=True),
-                wait_for_dismiss=True,
-            )
+            title, summary, failed = f"{verb} refused", f"{err.code}: {err.cause}\nfix: {err.fix}", True
         except Exception as exc:
             self.post_message(ActionFailed(f"{type(exc).__name__}: {exc}"))
-            await self.app.push_screen(
-                ResultScreen(
-                    f"{verb} failed part-way",
-                    clean(f"{type(exc).__name__}: {exc}", limit=300)
-                    + "\nSome jobs may have changed: the view below is re-read.",
-                    failed=True,
-                ),
-                wait_for_dismiss=True,
-            )
+            title, failed = f"{verb} failed part-way", True
+            summary = clean(f"{type(exc).__name__}: {exc}", limit=300)
+            summary += "\nSome jobs may have changed: the view below is re-read."
         else:
+            title, failed = f"{verb}: done", False
             if confirmed.per_second:
                 summary += f" Paced at {confirmed.per_second:g}/s."
             if confirmed.note:
                 summary += f"\nNote in the audit trail: {clean(confirmed.note, limit=200)}"
             self.post_message(ActionSucceeded(summary))
-            await self.app.push_screen(ResultScreen(f"{verb}: done", summary), wait_for_dismiss=True)
+        finally:
+            shown.close()
+        await self.app.push_screen(ResultScreen(title, summary, failed=failed), wait_for_dismiss=True)
         self.clear_marks()  # type: ignore[attr-defined]
         self.reload()
 
@@ -210,17 +240,27 @@ class BulkFlows:
         changed: list[str] = []
         unchanged: list[str] = []
         refused: list[str] = []
-        for it in items:
-            try:
-                said = await it.call(confirmed.note)
-            except JobsError as err:
-                refused.append(f"{short_id(it.key)}: {err.code}: {clean(err.cause, limit=120)}")
-            except Exception as exc:  # a lost connection part-way: the rest are not tried
-                refused.append(f"{short_id(it.key)}: {type(exc).__name__}: {clean(str(exc), limit=120)}")
-                break
-            else:
-                (changed if said is not None else unchanged).append(said or short_id(it.key))
+        shown = ProgressScreen(f"{verb} {plural(n, noun)}")
+        self.app.push_screen(shown)
+        try:
+            for i, it in enumerate(items):
+                if shown.stop.is_set():
+                    break
+                shown.show(f"{i:,} of {plural(n, noun)} done.")
+                try:
+                    said = await it.call(confirmed.note)
+                except JobsError as err:
+                    refused.append(f"{short_id(it.key)}: {err.code}: {clean(err.cause, limit=120)}")
+                except Exception as exc:  # a lost connection part-way: the rest are not tried
+                    refused.append(f"{short_id(it.key)}: {type(exc).__name__}: {clean(str(exc), limit=120)}")
+                    break
+                else:
+                    (changed if said is not None else unchanged).append(said or short_id(it.key))
+        finally:
+            shown.close()
         summary = f"{len(changed)} of {plural(n, noun)}: done."
+        if shown.stop.is_set():
+            summary = f"Stopped by you: {summary} The rest are as they were."
         if unchanged:
             summary += f" {len(unchanged)} no change (already so): {', '.join(unchanged[:6])}."
         if refused:

@@ -4,12 +4,16 @@ Each changed job gets its own audit entry naming the filter the action matched."
 
 from __future__ import annotations
 
+import asyncio
 import math
+from collections.abc import Callable
 
 from engine.actions.base import DEFAULT_BATCH, OperatorBase
+from engine.clock import Clock
 from engine.errors import X_INVALID_ARGUMENT, X_INVALID_STATE, JobsError
 from engine.introspect.filters import describe_filter, scoped
 from engine.projections import BulkAction, BulkPlan, BulkResult, JobFilter
+from engine.runtime.aio import first
 from engine.types import LIVE_STATES, JobState
 
 ACTIONS: tuple[BulkAction, ...] = ("retry", "cancel", "discard")
@@ -57,9 +61,14 @@ class BulkActions(OperatorBase):
         note: str | None = None,
         per_second: float | None = None,
         batch_size: int = DEFAULT_BATCH,
+        progress: Callable[[BulkResult], None] | None = None,
+        stop: asyncio.Event | None = None,
     ) -> BulkResult:
         """Apply ``action`` to everything matching ``where``, newest first, in batches. With
-        ``per_second`` the batches are paced (at most that many jobs a second) on the clock."""
+        ``per_second`` the batches are paced (at most that many jobs a second) on the clock.
+        ``progress`` is told the running totals after each batch. ``stop``, once set, ends the
+        bulk between batches, never within one (a batch is one transaction): what landed stays,
+        nothing more changes, and the answer says ``stopped``."""
         self._writable(f"bulk {action}")
         where = self._bulk_filter(action, where or JobFilter())
         check_pace(per_second)
@@ -77,7 +86,11 @@ class BulkActions(OperatorBase):
         started = self.clock.now()
         changed = skipped = 0
         before: str | None = None
+        stopped = False
         while True:
+            if stop is not None and stop.is_set():
+                stopped = True
+                break
             t0 = self.clock.monotonic()
             batch = await self.driver.job_bulk_apply(
                 action=action,
@@ -91,13 +104,15 @@ class BulkActions(OperatorBase):
             )
             changed += len(batch.changed)
             skipped += batch.skipped
+            if progress is not None:
+                progress(BulkResult(action, where, changed, skipped, started, self.clock.now(), per_second, note))
             if batch.scanned < size or batch.last_id is None:
                 break
             before = batch.last_id
             if per_second is not None:
                 # The pace: this batch may take size / per_second seconds in all.
-                await self.clock.sleep(size / per_second - (self.clock.monotonic() - t0))
-        return BulkResult(action, where, changed, skipped, started, self.clock.now(), per_second, note)
+                await pace(self.clock, size / per_second - (self.clock.monotonic() - t0), stop)
+        return BulkResult(action, where, changed, skipped, started, self.clock.now(), per_second, note, stopped)
 
 
 def check_pace(per_second: float | None) -> None:
@@ -105,3 +120,11 @@ def check_pace(per_second: float | None) -> None:
         isinstance(per_second, bool) or not isinstance(per_second, (int, float)) or not 0 < per_second < math.inf
     ):
         raise JobsError(X_INVALID_ARGUMENT, cause=f"per_second={per_second!r} must be a positive rate", fix="--rate 50")
+
+
+async def pace(clock: Clock, seconds: float, stop: asyncio.Event | None) -> None:
+    """The paced wait between two batches (or jobs), cut short by ``stop``."""
+    if stop is None:
+        await clock.sleep(seconds)
+    elif not stop.is_set():
+        await first(clock.sleep(seconds), stop.wait())

@@ -9,10 +9,11 @@ at a time: slower than a batch, and meant for the fan-ins among the dead.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
-from engine.actions.bulk import BulkActions, check_pace
+from engine.actions.bulk import BulkActions, check_pace, pace
 from engine.actions.jobs import JobActions
 from engine.errors import X_INVALID_ARGUMENT, X_INVALID_STATE, X_KEY_HELD, X_NOT_FOUND, JobsError
 from engine.projections import ActionResult, JobFilter
@@ -26,14 +27,20 @@ _ITS_OWN = {X_INVALID_STATE, X_NOT_FOUND, X_INVALID_ARGUMENT, X_KEY_HELD}
 
 class TreeActions(JobActions, BulkActions):
     async def retry_all_with_children(
-        self, where: JobFilter | None = None, *, note: str | None = None, per_second: float | None = None
+        self,
+        where: JobFilter | None = None,
+        *,
+        note: str | None = None,
+        per_second: float | None = None,
+        stop: asyncio.Event | None = None,
     ) -> AsyncIterator[ActionResult]:
         """Retry every dead job matching ``where`` with the dead jobs below it, newest first (a
         fan-out's children are newer than their parent, so they come back first and the parent's
         wait, run again, finds them ready). Each answer as it lands; a job no longer dead when
         reached (brought back with an earlier one, or by someone else) answers ``changed=False``,
         as does one refused (its key held, more jobs below it than a retry reaches), and the rest
-        go on. With ``per_second`` at most that many jobs a second, those below included."""
+        go on. With ``per_second`` at most that many jobs a second, those below included.
+        ``stop``, once set, ends it before the next job (never within one job's retry)."""
         self._writable("bulk retry", note)
         where = replace(self._bulk_filter("retry", where or JobFilter()), state=JobState.DEAD)
         check_pace(per_second)
@@ -44,6 +51,8 @@ class TreeActions(JobActions, BulkActions):
                 where=where, limit=PAGE, cursor=cursor, count_cap=1, budget_ms=self.budget_ms
             )
             for s in page.items:
+                if stop is not None and stop.is_set():
+                    return
                 t0 = self.clock.monotonic()
                 try:
                     res = await self.retry(s.id, note=note, children=True)
@@ -54,7 +63,7 @@ class TreeActions(JobActions, BulkActions):
                 yield res
                 if per_second is not None:
                     spent = 1 + sum(a.changed for a in res.also)
-                    await self.clock.sleep(spent / per_second - (self.clock.monotonic() - t0))
+                    await pace(self.clock, spent / per_second - (self.clock.monotonic() - t0), stop)
             if page.next_cursor is None:
                 return
             cursor = page.next_cursor

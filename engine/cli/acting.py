@@ -1,16 +1,22 @@
 """What every operator command shares: the audited Operator, its answer printed a line a job, the
-question before a change, and the exit code of a clear no-op."""
+question before a change, the exit code of a clear no-op, and a bulk's stop on a signal."""
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import sys
-from typing import Any
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import typer
 
 from engine.cli.reads import console, emit
 
+T = TypeVar("T")
 EXIT_NOOP = 5  # the action changed nothing (already final, already paused, already asked to drain)
+EXIT_STOPPED = 130  # a bulk stopped by SIGINT or SIGTERM between two batches: what landed is said
 ACTOR_HELP = "who the audit trail names (default $JOBS_ACTOR or user@host)"
 ID_HELP = "the job's id, or a unique short id (6+ hex digits of its head or tail)"
 
@@ -46,3 +52,40 @@ def confirmed(question: str) -> bool:
     except (typer.Abort, EOFError):
         sys.stdout.write("\n")  # the prompt's line, left open
         return False
+
+
+async def stopped_by_signal(call: Callable[[asyncio.Event], Awaitable[T]]) -> T:
+    """``call(stop)``, SIGINT and SIGTERM setting ``stop`` rather than cutting the call off, so a bulk
+    ends between two batches and says what landed. The first signal is the only one caught: a
+    second ends the process at once (the batch in flight rolls back)."""
+    stop = asyncio.Event()
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+        return await call(stop)
+    loop = asyncio.get_running_loop()
+    signals = (signal.SIGINT, signal.SIGTERM)
+
+    def on_signal() -> None:
+        stop.set()
+        sys.stderr.write("\nstopping after the batch in flight (again to stop at once)\n")
+        for sig in signals:
+            loop.remove_signal_handler(sig)
+
+    for sig in signals:
+        loop.add_signal_handler(sig, on_signal)
+    try:
+        return await call(stop)
+    finally:
+        for sig in signals:
+            loop.remove_signal_handler(sig)
+
+
+def progress_line(action: str) -> Callable[[Any], None] | None:
+    """A bulk's running totals, on one line of stderr rewritten each batch, when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        return None
+
+    def told(r: Any) -> None:
+        sys.stderr.write(f"\r{action}: {r.changed:,} changed, {r.skipped:,} skipped so far")
+        sys.stderr.flush()
+
+    return told

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import typer
 
 from engine.cli import app
-from engine.cli.acting import EXIT_NOOP, confirmed, operator, result, said
+from engine.cli.acting import EXIT_NOOP, EXIT_STOPPED, confirmed, operator, result, said, stopped_by_signal
 from engine.cli.admin import DSN_HELP, JSON_HELP, TENANT_HELP
 from engine.cli.reads import console, emit, run, summaries
 from engine.types import LIVE_STATES, JobState
@@ -79,16 +79,20 @@ def retry_trees(
     """``retry --all --children``: each matched dead job retried with the dead jobs below it, a line
     a job as it lands (JSON: the plan and every answer)."""
 
-    async def each(e: Any) -> list[Any]:
+    async def each(e: Any, stop: Any) -> tuple[list[Any], bool]:
         got = []
-        async for res in operator(e, actor).retry_all_with_children(where, note=note, per_second=rate):
+        async for res in operator(e, actor).retry_all_with_children(where, note=note, per_second=rate, stop=stop):
             got.append(res)
             if not json_out:
                 said(res)
-        return got
+        return got, stop.is_set()
 
-    results = run(dsn, json_out, each)
+    results, stopped = run(dsn, json_out, lambda e: stopped_by_signal(lambda stop: each(e, stop)))
     if json_out:
-        emit({"plan": plan, "results": results})
+        emit({"plan": plan, "results": results, "stopped": stopped})
+    elif stopped:
+        console().print("stopped by a signal: the jobs not reached are as they were")
+    if stopped:
+        raise typer.Exit(EXIT_STOPPED)
     if not any(r.changed for r in results):
         raise typer.Exit(EXIT_NOOP)

@@ -13,7 +13,17 @@ from typing import Any
 import typer
 
 from engine.cli import app, fail
-from engine.cli.acting import ACTOR_HELP, EXIT_NOOP, ID_HELP, confirmed, operator, result
+from engine.cli.acting import (
+    ACTOR_HELP,
+    EXIT_NOOP,
+    EXIT_STOPPED,
+    ID_HELP,
+    confirmed,
+    operator,
+    progress_line,
+    result,
+    stopped_by_signal,
+)
 from engine.cli.admin import APP_HELP, DSN_HELP, JSON_HELP, NOTE_HELP
 from engine.cli.family import retry_trees, with_children
 from engine.cli.reads import FILTER_HELP, FilteredCommand, console, emit, run, workers_app
@@ -86,11 +96,26 @@ def _bulk(
             raise typer.Exit(EXIT_NOOP)
     if children:
         return retry_trees(where, plan, rate, note, dsn, actor, json_out)
-    res = run(dsn, json_out, lambda e: operator(e, actor).bulk(action, where, note=note, per_second=rate))  # type: ignore[arg-type]
+    told = None if json_out else progress_line(action)
+    res = run(
+        dsn,
+        json_out,
+        lambda e: stopped_by_signal(
+            lambda stop: operator(e, actor).bulk(action, where, note=note, per_second=rate, progress=told, stop=stop)
+        ),
+    )
+    if told is not None:
+        sys.stderr.write("\n")
     if json_out:
         emit({"plan": plan, "result": res})
+    elif res.stopped:
+        console().print(
+            f"{action}: stopped by a signal: {res.changed} changed, {res.skipped} skipped; the rest are as they were"
+        )
     else:
         console().print(f"{action}: {res.changed} changed, {res.skipped} skipped")
+    if res.stopped:
+        raise typer.Exit(EXIT_STOPPED)
 
 
 @app.command(cls=FilteredCommand)

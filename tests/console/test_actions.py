@@ -21,6 +21,7 @@ from console.screens.dead_letters import DeadLettersScreen
 from console.screens.help import HelpScreen
 from console.screens.job_detail import JobDetailScreen
 from console.screens.jobs import JobsScreen
+from console.screens.progress import ProgressScreen
 from console.screens.steps import StepChooser
 from console.screens.why import WhyScreen
 from console.widgets.keyed_table import KeyedTable
@@ -633,6 +634,33 @@ async def test_a_bulk_retry_offers_with_children_only_over_fan_ins_and_ticked_br
         assert after.history[-1].data["step"] == "statements"  # its wait runs again, not replayed
         assert await state_of(app, dead) is JobState.READY
         assert (await app.source.job(dead)).history[-1].note == f"with job {fan_in}"
+
+
+async def test_a_paced_bulk_shows_its_totals_as_it_runs_and_s_stops_it_between_batches() -> None:
+    app = console()
+    clock = app.source.engine.clock
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "3", "X")
+        await pilot.click("#confirm-pace")  # 10 a second: batches of 10, a second's pace after each
+        await keys(pilot, "y")
+        assert isinstance(app.screen, ProgressScreen)
+        while clock.sleepers == 0:  # the first batch landed; its pace is running
+            await pilot.pause()
+        await settle(pilot)
+        assert str(app.screen.query_one("#progress-text").render()) == "10 of 13 retried, 0 skipped."
+        await keys(pilot, "2")  # the screen under it is held: no key reaches it
+        assert isinstance(app.screen, ProgressScreen)
+        await keys(pilot, "s")
+        assert isinstance(app.screen, ResultScreen)
+        said = str(app.screen.query_one("#result-text").render())
+        assert said == (
+            "Stopped by you: 10 retried, 0 skipped (no longer eligible or deduped). The rest are as they were."
+            " Paced at 10/s."
+        )
+        assert len(await ids(app, state=JobState.DEAD)) == 3  # no batch after the stop, whatever the clock does
+        clock.advance(5)
+        await settle(pilot)
+        assert len(await ids(app, state=JobState.DEAD)) == 3
 
 
 async def test_bulk_cancel_with_nothing_live_says_so_without_a_modal() -> None:

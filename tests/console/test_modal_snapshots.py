@@ -64,3 +64,9 @@ def test_modal_drain_marked_workers_80x24(snap_compare, app: JobsConsole) -> Non
 def test_modal_palette_finds_by_description_80x24(snap_compare, app: JobsConsole) -> None:
     # "cron" is in no command's name: the palette shows Schedules, whose description holds it.
     assert snap_compare(app, terminal_size=SMALL, run_before=modal("ctrl+p", *"cron"))
+
+
+def test_modal_bulk_progress_80x24(snap_compare, app: JobsConsole) -> None:
+    # Paced at 10 a second: the first batch has landed and the pace holds the rest on the stopped clock.
+    pace = ["shift+tab"] * 4 + ["space"]  # from Leave it: Confirm, the note, with children, pace
+    assert snap_compare(app, terminal_size=SMALL, run_before=modal("3", "X", *pace, "y"))

@@ -217,6 +217,35 @@ async def test_bulk_pacing_spreads_batches_over_the_clock(driver: Driver, ids: I
         assert e.value.code == "X_INVALID_ARGUMENT"
 
 
+async def test_a_bulks_progress_is_told_each_batch_and_its_stop_ends_it_between_batches(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    import asyncio
+
+    for _ in range(7):
+        await make_job(driver, ids, clock.now(), state=JobState.DEAD)
+    seen: list[tuple[int, int]] = []
+    stop = asyncio.Event()
+    task = asyncio.create_task(
+        op(driver, clock).bulk("retry", per_second=2, progress=lambda r: seen.append((r.changed, r.skipped)), stop=stop)
+    )
+    while clock.sleepers == 0:  # the first batch of 2 landed; its pace is running
+        await asyncio.sleep(0)
+    clock.advance(1)
+    while len(seen) < 2 or clock.sleepers == 0:
+        await asyncio.sleep(0)
+    stop.set()  # during the pace after the second batch: no third batch runs, whatever the clock does
+    res = await task
+    assert seen == [(2, 0), (4, 0)]
+    assert (res.changed, res.stopped) == (4, True)
+    dead = await Introspector(driver, clock=clock).jobs(parse_filter("state=dead"))
+    assert len(dead.items) == 3  # the rest unchanged
+    # Not stopped: it runs out of jobs, its last progress its answer's totals.
+    seen.clear()
+    res = await op(driver, clock).bulk("retry", progress=lambda r: seen.append((r.changed, r.skipped)))
+    assert (res.changed, res.stopped, seen) == (3, False, [(3, 0)])
+
+
 async def test_a_bulk_batch_past_one_transactions_bound_is_refused_before_anything_changes(
     driver: Driver, ids: IdFactory, clock: FakeClock
 ) -> None:

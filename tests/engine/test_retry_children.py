@@ -323,6 +323,21 @@ async def test_a_bulk_retry_with_children_brings_each_tree_back_newest_first_and
     assert entry.note == "INC-10"
 
 
+async def test_a_bulk_retry_with_children_stopped_ends_before_the_next_job_and_leaves_the_rest_dead(
+    eng: Engine, clock: FakeClock
+) -> None:
+    trees = [await failed_tree(eng, clock, k) for k in ("t11", "t12")]
+    stop = asyncio.Event()
+    got = []
+    async for res in eng.operator().retry_all_with_children(JobFilter(state=JobState.DEAD), stop=stop):
+        got.append(res)
+        stop.set()  # after the first job's answer: its retry (and those below it) landed whole
+    assert [(r.action, r.changed) for r in got] == [("retry", True)]
+    assert got[0].job_id == trees[1][1]["t12/branch/bad"]  # the newest dead job
+    dead = (await eng.operator().plan("retry", JobFilter(state=JobState.DEAD))).matched
+    assert dead == 7  # every other dead job left as it was
+
+
 async def timed_out(eng: Engine, clock: FakeClock, k: str) -> tuple[str, str]:
     """A fan-in dead because its wait timed out, its leaf never run meanwhile (no worker for its
     queue); answers the fan-in's id and the leaf's."""
