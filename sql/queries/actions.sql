@@ -55,7 +55,7 @@ with old as (
         result = null, stop_reason = null, wait = null, waiting_since = null, lease_until = null
     from old
     where j.id = old.id and old.state = 'dead' and not exists (select 1 from holder)
-    returning j.id
+    returning j.id, j.queue
 ), back as (
     delete from jobs.job_done d
     using old
@@ -64,13 +64,14 @@ with old as (
 ),
 -- include: revive_settled
 upd as (
-    select id from kept union all select id from moved
+    select id, queue from kept union all select id, queue from moved
 ), hist as (
     insert into jobs.history (job_id, at, kind, actor, note, data)
     select id, %(now)s, 'retried', %(actor)s, %(note)s, jsonb_build_object('from', 'dead') from upd
 )
+-- A job made ready wakes its queue's idle workers, as an enqueue does (delivered at commit).
 select old.id, old.state as previous, upd.id is not null as changed,
-       (select id from holder) as holder_id
+       (select id from holder) as holder_id, case when upd.queue is not null then pg_notify('jobs_enqueue', upd.queue) is null end as woke
 from old left join upd on upd.id = old.id;
 
 -- name: job_bulk_groups :many
@@ -140,7 +141,7 @@ with batch as (
     set state = 'ready', attempt = 0, run_at = %(now)s, updated_at = %(now)s, finished_at = null,
         result = null, stop_reason = null, wait = null, waiting_since = null, lease_until = null
     from pick where j.id = pick.id and j.state = 'dead'
-    returning j.id
+    returning j.id, j.queue
 ), back as (
     delete from jobs.job_done d
     using pick
@@ -149,7 +150,7 @@ with batch as (
 ),
 -- include: revive_settled
 upd as (
-    select id from kept union all select id from moved
+    select id, queue from kept union all select id, queue from moved
 ), hist as (
     insert into jobs.history (job_id, at, kind, actor, note, data)
     select id, %(now)s, 'retried', %(actor)s, %(note)s, jsonb_build_object('from', 'dead', 'bulk', %(label)s::text)
@@ -157,7 +158,9 @@ upd as (
 )
 select (select count(*) from batch)::int as scanned,
        (select id from batch order by id limit 1) as last_id,
-       array(select id::text from upd order by id desc) as changed;
+       array(select id::text from upd order by id desc) as changed,
+       -- The jobs made ready wake their queues' idle workers, once a queue (delivered at commit).
+       (select count(*) from (select pg_notify('jobs_enqueue', q) from (select distinct queue from upd) d(q)) n) as woke;
 
 -- name: job_bulk_cancel :one
 -- One batch of a bulk cancel: the next %(limit)s matching live rows below %(before)s, newest

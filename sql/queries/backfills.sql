@@ -82,7 +82,7 @@ with old as (
         result = null, stop_reason = null, wait = null, waiting_since = null, lease_until = null
     from old
     where j.id = old.id and old.state in ('dead','cancelled') and not exists (select 1 from holder)
-    returning j.id
+    returning j.id, j.queue
 ), back as (
     delete from jobs.job_done d
     using old
@@ -91,12 +91,14 @@ with old as (
 ),
 -- include: revive_settled
 upd as (
-    select id from kept union all select id from moved
+    select id, queue from kept union all select id, queue from moved
 ), hist as (
     insert into jobs.history (job_id, at, kind, actor, note, data)
     select id, %(now)s, 'retried', %(actor)s, %(note)s, jsonb_build_object('from', (select state from old)) from upd
 )
-select old.id, old.state as previous, upd.id is not null as changed, (select id from holder) as holder_id
+-- The pass made ready wakes its queue's idle workers, as an enqueue does (delivered at commit).
+select old.id, old.state as previous, upd.id is not null as changed, (select id from holder) as holder_id,
+       case when upd.queue is not null then pg_notify('jobs_enqueue', upd.queue) is null end as woke
 from old left join upd on upd.id = old.id;
 
 -- name: django_migrations_applied :many

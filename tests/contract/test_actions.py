@@ -321,3 +321,29 @@ async def test_retry_from_a_step_delegates_and_is_audited(driver: Driver, ids: I
     with pytest.raises(JobsError) as e:
         await o.retry_from_step(row.id, "fetch")
     assert e.value.code == "X_INVALID_STATE"
+
+
+async def test_a_job_an_operator_makes_ready_wakes_its_queues_idle_workers(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    # A retried dead letter, a bulk retry's jobs and a resumed backfill pass are ready at once: an
+    # idle worker must not sit out its poll interval before it claims them, as after an enqueue.
+    import asyncio
+    from collections.abc import Awaitable, Callable
+
+    async def wakes(queue: str, act: Callable[[], Awaitable[object]]) -> bool:
+        await driver.queue_wait(queues=[queue], timeout=0.01)  # the first wait subscribes
+        waiting = asyncio.ensure_future(driver.queue_wait(queues=[queue], timeout=10))
+        await asyncio.sleep(0)
+        await act()
+        return await asyncio.wait_for(waiting, 5)
+
+    one = await make_job(driver, ids, clock.now(), state=JobState.DEAD, queue="mail")
+    assert await wakes("mail", lambda: op(driver, clock).retry(one.id))
+    for _ in range(3):
+        await make_job(driver, ids, clock.now(), state=JobState.DEAD, queue="billing")
+    assert await wakes("billing", lambda: op(driver, clock).bulk("retry", parse_filter("queue=billing")))
+    passed = await make_job(driver, ids, clock.now(), state=JobState.CANCELLED, queue="backfills")
+    assert await wakes(
+        "backfills", lambda: driver.backfill_pass_resume(job_id=passed.id, now=clock.now(), actor="a", note=None)
+    )

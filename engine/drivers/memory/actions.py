@@ -90,7 +90,8 @@ class MemoryActions(MemoryBase):
                     duplicate_of=holder,
                 )
             self._revive(row, now, actor, note, {})
-            return ActionResult("retry", job_id, True, JobState.DEAD, JobState.READY)
+        self._wake([row.queue])  # the statement's pg_notify: a job made ready wakes its queue
+        return ActionResult("retry", job_id, True, JobState.DEAD, JobState.READY)
 
     async def queue_pause(
         self, *, queue: str, paused: bool, actor: str | None, note: str | None, now: datetime
@@ -169,11 +170,13 @@ class MemoryActions(MemoryBase):
                 reverse=True,
             )[:limit]
             changed: list[str] = []
+            woken: set[str] = set()
             for r in rows:
                 if action == "retry":
                     if dedupe_key(r.name, r.tenant, r.idempotency_key) in self.state.live_keys:
                         continue
                     self._revive(r, now, actor, note, {"bulk": label})
+                    woken.add(r.queue)
                 elif action == "discard":
                     self._discard(r, now, actor, note, {"bulk": label})
                 else:
@@ -184,7 +187,8 @@ class MemoryActions(MemoryBase):
                         HistoryEntry(r.id, now, "cancelled", actor, note, {"from": r.state.value, "bulk": label})
                     )
                 changed.append(r.id)
-            return BulkBatch(tuple(changed), len(rows) - len(changed), len(rows), rows[-1].id if rows else None)
+        self._wake(woken)  # a bulk retry's pg_notify, once a queue
+        return BulkBatch(tuple(changed), len(rows) - len(changed), len(rows), rows[-1].id if rows else None)
 
     def _discard(
         self, row: JobRow, now: datetime, actor: str | None, note: str | None, data: dict[str, object]

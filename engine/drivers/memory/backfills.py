@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from engine.drivers.memory.state import LIVE, MemoryState, dedupe_key
+from engine.drivers.memory.state import LIVE, MemoryBase, dedupe_key
 from engine.projections import ActionResult
 from engine.records import BackfillRun, BackfillStatus, HistoryEntry, LivePass
 from engine.types import Claim, JobState
@@ -16,8 +16,7 @@ def _newest_first(run: BackfillRun) -> tuple[datetime, str]:
     return (run.started_at, run.id)
 
 
-class MemoryBackfills:
-    state: MemoryState
+class MemoryBackfills(MemoryBase):
 
     async def backfill_open(self, *, run: BackfillRun) -> bool:
         with self.state.lock:
@@ -145,4 +144,5 @@ class MemoryBackfills:
                 )
             )
             self.state.add_history(HistoryEntry(job_id, now, "retried", actor, note, {"from": prev.value}))
-            return ActionResult("retry", job_id, True, prev, JobState.READY)
+        self._wake([row.queue])  # the statement's pg_notify: the pass made ready wakes its queue
+        return ActionResult("retry", job_id, True, prev, JobState.READY)
