@@ -352,6 +352,4 @@ class BackfillControl(EngineView):
                 cause=f"the job {run.job_id} of pass {run.id} is gone (pruned)",
                 fix=self.catalog.get(name).command("--write"),
             )
-        if res.changed:
-            await self.driver.queue_notify(queues=[self.catalog.get(name).queue])
-        return res
+        return res  # a pass made ready wakes its queue's idle workers (the statement's NOTIFY)

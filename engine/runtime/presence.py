@@ -81,13 +81,8 @@ class Presence:
         )
         for o in orphans:
             self.metrics.orphaned.labels(o.queue).inc()
-        queues = sorted({o.queue for o in orphans if o.state is JobState.READY})
-        if queues:
-            self.poke()
-            try:
-                await self.driver.queue_notify(queues=queues)
-            except Exception:  # they are ready rows: the fleet's poll finds them
-                pass
+        if any(o.state is JobState.READY for o in orphans):
+            self.poke()  # this worker claims at once; the statement's NOTIFY wakes the fleet's
         return orphans
 
     async def run(self) -> None:

@@ -205,8 +205,9 @@ with cur as (
         where not q.paused
     returning name, paused, paused_by, paused_at, note
 ), gone as (
+    -- A resumed queue's ready jobs wake its idle workers (delivered at commit).
     delete from jobs.queue where name = %(queue)s and not %(paused)s
-    returning name, paused as was_paused
+    returning name, paused as was_paused, case when paused then pg_notify('jobs_enqueue', name) is null end as woke
 )
 select up.name, up.paused, up.paused_by, up.paused_at, up.note, true as changed from up
 union all

@@ -63,7 +63,7 @@ with leader as (
         lease_until = null, waiting_since = null, updated_at = %(now)s
     from lapsed
     where j.id = lapsed.id and j.attempt < j.max_attempts
-    returning j.id, j.run, j.attempt, j.claimed_by, j.claimed_at, j.state, j.last_error
+    returning j.id, j.run, j.attempt, j.claimed_by, j.claimed_at, j.state, j.last_error, j.queue
 ), gone as (
     -- The lost attempt was the last: the row goes dead, into jobs.job_done.
     delete from only jobs.job j
@@ -79,7 +79,7 @@ with leader as (
            || ' [stop: attempts-exhausted at attempt ' || attempt || ' of ' || max_attempts || ']',
            'X_LEASE_LOST', 'attempts-exhausted', wait, null, trace
     from gone
-    returning id, run, attempt, claimed_by, claimed_at, state, last_error
+    returning id, run, attempt, claimed_by, claimed_at, state, last_error, queue
 ), upd as (
     select * from again union all select * from dead
 ),
@@ -90,7 +90,9 @@ hist as (
            jsonb_build_object('worker', claimed_by, 'run', run, 'attempt', attempt, 'to', state)
     from upd
 )
-select id, state from upd;
+-- A job made ready again wakes its queue's idle workers (one NOTIFY a queue: PostgreSQL folds
+-- the same channel and payload within a transaction), delivered at commit.
+select id, state, case when state = 'ready' then pg_notify('jobs_enqueue', queue) is null end as woke from upd;
 
 -- fragment: past_retention
 -- A settled row past its retention, for the leader only (`leader`): completed and cancelled
@@ -303,7 +305,9 @@ hist as (
     using gone
     where w.id = gone.id and (select count(*) from orphaned) < %(limit)s
 )
-select id, state, queue, claimed_by from upd;
+-- A job made ready again wakes its queue's idle workers, as job_rescue's do (delivered at commit).
+select id, state, queue, claimed_by, case when state = 'ready' then pg_notify('jobs_enqueue', queue) is null end as woke
+from upd;
 
 -- Index upkeep (engine/services/maintenance.py). A GIN index keeps an entry-tree key for every
 -- distinct value it ever indexed: vacuum empties a key's posting list and never removes the key,

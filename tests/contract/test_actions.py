@@ -326,8 +326,9 @@ async def test_retry_from_a_step_delegates_and_is_audited(driver: Driver, ids: I
 async def test_a_job_an_operator_makes_ready_wakes_its_queues_idle_workers(
     driver: Driver, ids: IdFactory, clock: FakeClock
 ) -> None:
-    # A retried dead letter, a bulk retry's jobs and a resumed backfill pass are ready at once: an
-    # idle worker must not sit out its poll interval before it claims them, as after an enqueue.
+    # A retried dead letter, a bulk retry's jobs, a resumed backfill pass, a resumed queue's jobs
+    # and a lapsed lease's job are claimable at once: an idle worker must not sit out its poll
+    # interval before it claims them, as after an enqueue.
     import asyncio
     from collections.abc import Awaitable, Callable
 
@@ -346,4 +347,16 @@ async def test_a_job_an_operator_makes_ready_wakes_its_queues_idle_workers(
     passed = await make_job(driver, ids, clock.now(), state=JobState.CANCELLED, queue="backfills")
     assert await wakes(
         "backfills", lambda: driver.backfill_pass_resume(job_id=passed.id, now=clock.now(), actor="a", note=None)
+    )
+    # A paused queue resumed, and a running job whose lease lapsed, given back by the rescuer.
+    await op(driver, clock).pause("reports", create=True)
+    await make_job(driver, ids, clock.now(), state=JobState.READY, queue="reports")
+    assert await wakes("reports", lambda: op(driver, clock).resume("reports"))
+    await make_job(driver, ids, clock.now(), state=JobState.RUNNING, queue="imports")
+    clock.advance(3600)  # its lease lapsed long ago
+    term = await driver.leader_acquire(name="maintenance", holder="m", now=clock.now(), lease_seconds=120)
+    assert term is not None
+    assert await wakes(
+        "imports",
+        lambda: driver.job_rescue(leader="maintenance", holder="m", term=term, now=clock.now(), limit=10),
     )

@@ -46,8 +46,12 @@ async def test_a_session_the_server_ended_is_a_gone_worker_that_takes_its_presen
         pid = d._presence["w1"].info.backend_pid
         with psycopg.connect(pg_dsn, autocommit=True) as admin:
             admin.execute("select pg_terminate_backend(%s, 5000)", [pid])  # waits until it is gone
+        await d.queue_wait(queues=["default"], timeout=0.01)  # subscribed (the enqueue's NOTIFY taken)
+        waiting = asyncio.ensure_future(d.queue_wait(queues=["default"], timeout=10))
+        await asyncio.sleep(0)
         (orphan,) = await d.job_rescue_orphaned(workers=await d.worker_gone(), now=clock.now(), limit=10)
         assert (orphan.job_id, orphan.worker, orphan.state) == (jid, "w1", JobState.READY)
+        assert await asyncio.wait_for(waiting, 5)  # the job made ready wakes its queue's idle workers
         await d.worker_presence_hold(id="w1")  # its check finds the session gone, and takes it again
         assert d._presence["w1"].info.backend_pid != pid
         await d.worker_claim(queues=["default"], limit=1, worker="w1", now=clock.now(), lease_seconds=LEASE)

@@ -108,7 +108,8 @@ class MemoryActions(MemoryBase):
             if cur is None:
                 return QueuePause(queue, False, changed=False)
             del self.state.paused[queue]
-            return QueuePause(queue, False, actor, now, note)
+        self._wake([queue])  # the statement's pg_notify: a resumed queue's ready jobs wake its workers
+        return QueuePause(queue, False, actor, now, note)
 
     async def job_bulk_plan(
         self, *, action: BulkAction, where: JobFilter, now: datetime, budget_ms: int | None

@@ -17,7 +17,6 @@ def _newest_first(run: BackfillRun) -> tuple[datetime, str]:
 
 
 class MemoryBackfills(MemoryBase):
-
     async def backfill_open(self, *, run: BackfillRun) -> bool:
         with self.state.lock:
             if run.id in self.state.backfills:

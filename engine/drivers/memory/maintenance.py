@@ -55,6 +55,8 @@ class MemoryMaintenance(MemoryBase):
             for r in lapsed:
                 err = f"X_LEASE_LOST: worker {r.claimed_by or '?'} stopped renewing the lease of run {r.run}"
                 out.append((r.id, self._lose(r, now, err, {})))
+        # The statement's pg_notify: a job made ready again wakes its queue.
+        self._wake(row.queue for row, (_, state) in zip(lapsed, out) if state is JobState.READY)
         return out
 
     async def worker_gone(self) -> list[str]:
@@ -79,7 +81,8 @@ class MemoryMaintenance(MemoryBase):
                 for wid in gone:
                     self.state.workers.pop(wid, None)
                     self.state.presence.pop(wid, None)
-            return out
+        self._wake(o.queue for o in out if o.state is JobState.READY)  # the statement's pg_notify
+        return out
 
     def _lose(self, r: JobRow, now: datetime, err: str, why: dict[str, str]) -> JobState:
         """A running row whose run is lost: ready again (dead on its last attempt), the attempt
