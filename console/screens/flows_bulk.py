@@ -5,6 +5,7 @@ its own job and refused by the engine on its own terms."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -13,7 +14,7 @@ from rich.text import Text
 from textual import work
 
 from console import palette
-from console.format import clean, short_id
+from console.format import clean, duration, short_id
 from console.messages import ActionFailed, ActionSucceeded
 from console.screens.confirm import Confirmed, ConfirmScreen, ResultScreen
 from console.screens.progress import ProgressScreen
@@ -86,7 +87,11 @@ async def apply_bulk(
         before = (sum(r.changed for r in results), sum(r.skipped for r in results))
 
         def told(r: BulkResult, before: tuple[int, int] = before) -> None:
-            shown.show(f"{before[0] + r.changed:,} of {n:,} {done}, {before[1] + r.skipped:,} skipped.")
+            changed, skipped = before[0] + r.changed, before[1] + r.skipped
+            said = f"{changed:,} of {n:,} {done}, {skipped:,} skipped."
+            if r.per_second and n > changed + skipped:  # the pace sets the rest's time
+                said += f" About {duration(math.ceil((n - changed - skipped) / r.per_second))} left."
+            shown.show(said)
 
         res = await source.bulk(
             action,  # type: ignore[arg-type]

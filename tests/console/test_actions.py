@@ -585,12 +585,17 @@ async def test_bulk_retry_of_a_group_shows_the_dry_run_then_retries_all_of_it() 
         assert "charge_card" not in " ".join(table(app).keys)
 
 
+async def bulk_retry_of(pilot: Pilot, text: str) -> None:
+    """The Dead letters screen filtered by ``text``, then X: the bulk retry's confirmation."""
+    await keys(pilot, "3", "slash")
+    await pilot.press(*text)
+    await keys(pilot, "enter", "X")
+
+
 async def test_bulk_retry_everything_matching_the_filter_paced_with_a_note() -> None:
     app = console()
     async with app.run_test(size=SIZE) as pilot:
-        await keys(pilot, "3", "slash")
-        await pilot.press(*"queue=emails")
-        await keys(pilot, "enter", "X")
+        await bulk_retry_of(pilot, "queue=emails")
         body = str(app.screen.query_one("#confirm-text").render())
         assert "4 jobs match" in body and "queue=emails" in body
         await pilot.click("#confirm-pace")
@@ -609,9 +614,7 @@ async def test_bulk_retry_everything_matching_the_filter_paced_with_a_note() -> 
 async def test_a_bulk_retry_offers_with_children_only_over_fan_ins_and_ticked_brings_each_tree_back() -> None:
     app = console()
     async with app.run_test(size=SIZE) as pilot:
-        await keys(pilot, "3", "slash")
-        await pilot.press(*"queue=emails")
-        await keys(pilot, "enter", "X")
+        await bulk_retry_of(pilot, "queue=emails")
         assert isinstance(app.screen, ConfirmScreen)
         assert not app.screen.query("#confirm-children")  # no fan-in among them: not offered
         await keys(pilot, "escape", "slash", "ctrl+u")
@@ -647,7 +650,7 @@ async def test_a_paced_bulk_shows_its_totals_as_it_runs_and_s_stops_it_between_b
         while clock.sleepers == 0:  # the first batch landed; its pace is running
             await pilot.pause()
         await settle(pilot)
-        assert str(app.screen.query_one("#progress-text").render()) == "10 of 13 retried, 0 skipped."
+        assert str(app.screen.query_one("#progress-text").render()) == "10 of 13 retried, 0 skipped. About 1s left."
         await keys(pilot, "2")  # the screen under it is held: no key reaches it
         assert isinstance(app.screen, ProgressScreen)
         await keys(pilot, "s")
