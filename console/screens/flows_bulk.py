@@ -202,7 +202,7 @@ class BulkFlows:
             summary = clean(f"{type(exc).__name__}: {exc}", limit=300)
             summary += "\nSome jobs may have changed: the view below is re-read."
         else:
-            title, failed = f"{verb}: done", False
+            title, failed = f"{verb}: {'stopped' if shown.stop.is_set() else 'done'}", False
             if confirmed.per_second:
                 summary += f" Paced at {confirmed.per_second:g}/s."
             if confirmed.note:

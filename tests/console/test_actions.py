@@ -655,6 +655,7 @@ async def test_a_paced_bulk_shows_its_totals_as_it_runs_and_s_stops_it_between_b
         assert isinstance(app.screen, ProgressScreen)
         await keys(pilot, "s")
         assert isinstance(app.screen, ResultScreen)
+        assert str(app.screen.query_one("#result-title").render()) == "Retry: stopped"
         said = str(app.screen.query_one("#result-text").render())
         assert said == (
             "Stopped by you: 10 retried, 0 skipped (no longer eligible or deduped). The rest are as they were."
