@@ -5,6 +5,7 @@ Each changed job gets its own audit entry naming the filter the action matched."
 from __future__ import annotations
 
 import asyncio
+import inspect
 import math
 from collections.abc import Callable
 
@@ -71,7 +72,7 @@ class BulkActions(OperatorBase):
         nothing more changes, and the answer says ``stopped``."""
         self._writable(f"bulk {action}")
         where = self._bulk_filter(action, where or JobFilter())
-        check_pace(per_second)
+        check_pace(per_second, stop, progress)
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH:
             raise JobsError(
                 X_INVALID_ARGUMENT,
@@ -115,11 +116,26 @@ class BulkActions(OperatorBase):
         return BulkResult(action, where, changed, skipped, started, self.clock.now(), per_second, note, stopped)
 
 
-def check_pace(per_second: float | None) -> None:
+def check_pace(
+    per_second: float | None, stop: asyncio.Event | None = None, progress: Callable[..., object] | None = None
+) -> None:
+    """A bulk's pace, stop and progress, each refused before anything changes when it could not work."""
     if per_second is not None and (
         isinstance(per_second, bool) or not isinstance(per_second, (int, float)) or not 0 < per_second < math.inf
     ):
         raise JobsError(X_INVALID_ARGUMENT, cause=f"per_second={per_second!r} must be a positive rate", fix="--rate 50")
+    if stop is not None and not isinstance(stop, asyncio.Event):  # a threading.Event's wait would block the loop
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"stop={stop!r} is not an asyncio.Event",
+            fix="stop = asyncio.Event(); ... stop.set()",
+        )
+    if progress is not None and (not callable(progress) or inspect.iscoroutinefunction(progress)):
+        raise JobsError(  # a coroutine function's calls would never run: its totals said to no one
+            X_INVALID_ARGUMENT,
+            cause=f"progress={progress!r} is not a plain function (it is called after each batch, not awaited)",
+            fix="progress=lambda r: print(r.changed, r.skipped)",
+        )
 
 
 async def pace(clock: Clock, seconds: float, stop: asyncio.Event | None) -> None:

@@ -43,7 +43,7 @@ class TreeActions(JobActions, BulkActions):
         ``stop``, once set, ends it before the next job (never within one job's retry)."""
         self._writable("bulk retry", note)
         where = replace(self._bulk_filter("retry", where or JobFilter()), state=JobState.DEAD)
-        check_pace(per_second)
+        check_pace(per_second, stop)
         await self._open()
         cursor: str | None = None
         while True:

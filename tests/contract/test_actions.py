@@ -246,6 +246,28 @@ async def test_a_bulks_progress_is_told_each_batch_and_its_stop_ends_it_between_
     assert (res.changed, res.stopped, seen) == (3, False, [(3, 0)])
 
 
+async def test_a_bulks_stop_and_progress_that_could_not_work_are_refused_before_anything_changes(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    import threading
+
+    dead = await make_job(driver, ids, clock.now(), state=JobState.DEAD)
+
+    async def told(r: object) -> None:  # awaited by no one: its totals would go nowhere
+        pass
+
+    for kw in ({"stop": threading.Event()}, {"progress": told}, {"progress": "print"}):
+        with pytest.raises(JobsError) as e:
+            await op(driver, clock).bulk("retry", **kw)  # type: ignore[arg-type]
+        assert e.value.code == "X_INVALID_ARGUMENT" and e.value.fix
+    with pytest.raises(JobsError) as e:
+        async for _ in op(driver, clock).retry_all_with_children(stop=threading.Event()):  # type: ignore[arg-type]
+            pass
+    assert e.value.code == "X_INVALID_ARGUMENT"
+    row = await driver.job_get(job_id=dead.id)
+    assert row is not None and row.state is JobState.DEAD
+
+
 async def test_a_bulk_batch_past_one_transactions_bound_is_refused_before_anything_changes(
     driver: Driver, ids: IdFactory, clock: FakeClock
 ) -> None:
