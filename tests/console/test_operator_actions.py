@@ -5,6 +5,8 @@ engine's action (audited, refused read-only); state is checked through the Sourc
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from textual.pilot import Pilot
 
@@ -13,6 +15,7 @@ from console.demo.world import APP1, seeded_source
 from console.screens.confirm import ConfirmScreen, ResultScreen
 from console.screens.dead_letters import DeadLettersScreen
 from console.screens.jobs import JobsScreen
+from console.screens.progress import ProgressScreen
 from console.widgets.keyed_table import KeyedTable
 from engine.errors import JobsError
 from engine.projections import JobFilter
@@ -144,6 +147,33 @@ async def test_marked_dead_jobs_take_one_confirmation_that_names_the_count() -> 
         for job_id in marked:
             assert (await app.source.job(job_id)).job.state is JobState.READY
         assert table(app).marked_keys() == []
+
+
+async def test_an_action_on_marked_rows_stopped_with_s_ends_before_the_next_row() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "2", "t", "t", "t", "space", "space", "space")
+        marked = table(app).marked_keys()
+        retry, held, release = app.source.retry, asyncio.Event(), asyncio.Event()
+
+        async def slow(job_id: str, **kw: object) -> object:  # the first row's retry, held open
+            held.set()
+            await release.wait()
+            return await retry(job_id, **kw)  # type: ignore[arg-type]
+
+        app.source.retry = slow  # type: ignore[method-assign]
+        await keys(pilot, "x")
+        await pilot.press("y")
+        await held.wait()
+        assert isinstance(app.screen, ProgressScreen)
+        await keys(pilot, "s")  # while the first row's retry is out: it lands, no other starts
+        release.set()
+        await settle(pilot)
+        assert isinstance(app.screen, ResultScreen)
+        said = modal_text(app)
+        assert said.startswith("Stopped by you: 1 of 3 jobs: done. The rest are as they were.")
+        states = [(await app.source.job(k)).job.state for k in marked]
+        assert sorted(s.value for s in states) == ["dead", "dead", "ready"]
 
 
 async def test_marks_of_mixed_states_act_on_the_eligible_and_name_the_rest() -> None:
