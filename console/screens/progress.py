@@ -70,6 +70,6 @@ class ProgressScreen(AnswerOnce, ModalScreen[None]):
 
     def close(self) -> None:
         """The action ended: gone, with whatever opened over it (the palette)."""
-        if self.is_attached and self in self.app.screen_stack:
+        if self in self.app.screen_stack:
             self.pop_until_active()
             self.dismiss(None)

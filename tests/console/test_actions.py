@@ -25,6 +25,7 @@ from console.screens.progress import ProgressScreen
 from console.screens.steps import StepChooser
 from console.screens.why import WhyScreen
 from console.widgets.keyed_table import KeyedTable
+from engine.errors import JobsError
 from engine.projections import JobFilter
 from engine.types import JobState
 from tests.console.conftest import SIZE, settle
@@ -665,6 +666,22 @@ async def test_a_paced_bulk_shows_its_totals_as_it_runs_and_s_stops_it_between_b
         clock.advance(5)
         await settle(pilot)
         assert len(await ids(app, state=JobState.DEAD)) == 3
+
+
+async def test_a_bulk_refused_at_once_says_why_and_leaves_no_progress_window_behind() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+
+        async def refused(*a: object, **kw: object) -> object:
+            raise JobsError("X_KEY_HELD", cause="a live job holds the key", fix="jobs show ID")
+
+        app.source.bulk = refused  # type: ignore[method-assign]
+        await keys(pilot, "3", "X", "y")
+        assert isinstance(app.screen, ResultScreen)
+        assert "X_KEY_HELD: a live job holds the key" in str(app.screen.query_one("#result-text").render())
+        await keys(pilot, "enter")
+        assert isinstance(app.screen, DeadLettersScreen)  # nothing left over it
+        assert not [s for s in app.screen_stack if isinstance(s, ProgressScreen)]
 
 
 async def test_bulk_cancel_with_nothing_live_says_so_without_a_modal() -> None:
