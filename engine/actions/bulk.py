@@ -72,7 +72,7 @@ class BulkActions(OperatorBase):
         nothing more changes, and the answer says ``stopped``."""
         self._writable(f"bulk {action}")
         where = self._bulk_filter(action, where or JobFilter())
-        check_pace(per_second, stop, progress)
+        check_bulk_options(per_second, stop, progress)
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH:
             raise JobsError(
                 X_INVALID_ARGUMENT,
@@ -116,7 +116,7 @@ class BulkActions(OperatorBase):
         return BulkResult(action, where, changed, skipped, started, self.clock.now(), per_second, note, stopped)
 
 
-def check_pace(
+def check_bulk_options(
     per_second: float | None, stop: asyncio.Event | None = None, progress: Callable[..., object] | None = None
 ) -> None:
     """A bulk's pace, stop and progress, each refused before anything changes when it could not work."""

@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
-from engine.actions.bulk import BulkActions, check_pace, pace
+from engine.actions.bulk import BulkActions, check_bulk_options, pace
 from engine.actions.jobs import JobActions
 from engine.errors import X_INVALID_ARGUMENT, X_INVALID_STATE, X_KEY_HELD, X_NOT_FOUND, JobsError
 from engine.projections import ActionResult, JobFilter
@@ -43,7 +43,7 @@ class TreeActions(JobActions, BulkActions):
         ``stop``, once set, ends it before the next job (never within one job's retry)."""
         self._writable("bulk retry", note)
         where = replace(self._bulk_filter("retry", where or JobFilter()), state=JobState.DEAD)
-        check_pace(per_second, stop)
+        check_bulk_options(per_second, stop)
         await self._open()
         cursor: str | None = None
         while True:

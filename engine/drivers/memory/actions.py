@@ -12,7 +12,7 @@ from datetime import datetime
 
 from engine.drivers.dedupe import dedupe_key
 from engine.drivers.memory.introspect import matches, summary
-from engine.drivers.memory.state import LIVE, MemoryBase, Pause
+from engine.drivers.memory.state import LIVE, MemoryBase, Pause, ready_again
 from engine.projections import (
     ActionResult,
     BulkAction,
@@ -50,21 +50,7 @@ def _discarded(row: JobRow, data: dict[str, object]) -> dict[str, object]:
 class MemoryActions(MemoryBase):
     def _revive(self, row: JobRow, now: datetime, actor: str | None, note: str | None, data: dict[str, object]) -> None:
         # Attempts reset: an operator's retry is a fresh chance, not the n+1th failure.
-        self.state.put(
-            replace(
-                row,
-                state=JobState.READY,
-                attempt=0,
-                run_at=now,
-                updated_at=now,
-                finished_at=None,
-                result=None,
-                stop_reason=None,
-                wait=None,
-                waiting_since=None,
-                lease_until=None,
-            )
-        )
+        self.state.put(ready_again(row, now))
         self.state.add_history(HistoryEntry(row.id, now, "retried", actor, note, {"from": "dead", **data}))
 
     async def job_retry_dead(

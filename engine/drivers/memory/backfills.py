@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from engine.drivers.memory.state import LIVE, MemoryBase, dedupe_key
+from engine.drivers.memory.state import LIVE, MemoryBase, dedupe_key, ready_again
 from engine.projections import ActionResult
 from engine.records import BackfillRun, BackfillStatus, HistoryEntry, LivePass
 from engine.types import Claim, JobState
@@ -127,21 +127,7 @@ class MemoryBackfills(MemoryBase):
                 return ActionResult(
                     "retry", job_id, False, prev, prev, reason=f"the pass is {prev.value}, not dead or cancelled"
                 )
-            self.state.put(
-                replace(
-                    row,
-                    state=JobState.READY,
-                    attempt=0,
-                    run_at=now,
-                    updated_at=now,
-                    finished_at=None,
-                    result=None,
-                    stop_reason=None,
-                    wait=None,
-                    waiting_since=None,
-                    lease_until=None,
-                )
-            )
+            self.state.put(ready_again(row, now))
             self.state.add_history(HistoryEntry(job_id, now, "retried", actor, note, {"from": prev.value}))
         self._wake([row.queue])  # the statement's pg_notify: the pass made ready wakes its queue
         return ActionResult("retry", job_id, True, prev, JobState.READY)

@@ -26,6 +26,25 @@ CLAIMABLE = frozenset({JobState.READY, JobState.DELAYED, JobState.PARKED, JobSta
 ROLLUP_KEPT = timedelta(hours=2)  # as throughput_rollup in SQL: rolled minutes older than this go
 
 
+def ready_again(row: JobRow, now: datetime) -> JobRow:
+    """A settled row made ready by an operator's retry (of a dead job, from a step, a backfill
+    pass's resume): attempts reset, due now, its result, lease, wait and stop cleared, as the SQL's
+    ``revive_settled`` fragment writes it."""
+    return replace(
+        row,
+        state=JobState.READY,
+        attempt=0,
+        run_at=now,
+        updated_at=now,
+        finished_at=None,
+        result=None,
+        stop_reason=None,
+        wait=None,
+        waiting_since=None,
+        lease_until=None,
+    )
+
+
 def minute_of(t: datetime) -> datetime:
     """The calendar minute ``t`` falls in (date_trunc('minute', t))."""
     return t.replace(second=0, microsecond=0)

@@ -9,7 +9,7 @@ from typing import Any
 
 from engine.codec import check_json, dumps
 from engine.drivers.memory.inserts import insert_jobs
-from engine.drivers.memory.state import MemoryBase
+from engine.drivers.memory.state import MemoryBase, ready_again
 from engine.records import EnqueuedBy, EventRecord, HistoryEntry, SentEvent, StepRecord, StepRetry
 from engine.types import Claim, EnqueueResult, JobState, NewJob, StoredStep
 
@@ -190,21 +190,7 @@ class MemorySteps(MemoryBase):
             for s in dropped:
                 del steps[s.name]
             discarded = tuple(s.name for s in dropped)
-            self.state.put(
-                replace(
-                    row,
-                    state=JobState.READY,
-                    attempt=0,
-                    run_at=now,
-                    updated_at=now,
-                    finished_at=None,
-                    result=None,
-                    stop_reason=None,
-                    wait=None,
-                    waiting_since=None,
-                    lease_until=None,
-                )
-            )
+            self.state.put(ready_again(row, now))
             self.state.add_history(
                 HistoryEntry(
                     job_id,
