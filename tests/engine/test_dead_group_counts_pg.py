@@ -232,7 +232,10 @@ async def _waits_on_a_lock(dsn: str, besides: psycopg.AsyncConnection[Any]) -> b
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         row = await (
             await conn.execute(
-                "select count(*) from pg_stat_activity where wait_event_type = 'Lock' and pid <> %s",
+                # This database's sessions only: another test's lock wait elsewhere on the cluster
+                # (the suite runs in parallel) is not the batch's.
+                "select count(*) from pg_stat_activity where wait_event_type = 'Lock' and pid <> %s"
+                " and datname = current_database()",
                 (besides.info.backend_pid,),
             )
         ).fetchone()
