@@ -102,7 +102,7 @@ async def _psycopg(dsn: str, prepare: bool, pipeline: bool = False) -> tuple[Cal
 async def _wire(dsn: str) -> tuple[Call, Callable[[], Awaitable[None]]]:
     from engine.drivers.postgres import wire
 
-    conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+    conn = await wire.Connection.connect(dsn, autocommit=True)
     text = Q.job_enqueue_one.positional[0]
 
     async def one(i: int) -> Any:

@@ -1,12 +1,15 @@
 """A hot statement sent through libpq directly (engine/drivers/postgres/wire.py): prepared once
 a connection under a name of its own, its parameters typed by the statement, its errors psycopg's,
-a cancellation leaving the connection usable."""
+a cancellation leaving the connection usable; on an engine connection the socket's reader stays
+registered between two statements and is let go before psycopg reads or the socket closes."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import psycopg
 import pytest
@@ -16,9 +19,10 @@ from engine.errors import X_POOLER_PREPARED, JobsError
 from engine.types import NewJob
 
 
-@pytest.fixture
-async def conn(pg_dsn: str) -> AsyncIterator[psycopg.AsyncConnection[object]]:
-    c = await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True)
+@pytest.fixture(params=["psycopg", "engine"])
+async def conn(pg_dsn: str, request: pytest.FixtureRequest) -> AsyncIterator[psycopg.AsyncConnection[object]]:
+    kind = wire.Connection if request.param == "engine" else psycopg.AsyncConnection
+    c = await kind.connect(pg_dsn, autocommit=True)
     try:
         yield c
     finally:
@@ -78,5 +82,113 @@ async def test_a_name_already_prepared_on_the_session_names_the_pooler(pg_dsn: s
             await driver.job_enqueue(jobs=[job], now=datetime.now(UTC))
         assert err.value.code == X_POOLER_PREPARED
         assert 'prepared statement "jobs_job_enqueue_one" already exists' in err.value.cause
+    finally:
+        await driver.close()
+
+
+class Readers:
+    """The file descriptors a loop has a reader for, counted as they are registered."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.fds: set[int] = set()
+        self.added = 0
+        self.removed = asyncio.Event()
+        add, remove = loop.add_reader, loop.remove_reader
+
+        def add_reader(fd: int, callback: Callable[..., Any], *args: Any) -> None:
+            add(fd, callback, *args)
+            self.fds.add(fd)
+            self.added += 1
+
+        def remove_reader(fd: int) -> bool:
+            self.fds.discard(fd)
+            self.removed.set()
+            return remove(fd)
+
+        loop.add_reader = add_reader  # type: ignore[method-assign]
+        loop.remove_reader = remove_reader  # type: ignore[method-assign]
+
+
+SELECT = ("one", "select $1::int", (1,))
+
+
+async def test_an_engine_connection_keeps_its_reader_between_statements_and_psycopg_still_reads_it(
+    pg_dsn: str,
+) -> None:
+    async with await wire.Connection.connect(pg_dsn, autocommit=True) as conn:
+        readers = Readers(asyncio.get_running_loop())
+        fd = conn.pgconn.socket
+        for _ in range(3):
+            assert await wire.fetch(conn, *SELECT, prepare=True) == [(1,)]
+        assert readers.added == 1 and readers.fds == {fd}  # registered once for every statement
+        # psycopg's own wait registers the socket itself: the reader is let go first, or both
+        # statements would wait on a socket nobody reads.
+        cur = await asyncio.wait_for(conn.execute("select 2"), 5)
+        assert await cur.fetchone() == (2,)
+        assert await asyncio.wait_for(wire.fetch(conn, *SELECT, prepare=True), 5) == [(1,)]
+        assert readers.fds == {fd}
+    assert readers.fds == set()  # closed: let go before the socket was
+
+
+async def test_a_plain_psycopg_connection_is_left_with_no_reader_after_a_statement(pg_dsn: str) -> None:
+    readers = Readers(asyncio.get_running_loop())
+    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
+        assert await wire.fetch(conn, *SELECT, prepare=True) == [(1,)]
+        assert readers.fds == set()
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            await wire.fetch(conn, "div", "select 1 / $1::int", (0,), prepare=True)
+        assert readers.fds == set()
+
+
+async def test_a_server_that_speaks_unasked_makes_the_reader_let_go_and_the_next_statement_read_it(
+    pg_dsn: str,
+) -> None:
+    readers = Readers(asyncio.get_running_loop())
+    async with await wire.Connection.connect(pg_dsn, autocommit=True) as conn:
+        assert await wire.fetch(conn, *SELECT, prepare=True) == [(1,)]
+        readers.removed = asyncio.Event()
+        async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as admin:
+            await admin.execute("select pg_terminate_backend(%s)", (conn.info.backend_pid,))
+        # The goodbye: a reader left registered on a socket nobody reads would be called again
+        # and again while the loop spins; it lets itself go instead.
+        await asyncio.wait_for(readers.removed.wait(), 5)
+        assert readers.fds == set()
+        with pytest.raises(psycopg.OperationalError):  # read by the next statement, as psycopg's would
+            await asyncio.wait_for(wire.fetch(conn, *SELECT, prepare=True), 5)
+
+
+async def test_an_engine_connection_closed_from_another_loops_thread_lets_its_reader_go_there(
+    pg_dsn: str,
+) -> None:
+    other = asyncio.new_event_loop()
+    thread = threading.Thread(target=other.run_forever, daemon=True)
+    thread.start()
+    try:
+
+        async def on_other() -> tuple[Readers, wire.Connection]:
+            readers = Readers(asyncio.get_running_loop())
+            conn = await wire.Connection.connect(pg_dsn, autocommit=True)
+            assert await wire.fetch(conn, *SELECT, prepare=True) == [(1,)]
+            return readers, conn
+
+        readers, conn = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(on_other(), other))
+        assert readers.fds == {conn.pgconn.socket}
+        await conn.close()  # from this loop, while the other runs
+        assert readers.fds == set()
+    finally:
+        other.call_soon_threadsafe(other.stop)
+        thread.join(5)
+        other.close()
+
+
+async def test_the_drivers_connections_are_engine_connections(pg_dsn: str) -> None:
+    driver = PostgresDriver(pg_dsn)
+    await driver.open()
+    try:
+        async with driver.pools.connection() as lead:
+            assert isinstance(lead, wire.Connection)
+        pool = await driver.pools.get()
+        async with pool.connection() as pooled:
+            assert isinstance(pooled, wire.Connection)
     finally:
         await driver.close()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import select
 import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
@@ -22,6 +21,7 @@ from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool
 
 from engine.codec import loads
+from engine.drivers.postgres import wire
 from engine.drivers.postgres.dsn import DEFAULT_CONNECT_TIMEOUT, unreachable
 from engine.drivers.sqlfiles import Q
 from engine.drivers.transient import condition_of, first_line
@@ -63,13 +63,9 @@ class _Lead:
 
 def _spoke_unasked(conn: psycopg.AsyncConnection[Any]) -> bool:
     """Whether an idle connection has something to read: the server spoke without being asked,
-    which in practice is its goodbye (an error saying why, then the socket's end). One poll with
-    no wait, ~1 us (poll, not select: select refuses a descriptor past 1023, which a busy
-    process's connections have)."""
+    which in practice is its goodbye (an error saying why, then the socket's end)."""
     try:
-        poll = select.poll()
-        poll.register(conn.pgconn.socket, select.POLLIN)
-        return bool(poll.poll(0))
+        return wire.unread(conn.pgconn.socket)
     except (psycopg.Error, OSError, ValueError):  # closed already: no socket
         return True
 
@@ -221,7 +217,7 @@ class LoopPools:
     async def connect_own(self) -> psycopg.AsyncConnection[Any]:
         """A connection of the caller's own, outside the pool (a lead, a LISTEN, a worker's
         presence or upkeep session), set up as the pool's are, with their connect timeout."""
-        conn = await psycopg.AsyncConnection.connect(self.dsn, **self._kwargs())
+        conn = await wire.Connection.connect(self.dsn, **self._kwargs())
         await configure(conn)
         return conn
 
@@ -250,6 +246,7 @@ class LoopPools:
             min_size=self.min_size,
             max_size=self.max_size,
             kwargs=self._kwargs(),
+            connection_class=wire.Connection,
             configure=configure,
             open=False,
             timeout=10.0,
