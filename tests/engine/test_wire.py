@@ -71,6 +71,41 @@ async def test_a_statement_cancelled_while_out_leaves_its_connection_usable(
     assert await wire.fetch(conn, "one", "select 1", (), prepare=True) == [(1,)]
 
 
+GENERIC = b"select set_config('plan_cache_mode', 'force_generic_plan', true)"
+SETTING = ("mode", "select current_setting('plan_cache_mode')", ())
+
+
+async def test_a_statement_ahead_in_the_pipeline_lasts_for_its_transaction_only(
+    conn: psycopg.AsyncConnection[object],
+) -> None:
+    for _ in range(2):
+        assert await wire.fetch(conn, *SETTING, prepare=True, before=GENERIC) == [("force_generic_plan",)]
+        assert conn.pgconn.pipeline_status == psycopg.pq.PipelineStatus.OFF
+        assert await wire.fetch(conn, *SETTING, prepare=True) == [("auto",)]  # ended with the transaction
+    cur = await conn.execute("select current_setting('plan_cache_mode')")  # psycopg's own, after it
+    assert await cur.fetchone() == ("auto",)
+
+
+async def test_a_refusal_in_a_pipeline_is_the_statement_that_refused_and_leaves_the_connection_usable(
+    conn: psycopg.AsyncConnection[object],
+) -> None:
+    with pytest.raises(psycopg.errors.DivisionByZero):  # not "pipeline aborted" for the one after it
+        await wire.fetch(conn, *SETTING, prepare=True, before=b"select 1 / 0")
+    with pytest.raises(psycopg.errors.UndefinedTable):
+        await wire.fetch(conn, "nope", "select * from no_such_table", (), prepare=False, before=GENERIC)
+    assert conn.pgconn.pipeline_status == psycopg.pq.PipelineStatus.OFF
+    assert await wire.fetch(conn, *SETTING, prepare=True) == [("auto",)]
+
+
+async def test_a_piped_statement_cancelled_while_out_leaves_its_connection_usable(
+    conn: psycopg.AsyncConnection[object],
+) -> None:
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(wire.fetch(conn, "sleep", "select pg_sleep(60)", (), prepare=True, before=GENERIC), 0.2)
+    assert conn.pgconn.pipeline_status == psycopg.pq.PipelineStatus.OFF
+    assert await wire.fetch(conn, *SETTING, prepare=True) == [("auto",)]
+
+
 async def test_a_name_already_prepared_on_the_session_names_the_pooler(pg_dsn: str) -> None:
     driver = PostgresDriver(pg_dsn)
     await driver.open()
@@ -92,7 +127,7 @@ class Readers:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.fds: set[int] = set()
         self.added = 0
-        self.removed = asyncio.Event()
+        self.watched: dict[int, asyncio.Event] = {}
         add, remove = loop.add_reader, loop.remove_reader
 
         def add_reader(fd: int, callback: Callable[..., Any], *args: Any) -> None:
@@ -102,11 +137,17 @@ class Readers:
 
         def remove_reader(fd: int) -> bool:
             self.fds.discard(fd)
-            self.removed.set()
+            if fd in self.watched:
+                self.watched[fd].set()
             return remove(fd)
 
         loop.add_reader = add_reader  # type: ignore[method-assign]
         loop.remove_reader = remove_reader  # type: ignore[method-assign]
+
+    def removal(self, fd: int) -> asyncio.Event:
+        """Set when ``fd``'s reader is next removed (another connection's removals are not it)."""
+        self.watched[fd] = asyncio.Event()
+        return self.watched[fd]
 
 
 SELECT = ("one", "select $1::int", (1,))
@@ -146,12 +187,12 @@ async def test_a_server_that_speaks_unasked_makes_the_reader_let_go_and_the_next
     readers = Readers(asyncio.get_running_loop())
     async with await wire.Connection.connect(pg_dsn, autocommit=True) as conn:
         assert await wire.fetch(conn, *SELECT, prepare=True) == [(1,)]
-        readers.removed = asyncio.Event()
+        removed = readers.removal(conn.pgconn.socket)
         async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as admin:
             await admin.execute("select pg_terminate_backend(%s)", (conn.info.backend_pid,))
         # The goodbye: a reader left registered on a socket nobody reads would be called again
         # and again while the loop spins; it lets itself go instead.
-        await asyncio.wait_for(readers.removed.wait(), 5)
+        await asyncio.wait_for(removed.wait(), 5)
         assert readers.fds == set()
         with pytest.raises(psycopg.OperationalError):  # read by the next statement, as psycopg's would
             await asyncio.wait_for(wire.fetch(conn, *SELECT, prepare=True), 5)

@@ -144,7 +144,8 @@ async def _send(conn: Conn, cur: Any, query: Query, text: str, args: Any) -> Non
     """Execute one statement on ``cur``; one headed ``generic`` (sqlfiles) goes out after
     plan_generic in one pipeline: one round trip and, on an idle connection, one transaction, so
     the setting ends with the statement (inside a caller's transaction, with that transaction).
-    The pipeline costs ~50 us of client CPU a call."""
+    psycopg's pipeline costs ~50 us of client CPU a call: the worker's claim goes through
+    ``_raw`` instead, plan_generic ahead of it in libpq's pipeline (wire.py)."""
     if not query.generic:
         await cur.execute(text, args)
         return
@@ -193,19 +194,16 @@ class PostgresBase:
         await self._run(query, params, conn=conn)
 
     async def _raw(self, query: Query, values: Params) -> Any:
-        """``_run`` for a hot statement, rows as tuples, in the statement's positional form:
-        psycopg's conversion of named parameters costs ~50 us of client CPU a call. One headed
-        ``generic`` goes through a raw cursor (its plan_generic rides in the same pipeline); any
-        other through libpq directly (wire.py: ~45 us less again). ``python -m bench.layers``
-        measures the single enqueue layer by layer."""
+        """``_run`` for a hot statement, rows as tuples, in the statement's positional form,
+        through libpq directly (wire.py): psycopg's conversion of named parameters, its cursor and
+        its wait cost ~95 us of client CPU a call more. One headed ``generic`` has plan_generic
+        ahead of it in one pipeline, as ``_send`` sends it. ``python -m bench.layers`` measures
+        the single enqueue layer by layer."""
         text, names = query.positional
         args = tuple(values[n] for n in names)
+        before = Q.plan_generic.text.encode() if query.generic else None
         async with self._connection() as conn:
-            if query.generic:
-                cur = psycopg.AsyncRawCursor(conn, row_factory=tuple_row)
-                await _send(conn, cur, query, text, args)
-                return await _answer(cur, query.cardinality)
-            rows = await wire.fetch(conn, query.name, text, args, prepare=self.pools.prepared_statements)
+            rows = await wire.fetch(conn, query.name, text, args, prepare=self.pools.prepared_statements, before=before)
         if query.cardinality == "many":
             return rows
         return (rows[0] if rows else None) if query.cardinality == "one" else None
