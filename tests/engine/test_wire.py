@@ -106,6 +106,19 @@ async def test_a_piped_statement_cancelled_while_out_leaves_its_connection_usabl
     assert await wire.fetch(conn, *SETTING, prepare=True) == [("auto",)]
 
 
+async def test_a_statement_larger_than_the_sockets_buffer_is_sent_whole_alone_or_piped(
+    conn: psycopg.AsyncConnection[object],
+) -> None:
+    # 8 MB does not fit the socket's send buffer: libpq asks to wait for it to drain, which
+    # psycopg's own wait then does from where the statement's generator stood.
+    big = "x" * (8 << 20)
+    assert await wire.fetch(conn, "len", "select length($1::text)", (big,), prepare=True) == [(len(big),)]
+    piped = await wire.fetch(conn, "len", "select length($1::text)", (big,), prepare=True, before=GENERIC)
+    assert piped == [(len(big),)]
+    assert conn.pgconn.pipeline_status == psycopg.pq.PipelineStatus.OFF
+    assert await wire.fetch(conn, *SELECT, prepare=True) == [(1,)]
+
+
 async def test_a_name_already_prepared_on_the_session_names_the_pooler(pg_dsn: str) -> None:
     driver = PostgresDriver(pg_dsn)
     await driver.open()
