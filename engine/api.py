@@ -32,9 +32,9 @@ if TYPE_CHECKING:  # the operator actions and the reads are imported where they 
     from engine.records import SentEvent
 
 # A batch past this many rows goes out a statement per CHUNK rows, pipelined in one transaction,
-# so checking and encoding a chunk overlaps the server's insert of the one before
-# (`python -m bench.ab --base REV --rounds 5` compares chunk sizes at 1,000 rows a batch).
-CHUNK = 250
+# so checking and encoding a chunk overlaps the server's insert of the one before: a batch of 100
+# is two (`python -m bench.ab --base REV --only batch100,batch1000` compares chunk sizes).
+CHUNK = 50
 T = TypeVar("T")
 
 

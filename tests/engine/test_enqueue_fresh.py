@@ -15,7 +15,7 @@ from engine import api
 from engine.api import Engine, Enqueue, connect
 from engine.clock import FakeClock
 from engine.drivers.migrations import schema_sql
-from engine.drivers.postgres import PostgresDriver
+from engine.drivers.postgres import PostgresDriver, wire
 from engine.drivers.postgres import jobs as pg_jobs
 from engine.drivers.sqlfiles import Q
 from engine.errors import X_INVALID_ARGUMENT, JobsError
@@ -23,7 +23,12 @@ from engine.ids import IdFactory
 from engine.jobs import job
 from engine.types import NewJob
 
-_NAMES = {Q.job_enqueue_fresh.text: "fresh", Q.job_enqueue.text: "on conflict"}
+_NAMES = {
+    Q.job_enqueue_fresh.text: "fresh",
+    Q.job_enqueue.text: "on conflict",
+    Q.job_enqueue_fresh.positional[0]: "fresh",
+    Q.job_enqueue.positional[0]: "on conflict",
+}
 
 
 @job(name="fresh_email", queue="mail", idempotency_key=lambda inp: f"user:{inp['user_id']}")
@@ -32,8 +37,8 @@ def fresh_email(inp: dict[str, int]) -> None:
 
 
 class _Sent:
-    """Which enqueue statements a driver sent, in order: every statement goes through a cursor's
-    execute (AsyncConnection.execute included), pipelined or not."""
+    """Which enqueue statements a driver sent, in order: through a cursor's execute
+    (AsyncConnection.execute included), pipelined or not, or through libpq directly (wire.py)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.names: list[str] = []
@@ -44,6 +49,22 @@ class _Sent:
             return await real_cursor_execute(cur, query, params, **kw)
 
         monkeypatch.setattr(psycopg.AsyncCursor, "execute", cursor_execute)
+        real_run_each, real_fetch = wire.run_each, wire.fetch
+
+        async def run_each(conn: Any, name: str, text: str, each: Any, **kw: Any) -> Any:
+            def noted() -> Any:
+                for args in each:
+                    self._note(text)
+                    yield args
+
+            return await real_run_each(conn, name, text, noted(), **kw)
+
+        async def fetch(conn: Any, name: str, text: str, args: Any, **kw: Any) -> Any:
+            self._note(text)
+            return await real_fetch(conn, name, text, args, **kw)
+
+        monkeypatch.setattr(wire, "run_each", run_each)
+        monkeypatch.setattr(wire, "fetch", fetch)
 
     def _note(self, query: Any) -> None:
         if query in _NAMES:

@@ -119,6 +119,44 @@ async def test_a_statement_larger_than_the_sockets_buffer_is_sent_whole_alone_or
     assert await wire.fetch(conn, *SELECT, prepare=True) == [(1,)]
 
 
+INSERT = ("put", "insert into wire_each values ($1::int)")
+
+
+async def _kept(conn: psycopg.AsyncConnection[object]) -> list[int]:
+    cur = await conn.execute("select k from wire_each order by k")
+    return [int(r[0]) for r in await cur.fetchall()]  # type: ignore[index]
+
+
+async def test_statements_run_each_in_one_transaction_that_a_refusal_rolls_back_whole(
+    conn: psycopg.AsyncConnection[object],
+) -> None:
+    await conn.execute("create temp table wire_each (k int primary key)")
+    with pytest.raises(psycopg.errors.UniqueViolation):  # the third refused: the first two with it
+        await wire.run_each(conn, *INSERT, iter([(1,), (2,), (1,)]), prepare=True)
+    assert await _kept(conn) == []
+    await wire.run_each(conn, *INSERT, iter([(1,), (2,)]), prepare=True)
+    await wire.run_each(conn, *INSERT, iter([(3,)]), prepare=False)
+    assert await _kept(conn) == [1, 2, 3]
+    assert conn.pgconn.pipeline_status == psycopg.pq.PipelineStatus.OFF
+
+
+async def test_an_exception_building_the_next_statement_rolls_back_the_ones_sent_and_is_raised(
+    conn: psycopg.AsyncConnection[object],
+) -> None:
+    await conn.execute("create temp table wire_each (k int primary key)")
+
+    def each() -> Any:
+        yield (1,)
+        yield (2,)
+        raise ValueError("row 3 is bad")
+
+    with pytest.raises(ValueError, match="row 3 is bad"):
+        await wire.run_each(conn, *INSERT, each(), prepare=True)
+    assert conn.pgconn.pipeline_status == psycopg.pq.PipelineStatus.OFF
+    assert await _kept(conn) == []
+    assert await wire.fetch(conn, *SELECT, prepare=True) == [(1,)]
+
+
 async def test_a_name_already_prepared_on_the_session_names_the_pooler(pg_dsn: str) -> None:
     driver = PostgresDriver(pg_dsn)
     await driver.open()

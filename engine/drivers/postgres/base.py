@@ -208,6 +208,19 @@ class PostgresBase:
             return rows
         return (rows[0] if rows else None) if query.cardinality == "one" else None
 
+    async def _raw_each(self, query: Query, params: Iterable[Params]) -> None:
+        """``query`` once per parameter set, in one transaction and one pipeline, through libpq
+        directly (wire.run_each): each statement out as soon as its parameters are built."""
+        text, names = query.positional
+        async with self._connection() as conn:
+            await wire.run_each(
+                conn,
+                query.name,
+                text,
+                (tuple(p[n] for n in names) for p in params),
+                prepare=self.pools.prepared_statements,
+            )
+
     async def _pipelined(self, query: Query, params: Iterable[Params]) -> list[Any]:
         """``query`` once per parameter set, in one transaction, in pipeline mode: each statement
         goes out as soon as its parameters are built, so building the next set (``params`` is

@@ -114,7 +114,7 @@ class PostgresJobs(PostgresBase):
         # dedupes as it does within one.
         if self._fresh_first():
             try:
-                await self._pipelined(Q.job_enqueue_fresh, (b.params() for b in building()))
+                await self._raw_each(Q.job_enqueue_fresh, (b.params() for b in building()))
                 return [answer for batch in built for answer in batch.answers()]
             except psycopg.errors.UniqueViolation as exc:
                 self._replayed(exc)
