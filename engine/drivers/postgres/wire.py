@@ -92,35 +92,54 @@ async def fetch(
     trip and one implicit transaction, which a ``set_config(..., true)`` in it lasts for."""
     pg = conn.pgconn
     async with conn.lock:  # the transformer's state is this statement's until its rows are loaded
-        session = _sessions.get(conn)
-        if session is None:
-            session = _sessions[conn] = _Session(conn)
+        session = _session(conn)
         try:
             tx = session.tx
             params = tx.dump_sequence(args, [PyFormat.TEXT] * len(args))
-            statement = f"jobs_{name}".encode()
-            if prepare and statement not in session.prepared:
-                pg.send_prepare(statement, text.encode())
-                _check(conn, await _wait(conn, session, generators.execute(pg)))
-                session.prepared.add(statement)
+            statement = await _statement(conn, session, name, text, prepare)
             if before is not None:
                 pg.enter_pipeline_mode()
                 try:
                     pg.send_query_params(before, None)
-                    _send(pg, statement if prepare else None, text, params)
+                    _send(pg, statement, text, params)
                     pg.pipeline_sync()
                     results = await _wait(conn, session, _piped(pg))
                 finally:
                     _leave_pipeline(pg)
             else:
-                _send(pg, statement if prepare else None, text, params)
+                _send(pg, statement, text, params)
                 results = await _wait(conn, session, generators.execute(pg))
             res = _check(conn, results)
         finally:
-            if session.loop is not None and not isinstance(conn, Connection):
-                _stop_reading(session)
+            _done(conn, session)
         tx.set_pgresult(res)
         return tx.load_rows(0, res.ntuples, tuple)
+
+
+def _session(conn: Conn) -> _Session:
+    session = _sessions.get(conn)
+    if session is None:
+        session = _sessions[conn] = _Session(conn)
+    return session
+
+
+async def _statement(conn: Conn, session: _Session, name: str, text: str, prepare: bool) -> bytes | None:
+    """The name ``text`` is prepared under on this connection, prepared at its first call; None
+    without prepared statements."""
+    if not prepare:
+        return None
+    statement = f"jobs_{name}".encode()
+    if statement not in session.prepared:
+        conn.pgconn.send_prepare(statement, text.encode())
+        _check(conn, await _wait(conn, session, generators.execute(conn.pgconn)))
+        session.prepared.add(statement)
+    return statement
+
+
+def _done(conn: Conn, session: _Session) -> None:
+    """A statement's end: a connection other than the engine's keeps no reader."""
+    if session.loop is not None and not isinstance(conn, Connection):
+        _stop_reading(session)
 
 
 def _send(pg: pq.abc.PGconn, statement: bytes | None, text: str, params: Any) -> None:
@@ -282,16 +301,10 @@ async def run_each(conn: Conn, name: str, text: str, each: Any, *, prepare: bool
     from ``each``, after the ones already sent are rolled back."""
     pg = conn.pgconn
     async with conn.lock:
-        session = _sessions.get(conn)
-        if session is None:
-            session = _sessions[conn] = _Session(conn)
+        session = _session(conn)
         try:
             tx = session.tx
-            statement = f"jobs_{name}".encode()
-            if prepare and statement not in session.prepared:
-                pg.send_prepare(statement, text.encode())
-                _check(conn, await _wait(conn, session, generators.execute(pg)))
-                session.prepared.add(statement)
+            statement = await _statement(conn, session, name, text, prepare)
             failed: BaseException | None = None
             pg.enter_pipeline_mode()
             try:
@@ -299,7 +312,7 @@ async def run_each(conn: Conn, name: str, text: str, each: Any, *, prepare: bool
                 try:
                     for args in each:
                         params = tx.dump_sequence(args, [PyFormat.TEXT] * len(args))
-                        _send(pg, statement if prepare else None, text, params)
+                        _send(pg, statement, text, params)
                         pg.flush()  # out now: the server runs it while the next is built
                 except BaseException as exc:
                     failed = exc
@@ -315,5 +328,4 @@ async def run_each(conn: Conn, name: str, text: str, each: Any, *, prepare: bool
                 raise failed
             _check(conn, results)
         finally:
-            if session.loop is not None and not isinstance(conn, Connection):
-                _stop_reading(session)
+            _done(conn, session)
