@@ -71,16 +71,17 @@ class Connection(psycopg.AsyncConnection[Any]):
     leaves registered let go before psycopg waits on the socket itself or closes it."""
 
     async def wait(self, gen: abc.PQGen[abc.RV], *args: Any, **kwargs: Any) -> abc.RV:
-        session = _sessions.get(self)
-        if session is not None and session.loop is not None:
-            _stop_reading(session)
+        self._let_go()
         return await super().wait(gen, *args, **kwargs)
 
     async def close(self) -> None:
+        self._let_go()
+        await super().close()
+
+    def _let_go(self) -> None:
         session = _sessions.get(self)
         if session is not None and session.loop is not None:
             _stop_reading(session)
-        await super().close()
 
 
 async def fetch(
