@@ -129,6 +129,12 @@ SHOTS: tuple[Shot, ...] = (
         size=(80, 24),
     ),
     Shot(
+        "bulk_stopped_80x24",
+        "A paced bulk retry stopped with s between two batches: what ran, and the rest left as it was",
+        press=("3", "X", "shift+tab", "shift+tab", "shift+tab", "shift+tab", "space", "y", "s"),
+        size=(80, 24),
+    ),
+    Shot(
         "queue_chart_80x24",
         "A queue's hour in an 80x24 terminal: completed, dead and wait p95 per minute (g on the Overview)",
         press=("down", "g"),

@@ -70,3 +70,9 @@ def test_modal_bulk_progress_80x24(snap_compare, app: JobsConsole) -> None:
     # Paced at 10 a second: the first batch has landed and the pace holds the rest on the stopped clock.
     pace = ["shift+tab"] * 4 + ["space"]  # from Leave it: Confirm, the note, with children, pace
     assert snap_compare(app, terminal_size=SMALL, run_before=modal("3", "X", *pace, "y"))
+
+
+def test_modal_bulk_stopped_80x24(snap_compare, app: JobsConsole) -> None:
+    # s between two paced batches: the result is titled stopped and says what was left as it was.
+    pace = ["shift+tab"] * 4 + ["space"]
+    assert snap_compare(app, terminal_size=SMALL, run_before=modal("3", "X", *pace, "y", "s"))
