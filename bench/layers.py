@@ -56,9 +56,9 @@ def _values(i: int) -> dict[str, Any]:
         "key": f"k{i}",
         "input": orjson.dumps({"i": i}).decode(),
         "max_attempts": 3,
-        "run_at": now,
+        "run_at": None,  # due now: the driver sends null, the statement takes now
         "priority": 0,
-        "created_at": now,
+        "created_at": None,
         "now": now,
     }
 

@@ -81,9 +81,9 @@ class PostgresJobs(PostgresBase):
                 "key": j.idempotency_key,
                 "input": j.input_text or dumps(j.input, job=j.name),
                 "max_attempts": j.max_attempts,
-                "run_at": j.run_at or now,
+                "run_at": j.run_at,
                 "priority": j.priority,
-                "created_at": j.created_at or now,
+                "created_at": j.created_at,
                 "now": now,
             }
             if await self._raw(Q.job_enqueue_one, values) is None:
