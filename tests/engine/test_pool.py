@@ -211,3 +211,69 @@ async def test_a_listen_connection_is_set_up_as_the_pools_are(pg_dsn: str) -> No
         assert row == {"zone": "UTC"}
     finally:
         await driver.close()
+
+
+async def test_a_caller_cancelled_while_its_loops_pool_opens_leaves_no_pool_or_pool_task_behind(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A job aborted while the server had no connection slot to give: its statement was waiting
+    # for the loop's first pool to open. A pool left to the collector is destroyed with its tasks
+    # pending ("Task was destroyed but it is pending!" in a worker's log) and its connections open.
+    cls = pool_module.AsyncConnectionPool
+    real_open, real_close = cls.open, cls.close
+    opening, closed = asyncio.Event(), asyncio.Event()
+    pools: list[Any] = []
+
+    async def stuck_open(self: Any, wait: bool = False, timeout: float = 30.0) -> None:
+        pools.append(self)
+        await real_open(self, wait=False)  # its tasks start, as a real open's do
+        opening.set()
+        await asyncio.Event().wait()  # no slot: the open waits on
+
+    async def close(self: Any, timeout: float = 5.0) -> None:
+        await real_close(self, timeout)
+        closed.set()
+
+    monkeypatch.setattr(cls, "open", stuck_open)
+    monkeypatch.setattr(cls, "close", close)
+    driver = PostgresDriver(pg_dsn)
+    try:
+        call = asyncio.create_task(driver.queue_notify(queues=["pool"]))
+        await opening.wait()
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        await asyncio.wait_for(closed.wait(), timeout=10)
+        [pool] = pools
+        assert pool.closed
+        left = [t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("jobs-") and not t.done()]
+        assert left == []
+    finally:
+        await driver.close()
+
+
+async def test_a_driver_closed_right_after_its_connections_were_replaced_leaves_no_pool_task_behind(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pool the server's goodbye retired closes in the background; a close of the driver
+    # right then (a worker's drain) waits for it rather than cutting it short.
+    cls = pool_module.AsyncConnectionPool
+    real_close = cls.close
+
+    async def slow_close(self: Any, timeout: float = 5.0) -> None:
+        await asyncio.sleep(0.2)  # its workers still busy: a close takes a while
+        await real_close(self, timeout)
+
+    monkeypatch.setattr(cls, "close", slow_close)
+    driver = PostgresDriver(pg_dsn)
+    await driver.open()
+    await _held(driver)
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute(
+            "select pg_terminate_backend(pid, 5000) from pg_stat_activity"
+            " where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'"
+        )
+    await driver.open()  # finds its connections gone: the old pool is closing, a new one serves
+    await driver.close()
+    left = [t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("jobs-") and not t.done()]
+    assert left == []

@@ -98,6 +98,7 @@ class PostgresDriver(
         await self._outbox_listeners_close()
         for loop, closable in self.pools.forget_all():
             await close_on(loop, closable)
+        await self.pools.closed_behind()
 
 
 __all__ = ["PostgresDriver"]

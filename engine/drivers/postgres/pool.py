@@ -183,6 +183,10 @@ class LoopPools:
         self._leads: dict[asyncio.AbstractEventLoop, _Lead] = {}
         self._lock = threading.Lock()
         self._revivals: set[asyncio.Task[None]] = set()
+        # Pools and connections being closed in the background, held until they are: a pool no
+        # one holds is collected with its tasks pending ("Task was destroyed but it is
+        # pending!") and its connections open. Nothing cancels these.
+        self._closing: set[asyncio.Task[None]] = set()
         # Each loop's end watch (_watch_end), and what its end closes: the driver sets the latter
         # to everything it holds for a loop.
         self._watches: dict[asyncio.AbstractEventLoop, AsyncGenerator[None, None]] = {}
@@ -192,8 +196,8 @@ class LoopPools:
     def forsake(self) -> list[Any]:
         """In a forked child (engine/forks.py): the parent's pools and lead connections,
         forgotten; the child's first statement opens its own."""
-        held: list[Any] = [self._pools, self._leads, self._revivals, self._watches]
-        self._pools, self._leads, self._revivals, self._watches = {}, {}, set(), {}
+        held: list[Any] = [self._pools, self._leads, self._revivals, self._closing, self._watches]
+        self._pools, self._leads, self._revivals, self._closing, self._watches = {}, {}, set(), set(), {}
         self._lock = threading.Lock()  # another thread of the parent may have held it at the fork
         return held
 
@@ -254,18 +258,21 @@ class LoopPools:
         )
         try:
             await pool.open(wait=True, timeout=10.0)
-        except Exception as exc:  # psycopg_pool.PoolTimeout wraps the connect error
-            await pool.close()
-            await probe.close()
-            raise unreachable(self.dsn, exc) from None
+        except BaseException as exc:
+            # Failed, or its caller cancelled meanwhile (a job aborted while the server had no
+            # connection slot to give): the pool and the probe are closed, not left behind.
+            closing = self._close_later(pool, probe)
+            if not isinstance(exc, Exception):
+                raise
+            await asyncio.shield(closing)
+            raise unreachable(self.dsn, exc) from None  # psycopg_pool.PoolTimeout wraps the connect error
         with self._lock:
             if loop in self._pools:  # another caller of this loop opened them meanwhile
                 lead, mine = self._leads[loop], self._pools[loop]
             else:
                 lead, mine = self._leads[loop], self._pools[loop] = _Lead(probe), pool
         if mine is not pool:
-            await pool.close()
-            await probe.close()
+            await asyncio.shield(self._close_later(pool, probe))
         elif loop not in self._watches:
             await self._watch_end(loop)
         return lead, mine
@@ -325,20 +332,25 @@ class LoopPools:
         with self._lock:
             pool = self._pools.pop(loop, None)
             lead = self._leads.pop(loop, None)
-        if pool is None and lead is None:
-            return
+        idle_lead = lead.conn if lead is not None and lead.conn is not None and not lead.busy else None
+        self._close_later(*(c for c in (idle_lead, pool) if c is not None), timeout=1.0)
+
+    def _close_later(self, *closables: Any, timeout: float = 5.0) -> asyncio.Task[None]:
+        """Close ``closables`` (pools, each waiting ``timeout`` for its tasks, and connections) in
+        a task of the running loop that this object holds until it ends."""
 
         async def close() -> None:
-            if lead is not None and lead.conn is not None and not lead.busy:
+            for closable in closables:
                 with contextlib.suppress(Exception):
-                    await lead.conn.close()
-            if pool is not None:
-                with contextlib.suppress(Exception):
-                    await pool.close(timeout=1.0)
+                    if isinstance(closable, AsyncConnectionPool):
+                        await closable.close(timeout=timeout)
+                    else:
+                        await closable.close()
 
-        task = loop.create_task(close())
-        self._revivals.add(task)
-        task.add_done_callback(self._revivals.discard)
+        task = asyncio.get_running_loop().create_task(close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+        return task
 
     async def close_current(self) -> None:
         loop = asyncio.get_running_loop()
@@ -349,6 +361,14 @@ class LoopPools:
             await lead.conn.close()
         if pool is not None:
             await pool.close()
+        await self.closed_behind()
+
+    async def closed_behind(self, timeout: float = 5.0) -> None:
+        """Wait (at most ``timeout``) for what this loop is closing in the background."""
+        loop = asyncio.get_running_loop()
+        closing = [t for t in self._closing if t.get_loop() is loop]
+        if closing:
+            await asyncio.wait(closing, timeout=timeout)
 
     def forget_all(self) -> list[tuple[asyncio.AbstractEventLoop, Any]]:
         """Every loop's pool and lead connection, forgotten, each with its loop: the caller
