@@ -213,6 +213,11 @@ async def test_a_listen_connection_is_set_up_as_the_pools_are(pg_dsn: str) -> No
         await driver.close()
 
 
+def _pool_tasks_left() -> list[str]:
+    """The engine's pools' tasks (psycopg_pool names them after the pool, "jobs") still pending."""
+    return [t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("jobs-") and not t.done()]
+
+
 async def test_a_caller_cancelled_while_its_loops_pool_opens_leaves_no_pool_or_pool_task_behind(
     pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -246,8 +251,7 @@ async def test_a_caller_cancelled_while_its_loops_pool_opens_leaves_no_pool_or_p
         await asyncio.wait_for(closed.wait(), timeout=10)
         [pool] = pools
         assert pool.closed
-        left = [t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("jobs-") and not t.done()]
-        assert left == []
+        assert _pool_tasks_left() == []
     finally:
         await driver.close()
 
@@ -275,5 +279,4 @@ async def test_a_driver_closed_right_after_its_connections_were_replaced_leaves_
         )
     await driver.open()  # finds its connections gone: the old pool is closing, a new one serves
     await driver.close()
-    left = [t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("jobs-") and not t.done()]
-    assert left == []
+    assert _pool_tasks_left() == []
