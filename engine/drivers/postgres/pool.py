@@ -332,6 +332,8 @@ class LoopPools:
         with self._lock:
             pool = self._pools.pop(loop, None)
             lead = self._leads.pop(loop, None)
+        if pool is None and lead is None:
+            return
         idle_lead = lead.conn if lead is not None and lead.conn is not None and not lead.busy else None
         self._close_later(*(c for c in (idle_lead, pool) if c is not None), timeout=1.0)
 
