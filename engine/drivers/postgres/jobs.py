@@ -99,9 +99,10 @@ class PostgresJobs(PostgresBase):
         return await _answered(self, batch, await self._rows(Q.job_enqueue, params), now, None)
 
     async def job_enqueue_chunks(self, *, chunks: Iterable[Sequence[NewJob]], now: datetime) -> list[EnqueueResult]:
-        # One transaction, a statement a chunk, in pipeline mode (_pipelined). Fresh first as
-        # job_enqueue: a replayed key rolls the transaction back, and the batch goes again through
-        # job_enqueue, the chunks already built then the rest.
+        # One transaction, a statement a chunk, each out as soon as it is built: through libpq's
+        # pipeline (_raw_each) fresh first, as job_enqueue; a replayed key rolls the transaction
+        # back, and the batch goes again with ON CONFLICT through psycopg's (_pipelined, whose
+        # answers it reads), the chunks already built then the rest.
         built: list[_Collapsed] = []
         rest = iter(chunks)
 

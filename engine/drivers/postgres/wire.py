@@ -34,7 +34,7 @@ import asyncio
 import select
 import threading
 import weakref
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from typing import Any
 
 import psycopg
@@ -295,7 +295,7 @@ def _check(conn: Conn, results: list[pq.abc.PGresult]) -> pq.abc.PGresult:
     return results[-1]
 
 
-async def run_each(conn: Conn, name: str, text: str, each: Any, *, prepare: bool) -> None:
+async def run_each(conn: Conn, name: str, text: str, each: Iterable[tuple[Any, ...]], *, prepare: bool) -> None:
     """``text`` run once for each parameter tuple ``each`` yields, in one transaction and one
     pipeline: each statement goes out as soon as its parameters are built, so the server runs it
     while the next is built. A refusal rolls them all back and is raised; so does an exception
