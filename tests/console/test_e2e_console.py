@@ -21,6 +21,7 @@ from console.demo import jobs as demo_jobs
 from console.screens.confirm import ConfirmScreen
 from engine import Enqueue, connect
 from engine.types import JobState
+from tests.console.conftest import settle
 
 
 @pytest.fixture(autouse=True)
@@ -28,13 +29,6 @@ def no_pretend_work() -> Iterator[None]:
     before, demo_jobs.PACE.scale = demo_jobs.PACE.scale, 0.0
     yield
     demo_jobs.PACE.scale = before
-
-
-async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
-    for _ in range(4):
-        await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 async def on_top(pilot, kind: type):  # type: ignore[no-untyped-def]
