@@ -16,6 +16,10 @@ class Plan:
     rates: tuple[int, ...]
     steps_jobs: int  # 5-step jobs drained
     console_jobs: int  # rows for the console's projection timings
+    # `--quick`: the smaller sizes above, and each suite's quick form (one enqueue run, one drain
+    # setting, the projections' reduced seeds). A field, not QUICK's identity: --runs and
+    # --drain-jobs replace the plan, and the copy is as quick as the plan it came from.
+    quick: bool = False
 
 
 FULL = Plan(
@@ -39,4 +43,5 @@ QUICK = Plan(
     rates=(100, 1000),
     steps_jobs=50,
     console_jobs=10_000,
+    quick=True,
 )

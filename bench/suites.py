@@ -16,7 +16,7 @@ from bench.cluster import BenchCluster
 from bench.drain import timed_drain
 from bench.latency import steady
 from bench.limit import pgbench
-from bench.plan import QUICK, Plan
+from bench.plan import Plan
 from bench.stats import Figure, Results
 
 Suite = Callable[[BenchCluster, Plan, Results], None]
@@ -35,7 +35,7 @@ def arun(coro: Coroutine[Any, Any, Any]) -> Any:
 def enqueue(c: BenchCluster, plan: Plan, res: Results) -> None:
     # Each figure takes seconds, and the shared machine's stalls come in bursts of about as long:
     # the two systems run back to back per figure, in alternating order, 5 runs at least.
-    runs = plan.runs if plan is QUICK else max(plan.runs, ENQUEUE_RUNS)
+    runs = plan.runs if plan.quick else max(plan.runs, ENQUEUE_RUNS)
     for run in range(runs):
         systems = (("ours", ours), ("peer", peer)) if run % 2 == 0 else (("peer", peer), ("ours", ours))
         for system, mod in systems:
@@ -131,7 +131,7 @@ def _drain_ours_sweep(c: BenchCluster, plan: Plan, res: Results, procs: int) -> 
     if not ours.worker_available():
         return
     for label, settings in ours.DRAIN_SETTINGS.items():
-        if plan is QUICK and label != "cli c200":
+        if plan.quick and label != "cli c200":
             continue
         try:
             res.add(f"drain.p{procs}@{label}", "ours", _drain_ours(c, plan, procs, settings), note=label)
@@ -199,7 +199,7 @@ def console(c: BenchCluster, plan: Plan, res: Results) -> None:
         "dsn": c.fresh(),
         "jobs": plan.console_jobs,
         "runs": plan.runs,
-        "quick": plan is QUICK,
+        "quick": plan.quick,
         "cluster": c,
         "admin": c.admin,
     }

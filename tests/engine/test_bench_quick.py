@@ -44,6 +44,12 @@ def test_quick_bench_produces_every_figure(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())
     assert not doc["errors"], doc["errors"]  # a suite that raised: the bench goes on, its figures missing
     assert doc["meta"]["plan"]["drain"] == 1200  # --drain-jobs: every drain run empties that many
+    # ... and the run stays quick: one enqueue run, one drain setting (the projections' reduced
+    # seeds go with them; a full-size outbox seed took this test from ~20 to ~80 s).
+    assert doc["meta"]["plan"]["quick"] is True
+    runs = {(f["key"], f["system"]): f for f in doc["figures"]}
+    assert runs[("enqueue.single", "ours")]["runs"] == 1
+    assert "also" not in runs[("drain.p1", "ours")]["note"], runs[("drain.p1", "ours")]["note"]
     got = {(f["key"], f["system"]) for f in doc["figures"]}
     want = expected_figures(worker=ours.worker_available(), steps=ours.steps_available())
     if importlib.util.find_spec("bench.projections") is not None:  # the introspection bench's figures
