@@ -30,7 +30,7 @@ from engine.clock import Clock, SystemClock
 from engine.drivers.base import Driver
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.jobs import Registry, as_registry
-from engine.runtime import aio, logs
+from engine.runtime import aio, collector, logs
 from engine.runtime.burst import Burst
 from engine.runtime.execute import Execution, Runner
 from engine.runtime.floors import ClaimFloors
@@ -103,10 +103,7 @@ class Worker:
         self._gauges = GaugeReader(driver, self.clock, self.metrics, worker=self.id, interval=cfg.gauges_interval)
         self.health = Health(self.clock, heartbeat_interval=cfg.heartbeat_interval)  # what /livez, /readyz say
         self._tasks: list[asyncio.Task[Any]] = []
-        self._stopping = False
-        self._closing = False
-        self._started = False
-        self._drained = False
+        self._stopping = self._closing = self._started = self._drained = False
         self._drain_task: asyncio.Task[None] | None = None  # an operator's drain request, or a burst's end
         self._burst: Burst | None = None  # burst=True: stops once nothing is left (engine/runtime/burst.py)
         self.released: list[str] = []
@@ -184,6 +181,8 @@ class Worker:
             spawn(self.presence.run(), name="jobs-presence"),
             spawn(self.health.tick(), name="jobs-health"),
         ] + [spawn(_run(svc), name="jobs-service") for svc in self._services]
+        if cfg.tune_gc:
+            collector.hold(cfg.concurrency)
         logs.emit(logs.WORKER_STARTED, worker=self.id, queues=list(self.queues), concurrency=cfg.concurrency)
 
     async def __aenter__(self) -> Worker:
@@ -261,6 +260,8 @@ class Worker:
         await aio.within(lambda: self.driver.worker_deregister(id=self.id), max(close_by, loop.time() + STOP_WAIT))
         await aio.within(self.presence.release, max(close_by, loop.time() + STOP_WAIT))
         self._executor.shutdown(wait=False, cancel_futures=True)
+        if cfg.tune_gc:
+            collector.release(cfg.concurrency)
         self._stopped.set()
         self.health.stopped = True
         logs.emit(logs.WORKER_STOPPED, worker=self.id, released=len(self.released))
@@ -378,8 +379,7 @@ class Worker:
             self.on_execution(Execution(r.id, r.name, r.queue, r.attempt, outcome, duration=p.duration))
 
     async def _idle(self, due: datetime | None) -> None:
-        """Sleep until NOTIFY, the next due row (the short claim said when), or the poll interval,
-        whichever comes first."""
+        """Sleep until NOTIFY, the next due row (the short claim said when) or the poll interval."""
         if self._woken.is_set() or self._stopping:
             return
         wait = self.config.poll_interval

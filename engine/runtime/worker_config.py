@@ -38,6 +38,9 @@ class WorkerConfig(Options):
     gauges_interval: float = 10.0
     burst: bool = False  # stop once nothing is due in these queues and every claimed job has settled
     traceback_limit: int = 8192  # most characters of a failed attempt's traceback stored (its tail); 0: none
+    # while it runs, the cycle collector's youngest generation is sized for its slots
+    # (engine/runtime/collector.py); False: the process's collector is left as it is
+    tune_gc: bool = True
     id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -66,10 +69,13 @@ class WorkerConfig(Options):
         if st is not None and not finite_positive(st):
             raise _bad("start_timeout", st, "jobs worker MODULE --start-timeout 60")
         check_traceback_limit(self.traceback_limit)
-        if not isinstance(self.burst, bool):
-            raise JobsError(
-                X_INVALID_ARGUMENT, cause=f"worker option burst={self.burst!r} must be True or False", fix="burst=True"
-            )
+        for name in ("burst", "tune_gc"):
+            if not isinstance(getattr(self, name), bool):
+                raise JobsError(
+                    X_INVALID_ARGUMENT,
+                    cause=f"worker option {name}={getattr(self, name)!r} must be True or False",
+                    fix=f"{name}=True",
+                )
         if self.renew_interval is not None and not (0 < self.renew_interval < self.lease_seconds):
             raise JobsError(
                 X_INVALID_ARGUMENT,
