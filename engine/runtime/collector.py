@@ -5,7 +5,7 @@ freed, pass a threshold (700 by default). A job in flight keeps a few dozen of t
 task and coroutines, row, claim, lease, context, input), so a worker with 200 slots fills that
 generation with live objects several times a batch: each collection walks them, frees nothing and
 moves them on to the older generations, whose collections then walk them again with everything
-the process imported. In a 20,000-job drain that was a sixth of the worker's CPU.
+the process imported: a sixth of a draining worker's CPU (docs/internals.md, "The worker").
 
 While a worker runs, the youngest generation's threshold is at least ``OBJECTS_PER_SLOT`` times
 its slots (the largest of the running workers'); once none runs, the threshold the process had

