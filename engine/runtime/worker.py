@@ -133,6 +133,8 @@ class Worker:
         cfg = self.config
         await when_reachable(self._register, worker=self.id, start_timeout=cfg.start_timeout)
         self._started = self.health.started = True
+        if cfg.tune_gc:  # given back by drain(), which runs whenever _started is set
+            collector.hold(cfg.concurrency)
         self.health.beat()  # the registration landed
         self._woken = asyncio.Event()
         self._slot_freed = asyncio.Event()
@@ -181,8 +183,6 @@ class Worker:
             spawn(self.presence.run(), name="jobs-presence"),
             spawn(self.health.tick(), name="jobs-health"),
         ] + [spawn(_run(svc), name="jobs-service") for svc in self._services]
-        if cfg.tune_gc:
-            collector.hold(cfg.concurrency)
         logs.emit(logs.WORKER_STARTED, worker=self.id, queues=list(self.queues), concurrency=cfg.concurrency)
 
     async def __aenter__(self) -> Worker:
