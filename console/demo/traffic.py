@@ -152,8 +152,9 @@ class Traffic:
         t, specs = self._ticks, []
         umbrella = [(t * 2 + i) % 6 for i in range(2)]
         specs += [Enqueue(sync_crm_contact, {"contact": 9000 + c, "crm": "ok"}, tenant="umbrella") for c in umbrella]
-        # Ten-second reports every beat over six keys, through two slots: two run, the rest park.
-        specs.append(self.report(seconds=10.0, name=f"weekly-{t % 6 + 1}"))
+        # Ten-second reports every beat over twelve keys, through two slots: two run, the rest park
+        # (enough of them that a month close filling the reports worker for a while leaves some parked).
+        specs.append(self.report(seconds=10.0, name=f"weekly-{t % 12 + 1}"))
         if t % 10 == 0:
             specs.append(self.workspace(settle=120.0, approve_after=None))  # sleeping for two minutes
         if t % 10 == 5:

@@ -51,7 +51,7 @@ def test_idempotency_keys_collide_only_where_the_cadence_cycles_them() -> None:
 
     keys = [(s.job.name, s.tenant or "", s.job.key_for(s.input)) for s in specs if not cycled(s)]
     assert len(keys) == len(set(keys))
-    assert len({s.job.key_for(s.input) for s in specs if cycled(s)}) == 6 + 6
+    assert len({s.job.key_for(s.input) for s in specs if cycled(s)}) == 6 + 12
 
 
 def test_the_cadence_keeps_every_explained_state_arriving() -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -26,6 +25,7 @@ from console.demo.traffic import Traffic
 from engine import FakeClock, connect
 from engine.introspect import Introspector
 from engine.projections import JobFilter
+from engine.runtime.worker import Worker
 from engine.types import JobState
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -42,45 +42,33 @@ def pace_on_the_fake_clock() -> Iterator[None]:
     demo_jobs.PACE.scale, demo_jobs.PACE.clock = before
 
 
-class _Threads(ThreadPoolExecutor):
+class _Inline(ThreadPoolExecutor):
     """The loop's default executor, where the demo's sync step bodies run (asyncio.to_thread):
-    it knows which of them are still running."""
-
-    def __init__(self) -> None:
-        super().__init__(max_workers=8, thread_name_prefix="demo-step")
-        self._running: set[Future[Any]] = set()
-        self._lock = threading.Lock()
+    here each runs at once on the loop's thread (they are pure functions of their input), so no
+    thread's real time decides in which step of the clock its result lands."""
 
     def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
-        fut = super().submit(fn, *args, **kwargs)
-        with self._lock:
-            self._running.add(fut)
-        fut.add_done_callback(self._finished)
+        fut: Future[Any] = Future()
+        try:
+            fut.set_result(fn(*args, **kwargs))
+        except BaseException as exc:
+            fut.set_exception(exc)
         return fut
 
-    def _finished(self, fut: Future[Any]) -> None:  # on the thread that ran it
-        with self._lock:
-            self._running.discard(fut)
 
-    def running(self) -> list[Future[Any]]:
-        with self._lock:
-            return list(self._running)
-
-
-async def _run(clock: FakeClock, seconds: float, threads: _Threads) -> None:
+async def _run(clock: FakeClock, seconds: float, workers: list[Worker]) -> None:
     """Move the clock in small steps, letting the workers run everything each step made due:
-    the memory driver does no I/O, so a few hundred turns of the loop settle it, once every step
-    body on a thread has returned (a thread is real time: on a busy machine it may not have
-    within those turns, and the clock would move on without its result)."""
+    the memory driver does no I/O, so a few hundred turns of the loop settle it. The completions
+    each step made are acked before the next (the ack buffer's batching window is real time, and
+    a completion's ack landing in one step or the next decides whether the next enqueue of its
+    key dedupes against it)."""
     for _ in range(round(seconds / STEP)):
         clock.advance(STEP)
-        while True:
+        for _ in range(2):  # once more after the acks: what they freed or woke runs in this step
             for _ in range(200):
                 await asyncio.sleep(0)
-            busy = threads.running()
-            if not busy:
-                break
-            await asyncio.wait([asyncio.wrap_future(f) for f in busy])
+            for w in workers:
+                await w.acks.settle()
 
 
 async def _present(eng, intro: Introspector) -> set[str]:  # type: ignore[no-untyped-def]
@@ -97,8 +85,7 @@ async def _present(eng, intro: Introspector) -> set[str]:  # type: ignore[no-unt
 async def test_every_explained_state_is_present_at_every_beat_of_the_demo() -> None:
     clock = FakeClock(START)
     eng = connect("memory://", clock=clock)
-    threads = _Threads()
-    asyncio.get_running_loop().set_default_executor(threads)
+    asyncio.get_running_loop().set_default_executor(_Inline(max_workers=1))
     demo_jobs.PACE.scale, demo_jobs.PACE.clock = 1.0, clock
     failures: list[float] = []
     demo = Demo(force_memory=True, world=False, on_execution=lambda ex: _failed(ex, clock, failures))
@@ -106,15 +93,16 @@ async def test_every_explained_state_is_present_at_every_beat_of_the_demo() -> N
     wanted = {"parked:rate", "parked:concurrency", "suspended:sleep", "suspended:event"}
     missing: list[tuple[float, set[str]]] = []
     intro = Introspector(eng)
+    fleet = demo._workers(eng)
     workers = contextlib.AsyncExitStack()
-    for worker in demo._workers(eng):
+    for worker in fleet:
         await workers.enter_async_context(worker)
     try:
         await eng.aenqueue_many(traffic.first_burst(clock.now()))
         elapsed = 0.0
         while elapsed < WARMUP + SPAN:
             await demo.beat(eng, traffic)
-            await _run(clock, TICK, threads)
+            await _run(clock, TICK, fleet)
             elapsed += TICK
             if elapsed >= WARMUP:
                 present = await _present(eng, intro)
@@ -123,9 +111,8 @@ async def test_every_explained_state_is_present_at_every_beat_of_the_demo() -> N
     finally:
         closing = asyncio.create_task(workers.aclose())  # the drain waits out its grace on the clock
         while not closing.done():
-            await _run(clock, 1.0, threads)
+            await _run(clock, 1.0, fleet)
         await closing
-        threads.shutdown(wait=True)
     assert not missing, f"states missing at (seconds, states): {missing[:10]}"
     windows = [(t, t + WINDOW) for t in range(int(WARMUP), int(WARMUP + SPAN - WINDOW), int(WINDOW))]
     quiet = [w for w in windows if not any(w[0] <= f < w[1] for f in failures)]
