@@ -7,6 +7,7 @@ import math
 import os
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -24,6 +25,15 @@ class Clock(Protocol):
 
     async def sleep(self, seconds: float) -> None: ...
 
+    def call_later(self, seconds: float, fn: Callable[[], object]) -> Timer:
+        """Call ``fn`` on the running loop once ``seconds`` have passed, unless cancelled first:
+        a deadline without a task of its own."""
+        ...
+
+
+class Timer(Protocol):
+    def cancel(self) -> object: ...
+
 
 class SystemClock:
     skew = 0.0  # seconds this process's wall clock is moved by (SkewedClock); 0 on every real clock
@@ -36,6 +46,9 @@ class SystemClock:
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))
+
+    def call_later(self, seconds: float, fn: Callable[[], object]) -> Timer:
+        return asyncio.get_running_loop().call_later(max(0.0, seconds), fn)
 
 
 class SkewedClock(SystemClock):
@@ -125,6 +138,15 @@ class FakeClock:
             return len(self._sleepers)
 
     async def sleep(self, seconds: float) -> None:
+        await self._sleeper(seconds)
+
+    def call_later(self, seconds: float, fn: Callable[[], object]) -> Timer:
+        """A sleeper whose waking calls ``fn``; cancelling it (the future) calls nothing."""
+        fut = self._sleeper(seconds)
+        fut.add_done_callback(lambda f: None if f.cancelled() else fn())
+        return fut
+
+    def _sleeper(self, seconds: float) -> asyncio.Future[None]:
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[None] = loop.create_future()
         with self._lock:
@@ -132,7 +154,7 @@ class FakeClock:
                 fut.set_result(None)
             else:
                 self._sleepers.append((self._mono + seconds, fut, loop))
-        await fut
+        return fut
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:

@@ -212,7 +212,7 @@ class Runner:
                 task.cancel()  # the handler stops at its next await; a sync body is left behind
 
         lease.abort = abort  # what the drain, a cancel and a lost lease call
-        deadline = asyncio.ensure_future(self._deadline(d.timeout, abort)) if d.timeout is not None else None
+        deadline = self.clock.call_later(d.timeout, lambda: abort("timeout")) if d.timeout is not None else None
         t0 = self.clock.monotonic()
         outcome_exc: BaseException | None = None
         result: Any = None
@@ -260,10 +260,6 @@ class Runner:
                 return await self._failed(cj, lease, d.retry, exc, duration)
         self.acks.add(Pending(Ack(lease.claim, result, text), lease, row, duration))
         return None
-
-    async def _deadline(self, seconds: float, abort: Callable[[str], None]) -> None:
-        await self.clock.sleep(seconds)
-        abort("timeout")
 
     async def _aborted(self, cj: ClaimedJob, d: JobDefinition, lease: Lease, reason: str, duration: float) -> Execution:
         row = cj.row

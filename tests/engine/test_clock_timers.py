@@ -1,0 +1,35 @@
+"""Clock.call_later: a run's deadline without a task of its own. It calls once its time has
+passed, on the system clock and the fake one alike, and never once cancelled."""
+
+from __future__ import annotations
+
+import asyncio
+
+from engine.clock import FakeClock, SystemClock
+
+
+async def test_the_system_clock_calls_a_timer_once_its_time_has_passed_and_never_a_cancelled_one() -> None:
+    fired: list[str] = []
+    last = asyncio.Event()
+    dropped = SystemClock().call_later(0.01, lambda: fired.append("dropped"))
+    SystemClock().call_later(0.0, lambda: fired.append("first"))
+    SystemClock().call_later(0.02, lambda: (fired.append("last"), last.set()))
+    dropped.cancel()
+    await asyncio.wait_for(last.wait(), 5)
+    assert fired == ["first", "last"]
+
+
+async def test_the_fake_clock_calls_a_timer_when_advanced_past_it_and_never_a_cancelled_one() -> None:
+    clock = FakeClock()
+    fired: list[str] = []
+    landed = asyncio.Event()
+    clock.call_later(10, lambda: (fired.append("due"), landed.set()))
+    dropped = clock.call_later(5, lambda: fired.append("dropped"))
+    dropped.cancel()
+    clock.advance(9.9)
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert fired == []  # not due yet, and the cancelled one is not called when its time passes
+    clock.advance(0.1)
+    await asyncio.wait_for(landed.wait(), 5)
+    assert fired == ["due"]
