@@ -15,10 +15,11 @@ from engine.errors import X_ABORTED, JobsError
 class RunSignal:
     # The event is made only when someone waits: one per job was ~5% of a draining worker's CPU,
     # and most runs end without anyone waiting on their signal.
-    __slots__ = ("_event", "reason")
+    __slots__ = ("_event", "_futures", "reason")
 
     def __init__(self) -> None:
         self._event: asyncio.Event | None = None
+        self._futures: list[asyncio.Future[str]] | None = None  # resolved with the reason at abort
         self.reason: str | None = None  # "cancelled" | "timeout" | "lease-lost" | "drain"
 
     @property
@@ -30,6 +31,22 @@ class RunSignal:
             self.reason = reason
             if self._event is not None:
                 self._event.set()
+            for fut in self._futures or ():
+                resolve_once(fut, reason)
+
+    def resolve(self, fut: asyncio.Future[str]) -> None:
+        """Set ``fut``'s result to the reason when the run is aborted (at once if it is), until
+        ``forget(fut)``: a step's race against the signal without a task waiting on it."""
+        if self.reason is not None:
+            resolve_once(fut, self.reason)
+        elif self._futures is None:
+            self._futures = [fut]
+        else:
+            self._futures.append(fut)
+
+    def forget(self, fut: asyncio.Future[str]) -> None:
+        if self._futures is not None and fut in self._futures:
+            self._futures.remove(fut)
 
     async def wait(self) -> str:
         if self.reason is None:
@@ -45,3 +62,9 @@ class RunSignal:
                 cause=f"refused a {what} after the run was stopped ({self.reason})",
                 fix="check ctx.signal.aborted in long handlers and return early",
             )
+
+
+def resolve_once(fut: asyncio.Future[str], value: str) -> None:
+    """The first of the racers to call this sets ``fut``'s result; the others do nothing."""
+    if not fut.done():
+        fut.set_result(value)

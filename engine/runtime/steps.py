@@ -28,7 +28,7 @@ from engine.errors import (
 )
 from engine.retry import error_text, register_error_retry
 from engine.runtime import fanin, fanout
-from engine.runtime.signal import RunSignal
+from engine.runtime.signal import RunSignal, resolve_once
 from engine.runtime.step_checks import (
     check_event_name,
     check_match,
@@ -220,29 +220,31 @@ class StepApi:
         return value
 
     async def _call(self, name: str, fn: Callable[[], Any]) -> Any:
-        """``fn`` raced against the run's signal and the step's ceiling; the loser is cancelled."""
+        """``fn`` raced against the run's signal and the step's ceiling, which resolve one future
+        (no task of their own); the loser is cancelled."""
+        stop: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         # The timer is scheduled first so that its deadline is armed before the step starts.
-        timer = asyncio.ensure_future(self.clock.sleep(self.step_timeout)) if self.step_timeout else None
-        aborted = asyncio.ensure_future(self.signal.wait())
+        ceiling, late = self.step_timeout, lambda: resolve_once(stop, "step-timeout")
+        timer = self.clock.call_later(ceiling, late) if ceiling else None
+        self.signal.resolve(stop)
         sig = StepSignal()  # the step's own: a sync step in its thread sees it (step_signal.py)
         task = asyncio.ensure_future(invoke_step(fn, sig, self.row, name))
         try:
-            done, _ = await asyncio.wait(
-                [t for t in (task, aborted, timer) if t is not None], return_when=asyncio.FIRST_COMPLETED
-            )
+            await asyncio.wait((task, stop), return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             task.cancel()
             raise
         finally:
-            aborted.cancel()
+            self.signal.forget(stop)
             if timer is not None:
                 timer.cancel()
-        if task in done:
+        if task.done():
             return task.result()
-        sig.abort(self.signal.reason or "aborted" if aborted in done else "step-timeout")
+        aborted = self.signal.aborted
+        sig.abort(self.signal.reason or "aborted" if aborted else "step-timeout")
         task.cancel()
         task.add_done_callback(_retrieve)  # a sync step's thread cannot be stopped: it is abandoned
-        if aborted in done:
+        if aborted:
             self.signal.raise_if_aborted(f"step {name!r}")
         raise JobsError(
             X_STEP_TIMEOUT,

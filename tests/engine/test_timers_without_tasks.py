@@ -1,11 +1,13 @@
-"""Clock.call_later: a run's deadline without a task of its own. It calls once its time has
-passed, on the system clock and the fake one alike, and never once cancelled."""
+"""A run's deadlines and its signal without a task of their own: Clock.call_later calls once its
+time has passed, on the system clock and the fake one alike, and never once cancelled; a
+RunSignal resolves the futures a step races it with (engine/runtime/steps.py `_call`)."""
 
 from __future__ import annotations
 
 import asyncio
 
 from engine.clock import FakeClock, SystemClock
+from engine.runtime.signal import RunSignal
 
 
 async def test_the_system_clock_calls_a_timer_once_its_time_has_passed_and_never_a_cancelled_one() -> None:
@@ -33,3 +35,16 @@ async def test_the_fake_clock_calls_a_timer_when_advanced_past_it_and_never_a_ca
     clock.advance(0.1)
     await asyncio.wait_for(landed.wait(), 5)
     assert fired == ["due"]
+
+
+async def test_a_run_signal_resolves_each_future_it_holds_with_its_reason_and_none_it_let_go() -> None:
+    loop = asyncio.get_running_loop()
+    signal = RunSignal()
+    held, let_go, late = loop.create_future(), loop.create_future(), loop.create_future()
+    signal.resolve(held)
+    signal.resolve(let_go)
+    signal.forget(let_go)
+    signal.abort("drain")
+    signal.abort("timeout")  # the first reason stands
+    signal.resolve(late)  # held after the abort: resolved at once
+    assert (held.result(), late.result(), let_go.done()) == ("drain", "drain", False)
