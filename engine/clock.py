@@ -35,6 +35,20 @@ class Timer(Protocol):
     def cancel(self) -> object: ...
 
 
+def worker_clock(clock: Clock | None) -> Clock:
+    """The clock a worker runs on: ``clock``, or the system's. One an application wrote itself
+    must also time a run's deadlines (``call_later``): refused here, before any job runs."""
+    if clock is None:
+        return SystemClock()
+    if not callable(getattr(clock, "call_later", None)):
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"the clock {type(clock).__name__} has no call_later(seconds, fn), which times a run's deadlines",
+            fix="subclass engine.SystemClock (engine.FakeClock in tests), or give it call_later",
+        )
+    return clock
+
+
 class SystemClock:
     skew = 0.0  # seconds this process's wall clock is moved by (SkewedClock); 0 on every real clock
 

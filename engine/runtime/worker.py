@@ -26,7 +26,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from engine.clock import Clock, SystemClock
+from engine.clock import Clock, worker_clock
 from engine.drivers.base import Driver
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.jobs import Registry, as_registry
@@ -79,7 +79,7 @@ class Worker:
                 fix="decorate a handler with @job(name=..., idempotency_key=...) in the module",
             )
         self.driver, self.registry = driver, registry
-        self.clock = clock or SystemClock()
+        self.clock = worker_clock(clock)
         self.metrics = metrics or Metrics()
         self.on_execution = on_execution
         self.tracing = tracing  # each run an OpenTelemetry span (engine/tracing.py); None: off

@@ -5,9 +5,22 @@ RunSignal resolves the futures a step races it with (engine/runtime/steps.py `_c
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
+from typing import Any
 
+import pytest
+
+from engine import connect, job
 from engine.clock import FakeClock, SystemClock
+from engine.errors import X_INVALID_ARGUMENT, JobsError
+from engine.jobs import Registry
 from engine.runtime.signal import RunSignal
+from engine.runtime.worker import Worker
+
+
+@job(name="timers.tick", queue="timers", idempotency_key=lambda inp: str(inp["n"]), timeout=5)
+async def tick(ctx: Any, inp: dict[str, Any]) -> None:
+    return None
 
 
 async def test_the_system_clock_calls_a_timer_once_its_time_has_passed_and_never_a_cancelled_one() -> None:
@@ -48,3 +61,24 @@ async def test_a_run_signal_resolves_each_future_it_holds_with_its_reason_and_no
     signal.abort("timeout")  # the first reason stands
     signal.resolve(late)  # held after the abort: resolved at once
     assert (held.result(), late.result(), let_go.done()) == ("drain", "drain", False)
+
+
+class _OwnClock:
+    """An application's own clock, written to the protocol as it was before call_later."""
+
+    def now(self) -> datetime:
+        return datetime(2026, 1, 1, tzinfo=UTC)
+
+    def monotonic(self) -> float:
+        return 0.0
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(0)
+
+
+def test_a_worker_refuses_a_clock_that_cannot_time_a_deadline_before_any_job_runs() -> None:
+    eng = connect("memory://")
+    with pytest.raises(JobsError) as err:
+        Worker(eng.driver, Registry([tick]), clock=_OwnClock())  # type: ignore[arg-type]
+    assert err.value.code == X_INVALID_ARGUMENT
+    assert "call_later" in err.value.cause and "SystemClock" in err.value.fix
