@@ -20,6 +20,7 @@ from engine.clock import Clock
 from engine.drivers.base import Driver
 from engine.runtime import logs
 from engine.runtime.metrics import Metrics
+from engine.runtime.signal import resolve_once
 from engine.types import Claim
 
 T = TypeVar("T")
@@ -192,10 +193,11 @@ async def within(clock: Clock, seconds: float, call: Coroutine[Any, Any, T]) -> 
     """Await ``call`` for at most ``seconds`` on ``clock``. Past the deadline the call is cancelled
     and NOT awaited (a statement stuck in a driver may not honour the cancellation), so the caller
     moves on whatever the database does."""
-    task = asyncio.ensure_future(call)
-    timer = asyncio.ensure_future(clock.sleep(seconds))
+    task: asyncio.Future[Any] = asyncio.ensure_future(call)
+    late: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    timer = clock.call_later(seconds, lambda: resolve_once(late, "late"))
     try:
-        await asyncio.wait({task, timer}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({task, late}, return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:
         task.cancel()
         raise

@@ -82,3 +82,12 @@ def test_a_worker_refuses_a_clock_that_cannot_time_a_deadline_before_any_job_run
         Worker(eng.driver, Registry([tick]), clock=_OwnClock())  # type: ignore[arg-type]
     assert err.value.code == X_INVALID_ARGUMENT
     assert "call_later" in err.value.cause and "SystemClock" in err.value.fix
+
+
+async def test_a_run_signals_waiters_wake_with_its_reason_and_one_after_the_abort_at_once() -> None:
+    signal = RunSignal()
+    waiting = asyncio.ensure_future(signal.wait())
+    await asyncio.sleep(0)  # the waiter is registered
+    signal.abort("cancelled")
+    assert await asyncio.wait_for(waiting, 5) == "cancelled"
+    assert await asyncio.wait_for(signal.wait(), 5) == "cancelled"
