@@ -7,7 +7,6 @@ Every error carries ``code`` (stable, greppable), ``cause`` (what happened, with
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -163,6 +162,8 @@ def unknown_option(
     (``code``): the nearest of ``options`` ("did you mean"), else all of them. ``fix`` is the call
     with ``{option}`` where the option to write goes (the nearest one, else ``default``)."""
     bad = sorted(given)[0]
+    import difflib  # only a mistake pays its import
+
     near = difflib.get_close_matches(bad, options, n=1)
     return JobsError(
         code or X_INVALID_DEFINITION,

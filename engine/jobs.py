@@ -6,7 +6,6 @@ ceiling (I11) or an unknown option is refused there, never at the first run.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import types as pytypes
 from collections.abc import Callable, Iterable
@@ -279,6 +278,8 @@ class Registry:
         try:
             return self._jobs[name]
         except KeyError:
+            import difflib  # only a mistake pays its import
+
             near = difflib.get_close_matches(name, self._jobs, n=1)
             raise JobsError(
                 X_UNKNOWN_JOB,

@@ -5,7 +5,6 @@ the applied rows and this module says what is pending, changed or unknown.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -32,6 +31,8 @@ class Migration:
     @cached_property
     def checksum(self) -> str:
         """sha256 of the text, line endings normalised (a Windows checkout hashes the same)."""
+        import hashlib  # only a migration's runner and its status read checksums, not a worker's start
+
         return hashlib.sha256(self.text.replace("\r\n", "\n").encode("utf-8")).hexdigest()
 
 

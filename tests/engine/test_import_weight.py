@@ -52,6 +52,18 @@ def test_a_worker_process_does_not_import_the_console_read_models() -> None:
     assert loaded(modules, READ_SIDE + UI + ("engine.api", "engine.schedule", "engine.outbox_types")) == []
 
 
+def test_a_worker_process_imports_no_module_only_a_mistake_or_a_migration_needs() -> None:
+    # difflib (a "did you mean" in an error), hashlib (a migration's checksum) and secrets (its
+    # hmac and hashlib): ~2.5 ms of a worker's start that no running worker uses.
+    modules = imported_by(
+        "from engine.drivers.postgres import PostgresDriver\n"
+        "from engine.jobs import Registry\n"
+        "from engine.runtime.worker import Worker, WorkerConfig\n"
+    )
+    assert "engine.drivers.migrations" in modules  # the check at open is a worker's
+    assert sorted(modules & {"difflib", "hashlib", "secrets", "hmac"}) == []
+
+
 def test_a_worker_imports_prometheus_client_only_to_expose_its_metrics() -> None:
     # The worker's metrics are counted without the library (engine/runtime/metrics.py); its
     # package loads its HTTP exposition, ~25 ms of a process start.

@@ -4,7 +4,7 @@ queue gauges; each method runs named statements from sql/queries/workers.sql."""
 from __future__ import annotations
 
 import asyncio
-import secrets
+import random
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # engine.records is imported where one is built: a worker nev
 
 _RUN_AT = CLAIM_FIELDS.index("run_at")
 PRESENCE_KEY_TRIES = 8
+_KEYS = random.SystemRandom()  # the OS's randomness: two workers never share a seed
 
 
 class PostgresWorkers(PostgresBase):
@@ -68,7 +69,7 @@ class PostgresWorkers(PostgresBase):
     async def _presence_lock(self, conn: psycopg.AsyncConnection[Any]) -> int:
         """A presence lock on ``conn`` under a random key (another session holding one: the next)."""
         for _ in range(PRESENCE_KEY_TRIES):
-            key = secrets.randbelow(2**31 - 1) + 1  # positive: pg_locks shows it as an oid
+            key = _KEYS.randrange(1, 2**31)  # positive: pg_locks shows it as an oid
             row = await self._row(Q.worker_presence_lock, {"namespace": PRESENCE_NAMESPACE, "key": key}, conn=conn)
             if row is not None and row["held"]:
                 return key
