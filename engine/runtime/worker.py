@@ -170,8 +170,7 @@ class Worker:
             engine=self.engine,
         )
         if cfg.burst:
-            publish = self.relay.publish_pending if self.relay is not None else None
-            self._burst = Burst(self._running, self.acks, self._woken, self._floors, publish)
+            self._burst = Burst(self._running, self.acks, self._woken, self._floors, self.relay)
         spawn = asyncio.get_running_loop().create_task
         self._claimer = spawn(self._claim_loop(), name="jobs-claim")
         self._tasks = [

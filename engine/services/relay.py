@@ -132,6 +132,11 @@ class Relay:
         self._stopping = False
         self._wake = asyncio.Event()
         self._current: asyncio.Future[RelayResult | None] | None = None
+        # One pass at a time, the loop's or publish_pending's: two passes of one relay would each
+        # skip the rows the other has locked, and one could report nothing published while the
+        # other is publishing.
+        self._passing = asyncio.Lock()
+        self.published_total = 0  # outbox rows this relay's passes have retired, counted as each pass ends
 
     # --- one pass ------------------------------------------------------------------------------
 
@@ -250,21 +255,24 @@ class Relay:
         self.metrics.outbox_oldest.set(age)
 
     async def publish_pending(self) -> int:
-        """Publish what is staged now, this relay's pass in flight included, pass after pass until
-        one publishes nothing (a failing row stops it, as it stops a pass): how many were
-        published. What a burst worker asks before it ends (engine/runtime/burst.py)."""
-        published = 0
-        current = self._current
-        if current is not None and not current.done():
-            res = await asyncio.shield(current)
-            published += len(res.published) if res is not None else 0
+        """Publish what is staged now, pass after pass until one publishes nothing (a failing row
+        stops it, as it stops a pass), each after the pass in flight: how many rows this relay's
+        passes published from the call on, the loop's included. What a burst worker asks before it
+        ends (engine/runtime/burst.py)."""
+        before = self.published_total
         while True:
-            res = await self._guarded()
+            res = await self._pass()
             if res is None or not res.published:
-                return published
-            published += len(res.published)
+                return self.published_total - before
 
     # --- the loop --------------------------------------------------------------------------------
+
+    async def _pass(self) -> RelayResult | None:
+        async with self._passing:
+            res = await self._guarded()
+            if res is not None:
+                self.published_total += len(res.published)
+            return res
 
     async def _guarded(self) -> RelayResult | None:
         try:
@@ -279,7 +287,7 @@ class Relay:
         """Pass after pass until ``stop()``: at once after a full batch, else after a wake-up."""
         while not self._stopping:
             # Shielded: cancelling the loop never cuts a pass between its publish and its retire.
-            self._current = asyncio.ensure_future(self._guarded())
+            self._current = asyncio.ensure_future(self._pass())
             res = await asyncio.shield(self._current)
             if self._stopping:
                 break

@@ -1,0 +1,101 @@
+"""A relay runs one pass at a time, its loop's or publish_pending's, and a burst worker with a relay
+ends only when nothing was published that its last claim could have missed (engine/runtime/burst.py).
+
+Two passes of one relay at once each skip the rows the other holds, so one could report nothing
+published while the other was publishing; a burst that believed it ended with a published job
+never run (run_due with relay=True, once in a loaded run of the suite).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from engine.api import Engine
+from engine.clock import FakeClock
+from engine.drivers.memory import MemoryDriver
+from engine.jobs import job
+from engine.outbox_types import OutboxRow
+from engine.runtime.burst import Burst
+from engine.runtime.floors import ClaimFloors
+from engine.services.relay import Relay, RelayConfig
+from engine.types import ClaimBatch
+
+NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
+# Enough turns of the event loop for a pass on the memory driver to reach its hook, were it let.
+TURNS = 50
+
+
+@job(name="rp.leaf", queue="rp-q", idempotency_key=lambda inp: inp["k"])
+async def leaf(ctx: Any, inp: Any) -> None:
+    return None
+
+
+async def _stage(eng: Engine, driver: MemoryDriver, key: str) -> None:
+    async with driver.transaction() as tx:
+        await eng.astage(tx, leaf, {"k": key})
+
+
+async def test_a_relays_loop_runs_no_pass_beside_publish_pendings_and_is_counted_in_what_it_published() -> None:
+    driver, clock = MemoryDriver(), FakeClock(NOW)
+    eng = Engine(driver, clock=clock)
+    claimed: list[list[str]] = []
+    release = asyncio.Event()
+
+    async def hold(step: str, rows: Sequence[OutboxRow]) -> None:
+        if step == "claimed":
+            claimed.append([r.input["k"] for r in rows])
+            if len(claimed) == 1:
+                await release.wait()
+
+    relay = Relay(driver, clock, config=RelayConfig(id="rp"), hook=hold)
+    await _stage(eng, driver, "first")
+    pending = asyncio.ensure_future(relay.publish_pending())
+    for _ in range(TURNS):
+        if claimed:
+            break
+        await asyncio.sleep(0)
+    assert claimed == [["first"]]  # publish_pending's own pass holds the first row
+    await _stage(eng, driver, "second")
+    loop = asyncio.ensure_future(relay.run())
+    for _ in range(TURNS):
+        await asyncio.sleep(0)
+    assert claimed == [["first"]]  # the loop's pass waits for it, rather than claiming beside it
+    release.set()
+    # The loop's pass ran next and published the second row: publish_pending counts it, since it
+    # ended after the call began.
+    assert await pending == 2
+    assert claimed == [["first"], ["second"]]
+    assert relay.published_total == 2
+    await relay.stop()
+    await loop
+
+
+class _Settled:
+    """An ack buffer with every ack landed."""
+
+    settled = True
+
+    async def settle(self) -> None:
+        return None
+
+
+class _Relay:
+    """A relay whose loop publishes on its own; publish_pending finds nothing left."""
+
+    def __init__(self) -> None:
+        self.published_total = 0
+
+    async def publish_pending(self) -> int:
+        return 0
+
+
+async def test_a_burst_claims_again_when_its_relay_published_after_its_last_claim_began() -> None:
+    relay = _Relay()
+    burst = Burst({}, _Settled(), asyncio.Event(), ClaimFloors(), relay)  # type: ignore[arg-type]
+    nothing = ClaimBatch([], None)
+    relay.published_total = 1  # the relay's loop published a row while the claim was under way
+    assert not await burst.over(nothing, full=True, now=NOW)  # so the burst claims again
+    assert await burst.over(nothing, full=True, now=NOW)  # that claim missed nothing: the burst is over
