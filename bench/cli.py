@@ -26,18 +26,27 @@ def _version(dist: str) -> str:
 
 
 def best_of(res: Results) -> None:
-    """`drain.p1@200`, `drain.p1@400` ...: the best median becomes `drain.p1` (its settings noted)."""
+    """`drain.p1@200`, `drain.p1@400` ...: the best median becomes `drain.p1` (its settings noted),
+    and the CPU a job of that same setting `drain.p1.cpu` (the others' are dropped)."""
     swept: dict[tuple[str, str], list[str]] = {}
     for key, system in list(res.figures):
         if "@" in key:
             swept.setdefault((key.split("@")[0], system), []).append(key)
     for (base, system), keys in swept.items():
+        if base.endswith(".cpu"):
+            continue  # follows its rate's choice
         figs = [res.figures.pop((k, system)) for k in keys]
         best = max(figs, key=lambda f: f.median)
+        label = keys[figs.index(best)].split("@", 1)[1]
         others = ", ".join(f"{f.note}: {f.median:,.0f}" for f in figs if f is not best)
         best.key = base
         best.note = f"best of sweep, {best.note}" + (f" (also {others})" if others else "")
         res.put(best)
+        for k in swept.get((f"{base}.cpu", system), []):
+            cpu = res.figures.pop((k, system))
+            if k.split("@", 1)[1] == label:
+                cpu.key, cpu.note = f"{base}.cpu", best.note
+                res.put(cpu)
 
 
 def main(argv: list[str] | None = None) -> int:

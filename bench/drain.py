@@ -2,6 +2,9 @@
 
 The clock starts before the first process is spawned (process start is included) and stops at
 the first poll (every POLL seconds, on a connection opened beforehand) that finds nothing left.
+``machine_busy`` reads what the machine's cores spent meanwhile: with two worker processes the
+drain keeps both cores busy, and its rate is the cores over the CPU a job takes (client and
+server, starts included).
 """
 
 from __future__ import annotations
@@ -21,6 +24,19 @@ import psycopg
 
 POLL = 0.01
 ROOT = Path(__file__).resolve().parents[1]
+PROC_STAT = Path("/proc/stat")
+
+
+def machine_busy() -> float | None:
+    """Seconds of CPU the machine's cores have spent busy since boot (user, nice, system, irq,
+    softirq; not idle or iowait, nor steal: a neighbour's work on the host), from /proc/stat; None
+    where there is none (not Linux)."""
+    try:
+        first = PROC_STAT.read_text().split("\n", 1)[0].split()
+    except OSError:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in first[1:8])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
 @functools.cache

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.drain import machine_busy
 from bench.stats import Figure, Results
 
 SYSTEMS = ("ours", "peer", "raw", "sql")
@@ -122,7 +123,12 @@ def expected_figures(*, worker: bool, steps: bool) -> list[tuple[str, str]]:
     """Every (figure, system) a full invocation produces; the quick mode must produce them all."""
     out = [(f"enqueue.{k}", s) for k in ("single", "batch100", "batch1000") for s in ("ours", "peer", "raw")]
     out += [(k, "raw") for k in ("lifecycle.single.c1", "lifecycle.batch100.c1", "lifecycle.batch100.c4")]
-    out += [(f"drain.p{p}", s) for p in (1, 2) for s in ("peer", "raw", "sql", *(("ours",) if worker else ()))]
+    out += [
+        (f"drain.p{p}{cpu}", s)
+        for p in (1, 2)
+        for cpu in ("", *((".cpu",) if machine_busy() is not None else ()))
+        for s in ("peer", "raw", "sql", *(("ours",) if worker else ()))
+    ]
     out += [
         (f"latency.r{r}.{q}", s)
         for r in (100, 1000)

@@ -8,12 +8,13 @@ import importlib
 import inspect
 import sys
 from collections.abc import Callable, Coroutine
+from functools import partial
 from typing import Any
 
 from bench import costs as cost_suite
 from bench import ours, peer, raw
 from bench.cluster import BenchCluster
-from bench.drain import timed_drain
+from bench.drain import machine_busy, timed_drain
 from bench.latency import steady
 from bench.limit import pgbench
 from bench.plan import Plan
@@ -73,14 +74,37 @@ def limit(c: BenchCluster, plan: Plan, res: Results) -> None:
             )
 
 
-def _drain_ours(
+def _ours_drain(
     c: BenchCluster, plan: Plan, procs: int, settings: dict[str, Any], job: Any = None, total: int | None = None
-) -> float:
+) -> Callable[[], float]:
+    """A fresh database seeded with the drain's jobs, and the timed drain of it."""
     dsn = c.fresh()
     n = total or plan.drain
     arun(ours.seed(dsn, n, job=job))
     cmds = [ours.worker_command(dsn, **settings) for _ in range(procs)]
-    return timed_drain(dsn, cmds, ours.REMAINING, ours.PARAMS, n)
+    return partial(timed_drain, dsn, cmds, ours.REMAINING, ours.PARAMS, n)
+
+
+def _drain_ours(
+    c: BenchCluster, plan: Plan, procs: int, settings: dict[str, Any], job: Any = None, total: int | None = None
+) -> float:
+    return _ours_drain(c, plan, procs, settings, job, total)()
+
+
+def _timed(
+    res: Results, key: str, system: str, jobs: int, run: Callable[[], float], *, note: str, label: str = ""
+) -> None:
+    """One drain's rate as ``key``, and beside it what the machine's cores spent a job on it
+    (``key``.cpu, us a job: client and server, starts included); a swept setting's ``label``
+    goes after an @ in both keys (cli.py's best_of keeps the best setting's pair)."""
+    at = f"@{label}" if label else ""
+    busy = machine_busy()
+    rate = run()
+    after = machine_busy()
+    res.add(key + at, system, rate, note=note)
+    if busy is not None and after is not None:
+        cpu = (after - busy) / jobs * 1e6
+        res.add(f"{key}.cpu{at}", system, cpu, unit="us/job", higher_is_better=False, note=note)
 
 
 def drain(c: BenchCluster, plan: Plan, res: Results) -> None:
@@ -95,36 +119,25 @@ def drain(c: BenchCluster, plan: Plan, res: Results) -> None:
 def _drain_peer(c: BenchCluster, plan: Plan, res: Results, procs: int) -> None:
     dsn = c.fresh()
     arun(peer.seed(dsn, plan.drain))
-    res.add(
-        f"drain.p{procs}",
-        "peer",
-        timed_drain(dsn, [peer.worker_command(dsn) for _ in range(procs)], peer.REMAINING, {}, plan.drain),
-        note=f"batch_size={peer.BATCH}, uvloop",
-    )
+    cmds = [peer.worker_command(dsn) for _ in range(procs)]
+    run = partial(timed_drain, dsn, cmds, peer.REMAINING, {}, plan.drain)
+    _timed(res, f"drain.p{procs}", "peer", plan.drain, run, note=f"batch_size={peer.BATCH}, uvloop")
 
 
 def _drain_raw(c: BenchCluster, plan: Plan, res: Results, procs: int) -> None:
     dsn = c.fresh()
     raw.seed(dsn, plan.drain)
-    res.add(
-        f"drain.p{procs}",
-        "raw",
-        timed_drain(dsn, [raw.worker_command("loop", dsn) for _ in range(procs)], raw.REMAINING, {}, plan.drain),
-        note=f"bare psycopg loop, claim {raw.BATCH}",
-    )
+    cmds = [raw.worker_command("loop", dsn) for _ in range(procs)]
+    run = partial(timed_drain, dsn, cmds, raw.REMAINING, {}, plan.drain)
+    _timed(res, f"drain.p{procs}", "raw", plan.drain, run, note=f"bare psycopg loop, claim {raw.BATCH}")
 
 
 def _drain_sql(c: BenchCluster, plan: Plan, res: Results, procs: int) -> None:
     dsn = c.fresh()
     arun(ours.seed(dsn, plan.drain))
-    res.add(
-        f"drain.p{procs}",
-        "sql",
-        timed_drain(
-            dsn, [raw.worker_command("loopq", dsn) for _ in range(procs)], ours.REMAINING, ours.PARAMS, plan.drain
-        ),
-        note=f"bare loop over our SQL, claim {raw.BATCH}",
-    )
+    cmds = [raw.worker_command("loopq", dsn) for _ in range(procs)]
+    run = partial(timed_drain, dsn, cmds, ours.REMAINING, ours.PARAMS, plan.drain)
+    _timed(res, f"drain.p{procs}", "sql", plan.drain, run, note=f"bare loop over our SQL, claim {raw.BATCH}")
 
 
 def _drain_ours_sweep(c: BenchCluster, plan: Plan, res: Results, procs: int) -> None:
@@ -134,7 +147,8 @@ def _drain_ours_sweep(c: BenchCluster, plan: Plan, res: Results, procs: int) -> 
         if plan.quick and label != "cli c200":
             continue
         try:
-            res.add(f"drain.p{procs}@{label}", "ours", _drain_ours(c, plan, procs, settings), note=label)
+            run = _ours_drain(c, plan, procs, settings)
+            _timed(res, f"drain.p{procs}", "ours", plan.drain, run, note=label, label=label)
         except Exception as exc:
             _failed(res, f"drain ours {label} x{procs}", exc)
 

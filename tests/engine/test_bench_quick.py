@@ -106,3 +106,18 @@ def test_drain_jobs_refuses_a_size_below_one(capsys: pytest.CaptureFixture[str])
     with pytest.raises(SystemExit) as refused:
         main(["--drain-jobs", "0"])
     assert refused.value.code == 2 and "--drain-jobs must be >= 1" in capsys.readouterr().err
+
+
+def test_a_swept_drains_cpu_a_job_is_the_one_of_the_setting_whose_rate_was_kept() -> None:
+    from bench.cli import best_of
+    from bench.stats import Results
+
+    res = Results()
+    for label, rate, cpu in (("slow", 10_000.0, 50.0), ("fast", 20_000.0, 70.0)):
+        res.add(f"drain.p2@{label}", "ours", rate, note=label)
+        res.add(f"drain.p2.cpu@{label}", "ours", cpu, unit="us/job", higher_is_better=False, note=label)
+    best_of(res)
+    kept, cpu = res.get("drain.p2", "ours"), res.get("drain.p2.cpu", "ours")
+    assert kept is not None and cpu is not None
+    assert (kept.median, cpu.median) == (20_000.0, 70.0)  # the fast setting's pair, not the lower CPU
+    assert sorted(res.keys()) == ["drain.p2", "drain.p2.cpu"]
