@@ -24,7 +24,8 @@ from engine.services.relay import Relay, RelayConfig
 from engine.types import ClaimBatch
 
 NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
-# Enough turns of the event loop for a pass on the memory driver to reach its hook, were it let.
+# Turns of the event loop in which a pass on the memory driver would reach its hook, were it let
+# (it needs a few): what the test gives the loop's pass before it says that pass did not start.
 TURNS = 50
 
 
@@ -42,21 +43,19 @@ async def test_a_relays_loop_runs_no_pass_beside_publish_pendings_and_is_counted
     driver, clock = MemoryDriver(), FakeClock(NOW)
     eng = Engine(driver, clock=clock)
     claimed: list[list[str]] = []
-    release = asyncio.Event()
+    held, release = asyncio.Event(), asyncio.Event()
 
     async def hold(step: str, rows: Sequence[OutboxRow]) -> None:
         if step == "claimed":
             claimed.append([r.input["k"] for r in rows])
             if len(claimed) == 1:
+                held.set()
                 await release.wait()
 
     relay = Relay(driver, clock, config=RelayConfig(id="rp"), hook=hold)
     await _stage(eng, driver, "first")
     pending = asyncio.ensure_future(relay.publish_pending())
-    for _ in range(TURNS):
-        if claimed:
-            break
-        await asyncio.sleep(0)
+    await held.wait()
     assert claimed == [["first"]]  # publish_pending's own pass holds the first row
     await _stage(eng, driver, "second")
     loop = asyncio.ensure_future(relay.run())
