@@ -354,9 +354,14 @@ set statement_timeout = 0;
 
 -- name: index_rebuild_lock :one
 -- One rebuild at a time fleet-wide, whoever leads: a session lock on the rebuild's connection,
--- freed when it closes (a killed process's included). Its own first key, apart from the
--- workers' presence locks (PRESENCE_NAMESPACE) and an app's one-bigint locks.
+-- freed when the rebuild is over (index_rebuild_unlock), or else when the session ends (a killed
+-- process's included). Its own first key, apart from the workers' presence locks
+-- (PRESENCE_NAMESPACE) and an app's one-bigint locks.
 select pg_try_advisory_lock(%(namespace)s, 1) as held;
+
+-- name: index_rebuild_unlock :exec
+-- The rebuild lock freed once the rebuild is over (an error's path leaves it to the close).
+select pg_advisory_unlock(%(namespace)s, 1);
 
 -- name: index_leftovers :many
 -- What an interrupted REINDEX CONCURRENTLY leaves: an invalid index of jobs.job or jobs.job_done

@@ -187,6 +187,38 @@ async def test_no_rebuild_starts_while_another_session_holds_the_rebuild_lock(
     assert freed is not None and _filenode(pg_dsn, "jobs.job_list_input") != before
 
 
+async def test_one_pass_rebuilds_every_grown_gin_though_the_server_has_not_yet_ended_the_last_rebuilds_session(
+    pg: PostgresDriver, pg_dsn: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A closed session's locks are freed when the server ends it, a moment after the client's
+    close returns: here the server is held at that moment (each upkeep session stays open)."""
+    kept: list[Any] = []
+    real_connect = pg.pools.connect_own
+
+    async def lingering() -> Any:
+        conn = await real_connect()
+        kept.append(conn)
+
+        async def not_yet() -> None:
+            pass
+
+        conn.close = not_yet  # type: ignore[method-assign]
+        return conn
+
+    monkeypatch.setattr(pg.pools, "connect_own", lingering)
+    grown = ["jobs.job_list_input", "jobs.job_live_input"]
+    for index in grown:
+        _set_baseline(pg_dsn, index, 1)
+    cfg = MaintenanceConfig(reindex_growth=1.5, reindex_min_bytes=0)
+    try:
+        done = await Maintenance(pg, clock, holder="m1", config=cfg).run_once()
+    finally:
+        for conn in kept:
+            await type(conn).close(conn)
+    assert [i for i in done.reindexed if i in grown] == grown
+    assert len(kept) >= 2  # each rebuild's session was one of those kept open
+
+
 def _leave_an_interrupted_rebuild(dsn: str) -> None:
     """A real leftover: REINDEX CONCURRENTLY creates its invalid copy `<index>_ccnew`, then waits
     for the table's writers; one holds its lock, the wait runs past lock_timeout, and the copy

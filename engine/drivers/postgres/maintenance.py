@@ -174,19 +174,23 @@ class PostgresMaintenance(PostgresBase):
                     await conn.execute(_composed(Q.index_leftover_drop, index=acting))
                 acting = index
                 held = await self._row(Q.index_leader_holds, fence, conn=conn)
-                if not (held and held["holds"]):
-                    return None
-                started = time.monotonic()
-                await conn.execute(_composed(Q.index_rebuild, index=index))
-                seconds = time.monotonic() - started
-                after = await self._row(Q.index_baseline_reset, {**fence, "index": index}, conn=conn)
+                rebuilt = None
+                if held and held["holds"]:
+                    started = time.monotonic()
+                    await conn.execute(_composed(Q.index_rebuild, index=index))
+                    seconds = time.monotonic() - started
+                    after = await self._row(Q.index_baseline_reset, {**fence, "index": index}, conn=conn)
+                    rebuilt = IndexRebuilt(index, before, int(after["bytes"]) if after else before, seconds)
+                # Freed here, not by the close: the server ends a closed session a moment after the
+                # client, and the leader's next rebuild in the same pass must not find it held.
+                await self._exec(Q.index_rebuild_unlock, {"namespace": REBUILD_NAMESPACE}, conn=conn)
+                return rebuilt
         except psycopg.errors.InsufficientPrivilege as exc:
             raise _not_owner(acting, exc) from exc
         except psycopg.errors.QueryCanceled as exc:
             raise cancelled(exc) from exc
         except CONNECTION_ERRORS as exc:
             raise lost(exc) from exc
-        return IndexRebuilt(index, before, int(after["bytes"]) if after else before, seconds)
 
     async def table_rows(self, *, leader: str, holder: str, term: int, now: datetime) -> list[TableRows]:
         from engine.records import TableRows
