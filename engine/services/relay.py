@@ -132,15 +132,23 @@ class Relay:
         self._stopping = False
         self._wake = asyncio.Event()
         self._current: asyncio.Future[RelayResult | None] | None = None
-        # One pass at a time, the loop's or publish_pending's: two passes of one relay would each
-        # skip the rows the other has locked, and one could report nothing published while the
-        # other is publishing.
+        # One pass at a time (run_once's), whoever asks: two passes of one relay would each skip
+        # the rows the other has locked, and one could report nothing published while the other
+        # is publishing.
         self._passing = asyncio.Lock()
         self.published_total = 0  # outbox rows this relay's passes have retired, counted as each pass ends
 
     # --- one pass ------------------------------------------------------------------------------
 
     async def run_once(self) -> RelayResult:
+        """One pass, after the pass in flight (the loop's, publish_pending's or another caller's),
+        counted in ``published_total``."""
+        async with self._passing:
+            res = await self._one_pass()
+            self.published_total += len(res.published)
+            return res
+
+    async def _one_pass(self) -> RelayResult:
         await self._beat()
         cfg, drv = self.config, self.driver
         token = str(uuid.uuid4())
@@ -268,13 +276,6 @@ class Relay:
     # --- the loop --------------------------------------------------------------------------------
 
     async def _pass(self) -> RelayResult | None:
-        async with self._passing:
-            res = await self._guarded()
-            if res is not None:
-                self.published_total += len(res.published)
-            return res
-
-    async def _guarded(self) -> RelayResult | None:
         try:
             return await self.run_once()
         except asyncio.CancelledError:

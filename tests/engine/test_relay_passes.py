@@ -1,4 +1,4 @@
-"""A relay runs one pass at a time, its loop's or publish_pending's, and a burst worker with a relay
+"""A relay runs one pass at a time, its loop's, publish_pending's or a direct run_once's, and a burst worker with a relay
 ends only when nothing was published that its last claim could have missed (engine/runtime/burst.py).
 
 Two passes of one relay at once each skip the rows the other holds, so one could report nothing
@@ -34,42 +34,67 @@ async def leaf(ctx: Any, inp: Any) -> None:
     return None
 
 
-async def _stage(eng: Engine, driver: MemoryDriver, key: str) -> None:
-    async with driver.transaction() as tx:
-        await eng.astage(tx, leaf, {"k": key})
+class _Held:
+    """A relay on the memory driver whose first pass stops at its claim until released."""
+
+    def __init__(self) -> None:
+        self.driver, clock = MemoryDriver(), FakeClock(NOW)
+        self.eng = Engine(self.driver, clock=clock)
+        self.claimed: list[list[str]] = []
+        self.held, self.release = asyncio.Event(), asyncio.Event()
+        self.relay = Relay(self.driver, clock, config=RelayConfig(id="rp"), hook=self._hold)
+
+    async def _hold(self, step: str, rows: Sequence[OutboxRow]) -> None:
+        if step == "claimed":
+            self.claimed.append([r.input["k"] for r in rows])
+            if len(self.claimed) == 1:
+                self.held.set()
+                await self.release.wait()
+
+    async def stage(self, key: str) -> None:
+        async with self.driver.transaction() as tx:
+            await self.eng.astage(tx, leaf, {"k": key})
+
+    async def first_pass_held(self) -> asyncio.Future[int]:
+        """publish_pending, its first pass held at its claim of the row "first"."""
+        await self.stage("first")
+        pending = asyncio.ensure_future(self.relay.publish_pending())
+        await self.held.wait()
+        assert self.claimed == [["first"]]
+        return pending
 
 
 async def test_a_relays_loop_runs_no_pass_beside_publish_pendings_and_is_counted_in_what_it_published() -> None:
-    driver, clock = MemoryDriver(), FakeClock(NOW)
-    eng = Engine(driver, clock=clock)
-    claimed: list[list[str]] = []
-    held, release = asyncio.Event(), asyncio.Event()
-
-    async def hold(step: str, rows: Sequence[OutboxRow]) -> None:
-        if step == "claimed":
-            claimed.append([r.input["k"] for r in rows])
-            if len(claimed) == 1:
-                held.set()
-                await release.wait()
-
-    relay = Relay(driver, clock, config=RelayConfig(id="rp"), hook=hold)
-    await _stage(eng, driver, "first")
-    pending = asyncio.ensure_future(relay.publish_pending())
-    await held.wait()
-    assert claimed == [["first"]]  # publish_pending's own pass holds the first row
-    await _stage(eng, driver, "second")
-    loop = asyncio.ensure_future(relay.run())
+    h = _Held()
+    pending = await h.first_pass_held()
+    await h.stage("second")
+    loop = asyncio.ensure_future(h.relay.run())
     for _ in range(TURNS):
         await asyncio.sleep(0)
-    assert claimed == [["first"]]  # the loop's pass waits for it, rather than claiming beside it
-    release.set()
+    assert h.claimed == [["first"]]  # the loop's pass waits for it, rather than claiming beside it
+    h.release.set()
     # The loop's pass ran next and published the second row: publish_pending counts it, since it
     # ended after the call began.
     assert await pending == 2
-    assert claimed == [["first"], ["second"]]
-    assert relay.published_total == 2
-    await relay.stop()
+    assert h.claimed == [["first"], ["second"]]
+    assert h.relay.published_total == 2
+    await h.relay.stop()
     await loop
+
+
+async def test_a_direct_run_once_waits_for_the_pass_in_flight_and_is_counted_in_what_it_published() -> None:
+    h = _Held()
+    pending = await h.first_pass_held()
+    await h.stage("second")
+    direct = asyncio.ensure_future(h.relay.run_once())  # a one-off pass: a test's, an operator's
+    for _ in range(TURNS):
+        await asyncio.sleep(0)
+    assert h.claimed == [["first"]]  # it waits for the pass in flight
+    h.release.set()
+    assert len((await direct).published) == 1
+    assert await pending == 2  # publish_pending counts the direct pass's row too
+    assert h.claimed == [["first"], ["second"]]
+    assert h.relay.published_total == 2
 
 
 class _Settled:
