@@ -85,12 +85,6 @@ def _ours_drain(
     return partial(timed_drain, dsn, cmds, ours.REMAINING, ours.PARAMS, n)
 
 
-def _drain_ours(
-    c: BenchCluster, plan: Plan, procs: int, settings: dict[str, Any], job: Any = None, total: int | None = None
-) -> float:
-    return _ours_drain(c, plan, procs, settings, job, total)()
-
-
 def _timed(
     res: Results, key: str, system: str, jobs: int, run: Callable[[], float], *, note: str, label: str = ""
 ) -> None:
@@ -192,10 +186,10 @@ def steps(c: BenchCluster, plan: Plan, res: Results) -> None:
         return
     for _ in range(plan.runs):
         settings = ours.DRAIN_SETTINGS["cli c200"]
-        rate = _drain_ours(c, plan, 1, settings, job=ours.workload.steps5, total=plan.steps_jobs)
+        rate = _ours_drain(c, plan, 1, settings, job=ours.workload.steps5, total=plan.steps_jobs)()
         res.add("steps5.jobs", "ours", rate, note="1 process, cli c200, sync step bodies (a thread each)")
         res.add("steps5.steps", "ours", rate * 5, unit="steps/s")
-        rate = _drain_ours(c, plan, 1, settings, job=ours.workload.steps5async, total=plan.steps_jobs)
+        rate = _ours_drain(c, plan, 1, settings, job=ours.workload.steps5async, total=plan.steps_jobs)()
         res.add("steps5async.jobs", "ours", rate, note="1 process, cli c200, async step bodies")
         res.add("steps5async.steps", "ours", rate * 5, unit="steps/s")
 
