@@ -5,9 +5,13 @@ refused, so the console has a dead fan-in to retry with its children."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from console.demo import jobs as app
 from engine.testing import Factory, IdFactory
+
+if TYPE_CHECKING:
+    from engine import Enqueue, JobDefinition
 
 
 class FanIns:
@@ -19,6 +23,14 @@ class FanIns:
     now_at: datetime
     seed: int
     reports_worker: str
+
+    if TYPE_CHECKING:  # the world's own
+
+        def at(self, moment: datetime) -> None: ...
+
+        def spec(self, h: JobDefinition, inp: dict[str, Any], tenant: str | None = None, **kw: Any) -> Enqueue: ...
+
+        async def one(self, h: JobDefinition, inp: dict[str, Any], tenant: str | None = None, **kw: Any) -> str: ...
 
     async def fan_in(self) -> None:
         """A month's close that fanned out four statements 90 s before NOW and waits for them: two

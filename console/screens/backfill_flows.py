@@ -24,7 +24,7 @@ from console.screens.confirm import Confirmed, ConfirmScreen, ResultScreen
 from engine.errors import JobsError
 
 if TYPE_CHECKING:
-    from console.screens.backfills import BackfillsScreen
+    from console.screens.hosts import BackfillHost
 
 RETRYABLE = ("failed", "cancelled", "stalled")
 
@@ -87,15 +87,13 @@ def refusal(err: JobsError | Any) -> Text:
 
 
 class BackfillFlows:
-    """Mixed into the BackfillsScreen; ``self`` is that screen."""
+    """Mixed into the BackfillsScreen; ``self`` is that screen (hosts.BackfillHost)."""
 
-    def _refused(self: BackfillsScreen, title: str, err: Any) -> Awaitable[Any]:
+    def _refused(self: BackfillHost, title: str, err: Any) -> Awaitable[Any]:
         self.post_message(ActionFailed(f"{err.code}: {err.cause}", err.fix))
         return self.app.push_screen(ResultScreen(title, refusal(err), failed=True), wait_for_dismiss=True)
 
-    async def _run(
-        self: BackfillsScreen, title: str, call: Callable[[Confirmed], Awaitable[str]], c: Confirmed
-    ) -> None:
+    async def _run(self: BackfillHost, title: str, call: Callable[[Confirmed], Awaitable[str]], c: Confirmed) -> None:
         try:
             summary = await call(c)
         except JobsError as err:
@@ -113,14 +111,14 @@ class BackfillFlows:
             self.notify(clean(summary, limit=300), title="Done", timeout=5)
         self.reload()
 
-    async def _confirm(self: BackfillsScreen, title: str, body: Text, verb: str, *, note: bool) -> Confirmed | None:
+    async def _confirm(self: BackfillHost, title: str, body: Text, verb: str, *, note: bool) -> Confirmed | None:
         confirmed = await self.app.push_screen(ConfirmScreen(title, body, verb=verb, note=note), wait_for_dismiss=True)
         if confirmed is None:
             self.notify("Cancelled: nothing changed.", timeout=3)
         return confirmed
 
     @work(group="action", exclusive=True, exit_on_error=False)
-    async def start_flow(self: BackfillsScreen, write: bool, force: bool) -> None:
+    async def start_flow(self: BackfillHost, write: bool, force: bool) -> None:
         v = self.selected()
         if v is None:
             return
@@ -150,7 +148,7 @@ class BackfillFlows:
         await self._run(what, call, confirmed)
 
     @work(group="action", exclusive=True, exit_on_error=False)
-    async def cancel_flow(self: BackfillsScreen) -> None:
+    async def cancel_flow(self: BackfillHost) -> None:
         v = self.selected()
         if v is None:
             return
@@ -186,7 +184,7 @@ class BackfillFlows:
         await self._run("Cancel", call, confirmed)
 
     @work(group="action", exclusive=True, exit_on_error=False)
-    async def retry_flow(self: BackfillsScreen) -> None:
+    async def retry_flow(self: BackfillHost) -> None:
         v = self.selected()
         if v is None:
             return

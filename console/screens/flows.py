@@ -25,7 +25,7 @@ from engine.projections import ActionResult, DrainRequest, JobFilter, JobSummary
 from engine.types import LIVE_STATES, JobState
 
 if TYPE_CHECKING:
-    from console.screens.base import DataScreen
+    from console.screens.hosts import FlowHost
 
 
 def result_text(r: ActionResult) -> str:
@@ -47,32 +47,32 @@ def job_named(job_id: str, name: str) -> Text:
 
 
 class Flows(BulkFlows):
-    """Mixed into data screens; ``self`` is a DataScreen."""
+    """Mixed into data screens; ``self`` is a data screen (hosts.FlowHost)."""
 
     # --- navigation ------------------------------------------------------------------------------
 
-    def open_jobs(self: DataScreen, **where: Any) -> None:
+    def open_jobs(self: FlowHost, **where: Any) -> None:
         self.navigate("jobs", where=JobFilter(**where), drill=True)
 
-    def open_job(self: DataScreen, job_id: str) -> None:
+    def open_job(self: FlowHost, job_id: str) -> None:
         self.navigate("job", job_id=job_id)
 
-    def open_why_job(self: DataScreen, job_id: str) -> None:
+    def open_why_job(self: FlowHost, job_id: str) -> None:
         self.navigate("why", job_id=job_id)
 
-    def open_why_queue(self: DataScreen, queue: str) -> None:
+    def open_why_queue(self: FlowHost, queue: str) -> None:
         self.navigate("why", queue=queue)
 
     # --- actions ---------------------------------------------------------------------------------
 
     @work(group="action", exclusive=True, exit_on_error=False)
     async def confirm_and_run(
-        self: DataScreen, title: str, body: Text | str, verb: str, call: Callable[[Confirmed], Awaitable[str]]
+        self: FlowHost, title: str, body: Text | str, verb: str, call: Callable[[Confirmed], Awaitable[str]]
     ) -> None:
-        await self.confirm_then_run(title, body, verb, call)  # type: ignore[attr-defined]
+        await self.confirm_then_run(title, body, verb, call)
 
     async def confirm_then_run(
-        self: DataScreen, title: str, body: Text | str, verb: str, call: Callable[[Confirmed], Awaitable[str]]
+        self: FlowHost, title: str, body: Text | str, verb: str, call: Callable[[Confirmed], Awaitable[str]]
     ) -> None:
         confirmed = await self.app.push_screen(ConfirmScreen(title, body, verb=verb), wait_for_dismiss=True)
         if confirmed is None:
@@ -102,7 +102,7 @@ class Flows(BulkFlows):
         if self.is_attached:  # a discarded job's screen went back: nothing left to re-read
             self.reload()
 
-    def retry_job(self: DataScreen, job_id: str, name: str, replayed_dead: int = 0, *, timed_out: bool = False) -> None:
+    def retry_job(self: FlowHost, job_id: str, name: str, replayed_dead: int = 0, *, timed_out: bool = False) -> None:
         async def call(c: Confirmed) -> str:
             return result_text(await self.source.retry(job_id, note=c.note))
 
@@ -124,7 +124,7 @@ class Flows(BulkFlows):
         )
         self.confirm_and_run("Retry this job?", body, f"Retry job {short_id(job_id)}", call)
 
-    def cancel_job(self: DataScreen, job_id: str, name: str, state: str, live_below: int = 0) -> None:
+    def cancel_job(self: FlowHost, job_id: str, name: str, state: str, live_below: int = 0) -> None:
         async def call(c: Confirmed) -> str:
             return result_text(await self.source.cancel(job_id, note=c.note))
 
@@ -145,7 +145,7 @@ class Flows(BulkFlows):
         )
         self.confirm_and_run("Cancel this job?", body, f"Cancel job {short_id(job_id)}", call)
 
-    async def children_or_say(self: DataScreen, job_id: str) -> list[JobSummary] | None:
+    async def children_or_say(self: FlowHost, job_id: str) -> list[JobSummary] | None:
         """The jobs below a job, as an action with children reaches them; None, said, when the walk
         was refused (too many below it: the fix names the filter to use)."""
         try:
@@ -156,8 +156,8 @@ class Flows(BulkFlows):
             return None
 
     @work(group="action", exclusive=True, exit_on_error=False)
-    async def cancel_with_children(self: DataScreen, job_id: str, name: str, state: str) -> None:
-        if (below := await self.children_or_say(job_id)) is None:  # type: ignore[attr-defined]
+    async def cancel_with_children(self: FlowHost, job_id: str, name: str, state: str) -> None:
+        if (below := await self.children_or_say(job_id)) is None:
             return
         live = [b for b in below if b.state in LIVE_STATES]
         if not live:
@@ -184,11 +184,11 @@ class Flows(BulkFlows):
         )  # fmt: skip
         count = len(live) + (1 if mine else 0)
         verb = f"Cancel {count:,} job{'s' if count != 1 else ''}"
-        await self.confirm_then_run("Cancel with its children?", body, verb, call)  # type: ignore[attr-defined]
+        await self.confirm_then_run("Cancel with its children?", body, verb, call)
 
     @work(group="action", exclusive=True, exit_on_error=False)
-    async def retry_with_children(self: DataScreen, job_id: str, name: str, *, timed_out: bool = False) -> None:
-        if (below := await self.children_or_say(job_id)) is None:  # type: ignore[attr-defined]
+    async def retry_with_children(self: FlowHost, job_id: str, name: str, *, timed_out: bool = False) -> None:
+        if (below := await self.children_or_say(job_id)) is None:
             return
         dead = [b for b in below if b.state is JobState.DEAD]
         if not dead and not timed_out:
@@ -217,10 +217,10 @@ class Flows(BulkFlows):
         count = len(dead) + 1
         await self.confirm_then_run(
             "Retry with its children?", body, f"Retry {count:,} job{'s' if count != 1 else ''}", call
-        )  # type: ignore[attr-defined]
+        )
 
     @work(group="action", exclusive=True, exit_on_error=False)
-    async def retry_from_step_flow(self: DataScreen, job_id: str, steps: Sequence[str]) -> None:
+    async def retry_from_step_flow(self: FlowHost, job_id: str, steps: Sequence[str]) -> None:
         step = await self.app.push_screen(StepChooser(steps), wait_for_dismiss=True)
         if step is None:
             self.notify("Cancelled: nothing changed.", timeout=3)
@@ -239,9 +239,9 @@ class Flows(BulkFlows):
             clean(", ".join(later), limit=120),
             ") are discarded; earlier steps keep theirs.",
         )
-        await self.confirm_then_run("Retry from a step?", body, f"Retry from {clean(step, limit=24)}", call)  # type: ignore[attr-defined]
+        await self.confirm_then_run("Retry from a step?", body, f"Retry from {clean(step, limit=24)}", call)
 
-    def send_event(self: DataScreen, event: str, payload: Any, tenant: str | None) -> None:
+    def send_event(self: FlowHost, event: str, payload: Any, tenant: str | None) -> None:
         async def call(c: Confirmed) -> str:
             sent = await self.source.send_event(event, payload, tenant=tenant)
             return f"Sent event {sent.name}" + (f"; it woke {sent.woken} job(s)." if sent.woken else ".")
@@ -256,7 +256,7 @@ class Flows(BulkFlows):
         )
         self.confirm_and_run("Send this event?", body, f"Send {clean(event, limit=24)}", call)
 
-    def toggle_pause(self: DataScreen, queue: str, paused: bool) -> None:
+    def toggle_pause(self: FlowHost, queue: str, paused: bool) -> None:
         async def call(c: Confirmed) -> str:
             p = await (self.source.resume(queue) if paused else self.source.pause(queue, note=c.note))
             if not p.changed:
@@ -274,7 +274,7 @@ class Flows(BulkFlows):
             )
             self.confirm_and_run("Pause this queue?", body, f"Pause {clean(queue, limit=24)}", call)
 
-    def discard_job(self: DataScreen, job_id: str, name: str, *, then_back: bool = False) -> None:
+    def discard_job(self: FlowHost, job_id: str, name: str, *, then_back: bool = False) -> None:
         """Discard one dead job; ``then_back``: the screen showing it goes back once it is gone."""
 
         async def call(c: Confirmed) -> str:
@@ -291,7 +291,7 @@ class Flows(BulkFlows):
         )
         self.confirm_and_run("Discard this job?", body, f"Discard job {short_id(job_id)}", call)
 
-    def drain_worker(self: DataScreen, worker: str, facts: str) -> None:
+    def drain_worker(self: FlowHost, worker: str, facts: str) -> None:
         async def call(c: Confirmed) -> str:
             said = drain_text(await self.source.drain_worker(worker, note=c.note))
             return said or f"Worker {worker} had been asked to drain already: nothing changed."

@@ -24,7 +24,7 @@ from engine.projections import BulkGroup, BulkPlan, BulkResult, JobFilter
 from engine.types import JobState
 
 if TYPE_CHECKING:
-    from console.screens.base import DataScreen
+    from console.screens.hosts import FlowHost
     from console.source import Source
 
 BULK_PACE = 10.0  # jobs per second offered as the paced alternative to landing all at once
@@ -152,10 +152,10 @@ class Item:
 
 
 class BulkFlows:
-    """Mixed into data screens (through Flows); ``self`` is a DataScreen."""
+    """Mixed into data screens (through Flows); ``self`` is a data screen (hosts.FlowHost)."""
 
     @work(group="action", exclusive=True, exit_on_error=False)
-    async def bulk_flow(self: DataScreen, action: str, wheres: JobFilter | Sequence[JobFilter]) -> None:
+    async def bulk_flow(self: FlowHost, action: str, wheres: JobFilter | Sequence[JobFilter]) -> None:
         wheres = [wheres] if isinstance(wheres, JobFilter) else list(wheres)
         try:
             plans = [await self.source.plan(action, w) for w in wheres]  # type: ignore[arg-type]
@@ -211,12 +211,12 @@ class BulkFlows:
         finally:
             shown.close()
         await self.app.push_screen(ResultScreen(title, summary, failed=failed), wait_for_dismiss=True)
-        self.clear_marks()  # type: ignore[attr-defined]
+        self.clear_marks()
         self.reload()
 
     @work(group="action", exclusive=True, exit_on_error=False)
     async def marked_flow(
-        self: DataScreen, verb: str, noun: str, items: Sequence[Item], left: Sequence[str], what: str
+        self: FlowHost, verb: str, noun: str, items: Sequence[Item], left: Sequence[str], what: str
     ) -> None:
         """One confirmation for the marked rows ``items`` (``left``: the marked rows the action
         does not apply to, named so), then the action on each. ``what`` says what the action
@@ -274,5 +274,5 @@ class BulkFlows:
             summary += f"\nNote in the audit trail: {clean(confirmed.note, limit=200)}"
         self.post_message((ActionFailed if refused else ActionSucceeded)(f"{verb} {plural(n, noun)}: {summary}"))
         await self.app.push_screen(ResultScreen(f"{verb}: done", summary, failed=bool(refused)), wait_for_dismiss=True)
-        self.clear_marks()  # type: ignore[attr-defined]
+        self.clear_marks()
         self.reload()

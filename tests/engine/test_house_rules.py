@@ -30,8 +30,8 @@ def test_ruff_format_leaves_every_file_as_it_is() -> None:
     assert done.returncode == 0, done.stdout[-3000:]
 
 
-def test_mypy_is_clean_on_the_engine() -> None:
-    # pyproject.toml's [tool.mypy] names the package and the settings.
+def test_mypy_is_clean_on_the_engine_and_the_console() -> None:
+    # pyproject.toml's [tool.mypy] names the packages and the settings.
     done = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:]
 
