@@ -115,13 +115,14 @@ class MaintenanceConfig(Options):
 
     def _check_reindex(self) -> None:
         every, growth, least = self.reindex_interval, self.reindex_growth, self.reindex_min_bytes
-        if every is not None and (not isinstance(every, (int, float)) or isinstance(every, bool) or not every > 0):
+        if every is not None and not finite_positive(every):
             raise JobsError(
                 X_INVALID_ARGUMENT,
-                cause=f"MaintenanceConfig reindex_interval={every!r} must be > 0 seconds, or None for no index upkeep",
+                cause=f"MaintenanceConfig reindex_interval={every!r} must be a finite number of seconds > 0, or None "
+                "for no index upkeep",
                 fix="MaintenanceConfig(reindex_interval=600)",
             )
-        if not isinstance(growth, (int, float)) or isinstance(growth, bool) or not growth > 1:
+        if not finite_positive(growth) or not growth > 1:
             raise JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"MaintenanceConfig reindex_growth={growth!r} must be > 1 (the factor an index grows by "

@@ -4,6 +4,7 @@ and a fix, and a setting that would do nothing is refused rather than ignored.""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -26,6 +27,9 @@ def test_index_upkeep_defaults_to_a_check_every_ten_minutes_rebuilding_past_twic
         ({"reindex_interval": -5.0}, "reindex_interval=-5.0"),
         ({"reindex_interval": True}, "reindex_interval=True"),
         ({"reindex_interval": "600"}, "reindex_interval='600'"),
+        ({"reindex_interval": math.inf}, "reindex_interval=inf"),
+        ({"reindex_interval": math.nan}, "reindex_interval=nan"),
+        ({"reindex_growth": math.inf}, "reindex_growth=inf"),
         ({"reindex_growth": 1.0}, "reindex_growth=1.0"),
         ({"reindex_growth": 0.5}, "reindex_growth=0.5"),
         ({"reindex_growth": False}, "reindex_growth=False"),
