@@ -143,10 +143,14 @@ def _positive(name: str, value: float | None, job_name: str, *, allow_none: bool
     if value is None and allow_none:
         return
     if not finite_positive(value):
+        why = (
+            " (zero would read as 'no ceiling at all'; leave it out for none)"
+            if allow_none
+            else f" (leave it out for the default, {DEFAULT_EVENT_POLL:g} s)"
+        )
         raise JobsError(
             X_INVALID_DEFINITION,
-            cause=f"job {job_name!r} declares {name}={value!r}; it must be a positive, finite number of seconds"
-            " (zero would read as 'no ceiling at all'; leave it out for none)",
+            cause=f"job {job_name!r} declares {name}={value!r}; it must be a positive, finite number of seconds{why}",
             fix=f"@job(name={job_name!r}, {name}=60)",
         )
 

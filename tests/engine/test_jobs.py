@@ -28,6 +28,15 @@ def test_i11_ceilings_are_refused_at_declaration_when_not_positive(option: str, 
     assert e.value.code == "X_INVALID_DEFINITION" and option in e.value.cause
 
 
+def test_a_bad_event_poll_is_refused_naming_its_default_not_a_none_it_does_not_have() -> None:
+    with pytest.raises(JobsError) as e:
+        job(name="j", idempotency_key=lambda i: "k", event_poll=0)
+    assert "leave it out for the default, 30 s" in e.value.cause and "for none" not in e.value.cause
+    with pytest.raises(JobsError) as e:
+        job(name="j", idempotency_key=lambda i: "k", timeout=0)
+    assert "leave it out for none" in e.value.cause
+
+
 def test_i11_ceilings_are_kept_on_the_definition() -> None:
     j = job(name="j", idempotency_key=lambda i: "k", timeout=300, step_timeout=60, event_poll=5)(handler)
     assert (j.timeout, j.step_timeout, j.event_poll) == (300.0, 60.0, 5.0)
