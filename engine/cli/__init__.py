@@ -10,7 +10,6 @@ import typer
 
 from engine.cli.admin import (
     CONNECT_HELP,
-    CONNECT_TIMEOUT,
     STATEMENT_HELP,
     dsn_fix,
     no_prepared_statements_option,
@@ -43,7 +42,12 @@ def _version(value: bool) -> None:
 def _root(
     ctx: typer.Context,
     connect_timeout: int = typer.Option(
-        CONNECT_TIMEOUT, "--connect-timeout", envvar="JOBS_CONNECT_TIMEOUT", help=CONNECT_HELP, metavar="SECONDS"
+        None,
+        "--connect-timeout",
+        envvar="JOBS_CONNECT_TIMEOUT",
+        help=CONNECT_HELP,
+        metavar="SECONDS",
+        show_default=False,
     ),
     statement_timeout: float = typer.Option(
         None,

@@ -46,10 +46,13 @@ def no_prepared_statements_option() -> Any:
 
 CONNECT_TIMEOUT = 5  # seconds a connection waits for the server
 STATEMENT_TIMEOUT = 10.0  # seconds a one-shot command's statement may run
-CONNECT_HELP = "seconds each connection waits for the server before the command fails (whole seconds, at least 2)"
+CONNECT_HELP = (
+    f"seconds each connection waits for the server before the command fails (whole seconds, at least 2; default "
+    f"{CONNECT_TIMEOUT}, or the DSN's own connect_timeout; given, it wins over the DSN's)"
+)
 STATEMENT_HELP = (
     f"seconds a statement may run before the server cancels it; default {STATEMENT_TIMEOUT:g} for reads and "
-    "actions, none for worker, relay, scheduler and migrate unless given; 0: none"
+    "actions, none for worker, relay, scheduler and migrate unless given; 0: none; given, it wins over the DSN's own"
 )
 
 
@@ -58,8 +61,8 @@ class Connections:
     """The root command's settings for every connection of the command it runs (set once per
     invocation)."""
 
-    connect: int = CONNECT_TIMEOUT
-    statement: float | None = None  # None: the command's default
+    connect: int | None = None  # None: not given (CONNECT_TIMEOUT, unless the DSN has its own)
+    statement: float | None = None  # None: not given (the command's default)
     command: str | None = None  # the subcommand being run, for a fix that names it
     prepared: bool = True  # False: --no-prepared-statements
 
@@ -67,8 +70,10 @@ class Connections:
 CONNECTIONS = Connections()
 
 
-def set_connections(connect: int, statement: float | None, command: str | None, *, prepared: bool = True) -> None:
-    if connect < 2:
+def set_connections(
+    connect: int | None, statement: float | None, command: str | None, *, prepared: bool = True
+) -> None:
+    if connect is not None and connect < 2:
         raise JobsError(
             X_INVALID_ARGUMENT,
             cause=f"--connect-timeout {connect} is below 2 s, libpq's floor (it would wait 2 s anyway)",
@@ -90,7 +95,8 @@ def dsn_fix() -> str:
 
 
 def resolve_dsn(dsn: str | None, *, long_running: bool = False) -> str:
-    """The DSN to use (--dsn, else $JOBS_DSN), carrying this command's timeouts."""
+    """The DSN to use (--dsn, else $JOBS_DSN), carrying this command's timeouts: one given by flag
+    or environment wins over the DSN's own; a default fills only what the DSN leaves out."""
     value = dsn or os.environ.get("JOBS_DSN")
     if not value:
         raise JobsError(
@@ -102,14 +108,15 @@ def resolve_dsn(dsn: str | None, *, long_running: bool = False) -> str:
         return value
     from engine.drivers.postgres.dsn import with_timeouts
 
-    statement = (
-        CONNECTIONS.statement if CONNECTIONS.statement is not None else None if long_running else STATEMENT_TIMEOUT
-    )
+    given = CONNECTIONS.statement is not None
+    statement = CONNECTIONS.statement if given else None if long_running else STATEMENT_TIMEOUT
     try:
         return with_timeouts(
             value,
-            connect_timeout=CONNECTIONS.connect,
-            statement_timeout_ms=int(statement * 1000) if statement else None,
+            connect_timeout=CONNECT_TIMEOUT if CONNECTIONS.connect is None else CONNECTIONS.connect,
+            statement_timeout_ms=None if statement is None else int(statement * 1000),
+            connect_given=CONNECTIONS.connect is not None,
+            statement_given=given,
         )
     except JobsError as err:
         if err.code == X_DSN_INVALID:  # the driver's fix names the API; this names the command

@@ -76,3 +76,30 @@ def test_a_malformed_port_is_x_dsn_invalid_and_its_fix_names_the_command_run() -
             assert r.exit_code == 2 and "error X_DSN_INVALID" in r.stderr and "not a port number" in r.stderr
             assert f"fix: jobs {cmd[0]} --dsn postgresql://USER@HOST:5432/DBNAME" in r.stderr
             assert "install" not in r.stderr
+
+
+def _resolved(dsn: str, *flags: str) -> dict[str, str]:
+    """The DSN `jobs [flags] queues --dsn DSN` would open, as its parameters."""
+    from psycopg import conninfo
+
+    from engine.cli import admin
+
+    kept = (admin.CONNECTIONS.connect, admin.CONNECTIONS.statement, admin.CONNECTIONS.command)
+    try:
+        connect = int(flags[flags.index("--connect-timeout") + 1]) if "--connect-timeout" in flags else None
+        statement = float(flags[flags.index("--statement-timeout") + 1]) if "--statement-timeout" in flags else None
+        admin.set_connections(connect, statement, "queues")
+        return conninfo.conninfo_to_dict(admin.resolve_dsn(dsn))  # type: ignore[return-value]
+    finally:
+        admin.CONNECTIONS.connect, admin.CONNECTIONS.statement, admin.CONNECTIONS.command = kept
+
+
+def test_a_timeout_given_by_flag_wins_over_the_dsns_own_and_a_default_fills_only_what_it_leaves_out() -> None:
+    own = "postgresql://db/app?connect_timeout=10&options=-c%20statement_timeout%3D5000"
+    assert _resolved(own)["connect_timeout"] == "10"  # the DSN's own, not the default 5
+    assert _resolved(own)["options"] == "-c statement_timeout=5000"
+    given = _resolved(own, "--connect-timeout", "3", "--statement-timeout", "0.5")
+    assert given["connect_timeout"] == "3"
+    assert given["options"] == "-c statement_timeout=5000 -c statement_timeout=500"  # the last one wins
+    bare = _resolved("postgresql://db/app")
+    assert (bare["connect_timeout"], bare["options"]) == ("5", "-c statement_timeout=10000")  # the defaults

@@ -95,16 +95,26 @@ def gives_statement_timeout(dsn: str) -> bool:
     return "statement_timeout" in str(ci.conninfo_to_dict(dsn).get("options") or "")
 
 
-def with_timeouts(dsn: str, *, connect_timeout: int | None, statement_timeout_ms: int | None) -> str:
+def with_timeouts(
+    dsn: str,
+    *,
+    connect_timeout: int | None,
+    statement_timeout_ms: int | None,
+    connect_given: bool = False,
+    statement_given: bool = False,
+) -> str:
     """The DSN with a connect timeout (whole seconds) and a server-side statement timeout (ms,
     through libpq's ``options``), so every connection made from it, by any pool or library,
-    carries both; a value already in the DSN is kept. None leaves either out."""
+    carries both. None leaves either out. A default fills only what the DSN leaves out; one the
+    caller was given (``*_given``: a flag or an environment variable) wins over the DSN's own:
+    the connect timeout replaces it, the statement timeout goes after the DSN's options (the
+    last of a setting given twice wins)."""
     parts = ci.conninfo_to_dict(check_dsn(dsn))
     extra: dict[str, Any] = {}
-    if connect_timeout is not None and parts.get("connect_timeout") in (None, ""):
+    if connect_timeout is not None and (connect_given or parts.get("connect_timeout") in (None, "")):
         extra["connect_timeout"] = int(connect_timeout)
     options = str(parts.get("options") or "")
-    if statement_timeout_ms is not None and not gives_statement_timeout(dsn):
+    if statement_timeout_ms is not None and (statement_given or not gives_statement_timeout(dsn)):
         extra["options"] = f"{options} -c statement_timeout={int(statement_timeout_ms)}".strip()
     return ci.make_conninfo(dsn, **extra) if extra else dsn
 
