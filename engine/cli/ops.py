@@ -26,7 +26,7 @@ from engine.cli.acting import (
 )
 from engine.cli.admin import APP_HELP, DSN_HELP, JSON_HELP, NOTE_HELP
 from engine.cli.family import retry_trees, with_children
-from engine.cli.reads import FILTER_HELP, FilteredCommand, console, emit, run, workers_app
+from engine.cli.reads import FILTER_HELP, FilteredCommand, console, emit, group_given, run, workers_app
 from engine.cli.waits import TIMEOUT_HELP, wait_for, wait_limit
 from engine.durations import parse_duration
 from engine.errors import X_INVALID_ARGUMENT, JobsError
@@ -301,6 +301,7 @@ def discard(
 
 @workers_app.command("drain")
 def drain(
+    ctx: typer.Context,
     worker_id: str = typer.Argument(..., help="the worker's id (jobs workers lists them)"),
     note: str = typer.Option(None, "--note", help="the incident note kept with the request"),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
@@ -311,6 +312,7 @@ def drain(
 
     It sees the request at its next heartbeat, lets in-flight work finish within its grace,
     releases the rest and exits."""
+    dsn, json_out = group_given(ctx, dsn, json_out)
     r = run(dsn, json_out, lambda e: operator(e, actor).drain_worker(worker_id, note=note))
     if json_out:
         emit(r)

@@ -98,6 +98,25 @@ def run(dsn: str | None, as_json: bool, call: Callable[[Any], Awaitable[T]]) -> 
         raise  # unreachable: fail exits
 
 
+def group_given(ctx: typer.Context, dsn: str | None, json_out: bool) -> tuple[str | None, bool]:
+    """A subcommand's --dsn and --json, or its group's given before the subcommand's name: `jobs
+    workers --dsn X drain ID` means what `jobs workers drain ID --dsn X` does. Two different
+    --dsn, one each side of the name, are refused."""
+    up = ctx.parent.params if ctx.parent is not None else {}
+    theirs, as_json = up.get("dsn"), json_out or bool(up.get("json_out"))
+    if dsn is not None and theirs is not None and dsn != theirs:
+        group = ctx.parent.info_name if ctx.parent is not None else "jobs"
+        fail(
+            JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"--dsn is given twice, before and after `{ctx.info_name}`, with different values",
+                fix=f"jobs {group} {ctx.info_name} ... --dsn DSN (once)",
+            ),
+            as_json=as_json,
+        )
+    return dsn if dsn is not None else theirs, as_json
+
+
 def console() -> Console:
     """The CLI's console. What it prints comes from jobs (names, tenants, errors, notes): a string is
     never read as markup (``[bold]`` in a job's name stays literal) and every control character in
@@ -357,7 +376,17 @@ def workers(
     budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
 ) -> None:
     """Registered workers: host, pid, queues, slots in use, last heartbeat (stale ones marked)."""
-    if ctx.invoked_subcommand is not None:
+    if ctx.invoked_subcommand is not None:  # its --dsn and --json are the subcommand's (group_given)
+        source = ctx.get_parameter_source("budget")
+        if source is not None and source.name != "DEFAULT":
+            fail(
+                JobsError(
+                    X_INVALID_ARGUMENT,
+                    cause=f"--budget bounds the reads of the workers list; `{ctx.invoked_subcommand}` makes none",
+                    fix=f"jobs workers {ctx.invoked_subcommand} ... (without --budget)",
+                ),
+                as_json=json_out,
+            )
         return
     wv = run(dsn, json_out, lambda e: intro(e, budget).workers())
     if json_out:

@@ -22,7 +22,7 @@ from engine.cli.admin import (
     no_prepared_statements_option,
     start_when_reachable,
 )
-from engine.cli.reads import console, emit, run
+from engine.cli.reads import console, emit, group_given, run
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 
 schedule_app = typer.Typer(
@@ -113,6 +113,7 @@ def _pause(name: str, paused: bool, note: str | None, actor: str | None, dsn: st
 
 @schedule_app.command("pause")
 def pause(
+    ctx: typer.Context,
     name: str = typer.Argument(...),
     note: str = typer.Option(None, "--note", help=NOTE_HELP),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
@@ -120,11 +121,12 @@ def pause(
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Pause a task: durable, audited; no occurrence is enqueued until it is resumed, and those due meanwhile are skipped."""
-    _pause(name, True, note, actor, dsn, json_out)
+    _pause(name, True, note, actor, *group_given(ctx, dsn, json_out))
 
 
 @schedule_app.command("resume")
 def resume(
+    ctx: typer.Context,
     name: str = typer.Argument(...),
     note: str = typer.Option(None, "--note", help=NOTE_HELP),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
@@ -132,11 +134,12 @@ def resume(
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Resume a paused task; what fell due while it was paused is not owed."""
-    _pause(name, False, note, actor, dsn, json_out)
+    _pause(name, False, note, actor, *group_given(ctx, dsn, json_out))
 
 
 @schedule_app.command("trigger")
 def trigger(
+    ctx: typer.Context,
     name: str = typer.Argument(...),
     note: str = typer.Option(None, "--note", help=NOTE_HELP),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
@@ -144,6 +147,7 @@ def trigger(
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Enqueue an occurrence of a task now, under its own idempotency key (audited on the job)."""
+    dsn, json_out = group_given(ctx, dsn, json_out)
     job_id = run(dsn, json_out, lambda e: _schedules(e, actor).trigger(name, note=note))
     if json_out:
         emit({"task": name, "job_id": job_id})
