@@ -312,8 +312,8 @@ def drain(
 
     It sees the request at its next heartbeat, lets in-flight work finish within its grace,
     releases the rest and exits."""
-    dsn, json_out = group_given(ctx, dsn, json_out)
-    r = run(dsn, json_out, lambda e: operator(e, actor).drain_worker(worker_id, note=note))
+    given, json_out = group_given(ctx, dsn, json_out)
+    r = run(given, json_out, lambda e: operator(e, actor).drain_worker(worker_id, note=note))
     if json_out:
         emit(r)
     else:

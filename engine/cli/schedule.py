@@ -147,8 +147,8 @@ def trigger(
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Enqueue an occurrence of a task now, under its own idempotency key (audited on the job)."""
-    dsn, json_out = group_given(ctx, dsn, json_out)
-    job_id = run(dsn, json_out, lambda e: _schedules(e, actor).trigger(name, note=note))
+    given, json_out = group_given(ctx, dsn, json_out)
+    job_id = run(given, json_out, lambda e: _schedules(e, actor).trigger(name, note=note))
     if json_out:
         emit({"task": name, "job_id": job_id})
     else:
