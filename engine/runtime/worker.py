@@ -42,7 +42,7 @@ from engine.runtime.metrics import Metrics
 from engine.runtime.presence import Presence
 from engine.runtime.settle import AckBuffer, Backoff, Pending
 from engine.runtime.startup import when_reachable
-from engine.runtime.worker_config import WorkerConfig
+from engine.runtime.worker_config import WorkerConfig, served_queues
 from engine.types import ClaimedJob
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ class Worker:
         self.tracing = tracing  # each run an OpenTelemetry span (engine/tracing.py); None: off
         self.engine = engine  # makes what its runs' ctx.engine answers, on first use
         self.id = cfg.id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self.queues = tuple(cfg.queues) or tuple(registry.queues())
+        self.queues = served_queues(cfg.queues, tuple(registry.queues()))
         self.keeper = LeaseKeeper(
             driver,
             self.clock,

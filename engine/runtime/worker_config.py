@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.options import Options, finite_positive
@@ -42,11 +41,18 @@ class WorkerConfig(Options):
     # (engine/runtime/collector.py); False: the process's collector is left as it is
     tune_gc: bool = True
     id: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     OPTION_FIX = "eng.worker(jobs, {option}=...)"
 
     def __post_init__(self) -> None:
+        q = self.queues
+        if isinstance(q, str) or not all(isinstance(n, str) and n for n in q):
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"worker option queues={q!r} must be a sequence of queue names"
+                + (" (a string is one name, not a sequence)" if isinstance(q, str) else ""),
+                fix=f"queues=({q!r},)" if isinstance(q, str) and q else "queues=('default',)",
+            )
         for name in ("concurrency", "batch_size", "ack_batch", "ack_parallel"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -83,3 +89,18 @@ class WorkerConfig(Options):
                 f"lease_seconds={self.lease_seconds}",
                 fix=f"renew_interval={self.lease_seconds / 3:g}",
             )
+
+
+def served_queues(asked: tuple[str, ...], used: tuple[str, ...]) -> tuple[str, ...]:
+    """The queues a worker claims from: those asked for, else every queue its jobs use. A queue
+    asked for that none of its jobs uses is refused: nothing it claimed there could run (a typo,
+    or the wrong jobs module)."""
+    unknown = sorted(set(asked) - set(used))
+    if unknown:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"queues {', '.join(unknown)} are used by no job this worker serves (its jobs use "
+            f"{', '.join(used) or 'none'})",
+            fix=f"queues={used!r}",
+        )
+    return tuple(asked) or used

@@ -389,7 +389,9 @@ def maintained_worker(
 
     clock = clock or SystemClock()
     queues = options.pop("queues", None)
-    config = WorkerConfig(queues=tuple(queues or ()), **options)
+    # A string reaches WorkerConfig as it is, to be refused there (tuple() would split it into letters).
+    given = queues if isinstance(queues, str) else tuple(queues or ())
+    config = WorkerConfig(queues=given, **options)  # type: ignore[arg-type]
     registry = as_registry(jobs)
     w = Worker(
         driver,

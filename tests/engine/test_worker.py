@@ -84,6 +84,11 @@ async def hang(ctx, inp):  # type: ignore[no-untyped-def]
         gate("hang-stopped").set()
 
 
+@job(name="w.elsewhere", queue="elsewhere", idempotency_key=lambda inp: str(inp["n"]))
+async def elsewhere(ctx, inp):  # type: ignore[no-untyped-def]
+    pass
+
+
 def cfg(**kw: Any) -> WorkerConfig:
     base: dict[str, Any] = dict(
         queues=(Q,), concurrency=4, lease_seconds=30, poll_interval=5.0, grace=10.0, flush_interval=0.001
@@ -340,8 +345,8 @@ async def test_i24_a_fleet_of_workers_counts_the_queue_gauges_once_per_interval(
     monkeypatch.setattr(mem, "_count_gauges", counting)
     monkeypatch.setattr(mem, "queue_gauges", asking)
     kw = dict(queues=("elsewhere",), gauges_interval=10.0)
-    one = Worker(mem, Registry([fast]), config=cfg(**kw), clock=clock)
-    two = Worker(mem, Registry([fast]), config=cfg(**kw), clock=clock)
+    one = Worker(mem, Registry([fast, elsewhere]), config=cfg(**kw), clock=clock)
+    two = Worker(mem, Registry([fast, elsewhere]), config=cfg(**kw), clock=clock)
     async with one, two:
         await both_asked.wait()
     assert asked == [10.0, 10.0] and len(counted) == 1
