@@ -89,6 +89,44 @@ def set_connections(
     CONNECTIONS.prepared = prepared
 
 
+def group_given(ctx: typer.Context, dsn: str | None, json_out: bool) -> tuple[str | None, bool]:
+    """A subcommand's --dsn and --json, or its group's given before the subcommand's name: `jobs
+    workers --dsn X drain ID` means what `jobs workers drain ID --dsn X` does. Two different
+    --dsn, one each side of the name, are refused."""
+    from engine.cli import fail
+
+    up = ctx.parent.params if ctx.parent is not None else {}
+    theirs, as_json = up.get("dsn"), json_out or bool(up.get("json_out"))
+    if dsn is not None and theirs is not None and dsn != theirs:
+        group = ctx.parent.info_name if ctx.parent is not None else "jobs"
+        fail(
+            JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"--dsn is given twice, before and after `{ctx.info_name}`, with different values",
+                fix=f"jobs {group} {ctx.info_name} ... --dsn DSN (once)",
+            ),
+            as_json=as_json,
+        )
+    return dsn if dsn is not None else theirs, as_json
+
+
+def refuse_for_subcommand(ctx: typer.Context, option: str, what: str, *, as_json: bool) -> None:
+    """Refuse a group's ``option`` given with a subcommand that has no use for it (it ``what``)."""
+    from engine.cli import fail
+
+    source = ctx.get_parameter_source(option)
+    if source is not None and source.name != "DEFAULT":
+        sub, flag = ctx.invoked_subcommand, "--" + option.replace("_", "-")
+        fail(
+            JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"{flag} {what}; `{sub}` has no use for it",
+                fix=f"jobs {ctx.info_name} {sub} ... (without {flag})",
+            ),
+            as_json=as_json,
+        )
+
+
 def dsn_fix() -> str:
     """X_DSN_INVALID's fix: the command being run with a DSN of the right shape."""
     return f"jobs {CONNECTIONS.command or 'queues'} --dsn {DSN_EXAMPLE}"

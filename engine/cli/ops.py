@@ -24,9 +24,9 @@ from engine.cli.acting import (
     result,
     stopped_by_signal,
 )
-from engine.cli.admin import APP_HELP, DSN_HELP, JSON_HELP, NOTE_HELP
+from engine.cli.admin import APP_HELP, DSN_HELP, JSON_HELP, NOTE_HELP, group_given
 from engine.cli.family import retry_trees, with_children
-from engine.cli.reads import FILTER_HELP, FilteredCommand, console, emit, group_given, run, workers_app
+from engine.cli.reads import FILTER_HELP, FilteredCommand, console, emit, run, workers_app
 from engine.cli.waits import TIMEOUT_HELP, wait_for, wait_limit
 from engine.durations import parse_duration
 from engine.errors import X_INVALID_ARGUMENT, JobsError

@@ -23,7 +23,15 @@ if TYPE_CHECKING:
     from engine.projections import JobSummary
 
 from engine.cli import EXIT_DRIFT, app, fail
-from engine.cli.admin import APP_HELP, DSN_HELP, JSON_HELP, TENANT_HELP, driver_options, resolve_dsn
+from engine.cli.admin import (
+    APP_HELP,
+    DSN_HELP,
+    JSON_HELP,
+    TENANT_HELP,
+    driver_options,
+    refuse_for_subcommand,
+    resolve_dsn,
+)
 from engine.durations import duration
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.text import printable
@@ -96,25 +104,6 @@ def run(dsn: str | None, as_json: bool, call: Callable[[Any], Awaitable[T]]) -> 
     except JobsError as err:
         fail(err, as_json=as_json)
         raise  # unreachable: fail exits
-
-
-def group_given(ctx: typer.Context, dsn: str | None, json_out: bool) -> tuple[str | None, bool]:
-    """A subcommand's --dsn and --json, or its group's given before the subcommand's name: `jobs
-    workers --dsn X drain ID` means what `jobs workers drain ID --dsn X` does. Two different
-    --dsn, one each side of the name, are refused."""
-    up = ctx.parent.params if ctx.parent is not None else {}
-    theirs, as_json = up.get("dsn"), json_out or bool(up.get("json_out"))
-    if dsn is not None and theirs is not None and dsn != theirs:
-        group = ctx.parent.info_name if ctx.parent is not None else "jobs"
-        fail(
-            JobsError(
-                X_INVALID_ARGUMENT,
-                cause=f"--dsn is given twice, before and after `{ctx.info_name}`, with different values",
-                fix=f"jobs {group} {ctx.info_name} ... --dsn DSN (once)",
-            ),
-            as_json=as_json,
-        )
-    return dsn if dsn is not None else theirs, as_json
 
 
 def console() -> Console:
@@ -377,17 +366,7 @@ def workers(
 ) -> None:
     """Registered workers: host, pid, queues, slots in use, last heartbeat (stale ones marked)."""
     if ctx.invoked_subcommand is not None:  # its --dsn and --json are the subcommand's (group_given)
-        source = ctx.get_parameter_source("budget")
-        if source is not None and source.name != "DEFAULT":
-            fail(
-                JobsError(
-                    X_INVALID_ARGUMENT,
-                    cause=f"--budget bounds the reads of the workers list; `{ctx.invoked_subcommand}` makes none",
-                    fix=f"jobs workers {ctx.invoked_subcommand} ... (without --budget)",
-                ),
-                as_json=json_out,
-            )
-        return
+        return refuse_for_subcommand(ctx, "budget", "bounds the reads of the workers list", as_json=json_out)
     wv = run(dsn, json_out, lambda e: intro(e, budget).workers())
     if json_out:
         return emit(wv)

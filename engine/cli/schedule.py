@@ -18,11 +18,12 @@ from engine.cli.admin import (
     NOTE_HELP,
     START_HELP,
     check_start_timeout,
+    group_given,
     long_running_driver,
     no_prepared_statements_option,
     start_when_reachable,
 )
-from engine.cli.reads import console, emit, group_given, run
+from engine.cli.reads import console, emit, run
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 
 schedule_app = typer.Typer(
