@@ -118,6 +118,22 @@ def _bulk(
         raise typer.Exit(EXIT_STOPPED)
 
 
+def _one_job(
+    command: str, job_id: str, filters: list[str], rate: float | None, yes: bool, children: bool, json_out: bool
+) -> None:
+    """Refuse what only --all (or --children) reads, given to the action on one job: dropped, it
+    would leave the operator believing a filter narrowed or a rate paced what ran."""
+    given = [
+        (bool(filters), "--filter narrows --all", f"jobs {command} --all --filter {filters[0] if filters else ''}"),
+        (rate is not None, "--rate paces --all", f"jobs {command} --all --filter ... --rate {rate}"),
+        (yes and not children, "--yes skips the confirmation of --all or --children", f"jobs {command} {job_id}"),
+    ]
+    for present, what, fix in given:
+        if present:
+            cause = f"{what}; with a job's id it would do nothing"
+            fail(JobsError(X_INVALID_ARGUMENT, cause=cause, fix=fix), as_json=json_out)
+
+
 @app.command(cls=FilteredCommand)
 def retry(
     job_id: str = typer.Argument(None, help=f"{ID_HELP} of a dead job (or --all with --filter)"),
@@ -153,6 +169,7 @@ def retry(
         return _bulk("retry", scope, yes, rate, note, dsn, actor, json_out, children=children)
     if not job_id:
         fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobs retry JOB_ID"), as_json=json_out)
+    _one_job("retry", job_id, filters, rate, yes, children, json_out)
     if children and from_step:
         fail(
             JobsError(
@@ -217,6 +234,7 @@ def cancel(
         )
     if not job_id:
         fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobs cancel JOB_ID"), as_json=json_out)
+    _one_job("cancel", job_id, filters, rate, yes, children, json_out)
     if children:
         return with_children("cancel", job_id, yes, tenant, note, dsn, actor, json_out)
     result(run(dsn, json_out, lambda e: operator(e, actor).cancel(job_id, tenant=tenant, note=note)), json_out)
@@ -296,6 +314,7 @@ def discard(
         )
     if not job_id:
         fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobs discard JOB_ID"), as_json=json_out)
+    _one_job("discard", job_id, filters, rate, yes, False, json_out)
     result(run(dsn, json_out, lambda e: operator(e, actor).discard(job_id, tenant=tenant, note=note)), json_out)
 
 

@@ -1,7 +1,8 @@
 """A group's options given before its subcommand's name are the subcommand's: `jobs workers --dsn X
 --json drain ID` drains on X and answers in JSON, as `jobs workers drain ID --dsn X --json` does;
 an option of the group that the subcommand cannot use (the list's --budget) is refused, and two
-different --dsn, one each side of the name, are refused rather than one silently winning."""
+different --dsn, one each side of the name, are refused rather than one silently winning; and what
+only --all reads (--filter, --rate; --yes without --children) is refused with a job's id."""
 
 from __future__ import annotations
 
@@ -39,3 +40,15 @@ def test_a_groups_option_its_subcommand_cannot_use_is_refused() -> None:
 def test_two_different_dsns_either_side_of_the_subcommand_are_refused() -> None:
     r = jobs("schedule", "--dsn", "memory://", "resume", "nightly", "--dsn", UNREACHABLE)
     assert r.exit_code == 1 and "--dsn is given twice" in r.stderr and "X_INVALID_ARGUMENT" in r.stderr
+
+
+def test_what_only_all_reads_is_refused_with_a_jobs_id() -> None:
+    for args, flag in (
+        (["retry", "abc123", "--filter", "queue=billing"], "--filter"),
+        (["cancel", "abc123", "--rate", "5"], "--rate"),
+        (["retry", "abc123", "--children", "--rate", "5"], "--rate"),
+        (["discard", "abc123", "--yes"], "--yes"),
+    ):
+        r = jobs(*args)
+        assert r.exit_code == 1 and f"error X_INVALID_ARGUMENT: {flag}" in r.stderr, (args, r.stderr)
+    assert "X_NOT_FOUND" in jobs("cancel", "abc123", "--children", "--yes").stderr  # --yes with --children: read
