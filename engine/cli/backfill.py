@@ -23,7 +23,7 @@ from engine.cli import EXIT_DRIFT, EXIT_ERROR, app, fail
 from engine.cli.acting import ACTOR_HELP, EXIT_NOOP
 from engine.cli.admin import DSN_HELP, JSON_HELP, driver_options, resolve_dsn
 from engine.cli.reads import console, emit, table, to_json
-from engine.errors import X_BACKFILL_PENDING, JobsError
+from engine.errors import X_BACKFILL_PENDING, X_INVALID_ARGUMENT, JobsError
 
 T = TypeVar("T")
 FINAL = ("completed", "failed", "stalled", "cancelled")
@@ -156,6 +156,57 @@ def _follow(catalog: Any, name: str, job_id: str, dsn: str | None, env: str | No
     return 0 if p is not None and p.status == "completed" else EXIT_ERROR
 
 
+def _one_mode(
+    name: str | None,
+    pending: bool,
+    status: bool,
+    history: bool,
+    cancel: bool,
+    retry: bool,
+    write: bool,
+    force: bool,
+    wait: bool,
+) -> None:
+    """Refuse a combination of which a part would be dropped: one of --pending, --status,
+    --history, --cancel and --retry (or a start); --write and --force only start a pass, --force
+    only with --write; --wait follows a start or a retry."""
+    modes = [
+        f
+        for f, on in (
+            ("--pending", pending),
+            ("--status", status),
+            ("--history", history),
+            ("--cancel", cancel),
+            ("--retry", retry),
+        )
+        if on
+    ]
+    starting = [f for f, on in (("--write", write), ("--force", force)) if on]
+    refusal: tuple[str, str] | None = None
+    who = name or "NAME"
+    if len(modes) > 1:
+        refusal = f"{' and '.join(modes)} are each a command of their own", f"jobs backfill {who} {modes[0]}"
+    elif modes and starting:
+        refusal = (
+            f"{' and '.join(starting)} {'start' if len(starting) > 1 else 'starts'} a pass; {modes[0]} starts none",
+            f"jobs backfill {who} {modes[0]}",
+        )
+    elif force and not write:
+        refusal = (
+            "--force reruns an applied backfill's write pass; a dry run is never refused",
+            f"jobs backfill {who} --write --force",
+        )
+    elif wait and modes and modes[0] != "--retry":
+        refusal = (
+            f"--wait follows a pass that starts or continues; {modes[0]} starts none",
+            f"jobs backfill {who} {modes[0]}",
+        )
+    elif name is not None and modes and modes[0] in ("--pending", "--status"):
+        refusal = f"{modes[0]} lists every backfill; the name {name!r} is not read", f"jobs backfill {modes[0]}"
+    if refusal is not None:
+        raise JobsError(X_INVALID_ARGUMENT, cause=refusal[0], fix=refusal[1])
+
+
 @app.command("backfill")
 def backfill_cmd(
     name: str = typer.Argument(None, help="a declared backfill (none: every one's status)"),
@@ -163,10 +214,10 @@ def backfill_cmd(
     pending: bool = typer.Option(False, "--pending", help="list what is pending here; exit 4 when anything is"),
     status: bool = typer.Option(False, "--status", help="every backfill's status, progress and gate"),
     write: bool = typer.Option(False, "--write", help="write (default: a dry run that counts and reads)"),
-    force: bool = typer.Option(False, "--force", help="rerun an applied backfill (a new ledger row)"),
+    force: bool = typer.Option(False, "--force", help="with --write: rerun an applied backfill (a new ledger row)"),
     wait: bool = typer.Option(False, "--wait", help="follow the pass and exit with its outcome"),
     cancel: bool = typer.Option(False, "--cancel", help="cancel its live pass"),
-    retry: bool = typer.Option(False, "--retry", help="continue its failed or cancelled pass from its batch"),
+    retry: bool = typer.Option(False, "--retry", help="continue its failed, stalled or cancelled pass from its batch"),
     history: bool = typer.Option(False, "--history", help="its ledger rows here, newest first"),
     env: str = typer.Option(None, "--env", help="the environment (default $JOBS_ENV, else development)"),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
@@ -178,6 +229,7 @@ def backfill_cmd(
         catalog = load_catalog(app_module)
         if name is not None:
             catalog.get(name)  # X_BACKFILL_UNKNOWN, before the database
+        _one_mode(name, pending, status, history, cancel, retry, write, force, wait)
     except JobsError as err:
         fail(err, as_json=json_out)
     if pending:
