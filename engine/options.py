@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
-from engine.errors import X_INVALID_ARGUMENT, unknown_option
+from engine.errors import X_INVALID_ARGUMENT, JobsError, unknown_option
+
+C = TypeVar("C")
 
 _NAMES: dict[type, tuple[str, ...]] = {}
 
@@ -48,3 +50,17 @@ def int32(value: Any) -> bool:
 def finite_positive(value: Any) -> bool:
     """A number of seconds (or a rate) an option may hold: a real number > 0 and < infinity."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < math.inf
+
+
+def config_or_default(kind: type[C], given: object) -> C:
+    """A service's config: ``given`` when it is a ``kind``, the defaults for None; anything else is
+    refused at once (X_INVALID_ARGUMENT) rather than failing at the service's first use."""
+    if given is None:
+        return kind()
+    if not isinstance(given, kind):
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"a {kind.__name__} was expected, not {type(given).__name__} ({given!r:.60})",
+            fix=f"{kind.__name__}(...)",
+        )
+    return given

@@ -79,6 +79,14 @@ def error_text(err: JobsError) -> str:
     return printable(f"error {err.code}: {err.cause}\n  fix: {err.fix}\n  docs: {err.docs}\n")
 
 
+def say_error(err: JobsError, *, as_json: bool = False) -> None:
+    """An engine error on stderr: code, cause and fix, or a JSON object with --json."""
+    if as_json:
+        sys.stderr.write(json.dumps({"error": err.as_dict()}) + "\n")
+    else:
+        sys.stderr.write(error_text(err))
+
+
 def fail(err: JobsError, *, as_json: bool = False) -> None:
     """Print an engine error as code, cause and fix (JSON on stderr with --json) and exit. The
     fixes that name the Python API (a DSN's shape, a statement timeout) name the CLI's here."""
@@ -86,10 +94,7 @@ def fail(err: JobsError, *, as_json: bool = False) -> None:
         err = JobsError(err.code, cause=err.cause, fix=dsn_fix(), meta=err.meta)
     elif err.code == X_STATEMENT_TIMEOUT:
         err = JobsError(err.code, cause=err.cause, fix="export JOBS_STATEMENT_TIMEOUT=30", meta=err.meta)
-    if as_json:
-        sys.stderr.write(json.dumps({"error": err.as_dict()}) + "\n")
-    else:
-        sys.stderr.write(error_text(err))
+    say_error(err, as_json=as_json)
     if err.code == X_DSN_INVALID:  # as jobs-console answers it: the command was given a wrong address
         raise typer.Exit(EXIT_USAGE)
     raise typer.Exit(EXIT_NOT_FOUND if err.code in (X_NOT_FOUND, X_UNKNOWN_JOB) else EXIT_ERROR)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,6 +126,25 @@ def refuse_for_subcommand(ctx: typer.Context, option: str, what: str, *, as_json
         )
 
 
+METRICS_HOST_HELP = "the metrics address, with --metrics-port (default 127.0.0.1: loopback)"
+
+
+def metrics_address(port: int | None, host: str | None, command: str) -> tuple[int | None, str]:
+    """--metrics-port and --metrics-host as a command serves them: a port must be positive, and
+    a host without a port would serve nothing, so each is refused with the command's fix."""
+    if port is not None and port <= 0:
+        raise JobsError(
+            X_INVALID_ARGUMENT, cause=f"--metrics-port {port} must be positive", fix=f"{command} --metrics-port 9464"
+        )
+    if host is not None and port is None:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"--metrics-host {host} with no --metrics-port serves nothing",
+            fix=f"{command} --metrics-port 9464 --metrics-host {host}",
+        )
+    return port, host or "127.0.0.1"
+
+
 def dsn_fix() -> str:
     """X_DSN_INVALID's fix: the command being run with a DSN of the right shape."""
     return f"jobs {CONNECTIONS.command or 'queues'} --dsn {DSN_EXAMPLE}"
@@ -199,11 +217,13 @@ def check_start_timeout(value: float | None, command: str) -> None:
         )
 
 
-async def start_when_reachable(driver: Any, who: str, start_timeout: float | None) -> int | None:
+async def start_when_reachable(
+    driver: Any, who: str, start_timeout: float | None, *, as_json: bool = False
+) -> int | None:
     """Open ``driver`` for a long-running command, waiting for the database as a worker does
     (engine/runtime/startup.py): None once open; else the exit code (0 for a SIGTERM or SIGINT
     during the wait, 1 with the engine's error on stderr when it gave up or was refused)."""
-    from engine.cli import EXIT_ERROR, error_text
+    from engine.cli import EXIT_ERROR, say_error
     from engine.runtime import aio
     from engine.runtime.startup import when_reachable
 
@@ -217,7 +237,7 @@ async def start_when_reachable(driver: Any, who: str, start_timeout: float | Non
     except asyncio.CancelledError:
         return 0
     except JobsError as err:
-        sys.stderr.write(error_text(err))
+        say_error(err, as_json=as_json)
         return EXIT_ERROR
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -10,18 +10,20 @@ from typing import Any
 
 import typer
 
-from engine.cli import app, fail
+from engine.cli import EXIT_ERROR, app, fail, say_error
 from engine.cli.admin import (
     DSN_HELP,
     JSON_HELP,
+    METRICS_HOST_HELP,
     START_HELP,
     check_start_timeout,
     long_running_driver,
+    metrics_address,
     no_prepared_statements_option,
     start_when_reachable,
 )
 from engine.cli.reads import _t, console, emit, run, table
-from engine.errors import X_INVALID_ARGUMENT, JobsError
+from engine.errors import JobsError
 
 EXIT_SECOND_SIGNAL = 130
 
@@ -77,8 +79,8 @@ def relay(
         30_000, "--lease-ms", help="a claim's lease (ms): another relay takes the rows after it"
     ),
     poll_interval: float = typer.Option(1.0, "--poll-interval", help="the fallback poll when no NOTIFY arrives (s)"),
-    metrics_port: int = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
-    metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="the metrics address (loopback by default)"),
+    metrics_port: int | None = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
+    metrics_host: str | None = typer.Option(None, "--metrics-host", help=METRICS_HOST_HELP),
     start_timeout: float = typer.Option(None, "--start-timeout", help=START_HELP),
     no_prepared_statements: bool = no_prepared_statements_option(),
     json_out: bool = typer.Option(False, "--json", help="errors as JSON on stderr"),
@@ -87,24 +89,24 @@ def relay(
     from engine.services.relay import RelayConfig
 
     try:
-        if metrics_port is not None and metrics_port <= 0:
-            raise JobsError(
-                X_INVALID_ARGUMENT,
-                cause=f"--metrics-port {metrics_port} must be positive",
-                fix="jobs relay --metrics-port 9465",
-            )
+        port, host = metrics_address(metrics_port, metrics_host, "jobs relay")
         config = RelayConfig(batch_size=batch_size, lease_ms=lease_ms, poll_interval=poll_interval)
         check_start_timeout(start_timeout, "jobs relay")
         driver = long_running_driver(dsn, no_prepared_statements=no_prepared_statements, command="jobs relay")
     except JobsError as err:
         fail(err, as_json=json_out)
-    code = asyncio.run(_serve(driver, config, metrics_port, metrics_host, start_timeout))
+    code = asyncio.run(_serve(driver, config, port, host, start_timeout, json_out))
     if code:
         raise typer.Exit(code)
 
 
 async def _serve(
-    driver: Any, config: Any, metrics_port: int | None, metrics_host: str, start_timeout: float | None
+    driver: Any,
+    config: Any,
+    metrics_port: int | None,
+    metrics_host: str,
+    start_timeout: float | None,
+    as_json: bool = False,
 ) -> int:
     from engine.runtime.logs import configure_json_logging
     from engine.runtime.metrics import Metrics, serve_metrics
@@ -115,11 +117,15 @@ async def _serve(
     r = Relay(driver, config=config, metrics=metrics)
     server = None
     try:
-        started = await start_when_reachable(driver, r.id, start_timeout)
+        started = await start_when_reachable(driver, r.id, start_timeout, as_json=as_json)
         if started is not None:
             return started
         if metrics_port:
-            server = serve_metrics(metrics, metrics_port, metrics_host)
+            try:
+                server = serve_metrics(metrics, metrics_port, metrics_host)
+            except JobsError as err:  # the port is taken, the address not this host's
+                say_error(err, as_json=as_json)
+                return EXIT_ERROR
         loop = asyncio.get_running_loop()
         signals = 0
 

@@ -10,16 +10,18 @@ from typing import Any
 
 import typer
 
-from engine.cli import app, fail
+from engine.cli import EXIT_ERROR, app, fail, say_error
 from engine.cli.acting import ACTOR_HELP, EXIT_NOOP
 from engine.cli.admin import (
     DSN_HELP,
     JSON_HELP,
+    METRICS_HOST_HELP,
     NOTE_HELP,
     START_HELP,
     check_start_timeout,
     group_given,
     long_running_driver,
+    metrics_address,
     no_prepared_statements_option,
     start_when_reachable,
 )
@@ -162,8 +164,8 @@ def scheduler(
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     interval: float = typer.Option(5.0, "--interval", help="the longest between two ticks (s)"),
     lease_seconds: float = typer.Option(30.0, "--lease-seconds", help="the leader's lease (s)"),
-    metrics_port: int = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
-    metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="the metrics address"),
+    metrics_port: int | None = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
+    metrics_host: str | None = typer.Option(None, "--metrics-host", help=METRICS_HOST_HELP),
     start_timeout: float = typer.Option(None, "--start-timeout", help=START_HELP),
     no_prepared_statements: bool = no_prepared_statements_option(),
     json_out: bool = typer.Option(False, "--json", help="errors as JSON on stderr"),
@@ -174,6 +176,7 @@ def scheduler(
     from engine.tasks import tasks_of
 
     try:
+        port, host = metrics_address(metrics_port, metrics_host, f"jobs scheduler {target}")
         config = SchedulerConfig(interval=interval, leader_lease=lease_seconds)
         tasks = tasks_of(load_target(target))
         if not tasks:
@@ -188,13 +191,19 @@ def scheduler(
         )
     except JobsError as err:
         fail(err, as_json=json_out)
-    code = asyncio.run(_serve(driver, tasks, config, metrics_port, metrics_host, start_timeout))
+    code = asyncio.run(_serve(driver, tasks, config, port, host, start_timeout, json_out))
     if code:
         raise typer.Exit(code)
 
 
 async def _serve(
-    driver: Any, tasks: list[Any], config: Any, metrics_port: int | None, metrics_host: str, start_timeout: float | None
+    driver: Any,
+    tasks: list[Any],
+    config: Any,
+    metrics_port: int | None,
+    metrics_host: str,
+    start_timeout: float | None,
+    as_json: bool = False,
 ) -> int:
     from engine.clock import SystemClock
     from engine.runtime.logs import configure_json_logging
@@ -206,11 +215,15 @@ async def _serve(
     sched = Scheduler(driver, SystemClock(), tasks, config=config, metrics=metrics)
     server = None
     try:
-        started = await start_when_reachable(driver, sched.holder, start_timeout)
+        started = await start_when_reachable(driver, sched.holder, start_timeout, as_json=as_json)
         if started is not None:
             return started
         if metrics_port:
-            server = serve_metrics(metrics, metrics_port, metrics_host)
+            try:
+                server = serve_metrics(metrics, metrics_port, metrics_host)
+            except JobsError as err:  # the port is taken, the address not this host's
+                say_error(err, as_json=as_json)
+                return EXIT_ERROR
         loop = asyncio.get_running_loop()
         runner = loop.create_task(sched.run(), name="jobs-scheduler")
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -19,8 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from engine.cli import EXIT_ERROR, app, error_text, fail
-from engine.cli.admin import DSN_HELP, long_running_driver, no_prepared_statements_option
+from engine.cli import EXIT_ERROR, app, fail, say_error
+from engine.cli.admin import (
+    DSN_HELP,
+    METRICS_HOST_HELP,
+    long_running_driver,
+    metrics_address,
+    no_prepared_statements_option,
+)
+from engine.cli.worker_upkeep import maintenance_config, positive
 from engine.clock import SKEW_ENV, SystemClock, process_clock
 from engine.errors import X_INVALID_ARGUMENT, X_WORKER_TARGET, JobsError
 from engine.jobs import Registry
@@ -120,15 +127,6 @@ def event_loop_runner(choice: str, target: str) -> Callable[[Coroutine[Any, Any,
     return asyncio.run
 
 
-def _positive(name: str, value: float | None, target: str, example: str) -> None:
-    if value is not None and not value > 0:
-        raise JobsError(
-            X_INVALID_ARGUMENT,
-            cause=f"--{name} {value!r} must be positive",
-            fix=f"jobs worker {target} --{name} {example}",
-        )
-
-
 @app.command()
 def worker(
     target: str = typer.Argument(..., help="MODULE or MODULE:ATTR holding the @job handles"),
@@ -157,7 +155,7 @@ def worker(
         8192, "--traceback-limit", help="most characters of a failed attempt's traceback stored (its tail); 0: none"
     ),
     maintenance_interval: float = typer.Option(
-        5.0, "--maintenance-interval", help="seconds between rescue/prune passes"
+        None, "--maintenance-interval", help="seconds between rescue/prune passes (5)", show_default=False
     ),
     no_maintenance: bool = typer.Option(False, "--no-maintenance", help="never lead the rescuer and pruner"),
     retention: float = typer.Option(
@@ -185,10 +183,10 @@ def worker(
     ),
     no_relay: bool = typer.Option(False, "--no-relay", help="run no outbox relay in this worker"),
     no_scheduler: bool = typer.Option(False, "--no-scheduler", help="never lead the cron scheduler for its tasks"),
-    metrics_port: int = typer.Option(
+    metrics_port: int | None = typer.Option(
         None, "--metrics-port", help="serve Prometheus metrics on this port, and the probes /livez and /readyz"
     ),
-    metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="the metrics address (loopback by default)"),
+    metrics_host: str | None = typer.Option(None, "--metrics-host", help=METRICS_HOST_HELP),
     loop: str = typer.Option("auto", "--loop", help="the event loop: auto (uvloop when installed), uvloop or asyncio"),
     no_prepared_statements: bool = no_prepared_statements_option(),
     burst: bool = typer.Option(
@@ -221,17 +219,20 @@ def worker(
             ("close-timeout", close_timeout, "10"),
             ("start-timeout", start_timeout, "60"),
             ("poll-interval", poll_interval, "1"),
-            ("maintenance-interval", maintenance_interval, "5"),
-            ("retention", retention, "604800"),
-            ("dead-retention", dead_retention, "2592000"),
-            ("metrics-port", metrics_port, "9464"),
-            ("reindex-min-mb", reindex_min_mb, "16"),
         ):
-            _positive(name, value, target, example)
-        if reindex_interval is not None and reindex_interval < 0:
-            _positive("reindex-interval", reindex_interval, target, "600")
-        if vacuum_threshold is not None and vacuum_threshold < 0:
-            _positive("vacuum-threshold", vacuum_threshold, target, "10000")
+            positive(name, value, f"jobs worker {target}", example)
+        port, host = metrics_address(metrics_port, metrics_host, f"jobs worker {target}")
+        maint = maintenance_config(
+            target,
+            lease_seconds,
+            off=no_maintenance,
+            interval=maintenance_interval,
+            retention=retention,
+            dead_retention=dead_retention,
+            reindex_interval=reindex_interval,
+            reindex_min_mb=reindex_min_mb,
+            vacuum_threshold=vacuum_threshold,
+        )
         registry = load_target(target)
         wanted = tuple(q.strip() for q in queues.split(",") if q.strip()) if queues else tuple(registry.queues())
         unknown = sorted(set(wanted) - set(registry.queues()))
@@ -242,27 +243,6 @@ def worker(
                 f"{', '.join(registry.queues())})",
                 fix=f"jobs worker {target} --queues {','.join(registry.queues())}",
             )
-        from engine.services.maintenance import MaintenanceConfig
-
-        kept_for = retention if retention is not None else MaintenanceConfig.retention
-        if dead_retention is not None and dead_retention < kept_for:
-            raise JobsError(
-                X_INVALID_ARGUMENT,
-                cause=f"--dead-retention {dead_retention:g} is shorter than the retention of completed jobs "
-                f"({kept_for:g} s): dead letters are kept at least as long, so an operator can act on them first",
-                fix=f"jobs worker {target} --retention {min(kept_for, dead_retention):g} --dead-retention "
-                f"{dead_retention:g}",
-            )
-        # Dead letters are never kept shorter than the rest: a long --retention alone lengthens theirs.
-        dead_kept = dead_retention if dead_retention is not None else max(kept_for, MaintenanceConfig.dead_retention)
-        maint = MaintenanceConfig(
-            interval=maintenance_interval,
-            leader_lease=max(lease_seconds, maintenance_interval * 3),
-            retention=kept_for,
-            dead_retention=dead_kept,
-            **_upkeep(reindex_interval, reindex_min_mb),
-            **_vacuum(vacuum_threshold),
-        )
         options: dict[str, Any] = dict(
             queues=wanted,
             concurrency=concurrency,
@@ -301,10 +281,11 @@ def worker(
             options,
             maint,
             not no_maintenance,
-            metrics_port,
-            metrics_host,
+            port,
+            host,
             not no_scheduler,
             clock,
+            json_out,
         )
     )
     if code:
@@ -329,6 +310,7 @@ async def _serve(
     metrics_host: str,
     scheduler: bool = True,
     clock: SystemClock | None = None,
+    as_json: bool = False,
 ) -> int:
     from engine.runtime import aio
     from engine.runtime.logs import configure_json_logging
@@ -347,7 +329,7 @@ async def _serve(
         engine=lambda: _engine_on(driver, clock),  # ctx.engine, made when a handler first asks
         clock=clock,
         maintenance=maintenance,
-        maintenance_config=maint,
+        maintenance_config=maint if maintenance else None,  # none with --no-maintenance: nothing reads it
         scheduler=scheduler,
         metrics=metrics,
         on_execution=(lambda ex: ended.update((ex.outcome,))) if options.get("burst") else None,
@@ -358,7 +340,7 @@ async def _serve(
         try:
             server = serve_metrics(metrics, metrics_port, metrics_host, health=w.health)
         except JobsError as err:
-            sys.stderr.write(error_text(err))
+            say_error(err, as_json=as_json)
             await aio.within(driver.close, asyncio.get_running_loop().time() + w.config.close_timeout)
             return EXIT_ERROR
     loop = asyncio.get_running_loop()
@@ -386,7 +368,7 @@ async def _serve(
                 raise
             return 0
         except JobsError as err:
-            sys.stderr.write(error_text(err))
+            say_error(err, as_json=as_json)
             return EXIT_ERROR
         if signals:  # signalled as the start ended (its cancellation lost on the way): drain now
             await w.drain()
@@ -405,26 +387,3 @@ async def _serve(
         if server is not None:
             server.shutdown()  # type: ignore[attr-defined]
         await aio.within(driver.close, loop.time() + w.config.close_timeout)  # bounded, whatever the database does
-
-
-def _vacuum(threshold: int | None) -> dict[str, Any]:
-    """MaintenanceConfig's table upkeep field from --vacuum-threshold (0: off, autovacuum's alone)."""
-    return {} if threshold is None else {"vacuum_threshold": threshold or None}
-
-
-def _upkeep(interval: float | None, min_mb: float | None) -> dict[str, Any]:
-    """MaintenanceConfig's index upkeep fields from --reindex-interval (0: off) and --reindex-min-mb."""
-    if interval == 0:
-        if min_mb is not None:
-            raise JobsError(
-                X_INVALID_ARGUMENT,
-                cause=f"--reindex-min-mb {min_mb:g} does nothing with --reindex-interval 0 (index upkeep off)",
-                fix="drop --reindex-min-mb, or give --reindex-interval 600",
-            )
-        return {"reindex_interval": None}
-    out: dict[str, Any] = {}
-    if interval is not None:
-        out["reindex_interval"] = interval
-    if min_mb is not None:
-        out["reindex_min_bytes"] = int(min_mb * 1024 * 1024)
-    return out

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from engine.clock import Clock
 from engine.drivers.base import Driver
 from engine.errors import X_INVALID_ARGUMENT, X_PERMISSION_DENIED, JobsError
-from engine.options import Options, finite_positive
+from engine.options import Options, config_or_default, finite_positive
 from engine.runtime import logs
 from engine.runtime.execute import Execution
 from engine.runtime.metrics import Metrics
@@ -193,7 +193,7 @@ class MaintenanceResult:
 class Maintenance:
     def __init__(self, driver: Driver, clock: Clock, *, holder: str, config: MaintenanceConfig | None = None) -> None:
         self.driver, self.clock, self.holder = driver, clock, holder
-        self.config = config or MaintenanceConfig()
+        self.config = config_or_default(MaintenanceConfig, config)
         self.term: int | None = None
         self.reindex_due: datetime | None = None  # this leader's next index check; None: at once
         self.vacuum_due: dict[str, datetime] = {}  # per table, the earliest next vacuum (VACUUM_DUTY)
@@ -388,11 +388,23 @@ def maintained_worker(
     from engine.tracing import tracing_for
 
     clock = clock or SystemClock()
+    registry = as_registry(jobs)
+    tasks = any(h.is_task for h in registry)
+    for name, given, runs, why in (
+        ("maintenance", maintenance_config, maintenance, "maintenance=False"),
+        ("relay", relay_config, relay, "relay=False"),
+        ("scheduler", scheduler_config, scheduler and tasks, "no job is a @task" if scheduler else "scheduler=False"),
+    ):
+        if given is not None and not runs:  # a config nothing would read: refused, not dropped
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"{name}_config is given, and {why}: no {name} runs to read it",
+                fix=f"leave {name}_config out, or run the {name}",
+            )
     queues = options.pop("queues", None)
     # A string reaches WorkerConfig as it is, to be refused there (tuple() would split it into letters).
     given = queues if isinstance(queues, str) else tuple(queues or ())
     config = WorkerConfig(queues=given, **options)  # type: ignore[arg-type]
-    registry = as_registry(jobs)
     w = Worker(
         driver,
         registry,
@@ -413,7 +425,7 @@ def maintained_worker(
         r = Relay(driver, clock, config=relay_config, metrics=w.metrics)
         w.add_service(r.run, on_drain=r.stop)
         w.relay = r
-    if scheduler and any(h.is_task for h in registry):  # else neither the scheduler nor its cron parser loads
+    if scheduler and tasks:  # else neither the scheduler nor its cron parser loads
         from engine.services.scheduler import Scheduler
         from engine.tasks import tasks_of
 

@@ -32,7 +32,7 @@ from engine.drivers.base import Driver
 from engine.drivers.outbox_lease import claim_lease_ms
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.ids import IdFactory
-from engine.options import Options, finite_positive
+from engine.options import Options, config_or_default, finite_positive
 from engine.retry import error_text
 from engine.runtime import logs
 from engine.runtime.metrics import Metrics
@@ -116,7 +116,7 @@ class Relay:
     ) -> None:
         self.driver = driver
         self.clock = clock or SystemClock()
-        self.config = cfg = config or RelayConfig()
+        self.config = cfg = config_or_default(RelayConfig, config)
         self.id = cfg.id or f"relay:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.ids = ids or IdFactory(self.clock)
         self.metrics = metrics

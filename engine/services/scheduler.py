@@ -30,7 +30,7 @@ from engine.clock import Clock
 from engine.drivers.base import Driver
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.ids import IdFactory
-from engine.options import Options, finite_positive
+from engine.options import Options, config_or_default, finite_positive
 from engine.runtime import logs
 from engine.runtime.metrics import Metrics
 from engine.schedule import (
@@ -128,7 +128,7 @@ class Scheduler:
         self.tasks = sorted(tasks, key=lambda t: t.name)
         self.host, self.pid = host or socket.gethostname(), pid or os.getpid()  # what the leader row names
         self.holder = holder or f"{self.host}:{self.pid}:{uuid.uuid4().hex[:8]}"
-        self.config = config or SchedulerConfig()
+        self.config = config_or_default(SchedulerConfig, config)
         self.metrics = metrics
         self.ids = ids or IdFactory(clock)
         self.term: int | None = None

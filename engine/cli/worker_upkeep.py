@@ -1,0 +1,108 @@
+"""`jobs worker`'s maintenance options, checked before the database is touched and turned into
+the MaintenanceConfig its leader runs: each positive and finite, dead letters kept at least as
+long as the rest, and none given with --no-maintenance, which never leads (refused, not dropped)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import X_INVALID_ARGUMENT, JobsError
+from engine.options import finite_positive
+
+if TYPE_CHECKING:
+    from engine.services.maintenance import MaintenanceConfig
+
+
+def positive(name: str, value: float | None, command: str, example: str) -> None:
+    """--NAME VALUE refused unless it is a finite number > 0 (None: not given)."""
+    if value is not None and not finite_positive(value):
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"--{name} {value!r} must be a positive, finite number",
+            fix=f"{command} --{name} {example}",
+        )
+
+
+def maintenance_config(
+    target: str,
+    lease_seconds: float,
+    *,
+    off: bool,
+    interval: float | None,
+    retention: float | None,
+    dead_retention: float | None,
+    reindex_interval: float | None,
+    reindex_min_mb: float | None,
+    vacuum_threshold: int | None,
+) -> MaintenanceConfig:
+    from engine.services.maintenance import MaintenanceConfig
+
+    command = f"jobs worker {target}"
+    given = {
+        "maintenance-interval": interval,
+        "retention": retention,
+        "dead-retention": dead_retention,
+        "reindex-interval": reindex_interval,
+        "reindex-min-mb": reindex_min_mb,
+        "vacuum-threshold": vacuum_threshold,
+    }
+    named = [f"--{n}" for n, v in given.items() if v is not None]
+    if off and named:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"{', '.join(named)} set what the maintenance leader does, and --no-maintenance never leads",
+            fix=f"{command} --no-maintenance (without {' '.join(named)})",
+        )
+    for name, value, example in (
+        ("maintenance-interval", interval, "5"),
+        ("retention", retention, "604800"),
+        ("dead-retention", dead_retention, "2592000"),
+        ("reindex-min-mb", reindex_min_mb, "16"),
+    ):
+        positive(name, value, command, example)
+    if reindex_interval is not None and reindex_interval != 0:
+        positive("reindex-interval", reindex_interval, command, "600")
+    if vacuum_threshold is not None and vacuum_threshold < 0:
+        positive("vacuum-threshold", vacuum_threshold, command, "10000")
+    kept_for = retention if retention is not None else MaintenanceConfig.retention
+    if dead_retention is not None and dead_retention < kept_for:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"--dead-retention {dead_retention:g} is shorter than the retention of completed jobs "
+            f"({kept_for:g} s): dead letters are kept at least as long, so an operator can act on them first",
+            fix=f"{command} --retention {min(kept_for, dead_retention):g} --dead-retention {dead_retention:g}",
+        )
+    # Dead letters are never kept shorter than the rest: a long --retention alone lengthens theirs.
+    dead_kept = dead_retention if dead_retention is not None else max(kept_for, MaintenanceConfig.dead_retention)
+    every = MaintenanceConfig.interval if interval is None else interval
+    return MaintenanceConfig(
+        interval=every,
+        leader_lease=max(lease_seconds, every * 3),
+        retention=kept_for,
+        dead_retention=dead_kept,
+        **_upkeep(reindex_interval, reindex_min_mb),
+        **_vacuum(vacuum_threshold),
+    )
+
+
+def _vacuum(threshold: int | None) -> dict[str, Any]:
+    """MaintenanceConfig's table upkeep field from --vacuum-threshold (0: off, autovacuum's alone)."""
+    return {} if threshold is None else {"vacuum_threshold": threshold or None}
+
+
+def _upkeep(interval: float | None, min_mb: float | None) -> dict[str, Any]:
+    """MaintenanceConfig's index upkeep fields from --reindex-interval (0: off) and --reindex-min-mb."""
+    if interval == 0:
+        if min_mb is not None:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"--reindex-min-mb {min_mb:g} does nothing with --reindex-interval 0 (index upkeep off)",
+                fix="drop --reindex-min-mb, or give --reindex-interval 600",
+            )
+        return {"reindex_interval": None}
+    out: dict[str, Any] = {}
+    if interval is not None:
+        out["reindex_interval"] = interval
+    if min_mb is not None:
+        out["reindex_min_bytes"] = int(min_mb * 1024 * 1024)
+    return out
