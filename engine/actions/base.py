@@ -11,6 +11,7 @@ from typing import Any
 from engine.errors import X_INVALID_ARGUMENT, X_READ_ONLY, JobsError
 from engine.ids import IdFactory
 from engine.introspect.base import EngineView
+from engine.options import finite_positive
 from engine.text import check_text
 
 DEFAULT_BATCH = 500
@@ -41,10 +42,10 @@ class OperatorBase(EngineView):
         read_only_fix: str = "Operator(engine, actor=..., read_only=False)",
     ) -> None:
         super().__init__(engine, clock=clock, tenant=tenant)
-        if not isinstance(budget, (int, float)) or not budget > 0:
+        if not finite_positive(budget):
             raise JobsError(
                 X_INVALID_ARGUMENT,
-                cause=f"budget={budget!r} must be a positive number of seconds",
+                cause=f"budget={budget!r} must be a positive, finite number of seconds",
                 fix="Operator(engine, actor=..., budget=5.0)",
             )
         self.budget_ms = max(1, int(budget * 1000))  # bounds the dry run, a read over many rows

@@ -25,6 +25,7 @@ from typing import Any
 import typer
 
 from engine.errors import X_DSN_INVALID, X_INVALID_ARGUMENT, JobsError
+from engine.options import finite_positive
 
 DSN_HELP = "PostgreSQL DSN (URL or key=value); defaults to $JOBS_DSN"
 JSON_HELP = "print JSON instead of a table (errors as JSON on stderr)"
@@ -78,10 +79,11 @@ def set_connections(
             cause=f"--connect-timeout {connect} is below 2 s, libpq's floor (it would wait 2 s anyway)",
             fix=f"jobs --connect-timeout 2 {command or 'queues'}",
         )
-    if statement is not None and statement < 0:
+    if statement is not None and statement != 0 and not (finite_positive(statement) and statement >= 0.001):
+        # Below 1 ms it would reach the server as 0 ms: no timeout at all.
         raise JobsError(
             X_INVALID_ARGUMENT,
-            cause=f"--statement-timeout {statement:g} is negative",
+            cause=f"--statement-timeout {statement:g} must be 0 (none) or a finite number of seconds >= 0.001",
             fix=f"jobs --statement-timeout 10 {command or 'queues'}",
         )
     CONNECTIONS.connect, CONNECTIONS.statement, CONNECTIONS.command = connect, statement, command

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from engine.errors import X_MALFORMED_ID, X_NOT_FOUND, JobsError
+from engine.errors import X_INVALID_ARGUMENT, X_MALFORMED_ID, X_NOT_FOUND, JobsError
 from engine.ids import parse_id
 from engine.introspect.base import EngineView
 from engine.introspect.reads import DEFAULT_COUNT_CAP
@@ -28,6 +28,12 @@ def _alive_since(now: datetime) -> datetime:
 
 
 async def outbox_view(view: EngineView, *, limit: int = 20, count_cap: int = COUNT_CAP) -> OutboxView:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"limit={limit!r} must be a whole number >= 1 (the claims and failing rows shown)",
+            fix="jobs outbox --limit 20",
+        )
     await view._open()
     now = view.clock.now()
     s = await view.driver.outbox_stats(now=now, count_cap=count_cap, limit=limit, alive_since=_alive_since(now))

@@ -19,6 +19,7 @@ from engine.introspect.base import MAX_CANDIDATES, MIN_FRAGMENT, EngineView, id_
 from engine.introspect.filters import scoped
 from engine.introspect.why import job_causes
 from engine.introspect.why_queue import queue_causes
+from engine.options import finite_positive
 from engine.projections import (
     DeadLetters,
     JobDetail,
@@ -69,10 +70,10 @@ class Introspector(EngineView):
         clock: Any = None,
     ) -> None:
         super().__init__(engine, clock=clock, tenant=tenant)
-        if not budget > 0:
+        if not finite_positive(budget):
             raise JobsError(
                 X_INVALID_ARGUMENT,
-                cause=f"budget={budget!r} must be a positive number of seconds",
+                cause=f"budget={budget!r} must be a positive, finite number of seconds",
                 fix="Introspector(engine, budget=0.5)",
             )
         if not isinstance(count_cap, int) or count_cap < 1:

@@ -23,7 +23,32 @@ from engine.drivers.postgres.pool import close_on
 from engine.drivers.postgres.schedules import PostgresSchedules
 from engine.drivers.postgres.steps import PostgresSteps
 from engine.drivers.postgres.workers import PostgresWorkers
+from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.forks import per_process
+
+
+def check_options(pool_size: Any, statement_timeout_ms: Any, optimistic_batches: Any, prepared: Any) -> None:
+    """The driver's options, refused at ``connect`` when they could not be meant: a pool of fewer
+    than one connection, a statement timeout that is not a whole number of milliseconds >= 1 (0.5
+    would reach the server as 0, which is no timeout at all), a flag that is not a bool."""
+    whole = [("pool_size", pool_size, 10)]
+    if statement_timeout_ms is not None:
+        whole.append(("statement_timeout_ms", statement_timeout_ms, 10_000))
+    for name, value, example in whole:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"connect option {name}={value!r} must be a whole number >= 1"
+                + (" (None: no statement timeout)" if name == "statement_timeout_ms" else ""),
+                fix=f"connect(dsn, {name}={example})",
+            )
+    for name, value in (("optimistic_batches", optimistic_batches), ("prepared_statements", prepared)):
+        if not isinstance(value, bool):
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"connect option {name}={value!r} must be True or False",
+                fix=f"connect(dsn, {name}=False)",
+            )
 
 
 class PostgresDriver(
@@ -49,6 +74,7 @@ class PostgresDriver(
         optimistic_batches: bool = True,
         prepared_statements: bool = True,
     ) -> None:
+        check_options(pool_size, statement_timeout_ms, optimistic_batches, prepared_statements)
         PostgresBase.__init__(
             self,
             check_dsn(dsn),
