@@ -78,6 +78,10 @@ def _migrate(dsn: str | None, status: bool, sql: bool, since: int | None, until:
                 else "--since goes with --sql, and --until with --since",
                 fix="jobs migrate --sql --since 1 --until 2",
             )
+        if sql and json_out:  # the script is the answer: it has no JSON form
+            raise JobsError(
+                X_INVALID_ARGUMENT, cause="--sql prints a SQL script, not JSON", fix="jobs migrate --sql > jobs.sql"
+            )
         if sql and since is not None:
             typer.echo(migration_sql(since, until), nl=False)
             return

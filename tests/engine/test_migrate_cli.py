@@ -88,3 +88,8 @@ def test_migrate_on_an_unreachable_server_never_prints_the_password() -> None:
     assert r.exit_code == 1
     assert "X_DB_UNREACHABLE" in r.stderr and "appdb" in r.stderr
     assert "s3cret" not in r.output + r.stderr
+
+
+def test_sql_with_json_is_refused_the_script_has_no_json_form() -> None:
+    r = runner.invoke(app, ["migrate", "--sql", "--since", "1", "--json"])
+    assert r.exit_code == 1 and '"X_INVALID_ARGUMENT"' in r.stderr and "--sql prints a SQL script" in r.stderr
