@@ -199,7 +199,14 @@ ACTIONS: tuple[Action, ...] = NAV + (
     Action("e", "send_event", "Send event", "send the event this job waits for", scope="job_detail", mutating=True),
     # Offered where something is folded ("… N more lines folded (u: unfold)"): in the footer it
     # pushed "l Logs" past 80 columns on a finished job with steps.
-    Action("u", "unfold", "Unfold", "show long input and result whole", scope="job_detail", footer=False),
+    Action(
+        "u",
+        "unfold",
+        "Unfold",
+        "show the long input, result and traceback whole; u again folds them back",
+        scope="job_detail",
+        footer=False,
+    ),
     Action("l", "logs", "Logs", "this job's attempts, history and live engine events", scope="job_detail"),
     Action("i", "copy_id", "Copy id", "copy this job's full id to the clipboard", scope="job_detail", footer=False),
     # Offered in the screen's own text (the footer is full at 80 columns): "w: open ...", "C:
@@ -244,7 +251,14 @@ ACTIONS: tuple[Action, ...] = NAV + (
     # dead letters
     Action("escape", "back", "Back", "leave the filter bar, clear the marks, or go back", scope="dead_letters"),
     Action("enter", "open_group", "Jobs of group", "list the dead jobs of the selected group", scope="dead_letters"),
-    Action("slash", "filter", "Filter", "filter: queue= name= tenant= code=", scope="dead_letters", key_display="/"),
+    Action(
+        "slash",
+        "filter",
+        "Filter",
+        "filter: queue= name= tenant= code= input.FIELD=V, or an id/key",
+        scope="dead_letters",
+        key_display="/",
+    ),
     Action(
         "space",
         "mark",
@@ -368,7 +382,7 @@ ACTIONS: tuple[Action, ...] = NAV + (
         "x",
         "retry_pass",
         "Retry",
-        "continue the failed or cancelled pass from the batch it stopped on",
+        "continue the failed, cancelled or stalled pass from the batch it stopped on",
         scope="backfills",
         mutating=True,
     ),

@@ -186,7 +186,10 @@ def main_command(
         "2s", "--refresh", help="refresh interval: 2s, 500ms, 1m (adjustable live with + and -)"
     ),
     queue: str = typer.Option(
-        None, "--queue", help="open with the jobs list filtered to this queue", show_default=False
+        None,
+        "--queue",
+        help="open on the Overview with the cursor on this queue; Jobs and Dead letters open filtered to it",
+        show_default=False,
     ),
     name: str = typer.Option(
         None, "--name", help="a label for this database in the header, e.g. prod-eu", show_default=False
@@ -218,6 +221,12 @@ def main_command(
             environment=env,
             prepared_statements=not no_prepared_statements,
         )
+        if ctx.invoked_subcommand == "demo" and dsn is not None:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause="--dsn was given to the demo, which runs on its own throwaway database",
+                fix="jobs-console demo",
+            )
         if ctx.invoked_subcommand == "demo" and no_prepared_statements:
             raise JobsError(
                 X_INVALID_ARGUMENT,

@@ -344,7 +344,7 @@ class Source:
         return await self._backfill_control(environment).cancel(name, note=note)  # type: ignore[no-any-return]
 
     async def retry_backfill(self, name: str, environment: str, *, note: str | None = None) -> ActionResult:
-        """Continue the latest failed or cancelled pass from the batch it stopped on."""
+        """Continue the latest failed, cancelled or stalled pass from the batch it stopped on."""
         self._writable("retrying a backfill pass")
         return await self._backfill_control(environment).retry(name, note=note)  # type: ignore[no-any-return]
 

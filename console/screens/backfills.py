@@ -2,8 +2,8 @@
 status there (pending, running, completed, failed, stalled), the live progress of a running pass
 (rows swept and remaining, batches a second, ETA, a bar), the gate a write pass would meet now,
 and the selected one's ledger history. d starts a dry run, w a write pass, f forces a rerun of an
-applied one, x continues a failed or cancelled pass from its batch, c cancels a running one, each
-behind the confirm dialog; Enter opens the selected pass's job."""
+applied one, x continues a failed, cancelled or stalled pass from its batch, c cancels a running
+one, each behind the confirm dialog; Enter opens the selected pass's job."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """The confirmation modal every mutating action goes through.
 
 It names exactly what will change (and, for a bulk action, how many jobs and how they group). The
-operator may attach an incident note (kept in the job's audit trail) and, for a bulk retry, pace
-it through the queue's limiter or, when fan-ins are among its jobs, retry each with the dead jobs
-below it. ``y`` or the Confirm button confirms; ``n`` or Escape cancels;
-nothing is changed until then.
+operator may attach an incident note (kept in the job's audit trail) where the action keeps one
+and, for a bulk retry, pace it (smaller batches with a pause between them) or, when fan-ins are
+among its jobs, retry each with the dead jobs below it. ``y`` or the Confirm button confirms;
+``n`` or Escape cancels; nothing is changed until then.
 
 It fits an 80x24 terminal: the body scrolls, while the count, the options and the buttons stay
 on screen, so focus never lands on something the operator cannot see. Enter in the note field
@@ -70,7 +70,7 @@ class ConfirmScreen(AnswerOnce, ModalScreen[Confirmed | None]):
                 yield Static(self.body, id="confirm-text")
             if self.pace is not None:
                 yield Checkbox(
-                    f"pace it: {self.pace:g} jobs per second through the queue's limiter",
+                    f"pace it: at most {self.pace:g} jobs a second, with a pause between batches",
                     id="confirm-pace",
                     compact=True,
                 )

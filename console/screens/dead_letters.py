@@ -3,7 +3,7 @@ act on everything matching, not just what is visible, after a dry run."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -147,6 +147,9 @@ class DeadLettersScreen(Filtered, DataScreen, Flows):
         return self.groups.get(key) if key else None
 
     def _group_filter(self, g: DeadGroup) -> JobFilter:
+        """The screen's filter narrowed to the group's name and error code. JobFilter has no stop
+        reason, so a group also reaches the jobs of its name and code under another stop reason
+        (the dry run names each stop reason it counts)."""
         return replace(self._dead(), name=g.name, error_code=g.error_code)
 
     # --- actions ---------------------------------------------------------------------------------
@@ -160,11 +163,8 @@ class DeadLettersScreen(Filtered, DataScreen, Flows):
 
     def action_open_group(self) -> None:
         g = self._selected()
-        if g:
-            f = self._group_filter(g)
-            self.open_jobs(
-                **{k: getattr(f, k) for k in ("queue", "state", "name", "tenant", "error_code", "input_fields")}
-            )
+        if g:  # the group's jobs under every field of this screen's filter (search, since, until too)
+            self.open_jobs(**{f.name: getattr(self._group_filter(g), f.name) for f in fields(JobFilter)})
 
     def action_bulk(self, action: str, scope: str) -> None:
         if scope == "group":

@@ -67,14 +67,27 @@ class Flows(BulkFlows):
 
     @work(group="action", exclusive=True, exit_on_error=False)
     async def confirm_and_run(
-        self: FlowHost, title: str, body: Text | str, verb: str, call: Callable[[Confirmed], Awaitable[str]]
+        self: FlowHost,
+        title: str,
+        body: Text | str,
+        verb: str,
+        call: Callable[[Confirmed], Awaitable[str]],
+        *,
+        note: bool = True,
     ) -> None:
-        await self.confirm_then_run(title, body, verb, call)
+        await self.confirm_then_run(title, body, verb, call, note=note)
 
     async def confirm_then_run(
-        self: FlowHost, title: str, body: Text | str, verb: str, call: Callable[[Confirmed], Awaitable[str]]
+        self: FlowHost,
+        title: str,
+        body: Text | str,
+        verb: str,
+        call: Callable[[Confirmed], Awaitable[str]],
+        *,
+        note: bool = True,
     ) -> None:
-        confirmed = await self.app.push_screen(ConfirmScreen(title, body, verb=verb), wait_for_dismiss=True)
+        """``note``: offer the incident note; False where the engine's call keeps none."""
+        confirmed = await self.app.push_screen(ConfirmScreen(title, body, verb=verb, note=note), wait_for_dismiss=True)
         if confirmed is None:
             self.notify("Cancelled: nothing changed.", timeout=3)
             return
@@ -254,7 +267,8 @@ class Flows(BulkFlows):
             f" (tenant {clean(tenant, limit=30)})" if tenant else "",
             ": every job waiting for a match wakes.",
         )
-        self.confirm_and_run("Send this event?", body, f"Send {clean(event, limit=24)}", call)
+        # The engine's send_event keeps no note (the event row records who sent it): none is offered.
+        self.confirm_and_run("Send this event?", body, f"Send {clean(event, limit=24)}", call, note=False)
 
     def toggle_pause(self: FlowHost, queue: str, paused: bool) -> None:
         async def call(c: Confirmed) -> str:
@@ -263,9 +277,9 @@ class Flows(BulkFlows):
                 return f"Queue {queue} was already {'paused' if p.paused else 'running'}."
             return f"Queue {queue} {'paused' if p.paused else 'resumed'}."
 
-        if paused:
+        if paused:  # a resume deletes the pause row, note and all: none is offered
             body = Text.assemble("Resume queue ", (clean(queue, limit=40), "bold"), ": workers claim its jobs again.")
-            self.confirm_and_run("Resume this queue?", body, f"Resume {clean(queue, limit=24)}", call)
+            self.confirm_and_run("Resume this queue?", body, f"Resume {clean(queue, limit=24)}", call, note=False)
         else:
             body = Text.assemble(
                 "Pause queue ",

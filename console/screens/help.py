@@ -12,6 +12,11 @@ from textual.widgets import Static
 from console import actions
 from console.screens.base import ConsoleScreen
 
+PALETTE = (
+    "the command palette: the actions of the screen you open it on and those under Everywhere, "
+    "found by name or by words of their description"
+)
+
 
 def help_text(*, read_only: bool) -> Group:
     """Every scope's keys as a grid: a description wraps under itself, never under the keys."""
@@ -29,7 +34,7 @@ def help_text(*, read_only: bool) -> Group:
             grid.add_row(Text(f"  {actions.key_label(a)}", style="bold"), a.title, text)
         parts += [grid, Text("")]
     grid = _grid()
-    grid.add_row(Text("  ctrl+p", style="bold"), "Commands", "the command palette: every action above, by name")
+    grid.add_row(Text("  ctrl+p", style="bold"), "Commands", PALETTE)
     parts.append(grid)
     return Group(*parts)
 

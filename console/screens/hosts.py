@@ -58,11 +58,23 @@ class FlowHost(ScreenHost, Protocol):
     def clear_marks(self) -> None: ...
 
     def confirm_and_run(
-        self, title: str, body: Text | str, verb: str, call: Callable[[Confirmed], Awaitable[str]]
+        self,
+        title: str,
+        body: Text | str,
+        verb: str,
+        call: Callable[[Confirmed], Awaitable[str]],
+        *,
+        note: bool = True,
     ) -> object: ...
 
     async def confirm_then_run(
-        self, title: str, body: Text | str, verb: str, call: Callable[[Confirmed], Awaitable[str]]
+        self,
+        title: str,
+        body: Text | str,
+        verb: str,
+        call: Callable[[Confirmed], Awaitable[str]],
+        *,
+        note: bool = True,
     ) -> None: ...
 
     async def children_or_say(self, job_id: str) -> list[JobSummary] | None: ...

@@ -126,10 +126,10 @@ def why_text(d: JobDetail, now: datetime) -> Text:
 AWAITED_LINES = 8  # the jobs a fan-in waits for, listed one a line: the unsettled ones first
 
 
-def awaited_text(d: JobDetail, now: datetime) -> Text | None:
+def awaited_text(d: JobDetail, now: datetime, *, read_only: bool = False) -> Text | None:
     """The jobs a fan-in waits for (or waited for, or a fan-out enqueued): how many in each state,
     then one line each (short id, name, state, what ended a dead one), those still live first;
-    None for any other job."""
+    None for any other job. ``read_only``: the C and X hints are left out (neither is offered)."""
     if not d.awaited:
         return None
     by_state = Counter(a.state.value for a in d.awaited)
@@ -140,7 +140,9 @@ def awaited_text(d: JobDetail, now: datetime) -> Text | None:
     if target is not None:  # on a line of their own: with the counts they overflow 80 columns
         said = "still live" if target.state in _LIVE else target.state.value
         t.append(f"\n  w: open the first {said}", style="dim")
-        if target.state in _LIVE:
+        if read_only:  # C and X are not offered read-only: no hint names them
+            pass
+        elif target.state in _LIVE:
             t.append(" · C: cancel the job with those still live", style="dim")
         elif d.job.state is JobState.DEAD and any(a.state is JobState.DEAD for a in d.awaited):
             t.append(" · X: retry the job with those dead", style="dim")
@@ -314,7 +316,7 @@ class JobDetailScreen(DataScreen, Flows):
         put("#why-line", why_text(d, now))
         put("#facts", facts_text(d, now))
         put("#steps", timeline_text(d.steps, now, runs_of(d, now)))
-        awaited = awaited_text(d, now)
+        awaited = awaited_text(d, now, read_only=self.source.read_only)
         self.query_one("#awaited", Static).display = awaited is not None
         put("#awaited", awaited or Text())
         put("#attempts", attempts_text(d, now))

@@ -156,8 +156,8 @@ class JobsScreen(Filtered, DataScreen, Flows):
         if n > 1:
             pager += " · b: previous page"
         marked = len(table.marked_keys())
-        if marked:
-            pager += f" · {marked} marked (x c d act on them; Esc clears)"
+        if marked:  # read-only offers no x, c or d: the hint names none
+            pager += f" · {marked} marked ({'' if self.source.read_only else 'x c d act on them; '}Esc clears)"
         said = table.sort_title()
         pager += (
             f" · sorted by {said}: this page only (the engine pages newest first)"

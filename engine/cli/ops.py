@@ -245,7 +245,7 @@ def _pause(
 ) -> None:
     async def call(e: Any) -> Any:
         o = operator(e, actor)
-        return await (o.pause(queue, note=note, create=create) if paused else o.resume(queue, note=note))
+        return await (o.pause(queue, note=note, create=create) if paused else o.resume(queue))
 
     p = run(dsn, json_out, call)
     if json_out:
@@ -274,13 +274,13 @@ def pause(
 @app.command()
 def resume(
     queue: str = typer.Argument(...),
-    note: str = typer.Option(None, "--note", help=NOTE_HELP),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Resume a paused queue; its pause row goes, so a queue paused by mistake leaves nothing behind."""
-    _pause(queue, False, note, actor, dsn, json_out)
+    """Resume a paused queue; its pause row goes (with its note), so a queue paused by mistake leaves
+    nothing behind."""
+    _pause(queue, False, None, actor, dsn, json_out)
 
 
 @app.command(cls=FilteredCommand)

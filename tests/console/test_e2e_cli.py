@@ -42,6 +42,16 @@ def test_a_memory_dsn_is_refused_for_the_demo() -> None:
     assert_clear_error(run("--dsn", "memory://"), "X_DSN_INVALID", EXIT_USAGE, "jobs-console demo")
 
 
+def test_a_dsn_given_to_the_demo_is_refused_not_ignored() -> None:
+    # The demo runs on its own throwaway database: a --dsn would be silently ignored.
+    r = run("--dsn", f"postgresql://bob:{SECRET}@db.example/app", "demo")
+    assert_clear_error(r, "X_INVALID_ARGUMENT", EXIT_USAGE, "jobs-console demo")
+    assert "--dsn was given to the demo" in r.stderr
+    assert (
+        run("demo", "--help", env={"JOBS_DSN": "postgresql://bob@db.example/app"}).exit_code == 0
+    )  # $JOBS_DSN is no --dsn
+
+
 @pytest.mark.parametrize(
     "dsn",
     [
