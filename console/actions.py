@@ -48,7 +48,7 @@ NAV: tuple[Action, ...] = (
         "3",
         "goto('dead_letters')",
         "Dead letters",
-        "dead jobs grouped by name and error code; retry, cancel or discard",
+        "dead jobs grouped by name, error code and stop reason; retry, cancel or discard",
         footer=False,
     ),
     Action(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 
@@ -123,7 +123,8 @@ class JobFilter:
 
     ``input_fields``: top-level input keys and the JSON values they must equal
     (``input.invoice_id=42`` is ``(("invoice_id", 42),)``). ``search``: a job id, or a prefix of
-    the idempotency key. ``since``/``until``: created_at in [since, until).
+    the idempotency key. ``since``/``until``: created_at in [since, until). ``stop_reason``: why
+    the job stopped (``terminal``, ``attempts-exhausted``): with name and code, a dead-letter group.
     """
 
     queue: str | None = None
@@ -135,8 +136,16 @@ class JobFilter:
     search: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    stop_reason: StopReason | None = None
 
     def __post_init__(self) -> None:
+        if self.stop_reason is not None and self.stop_reason not in get_args(StopReason):
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"JobFilter(stop_reason={self.stop_reason!r}): not a stop reason "
+                f"({', '.join(get_args(StopReason))})",
+                fix='JobFilter(stop_reason="terminal")',
+            )
         # A state given as its word ("dead") is that state; any other word is refused here, with
         # the states named, rather than failing deep in a driver.
         if self.state is not None and not isinstance(self.state, JobState):

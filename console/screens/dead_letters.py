@@ -147,10 +147,8 @@ class DeadLettersScreen(Filtered, DataScreen, Flows):
         return self.groups.get(key) if key else None
 
     def _group_filter(self, g: DeadGroup) -> JobFilter:
-        """The screen's filter narrowed to the group's name and error code. JobFilter has no stop
-        reason, so a group also reaches the jobs of its name and code under another stop reason
-        (the dry run names each stop reason it counts)."""
-        return replace(self._dead(), name=g.name, error_code=g.error_code)
+        """The screen's filter narrowed to the group: its name, error code and stop reason."""
+        return replace(self._dead(), name=g.name, error_code=g.error_code, stop_reason=g.stop_reason)
 
     # --- actions ---------------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from engine.projections import JobFilter
 from engine.text import check_text, check_texts
 from engine.types import JobState
 
-FILTER_KEYS = ("queue", "state", "name", "tenant", "code", "error_code", "search", "since", "until")
+FILTER_KEYS = ("queue", "state", "name", "tenant", "code", "error_code", "stop", "search", "since", "until")
 _STATES = ", ".join(s.value for s in JobState)
 
 
@@ -53,7 +53,18 @@ def _json_value(raw: str) -> Any:
         return raw
 
 
-_KEYWORDS = ("queue", "state", "name", "tenant", "error_code", "input_fields", "search", "since", "until")
+_KEYWORDS = (
+    "queue",
+    "state",
+    "name",
+    "tenant",
+    "error_code",
+    "input_fields",
+    "search",
+    "since",
+    "until",
+    "stop_reason",
+)
 
 
 def make_filter(
@@ -67,6 +78,7 @@ def make_filter(
     search: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
+    stop_reason: str | None = None,
     **unknown: Any,
 ) -> JobFilter:
     """A checked JobFilter from keywords; empty strings mean 'not filtered'."""
@@ -105,6 +117,7 @@ def make_filter(
         search=(search or "").strip() or None,
         since=since,
         until=until,
+        stop_reason=stop_reason or None,  # type: ignore[arg-type]  # JobFilter refuses any other word
     )
 
 
@@ -135,7 +148,7 @@ def parse_filter(text: str | list[str] | tuple[str, ...] | None) -> JobFilter:
         elif key in ("since", "until"):
             kw[key] = _time(key, value)
         elif key in FILTER_KEYS:
-            kw["error_code" if key == "code" else key] = value
+            kw[{"code": "error_code", "stop": "stop_reason"}.get(key, key)] = value
         else:
             raise JobsError(
                 X_INVALID_ARGUMENT,
@@ -167,10 +180,11 @@ def scoped(where: JobFilter, tenant: str | None) -> JobFilter:
 def describe_filter(where: JobFilter) -> str:
     """The filter as the words parse_filter reads back (for a confirmation prompt and the audit)."""
     out: list[str] = []
-    for key in ("queue", "state", "name", "tenant", "error_code", "search"):
+    for key in ("queue", "state", "name", "tenant", "error_code", "stop_reason", "search"):
         v = getattr(where, key)
         if v is not None:
-            out.append(f"{'code' if key == 'error_code' else key}={v.value if isinstance(v, JobState) else v}")
+            word = {"error_code": "code", "stop_reason": "stop"}.get(key, key)
+            out.append(f"{word}={v.value if isinstance(v, JobState) else v}")
     out += [f"input.{k}={json.dumps(v)}" for k, v in where.input_fields]
     out += [f"{k}={getattr(where, k).isoformat()}" for k in ("since", "until") if getattr(where, k) is not None]
     return " ".join(shlex.quote(w) for w in out) or "(everything)"

@@ -18,6 +18,7 @@ and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
 and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
 and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
 and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
+and (%(stop)s::text is null or stop_reason = %(stop)s::text)
 
 -- name: budget_set :one
 -- Bound every later statement of this transaction to the caller's budget, with custom plans.

@@ -61,6 +61,7 @@ async def test_a_dead_letter_groups_jobs_keep_the_screens_since_and_until() -> N
         where = jobs.where
         assert (where.since, where.until) == (since, until)
         assert (where.name, where.error_code, where.state) == ("charge_card", "X_CARD_DECLINED", JobState.DEAD)
+        assert where.stop_reason == group.stop_reason is not None  # the group's stop reason, not every one
         assert jobs.page is not None and len(jobs.page.items) == group.count  # the list the row counted
 
 

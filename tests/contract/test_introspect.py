@@ -266,6 +266,32 @@ async def test_dead_letters_grouped_by_name_code_and_stop_reason(
     assert [x.last_job_id for x in only.groups] == [other.id]
 
 
+async def test_a_filter_by_stop_reason_reaches_one_dead_letter_group_only_listed_and_acted_on(
+    driver: Driver, ids: IdFactory, clock: FakeClock
+) -> None:
+    """A dead-letter group is a name, a code and a stop reason: a filter naming all three (the
+    console's group row, `stop=` in the CLI) lists, plans and retries that group's jobs only."""
+    from engine.actions import Operator
+    from engine.testing import Factory
+
+    f = Factory(driver, ids, clock)
+    terminal = await make_job(driver, ids, clock.now(), state=JobState.DEAD, name="charge")
+    claim = await f.claim((await f.job(JobState.READY, name="charge")).id)
+    await f.nack(claim, "dead", error="X_BOOM: boom", error_code="X_BOOM", stop_reason="attempts-exhausted")
+    groups = (await intro(driver, clock).dead_letters()).groups
+    assert sorted((g.stop_reason, g.count) for g in groups) == [("attempts-exhausted", 1), ("terminal", 1)]
+    where = parse_filter("name=charge code=X_BOOM stop=terminal")
+    assert where == JobFilter(name="charge", error_code="X_BOOM", stop_reason="terminal")
+    assert [j.id for j in (await intro(driver, clock).jobs(where)).items] == [terminal.id]
+    ops = Operator(driver, clock=clock, actor="alice")
+    plan = await ops.plan("retry", where)
+    assert plan.matched == 1
+    assert (await ops.bulk("retry", where)).changed == 1
+    assert [g.stop_reason for g in (await intro(driver, clock).dead_letters()).groups] == ["attempts-exhausted"]
+    with pytest.raises(JobsError):
+        parse_filter("stop=exhausted")
+
+
 async def test_the_dead_letters_total_and_each_queues_are_exact_past_the_count_cap_as_their_groups_are(
     driver: Driver, ids: IdFactory, clock: FakeClock
 ) -> None:

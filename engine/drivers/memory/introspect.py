@@ -48,6 +48,8 @@ def matches(row: JobRow, where: JobFilter) -> bool:
         return False
     if where.error_code is not None and row.error_code != where.error_code:
         return False
+    if where.stop_reason is not None and row.stop_reason != where.stop_reason:
+        return False
     if where.since is not None and row.created_at < where.since:
         return False
     if where.until is not None and row.created_at >= where.until:

@@ -53,6 +53,7 @@ def filter_params(where: JobFilter) -> dict[str, Any]:
         "id_hi": hi,
         "since": where.since,
         "until": where.until,
+        "stop": where.stop_reason,
     }
 
 
