@@ -278,8 +278,9 @@ def resume(
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Resume a paused queue; its pause row goes (with its note), so a queue paused by mistake leaves
-    nothing behind."""
+    """Resume a paused queue; its pause row goes, so a queue paused by mistake leaves nothing behind.
+
+    The pause's note goes with its row: a resume takes none."""
     _pause(queue, False, None, actor, dsn, json_out)
 
 

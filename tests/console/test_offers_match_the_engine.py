@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from textual.pilot import Pilot
 from textual.widgets import Input
 
 from console import actions
 from console.app import JobsConsole
-from console.demo.world import START, seeded_source
+from console.demo.world import START
 from console.screens.confirm import ConfirmScreen
 from console.screens.dead_letters import DeadLettersScreen
 from console.screens.help import PALETTE
@@ -19,17 +18,8 @@ from console.screens.job_detail import JobDetailScreen
 from console.screens.jobs import JobsScreen
 from console.widgets.filter_bar import FilterBar
 from engine.types import JobState
-from tests.console.conftest import SIZE, settle
-
-
-def console(*, read_only: bool = False) -> JobsConsole:
-    return JobsConsole(seeded_source(read_only=read_only), refresh=60)
-
-
-async def keys(pilot: Pilot, *names: str) -> None:
-    for k in names:
-        await pilot.press(k)
-        await settle(pilot)
+from tests.console.conftest import SIZE
+from tests.console.test_operator_actions import console, keys
 
 
 def text_of(app: JobsConsole, selector: str) -> str:
