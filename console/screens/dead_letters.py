@@ -177,8 +177,10 @@ class DeadLettersScreen(Filtered, DataScreen, Flows):
         else:
             wheres = [self._dead()]
         # A dead job is final: cancelling a group means cancelling the LIVE jobs that match it
-        # (retries still failing with that code), so they stop adding to the dead letters.
-        self.bulk_flow(action, wheres if action != "cancel" else [replace(w, state=None) for w in wheres])
+        # (retries still failing with that code), so they stop adding to the dead letters. A live
+        # job has stopped for no reason yet: the group's stop reason does not narrow a cancel.
+        live = [replace(w, state=None, stop_reason=None) for w in wheres]
+        self.bulk_flow(action, wheres if action != "cancel" else live)
 
     def marks_changed(self) -> None:
         self._show_selected()
