@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -25,7 +25,7 @@ from engine.projections import ActionResult, DrainRequest, JobFilter, JobSummary
 from engine.types import LIVE_STATES, JobState
 
 if TYPE_CHECKING:
-    from console.screens.hosts import FlowHost
+    from console.screens.hosts import ActionCall, FlowHost
 
 
 def result_text(r: ActionResult) -> str:
@@ -67,24 +67,12 @@ class Flows(BulkFlows):
 
     @work(group="action", exclusive=True, exit_on_error=False)
     async def confirm_and_run(
-        self: FlowHost,
-        title: str,
-        body: Text | str,
-        verb: str,
-        call: Callable[[Confirmed], Awaitable[str]],
-        *,
-        note: bool = True,
+        self: FlowHost, title: str, body: Text | str, verb: str, call: ActionCall, *, note: bool = True
     ) -> None:
         await self.confirm_then_run(title, body, verb, call, note=note)
 
     async def confirm_then_run(
-        self: FlowHost,
-        title: str,
-        body: Text | str,
-        verb: str,
-        call: Callable[[Confirmed], Awaitable[str]],
-        *,
-        note: bool = True,
+        self: FlowHost, title: str, body: Text | str, verb: str, call: ActionCall, *, note: bool = True
     ) -> None:
         """``note``: offer the incident note; False where the engine's call keeps none."""
         confirmed = await self.app.push_screen(ConfirmScreen(title, body, verb=verb, note=note), wait_for_dismiss=True)

@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from engine.projections import JobSummary
 
 
+# What a confirmed action runs: the operator's answer in, the summary said on screen out.
+ActionCall = Callable[["Confirmed"], Awaitable[str]]
+
+
 class ScreenHost(Protocol):
     """A console screen as its mixins use it: the app, the engine's source, messages and notices."""
 
@@ -58,23 +62,11 @@ class FlowHost(ScreenHost, Protocol):
     def clear_marks(self) -> None: ...
 
     def confirm_and_run(
-        self,
-        title: str,
-        body: Text | str,
-        verb: str,
-        call: Callable[[Confirmed], Awaitable[str]],
-        *,
-        note: bool = True,
+        self, title: str, body: Text | str, verb: str, call: ActionCall, *, note: bool = True
     ) -> object: ...
 
     async def confirm_then_run(
-        self,
-        title: str,
-        body: Text | str,
-        verb: str,
-        call: Callable[[Confirmed], Awaitable[str]],
-        *,
-        note: bool = True,
+        self, title: str, body: Text | str, verb: str, call: ActionCall, *, note: bool = True
     ) -> None: ...
 
     async def children_or_say(self, job_id: str) -> list[JobSummary] | None: ...
