@@ -403,8 +403,8 @@ def maintained_worker(
             )
     queues = options.pop("queues", None)
     # A string reaches WorkerConfig as it is, to be refused there (tuple() would split it into letters).
-    given = queues if isinstance(queues, str) else tuple(queues or ())
-    config = WorkerConfig(queues=given, **options)  # type: ignore[arg-type]
+    asked = queues if isinstance(queues, str) else tuple(queues or ())
+    config = WorkerConfig(queues=asked, **options)  # type: ignore[arg-type]
     w = Worker(
         driver,
         registry,
