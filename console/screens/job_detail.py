@@ -40,6 +40,9 @@ def facts_text(d: JobDetail, now: datetime) -> Text:
     if d.parents:  # the job whose fan-out enqueued it
         p, step = d.parents[0]
         more = f"  (+{len(d.parents) - 1} more)" if len(d.parents) > 1 else ""
+        # o opens the fan-in waiting for this job first (JobDetailScreen._fan_in): named here only
+        # when that is this parent, else the why line names it.
+        waiting = next((c.job_id for c in d.why.causes if c.kind == "awaited" and c.job_id), None)
         rows.append(
             (
                 "parent",
@@ -48,7 +51,7 @@ def facts_text(d: JobDetail, now: datetime) -> Text:
                     f"  {clean(p.name, limit=20)}  ",
                     state_text(p.state.value),
                     f" · step {clean(step, limit=20)!r}{more}",
-                    ("  o: open", "dim"),
+                    ("  o: open", "dim") if waiting in (None, p.id) else "",
                 ),
             )
         )

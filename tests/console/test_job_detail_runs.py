@@ -114,3 +114,21 @@ async def test_a_completed_jobs_error_is_said_to_be_an_earlier_runs_and_a_dead_o
     done = replace(d, job=replace(d.job, state=JobState.COMPLETED, stop_reason=None))  # retried, then completed
     (line,) = [x for x in facts_text(done, T0).plain.splitlines() if x.split()[:1] == ["error"]]
     assert line.endswith("X_CLOSE_PARTIAL  (an earlier run's: it completed since)")
+
+
+async def test_the_parent_row_offers_o_only_when_o_opens_that_parent() -> None:
+    """o opens the fan-in waiting for the job first: on a job whose fan-in is not the job whose
+    fan-out enqueued it, the parent row names no key (the why line names the fan-in's)."""
+    from console.screens.job_detail import facts_text
+
+    source = seeded_source()
+    kid = next(j for j in (await source.jobs(JobFilter(name="render_statement"))).items)
+    d = await source.job(kid.id)
+    (parent_line,) = [x for x in facts_text(d, T0).plain.splitlines() if x.split()[:1] == ["parent"]]
+    assert parent_line.rstrip().endswith("o: open")  # its parent's fan-in waits for it, or none does
+    causes = d.why.causes  # the same job, a fan-in other than its parent waiting for it
+    awaited = [replace(c, job_id="0" * 32) for c in causes if c.kind == "awaited"]
+    moved = awaited or [replace(causes[0], kind="awaited", job_id="0" * 32)]
+    other = replace(d, why=replace(d.why, causes=[c for c in causes if c.kind != "awaited"] + moved))
+    (parent_line,) = [x for x in facts_text(other, T0).plain.splitlines() if x.split()[:1] == ["parent"]]
+    assert "o: open" not in parent_line
