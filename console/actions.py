@@ -255,7 +255,7 @@ ACTIONS: tuple[Action, ...] = NAV + (
         "slash",
         "filter",
         "Filter",
-        "filter: queue= name= tenant= code= input.FIELD=V, or an id/key",
+        "filter: queue= name= tenant= code= stop= input.FIELD=V, or an id/key",
         scope="dead_letters",
         key_display="/",
     ),

@@ -79,7 +79,7 @@ class DeadLettersScreen(Filtered, DataScreen, Flows):
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
         yield Static("Dead letters", classes="screen-title", id="dead-title")
-        yield FilterBar("filter: queue=Q name=N tenant=T code=X input.F=V, or an id/key")
+        yield FilterBar("filter: queue=Q name=N tenant=T code=X stop=S input.F=V, or an id/key")
         table = KeyedTable(COLUMNS, id="groups")
         table.sort_value = lambda key, col: sort_value(self.groups[key], col) if key in self.groups else None
         yield table
