@@ -185,12 +185,18 @@ class JobsConsole(App[None]):
             bar.redraw()
 
     def action_activity(self) -> None:
-        if type(self.screen) is not screen_class("activity"):
-            self.post_message(Navigate("activity", {}))
+        self._toggle("activity")
 
     def action_help(self) -> None:
-        if type(self.screen) is not screen_class("help"):
-            self.post_message(Navigate("help", {}))
+        self._toggle("help")
+
+    def _toggle(self, kind: str) -> None:
+        """Open the help or the activity screen; its own key again closes it (the key is the app's:
+        the screen's own binding of it is never reached)."""
+        if type(self.screen) is screen_class(kind):
+            self.screen.leave()  # type: ignore[attr-defined]
+        else:
+            self.post_message(Navigate(kind, {}))
 
     def action_sort(self) -> None:
         sort = getattr(self.screen, "sort_table", None)

@@ -55,6 +55,3 @@ class ActivityScreen(ConsoleScreen):
 
     def show(self) -> None:
         self.query_one("#activity", Static).update(activity_text(self.app.activity, self.source.now()))  # type: ignore[attr-defined]
-
-    def action_activity(self) -> None:
-        self.leave()

@@ -58,6 +58,3 @@ class HelpScreen(ConsoleScreen):
         with VerticalScroll(id="help-body"):
             yield Static(help_text(read_only=self.source.read_only), id="help-table")
         yield from self.compose_bottom()
-
-    def action_help(self) -> None:
-        self.leave()

@@ -32,6 +32,10 @@ async def test_a_confirmed_action_is_in_the_activity_log_reached_by_a() -> None:
         await pilot.press("escape")
         await settle(pilot)
         assert not isinstance(app.screen, ActivityScreen)
+        for k in ("a", "a"):  # its own key closes it too
+            await pilot.press(k)
+            await settle(pilot)
+        assert not isinstance(app.screen, ActivityScreen)
 
 
 async def test_textuals_own_log_call_reaches_textuals_log_not_the_activity_list() -> None:
