@@ -234,15 +234,15 @@ def worker(
             vacuum_threshold=vacuum_threshold,
         )
         registry = load_target(target)
-        wanted = tuple(q.strip() for q in queues.split(",") if q.strip()) if queues else tuple(registry.queues())
-        unknown = sorted(set(wanted) - set(registry.queues()))
-        if unknown:
+        from engine.runtime.worker_config import served_queues
+
+        asked = tuple(q.strip() for q in queues.split(",") if q.strip()) if queues else ()
+        try:
+            wanted = served_queues(asked, tuple(registry.queues()))  # the worker's own rule, checked now
+        except JobsError as err:
             raise JobsError(
-                X_INVALID_ARGUMENT,
-                cause=f"--queues names {', '.join(unknown)}, which no job of {target!r} uses (it uses "
-                f"{', '.join(registry.queues())})",
-                fix=f"jobs worker {target} --queues {','.join(registry.queues())}",
-            )
+                err.code, cause=err.cause, fix=f"jobs worker {target} --queues {','.join(registry.queues())}"
+            ) from None
         options: dict[str, Any] = dict(
             queues=wanted,
             concurrency=concurrency,
@@ -329,7 +329,7 @@ async def _serve(
         engine=lambda: _engine_on(driver, clock),  # ctx.engine, made when a handler first asks
         clock=clock,
         maintenance=maintenance,
-        maintenance_config=maint if maintenance else None,  # none with --no-maintenance: nothing reads it
+        maintenance_config=maint,
         scheduler=scheduler,
         metrics=metrics,
         on_execution=(lambda ex: ended.update((ex.outcome,))) if options.get("burst") else None,

@@ -34,7 +34,8 @@ def maintenance_config(
     reindex_interval: float | None,
     reindex_min_mb: float | None,
     vacuum_threshold: int | None,
-) -> MaintenanceConfig:
+) -> MaintenanceConfig | None:
+    """The leader's config, None with --no-maintenance (given with it, the leader's options are refused)."""
     from engine.services.maintenance import MaintenanceConfig
 
     command = f"jobs worker {target}"
@@ -53,6 +54,8 @@ def maintenance_config(
             cause=f"{', '.join(named)} set what the maintenance leader does, and --no-maintenance never leads",
             fix=f"{command} --no-maintenance (without {' '.join(named)})",
         )
+    if off:
+        return None
     for name, value, example in (
         ("maintenance-interval", interval, "5"),
         ("retention", retention, "604800"),

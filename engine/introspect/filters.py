@@ -15,6 +15,9 @@ from engine.text import check_text, check_texts
 from engine.types import JobState
 
 FILTER_KEYS = ("queue", "state", "name", "tenant", "code", "error_code", "stop", "search", "since", "until")
+# The filter words that name a JobFilter field by another name, both ways.
+_FIELD_OF = {"code": "error_code", "stop": "stop_reason"}
+_WORD_OF = {field: word for word, field in _FIELD_OF.items()}
 _STATES = ", ".join(s.value for s in JobState)
 
 
@@ -148,7 +151,7 @@ def parse_filter(text: str | list[str] | tuple[str, ...] | None) -> JobFilter:
         elif key in ("since", "until"):
             kw[key] = _time(key, value)
         elif key in FILTER_KEYS:
-            kw[{"code": "error_code", "stop": "stop_reason"}.get(key, key)] = value
+            kw[_FIELD_OF.get(key, key)] = value
         else:
             raise JobsError(
                 X_INVALID_ARGUMENT,
@@ -183,8 +186,7 @@ def describe_filter(where: JobFilter) -> str:
     for key in ("queue", "state", "name", "tenant", "error_code", "stop_reason", "search"):
         v = getattr(where, key)
         if v is not None:
-            word = {"error_code": "code", "stop_reason": "stop"}.get(key, key)
-            out.append(f"{word}={v.value if isinstance(v, JobState) else v}")
+            out.append(f"{_WORD_OF.get(key, key)}={v.value if isinstance(v, JobState) else v}")
     out += [f"input.{k}={json.dumps(v)}" for k, v in where.input_fields]
     out += [f"{k}={getattr(where, k).isoformat()}" for k in ("since", "until") if getattr(where, k) is not None]
     return " ".join(shlex.quote(w) for w in out) or "(everything)"
