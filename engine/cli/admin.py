@@ -163,6 +163,13 @@ def resolve_dsn(dsn: str | None, *, long_running: bool = False) -> str:
             fix=f"export JOBS_DSN={DSN_EXAMPLE}",
         )
     if value.strip().startswith("memory:"):
+        if CONNECTIONS.connect is not None or CONNECTIONS.statement is not None:
+            flag = "--connect-timeout" if CONNECTIONS.connect is not None else "--statement-timeout"
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"{flag} (a flag or its environment variable) times connections, and memory:// opens none",
+                fix=f"jobs {CONNECTIONS.command or 'queues'} --dsn memory:// (without {flag})",
+            )
         return value
     from engine.drivers.postgres.dsn import with_timeouts
 

@@ -12,12 +12,12 @@ from typer.testing import CliRunner
 
 from engine.cli import app
 
-UNREACHABLE = "postgresql://nobody@127.0.0.1:1/nowhere"
+UNREACHABLE = "postgresql://nobody@127.0.0.1:1/nowhere?connect_timeout=2"
 
 
 def jobs(*args: str):  # type: ignore[no-untyped-def]
     # $JOBS_DSN names another database: the command must not fall back on it.
-    return CliRunner().invoke(app, ["--connect-timeout", "2", *args], env={"JOBS_DSN": "memory://"})
+    return CliRunner().invoke(app, list(args), env={"JOBS_DSN": "memory://"})
 
 
 def test_a_groups_dsn_and_json_before_the_subcommand_are_the_subcommands() -> None:
