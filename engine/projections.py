@@ -121,8 +121,9 @@ class QueuePause:
 class JobFilter:
     """What a list, a dead-letter view or a bulk action matches. Every field narrows (AND).
 
-    ``input_fields``: top-level input keys and the JSON values they must equal
-    (``input.invoice_id=42`` is ``(("invoice_id", 42),)``). ``search``: a job id, or a prefix of
+    ``input_fields``: top-level input keys and the JSON values they must contain, as jsonb's
+    ``@>`` says (``input.invoice_id=42`` is ``(("invoice_id", 42),)`` and matches 42 or 42.0;
+    ``input.tags=["a"]`` matches a list that holds "a"; an object matches by its keys). ``search``: a job id, or a prefix of
     the idempotency key. ``since``/``until``: created_at in [since, until). ``stop_reason``: why
     the job stopped (``terminal``, ``attempts-exhausted``): with name and code, a dead-letter group.
     """

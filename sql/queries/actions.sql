@@ -20,6 +20,18 @@ moved as (
     returning id, queue
 ),
 
+-- fragment: key_holder
+-- The live row that holds the dedupe key of `old` (a row being revived), other than that row
+-- itself (I2): a revival would make a second live holder, so it changes nothing and names it.
+holder as (
+    select l.id from old
+    join jobs.job l on l.name = old.name and coalesce(l.tenant, '') = coalesce(old.tenant, '')
+                   and l.idempotency_key = old.idempotency_key
+                   and l.state in ('ready','delayed','running','suspended','parked')
+                   and l.id <> old.id
+    limit 1
+),
+
 -- fragment: cancel_settled
 -- A cancel's move (`gone`: the live rows it deleted from jobs.job, every column): each enters
 -- jobs.job_done as cancelled, finished now, its lease cleared (the columns in table order, as
@@ -42,13 +54,9 @@ with old as (
     select id, name, tenant, idempotency_key, state from jobs.job
     where id = %(id)s and (%(tenant)s::text is null or tenant = %(tenant)s::text)
     for update
-), holder as (
-    select l.id from old
-    join jobs.job l on l.name = old.name and coalesce(l.tenant, '') = coalesce(old.tenant, '')
-                   and l.idempotency_key = old.idempotency_key
-                   and l.state in ('ready','delayed','running','suspended','parked')
-    limit 1
-), kept as (
+),
+-- include: key_holder
+kept as (
     -- A dead row an older release settled in place, not yet moved to jobs.job_done: revived in place.
     update only jobs.job j
     set state = 'ready', attempt = 0, run_at = %(now)s, updated_at = %(now)s, finished_at = null,

@@ -69,13 +69,9 @@ order by name, id;
 -- holder of its key (another pass of the name) changes nothing and is named.
 with old as (
     select id, name, tenant, idempotency_key, state from jobs.job where id = %(id)s for update
-), holder as (
-    select l.id from old
-    join jobs.job l on l.name = old.name and coalesce(l.tenant, '') = coalesce(old.tenant, '')
-                   and l.idempotency_key = old.idempotency_key
-                   and l.state in ('ready','delayed','running','suspended','parked')
-    limit 1
-), kept as (
+),
+-- include: key_holder
+kept as (
     -- A row an older release settled in place, not yet moved to jobs.job_done: revived in place.
     update only jobs.job j
     set state = 'ready', attempt = 0, run_at = %(now)s, updated_at = %(now)s, finished_at = null,

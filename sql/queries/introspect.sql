@@ -291,13 +291,13 @@ from only jobs.job where state = 'dead'
 
 -- fragment: dead_groups_of
 -- Dead letters grouped by (name, error code, stop reason) from `t` (one row per tenant of each:
--- count, first and last seen), with count(distinct tenant) as a count of t's rows; the most recent
--- one (id, last error, attempt n of m) by one probe each of job_finished_at at the group's
--- last_seen, and its fix by one probe of attempt_pkey (engine.projections.latest_fix: the latest
+-- count, first and last seen), its tenants counted as the dedupe namespace counts them (no tenant
+-- and '' are one); the most recent one (id, last error, attempt n of m) by one probe each of
+-- job_finished_at at the group's last_seen, and its fix by one probe of attempt_pkey (engine.projections.latest_fix: the latest
 -- attempt that failed with an error). Follows a `with t as (...),`.
 g as (
     select name, error_code, stop_reason, sum(n)::int as n, min(first_seen) as first_seen,
-           max(last_seen) as last_seen, count(*)::int as tenants
+           max(last_seen) as last_seen, count(distinct coalesce(tenant, ''))::int as tenants
     from t
     group by 1, 2, 3
 )

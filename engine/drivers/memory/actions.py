@@ -110,13 +110,13 @@ class MemoryActions(MemoryBase):
                 deduped = len(rows) - free
             replayed = sorted((r.id for r in rows if action == "retry" and self._replays(r.id)), reverse=True)
         groups = Counter((r.stop_reason, r.error_code, r.tenant) for r in rows)
+        # The statement's order: the largest first, then stop reason, code and tenant, a missing one last.
+        order = sorted(groups.items(), key=lambda kv: (-kv[1], *((v is None, v or "") for v in kv[0])))
         return BulkPlan(
             action,
             where,
             len(rows),
-            tuple(
-                BulkGroup(s, c, t, n) for (s, c, t), n in sorted(groups.items(), key=lambda kv: (-kv[1], str(kv[0])))
-            ),
+            tuple(BulkGroup(s, c, t, n) for (s, c, t), n in order),
             deduped,
             now,
             len(replayed),

@@ -14,11 +14,13 @@ from engine.types import EnqueueResult, JobRow, JobState, NewJob
 
 def insert_jobs(state: MemoryState, jobs: Sequence[NewJob], now: datetime) -> tuple[list[EnqueueResult], set[str]]:
     """job_enqueue's insert (the dedupe over live keys, I2), for every area that enqueues; the
-    caller wakes the queues answered (the statement's pg_notify)."""
+    caller wakes the queues answered (the statement's pg_notify). Every input is checked before
+    any row is written, as the one statement is: an input that cannot be stored leaves nothing."""
     out: list[EnqueueResult] = []
     fresh: set[str] = set()  # the queues inserted into
+    inputs = [check_json(new.input) for new in jobs]
     with state.lock:
-        for new in jobs:
+        for new, checked in zip(jobs, inputs, strict=True):
             live_id = state.live_keys.get(dedupe_key(new.name, new.tenant, new.idempotency_key))
             if live_id is not None:
                 out.append(EnqueueResult(live_id, True, state.jobs[live_id].state))
@@ -30,7 +32,7 @@ def insert_jobs(state: MemoryState, jobs: Sequence[NewJob], now: datetime) -> tu
                 queue=new.queue,
                 tenant=new.tenant,
                 idempotency_key=new.idempotency_key,
-                input=check_json(new.input),
+                input=checked,
                 state=JobState.DELAYED if run_at > now else JobState.READY,
                 priority=new.priority,
                 attempt=0,

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 
 from engine.drivers.jobfilter import search_terms
 from engine.drivers.memory.state import MemoryBase, RolledMinute, minute_of, rolled_minute
+from engine.drivers.memory.steps import jsonb_contains
 from engine.projections import (
     Count,
     DeadGroup,
@@ -54,13 +55,10 @@ def matches(row: JobRow, where: JobFilter) -> bool:
         return False
     if where.until is not None and row.created_at >= where.until:
         return False
-    if where.input_fields:
-        if not isinstance(row.input, dict):
-            return False
-        for k, v in where.input_fields:
-            # jsonb containment: 42 matches 42 and 42.0, never "42"; True is not 1.
-            if k not in row.input or not _json_eq(row.input[k], v):
-                return False
+    # The SQL's `input @> {F: V, ...}`: 42 matches 42 and 42.0, never "42"; ["a"] matches a list
+    # that holds "a"; True is not 1.
+    if where.input_fields and not jsonb_contains(row.input, dict(where.input_fields)):
+        return False
     if where.search is not None:
         key, span = search_terms(where.search)
         if span is not None and not span[0] <= row.id <= span[1]:
@@ -68,14 +66,6 @@ def matches(row: JobRow, where: JobFilter) -> bool:
         if key is not None and not row.idempotency_key.startswith(key):
             return False
     return True
-
-
-def _json_eq(a: object, b: object) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return all(k in a and _json_eq(a[k], v) for k, v in b.items())  # containment
-    return a == b
 
 
 def summary(row: JobRow) -> JobSummary:
