@@ -14,7 +14,7 @@ from engine.errors import X_INVALID_ARGUMENT, X_NOT_A_JOB, JobsError
 from engine.ids import IdFactory
 from engine.jobs import JobDefinition
 from engine.options import int32
-from engine.text import check_text
+from engine.text import check_key_size, check_tenant
 from engine.tracing import carried
 from engine.types import NewJob
 
@@ -83,17 +83,15 @@ def new_job(spec: Enqueue, now: datetime, job_id: str) -> NewJob:
         raise JobsError(
             X_INVALID_ARGUMENT, cause=f"priority={priority!r} must be a whole number (32-bit)", fix="priority=10"
         )
-    if tenant is not None and (not isinstance(tenant, str) or not tenant):
-        raise JobsError(
-            X_INVALID_ARGUMENT, cause=f"tenant={tenant!r} must be a non-empty string or None", fix="tenant='acme'"
-        )
-    check_text(tenant, what="tenant", fix="tenant='acme'")
+    check_tenant(tenant)
     inp, text = check_json_text(value, job=h.name)
+    key = h.key_for(inp)
+    check_key_size(key, h.name)
     return NewJob(
         job_id,
         h.name,
         h.queue,
-        h.key_for(inp),
+        key,
         inp,
         h.retry.attempts,
         tenant,

@@ -78,3 +78,39 @@ def printable(text: str) -> str:
     and lone surrogate shown as an escape (``\\x1b``, ``\\u202e``), so no sequence that came with
     the data (a job's name, tenant, error, a note) reaches the terminal. What the CLI prints."""
     return _UNPRINTABLE.sub(_escaped, text)
+
+
+# A tenant is one column of the dedupe index (name, tenant, key), whose entries PostgreSQL caps
+# at 2,704 bytes: a name and a tenant of at most 200 characters (800 bytes of UTF-8 each) and a
+# key of at most 1,000 bytes always fit.
+MAX_TENANT = 200
+MAX_KEY_BYTES = 1000
+TENANT_FIX = "tenant='acme'"
+
+
+def check_tenant(tenant: Any) -> None:
+    """A tenant as every door takes it (an enqueue, an event, a read's or an action's scope):
+    None, or a non-empty string of at most MAX_TENANT characters PostgreSQL can store, with no
+    space around it (a tenant ' acme' would be a namespace no one could name)."""
+    if tenant is None:
+        return
+    if not isinstance(tenant, str) or not tenant or tenant != tenant.strip() or len(tenant) > MAX_TENANT:
+        shown = repr(tenant) if not isinstance(tenant, str) or len(tenant) <= 60 else repr(tenant[:60]) + "..."
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"tenant={shown} must be a non-empty string of at most {MAX_TENANT} characters, "
+            "with no space around it, or None",
+            fix=TENANT_FIX,
+        )
+    check_text(tenant, what="tenant", fix=TENANT_FIX)
+
+
+def check_key_size(key: str, job: str) -> None:
+    """An idempotency key PostgreSQL's indexes can hold: at most MAX_KEY_BYTES of UTF-8."""
+    if len(key) * 4 > MAX_KEY_BYTES and len(key.encode()) > MAX_KEY_BYTES:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"the idempotency key of job {job!r} is {len(key.encode()):,} bytes; a key holds at most "
+            f"{MAX_KEY_BYTES:,} (an index entry's limit)",
+            fix=f"@job(name={job!r}, idempotency_key=lambda inp: hashlib.sha256(KEY.encode()).hexdigest())",
+        )

@@ -27,7 +27,11 @@ CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
 
 
 def is_connection_error(exc: BaseException) -> bool:
-    return isinstance(exc, (ConnectionLost, *CONNECTION_ERRORS))
+    """Whether ``exc`` is the connection's; a value past the server's limits (sqlstate class 54)
+    is one of psycopg's OperationalErrors too, but the statement's."""
+    return isinstance(exc, (ConnectionLost, *CONNECTION_ERRORS)) and not isinstance(
+        exc, psycopg.errors.ProgramLimitExceeded
+    )
 
 
 def condition_of(exc: BaseException) -> str:

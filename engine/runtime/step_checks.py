@@ -7,7 +7,7 @@ from typing import Any
 
 from engine.codec import check_json
 from engine.errors import X_INVALID_ARGUMENT, JobsError
-from engine.text import check_text
+from engine.text import check_tenant, check_text
 
 _MAX_NAME = 200
 
@@ -54,11 +54,7 @@ def check_event(name: Any, payload: Any, tenant: Any) -> tuple[str, dict[str, An
             cause=f"event payload {payload!r} must be a JSON object (a dict), so a wait can match its fields",
             fix=f'eng.send_event({name!r}, {{"value": {payload!r}}})',
         )
-    if tenant is not None and (not isinstance(tenant, str) or not tenant):
-        raise JobsError(
-            X_INVALID_ARGUMENT, cause=f"tenant={tenant!r} must be a non-empty string or None", fix="tenant='acme'"
-        )
-    check_text(tenant, what="tenant", fix="tenant='acme'")
+    check_tenant(tenant)
     return name, check_json(payload, what="event payload"), tenant
 
 

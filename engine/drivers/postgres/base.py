@@ -31,6 +31,7 @@ from engine.errors import (
     X_QUERY_BUDGET,
     X_SQL_CATALOG,
     X_STATEMENT_TIMEOUT,
+    X_TOO_LARGE,
     JobsError,
 )
 
@@ -115,12 +116,25 @@ class _Connection:
             raise lost(exc) from exc
         if isinstance(e, psycopg.errors.QueryCanceled):
             raise cancelled(e) from e
+        if isinstance(e, psycopg.errors.ProgramLimitExceeded):  # an OperationalError, but the value's
+            raise too_large(e) from e
         if isinstance(e, CONNECTION_ERRORS):
             raise lost(e) from e
         if isinstance(e, psycopg.errors.DatabaseError) and self._conn is not None:
             err = refused(e, self._conn.info.user)
             if err is not None:
                 raise err from e
+
+
+def too_large(exc: BaseException) -> JobsError:
+    """A value past one of the server's own limits (sqlstate class 54: an index entry past 2,704
+    bytes, a row past a page): the statement's, so not retried as a connection failure would be;
+    it changed nothing. The engine's checks refuse such values first; this names what slipped by."""
+    return JobsError(
+        X_TOO_LARGE,
+        cause=f"the database refused a value past its limits ({first_line(exc)}); nothing was changed",
+        fix="shorten the value the cause names; for a long idempotency key, key by its digest (hashlib.sha256)",
+    )
 
 
 def cancelled(exc: BaseException) -> JobsError:

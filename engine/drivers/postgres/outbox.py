@@ -19,7 +19,7 @@ from engine.drivers.base_outbox import OutboxTarget
 from engine.drivers.outbox_lease import claim_lease_ms
 from engine.drivers.postgres.base import PostgresBase
 from engine.drivers.sqlfiles import Q
-from engine.errors import X_INVALID_ARGUMENT, JobsError
+from engine.errors import X_INVALID_ARGUMENT, X_TOO_LARGE, JobsError
 from engine.types import NewJob
 
 if TYPE_CHECKING:  # engine.outbox_types is imported where a row is built: a worker that relays nothing never loads it
@@ -129,10 +129,12 @@ class PostgresOutbox(PostgresBase):
         params = {"relay": relay, "token": token, "limit": limit, "now": now, "job_ids": list(job_ids[:limit])}
         try:
             row = await self._row(Q.outbox_publish_batch, params)
-        except (psycopg.OperationalError, psycopg.InterfaceError):
-            raise  # the database is away: the row-by-row path would fail too
         except psycopg.Error:  # a live key (I2) or a row the insert refuses: nothing was written
             return None
+        except JobsError as exc:  # a value past the server's limits: a row's, found row by row
+            if exc.code == X_TOO_LARGE:
+                return None
+            raise  # the database is away (ConnectionLost): the row-by-row path would fail too
         return list((row or {}).get("ids") or [])
 
     async def outbox_mark_published(
