@@ -51,6 +51,30 @@ def _plain(value: Any, depth: int = 0) -> bool:
     return False
 
 
+def _clashing_key(value: Any) -> str | None:
+    """A key two of an object's keys both become as JSON text (1 and "1", True and "true"), which
+    would leave the object one value short; None when there is none. Only the standard library's
+    path writes keys that are not str, so only it can meet one (encoded already: no cycle)."""
+    if isinstance(value, dict):
+        if not all(type(k) is str for k in value):
+            seen: set[str] = set()
+            for k in value:
+                text = k if isinstance(k, str) else _ENCODER.encode(k)
+                if text in seen:
+                    return text
+                seen.add(text)
+        items: Any = value.values()
+    elif isinstance(value, (list, tuple)):
+        items = value
+    else:
+        return None
+    for v in items:
+        clash = _clashing_key(v)
+        if clash is not None:
+            return clash
+    return None
+
+
 def _fast(value: Any) -> bytes | None:
     if not _plain(value):
         return None
@@ -70,6 +94,14 @@ def _standard(value: Any, what: str, job: str) -> str:
             cause=f"the {what}{where} is not a JSON value: {exc}",
             fix="pass only dict, list, str, int, float (finite), bool and None; convert dates with .isoformat()",
         ) from exc
+    clash = _clashing_key(value)
+    if clash is not None:
+        raise JobsError(
+            X_INPUT_NOT_JSON,
+            cause=f"the {what}{where} has two keys that are both {clash!r} as JSON text (a key that is "
+            "not a str is written as its text): one value would be lost",
+            fix="give each key of an object one spelling, as a str",
+        )
     # orjson's path refuses a lone surrogate; the standard library writes it raw (ensure_ascii off).
     # The value itself is not shown: an input may hold what a log must not.
     why = None if text.isascii() else unstorable(text)

@@ -46,13 +46,16 @@ def first_run(delay: Any, run_at: Any, now: datetime) -> datetime | None:
             fix="pass one of delay=SECONDS or run_at=DATETIME",
         )
     if run_at is not None:
-        if not isinstance(run_at, datetime) or run_at.tzinfo is None:
+        fix = "run_at=datetime.now(UTC) + timedelta(hours=1)"
+        # A tzinfo whose utcoffset() is None is naive too: astimezone would read it as local time.
+        if not isinstance(run_at, datetime) or run_at.utcoffset() is None:
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"run_at={run_at!r} is not a datetime with a time zone", fix=fix)
+        try:
+            return utc(run_at)
+        except OverflowError:  # the year 9999 at UTC-14, the year 1 at UTC+14: no UTC datetime holds it
             raise JobsError(
-                X_INVALID_ARGUMENT,
-                cause=f"run_at={run_at!r} is not a datetime with a time zone",
-                fix="run_at=datetime.now(UTC) + timedelta(hours=1)",
-            )
-        return utc(run_at)
+                X_INVALID_ARGUMENT, cause=f"run_at={run_at.isoformat()} is outside what a UTC datetime holds", fix=fix
+            ) from None
     if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay < math.inf:
         raise JobsError(
             X_INVALID_ARGUMENT, cause=f"delay={delay!r} must be a finite number of seconds >= 0", fix="delay=10"

@@ -155,3 +155,21 @@ async def test_a_schema_that_is_not_installed_says_jobs_install(pg_server_empty_
         await eng.aenqueue(send_email, {"user_id": 1})
     assert e.value.code == "X_SCHEMA_MISSING" and e.value.fix.startswith("jobs migrate")
     await eng.aclose()
+
+
+async def test_a_run_at_with_no_offset_or_outside_what_a_utc_datetime_holds_is_refused(clock: FakeClock) -> None:
+    from datetime import datetime, timezone, tzinfo
+
+    class NoOffset(tzinfo):  # aware in form, naive in fact: astimezone would read it as local time
+        def utcoffset(self, dt: datetime | None) -> None:
+            return None
+
+    eng = connect("memory://", clock=clock)
+    for run_at, said in (
+        (datetime(2030, 1, 1, tzinfo=NoOffset()), "is not a datetime with a time zone"),
+        (datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-14))), "outside what a UTC datetime holds"),
+        (datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=14))), "outside what a UTC datetime holds"),
+    ):
+        with pytest.raises(JobsError) as err:
+            await eng.aenqueue(send_email, {"user_id": 1}, run_at=run_at)
+        assert err.value.code == "X_INVALID_ARGUMENT" and said in err.value.cause

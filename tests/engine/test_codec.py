@@ -108,3 +108,14 @@ def test_a_nul_character_is_refused_with_a_clear_error_where_postgres_would_refu
 def test_the_text_backslash_u0000_is_not_a_nul_character() -> None:
     normalised, text = check_json_text({"s": "\\u0000", "t": "\\\\u0000"})
     assert normalised == {"s": "\\u0000", "t": "\\\\u0000"} and json.loads(text) == normalised
+
+
+@pytest.mark.parametrize(
+    ("value", "key"),
+    [({1: "a", "1": "b"}, "1"), ({True: "a", "true": "b"}, "true"), ({"x": [{None: 1, "null": 2}]}, "null")],
+)
+def test_two_keys_that_become_one_json_key_are_refused_one_value_would_be_lost(value: object, key: str) -> None:
+    with pytest.raises(JobsError) as err:
+        check_json_text(value, job="send_email")
+    assert err.value.code == X_INPUT_NOT_JSON and f"both {key!r} as JSON text" in err.value.cause
+    assert check_json_text({1: "a", 2: "b"}, job="send_email")[0] == {"1": "a", "2": "b"}  # distinct: kept
