@@ -86,9 +86,17 @@ class Engine:
 
     # --- building rows ---------------------------------------------------------------------
 
-    def _new_jobs(self, specs: Sequence[Enqueue], now: datetime, trace: dict[str, str] | None = None) -> list[NewJob]:
+    def _new_jobs(
+        self,
+        specs: Sequence[Enqueue],
+        now: datetime,
+        trace: dict[str, str] | None = None,
+        *,
+        start: int = 0,
+        of: int = 0,
+    ) -> list[NewJob]:
         """Check and build a batch's rows: the first bad one raises, before anything is written."""
-        return new_jobs(specs, self.ids, now, trace)
+        return new_jobs(specs, self.ids, now, trace, start=start, of=of)
 
     async def _ensure_open(self) -> None:
         await ensure_open(self.driver)
@@ -109,8 +117,14 @@ class Engine:
         each chunk checked while the server inserts the one before."""
         now = self.clock.now()
         if not isinstance(specs, Sequence):  # a generator of Enqueue is taken too
+            if not isinstance(specs, Iterable):
+                raise JobsError(
+                    X_INVALID_ARGUMENT,
+                    cause=f"enqueue_many takes a list (or any iterable) of Enqueue, not {specs!r:.60}",
+                    fix="eng.enqueue_many([Enqueue(send_email, {'to': 'a@b.c'}), ...])",
+                )
             specs = list(specs)
-        first = self._new_jobs(specs[:CHUNK], now)  # bad input answers before the database
+        first = self._new_jobs(specs[:CHUNK], now, of=len(specs))  # bad input answers before the database
         await self._ensure_open()
         return await sent(self.tracing, first, len(specs), lambda rows, trace: self._write(rows, specs, now, trace))
 
@@ -120,7 +134,10 @@ class Engine:
         """The driver's insert of the batch (a coroutine the caller awaits: no frame of its own)."""
         if len(specs) <= CHUNK:
             return self.driver.job_enqueue(jobs=first, now=now)
-        rest = (self._new_jobs(specs[at : at + CHUNK], now, trace) for at in range(CHUNK, len(specs), CHUNK))
+        rest = (
+            self._new_jobs(specs[at : at + CHUNK], now, trace, start=at, of=len(specs))
+            for at in range(CHUNK, len(specs), CHUNK)
+        )
         return self.driver.job_enqueue_chunks(chunks=itertools.chain([first], rest), now=now)
 
     async def aenqueue(

@@ -63,9 +63,29 @@ def first_run(delay: Any, run_at: Any, now: datetime) -> datetime | None:
     return later(now, delay, what=f"delay={delay!r} seconds", fix="delay=86400") if delay else None
 
 
-def new_jobs(specs: Sequence[Enqueue], ids: IdFactory, now: datetime, trace: dict[str, str] | None) -> list[NewJob]:
-    """Check and build a batch's rows: the first bad one raises, before anything is written."""
-    return carried([new_job(s, now, jid) for s, jid in zip(specs, ids.many(len(specs), now))], trace)
+def new_jobs(
+    specs: Sequence[Enqueue],
+    ids: IdFactory,
+    now: datetime,
+    trace: dict[str, str] | None,
+    *,
+    start: int = 0,
+    of: int = 0,
+) -> list[NewJob]:
+    """Check and build a batch's rows: the first bad one raises, before anything is written, its
+    cause naming which item it is when the batch has more than one (``specs`` is the part from
+    item ``start`` of a batch of ``of``, or the whole batch)."""
+    rows: list[NewJob] = []
+    try:
+        for s, jid in zip(specs, ids.many(len(specs), now)):
+            rows.append(new_job(s, now, jid))
+    except JobsError as err:
+        whole = of or len(specs)
+        if whole < 2:
+            raise
+        cause = f"item {start + len(rows) + 1} of {whole}: {err.cause}"
+        raise JobsError(err.code, cause, err.fix, docs=err.docs, retry_after=err.retry_after, meta=err.meta) from err
+    return carried(rows, trace)
 
 
 def new_job(spec: Enqueue, now: datetime, job_id: str) -> NewJob:

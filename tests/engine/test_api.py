@@ -173,3 +173,23 @@ async def test_a_run_at_with_no_offset_or_outside_what_a_utc_datetime_holds_is_r
         with pytest.raises(JobsError) as err:
             await eng.aenqueue(send_email, {"user_id": 1}, run_at=run_at)
         assert err.value.code == "X_INVALID_ARGUMENT" and said in err.value.cause
+
+
+async def test_a_bad_item_of_a_batch_is_named_by_its_place_and_a_batch_that_is_not_iterable_is_refused(
+    clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine import api
+
+    monkeypatch.setattr(api, "CHUNK", 2)  # the bad item in the second chunk, checked while the first goes out
+    eng = connect("memory://", clock=clock)
+    specs = [Enqueue(send_email, {"user_id": u}) for u in range(3)] + [Enqueue(send_email, {"user_id": float("nan")})]
+    with pytest.raises(JobsError) as err:
+        await eng.aenqueue_many(specs)
+    assert err.value.code == "X_INPUT_NOT_JSON" and err.value.cause.startswith("item 4 of 4: ")
+    with pytest.raises(JobsError) as one:
+        await eng.aenqueue_many(specs[3:])
+    assert not one.value.cause.startswith("item")  # a batch of one has no place to name
+    with pytest.raises(JobsError) as none:
+        await eng.aenqueue_many(None)  # type: ignore[arg-type]
+    assert none.value.code == "X_INVALID_ARGUMENT" and "Enqueue(send_email" in none.value.fix
+    assert eng.driver.state.jobs == {}  # type: ignore[attr-defined]
