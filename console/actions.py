@@ -304,7 +304,7 @@ ACTIONS: tuple[Action, ...] = NAV + (
         "C",
         "bulk('cancel', 'all')",
         "Cancel all",
-        "cancel every live job matching the filter (dry run first)",
+        "cancel the live jobs still failing like every group shown (dry run first)",
         scope="dead_letters",
         mutating=True,
         key_display="C",

@@ -165,22 +165,39 @@ class DeadLettersScreen(Filtered, DataScreen, Flows):
             self.open_jobs(**{f.name: getattr(self._group_filter(g), f.name) for f in fields(JobFilter)})
 
     def action_bulk(self, action: str, scope: str) -> None:
+        said: str | None = None
         if scope == "group":
-            table = self.query_one("#groups", KeyedTable)
-            groups = [self.groups[k] for k in table.marked_keys() if k in self.groups]
+            marked = self.query_one("#groups", KeyedTable).marked_keys()
+            groups = [self.groups[k] for k in marked if k in self.groups]
             if not groups:
                 g = self._selected()
                 groups = [g] if g is not None else []
             if not groups:
                 return
+            if marked:
+                said = f"the {len(groups)} marked groups"
             wheres = [self._group_filter(g) for g in groups]
+        elif action == "cancel":
+            # Every live job failing the way a group shown fails; the screen's filter alone, with
+            # its state dropped, would name every live job, failing or not.
+            wheres = [self._group_filter(g) for g in self.groups.values()]
+            said = f"the {len(wheres)} groups shown"
+            if not wheres:
+                self.notify("Nothing to cancel: no dead-letter group is shown.", timeout=5)
+                return
         else:
             wheres = [self._dead()]
         # A dead job is final: cancelling a group means cancelling the LIVE jobs that match it
         # (retries still failing with that code), so they stop adding to the dead letters. A live
         # job has stopped for no reason yet: the group's stop reason does not narrow a cancel.
         live = [replace(w, state=None, stop_reason=None) for w in wheres]
-        self.bulk_flow(action, wheres if action != "cancel" else live)
+        if action == "cancel" and said is not None:
+            said += " (their live jobs)"
+        self.bulk_flow(action, wheres if action != "cancel" else live, said)
+
+    def restart_pages(self) -> None:
+        """A new filter: marks of groups read under the old one are dropped."""
+        self.clear_marks()
 
     def marks_changed(self) -> None:
         self._show_selected()

@@ -39,8 +39,12 @@ class Filtered:
         bar.focus()
 
     def leave_filter(self, shown: bool) -> None:
-        """Hide the bar unless a filter is in force, and hand focus back to the table."""
-        self.query_one(FilterBar).display = shown  # type: ignore[attr-defined]
+        """Hide the bar unless a filter is in force, and hand focus back to the table. The bar
+        reads the filter in force: text typed and left with Escape, or a word the screen does not
+        keep, would otherwise stay on it as if it filtered the rows below."""
+        bar = self.query_one(FilterBar)  # type: ignore[attr-defined]
+        bar.show(self.where)
+        bar.display = shown
         self.query_one(f"#{self.TABLE_ID}", KeyedTable).focus()  # type: ignore[attr-defined]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -43,17 +43,22 @@ def plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
-def plan_text(plans: Sequence[BulkPlan]) -> Text:
-    """The dry run of one bulk action, or of the same action over several marked groups."""
+def scope_text(wheres: Sequence[JobFilter], scope: str | None = None) -> str:
+    """What a bulk action's filters cover, in words: ``scope`` when the screen names it (the
+    marked groups, every group shown), else the one filter."""
+    if scope is not None:
+        return scope
+    return describe_filter(wheres[0]) if len(wheres) == 1 else f"the {len(wheres)} marked groups"
+
+
+def plan_text(plans: Sequence[BulkPlan], scope: str | None = None) -> Text:
+    """The dry run of one bulk action, or of the same action over several dead-letter groups."""
     action = plans[0].action
     matched = sum(p.matched for p in plans)
     t = Text()
     t.append(f"{matched:,}", style="bold")
     t.append(" job matches " if matched == 1 else " jobs match ")
-    if len(plans) == 1:
-        t.append(clean(describe_filter(plans[0].filter), limit=120), style="bold")
-    else:
-        t.append(f"the {len(plans)} marked groups", style="bold")
+    t.append(clean(scope_text([p.filter for p in plans], scope), limit=120), style="bold")
     t.append(".\n")
     if action == "retry":
         t.append(f"{sum(p.deduped for p in plans):,}", style="bold")
@@ -155,7 +160,12 @@ class BulkFlows:
     """Mixed into data screens (through Flows); ``self`` is a data screen (hosts.FlowHost)."""
 
     @work(group="action", exclusive=True, exit_on_error=False)
-    async def bulk_flow(self: FlowHost, action: str, wheres: JobFilter | Sequence[JobFilter]) -> None:
+    async def bulk_flow(
+        self: FlowHost, action: str, wheres: JobFilter | Sequence[JobFilter], scope: str | None = None
+    ) -> None:
+        """``action`` over what ``wheres`` match (one filter, or a dead-letter group's each),
+        behind the confirmation of its dry run; ``scope`` names what they cover when one filter's
+        words would not (the marked groups, every group shown)."""
         wheres = [wheres] if isinstance(wheres, JobFilter) else list(wheres)
         try:
             plans = [await self.source.plan(action, w) for w in wheres]  # type: ignore[arg-type]
@@ -164,15 +174,14 @@ class BulkFlows:
             self.notify(detail, title=f"Dry run failed: {title}", severity="error", timeout=8)
             return
         if sum(p.matched for p in plans) == 0:
-            what = describe_filter(wheres[0]) if len(wheres) == 1 else f"the {len(wheres)} marked groups"
-            self.notify(f"Nothing to {action}: no job matches {what}.", timeout=5)
+            self.notify(f"Nothing to {action}: no job matches {scope_text(wheres, scope)}.", timeout=5)
             return
         verb = VERBS[action][0]
         n = sum(p.would_change for p in plans)
         confirmed = await self.app.push_screen(
             ConfirmScreen(
                 f"{verb} {plural(n, 'job')}?",
-                plan_text(plans),
+                plan_text(plans, scope),
                 verb=f"{verb} {plural(n, 'job')}",
                 pace=BULK_PACE if action == "retry" else None,
                 children=WITH_CHILDREN if any(p.replays for p in plans) else None,
@@ -207,7 +216,7 @@ class BulkFlows:
                 summary += f" Paced at {confirmed.per_second:g}/s."
             if confirmed.note:
                 summary += f"\nNote in the audit trail: {clean(confirmed.note, limit=200)}"
-            self.post_message(ActionSucceeded(summary))
+            self.post_message(ActionSucceeded(f"{verb} {clean(scope_text(wheres, scope), limit=80)}: {summary}"))
         finally:
             shown.close()
         await self.app.push_screen(ResultScreen(title, summary, failed=failed), wait_for_dismiss=True)

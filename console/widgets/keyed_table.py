@@ -208,7 +208,11 @@ class KeyedTable(DataTable[Text | str]):
         self._given = list(rows)
         rows = self._ordered(rows)
         keys = [k for k, _ in rows]
-        self.marked &= set(keys)
+        gone = len(self.marked) - len(self.marked.intersection(keys))
+        if gone:  # said, so an action after this refresh is not taken to reach them
+            self.marked.intersection_update(keys)
+            said = "1 marked row has" if gone == 1 else f"{gone} marked rows have"
+            self.notify(f"{said} left the list (changed since it was read): unmarked.", timeout=5)
         # A new set of rows (restart) is rebuilt whatever it holds, none included: the rows shown
         # are the old set's until then.
         new_set = self._to_top

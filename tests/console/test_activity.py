@@ -60,7 +60,7 @@ async def test_a_flow_that_raises_is_said_in_a_toast_and_the_activity_log_not_sw
     # caught used to end the worker silently: the key did nothing the operator could see.
     import console.screens.flows_bulk as flows_bulk
 
-    def broken(plans: object) -> None:
+    def broken(plans: object, scope: object = None) -> None:
         raise RuntimeError("the dry run's text could not be built")
 
     monkeypatch.setattr(flows_bulk, "plan_text", broken)

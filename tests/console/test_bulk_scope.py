@@ -1,0 +1,79 @@
+"""What a bulk action on the Dead letters screen reaches is what its confirmation names: `C`
+cancels the live jobs failing like the groups shown, never every live job; a marked group a
+refresh no longer finds is unmarked and said so; a new filter drops the marks. The filter bar
+always reads the filter in force, and the activity names what an action acted on."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from console.screens.confirm import ConfirmScreen
+from console.screens.dead_letters import DeadLettersScreen
+from console.widgets.filter_bar import FilterBar
+from console.widgets.keyed_table import KeyedTable
+from engine.projections import JobFilter
+from engine.types import LIVE_STATES, JobState
+from tests.console.conftest import SIZE, settle
+from tests.console.test_actions import console, keys
+
+
+async def _live(app, where: JobFilter) -> set[str]:  # type: ignore[no-untyped-def]
+    page = await app.source.jobs(where)
+    return {j.id for j in page.items if j.state in LIVE_STATES}
+
+
+async def test_cancel_all_on_dead_letters_reaches_the_live_jobs_failing_like_a_group_shown_not_every_live_job() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "3")
+        screen = app.screen
+        assert isinstance(screen, DeadLettersScreen)
+        failing: set[str] = set()
+        for g in screen.groups.values():
+            failing |= await _live(app, JobFilter(name=g.name, error_code=g.error_code))
+        every = await _live(app, JobFilter())
+        assert failing and len(every) > len(failing)  # the seeded world has live jobs failing nothing
+        await keys(pilot, "C")
+        assert isinstance(app.screen, ConfirmScreen)
+        said = str(app.screen.query_one("#confirm-text").render())
+        assert f"{len(failing)} job" in said and f"the {len(screen.groups)} groups shown (their live jobs)" in said
+        await keys(pilot, "y", "enter")
+        assert await _live(app, JobFilter()) == every - failing
+        assert app.activity[-1].summary.startswith(f"Cancel the {len(screen.groups)} groups shown (their live jobs): ")
+
+
+async def test_a_marked_group_a_refresh_no_longer_finds_is_unmarked_and_said_so() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "3", "space")
+        table = app.screen.query_one("#groups", KeyedTable)
+        (key,) = table.marked_keys()
+        g = app.screen.groups[key]
+        await app.source.bulk("discard", JobFilter(name=g.name, error_code=g.error_code, state=JobState.DEAD))
+        app.screen.reload()
+        await settle(pilot)
+        assert key not in app.screen.groups and not table.marked_keys()
+        assert any("1 marked row has left the list" in n.message for n in app._notifications)
+
+
+async def test_a_new_filter_on_dead_letters_drops_the_marks_of_groups_read_under_the_old_one() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "3", "space")
+        table = app.screen.query_one("#groups", KeyedTable)
+        (key,) = table.marked_keys()
+        app.screen.post_message(FilterBar.Applied(JobFilter(name=app.screen.groups[key].name)))  # still shown
+        await settle(pilot)
+        assert key in app.screen.groups and not table.marked_keys()
+
+
+async def test_escape_from_the_filter_bar_leaves_it_reading_the_filter_in_force_not_the_text_typed() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "2", "slash")
+        await pilot.press(*"queue=emails")
+        await keys(pilot, "enter", "slash")
+        bar = app.screen.query_one(FilterBar)
+        bar.value = "queue=billing"
+        await keys(pilot, "escape")
+        assert bar.value == "queue=emails" and app.screen.where == replace(JobFilter(), queue="emails")
