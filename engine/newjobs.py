@@ -84,7 +84,8 @@ def new_jobs(
         if whole < 2:
             raise
         cause = f"item {start + len(rows) + 1} of {whole}: {err.cause}"
-        raise JobsError(err.code, cause, err.fix, docs=err.docs, retry_after=err.retry_after, meta=err.meta) from err
+        placed = JobsError(err.code, cause, err.fix, docs=err.docs, retry_after=err.retry_after, meta=err.meta)
+        raise placed from err.__cause__ or err  # the original failure stays the one chained
     return carried(rows, trace)
 
 

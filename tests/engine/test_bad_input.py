@@ -155,7 +155,7 @@ async def test_an_input_its_idempotency_key_cannot_read_is_the_engines_error_and
         await eng.aenqueue_many([Enqueue(fine, {"k": "1"}), Enqueue(fine, {"key": "2", "n": 3})])
     assert err.value.code == "X_INVALID_ARGUMENT"
     assert err.value.cause == (
-        "the idempotency key of job 'bad.fine' cannot be derived from this input: KeyError: 'k' "
+        "item 2 of 2: the idempotency key of job 'bad.fine' cannot be derived from this input: KeyError: 'k' "
         "(the input's fields: key, n)"
     )
     assert err.value.fix == "enqueue bad.fine with the fields its idempotency_key reads"
@@ -184,7 +184,7 @@ async def test_a_bad_delay_run_at_or_priority_is_refused_and_a_batch_writes_noth
     memory driver and refused by PostgreSQL's integer column: now the engine's error naming it."""
     with pytest.raises(JobsError) as err:
         await eng.aenqueue_many([Enqueue(fine, {"k": "1"}), Enqueue(fine, {"k": "2"}, **{option: value})])
-    assert err.value.code == "X_INVALID_ARGUMENT" and err.value.cause.startswith(f"{option}={value!r}")
+    assert err.value.code == "X_INVALID_ARGUMENT" and err.value.cause.startswith(f"item 2 of 2: {option}={value!r}")
     assert err.value.fix
     assert not (await Introspector(eng).jobs(JobFilter())).items
 
