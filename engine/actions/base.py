@@ -41,6 +41,7 @@ class OperatorBase(EngineView):
         clock: Any = None,
         read_only_fix: str = "Operator(engine, actor=..., read_only=False)",
     ) -> None:
+        check_flags(read_only=read_only)
         super().__init__(engine, clock=clock, tenant=tenant)
         if not finite_positive(budget):
             raise JobsError(
@@ -63,10 +64,26 @@ class OperatorBase(EngineView):
         self._read_only_fix = read_only_fix
         self.ids: IdFactory = getattr(engine, "ids", None) or IdFactory(self.clock)
 
-    def _writable(self, what: str, note: str | None = None) -> None:
-        """Refuse a mutating action in read-only mode, and a note PostgreSQL cannot store."""
+    def _writable(self, what: str, note: str | None = None, **flags: bool) -> None:
+        """Refuse a mutating action in read-only mode, a note that is not a str (or None) or that
+        PostgreSQL cannot store, and a flag that is not a bool. Every action hands its note and its
+        flags (``children=``, ``create=``) here first, so each is refused before anything changes."""
+        check_flags(**flags)
+        if note is not None and not isinstance(note, str):
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"the {what} note={note!r} is not a str or None",
+                fix="note='INC-7: smtp fixed'",
+            )
         check_text(note, what=f"the {what} note", fix="--note 'why, in plain text'")
         if self.read_only:
             raise JobsError(
                 X_READ_ONLY, cause=f"{what} was refused: this operator is read-only", fix=self._read_only_fix
             )
+
+
+def check_flags(**flags: object) -> None:
+    """Each flag a real bool: a truthy word (``children='no'``) would act on what it reads as yes."""
+    for flag, value in flags.items():
+        if not isinstance(value, bool):
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"{flag}={value!r} is not True or False", fix=f"{flag}=True")

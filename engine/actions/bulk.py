@@ -70,7 +70,7 @@ class BulkActions(OperatorBase):
         ``progress`` is told the running totals after each batch. ``stop``, once set, ends the
         bulk between batches, never within one (a batch is one transaction): what landed stays,
         nothing more changes, and the answer says ``stopped``."""
-        self._writable(f"bulk {action}")
+        self._writable(f"bulk {action}", note)
         where = self._bulk_filter(action, where or JobFilter())
         check_bulk_options(per_second, stop, progress)
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH:

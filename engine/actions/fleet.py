@@ -33,7 +33,7 @@ class FleetActions(OperatorBase):
         it. Running jobs finish; nothing new starts. Pausing a paused queue is a no-op. A queue
         no job row, worker or pause names is refused with the names it may have meant, unless
         ``create`` (pausing a queue before its first job)."""
-        self._writable("pause", note)
+        self._writable("pause", note, create=create)
         self._fleet("pausing a queue")
         name = _queue_name(queue, "pause")
         await self._open()

@@ -72,7 +72,7 @@ class JobActions(OperatorBase):
         jobs answered them otherwise than they now stand (those just retried among them) runs
         again from that wait (``restart_step``), so it looks at them afresh. Jobs below that are
         not dead stay as they are; a second call finishes one that was interrupted."""
-        self._writable("retry", note)
+        self._writable("retry", note, children=children)
         tenant = self._tenant(tenant)
         row = await load_job(self, job_id, tenant, budget_ms=self.budget_ms)
         if row.state is not JobState.DEAD:
@@ -168,7 +168,7 @@ class JobActions(OperatorBase):
         cancel at its next lease renewal). An already finished job is a clear no-op. With
         ``children``, then every live job below it (``children()``), each audited with this note
         and the job it was cancelled with; their answers are the result's ``also``."""
-        self._writable("cancel", note)
+        self._writable("cancel", note, children=children)
         tenant = self._tenant(tenant)
         row = await load_job(self, job_id, tenant, budget_ms=self.budget_ms)
         if children:

@@ -19,7 +19,7 @@ from engine.errors import X_AMBIGUOUS_ID, X_MALFORMED_ID, X_NOT_FOUND, X_TENANT_
 from engine.ids import parse_id
 from engine.opening import ensure_open
 from engine.projections import JobSummary
-from engine.text import check_text
+from engine.text import check_tenant
 from engine.types import JobRow
 
 MIN_FRAGMENT = 6  # hex digits: 16.7M values, so a tail this long is unique among millions of jobs
@@ -33,14 +33,14 @@ class EngineView:
     def __init__(self, engine: Any, *, clock: Clock | None = None, tenant: str | None = None) -> None:
         self.driver: Driver = getattr(engine, "driver", engine)
         self.clock: Clock = clock or getattr(engine, "clock", None) or SystemClock()
-        check_text(tenant, what="tenant scope", fix="Introspector(engine, tenant='acme')")
+        check_tenant(tenant)
         self.tenant = tenant  # a scope: every read and action sees this tenant's jobs only (I25)
 
     async def _open(self) -> None:
         await ensure_open(self.driver)
 
     def _tenant(self, tenant: str | None) -> str | None:
-        check_text(tenant, what="tenant", fix="--tenant acme")
+        check_tenant(tenant)
         if self.tenant is not None and tenant is not None and tenant != self.tenant:
             raise JobsError(
                 X_TENANT_MISMATCH,

@@ -102,26 +102,38 @@ def make_filter(
             cause=f"until ({until.isoformat()}) is not after since ({since.isoformat()})",
             fix="swap since and until",
         )
-    fields = tuple(sorted((input_fields or {}).items()))
-    for k, _ in fields:
-        if not k or "." in k:
+    if input_fields is not None and not isinstance(input_fields, dict):
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"input_fields={input_fields!r} is not a dict of input keys and the values they hold",
+            fix="make_filter(input_fields={'invoice_id': 42})",
+        )
+    for k in input_fields or {}:
+        if not isinstance(k, str) or not k or "." in k:
             raise JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"input field {k!r} must be one top-level key",
                 fix="jobs ls --filter input.invoice_id=42",
             )
+    fields = tuple(sorted((input_fields or {}).items()))
     return JobFilter(
-        queue=queue or None,
-        state=parse_state(state or None),
-        name=name or None,
-        tenant=tenant or None,
-        error_code=error_code or None,
+        queue=_unset_if_empty(queue),
+        state=parse_state(_unset_if_empty(state)),
+        name=_unset_if_empty(name),
+        tenant=_unset_if_empty(tenant),
+        error_code=_unset_if_empty(error_code),
         input_fields=fields,
-        search=(search or "").strip() or None,
+        search=(search.strip() or None) if isinstance(search, str) else search,  # JobFilter refuses a non-str
         since=since,
         until=until,
-        stop_reason=stop_reason or None,  # type: ignore[arg-type]  # JobFilter refuses any other word
+        stop_reason=_unset_if_empty(stop_reason),  # type: ignore[arg-type]  # JobFilter refuses any other word
     )
+
+
+def _unset_if_empty(value: Any) -> Any:
+    """ "" is 'not filtered'; anything else but a str (0, [], False) is passed on for JobFilter to
+    refuse, never read as 'not filtered' (a bulk action would then match everything)."""
+    return None if value == "" else value
 
 
 def parse_filter(text: str | list[str] | tuple[str, ...] | None) -> JobFilter:

@@ -17,9 +17,9 @@ from engine.errors import X_INVALID_ARGUMENT, X_NOT_FOUND, X_UNKNOWN_QUEUE, Jobs
 from engine.ids import parse_id
 from engine.introspect.base import MAX_CANDIDATES, MIN_FRAGMENT, EngineView, id_fragment, load_job
 from engine.introspect.filters import scoped
+from engine.introspect.view_options import check_view_options
 from engine.introspect.why import job_causes
 from engine.introspect.why_queue import queue_causes
-from engine.options import finite_positive
 from engine.projections import (
     DeadLetters,
     JobDetail,
@@ -69,19 +69,8 @@ class Introspector(EngineView):
         tenant: str | None = None,
         clock: Any = None,
     ) -> None:
+        check_view_options(budget=budget, stale_after=stale_after, count_cap=count_cap, page_count_cap=page_count_cap)
         super().__init__(engine, clock=clock, tenant=tenant)
-        if not finite_positive(budget):
-            raise JobsError(
-                X_INVALID_ARGUMENT,
-                cause=f"budget={budget!r} must be a positive, finite number of seconds",
-                fix="Introspector(engine, budget=0.5)",
-            )
-        if not isinstance(count_cap, int) or count_cap < 1:
-            raise JobsError(
-                X_INVALID_ARGUMENT,
-                cause=f"count_cap={count_cap!r} must be a whole number >= 1",
-                fix="Introspector(engine, count_cap=10000)",
-            )
         self.budget = float(budget)
         self.count_cap = count_cap
         self.page_count_cap = min(page_count_cap, count_cap)
