@@ -102,14 +102,21 @@ ENGINE_CODES: frozenset[str] = frozenset(_CODES)
 
 
 def register_error_codes(codes: dict[str, str]) -> None:
-    """Declare an app's own codes ({code: title}) so they render with a title."""
+    """Declare an app's own codes ({code: title}) so they render with a title. The whole table is
+    checked before any code is registered."""
+    fix = "register_error_codes({'X_MY_CODE': 'what it means'})"
+    if not isinstance(codes, dict):
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"register_error_codes takes a dict of {{code: title}}, not {codes!r:.60}",
+            fix=fix,
+        )
     for code, title in codes.items():
-        if not code or not code.isupper():
-            raise JobsError(
-                X_INVALID_ARGUMENT,
-                cause=f"error code {code!r} is not an upper-case identifier",
-                fix="register_error_codes({'X_MY_CODE': 'what it means'})",
-            )
+        if not isinstance(code, str) or not code or not code.isupper():
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"error code {code!r} is not an upper-case identifier", fix=fix)
+        if not isinstance(title, str):
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"error code {code!r} has title {title!r}, not a string", fix=fix)
+    for code, title in codes.items():
         _CODES[code] = ErrorCode(code, title)
 
 

@@ -23,11 +23,13 @@ from engine.errors import (
     unknown_option,
 )
 from engine.options import Options, finite_positive, int32
-from engine.retry import RetryPolicy
-from engine.text import check_text
+from engine.retry import LONGEST_DELAY, RetryPolicy
+from engine.text import MAX_NAME, check_text
 
 DEFAULT_QUEUE = "default"
 DEFAULT_EVENT_POLL = 30.0
+# How often a job waiting for an event looks again, in seconds: from once a second to once a day.
+EVENT_POLL_RANGE = (1.0, 86400.0)
 
 Handler = Callable[..., Any]
 KeyFn = Callable[[Any], str]
@@ -51,6 +53,13 @@ class RateLimit(Options):
                 cause=f"RateLimit(limit={limit!r}, per={per!r}) needs a whole limit >= 1 and per a positive, "
                 "finite number of seconds",
                 fix="RateLimit(limit=10, per=1.0)",
+            )
+        if per > LONGEST_DELAY:
+            raise JobsError(
+                X_INVALID_DEFINITION,
+                cause=f"RateLimit(limit={limit!r}, per={per!r}): per is past a year ({LONGEST_DELAY:.0f} s), "
+                "the longest the engine delays a job",
+                fix="RateLimit(limit=10, per=86400)",
             )
         if self.key is not None and not callable(self.key):
             raise JobsError(
@@ -139,6 +148,40 @@ _OPTIONS = (
 )
 
 
+def check_name(value: object, what: str, fix: str) -> str:
+    """A job's, task's or queue's name: a non-empty str of at most MAX_NAME characters, with no
+    space at either end (the operator's commands strip what they are given, so ' q ' could never
+    be named there), that PostgreSQL can store. Returns it."""
+    if not isinstance(value, str) or not value or value != value.strip() or len(value) > MAX_NAME:
+        shown = (
+            repr(value)
+            if not isinstance(value, str) or len(value) <= 60
+            else f"{value[:60]!r}... ({len(value)} characters)"
+        )
+        raise JobsError(
+            X_INVALID_DEFINITION,
+            cause=f"{what} {shown}: it must be a non-empty string of at most {MAX_NAME} characters, "
+            "with no space at either end",
+            fix=fix,
+        )
+    check_text(value, what=what, fix=fix, code=X_INVALID_DEFINITION)
+    return value
+
+
+def refused_call(fn: Callable[..., Any], count: int) -> str | None:
+    """None when ``fn`` can be called with ``count`` positional arguments, else its signature as
+    text. A callable whose signature Python cannot read (some builtins and extension types) passes."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    try:
+        sig.bind(*range(count))
+    except TypeError:
+        return str(sig)
+    return None
+
+
 def _positive(name: str, value: float | None, job_name: str, *, allow_none: bool = True) -> None:
     if value is None and allow_none:
         return
@@ -171,6 +214,15 @@ def job(
 ) -> Callable[[Handler], JobDefinition]:
     """Declare a job: ``@job(name=..., idempotency_key=lambda inp: ...)`` over a handler
     ``(ctx, inp)``. ``async def`` handlers run on the worker's loop; plain ones in a thread."""
+    if callable(name):  # @job over a def, without its (...): the def came as the name
+        fn_name = getattr(name, "__name__", "handler")
+        raise JobsError(
+            X_INVALID_DEFINITION,
+            cause=f"@job was used without (...) over {fn_name!r}: a job needs at least its idempotency_key",
+            fix=f"@job(name={fn_name!r}, idempotency_key=lambda inp: f\"{fn_name}:{{inp['id']}}\")",
+        )
+    if name is not None:
+        check_name(name, "@job declares name", "@job(name='send_email', ...)")
     label = name or "<unnamed>"
     if unknown:
         raise unknown_option(
@@ -186,21 +238,32 @@ def job(
             cause=f"job {label!r} has no idempotency_key function; a replayed enqueue would run the work twice",
             fix=f"@job(name={label!r}, idempotency_key=lambda inp: f\"user:{{inp['user_id']}}\")",
         )
-    if not isinstance(queue, str) or not queue.strip():
+    if (sig := refused_call(idempotency_key, 1)) is not None:
         raise JobsError(
             X_INVALID_DEFINITION,
-            cause=f"job {label!r} declares queue={queue!r}",
-            fix=f"@job(name={label!r}, queue='default')",
+            cause=f"job {label!r} declares an idempotency_key taking {sig}, which cannot take one argument"
+            " (the job's input)",
+            fix=f"@job(name={label!r}, idempotency_key=lambda inp: f\"user:{{inp['user_id']}}\")",
         )
-    check_text(
-        queue,
-        what=f"job {label!r} declares queue",
-        fix=f"@job(name={label!r}, queue='default')",
-        code=X_INVALID_DEFINITION,
-    )
+    check_name(queue, f"job {label!r} declares queue", f"@job(name={label!r}, queue='default')")
     _positive("timeout", timeout, label)
     _positive("step_timeout", step_timeout, label)
     _positive("event_poll", event_poll, label, allow_none=False)
+    low, high = EVENT_POLL_RANGE
+    if not low <= event_poll <= high:
+        raise JobsError(
+            X_INVALID_DEFINITION,
+            cause=f"job {label!r} declares event_poll={event_poll!r}: how often a job waiting for an event looks "
+            f"again, from {low:g} to {high:g} seconds (a day)",
+            fix=f"@job(name={label!r}, event_poll={DEFAULT_EVENT_POLL:g})",
+        )
+    if timeout is not None and step_timeout is not None and step_timeout >= timeout:
+        raise JobsError(
+            X_INVALID_DEFINITION,
+            cause=f"job {label!r} declares step_timeout={step_timeout!r} >= timeout={timeout!r}: a step runs inside "
+            "an attempt, so the attempt's timeout would always fire first and the step's never",
+            fix=f"@job(name={label!r}, timeout={timeout!r}, step_timeout={timeout / 2:g})",
+        )
     if concurrency is not None and (
         isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
     ):
@@ -229,9 +292,18 @@ def job(
                 cause=f"@job({label!r}) decorates {fn!r}, which is not callable",
                 fix="put @job(...) above a def",
             )
-        check_text(name, what="@job declares name", fix="@job(name='send_email', ...)", code=X_INVALID_DEFINITION)
+        if (sig := refused_call(fn, 2)) is not None:
+            raise JobsError(
+                X_INVALID_DEFINITION,
+                cause=f"@job({label!r}) decorates {getattr(fn, '__qualname__', fn)!s}{sig}, which cannot take "
+                "(ctx, inp): every attempt would fail",
+                fix="def handler(ctx, inp): ...",
+            )
+        job_name = check_name(
+            name or getattr(fn, "__name__", None), "@job declares name", "@job(name='send_email', ...)"
+        )
         return JobDefinition(
-            name=name or fn.__name__,
+            name=job_name,
             fn=fn,
             queue=queue,
             idempotency_key=idempotency_key,

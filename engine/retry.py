@@ -82,6 +82,15 @@ class RetryPolicy(Options):
             )
         if not 0.0 <= self.jitter <= 1.0:
             raise bad(f"jitter={self.jitter!r} must be a fraction between 0 and 1", "RetryPolicy(jitter=0.2)")
+        if self.seed is not None:
+            if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+                raise bad(f"seed={self.seed!r} must be a whole number (or None)", "RetryPolicy(jitter=0.2, seed=42)")
+            if not self.jitter:
+                # The seed only draws the jitter: without jitter every delay is the backoff's own.
+                raise bad(
+                    f"seed={self.seed!r} does nothing without jitter (jitter={self.jitter!r})",
+                    f"RetryPolicy(jitter=0.2, seed={self.seed!r})",
+                )
 
     def base_delay(self, attempt: int) -> float:
         """The delay before the retry that follows failed attempt ``attempt`` (1-based), no jitter."""
@@ -123,8 +132,20 @@ _RETRY_TABLE: dict[str, Classification] = {
 
 def register_error_retry(table: dict[str, str]) -> None:
     """Classify an app's error codes: ``{"X_INVOICE_REJECTED": "terminal", ...}``."""
+    if not isinstance(table, dict):
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"register_error_retry takes a dict of {{code: classification}}, not {table!r:.60}",
+            fix="register_error_retry({'X_INVOICE_REJECTED': 'terminal'})",
+        )
     for code, kind in table.items():
-        if kind not in _CLASSIFICATIONS:
+        if not isinstance(code, str) or not code.strip():
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"register_error_retry: error code {code!r} is not a non-empty string",
+                fix="register_error_retry({'X_INVOICE_REJECTED': 'terminal'})",
+            )
+        if not isinstance(kind, str) or kind not in _CLASSIFICATIONS:
             raise JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"classification {kind!r} for {code!r} is not one of {', '.join(_CLASSIFICATIONS)}",

@@ -29,6 +29,11 @@ RETIRED_AFTER = 600.0
 # Most due occurrences one tick reads per task. Past it (a "* * * * *" task down for a day), the
 # tick settles this many as skipped and the next tick reads on: catch-up applies to the last read.
 SCAN_LIMIT = 1000
+# Zone files that load whatever the host says (its own zone, its default rules, "unknown"), and
+# the database's other trees (``right/``: clocks counting leap seconds; ``posix/``: copies under
+# another name): two schedulers on different hosts could compute different instants from them.
+HOST_ZONES = frozenset({"localtime", "posixrules", "Factory"})
+OTHER_TREES = ("posix/", "right/")
 
 
 def instant_text(at: datetime) -> str:
@@ -104,6 +109,13 @@ def parse_cron(expr: object, timezone: object, *, task: str) -> Cron:
             cause=f"task {task!r} declares timezone={timezone!r}, which the zone database does not know",
             fix=f"@task(name={task!r}, cron=..., timezone='UTC')",
         ) from None
+    if timezone in HOST_ZONES or timezone.startswith(OTHER_TREES):
+        raise JobsError(
+            X_INVALID_DEFINITION,
+            cause=f"task {task!r} declares timezone={timezone!r}, a zone file that is not an IANA zone name: "
+            "schedulers on different hosts could compute different instants from it",
+            fix=f"@task(name={task!r}, cron=..., timezone='Europe/Paris')",
+        )
     if not isinstance(expr, str) or not expr.strip():
         raise JobsError(
             X_INVALID_DEFINITION,

@@ -18,7 +18,8 @@ from typing import Any, ClassVar
 
 from engine.codec import check_json_text
 from engine.errors import X_DUPLICATE_JOB, X_INVALID_DEFINITION, JobsError, unknown_option
-from engine.jobs import DEFAULT_QUEUE, Handler, JobDefinition, job
+from engine.jobs import DEFAULT_QUEUE, Handler, JobDefinition, check_name, job
+from engine.options import INT32, int32
 from engine.retry import RetryPolicy
 from engine.schedule import CATCH_UP, DEFAULT_MAX_CATCH_UP, CatchUp, Cron, parse_cron
 
@@ -64,6 +65,19 @@ def _occurrence_key(name: str) -> Callable[[Any], str]:
     return key
 
 
+def _check_task_name(name: object) -> str:
+    """A job's name rule (engine.jobs.check_name), and no '@': an occurrence's key is name@instant."""
+    fix = "@task(name='nightly_report', cron='0 2 * * *')"
+    checked = check_name(name, "task name", fix)
+    if "@" in checked:
+        raise JobsError(
+            X_INVALID_DEFINITION,
+            cause=f"task name {checked!r} holds '@', which its occurrence keys (name@instant) use",
+            fix=fix,
+        )
+    return checked
+
+
 def task(
     name: str | None = None,
     *,
@@ -89,12 +103,8 @@ def task(
             f"@task(name={label!r}, {{option}}=...)",
             "cron",
         )
-    if name is not None and (not isinstance(name, str) or not name.strip() or "@" in name):
-        raise JobsError(
-            X_INVALID_DEFINITION,
-            cause=f"task name {name!r} must be a non-empty string without '@' (its occurrence keys use it)",
-            fix="@task(name='nightly_report', cron='0 2 * * *')",
-        )
+    if name is not None:
+        _check_task_name(name)
     spec = parse_cron(cron, timezone, task=label)
     if catch_up not in CATCH_UP:
         raise JobsError(
@@ -110,16 +120,17 @@ def task(
                 " which enqueues at most one missed occurrence: the bound would do nothing",
                 fix=f"@task(name={label!r}, cron={spec.expr!r}, catch_up='all', max_catch_up={max_catch_up!r})",
             )
-        if isinstance(max_catch_up, bool) or not isinstance(max_catch_up, int) or max_catch_up < 1:
+        if not int32(max_catch_up) or max_catch_up < 1:
             raise JobsError(
                 X_INVALID_DEFINITION,
-                cause=f"task {label!r} declares max_catch_up={max_catch_up!r}; it must be a whole number >= 1",
+                cause=f"task {label!r} declares max_catch_up={max_catch_up!r}; it must be a whole number from 1 to "
+                f"{INT32 - 1} (the scheduler stores it as a 32-bit integer)",
                 fix=f"@task(name={label!r}, cron={spec.expr!r}, catch_up='all', max_catch_up=24)",
             )
     fixed, text = check_json_text(input, job=label)
 
     def wrap(fn: Handler) -> TaskDefinition:
-        task_name: str = name or str(getattr(fn, "__name__", ""))
+        task_name = _check_task_name(name or getattr(fn, "__name__", None))
         base = job(
             name=task_name,
             queue=queue,

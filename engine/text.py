@@ -80,10 +80,12 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(_escaped, text)
 
 
-# A tenant is one column of the dedupe index (name, tenant, key), whose entries PostgreSQL caps
-# at 2,704 bytes: a name and a tenant of at most 200 characters (800 bytes of UTF-8 each) and a
-# key of at most 1,000 bytes always fit.
-MAX_TENANT = 200
+# A name (a job's, a task's, a queue's, a step's, an event's) and a tenant are columns PostgreSQL
+# indexes, and the dedupe index holds (name, tenant, key) in one entry, capped at 2,704 bytes: a
+# name and a tenant of at most 200 characters (800 bytes of UTF-8 each) and a key of at most
+# 1,000 bytes always fit.
+MAX_NAME = 200
+MAX_TENANT = MAX_NAME
 MAX_KEY_BYTES = 1000
 TENANT_FIX = "tenant='acme'"
 

@@ -28,14 +28,16 @@ from engine.errors import (
     JobsError,
     unknown_option,
 )
-from engine.jobs import JobDefinition
+from engine.jobs import JobDefinition, check_name
 from engine.retry import RetryPolicy
+from engine.text import check_text
 
 PASS_QUEUE = "backfills"
 PASS_KEY = "pass"  # every pass of one backfill shares (job name, '', key): one live pass per name
 DEFAULT_ENVIRONMENT = "development"
 _NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,99}$")
 _OPTIONS = ("source", "count", "batch_size", "rate", "environments", "requires", "retry", "timeout")
+_OWNER_OPTIONS = ("connect", "migrations", "version", "queue")
 
 
 def pass_job_name(name: str) -> str:
@@ -129,7 +131,12 @@ class Backfills:
         migrations: MigrationReader | None = None,
         version: str | None = None,
         queue: str = PASS_QUEUE,
+        **unknown: Any,
     ) -> None:
+        if unknown:
+            raise unknown_option(
+                "Backfills takes no option", unknown, _OWNER_OPTIONS, "Backfills({option}=...)", "connect"
+            )
         if connect is not None and not callable(connect):
             raise JobsError(
                 X_INVALID_DEFINITION,
@@ -142,8 +149,19 @@ class Backfills:
                 cause=f"migrations={migrations!r} is not callable",
                 fix="Backfills(migrations=django_migrations)",
             )
+        check_name(queue, "Backfills declares queue", f"Backfills(queue={PASS_QUEUE!r})")
+        if version is not None and (not isinstance(version, str) or not version.strip()):
+            raise JobsError(
+                X_INVALID_DEFINITION,
+                cause=f"Backfills declares version={version!r}, not a non-empty string (None: $JOBS_APP_VERSION)",
+                fix="Backfills(version='2026.03.1')",
+            )
+        check_text(
+            version, what="Backfills declares version", fix="Backfills(version='2026.03.1')", code=X_INVALID_DEFINITION
+        )
         self.connect, self.migrations, self.queue = connect, migrations, queue
-        self.version = version if version is not None else os.environ.get("JOBS_APP_VERSION")
+        # An empty $JOBS_APP_VERSION is no version, as an unset one.
+        self.version = version if version is not None else os.environ.get("JOBS_APP_VERSION") or None
         self._defs: dict[str, BackfillDefinition] = {}
 
     def open_connection(self) -> Any:

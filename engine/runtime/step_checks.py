@@ -7,16 +7,14 @@ from typing import Any
 
 from engine.codec import check_json
 from engine.errors import X_INVALID_ARGUMENT, JobsError
-from engine.text import check_tenant, check_text
-
-_MAX_NAME = 200
+from engine.text import MAX_NAME, check_tenant, check_text
 
 
 def _check_name(name: Any, what: str, fix: str) -> str:
-    if not isinstance(name, str) or not name.strip() or len(name) > _MAX_NAME:
+    if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME:
         raise JobsError(
             X_INVALID_ARGUMENT,
-            cause=f"{what} {name!r} must be a non-empty string of at most {_MAX_NAME} characters",
+            cause=f"{what} {name!r} must be a non-empty string of at most {MAX_NAME} characters",
             fix=fix,
         )
     check_text(name, what=what, fix=fix)

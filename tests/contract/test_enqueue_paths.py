@@ -72,7 +72,7 @@ async def test_single_enqueue_state_follows_run_at(driver: Driver, ids: IdFactor
 
 
 @job(name="chunked_email", queue="mail", idempotency_key=lambda inp: f"user:{inp['user_id']}")
-def chunked_email(inp: dict[str, int]) -> None:
+def chunked_email(ctx: object, inp: dict[str, int]) -> None:
     return None
 
 

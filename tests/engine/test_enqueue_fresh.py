@@ -32,7 +32,7 @@ _NAMES = {
 
 
 @job(name="fresh_email", queue="mail", idempotency_key=lambda inp: f"user:{inp['user_id']}")
-def fresh_email(inp: dict[str, int]) -> None:
+def fresh_email(ctx: object, inp: dict[str, int]) -> None:
     return None
 
 
