@@ -295,10 +295,14 @@ class Source:
         note: str | None = None,
         progress: Callable[[BulkResult], None] | None = None,
         stop: asyncio.Event | None = None,
+        plan: BulkPlan | None = None,
     ) -> BulkResult:
-        """Operator.bulk: ``progress`` told the totals after each batch, ``stop`` ends it between two."""
+        """Operator.bulk: ``progress`` told the totals after each batch, ``stop`` ends it between
+        two; ``plan``, the dry run confirmed, bounds it to what that counted."""
         self._writable(f"bulk {action}")
-        return await self._ops.bulk(action, where, per_second=per_second, note=note, progress=progress, stop=stop)
+        return await self._ops.bulk(
+            action, where, per_second=per_second, note=note, progress=progress, stop=stop, plan=plan
+        )
 
     def retry_all_with_children(
         self,
@@ -307,11 +311,13 @@ class Source:
         per_second: float | None = None,
         note: str | None = None,
         stop: asyncio.Event | None = None,
+        plan: BulkPlan | None = None,
     ) -> AsyncIterator[ActionResult]:
         """Every dead job ``where`` matches, retried with the dead jobs below it, newest first: an
-        answer a job as it lands; ``stop`` ends it before the next job (Operator.retry_all_with_children)."""
+        answer a job as it lands; ``stop`` ends it before the next job; ``plan`` bounds it to what
+        the dry run confirmed counted (Operator.retry_all_with_children)."""
         self._writable("bulk retry")
-        return self._ops.retry_all_with_children(where, note=note, per_second=per_second, stop=stop)
+        return self._ops.retry_all_with_children(where, note=note, per_second=per_second, stop=stop, plan=plan)
 
     async def pause(self, queue: str, *, note: str | None = None, create: bool = False) -> QueuePause:
         """X_UNKNOWN_QUEUE ("did you mean") for a queue nothing names, unless ``create``."""

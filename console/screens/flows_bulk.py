@@ -83,12 +83,13 @@ def plan_text(plans: Sequence[BulkPlan], scope: str | None = None) -> Text:
 
 
 async def apply_bulk(
-    source: Source, action: str, wheres: Sequence[JobFilter], confirmed: Confirmed, shown: ProgressScreen, n: int
+    source: Source, action: str, plans: Sequence[BulkPlan], confirmed: Confirmed, shown: ProgressScreen, n: int
 ) -> str:
-    """The bulk action over each filter (``n`` jobs planned), its totals shown after each batch."""
+    """The bulk action over each plan's filter, bounded to what the plan counted (``n`` jobs in
+    all), its totals shown after each batch."""
     done = VERBS[action][1]
     results: list[BulkResult] = []
-    for where in wheres:
+    for plan in plans:
         before = (sum(r.changed for r in results), sum(r.skipped for r in results))
 
         def told(r: BulkResult, before: tuple[int, int] = before) -> None:
@@ -99,12 +100,13 @@ async def apply_bulk(
             shown.show(said)
 
         res = await source.bulk(
-            action,  # type: ignore[arg-type]
-            where,
+            plan.action,
+            plan.filter,
             per_second=confirmed.per_second,
             note=confirmed.note,
             progress=told,
             stop=shown.stop,
+            plan=plan,
         )
         results.append(res)
         if res.stopped:
@@ -117,15 +119,15 @@ async def apply_bulk(
 
 
 async def retry_with_children(
-    source: Source, wheres: Sequence[JobFilter], confirmed: Confirmed, shown: ProgressScreen, n: int
+    source: Source, plans: Sequence[BulkPlan], confirmed: Confirmed, shown: ProgressScreen, n: int
 ) -> str:
-    """Each matched dead job retried with the dead jobs below it (the engine's retry with
+    """Each dead job a plan counted, retried with the dead jobs below it (the engine's retry with
     children, one job at a time): a job refused for itself is named and the rest go on."""
     retried = below = waits = 0
     left: list[str] = []
-    for where in wheres:
+    for plan in plans:
         async for res in source.retry_all_with_children(
-            where, per_second=confirmed.per_second, note=confirmed.note, stop=shown.stop
+            plan.filter, per_second=confirmed.per_second, note=confirmed.note, stop=shown.stop, plan=plan
         ):
             if res.changed:
                 retried += 1
@@ -199,9 +201,9 @@ class BulkFlows:
         self.app.push_screen(shown)
         try:
             if confirmed.children:
-                summary = await retry_with_children(self.source, wheres, confirmed, shown, n)
+                summary = await retry_with_children(self.source, plans, confirmed, shown, n)
             else:
-                summary = await apply_bulk(self.source, action, wheres, confirmed, shown, n)
+                summary = await apply_bulk(self.source, action, plans, confirmed, shown, n)
         except JobsError as err:
             self.post_message(ActionFailed(f"{err.code}: {err.cause}", err.fix))
             title, summary, failed = f"{verb} refused", f"{err.code}: {err.cause}\nfix: {err.fix}", True
@@ -225,7 +227,7 @@ class BulkFlows:
 
     @work(group="action", exclusive=True, exit_on_error=False)
     async def marked_flow(
-        self: FlowHost, verb: str, noun: str, items: Sequence[Item], left: Sequence[str], what: str
+        self: FlowHost, verb: str, noun: str, items: Sequence[Item], left: Sequence[str], what: str | Text
     ) -> None:
         """One confirmation for the marked rows ``items`` (``left``: the marked rows the action
         does not apply to, named so), then the action on each. ``what`` says what the action

@@ -8,6 +8,7 @@ import asyncio
 import inspect
 import math
 from collections.abc import Callable
+from datetime import datetime
 
 from engine.actions.base import DEFAULT_BATCH, OperatorBase
 from engine.clock import Clock
@@ -64,15 +65,20 @@ class BulkActions(OperatorBase):
         batch_size: int = DEFAULT_BATCH,
         progress: Callable[[BulkResult], None] | None = None,
         stop: asyncio.Event | None = None,
+        plan: BulkPlan | None = None,
     ) -> BulkResult:
         """Apply ``action`` to everything matching ``where``, newest first, in batches. With
         ``per_second`` the batches are paced (at most that many jobs a second) on the clock.
         ``progress`` is told the running totals after each batch. ``stop``, once set, ends the
         bulk between batches, never within one (a batch is one transaction): what landed stays,
-        nothing more changes, and the answer says ``stopped``."""
+        nothing more changes, and the answer says ``stopped``. With ``plan`` (this action's dry
+        run over this filter, as confirmed), it applies to what that dry run counted: no job that
+        came to match since (enqueued after it, for a cancel; dead after it, for a retry or a
+        discard) and no more jobs than it matched."""
         self._writable(f"bulk {action}", note)
         where = self._bulk_filter(action, where or JobFilter())
         check_bulk_options(per_second, stop, progress)
+        upto, most = plan_bound(action, where, plan)
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH:
             raise JobsError(
                 X_INVALID_ARGUMENT,
@@ -93,6 +99,7 @@ class BulkActions(OperatorBase):
                 stopped = True
                 break
             t0 = self.clock.monotonic()
+            limit = size if most is None else min(size, most - changed - skipped)
             batch = await self.driver.job_bulk_apply(
                 action=action,
                 where=where,
@@ -100,20 +107,36 @@ class BulkActions(OperatorBase):
                 actor=self.actor,
                 note=note,
                 label=label,
-                limit=size,
+                limit=limit,
                 before=before,
+                upto=upto,
             )
             changed += len(batch.changed)
             skipped += batch.skipped
             if progress is not None:
                 progress(BulkResult(action, where, changed, skipped, started, self.clock.now(), per_second, note))
-            if batch.scanned < size or batch.last_id is None:
-                break
+            if batch.scanned < limit or batch.last_id is None or most is not None and changed + skipped >= most:
+                break  # no row left below it, or as many as the dry run matched
             before = batch.last_id
             if per_second is not None:
                 # The pace: this batch may take size / per_second seconds in all.
                 await pace(self.clock, size / per_second - (self.clock.monotonic() - t0), stop)
         return BulkResult(action, where, changed, skipped, started, self.clock.now(), per_second, note, stopped)
+
+
+def plan_bound(action: BulkAction, where: JobFilter, plan: BulkPlan | None) -> tuple[datetime | None, int | None]:
+    """What a confirmed dry run bounds an apply to: the instant it read (``upto``) and how many
+    jobs it matched; (None, None) without one. A plan of another action or filter is refused:
+    it would bound what it never counted."""
+    if plan is None:
+        return None, None
+    if not isinstance(plan, BulkPlan) or plan.action != action or plan.filter != where:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"plan= is not the dry run of this bulk {action} over {describe_filter(where)}",
+            fix=f"plan = await op.plan({action!r}, where); await op.bulk({action!r}, where, plan=plan)",
+        )
+    return plan.at, plan.matched
 
 
 def check_bulk_options(

@@ -13,10 +13,10 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
-from engine.actions.bulk import BulkActions, check_bulk_options, pace
+from engine.actions.bulk import BulkActions, check_bulk_options, pace, plan_bound
 from engine.actions.jobs import JobActions
 from engine.errors import X_INVALID_ARGUMENT, X_INVALID_STATE, X_KEY_HELD, X_NOT_FOUND, JobsError
-from engine.projections import ActionResult, JobFilter
+from engine.projections import ActionResult, BulkPlan, JobFilter
 from engine.types import JobState
 
 PAGE = 200  # matched ids read a page at a time, newest first (keyset on id)
@@ -33,6 +33,7 @@ class TreeActions(JobActions, BulkActions):
         note: str | None = None,
         per_second: float | None = None,
         stop: asyncio.Event | None = None,
+        plan: BulkPlan | None = None,
     ) -> AsyncIterator[ActionResult]:
         """Retry every dead job matching ``where`` with the dead jobs below it, newest first (a
         fan-out's children are newer than their parent, so they come back first and the parent's
@@ -40,10 +41,15 @@ class TreeActions(JobActions, BulkActions):
         reached (brought back with an earlier one, or by someone else) answers ``changed=False``,
         as does one refused (its key held, more jobs below it than a retry reaches), and the rest
         go on. With ``per_second`` at most that many jobs a second, those below included.
-        ``stop``, once set, ends it before the next job (never within one job's retry)."""
+        ``stop``, once set, ends it before the next job (never within one job's retry). With
+        ``plan`` (the bulk retry's dry run over this filter), only the jobs dead by its instant,
+        and no more of them than it matched."""
         self._writable("bulk retry", note)
-        where = replace(self._bulk_filter("retry", where or JobFilter()), state=JobState.DEAD)
+        where = self._bulk_filter("retry", where or JobFilter())
+        upto, most = plan_bound("retry", where, plan)
+        where = replace(where, state=JobState.DEAD)
         check_bulk_options(per_second, stop)
+        reached = 0
         await self._open()
         cursor: str | None = None
         while True:
@@ -51,8 +57,11 @@ class TreeActions(JobActions, BulkActions):
                 where=where, limit=PAGE, cursor=cursor, count_cap=1, budget_ms=self.budget_ms
             )
             for s in page.items:
-                if stop is not None and stop.is_set():
+                if stop is not None and stop.is_set() or most is not None and reached >= most:
                     return
+                if upto is not None and (s.finished_at is None or s.finished_at > upto):
+                    continue  # dead since the dry run: not what it counted
+                reached += 1
                 t0 = self.clock.monotonic()
                 try:
                     res = await self.retry(s.id, note=note, children=True)

@@ -81,7 +81,9 @@ def retry_trees(
 
     async def each(e: Any, stop: Any) -> tuple[list[Any], bool]:
         got = []
-        async for res in operator(e, actor).retry_all_with_children(where, note=note, per_second=rate, stop=stop):
+        async for res in operator(e, actor).retry_all_with_children(
+            where, note=note, per_second=rate, stop=stop, plan=plan
+        ):
             got.append(res)
             if not json_out:
                 said(res)

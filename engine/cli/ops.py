@@ -101,7 +101,9 @@ def _bulk(
         dsn,
         json_out,
         lambda e: stopped_by_signal(
-            lambda stop: operator(e, actor).bulk(action, where, note=note, per_second=rate, progress=told, stop=stop)
+            lambda stop: operator(e, actor).bulk(
+                action, where, note=note, per_second=rate, progress=told, stop=stop, plan=plan
+            )
         ),
     )
     if told is not None:

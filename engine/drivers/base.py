@@ -320,8 +320,11 @@ class ActionsArea(Protocol):
         label: str,
         limit: int,
         before: str | None,
+        upto: datetime | None = None,
     ) -> BulkBatch:
-        """One batch of a bulk action: up to ``limit`` matching rows below ``before``, newest first."""
+        """One batch of a bulk action: up to ``limit`` matching rows below ``before``, newest first;
+        with ``upto`` (the instant its dry run read), only rows that matched then: a dead row
+        settled by then (retry, discard), a live row created by then (cancel)."""
         ...
 
     async def queue_pause(

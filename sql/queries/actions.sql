@@ -125,11 +125,13 @@ where state = 'dead'
 
 -- name: job_bulk_retry :one
 -- One batch of a bulk retry: the next %(limit)s matching dead rows below %(before)s, newest
--- first; of each dedupe key one row goes live, and none whose key a live row already holds.
+-- first (settled by %(upto)s, its dry run's instant, when given); of each dedupe key one row goes
+-- live, and none whose key a live row already holds.
 with batch as (
     select id, name, tenant, idempotency_key
     from jobs.job
     where state = 'dead' and (%(before)s::uuid is null or id < %(before)s::uuid)
+      and (%(upto)s::timestamptz is null or finished_at <= %(upto)s::timestamptz)
       -- include: job_filter
     order by id desc
     limit %(limit)s
@@ -172,12 +174,14 @@ select (select count(*) from batch)::int as scanned,
 
 -- name: job_bulk_cancel :one
 -- One batch of a bulk cancel: the next %(limit)s matching live rows below %(before)s, newest
--- first (a running one's worker sees the cancel at its next lease renewal).
+-- first, created by %(upto)s (its dry run's instant) when given (a running one's worker sees the
+-- cancel at its next lease renewal).
 with batch as (
     select id, state
     from jobs.job
     where state in ('ready','delayed','running','suspended','parked')
       and (%(before)s::uuid is null or id < %(before)s::uuid)
+      and (%(upto)s::timestamptz is null or created_at <= %(upto)s::timestamptz)
       -- include: job_filter
     order by id desc
     limit %(limit)s
@@ -305,11 +309,13 @@ from old left join gone on gone.id = old.id;
 
 -- name: job_bulk_discard :one
 -- One batch of a bulk discard: the next %(limit)s matching dead rows below %(before)s, newest
--- first, deleted as job_discard deletes one (each keeps a `discarded` history entry).
+-- first (settled by %(upto)s, its dry run's instant, when given), deleted as job_discard deletes
+-- one (each keeps a `discarded` history entry).
 with batch as (
     select id
     from jobs.job
     where state = 'dead' and (%(before)s::uuid is null or id < %(before)s::uuid)
+      and (%(upto)s::timestamptz is null or finished_at <= %(upto)s::timestamptz)
       -- include: job_filter
     order by id desc
     limit %(limit)s

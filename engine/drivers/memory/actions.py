@@ -32,6 +32,15 @@ def _eligible(row: JobRow, action: BulkAction) -> bool:
     return row.state in LIVE if action == "cancel" else row.state is JobState.DEAD
 
 
+def _read_by(row: JobRow, action: BulkAction, upto: datetime | None) -> bool:
+    """Whether a dry run at ``upto`` could have counted ``row``: created by then (a cancel's live
+    row), settled by then (a retry's or a discard's dead one)."""
+    if upto is None:
+        return True
+    at = row.created_at if action == "cancel" else row.finished_at
+    return at is not None and at <= upto
+
+
 def _discarded(row: JobRow, data: dict[str, object]) -> dict[str, object]:
     """The `discarded` entry's data: what the job was (as job_discard builds it in SQL)."""
     return {
@@ -145,13 +154,17 @@ class MemoryActions(MemoryBase):
         label: str,
         limit: int,
         before: str | None,
+        upto: datetime | None = None,
     ) -> BulkBatch:
         with self.state.lock:
             rows = sorted(
                 (
                     r
                     for r in self.state.jobs.values()
-                    if (before is None or r.id < before) and _eligible(r, action) and matches(r, where)
+                    if (before is None or r.id < before)
+                    and _eligible(r, action)
+                    and _read_by(r, action, upto)
+                    and matches(r, where)
                 ),
                 key=lambda r: r.id,
                 reverse=True,

@@ -108,6 +108,7 @@ class PostgresActions(PostgresBase):
         label: str,
         limit: int,
         before: str | None,
+        upto: datetime | None = None,
     ) -> BulkBatch:
         from engine.projections import BulkBatch
 
@@ -118,6 +119,7 @@ class PostgresActions(PostgresBase):
             "label": label,
             "limit": limit,
             "before": before,
+            "upto": upto,
         }
         query = _BULK[action]
         for attempt in range(_RACE_RETRIES):
