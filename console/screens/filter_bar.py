@@ -4,10 +4,18 @@ screen. The grammar lives in the widget (console/widgets/filter_bar.py), one for
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
+from textual import work
+
 from console.widgets.filter_bar import FilterBar
 from console.widgets.keyed_table import KeyedTable
 from console.widgets.nav import NavBar
 from engine.projections import JobFilter
+
+# An id's fragment as typed from a table (its tail, the short id) or a log: hex digits and dashes.
+_SHORT_ID = re.compile(r"[0-9a-fA-F-]{6,35}")
 
 
 class Filtered:
@@ -22,7 +30,25 @@ class Filtered:
 
     def on_filter_bar_applied(self, message: FilterBar.Applied) -> None:
         message.stop()
-        self.where = self.scoped(message.where)
+        where = self.scoped(message.where)
+        if where.search is not None and _SHORT_ID.fullmatch(where.search):
+            self._find_then_apply(where)
+        else:
+            self.apply_filter(where)
+
+    @work(group="filter", exclusive=True, exit_on_error=False)
+    async def _find_then_apply(self, where: JobFilter) -> None:
+        """A short id as every table shows it (an id's tail) names its job, which the list then
+        shows; a head many ids share, or a fragment no id has, searches as it was typed."""
+        assert where.search is not None
+        try:
+            found = await self.source.resolve_job(where.search)  # type: ignore[attr-defined]
+        except Exception:  # ambiguous, not found, or no answer: the search as typed says so
+            found = None
+        self.apply_filter(where if found is None else replace(where, search=found))
+
+    def apply_filter(self, where: JobFilter) -> None:
+        self.where = where
         self.restart_pages()
         self.query_one(f"#{self.TABLE_ID}", KeyedTable).restart()  # type: ignore[attr-defined]
         self.leave_filter(not self.where.empty)

@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 from textual import work
 
+from console import palette
 from console.format import clean, short_id
 from console.messages import ActionFailed, ActionSucceeded
 from console.screens.confirm import Confirmed, ConfirmScreen
 from console.screens.flows_bulk import BulkFlows
 from console.screens.steps import StepChooser
 from engine.errors import JobsError
-from engine.projections import ActionResult, DrainRequest, JobFilter, JobSummary
+from engine.projections import ActionResult, DrainRequest, JobFilter, JobSummary, WorkerView
 from engine.types import LIVE_STATES, JobState
 
 if TYPE_CHECKING:
@@ -293,17 +294,16 @@ class Flows(BulkFlows):
         )
         self.confirm_and_run("Discard this job?", body, f"Discard job {short_id(job_id)}", call)
 
-    def drain_worker(self: FlowHost, worker: str, facts: str) -> None:
+    def drain_worker(self: FlowHost, worker: str, facts: str, unserved: Sequence[str]) -> None:
         async def call(c: Confirmed) -> str:
             said = drain_text(await self.source.drain_worker(worker, note=c.note))
             return said or f"Worker {worker} had been asked to drain already: nothing changed."
 
-        self.confirm_and_run(
-            "Drain this worker?", drain_body([f"{worker}  {facts}"]), f"Drain {clean(worker, limit=24)}", call
-        )
+        body = drain_body([f"{worker}  {facts}"], unserved)
+        self.confirm_and_run("Drain this worker?", body, f"Drain {clean(worker, limit=24)}", call)
 
 
-def drain_body(workers: list[str]) -> Text:
+def drain_body(workers: list[str], unserved: Sequence[str]) -> Text:
     t = Text("Ask ")
     t.append(f"{len(workers)} worker{'s' if len(workers) != 1 else ''}", style="bold")
     t.append(" to drain:\n")
@@ -311,14 +311,36 @@ def drain_body(workers: list[str]) -> Text:
         t.append(f"  {clean(w, limit=70)}\n")
     if len(workers) > 10:
         t.append(f"  … and {len(workers) - 10} more\n", style="dim")
-    t.append(DRAIN_WHAT)
+    t.append(drain_what(unserved))
     return t
 
 
-DRAIN_WHAT = (
-    "Each stops claiming at its next heartbeat; its running jobs finish within its grace (the rest are "
-    "released for another worker), then it exits. Its queues keep running on the other workers."
-)
+def drain_what(unserved: Sequence[str]) -> Text:
+    """What a drain does, and to the queues: ``unserved`` are those no other live worker serves."""
+    t = Text(
+        "Each stops claiming at its next heartbeat; its running jobs finish within its grace (the rest are "
+        "released for another worker), then it exits. "
+    )
+    if not unserved:
+        t.append("Its queues keep running on the other workers.")
+        return t
+    named = ", ".join(clean(q, limit=30) for q in unserved[:6]) + (" …" if len(unserved) > 6 else "")
+    t.append(f"No other live worker serves {named}: ", style=f"bold {palette.style('warn')}")
+    t.append("their jobs wait until a worker for them starts.")
+    return t
+
+
+def unserved_after_drain(chosen: Sequence[WorkerView], workers: Sequence[WorkerView]) -> list[str]:
+    """The queues of the ``chosen`` workers that no other worker would serve once they drain: one
+    live (not stale), not stopping and not asked to drain already."""
+    leaving = {w.id for w in chosen}
+    left = {
+        q
+        for w in workers
+        if w.id not in leaving and not w.stale and not w.stopping and not w.drain_requested_by
+        for q in w.queues
+    }
+    return sorted({q for w in chosen for q in w.queues} - left)
 
 
 def drain_text(r: DrainRequest) -> str | None:

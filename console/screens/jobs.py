@@ -30,13 +30,14 @@ from engine.introspect.filters import describe_filter
 from engine.projections import JobFilter, JobPage, JobSummary
 from engine.types import LIVE_STATES, JobState
 
+# What a job is and where it stands first: at 80 columns the state and the attempt stay on screen.
 COLUMNS = (
     ("id", "id"),
     ("name", "name"),
-    ("queue", "queue"),
-    ("tenant", "tenant"),
     ("state", "state"),
     ("attempt", "attempt"),
+    ("queue", "queue"),
+    ("tenant", "tenant"),
     ("error", "error"),
     ("run at", "run_at"),
     ("created", "created"),
@@ -77,10 +78,10 @@ def job_row(j: JobSummary, now) -> tuple[Text, ...]:  # type: ignore[no-untyped-
     return (
         Text(short_id(j.id), style="dim"),
         cell(j.name, limit=28),
-        cell(j.queue, limit=16),
-        cell(j.tenant, limit=14),
         state_text(j.state.value),
         Text(f"{j.attempt}/{j.max_attempts}", justify="right"),
+        cell(j.queue, limit=16),
+        cell(j.tenant, limit=14),
         cell(j.error_code, limit=22, style=palette.style("error")) if j.error_code else Text("—", style="dim"),
         Text(ago(j.run_at, now) if j.state.value in _LIVE else "—", style="dim"),
         Text(ago(j.created_at, now), style="dim"),

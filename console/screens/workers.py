@@ -12,7 +12,7 @@ from console import palette
 from console.format import ago, cell, clean, duration
 from console.messages import WorkersLoaded
 from console.screens.base import DataScreen
-from console.screens.flows import DRAIN_WHAT, Flows, drain_text
+from console.screens.flows import Flows, drain_text, drain_what, unserved_after_drain
 from console.screens.flows_bulk import Item
 from console.widgets.fresh import update_changed
 from console.widgets.keyed_table import KeyedTable
@@ -123,11 +123,12 @@ class WorkersScreen(DataScreen, Flows):
         workers = self._by_id()
         table = self.query_one("#workers", KeyedTable)
         chosen = [workers[k] for k in table.marked_keys() if k in workers]
+        everyone = list(workers.values())
         if not chosen:
             key = table.selected_key
             if key is None or key not in workers:
                 return
-            self.drain_worker(key, worker_facts(workers[key]))
+            self.drain_worker(key, worker_facts(workers[key]), unserved_after_drain([workers[key]], everyone))
             return
 
         def item(w: WorkerView) -> Item:
@@ -136,4 +137,5 @@ class WorkersScreen(DataScreen, Flows):
 
             return Item(w.id, f"{w.id}  {worker_facts(w)}", run)
 
-        self.marked_flow("Drain", "worker", [item(w) for w in chosen], [], DRAIN_WHAT)
+        what = drain_what(unserved_after_drain(chosen, everyone))
+        self.marked_flow("Drain", "worker", [item(w) for w in chosen], [], what)

@@ -367,7 +367,9 @@ def job_causes(
     if st in (JobState.READY, JobState.DELAYED, JobState.PARKED, JobState.SUSPENDED):
         if pause is not None and pause.paused:
             out.append(pause_cause(pause))
-        out.extend(worker_causes(row.queue, workers, stale_after))
+        fleet = worker_causes(row.queue, workers, stale_after)
+        if any(c.kind == "no_worker" for c in fleet):  # a stale worker is this job's cause only when no live one serves
+            out.extend(fleet)
         if not out:
             out.append(
                 Cause(

@@ -77,3 +77,40 @@ async def test_escape_from_the_filter_bar_leaves_it_reading_the_filter_in_force_
         bar.value = "queue=billing"
         await keys(pilot, "escape")
         assert bar.value == "queue=emails" and app.screen.where == replace(JobFilter(), queue="emails")
+
+
+async def test_a_bulk_cancel_changes_the_jobs_its_confirmation_counted_not_one_enqueued_while_it_was_open() -> None:
+    from engine.ids import IdFactory
+    from engine.testing import make_job
+
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "2", "slash")
+        await pilot.press(*"queue=emails")
+        await keys(pilot, "enter", "C")
+        assert isinstance(app.screen, ConfirmScreen)
+        counted = await _live(app, JobFilter(queue="emails"))
+        assert f"Cancel {len(counted)} job" in str(app.screen.query_one("#confirm-title").render())
+        engine = app.source.engine
+        engine.clock.advance(1)  # the seeded world's clock stands still unless moved
+        arrived = await make_job(engine.driver, IdFactory(engine.clock), engine.clock.now(), queue="emails")
+        await keys(pilot, "y", "enter")
+        assert await _live(app, JobFilter(queue="emails")) == {arrived.id}
+        assert app.activity[-1].summary.startswith(f"Cancel queue=emails: {len(counted)} cancelled, 0 skipped")
+
+
+async def test_a_short_id_as_the_tables_show_it_finds_its_job_in_the_filter_bar() -> None:
+    from console.format import short_id
+
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        page = await app.source.jobs(JobFilter(queue="emails"))
+        wanted = page.items[-1].id
+        await keys(pilot, "2", "slash")
+        await pilot.press(*short_id(wanted))
+        await keys(pilot, "enter")
+        assert list(app.screen.rows) == [wanted] and app.screen.where.search == wanted
+        await keys(pilot, "slash")
+        app.screen.query_one(FilterBar).value = "ffffffffffff"  # no id ends or begins so: searched as typed
+        await keys(pilot, "enter")
+        assert app.screen.where.search == "ffffffffffff" and not app.screen.rows

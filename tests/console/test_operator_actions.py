@@ -129,6 +129,44 @@ async def test_drain_a_worker_asks_first_then_the_worker_row_says_who_asked() ->
         assert any(a.ok and "asked to drain" in a.summary for a in app.activity)  # the session's log
 
 
+async def test_a_drains_confirmation_names_the_queues_no_other_live_worker_would_serve() -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "4")
+        view = await app.source.workers()
+        (w,) = [w for w in view.workers if w.id == APP1]
+        others = {q for o in view.workers if o.id != APP1 and not o.stale for q in o.queues}
+        alone = sorted(set(w.queues) - others)
+        assert alone  # the seeded app worker serves queues no other live worker does
+        await keys(pilot, "d")
+        said = modal_text(app)
+        assert f"No other live worker serves {', '.join(alone)}:" in said
+        assert "keep running on the other workers" not in said
+        await keys(pilot, "n")
+
+
+def test_a_queue_another_live_worker_serves_is_not_named_unserved() -> None:
+    from datetime import UTC, datetime
+
+    from console.screens.flows import unserved_after_drain
+    from engine.projections import WorkerView
+
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def w(wid: str, queues: tuple[str, ...], stale: bool = False, **kw: object) -> WorkerView:
+        return WorkerView(wid, "h", 1, queues, 4, 0, at, at, 0.0, stale, **kw)  # type: ignore[arg-type]
+
+    leaving = w("a", ("emails", "billing", "reports"))
+    workers = [
+        leaving,
+        w("b", ("emails",)),
+        w("c", ("billing",), stale=True),
+        w("d", ("reports",), drain_requested_by="ann"),
+    ]
+    assert unserved_after_drain([leaving], workers) == ["billing", "reports"]
+    assert unserved_after_drain([workers[1]], workers) == []  # a still serves emails
+
+
 # --- marks ----------------------------------------------------------------------------------------
 
 

@@ -409,7 +409,7 @@ async def test_why_a_parked_job_names_the_slot_holders_and_that_a_running_one_re
     assert waiting.text.startswith(f"Waiting since {shed.run_at:%Y-%m-%d %H:%M:%S} UTC (90s ago)")
 
 
-async def test_workers_view_marks_stale_heartbeats_and_why_says_so(
+async def test_workers_view_marks_stale_heartbeats_and_a_jobs_why_blames_them_only_when_no_live_worker_serves_it(
     driver: Driver, ids: IdFactory, clock: FakeClock
 ) -> None:
     await driver.worker_register(id="w-1", host="h1", pid=11, queues=["default"], concurrency=4, now=clock.now())  # type: ignore[attr-defined]
@@ -423,10 +423,16 @@ async def test_workers_view_marks_stale_heartbeats_and_why_says_so(
     (q,) = (await i.queues()).queues
     assert (q.workers, q.slots_total, q.slots_in_use) == (1, 2, 1)
     why = await i.why_job(job.id)
-    stale = next(c for c in why.causes if c.kind == "stale_worker")
-    assert stale.worker == "w-1"
+    assert [c.kind for c in why.causes] == ["ready"]  # w-2 serves it: a stale w-1 is not why it waits
     wq = await i.why_queue("default")
-    assert "stale_worker" in [c.kind for c in wq.causes]
+    assert "stale_worker" in [c.kind for c in wq.causes]  # the queue's fleet names it
+    clock.advance(60)  # w-2 goes stale too: now no live worker serves the queue
+    why = await i.why_job(job.id)
+    assert [(c.kind, c.worker) for c in why.causes] == [
+        ("stale_worker", "w-1"),
+        ("stale_worker", "w-2"),
+        ("no_worker", None),
+    ]
 
 
 async def test_why_queue_names_the_pause(driver: Driver, ids: IdFactory, clock: FakeClock) -> None:
