@@ -125,6 +125,9 @@ _RETRY_TABLE: dict[str, Classification] = {
     "X_LEASE_LOST": "retryable",
     "X_INPUT_NOT_JSON": "terminal",
     "X_TOO_LARGE": "terminal",
+    # An engine call a handler made with a bad argument (a step's name, a sleep of nan, an enqueue's
+    # delay): the next attempt makes the same call the same way.
+    "X_INVALID_ARGUMENT": "terminal",
     # Raised by a run only once no worker has known the job for UNKNOWN_GRACE.
     "X_UNKNOWN_JOB": "terminal",
 }

@@ -193,3 +193,24 @@ async def test_a_bad_item_of_a_batch_is_named_by_its_place_and_a_batch_that_is_n
         await eng.aenqueue_many(None)  # type: ignore[arg-type]
     assert none.value.code == "X_INVALID_ARGUMENT" and "Enqueue(send_email" in none.value.fix
     assert eng.driver.state.jobs == {}  # type: ignore[attr-defined]
+
+
+async def test_a_bad_argument_a_handler_gives_the_engine_dead_letters_the_job_at_once_terminal(
+    clock: FakeClock,
+) -> None:
+    from engine.testing import arun_due
+
+    @job(name="api.sleeps_nan", queue="nan", idempotency_key=lambda inp: "k")
+    async def sleeps_nan(ctx, inp):  # type: ignore[no-untyped-def]
+        await ctx.step.sleep("nap", float("nan"))
+
+    eng = connect("memory://", clock=clock)
+    res = await eng.aenqueue(sleeps_nan, {})
+    await arun_due(eng, sleeps_nan)
+    row = await eng.aget(res.id)
+    assert (row.state, row.stop_reason, row.attempt, row.error_code) == (
+        JobState.DEAD,
+        "terminal",
+        1,
+        "X_INVALID_ARGUMENT",
+    )
