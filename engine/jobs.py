@@ -108,6 +108,8 @@ class JobDefinition:
     def key_for(self, inp: Any) -> str:
         try:
             key = self.idempotency_key(inp)
+        except JobsError:  # the key function's own error (a task's) already says what to do
+            raise
         except Exception as exc:  # the app's function on this input: the input lacks what it reads
             fields = ", ".join(map(str, list(inp)[:10])) if isinstance(inp, dict) and inp else "none"
             raise JobsError(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from datetime import datetime
 from typing import Any, ClassVar
 
 from engine.codec import check_json_text
@@ -54,15 +55,24 @@ class TaskDefinition(JobDefinition):
 def _occurrence_key(name: str) -> Callable[[Any], str]:
     def key(inp: Any) -> str:
         when = inp.get("scheduled_for") if isinstance(inp, dict) else None
-        if not isinstance(when, str) or not when:
+        if not isinstance(when, str) or not _instant(when):
             raise JobsError(
                 X_INVALID_DEFINITION,
-                cause=f"task {name!r} was enqueued with {inp!r}, which names no scheduled_for instant",
+                cause=f"task {name!r} was enqueued with {inp!r:.200}, which names no scheduled_for instant "
+                "(ISO 8601 with its zone, as 2026-03-29T00:00:00Z)",
                 fix=f"jobs schedule trigger {name}",
             )
         return f"{name}@{when}"
 
     return key
+
+
+def _instant(text: str) -> bool:
+    """Whether ``text`` spells an instant (ISO 8601 with its zone), as an occurrence's is."""
+    try:
+        return datetime.fromisoformat(text).utcoffset() is not None
+    except ValueError:
+        return False
 
 
 def _check_task_name(name: object) -> str:

@@ -145,6 +145,14 @@ class JobsScreen(Filtered, DataScreen, Flows):
         empty.display = not page.items
         update_changed(empty, "No job matches this filter." if not self.where.empty else "No jobs yet.")
         self._show_pager()
+        self.refresh_bindings()  # n and b are offered only where there is a page to go to
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "page" and parameters:
+            older = isinstance(parameters[0], int) and parameters[0] > 0
+            if not (self.page is not None and self.page.next_cursor if older else len(self.cursors) > 1):
+                return False
+        return super().check_action(action, parameters)
 
     def _show_pager(self) -> None:
         page = self.page

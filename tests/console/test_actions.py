@@ -304,15 +304,26 @@ async def test_bare_word_searches_the_key() -> None:
         assert only.idempotency_key == "user:7"
 
 
-async def test_pages_forward_and_back() -> None:
+def offered(app: JobsConsole) -> set[str]:
+    """The keys the footer offers on the current screen."""
+    return {b.binding.key for b in app.screen.active_bindings.values() if b.binding.show and b.enabled}
+
+
+async def test_pages_forward_and_back_and_n_and_b_are_offered_only_where_there_is_a_page() -> None:
     app = console()
     async with app.run_test(size=SIZE) as pilot:
         await keys(pilot, "2")
         first = table(app).keys
+        assert "n" in offered(app) and "b" not in offered(app)  # the first page: nothing newer
         await keys(pilot, "n")
         second = table(app).keys
         assert len(second) == 50 and not set(first) & set(second)
-        await keys(pilot, "b")
+        assert "b" in offered(app)
+        while app.screen.page.next_cursor:  # type: ignore[attr-defined]
+            await keys(pilot, "n")
+        assert "n" not in offered(app) and "b" in offered(app)  # the last page: nothing older
+        while "b" in offered(app):
+            await keys(pilot, "b")
         assert table(app).keys == first
 
 

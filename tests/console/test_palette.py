@@ -90,3 +90,26 @@ async def test_the_palette_finds_a_command_by_the_words_of_its_description() -> 
         await pilot.press("enter")
         await settle(pilot)
         assert app.current_mode == "schedules"
+
+
+async def test_the_palette_offers_no_back_on_a_first_screen_and_offers_it_one_level_down() -> None:
+    from textual.command import CommandList
+
+    async def backs(app: JobsConsole, pilot) -> list[str]:  # type: ignore[no-untyped-def]
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        await pilot.press(*"back")
+        await settle(pilot)
+        listed = app.screen.query_one(CommandList)
+        prompts = [str(listed.get_option_at_index(i).prompt) for i in range(listed.option_count)]
+        await pilot.press("escape")
+        await settle(pilot)
+        return [p for p in prompts if p.startswith("Back") and not p.startswith("Backfill")]
+
+    app = JobsConsole(seeded_source(), refresh=60)
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot)
+        assert await backs(app, pilot) == []  # the Overview: nothing to go back to
+        await pilot.press("enter")  # a queue's jobs, one level down
+        await settle(pilot)
+        assert len(await backs(app, pilot)) == 1

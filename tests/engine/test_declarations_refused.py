@@ -209,3 +209,18 @@ def test_an_empty_app_version_in_the_environment_is_no_version(monkeypatch: pyte
     assert Backfills().version is None
     monkeypatch.setenv("JOBS_APP_VERSION", "2026.03.1")
     assert Backfills().version == "2026.03.1"
+
+
+async def test_a_task_enqueued_by_hand_needs_a_scheduled_for_instant_and_its_error_keeps_the_tasks_fix() -> None:
+    from engine import connect
+
+    nightly = task(name="t.by_hand", cron="0 2 * * *")(handler)
+    eng = connect("memory://")
+    for bad in ({}, {"scheduled_for": "garbage"}, {"scheduled_for": "2026-03-29T00:00:00"}):  # the last: no zone
+        with pytest.raises(JobsError) as err:
+            await eng.aenqueue(nightly, bad)
+        assert (
+            "names no scheduled_for instant" in err.value.cause and err.value.fix == "jobs schedule trigger t.by_hand"
+        )
+    res = await eng.aenqueue(nightly, {"scheduled_for": "2026-03-29T00:00:00Z"})
+    assert (await eng.aget(res.id)).idempotency_key == "t.by_hand@2026-03-29T00:00:00Z"
