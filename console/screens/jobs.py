@@ -152,6 +152,11 @@ class JobsScreen(Filtered, DataScreen, Flows):
             older = isinstance(parameters[0], int) and parameters[0] > 0
             if not (self.page is not None and self.page.next_cursor if older else len(self.cursors) > 1):
                 return False
+        # X and D act on dead jobs, C on live ones: not offered under a filter naming a state they never reach.
+        state = self.where.state
+        if action == "bulk" and parameters and state is not None:
+            if (state in LIVE_STATES) != (parameters[0] == "cancel"):
+                return False
         return super().check_action(action, parameters)
 
     def _show_pager(self) -> None:

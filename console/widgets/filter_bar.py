@@ -33,6 +33,14 @@ def filter_to_text(where: JobFilter) -> str:
     return "" if where.empty else describe_filter(where)
 
 
+def typed_fix(fix: str) -> str:
+    """A filter error's fix as this bar takes it: the engine's names the CLI's words
+    (``jobs ls --filter state=dead --filter queue=emails``), the bar takes ``state=dead queue=emails``."""
+    if not fix.startswith("jobs ls "):
+        return fix
+    return " ".join(w for w in fix.split()[2:] if w not in ("--filter", "-f"))
+
+
 class FilterBar(Input):
     @dataclass
     class Applied(Message):
@@ -49,6 +57,6 @@ class FilterBar(Input):
         try:
             where = filter_from_text(event.value)
         except JobsError as err:
-            self.notify(f"{err.cause}\nfix: {err.fix}", title=err.code, severity="error", timeout=6)
+            self.notify(f"{err.cause}\ntype: {typed_fix(err.fix)}", title=err.code, severity="error", timeout=6)
             return
         self.post_message(self.Applied(where))

@@ -287,12 +287,13 @@ async def test_filter_by_state_and_by_input_field() -> None:
         assert (await app.source.job(only.id)).job.input["invoice_id"] == 41
 
 
-async def test_a_bad_filter_is_refused_and_the_list_kept() -> None:
+async def test_a_bad_filter_is_refused_with_the_words_to_type_and_the_list_kept() -> None:
     app = console()
     async with app.run_test(size=SIZE) as pilot:
         await filter_jobs(pilot, "state=sleeping")
         assert app.screen.where == JobFilter()
-        assert any("X_UNKNOWN_STATE" in (n.title or "") for n in app._notifications)
+        (said,) = [n for n in app._notifications if "X_UNKNOWN_STATE" in (n.title or "")]
+        assert said.message.endswith("\ntype: state=dead") and "jobs ls" not in said.message  # the bar's words
         assert len(app.screen.rows) == 50
 
 
@@ -325,6 +326,20 @@ async def test_pages_forward_and_back_and_n_and_b_are_offered_only_where_there_i
         while "b" in offered(app):
             await keys(pilot, "b")
         assert table(app).keys == first
+
+
+@pytest.mark.parametrize(("state", "kept", "gone"), [("ready", {"C"}, {"X", "D"}), ("dead", {"X", "D"}, {"C"})])
+async def test_a_bulk_key_is_offered_only_under_a_filter_whose_state_it_acts_on(
+    state: str, kept: set[str], gone: set[str]
+) -> None:
+    app = console()
+    async with app.run_test(size=SIZE) as pilot:
+        await filter_jobs(pilot, f"state={state}")
+        bulk = {b.binding.key for b in app.screen.active_bindings.values() if b.enabled} & {"X", "C", "D"}
+        assert bulk == kept and not bulk & gone
+        await keys(pilot, *sorted(gone)[:1])
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert not any("Dry run failed" in (n.title or "") for n in app._notifications)
 
 
 async def test_retry_a_dead_job_from_the_list() -> None:
