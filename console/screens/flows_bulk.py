@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from console.source import Source
 
 BULK_PACE = 10.0  # jobs per second offered as the paced alternative to landing all at once
-WITH_CHILDREN = "with children: each with the dead jobs below it (not in the count above), its wait run again"
+WITH_CHILDREN = "with children: each with its dead jobs below (uncounted), wait rerun"
 SHOWN = 10  # marked rows named in a confirmation; the rest are counted
 VERBS = {"retry": ("Retry", "retried"), "cancel": ("Cancel", "cancelled"), "discard": ("Discard", "discarded")}
 ACTING = {"retry": "Retrying", "cancel": "Cancelling", "discard": "Discarding"}

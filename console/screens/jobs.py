@@ -106,6 +106,7 @@ class JobsScreen(Filtered, DataScreen, Flows):
         self.cursors: list[str | None] = [None]  # keyset cursors of the pages seen so far
         self.page: JobPage | None = None
         self.rows: dict[str, JobSummary] = {}
+        self._offers: tuple[bool, bool, JobState | None] | None = None  # what the footer was drawn for
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
@@ -145,7 +146,12 @@ class JobsScreen(Filtered, DataScreen, Flows):
         empty.display = not page.items
         update_changed(empty, "No job matches this filter." if not self.where.empty else "No jobs yet.")
         self._show_pager()
-        self.refresh_bindings()  # n and b are offered only where there is a page to go to
+        # n and b are offered only where there is a page to go to, X D C only for the filter's
+        # state: the footer is redrawn when that changes, not on every refresh.
+        offers = (bool(page.next_cursor), len(self.cursors) > 1, self.where.state)
+        if offers != self._offers:
+            self._offers = offers
+            self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "page" and parameters:
