@@ -2,7 +2,7 @@
 
 kinds: loop (a bare psycopg loop over the raw table), loopq (the same loop over the engine's own
 statements on jobs.job, no engine code), peer (pgqueuer's QueueManager), ours (the engine's
-Worker embedded; the real `jobs worker` CLI is the other way bench/ours.py starts it). Each kind
+Worker embedded; the real `jobsctl worker` CLI is the other way bench/ours.py starts it). Each kind
 imports what it runs and nothing at the module's top does: a process's imports count in a drain
 from its spawn, so pgqueuer's process loads no psycopg and no engine module
 (tests/engine/test_import_weight.py). Handlers are no-ops, or, with `"udp"` set, send
@@ -131,7 +131,7 @@ async def peer_worker(cfg: dict[str, Any], rep: Reporter) -> None:
 
 
 async def ours_worker(cfg: dict[str, Any], rep: Reporter) -> None:
-    """Our worker, embedded in a process of its own (the same Worker `jobs worker` runs)."""
+    """Our worker, embedded in a process of its own (the same Worker `jobsctl worker` runs)."""
     if cfg.get("udp"):
         os.environ["BENCH_UDP"] = cfg["udp"]  # read by bench.workload when it is imported
     from bench import workload

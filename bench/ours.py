@@ -1,4 +1,4 @@
-"""Our engine through the harness: the public API for enqueue, the `jobs worker` CLI for workers."""
+"""Our engine through the harness: the public API for enqueue, the `jobsctl worker` CLI for workers."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def jobs_cli() -> list[str]:
 
 
 # Our worker's settings swept by the drain (the best median is kept, its settings noted): the
-# real `jobs worker` CLI at two slot counts, and the same Worker embedded in a process on uvloop
+# real `jobsctl worker` CLI at two slot counts, and the same Worker embedded in a process on uvloop
 # (the loop pgqueuer's CLI runs on).
 DRAIN_SETTINGS: dict[str, dict[str, Any]] = {
     "cli c200": {"concurrency": 200, "batch_size": 200, "ack_batch": 200},
@@ -117,7 +117,7 @@ async def producer(dsn: str) -> tuple[Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 def worker_available() -> bool:
-    """Our worker has landed when engine/runtime/worker.py exists and `jobs worker` is a command."""
+    """Our worker has landed when engine/runtime/worker.py exists and `jobsctl worker` is a command."""
     if importlib.util.find_spec("engine.runtime.worker") is None:
         return False
     from engine.cli import app

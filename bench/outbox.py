@@ -1,5 +1,5 @@
 """The outbox's figures: the cost of a stage inside an application transaction, relay throughput
-(rows staged to jobs claimable, 1 and 2 `jobs relay` processes) and commit-to-claimable latency.
+(rows staged to jobs claimable, 1 and 2 `jobsctl relay` processes) and commit-to-claimable latency.
 
     python -m bench.outbox                    # a throwaway embedded PostgreSQL, ~1 min
     python -m bench.outbox --rows 20000 --runs 3
@@ -11,7 +11,7 @@
 - relay throughput: the relays are started and alive (their heartbeat rows) before ``--rows`` rows
   are staged in transactions of 1,000; the clock runs from the first commit to the first 10 ms poll
   that finds no unpublished row: rows per second, staged to jobs claimable.
-- drain: in the same run, the worker drain of bench/drain.py (`jobs worker` processes at the
+- drain: in the same run, the worker drain of bench/drain.py (`jobsctl worker` processes at the
   "cli c200" settings of `python -m bench --only drain`) over ``--rows`` enqueued no-op jobs, with
   1 and 2 processes; relay_over_drain is the relay's rows/s over the drain's jobs/s (>= 1: the relay
   is not the drain's bottleneck).
@@ -158,7 +158,7 @@ async def latency(dsn: str, samples: int) -> tuple[float, float]:
 
 
 def drain(dsn: str, procs: int, rows: int) -> float:
-    """The worker drain `python -m bench --only drain` measures (bench/drain.py, `jobs worker`
+    """The worker drain `python -m bench --only drain` measures (bench/drain.py, `jobsctl worker`
     processes at its "cli c200" settings) over ``rows`` enqueued no-op jobs: jobs per second."""
     asyncio.run(ours.seed(dsn, rows))
     cmds = [ours.worker_command(dsn, **ours.DRAIN_SETTINGS["cli c200"]) for _ in range(procs)]

@@ -4,7 +4,7 @@
     python -m bench.pressure --scenario rr-readers    # clean, then long REPEATABLE READ readers, then recovery
     python -m bench.pressure --scenario held --minutes 30 --depth 4000   # throughput at a held depth
 
-One throwaway PostgreSQL (`--durable`: fsync and synchronous_commit on), `jobs worker
+One throwaway PostgreSQL (`--durable`: fsync and synchronous_commit on), `jobsctl worker
 bench.workload` processes (maintenance on, as users run them; `--workers` x `--concurrency`
 slots, no-op jobs), and a producer in this process:
 - idle-tx / rr-readers: a steady offered rate (`--rate` jobs/s, enqueued every 50 ms in one
@@ -23,7 +23,7 @@ pg_stat_statements and prints, per minute, the time a call of the statements cos
 most and whether each call was planned. `--runs N` runs it N times, each on a fresh server, and
 prints the target figure's median. The timeline goes to the JSON (`--json`).
 
-Workers are bench.ours.worker_command's `jobs worker` processes (the `jobs` of this interpreter's
+Workers are bench.ours.worker_command's `jobsctl worker` processes (the `jobs` of this interpreter's
 environment), as bench's drain starts them.
 """
 
@@ -401,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="OPTION",
-        help="an option of `jobs worker`, as one argument: --worker-option=--vacuum-threshold=0",
+        help="an option of `jobsctl worker`, as one argument: --worker-option=--vacuum-threshold=0",
     )
     args = ap.parse_args(argv)
     if args.sessions is None:

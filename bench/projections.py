@@ -91,7 +91,7 @@ def seed_outbox(dsn: str, unpublished: int = OUTBOX_UNPUBLISHED, published: int 
 
 
 async def _measure_outbox(dsn: str, runs: int) -> dict[str, list[float]]:
-    """The outbox screen's figures, through the path `jobs outbox` and the console take."""
+    """The outbox screen's figures, through the path `jobsctl outbox` and the console take."""
     from engine.drivers.postgres import PostgresDriver
     from engine.introspect.base import EngineView
     from engine.introspect.outbox import outbox_rows, outbox_view, outbox_why

@@ -1,4 +1,4 @@
-"""The jobs our worker runs in the bench (`jobs worker bench.workload`): no-ops, and 5 steps.
+"""The jobs our worker runs in the bench (`jobsctl worker bench.workload`): no-ops, and 5 steps.
 
 A job started with BENCH_UDP set reports (enqueued_at, started_at) for the latency figures.
 """

@@ -200,7 +200,7 @@ def main_command(
     app_module: str = typer.Option(
         None,
         "--app",
-        help="the module declaring the app's backfills, as for `jobs backfill --app` (default $JOBS_APP)",
+        help="the module declaring the app's backfills, as for `jobsctl backfill --app` (default $JOBS_APP)",
         show_default=False,
     ),
     env: str = typer.Option(

@@ -2,7 +2,7 @@
 running in the console's own process (the demo), kept in memory by a logging handler.
 
 A console opened on a DSN runs no engine: the events of the workers go to their own logs (JSON
-lines from `jobs worker`), which the console cannot read, and the database keeps no copy of them.
+lines from `jobsctl worker`), which the console cannot read, and the database keeps no copy of them.
 What the database does keep, the console shows beside them: a job's history and attempts.
 """
 

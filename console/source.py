@@ -21,7 +21,7 @@ X_READ_ONLY here, and the Operator is built read-only so the engine refuses it a
 
 ``backfills``: the application's declared backfills (a module, a ``Backfills``, a catalog), which
 live in the application's code, not in the database: ``open_source(..., app="myapp.backfills")``
-imports that module exactly as ``jobs backfill --app`` does (``jobs-console --app``, default
+imports that module exactly as ``jobsctl backfill --app`` does (``jobs-console --app``, default
 $JOBS_APP). None: the Backfills screen says how to declare them. The console's environment is its
 engine's (``jobs-console --env``, else $JOBS_ENV, else development).
 """
@@ -416,7 +416,7 @@ def open_source(
     ``prepared_statements=False``: prepare none (a DSN through PgBouncer in transaction mode)."""
     backfills = None
     if app:
-        from engine.cli.backfill import load_catalog  # the `jobs backfill --app` door
+        from engine.cli.backfill import load_catalog  # the `jobsctl backfill --app` door
 
         backfills = load_catalog(app)
     options: dict[str, Any] = {} if prepared_statements else {"prepared_statements": False}  # memory takes none

@@ -83,7 +83,7 @@ SKEW_ENV = "JOBS_TEST_CLOCK_SKEW"
 
 
 def process_clock() -> SystemClock:
-    """The clock a `jobs worker` process runs on: the system's, or, when $JOBS_TEST_CLOCK_SKEW
+    """The clock a `jobsctl worker` process runs on: the system's, or, when $JOBS_TEST_CLOCK_SKEW
     names a number of seconds (tests only), the system's moved by that much. A value that is not
     a finite number is refused before anything starts."""
     raw = os.environ.get(SKEW_ENV, "").strip()

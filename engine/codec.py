@@ -121,7 +121,7 @@ _NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 # The largest JSON text (in UTF-8 bytes) stored as an input, result, step result or event payload:
 # JOBS_MAX_JSON_BYTES in the environment, or set_max_json_bytes(); past it, X_TOO_LARGE. A row
-# that size is read back by every claim, console page and `jobs show`: data that big belongs
+# that size is read back by every claim, console page and `jobsctl show`: data that big belongs
 # elsewhere, referenced by the job.
 DEFAULT_MAX_JSON_BYTES = 1 << 20
 _max_json_bytes: list[int] = []  # set on first use (the environment's), or by set_max_json_bytes

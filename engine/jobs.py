@@ -363,7 +363,7 @@ class Registry:
                 X_UNKNOWN_JOB,
                 cause=f"no job named {name!r} is registered"
                 + (f" (did you mean {near[0]!r}?)" if near else f"; known: {', '.join(self.names()) or 'none'}"),
-                fix="jobs describe --app MODULE",
+                fix="jobsctl describe --app MODULE",
             ) from None
 
     def names(self) -> list[str]:

@@ -106,7 +106,7 @@ class OutboxStats:
 
 @dataclass(frozen=True)
 class OutboxView:
-    """The operator's view of the outbox: what `jobs outbox` prints and the console shows."""
+    """The operator's view of the outbox: what `jobsctl outbox` prints and the console shows."""
 
     backlog: int  # unpublished rows (counted up to a cap: ``backlog_capped``)
     backlog_capped: bool

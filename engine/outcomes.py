@@ -79,9 +79,9 @@ def still_live(row: JobRow, timeout: float) -> JobsError:
     where to read more (a running job's steps so far; else what it waits for)."""
     longer = max(60, round(timeout * 2))
     read = (
-        f"jobs show {row.id} has its steps so far"
+        f"jobsctl show {row.id} has its steps so far"
         if row.state is JobState.RUNNING
-        else f"jobs why {row.id} says what it waits for"
+        else f"jobsctl why {row.id} says what it waits for"
     )
     return JobsError(
         X_WAIT_TIMEOUT,

@@ -401,7 +401,7 @@ class BulkPlan:
     deduped: int  # retry only: how many a live duplicate holding the key would dedupe away
     at: datetime
     # retry only: how many are fan-ins whose stored wait answered a job not completed (retried
-    # alone, each replays that answer: `jobs retry ID --children` runs the wait again), the newest
+    # alone, each replays that answer: `jobsctl retry ID --children` runs the wait again), the newest
     replays: int = 0
     replay_example: str | None = None
 

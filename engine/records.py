@@ -128,7 +128,7 @@ class WorkerRecord:
     heartbeat_at: datetime
     stopping: bool
     heartbeat_age: float  # seconds since the last heartbeat landed, at the `now` asked about
-    drain_requested_by: str | None = None  # an operator asked it to drain (jobs workers drain ID)
+    drain_requested_by: str | None = None  # an operator asked it to drain (jobsctl workers drain ID)
     drain_requested_at: datetime | None = None
 
 

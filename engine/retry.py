@@ -207,7 +207,7 @@ def check_traceback_limit(limit: object) -> None:
         raise JobsError(
             X_INVALID_ARGUMENT,
             cause=f"worker option traceback_limit={limit!r} must be a whole number of characters, 0 or more",
-            fix="jobs worker MODULE --traceback-limit 8192",
+            fix="jobsctl worker MODULE --traceback-limit 8192",
         )
 
 

@@ -1,5 +1,5 @@
 """The jobs schema's migrations, from Python: `migrate(dsn)` applies what is pending (what
-`jobs migrate` runs), `migration_status(dsn)` says what is applied and pending, and
+`jobsctl migrate` runs), `migration_status(dsn)` says what is applied and pending, and
 `migration_sql(since)` is the script of the migrations after a version, for another tool to run.
 `install_schema` is `migrate` under the first release's name."""
 

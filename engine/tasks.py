@@ -6,7 +6,7 @@ name and its scheduled instant in UTC (I21), and the handler reads that instant 
 
     {"task": "nightly_report", "scheduled_for": "2026-03-29T00:00:00Z", "trigger": "cron", "input": ...}
 
-``trigger`` is "manual" for an operator's `jobs schedule trigger`; ``input`` is the declared
+``trigger`` is "manual" for an operator's `jobsctl schedule trigger`; ``input`` is the declared
 fixed ``input=`` (None by default). Everything is checked at declaration.
 """
 
@@ -60,7 +60,7 @@ def _occurrence_key(name: str) -> Callable[[Any], str]:
                 X_INVALID_DEFINITION,
                 cause=f"task {name!r} was enqueued with {inp!r:.200}, which names no scheduled_for instant "
                 "(ISO 8601 with its zone, as 2026-03-29T00:00:00Z)",
-                fix=f"jobs schedule trigger {name}",
+                fix=f"jobsctl schedule trigger {name}",
             )
         return f"{name}@{when}"
 

@@ -34,7 +34,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(autouse=True)
 def _restore_jobs_logger() -> Iterator[None]:
-    """`jobs worker` and the demo configure the `jobs` logger (and psycopg's) for a process (JSON
+    """`jobsctl worker` and the demo configure the `jobs` logger (and psycopg's) for a process (JSON
     lines, no propagation); run in-process by a test, that would hide every later test's log events."""
     import logging
 
@@ -76,7 +76,7 @@ async def driver(request: pytest.FixtureRequest) -> AsyncIterator[Driver]:
 
 @pytest.fixture
 def pg_server_empty_dsn(pg_databases: Databases) -> Iterator[str]:
-    """A fresh database with NO schema installed (for the 'jobs migrate' errors)."""
+    """A fresh database with NO schema installed (for the 'jobsctl migrate' errors)."""
     dsn = pg_databases.empty()
     yield dsn
     pg_databases.drop(dsn)

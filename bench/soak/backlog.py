@@ -3,7 +3,7 @@ the rate with 10,000: claims must not get slower as the table grows (target: the
 least 90% of the small one's rate).
 
 Each depth is seeded once into a template database (one statement, then VACUUM ANALYZE) and
-every run drains a fresh clone of it: ``--workers`` real `jobs worker bench.workload` processes
+every run drains a fresh clone of it: ``--workers`` real `jobsctl worker bench.workload` processes
 (concurrency 200, batch 200, ack batch 200, as bench's drain) start, and the rate is taken over
 the same window at both depths: from the ``--skip``-th completion (the processes started,
 connected, warmed) to the (``--skip`` + ``--window``)-th, read from the acks' own stamps

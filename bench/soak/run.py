@@ -1,9 +1,9 @@
-"""The soak: real `jobs worker` processes under a steady enqueue rate for a long while, watched.
+"""The soak: real `jobsctl worker` processes under a steady enqueue rate for a long while, watched.
 
 Every ``sample`` seconds it records: jobs started a second, the enqueue-to-start latency (p50,
 p99) of the jobs started in that window, each worker's resident memory, and the jobs table's
 dead tuples, live tuples and size. The workers prune completed jobs after ``retention`` seconds
-(`jobs worker --retention`), so a table that keeps its size is the pruner and autovacuum keeping
+(`jobsctl worker --retention`), so a table that keeps its size is the pruner and autovacuum keeping
 up, and a flat resident memory is a worker that leaks nothing. Nothing is faulted here: that is
 bench/torture's job.
 """
@@ -37,7 +37,7 @@ class SoakConfig:
     retention: float = 30.0  # seconds completed jobs are kept (the pruner's)
     sample: float = 5.0  # seconds between samples
     maintenance_interval: float = 2.0
-    reindex_interval: float = 60.0  # the leader's GIN checks (jobs worker --reindex-interval)
+    reindex_interval: float = 60.0  # the leader's GIN checks (jobsctl worker --reindex-interval)
     reindex_min_mb: float = 4.0  # ... and the smallest it rebuilds (--reindex-min-mb)
 
 
@@ -108,7 +108,7 @@ class SoakReport:
     def lines(self) -> list[str]:
         cfg = self.config
         out = [
-            f"soak: {cfg.seconds:g} s at {cfg.rate:g} jobs/s, {cfg.workers} `jobs worker` processes (concurrency "
+            f"soak: {cfg.seconds:g} s at {cfg.rate:g} jobs/s, {cfg.workers} `jobsctl worker` processes (concurrency "
             f"{cfg.concurrency}, --retention {cfg.retention:g}, --reindex-interval {cfg.reindex_interval:g} "
             f"--reindex-min-mb {cfg.reindex_min_mb:g}), a sample every {cfg.sample:g} s",
             f"{'t (s)':>7} {'jobs/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'RSS MB (each worker)':>22} {'dead tup':>9} "

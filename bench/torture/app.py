@@ -1,4 +1,4 @@
-"""The torture run's application: the module its `jobs worker` processes serve.
+"""The torture run's application: the module its `jobsctl worker` processes serve.
 
 Every handler, and every step body, appends one row to the application's ledger
 (torture.execution, sql/torture/app.sql) per execution: job id, run, attempt, step, pid and a

@@ -379,6 +379,6 @@ def plain_lines(ev: Evidence) -> list[str]:
     out = []
     for name, text in ev.logs.items():
         for line in text.splitlines():
-            if line and not line.startswith("{") and not line.startswith("jobs worker "):
+            if line and not line.startswith("{") and not line.startswith("jobsctl worker "):
                 out.append(f"{name}: {line[:160]}")
     return out

@@ -1,4 +1,4 @@
-"""The worker processes: real `jobs worker` commands, each writing its own log file.
+"""The worker processes: real `jobsctl worker` commands, each writing its own log file.
 
 A slot is one worker position in the fleet (its clock skew stays with the slot); each process
 started in a slot is an incarnation with a log file of its own. The fleet restarts only what the

@@ -1,4 +1,4 @@
-"""One torture run: a private PostgreSQL, a fleet of `jobs worker` processes, a steady mix of jobs,
+"""One torture run: a private PostgreSQL, a fleet of `jobsctl worker` processes, a steady mix of jobs,
 faults injected on a plan, then the end (no more faults, every event sent, the cron task
 paused, the live jobs left to settle, the fleet drained) and the checks.
 

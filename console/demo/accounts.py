@@ -9,7 +9,7 @@ One declaration (``declare``) serves both pictures of the demo, over either stor
 
 - ``PostgresAccounts``: the real table ``demo_app.accounts`` in the demo's database, read by
   ``keyset`` on the app's own psycopg connection. Its SQL is in accounts.sql, loaded by name.
-  ``backfills`` (module level) is this catalog, so ``jobs backfill --app console.demo.accounts``
+  ``backfills`` (module level) is this catalog, so ``jobsctl backfill --app console.demo.accounts``
   works against the demo's database with $JOBS_DSN set.
 - ``MemoryAccounts``: for the memory driver (the seeded world of the snapshots and screenshots,
   ``jobs-console demo --memory``). The ledger and the passes are the engine's, in the memory
@@ -75,7 +75,7 @@ class PostgresAccounts:
             raise JobsError(
                 "X_INVALID_ARGUMENT",
                 cause="the demo's accounts live in the demo's database, and no DSN names it",
-                fix="JOBS_DSN='...the DSN jobs-console demo printed...' jobs backfill --app console.demo.accounts",
+                fix="JOBS_DSN='...the DSN jobs-console demo printed...' jobsctl backfill --app console.demo.accounts",
             )
         return app_connection(dsn)
 
@@ -201,8 +201,8 @@ def declare(store: Any, *, version: str = VERSION) -> Backfills:
     return bf
 
 
-# The module's own catalog, on PostgreSQL: its handles at module level, where `jobs worker` and
-# `jobs backfill --app console.demo.accounts` look for them.
+# The module's own catalog, on PostgreSQL: its handles at module level, where `jobsctl worker` and
+# `jobsctl backfill --app console.demo.accounts` look for them.
 postgres = PostgresAccounts()
 backfills = declare(postgres)
 accounts_email_lower = backfills.get("accounts_email_lower")

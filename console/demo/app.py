@@ -183,7 +183,7 @@ class Demo:
         """The line printed before the console opens: where the demo's database is."""
         if self.dsn is None:
             return "jobs-console demo: in memory (nothing is stored; the `jobs` CLI cannot reach it)"
-        return f"jobs-console demo: PostgreSQL at {self.dsn!r}\n  try: JOBS_DSN={self.dsn!r} jobs queues"
+        return f"jobs-console demo: PostgreSQL at {self.dsn!r}\n  try: JOBS_DSN={self.dsn!r} jobsctl queues"
 
     def _make_source(self) -> Any:
         from console.source import Source

@@ -276,7 +276,7 @@ def _renderer_refused(inp: dict[str, Any], attempt: int) -> dict[str, Any]:
     raise JobsError(
         "X_RENDERER_DOWN",
         f"the PDF renderer at {RENDERER} refused the connection (account {inp['account']})",
-        "retry once the renderer answers: jobs retry ID",
+        "retry once the renderer answers: jobsctl retry ID",
     )
 
 
@@ -307,7 +307,7 @@ def statements_missing(month: str, ids: list[str], statements: list[dict[str, An
     return JobsError(
         "X_CLOSE_PARTIAL",
         f"{len(missing)} of {len(ids)} statements for {month} did not render",
-        "fix what stopped them, then: jobs retry ID --children",
+        "fix what stopped them, then: jobsctl retry ID --children",
     )
 
 

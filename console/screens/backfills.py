@@ -59,7 +59,7 @@ HISTORY = (
 NARROW_HISTORY = HISTORY[:7]  # the error of the latest pass is in the panel above
 NOTHING_DECLARED = (
     "No backfill is declared for this console. Backfills live in the application's code: open the "
-    "console with --app MODULE (or $JOBS_APP), the module `jobs backfill --app` reads."
+    "console with --app MODULE (or $JOBS_APP), the module `jobsctl backfill --app` reads."
 )
 
 

@@ -29,7 +29,7 @@ from engine.projections import JobDetail, WorkerView
 
 SHOWN = 200  # live events shown, newest first (the latest on screen at once)
 ELSEWHERE = (
-    "This console runs no engine: the workers' events go to their own logs (`jobs worker` writes "
+    "This console runs no engine: the workers' events go to their own logs (`jobsctl worker` writes "
     "one JSON line per event to stderr: ship them to your log store). The database keeps none."
 )
 

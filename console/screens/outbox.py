@@ -1,7 +1,7 @@
 """Outbox: the staged jobs the relays publish. The backlog (capped count, oldest unpublished age)
 and that age's trend, the relays alive, the live claims (which relay, how many rows, lease end),
 published in the last hour; the backlog's head and the failing rows in stage order, and for the
-selected row why it is not published yet (the engine's own sentence, as `jobs outbox --why ID`).
+selected row why it is not published yet (the engine's own sentence, as `jobsctl outbox --why ID`).
 
 Read-only by nature: a relay retries a failing row at its next claim and takes a lapsed claim's
 rows once the lease ends, so there is nothing for an operator to push from here.
@@ -111,7 +111,9 @@ def trend_text(samples: list[Sample]) -> Text:
 def relays_text(view: Any) -> Text:
     if not view.relays:
         style = "bold reverse red" if view.backlog else "yellow"
-        return Text("No relay is alive: nothing publishes staged rows (run `jobs worker` or `jobs relay`).", style)
+        return Text(
+            "No relay is alive: nothing publishes staged rows (run `jobsctl worker` or `jobsctl relay`).", style
+        )
     t = Text(f"Relays alive {len(view.relays)}: ", style="bold")
     shown = [f"{clean(r.id, limit=40)} (beat {ago(r.heartbeat_at, view.now)})" for r in view.relays[:SHOWN_RELAYS]]
     t.append(

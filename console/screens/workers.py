@@ -104,7 +104,7 @@ class WorkersScreen(DataScreen, Flows):
         empty = self.query_one("#empty", Static)
         empty.display = not view.workers
         update_changed(
-            empty, "No worker has registered: nothing is claiming jobs. Start one with `jobs worker MODULE`."
+            empty, "No worker has registered: nothing is claiming jobs. Start one with `jobsctl worker MODULE`."
         )
         update_changed(
             self.query_one("#note", Static),

@@ -35,8 +35,8 @@ def filter_to_text(where: JobFilter) -> str:
 
 def typed_fix(fix: str) -> str:
     """A filter error's fix as this bar takes it: the engine's names the CLI's words
-    (``jobs ls --filter state=dead --filter queue=emails``), the bar takes ``state=dead queue=emails``."""
-    if not fix.startswith("jobs ls "):
+    (``jobsctl ls --filter state=dead --filter queue=emails``), the bar takes ``state=dead queue=emails``."""
+    if not fix.startswith("jobsctl ls "):
         return fix
     return " ".join(w for w in fix.split()[2:] if w not in ("--filter", "-f"))
 

@@ -28,20 +28,20 @@ class BulkActions(OperatorBase):
             raise JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"bulk action {action!r} is not one of {', '.join(ACTIONS)}",
-                fix="jobs retry --all --filter state=dead",
+                fix="jobsctl retry --all --filter state=dead",
             )
         where = scoped(where, self.tenant)
         if action in ("retry", "discard") and where.state not in (None, JobState.DEAD):
             raise JobsError(
                 X_INVALID_STATE,
                 cause=f"a bulk {action} applies to dead jobs; the filter names state={where.state.value}",
-                fix=f"jobs {action} --all --filter state=dead",
+                fix=f"jobsctl {action} --all --filter state=dead",
             )
         if action == "cancel" and where.state is not None and where.state not in LIVE_STATES:
             raise JobsError(
                 X_INVALID_STATE,
                 cause=f"a bulk cancel applies to live jobs; the filter names state={where.state.value}",
-                fix="jobs cancel --all --filter state=ready",
+                fix="jobsctl cancel --all --filter state=ready",
             )
         return where
 

@@ -58,7 +58,7 @@ async def descendants(
             raise JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"job {root.id} has more than {limit:,} jobs below it; a {action} reaches at most {limit:,}",
-                fix=f"jobs {action} {root.id}, then jobs {action} --all --filter name=CHILD_NAME",
+                fix=f"jobsctl {action} {root.id}, then jobsctl {action} --all --filter name=CHILD_NAME",
             )
         seen.update(ids)
         by_id = {r.id: r for r in await driver.job_get_many(job_ids=ids)} if ids else {}

@@ -45,7 +45,7 @@ class FleetActions(OperatorBase):
                 raise JobsError(
                     X_UNKNOWN_QUEUE,
                     cause=f"no job, worker or pause names queue {name!r}{hint}",
-                    fix=f"jobs pause {close[0]}" if close else f"jobs pause {name} --create",
+                    fix=f"jobsctl pause {close[0]}" if close else f"jobsctl pause {name} --create",
                 )
         return await self.driver.queue_pause(queue=name, paused=True, actor=self.actor, note=note, now=self.clock.now())
 
@@ -80,8 +80,8 @@ class FleetActions(OperatorBase):
         self._writable("drain a worker", note)
         self._fleet("draining a worker")
         if not isinstance(worker_id, str) or not worker_id.strip():
-            raise JobsError(X_INVALID_ARGUMENT, cause=f"worker id {worker_id!r} is empty", fix="jobs workers")
-        check_text(worker_id, what="worker id", fix="jobs workers")
+            raise JobsError(X_INVALID_ARGUMENT, cause=f"worker id {worker_id!r} is empty", fix="jobsctl workers")
+        check_text(worker_id, what="worker id", fix="jobsctl workers")
         wid = worker_id.strip()
         await self._open()
         now = self.clock.now()
@@ -93,13 +93,13 @@ class FleetActions(OperatorBase):
             raise JobsError(
                 X_UNKNOWN_WORKER,
                 cause=f"no registered worker has id {wid!r}{hint}",
-                fix=f"jobs workers drain {close[0]}" if close else "jobs workers",
+                fix=f"jobsctl workers drain {close[0]}" if close else "jobsctl workers",
             )
         return res
 
 
 def _queue_name(queue: Any, verb: str) -> str:
     if not isinstance(queue, str) or not queue.strip():
-        raise JobsError(X_INVALID_ARGUMENT, cause=f"queue={queue!r} is empty", fix=f"jobs {verb} QUEUE")
-    check_text(queue, what="queue", fix=f"jobs {verb} QUEUE")
+        raise JobsError(X_INVALID_ARGUMENT, cause=f"queue={queue!r} is empty", fix=f"jobsctl {verb} QUEUE")
+    check_text(queue, what="queue", fix=f"jobsctl {verb} QUEUE")
     return queue.strip()

@@ -23,7 +23,7 @@ def key_held(job_id: str, holder: str) -> JobsError:
     return JobsError(
         X_KEY_HELD,
         cause=f"job {holder} is live with the same idempotency key as {job_id}; retrying would run the work twice",
-        fix=f"jobs cancel {holder}",
+        fix=f"jobsctl cancel {holder}",
     )
 
 
@@ -39,11 +39,11 @@ def checked_step_retry(res: StepRetry, *, tenant: str | None) -> StepRetry:
         raise JobsError(
             X_INVALID_STATE,
             cause=f"job {jid} is {state}; only a dead or completed job is retried from a step",
-            fix=f"jobs show {jid}",
+            fix=f"jobsctl show {jid}",
         )
     if res.outcome == "unknown-step":
         known = ", ".join(repr(n) for n in res.known_steps) or "none recorded"
-        fix = f"jobs retry {jid} --from-step {res.known_steps[0]}" if res.known_steps else f"jobs show {jid}"
+        fix = f"jobsctl retry {jid} --from-step {res.known_steps[0]}" if res.known_steps else f"jobsctl show {jid}"
         raise JobsError(X_UNKNOWN_STEP, cause=f"job {jid} has no step {step!r}; its steps: {known}", fix=fix)
     raise key_held(jid, str(res.holder_id))
 
@@ -79,7 +79,7 @@ class JobActions(OperatorBase):
             raise JobsError(
                 X_INVALID_STATE,
                 cause=f"job {row.id} is {row.state.value}; only a dead job can be retried",
-                fix=f"jobs cancel {row.id}" if row.state in LIVE_STATES else f"jobs show {row.id}",
+                fix=f"jobsctl cancel {row.id}" if row.state in LIVE_STATES else f"jobsctl show {row.id}",
             )
         if not children:
             return await self._retry_dead(row.id, tenant, note)
@@ -122,7 +122,7 @@ class JobActions(OperatorBase):
             raise JobsError(
                 X_INVALID_STATE,
                 cause=f"job {job_id} became {res.previous.value} meanwhile; only a dead job can be retried",
-                fix=f"jobs show {job_id}",
+                fix=f"jobsctl show {job_id}",
             )
         return res
 
@@ -137,9 +137,9 @@ class JobActions(OperatorBase):
             raise JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"step={step!r} must be a non-empty string",
-                fix=f"jobs retry {job_id} --from-step STEP",
+                fix=f"jobsctl retry {job_id} --from-step STEP",
             )
-        check_text(step, what="step", fix=f"jobs retry {job_id} --from-step STEP")
+        check_text(step, what="step", fix=f"jobsctl retry {job_id} --from-step STEP")
         tenant = self._tenant(tenant)
         row = await load_job(self, job_id, tenant, budget_ms=self.budget_ms)
         return await self._retry_from(row, step, tenant, note)
@@ -235,7 +235,7 @@ class JobActions(OperatorBase):
             raise JobsError(
                 X_INVALID_STATE,
                 cause=f"job {row.id} is {row.state.value}; only a dead job can be discarded",
-                fix=f"jobs cancel {row.id}" if row.state in LIVE_STATES else f"jobs show {row.id}",
+                fix=f"jobsctl cancel {row.id}" if row.state in LIVE_STATES else f"jobsctl show {row.id}",
             )
         res = await self.driver.job_discard(
             job_id=row.id, tenant=tenant, now=self.clock.now(), actor=self.actor, note=note
@@ -246,6 +246,6 @@ class JobActions(OperatorBase):
             raise JobsError(
                 X_INVALID_STATE,
                 cause=f"job {row.id} became {res.previous.value} meanwhile; only a dead job can be discarded",
-                fix=f"jobs show {row.id}",
+                fix=f"jobsctl show {row.id}",
             )
         return res

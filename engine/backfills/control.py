@@ -68,7 +68,7 @@ class BackfillControl(EngineView):
             raise JobsError(
                 X_READ_ONLY,
                 cause=f"{what} was refused: this operator is read-only",
-                fix="jobs backfill NAME --app MODULE --write",
+                fix="jobsctl backfill NAME --app MODULE --write",
             )
         if self.actor is None:
             raise JobsError(
@@ -121,7 +121,7 @@ class BackfillControl(EngineView):
     async def _with_its_jobs_end(self, run: BackfillRun) -> BackfillRun:
         """A ledger row its pass never finished, whose job has ended: the job died or was
         cancelled where no pass code ran to record it (a worker that does not know the backfill, a
-        queued pass cancelled with `jobs cancel`, a last lease lost). It reads as the job's end;
+        queued pass cancelled with `jobsctl cancel`, a last lease lost). It reads as the job's end;
         the row itself stays as written, and ``retry`` continues that job."""
         if run.job_id is None:
             return run
@@ -221,7 +221,7 @@ class BackfillControl(EngineView):
                 X_BACKFILL_RUNNING,
                 f"backfill {d.backfill!r} already has a live pass queued as {job}, and one name holds one live "
                 "pass; its step trace names the batch it is on",
-                f"jobs show {job}",
+                f"jobsctl show {job}",
             )
         done = applied.get(d.backfill)
         if write and not force and done is not None:

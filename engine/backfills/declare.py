@@ -3,7 +3,7 @@ connection, its migration ledger, its version), and ``@bf.backfill(...)`` declar
 a ``handle(batch)`` function. Everything is checked at declaration, never at the first pass.
 
 A backfill IS a job definition (``BackfillDefinition`` subclasses ``JobDefinition``): its pass
-runs on the engine's own job and step machinery, so ``jobs worker myapp.backfills`` serves it like
+runs on the engine's own job and step machinery, so ``jobsctl worker myapp.backfills`` serves it like
 any job, and the idempotency key makes one live pass per name (I2 gives I22's running gate).
 """
 
@@ -99,7 +99,7 @@ class BackfillDefinition(JobDefinition):
 
     def command(self, *flags: str) -> str:
         """The exact CLI line for this backfill, for a fix."""
-        return " ".join(["jobs backfill", self.backfill, "--app", self.module, *flags])
+        return " ".join(["jobsctl backfill", self.backfill, "--app", self.module, *flags])
 
 
 def _bad(name: str, what: str, fix: str) -> JobsError:
@@ -371,7 +371,7 @@ def catalog_get(defs: dict[str, BackfillDefinition], name: str) -> BackfillDefin
             f"; did you mean {near[0]!r}?" if near else ""
         )
     module = next(iter(defs.values())).module if defs else "MODULE"
-    fix = f"jobs backfill {near[0]} --app {module}" if near else f"jobs backfill --pending --app {module}"
+    fix = f"jobsctl backfill {near[0]} --app {module}" if near else f"jobsctl backfill --pending --app {module}"
     raise JobsError(X_BACKFILL_UNKNOWN, cause=cause, fix=fix)
 
 

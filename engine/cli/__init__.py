@@ -19,7 +19,7 @@ from engine.errors import X_DSN_INVALID, X_NOT_FOUND, X_STATEMENT_TIMEOUT, X_UNK
 from engine.text import printable
 
 app = typer.Typer(
-    name="jobs",
+    name="jobsctl",
     help="Operate a jobs deployment: install the schema, run workers, inspect and act on queues.",
     no_args_is_help=True,
     add_completion=False,

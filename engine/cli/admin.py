@@ -4,13 +4,13 @@ the command opens carries (its timeouts; whether it prepares statements).
 A frozen or unreachable server must answer a command with a coded error in a few seconds, never
 hang it: every connection waits at most the connect timeout for the server, and every statement
 of a one-shot command (a read, an action) is cut off by the server past the statement timeout.
-Both are set on the root command (`jobs --connect-timeout 3 queues`) or in the environment
+Both are set on the root command (`jobsctl --connect-timeout 3 queues`) or in the environment
 ($JOBS_CONNECT_TIMEOUT, $JOBS_STATEMENT_TIMEOUT). The long-running commands (worker, relay,
 scheduler) and migrate get the connect timeout but no statement timeout unless one is given: a
 migration's index build or a worker's busy claim may rightly take longer than a read.
 
 Behind PgBouncer in transaction mode a prepared statement meets other server sessions:
-`jobs --no-prepared-statements COMMAND` (or $JOBS_NO_PREPARED_STATEMENTS=1, which `jobs-console`
+`jobsctl --no-prepared-statements COMMAND` (or $JOBS_NO_PREPARED_STATEMENTS=1, which `jobs-console`
 and the long-running commands' own flag read too) prepares none.
 """
 
@@ -77,14 +77,14 @@ def set_connections(
         raise JobsError(
             X_INVALID_ARGUMENT,
             cause=f"--connect-timeout {connect} is below 2 s, libpq's floor (it would wait 2 s anyway)",
-            fix=f"jobs --connect-timeout 2 {command or 'queues'}",
+            fix=f"jobsctl --connect-timeout 2 {command or 'queues'}",
         )
     if statement is not None and statement != 0 and not (finite_positive(statement) and statement >= 0.001):
         # Below 1 ms it would reach the server as 0 ms: no timeout at all.
         raise JobsError(
             X_INVALID_ARGUMENT,
             cause=f"--statement-timeout {statement:g} must be 0 (none) or a finite number of seconds >= 0.001",
-            fix=f"jobs --statement-timeout 10 {command or 'queues'}",
+            fix=f"jobsctl --statement-timeout 10 {command or 'queues'}",
         )
     CONNECTIONS.connect, CONNECTIONS.statement, CONNECTIONS.command = connect, statement, command
     CONNECTIONS.prepared = prepared
@@ -92,19 +92,19 @@ def set_connections(
 
 def group_given(ctx: typer.Context, dsn: str | None, json_out: bool) -> tuple[str | None, bool]:
     """A subcommand's --dsn and --json, or its group's given before the subcommand's name: `jobs
-    workers --dsn X drain ID` means what `jobs workers drain ID --dsn X` does. Two different
+    workers --dsn X drain ID` means what `jobsctl workers drain ID --dsn X` does. Two different
     --dsn, one each side of the name, are refused."""
     from engine.cli import fail
 
     up = ctx.parent.params if ctx.parent is not None else {}
     theirs, as_json = up.get("dsn"), json_out or bool(up.get("json_out"))
     if dsn is not None and theirs is not None and dsn != theirs:
-        group = ctx.parent.info_name if ctx.parent is not None else "jobs"
+        group = ctx.parent.info_name if ctx.parent is not None else "jobsctl"
         fail(
             JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"--dsn is given twice, before and after `{ctx.info_name}`, with different values",
-                fix=f"jobs {group} {ctx.info_name} ... --dsn DSN (once)",
+                fix=f"jobsctl {group} {ctx.info_name} ... --dsn DSN (once)",
             ),
             as_json=as_json,
         )
@@ -122,7 +122,7 @@ def refuse_for_subcommand(ctx: typer.Context, option: str, what: str, *, as_json
             JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"{flag} {what}; `{sub}` has no use for it",
-                fix=f"jobs {ctx.info_name} {sub} ... (without {flag})",
+                fix=f"jobsctl {ctx.info_name} {sub} ... (without {flag})",
             ),
             as_json=as_json,
         )
@@ -149,7 +149,7 @@ def metrics_address(port: int | None, host: str | None, command: str) -> tuple[i
 
 def dsn_fix() -> str:
     """X_DSN_INVALID's fix: the command being run with a DSN of the right shape."""
-    return f"jobs {CONNECTIONS.command or 'queues'} --dsn {DSN_EXAMPLE}"
+    return f"jobsctl {CONNECTIONS.command or 'queues'} --dsn {DSN_EXAMPLE}"
 
 
 def resolve_dsn(dsn: str | None, *, long_running: bool = False) -> str:
@@ -168,7 +168,7 @@ def resolve_dsn(dsn: str | None, *, long_running: bool = False) -> str:
             raise JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"{flag} (a flag or its environment variable) times connections, and memory:// opens none",
-                fix=f"jobs {CONNECTIONS.command or 'queues'} --dsn memory:// (without {flag})",
+                fix=f"jobsctl {CONNECTIONS.command or 'queues'} --dsn memory:// (without {flag})",
             )
         return value
     from engine.drivers.postgres.dsn import with_timeouts

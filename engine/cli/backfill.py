@@ -1,10 +1,10 @@
-"""`jobs backfill`: the pending alarm, the status of every declared backfill, and starting,
+"""`jobsctl backfill`: the pending alarm, the status of every declared backfill, and starting,
 following, cancelling and retrying a pass.
 
-  jobs backfill --pending [--json]            exit 4 when anything is pending here (a deploy gate)
-  jobs backfill [--status] [--json]           every backfill: status, progress, the gate a start meets
-  jobs backfill NAME [--write] [--force] [--wait] [--json]   enqueue a pass (a dry run by default)
-  jobs backfill NAME --cancel | --retry | --history
+  jobsctl backfill --pending [--json]            exit 4 when anything is pending here (a deploy gate)
+  jobsctl backfill [--status] [--json]           every backfill: status, progress, the gate a start meets
+  jobsctl backfill NAME [--write] [--force] [--wait] [--json]   enqueue a pass (a dry run by default)
+  jobsctl backfill NAME --cancel | --retry | --history
 
 --app names the module declaring them (default $JOBS_APP); --env the environment (default $JOBS_ENV).
 """
@@ -33,8 +33,8 @@ def load_catalog(module: str | None) -> Any:
     from engine.backfills import Catalog
     from engine.cli.worker import app_target, load_target
 
-    target = app_target(module, "jobs backfill --pending --app myapp.backfills")
-    load_target(target)  # the import and its errors, as `jobs worker` reports them
+    target = app_target(module, "jobsctl backfill --pending --app myapp.backfills")
+    load_target(target)  # the import and its errors, as `jobsctl worker` reports them
     mod = importlib.import_module(target.partition(":")[0])
     return Catalog.of(mod)
 
@@ -185,24 +185,24 @@ def _one_mode(
     refusal: tuple[str, str] | None = None
     who = name or "NAME"
     if len(modes) > 1:
-        refusal = f"{' and '.join(modes)} are each a command of their own", f"jobs backfill {who} {modes[0]}"
+        refusal = f"{' and '.join(modes)} are each a command of their own", f"jobsctl backfill {who} {modes[0]}"
     elif modes and starting:
         refusal = (
             f"{' and '.join(starting)} {'start' if len(starting) > 1 else 'starts'} a pass; {modes[0]} starts none",
-            f"jobs backfill {who} {modes[0]}",
+            f"jobsctl backfill {who} {modes[0]}",
         )
     elif force and not write:
         refusal = (
             "--force reruns an applied backfill's write pass; a dry run is never refused",
-            f"jobs backfill {who} --write --force",
+            f"jobsctl backfill {who} --write --force",
         )
     elif wait and modes and modes[0] != "--retry":
         refusal = (
             f"--wait follows a pass that starts or continues; {modes[0]} starts none",
-            f"jobs backfill {who} {modes[0]}",
+            f"jobsctl backfill {who} {modes[0]}",
         )
     elif name is not None and modes and modes[0] in ("--pending", "--status"):
-        refusal = f"{modes[0]} lists every backfill; the name {name!r} is not read", f"jobs backfill {modes[0]}"
+        refusal = f"{modes[0]} lists every backfill; the name {name!r} is not read", f"jobsctl backfill {modes[0]}"
     if refusal is not None:
         raise JobsError(X_INVALID_ARGUMENT, cause=refusal[0], fix=refusal[1])
 

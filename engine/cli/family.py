@@ -1,6 +1,6 @@
-"""A job's family: `jobs children ID` (the jobs below a job, those its steps enqueued with
+"""A job's family: `jobsctl children ID` (the jobs below a job, those its steps enqueued with
 ``ctx.step.enqueue`` or waited for with ``ctx.step.wait_for_jobs``, and theirs, breadth first, as
-they stand), and what `jobs cancel | retry ID --children` and `jobs retry --all --children` do
+they stand), and what `jobsctl cancel | retry ID --children` and `jobsctl retry --all --children` do
 with them (ops.py parses those commands)."""
 
 from __future__ import annotations

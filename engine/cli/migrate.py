@@ -1,5 +1,5 @@
-"""`jobs migrate`: apply the pending migrations (sql/migrations), say what is applied and pending
-(--status), or print the pending SQL for another tool to run (--sql). `jobs install` is the same
+"""`jobsctl migrate`: apply the pending migrations (sql/migrations), say what is applied and pending
+(--status), or print the pending SQL for another tool to run (--sql). `jobsctl install` is the same
 command under the first release's name."""
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def _print_status(target: str, rows: list[dict[str, object]]) -> None:
         typer.echo(f"  {int(str(r['version'])):04d}_{r['name']:<28} {r['state']:<8} {how}".rstrip())
     if any(r["state"] == "changed" for r in rows):
         typer.echo("changed: an applied migration's file differs from what was applied (X_MIGRATION_CHANGED)")
-    typer.echo(f"{len(pending)} pending" + (": run `jobs migrate`" if pending else ""))
+    typer.echo(f"{len(pending)} pending" + (": run `jobsctl migrate`" if pending else ""))
 
 
 def _migrate(dsn: str | None, status: bool, sql: bool, since: int | None, until: int | None, json_out: bool) -> None:
@@ -76,11 +76,11 @@ def _migrate(dsn: str | None, status: bool, sql: bool, since: int | None, until:
                 cause="--status and --sql are two different answers"
                 if status and sql
                 else "--since goes with --sql, and --until with --since",
-                fix="jobs migrate --sql --since 1 --until 2",
+                fix="jobsctl migrate --sql --since 1 --until 2",
             )
         if sql and json_out:  # the script is the answer: it has no JSON form
             raise JobsError(
-                X_INVALID_ARGUMENT, cause="--sql prints a SQL script, not JSON", fix="jobs migrate --sql > jobs.sql"
+                X_INVALID_ARGUMENT, cause="--sql prints a SQL script, not JSON", fix="jobsctl migrate --sql > jobs.sql"
             )
         if sql and since is not None:
             typer.echo(migration_sql(since, until), nl=False)
@@ -131,5 +131,5 @@ def install(
     until: int = typer.Option(None, "--until", help=UNTIL_HELP, min=0),
     json_out: bool = typer.Option(False, "--json", help="print JSON (errors as JSON on stderr)"),
 ) -> None:
-    """The same as `jobs migrate` (its name in the first release)."""
+    """The same as `jobsctl migrate` (its name in the first release)."""
     _migrate(dsn, status, sql, since, until, json_out)

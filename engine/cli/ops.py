@@ -1,4 +1,4 @@
-"""`jobs retry | cancel | discard | pause | resume | event | enqueue | workers drain`: the operator
+"""`jobsctl retry | cancel | discard | pause | resume | event | enqueue | workers drain`: the operator
 actions, each one engine.actions' Operator (the same the Python API and the console call). Each
 is audited (who: --actor, default $JOBS_ACTOR or user@host); a job is named by its id or a
 unique short id (6+ hex digits of its head or tail); a bulk action prints its dry run and asks
@@ -80,7 +80,7 @@ def _bulk(
                 out.print(
                     f"  {plan.replays} of them waited for jobs that did not complete: retried this way, each "
                     f"replays that answer (e.g. {plan.replay_example}); to run their waits again: "
-                    f"jobs retry --all --children {again}".rstrip()
+                    f"jobsctl retry --all --children {again}".rstrip()
                 )
         else:
             out.print(f"  {plan.would_change} {_WHAT[action]}")
@@ -126,9 +126,9 @@ def _one_job(
     """Refuse what only --all (or --children) reads, given to the action on one job: dropped, it
     would leave the operator believing a filter narrowed or a rate paced what ran."""
     given = [
-        (bool(filters), "--filter narrows --all", f"jobs {command} --all --filter {filters[0] if filters else ''}"),
-        (rate is not None, "--rate paces --all", f"jobs {command} --all --filter ... --rate {rate}"),
-        (yes and not children, "--yes skips the confirmation of --all or --children", f"jobs {command} {job_id}"),
+        (bool(filters), "--filter narrows --all", f"jobsctl {command} --all --filter {filters[0] if filters else ''}"),
+        (rate is not None, "--rate paces --all", f"jobsctl {command} --all --filter ... --rate {rate}"),
+        (yes and not children, "--yes skips the confirmation of --all or --children", f"jobsctl {command} {job_id}"),
     ]
     for present, what, fix in given:
         if present:
@@ -163,21 +163,21 @@ def retry(
                 JobsError(
                     X_INVALID_ARGUMENT,
                     cause="--all takes a --filter, not an id or --from-step",
-                    fix="jobs retry --all --filter code=X_SMTP",
+                    fix="jobsctl retry --all --filter code=X_SMTP",
                 ),
                 as_json=json_out,
             )
         scope = filters + ([f"tenant={tenant}"] if tenant else [])
         return _bulk("retry", scope, yes, rate, note, dsn, actor, json_out, children=children)
     if not job_id:
-        fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobs retry JOB_ID"), as_json=json_out)
+        fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobsctl retry JOB_ID"), as_json=json_out)
     _one_job("retry", job_id, filters, rate, yes, children, json_out)
     if children and from_step:
         fail(
             JobsError(
                 X_INVALID_ARGUMENT,
                 cause="--children chooses the step itself (the wait on the jobs it retries): drop --from-step",
-                fix=f"jobs retry {job_id} --children",
+                fix=f"jobsctl retry {job_id} --children",
             ),
             as_json=json_out,
         )
@@ -218,7 +218,7 @@ def cancel(
                 JobsError(
                     X_INVALID_ARGUMENT,
                     cause="--children cancels the jobs below one job: give its id, not --all",
-                    fix="jobs cancel JOB_ID --children",
+                    fix="jobsctl cancel JOB_ID --children",
                 ),
                 as_json=json_out,
             )
@@ -227,7 +227,7 @@ def cancel(
                 JobsError(
                     X_INVALID_ARGUMENT,
                     cause="--all takes a --filter, not an id",
-                    fix="jobs cancel --all --filter queue=imports",
+                    fix="jobsctl cancel --all --filter queue=imports",
                 ),
                 as_json=json_out,
             )
@@ -235,7 +235,7 @@ def cancel(
             "cancel", filters + ([f"tenant={tenant}"] if tenant else []), yes, rate, note, dsn, actor, json_out
         )
     if not job_id:
-        fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobs cancel JOB_ID"), as_json=json_out)
+        fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobsctl cancel JOB_ID"), as_json=json_out)
     _one_job("cancel", job_id, filters, rate, yes, children, json_out)
     if children:
         return with_children("cancel", job_id, yes, tenant, note, dsn, actor, json_out)
@@ -267,7 +267,7 @@ def pause(
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Pause a queue: durable, shown in `jobs queues`; workers claim nothing more from it.
+    """Pause a queue: durable, shown in `jobsctl queues`; workers claim nothing more from it.
 
     A queue no job, worker or pause names is refused with "did you mean" unless --create."""
     _pause(queue, True, note, actor, dsn, json_out, create)
@@ -308,7 +308,7 @@ def discard(
                 JobsError(
                     X_INVALID_ARGUMENT,
                     cause="--all takes a --filter, not an id",
-                    fix="jobs discard --all --filter code=X_CARD_DECLINED",
+                    fix="jobsctl discard --all --filter code=X_CARD_DECLINED",
                 ),
                 as_json=json_out,
             )
@@ -316,7 +316,7 @@ def discard(
             "discard", filters + ([f"tenant={tenant}"] if tenant else []), yes, rate, note, dsn, actor, json_out
         )
     if not job_id:
-        fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobs discard JOB_ID"), as_json=json_out)
+        fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobsctl discard JOB_ID"), as_json=json_out)
     _one_job("discard", job_id, filters, rate, yes, False, json_out)
     result(run(dsn, json_out, lambda e: operator(e, actor).discard(job_id, tenant=tenant, note=note)), json_out)
 
@@ -324,7 +324,7 @@ def discard(
 @workers_app.command("drain")
 def drain(
     ctx: typer.Context,
-    worker_id: str = typer.Argument(..., help="the worker's id (jobs workers lists them)"),
+    worker_id: str = typer.Argument(..., help="the worker's id (jobsctl workers lists them)"),
     note: str = typer.Option(None, "--note", help="the incident note kept with the request"),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
@@ -376,18 +376,18 @@ def enqueue(
         None, "--tenant", help="the tenant the job belongs to (its idempotency keys are its own)"
     ),
     delay: str = typer.Option(None, "--delay", help="e.g. 10s, 5m, 1h"),
-    wait: bool = typer.Option(False, "--wait", help="then wait until it has settled (as jobs wait does)"),
+    wait: bool = typer.Option(False, "--wait", help="then wait until it has settled (as jobsctl wait does)"),
     timeout: str = typer.Option(None, "--timeout", help=TIMEOUT_HELP),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Enqueue one job of a declared name; answers its id and whether it deduped.
 
-    With --wait, then how it ended (as jobs wait): exit 0 completed, 6 dead or cancelled, 7 still live."""
+    With --wait, then how it ended (as jobsctl wait): exit 0 completed, 6 dead or cancelled, 7 still live."""
     from engine.cli.worker import app_target, load_target
 
     try:
-        handle = load_target(app_target(app_module, f"jobs enqueue {name} --app myapp.jobs")).get(name)
+        handle = load_target(app_target(app_module, f"jobsctl enqueue {name} --app myapp.jobs")).get(name)
         inp = _json_arg(input_, "--input")
         secs = parse_duration(delay) if delay else None
         limit = wait_limit(wait, timeout)

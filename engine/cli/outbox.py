@@ -1,5 +1,5 @@
-"""`jobs outbox` (the backlog, live claims, failing rows, relays; `--why ID` for one staged row) and
-`jobs relay` (the outbox relay alone, until SIGTERM/SIGINT stops it after the pass under way)."""
+"""`jobsctl outbox` (the backlog, live claims, failing rows, relays; `--why ID` for one staged row) and
+`jobsctl relay` (the outbox relay alone, until SIGTERM/SIGINT stops it after the pass under way)."""
 
 from __future__ import annotations
 
@@ -85,14 +85,14 @@ def relay(
     no_prepared_statements: bool = no_prepared_statements_option(),
     json_out: bool = typer.Option(False, "--json", help="errors as JSON on stderr"),
 ) -> None:
-    """Run the outbox relay alone (every `jobs worker` runs one too, unless --no-relay)."""
+    """Run the outbox relay alone (every `jobsctl worker` runs one too, unless --no-relay)."""
     from engine.services.relay import RelayConfig
 
     try:
-        port, host = metrics_address(metrics_port, metrics_host, "jobs relay")
+        port, host = metrics_address(metrics_port, metrics_host, "jobsctl relay")
         config = RelayConfig(batch_size=batch_size, lease_ms=lease_ms, poll_interval=poll_interval)
-        check_start_timeout(start_timeout, "jobs relay")
-        driver = long_running_driver(dsn, no_prepared_statements=no_prepared_statements, command="jobs relay")
+        check_start_timeout(start_timeout, "jobsctl relay")
+        driver = long_running_driver(dsn, no_prepared_statements=no_prepared_statements, command="jobsctl relay")
     except JobsError as err:
         fail(err, as_json=json_out)
     code = asyncio.run(_serve(driver, config, port, host, start_timeout, json_out))
@@ -138,7 +138,7 @@ async def _serve(
 
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, on_signal)
-        print(f"jobs relay {r.id} (batch {config.batch_size}, lease {config.lease_ms} ms)", flush=True)
+        print(f"jobsctl relay {r.id} (batch {config.batch_size}, lease {config.lease_ms} ms)", flush=True)
         await r.run()
         await r.stop()
         return 0

@@ -1,4 +1,4 @@
-"""`jobs queues | ls | show | dead | workers | why | describe`: the read commands. Each prints a
+"""`jobsctl queues | ls | show | dead | workers | why | describe`: the read commands. Each prints a
 rich table, or JSON with --json; an error prints as code, cause and fix (JSON on stderr)."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ FILTER_HELP = "key=value: queue, state, name, tenant, code, search, since, until
 
 class FilteredCommand(typer.core.TyperCommand):
     """A command that takes its filters as ``-f key=value``: a filter key typed as an option
-    (``jobs ls --state dead``) is answered with how to write it, not click's bare "No such option"."""
+    (``jobsctl ls --state dead``) is answered with how to write it, not click's bare "No such option"."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         typed = list(args)  # the parser consumes ``args``
@@ -111,7 +111,7 @@ def console() -> Console:
     never read as markup (``[bold]`` in a job's name stays literal) and every control character in
     it is shown escaped (engine.text.printable), table cells included, so no terminal sequence that
     came with the data reaches the terminal."""
-    from rich.console import Console  # rich on first print: `jobs worker` and --json print no table
+    from rich.console import Console  # rich on first print: `jobsctl worker` and --json print no table
     from rich.text import Text
 
     class DataConsole(Console):
@@ -200,7 +200,7 @@ def queues(
 
 
 def summaries(items: Iterable[JobSummary]) -> Table:
-    """Jobs one a row, as `jobs ls` lists them."""
+    """Jobs one a row, as `jobsctl ls` lists them."""
     t = table("id", "name", "queue", "tenant", "state", "attempt", "created", "error")
     for j in items:
         t.add_row(
@@ -352,7 +352,7 @@ def dead(
     out.print(f"{dl.total} dead")
 
 
-# `jobs workers` lists them; `jobs workers drain ID` (engine/cli/ops.py) asks one to drain.
+# `jobsctl workers` lists them; `jobsctl workers drain ID` (engine/cli/ops.py) asks one to drain.
 workers_app = typer.Typer(help="Registered workers, and asking one to drain.", no_args_is_help=False)
 app.add_typer(workers_app, name="workers")
 
@@ -371,7 +371,7 @@ def workers(
     if json_out:
         return emit(wv)
     if not wv.workers:
-        console().print("no worker is registered: `jobs worker MODULE` starts one")
+        console().print("no worker is registered: `jobsctl worker MODULE` starts one")
         return
     t = table("id", "host", "pid", "queues", "slots", "heartbeat", "state")
     for w in wv.workers:
@@ -419,7 +419,7 @@ def describe(
     from engine.jobs import describe_jobs
 
     try:
-        app_module = app_target(app_module, "jobs describe --app myapp.jobs")
+        app_module = app_target(app_module, "jobsctl describe --app myapp.jobs")
         registry = load_target(app_module)
     except JobsError as err:
         fail(err)
@@ -434,7 +434,7 @@ def describe(
             JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"cannot read {check}: {exc.strerror}",
-                fix=f"jobs describe --app {app_module} > {check}",
+                fix=f"jobsctl describe --app {app_module} > {check}",
             )
         )
     if committed == text:
@@ -444,6 +444,6 @@ def describe(
         difflib.unified_diff(committed.splitlines(True), text.splitlines(True), str(check), "declared")
     )
     sys.stderr.write(
-        f"error: {check} has drifted from the declared jobs\n  fix: jobs describe --app {app_module} > {check}\n"
+        f"error: {check} has drifted from the declared jobs\n  fix: jobsctl describe --app {app_module} > {check}\n"
     )
     raise typer.Exit(EXIT_DRIFT)

@@ -1,4 +1,4 @@
-"""`jobs schedule [--json]`, `jobs schedule pause|resume|trigger NAME`, and `jobs scheduler MODULE`:
+"""`jobsctl schedule [--json]`, `jobsctl schedule pause|resume|trigger NAME`, and `jobsctl scheduler MODULE`:
 the cron tasks as the fleet stores them, their operator actions, and the scheduler run alone."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def schedule(
 
     out = console()
     if not view.tasks:
-        out.print("no cron task is declared: `jobs worker MODULE` declares the @task handlers MODULE holds")
+        out.print("no cron task is declared: `jobsctl worker MODULE` declares the @task handlers MODULE holds")
     table = Table("task", "cron", "zone", "catch-up", "next", "last", "last job", "skipped", "status")
     for t in view.tasks:
         catch = t.catch_up + (f" ({t.max_catch_up})" if t.max_catch_up else "")
@@ -176,7 +176,7 @@ def scheduler(
     from engine.tasks import tasks_of
 
     try:
-        port, host = metrics_address(metrics_port, metrics_host, f"jobs scheduler {target}")
+        port, host = metrics_address(metrics_port, metrics_host, f"jobsctl scheduler {target}")
         config = SchedulerConfig(interval=interval, leader_lease=lease_seconds)
         tasks = tasks_of(load_target(target))
         if not tasks:
@@ -185,9 +185,9 @@ def scheduler(
                 cause=f"{target!r} declares no cron task (no @task handle in it)",
                 fix=f"add @task(name=..., cron='*/5 * * * *') to a handler in {target.partition(':')[0]}",
             )
-        check_start_timeout(start_timeout, f"jobs scheduler {target}")
+        check_start_timeout(start_timeout, f"jobsctl scheduler {target}")
         driver = long_running_driver(
-            dsn, no_prepared_statements=no_prepared_statements, command=f"jobs scheduler {target}"
+            dsn, no_prepared_statements=no_prepared_statements, command=f"jobsctl scheduler {target}"
         )
     except JobsError as err:
         fail(err, as_json=json_out)
@@ -229,7 +229,7 @@ async def _serve(
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, runner.cancel)
         names = ",".join(t.name for t in tasks)
-        print(f"jobs scheduler {sched.holder} pid {os.getpid()} declaring {names}", flush=True)
+        print(f"jobsctl scheduler {sched.holder} pid {os.getpid()} declaring {names}", flush=True)
         try:
             await runner
         except asyncio.CancelledError:

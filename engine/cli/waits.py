@@ -1,4 +1,4 @@
-"""`jobs wait ID...` and `jobs enqueue --wait`: wait until jobs have settled and say how each
+"""`jobsctl wait ID...` and `jobsctl enqueue --wait`: wait until jobs have settled and say how each
 ended (engine/outcomes.py), for a deploy step or a script that must not go on before its job did.
 Exit 0: every job completed; 6: one ended dead or cancelled; 7: one was still live past
 --timeout (the jobs go on; nothing is changed); 3: an id names no job."""
@@ -29,7 +29,7 @@ def wait_limit(wait: bool, timeout: str | None) -> float | None:
         raise JobsError(
             X_INVALID_ARGUMENT,
             cause="--timeout bounds a wait, and no --wait was given",
-            fix="jobs enqueue NAME --wait --timeout 5m",
+            fix="jobsctl enqueue NAME --wait --timeout 5m",
         )
     return None if timeout is None else parse_duration(timeout, "--timeout")
 

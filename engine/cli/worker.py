@@ -1,4 +1,4 @@
-"""`jobs worker MODULE[:ATTR]`: run a worker process for the jobs a module registers.
+"""`jobsctl worker MODULE[:ATTR]`: run a worker process for the jobs a module registers.
 
 Everything is checked before the database is touched: the target imports and registers jobs,
 every number is positive. SIGTERM or SIGINT drains (stop claiming, grace, release, flush); a
@@ -55,10 +55,10 @@ def load_target(target: str) -> Registry:
     module_name, _, attr = target.partition(":")
     if not module_name:
         raise JobsError(
-            X_WORKER_TARGET, cause=f"{target!r} names no module", fix='jobs worker myapp.jobs --dsn "$JOBS_DSN"'
+            X_WORKER_TARGET, cause=f"{target!r} names no module", fix='jobsctl worker myapp.jobs --dsn "$JOBS_DSN"'
         )
     if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # `jobs worker myapp.jobs` from the project's directory
+        sys.path.insert(0, os.getcwd())  # `jobsctl worker myapp.jobs` from the project's directory
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
@@ -85,14 +85,14 @@ def load_target(target: str) -> Registry:
             raise JobsError(
                 X_WORKER_TARGET,
                 cause=f"module {module_name!r} has no attribute {attr!r}",
-                fix=f'jobs worker {module_name} --dsn "$JOBS_DSN"',
+                fix=f'jobsctl worker {module_name} --dsn "$JOBS_DSN"',
             )
         obj = getattr(module, attr)
     try:
         registry = as_registry(obj)
     except JobsError as err:
         raise JobsError(
-            X_WORKER_TARGET, cause=f"{target!r}: {err.cause}", fix=f'jobs worker {module_name} --dsn "$JOBS_DSN"'
+            X_WORKER_TARGET, cause=f"{target!r}: {err.cause}", fix=f'jobsctl worker {module_name} --dsn "$JOBS_DSN"'
         ) from None
     if len(registry) == 0:
         raise JobsError(
@@ -110,7 +110,7 @@ def event_loop_runner(choice: str, target: str) -> Callable[[Coroutine[Any, Any,
         raise JobsError(
             X_INVALID_ARGUMENT,
             cause=f"--loop {choice!r} is not one of auto, uvloop, asyncio",
-            fix=f"jobs worker {target} --loop auto",
+            fix=f"jobsctl worker {target} --loop auto",
         )
     if choice != "asyncio":
         try:
@@ -220,8 +220,8 @@ def worker(
             ("start-timeout", start_timeout, "60"),
             ("poll-interval", poll_interval, "1"),
         ):
-            positive(name, value, f"jobs worker {target}", example)
-        port, host = metrics_address(metrics_port, metrics_host, f"jobs worker {target}")
+            positive(name, value, f"jobsctl worker {target}", example)
+        port, host = metrics_address(metrics_port, metrics_host, f"jobsctl worker {target}")
         maint = maintenance_config(
             target,
             lease_seconds,
@@ -241,7 +241,7 @@ def worker(
             wanted = served_queues(asked, tuple(registry.queues()))  # the worker's own rule, checked now
         except JobsError as err:
             raise JobsError(
-                err.code, cause=err.cause, fix=f"jobs worker {target} --queues {','.join(registry.queues())}"
+                err.code, cause=err.cause, fix=f"jobsctl worker {target} --queues {','.join(registry.queues())}"
             ) from None
         options: dict[str, Any] = dict(
             queues=wanted,
@@ -268,7 +268,7 @@ def worker(
         driver = long_running_driver(
             dsn,
             no_prepared_statements=no_prepared_statements,
-            command=f"jobs worker {target}",
+            command=f"jobsctl worker {target}",
             own_work=not no_scheduler and any(h.is_task for h in registry),  # its cron tasks' runs
         )
     except JobsError as err:
@@ -293,7 +293,7 @@ def worker(
 
 
 def _engine_on(driver: Driver, clock: SystemClock) -> Any:
-    """What a handler's ctx.engine answers in `jobs worker`: an engine on this process's driver
+    """What a handler's ctx.engine answers in `jobsctl worker`: an engine on this process's driver
     (engine.api is imported only when a handler first asks)."""
     from engine.api import Engine
 
@@ -375,13 +375,14 @@ async def _serve(
             return 0
         served = "" if server is None else f"; /metrics, /livez and /readyz on http://{metrics_host}:{metrics_port}"
         print(
-            f"jobs worker {w.id} serving {','.join(w.queues)} (concurrency {w.config.concurrency}){served}", flush=True
+            f"jobsctl worker {w.id} serving {','.join(w.queues)} (concurrency {w.config.concurrency}){served}",
+            flush=True,
         )
         began = loop.time()
         await w.wait_stopped()
         if w.config.burst:
             runs = ", ".join(f"{n} {outcome}" for outcome, n in sorted(ended.items())) or "no job was due"
-            print(f"jobs worker {w.id} burst done in {loop.time() - began:.1f} s: {runs}", flush=True)
+            print(f"jobsctl worker {w.id} burst done in {loop.time() - began:.1f} s: {runs}", flush=True)
         return 0
     finally:
         if server is not None:

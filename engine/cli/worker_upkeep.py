@@ -1,4 +1,4 @@
-"""`jobs worker`'s maintenance options, checked before the database is touched and turned into
+"""`jobsctl worker`'s maintenance options, checked before the database is touched and turned into
 the MaintenanceConfig its leader runs: each positive and finite, dead letters kept at least as
 long as the rest, and none given with --no-maintenance, which never leads (refused, not dropped)."""
 
@@ -38,7 +38,7 @@ def maintenance_config(
     """The leader's config, None with --no-maintenance (given with it, the leader's options are refused)."""
     from engine.services.maintenance import MaintenanceConfig
 
-    command = f"jobs worker {target}"
+    command = f"jobsctl worker {target}"
     given = {
         "maintenance-interval": interval,
         "retention": retention,

@@ -80,7 +80,7 @@ class Lifecycle(Protocol):
     kind: str  # "memory" | "postgres"
 
     async def open(self) -> None:
-        """Connect and check the schema (X_SCHEMA_MISSING and X_SCHEMA_OUTDATED name `jobs migrate`)."""
+        """Connect and check the schema (X_SCHEMA_MISSING and X_SCHEMA_OUTDATED name `jobsctl migrate`)."""
         ...
 
     async def close(self) -> None: ...

@@ -61,14 +61,14 @@ def id_fragment(value: Any) -> str:
         raise JobsError(
             X_MALFORMED_ID,
             cause=f"{value!r} is not a job id: a UUID, or at least {MIN_FRAGMENT} hex digits of its head or tail",
-            fix="jobs ls --json",
+            fix="jobsctl ls --json",
         )
     return digits
 
 
 def not_found(job_id: str, tenant: str | None) -> JobsError:
     who = f" for tenant {tenant!r}" if tenant is not None else ""
-    return JobsError(X_NOT_FOUND, cause=f"no job has id {job_id}{who}", fix="jobs ls --json")
+    return JobsError(X_NOT_FOUND, cause=f"no job has id {job_id}{who}", fix="jobsctl ls --json")
 
 
 def ambiguous(fragment: str, found: list[JobSummary]) -> JobsError:
@@ -78,7 +78,7 @@ def ambiguous(fragment: str, found: list[JobSummary]) -> JobsError:
     return JobsError(
         X_AMBIGUOUS_ID,
         cause=f"{fragment!r} is part of the ids of {many} jobs: {shown}",
-        fix=f"jobs show {listed[0].id}",
+        fix=f"jobsctl show {listed[0].id}",
         meta={"candidates": [j.id for j in listed]},
     )
 

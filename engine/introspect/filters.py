@@ -30,7 +30,7 @@ def parse_state(value: str | JobState | None) -> JobState | None:
         raise JobsError(
             X_UNKNOWN_STATE,
             cause=f"there is no job state {value!r}; states are {_STATES}",
-            fix="jobs ls --filter state=dead",
+            fix="jobsctl ls --filter state=dead",
         ) from None
 
 
@@ -43,7 +43,7 @@ def _time(key: str, value: str) -> datetime:
         raise JobsError(
             X_INVALID_ARGUMENT,
             cause=f"{key}={value!r} is not an ISO time with a zone",
-            fix=f"jobs ls --filter {key}=2026-01-01T12:00:00+00:00",
+            fix=f"jobsctl ls --filter {key}=2026-01-01T12:00:00+00:00",
         )
     return dt
 
@@ -113,7 +113,7 @@ def make_filter(
             raise JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"input field {k!r} must be one top-level key",
-                fix="jobs ls --filter input.invoice_id=42",
+                fix="jobsctl ls --filter input.invoice_id=42",
             )
     fields = tuple(sorted((input_fields or {}).items()))
     return JobFilter(
@@ -156,7 +156,7 @@ def parse_filter(text: str | list[str] | tuple[str, ...] | None) -> JobFilter:
             raise JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"filter word {word!r} is not key=value",
-                fix="jobs ls --filter state=dead --filter queue=emails",
+                fix="jobsctl ls --filter state=dead --filter queue=emails",
             )
         if key.startswith("input."):
             fields[key.removeprefix("input.")] = _json_value(value)
@@ -168,7 +168,7 @@ def parse_filter(text: str | list[str] | tuple[str, ...] | None) -> JobFilter:
             raise JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"unknown filter key {key!r}; keys are {', '.join(FILTER_KEYS)}, input.FIELD",
-                fix="jobs ls --filter state=dead",
+                fix="jobsctl ls --filter state=dead",
             )
     return make_filter(input_fields=fields, **kw)
 
@@ -177,10 +177,10 @@ def scoped(where: JobFilter, tenant: str | None) -> JobFilter:
     """Narrow a filter to a tenant scope (I25): a filter naming another tenant is refused. Every
     read and bulk action passes here, so a filter's text PostgreSQL cannot store is refused here."""
     for key in ("queue", "name", "tenant", "error_code", "search"):
-        check_text(getattr(where, key), what=f"the filter's {key}", fix="jobs ls --filter state=dead")
+        check_text(getattr(where, key), what=f"the filter's {key}", fix="jobsctl ls --filter state=dead")
     for field, value in where.input_fields:
-        check_text(field, what="the filter's input field", fix="jobs ls --filter input.invoice_id=42")
-        check_texts(value, what=f"the filter's input.{field}", fix="jobs ls --filter input.invoice_id=42")
+        check_text(field, what="the filter's input field", fix="jobsctl ls --filter input.invoice_id=42")
+        check_texts(value, what=f"the filter's input.{field}", fix="jobsctl ls --filter input.invoice_id=42")
     if tenant is None:
         return where
     if where.tenant is not None and where.tenant != tenant:

@@ -32,7 +32,7 @@ async def outbox_view(view: EngineView, *, limit: int = 20, count_cap: int = COU
         raise JobsError(
             X_INVALID_ARGUMENT,
             cause=f"limit={limit!r} must be a whole number >= 1 (the claims and failing rows shown)",
-            fix="jobs outbox --limit 20",
+            fix="jobsctl outbox --limit 20",
         )
     await view._open()
     now = view.clock.now()
@@ -69,7 +69,7 @@ async def outbox_why(view: EngineView, outbox_id: str) -> StagedWhy:
     oid = parse_id(outbox_id)
     if oid is None:
         raise JobsError(
-            X_MALFORMED_ID, cause=f"{outbox_id!r} is not an outbox row id (a UUID)", fix="jobs outbox --json"
+            X_MALFORMED_ID, cause=f"{outbox_id!r} is not an outbox row id (a UUID)", fix="jobsctl outbox --json"
         )
     await view._open()
     row = await view.driver.outbox_get(id=oid)
@@ -77,7 +77,7 @@ async def outbox_why(view: EngineView, outbox_id: str) -> StagedWhy:
         raise JobsError(
             X_NOT_FOUND,
             cause=f"no outbox row has id {oid} (never staged, rolled back, or pruned after publishing)",
-            fix="jobs outbox --json",
+            fix="jobsctl outbox --json",
         )
     now = view.clock.now()
     # limit=1: the oldest failing row, which a waiting row may be queued behind.
@@ -101,8 +101,8 @@ def why_staged(
     ``failing``: failing rows (stage order), the oldest of which a waiting row may be behind."""
     status = row.status(now)
     nobody = (
-        f"no relay is alive (none beat in the last {ALIVE_WINDOW:g} s): run `jobs worker` or "
-        "`jobs relay --dsn ...` to publish it"
+        f"no relay is alive (none beat in the last {ALIVE_WINDOW:g} s): run `jobsctl worker` or "
+        "`jobsctl relay --dsn ...` to publish it"
     )
     if status == "published":
         return StagedWhy(row.id, status, f"published at {_t(row.published_at)} as job {row.job_id}", row)

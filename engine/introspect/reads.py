@@ -139,7 +139,9 @@ class Introspector(EngineView):
     async def jobs(self, where: JobFilter | None = None, *, limit: int = 50, cursor: str | None = None) -> JobPage:
         if not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
             raise JobsError(
-                X_INVALID_ARGUMENT, cause=f"limit={limit!r} must be between 1 and {MAX_PAGE}", fix="jobs ls --limit 50"
+                X_INVALID_ARGUMENT,
+                cause=f"limit={limit!r} must be between 1 and {MAX_PAGE}",
+                fix="jobsctl ls --limit 50",
             )
         if cursor is not None:
             checked = parse_id(cursor)
@@ -147,7 +149,7 @@ class Introspector(EngineView):
                 raise JobsError(
                     X_INVALID_ARGUMENT,
                     cause=f"cursor {cursor!r} is not one a page answered",
-                    fix="jobs ls (start from the first page)",
+                    fix="jobsctl ls (start from the first page)",
                 )
             cursor = checked
         await self._open()
@@ -329,7 +331,7 @@ class Introspector(EngineView):
         return WhyReport("queue", queue, None, tuple(causes), view.at)
 
     async def why(self, target: str) -> WhyReport:
-        """``jobs why TARGET``: a queue's causes when a queue has that name, else a job's when it
+        """``jobsctl why TARGET``: a queue's causes when a queue has that name, else a job's when it
         looks like an id (a mistyped one is X_NOT_FOUND naming the ids it may have meant), else
         X_UNKNOWN_QUEUE naming the queues it may have meant."""
         name = target.strip() if isinstance(target, str) else target
@@ -376,7 +378,7 @@ class Introspector(EngineView):
         return JobsError(
             X_NOT_FOUND,
             cause=f"{err.cause}; did you mean {shown}?",
-            fix=f"jobs why {ranked[0].id}",
+            fix=f"jobsctl why {ranked[0].id}",
             meta={"candidates": [j.id for j in ranked]},
         )
 
@@ -387,7 +389,7 @@ def unknown_queue(name: str, known: Sequence[str]) -> JobsError:
     return JobsError(
         X_UNKNOWN_QUEUE,
         cause=f"no job, worker or pause names queue {name!r}, and it is not a job id{hint}",
-        fix=f"jobs why {close[0]}" if close else "jobs queues",
+        fix=f"jobsctl why {close[0]}" if close else "jobsctl queues",
         meta={"candidates": close},
     )
 

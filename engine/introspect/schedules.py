@@ -158,7 +158,7 @@ class Schedules(EngineView):
             X_UNKNOWN_TASK,
             cause=f"no task named {name!r} is declared"
             + (f" (did you mean {near[0]!r}?)" if near else f"; declared: {', '.join(known) or 'none'}"),
-            fix="jobs schedule --json",
+            fix="jobsctl schedule --json",
         )
 
     async def pause(self, name: str, *, note: str | None = None) -> SchedulePause:
@@ -201,7 +201,7 @@ class Schedules(EngineView):
             raise JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"task {name!r} was triggered at {now.isoformat()} already and that job is still live",
-                fix=f"jobs schedule trigger {name}",
+                fix=f"jobsctl schedule trigger {name}",
             )
         logs.emit(logs.SCHEDULE_TRIGGERED, task=name, actor=actor, job_id=res.job_id, note=note)
         return res.job_id

@@ -34,7 +34,7 @@ class JobContext:
 
     @property
     def engine(self) -> Any:
-        """The engine the worker runs for (``eng.worker(...)``'s, or the one `jobs worker` opens):
+        """The engine the worker runs for (``eng.worker(...)``'s, or the one `jobsctl worker` opens):
         what a handler enqueues through (``await ctx.engine.aenqueue(...)``), on the worker's pools."""
         if self._engine is None:
             raise no_engine("ctx.engine")

@@ -40,5 +40,5 @@ def no_engine(what: str) -> JobsError:
     return JobsError(
         X_INVALID_ARGUMENT,
         cause=f"this worker was built on a bare driver, so its runs have no engine for {what}",
-        fix="start it with eng.worker([...]) or `jobs worker MODULE`, or enqueue through your own engine",
+        fix="start it with eng.worker([...]) or `jobsctl worker MODULE`, or enqueue through your own engine",
     )

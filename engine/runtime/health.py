@@ -1,5 +1,5 @@
 """A worker's health as an orchestrator's probes read it: ``/livez`` and ``/readyz`` on the
-metrics port (`jobs worker --metrics-port`), or ``worker.health`` for an app that embeds one.
+metrics port (`jobsctl worker --metrics-port`), or ``worker.health`` for an app that embeds one.
 
 Live: the worker's event loop turns. A ticker on the loop notes each turn (every TICK seconds);
 a handler that blocks the loop (``time.sleep`` in an ``async def``, a CPU-bound loop with no

@@ -17,7 +17,7 @@ WORKER_UNKNOWN_JOB = "jobs.worker.unknown-job"  # parked for a worker whose rele
 WORKER_SETTLE_FAILED = "jobs.worker.settle-failed"
 WORKER_STARTED = "jobs.worker.started"
 WORKER_DRAINING = "jobs.worker.draining"
-WORKER_DRAIN_REQUESTED = "jobs.worker.drain-requested"  # an operator asked it (jobs workers drain ID)
+WORKER_DRAIN_REQUESTED = "jobs.worker.drain-requested"  # an operator asked it (jobsctl workers drain ID)
 WORKER_BURST_DONE = "jobs.worker.burst-done"  # burst=True: nothing left due, the worker drains and exits
 WORKER_STOPPED = "jobs.worker.stopped"
 WORKER_CLOCK_SKEWED = "jobs.worker.clock-skewed"  # $JOBS_TEST_CLOCK_SKEW moved this process's clock (tests only)
@@ -127,7 +127,7 @@ def _traced(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def configure_json_logging(level: int = logging.INFO) -> None:
-    """What `jobs worker` (and `jobs relay`, `jobs scheduler`) installs: JSON lines on stderr,
+    """What `jobsctl worker` (and `jobsctl relay`, `jobsctl scheduler`) installs: JSON lines on stderr,
     psycopg's and psycopg_pool's warnings among them as `jobs.pool.*` events."""
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter())

@@ -56,7 +56,7 @@ class WorkerConfig(Options):
         for name in ("concurrency", "batch_size", "ack_batch", "ack_parallel"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise _bad(name, v, f"jobs worker MODULE --{name.replace('_', '-')} 10")
+                raise _bad(name, v, f"jobsctl worker MODULE --{name.replace('_', '-')} 10")
         for name in (
             "flush_interval",
             "lease_seconds",
@@ -70,10 +70,10 @@ class WorkerConfig(Options):
         ):
             v = getattr(self, name)
             if not finite_positive(v):
-                raise _bad(name, v, f"jobs worker MODULE --{name.replace('_', '-')} 30")
+                raise _bad(name, v, f"jobsctl worker MODULE --{name.replace('_', '-')} 30")
         st = self.start_timeout
         if st is not None and not finite_positive(st):
-            raise _bad("start_timeout", st, "jobs worker MODULE --start-timeout 60")
+            raise _bad("start_timeout", st, "jobsctl worker MODULE --start-timeout 60")
         check_traceback_limit(self.traceback_limit)
         for name in ("burst", "tune_gc"):
             if not isinstance(getattr(self, name), bool):

@@ -280,7 +280,7 @@ class Maintenance:
                         dead=table.dead,
                         cause="only the table's owner may vacuum it; until autovacuum visits, claims step over "
                         "its dead row versions",
-                        fix=f"run jobs worker as the jobs schema's owner (the role that ran jobs migrate), or "
+                        fix=f"run jobsctl worker as the jobs schema's owner (the role that ran jobsctl migrate), or "
                         f"tune autovacuum for {table.table} (README, 'Vacuum at a high rate')",
                     )
                 continue
@@ -380,7 +380,7 @@ def maintained_worker(
 ) -> Worker:
     """A worker that also runs maintenance under the fleet's leader lease, the outbox relay
     (``relay=False`` leaves it out; ``relay_config``: a RelayConfig) and the cron scheduler for the
-    tasks it serves (engine/services/scheduler.py): what `jobs worker` and `Engine.worker()`
+    tasks it serves (engine/services/scheduler.py): what `jobsctl worker` and `Engine.worker()`
     start. ``options`` are `WorkerConfig` fields; ``tracing`` True (or an engine.tracing.Tracing)
     makes each run an OpenTelemetry span in its enqueuer's trace; ``engine`` makes what its handlers'
     ``ctx.engine`` answers, on first use."""

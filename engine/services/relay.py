@@ -10,7 +10,7 @@ retired, the failing row records the attempt and its error, and it and every lat
 back at once (I20), so a later row never overtakes it. A relay that stalled past its lease wakes
 up owning nothing: its late mark or release changes no row another claim now holds.
 
-Runs inside every worker (services/maintenance.py: maintained_worker) and alone (`jobs relay`).
+Runs inside every worker (services/maintenance.py: maintained_worker) and alone (`jobsctl relay`).
 Idle, it waits for the NOTIFY a committed stage sends, or the poll interval (the fallback).
 A config, ``run_once()`` returning what it did, and a thin loop (STYLE.md, convention 5).
 """

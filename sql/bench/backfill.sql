@@ -1,5 +1,5 @@
 -- The backfill bench: an application table, and the plain keyset UPDATE loop a pass is measured
--- against (bench only, never installed by `jobs install`).
+-- against (bench only, never installed by `jobsctl install`).
 
 -- name: bf_table :exec
 -- The application table: a column to fill, counted per row so a double update would show.

@@ -1,5 +1,5 @@
 -- The limit: the job life cycle in raw SQL, no Python engine (bench only, never installed by
--- `jobs install`). A minimal durable queue: a lease stamped by the claim, a fenced ack.
+-- `jobsctl install`). A minimal durable queue: a lease stamped by the claim, a fenced ack.
 
 -- name: raw_install :exec
 -- The bench's own table: one partial index for the claim, nothing else to maintain.

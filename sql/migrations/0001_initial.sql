@@ -1,4 +1,4 @@
--- 0001: the schema of the first release (0.1), squashed. Applied once by `jobs migrate`, in one
+-- 0001: the schema of the first release (0.1), squashed. Applied once by `jobsctl migrate`, in one
 -- transaction under the migration lock, and recorded in jobs.migration. A database installed by
 -- 0.1's schema.sql (jobs.meta schema_version 3) is recognised as holding it already.
 

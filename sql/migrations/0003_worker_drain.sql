@@ -1,4 +1,4 @@
--- 0003: an operator's request that a worker drain (jobs workers drain ID); the worker's next
+-- 0003: an operator's request that a worker drain (jobsctl workers drain ID); the worker's next
 -- heartbeat answers it and the worker stops claiming.
 alter table jobs.worker
     add column drain_requested_by text,

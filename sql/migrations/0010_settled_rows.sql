@@ -7,7 +7,7 @@
 --
 -- Without downtime: every statement here is catalog-only or on an empty table, each lock short.
 -- The settled rows already in jobs.job stay there, still read through jobs.job (job_finished_at
--- indexes them), and are moved in batches by job_move_settled while workers run: `jobs migrate`
+-- indexes them), and are moved in batches by job_move_settled while workers run: `jobsctl migrate`
 -- moves them after applying this file, and the maintenance leader moves any that a worker of the
 -- previous release settles in place meanwhile.
 

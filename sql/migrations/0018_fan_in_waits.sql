@@ -1,5 +1,5 @@
 -- 0018: which fan-ins wait for a job. A job that a step's wait_for_jobs names does not know it is
--- waited for; its job detail and `jobs why` name the suspended jobs that wait for it (an on-call
+-- waited for; its job detail and `jobsctl why` name the suspended jobs that wait for it (an on-call
 -- engineer looking at a stuck job sees whose work it holds up). A suspended fan-in keeps the ids
 -- it waits for in its wait (wait -> 'jobs', a JSON array of strings): this GIN over that array,
 -- for suspended fan-ins only, answers "who waits for this id" with one probe (jsonb `?`).

@@ -156,7 +156,7 @@ select id from gone;
 
 -- name: job_move_settled :one
 -- Move up to %(limit)s settled rows (completed, dead, cancelled) from jobs.job to jobs.job_done,
--- oldest first: what `jobs migrate` runs in batches after 0010_settled_rows, each batch its own
+-- oldest first: what `jobsctl migrate` runs in batches after 0010_settled_rows, each batch its own
 -- transaction, while workers run (rows another transaction holds are skipped and taken later).
 with batch as (
     select id from only jobs.job

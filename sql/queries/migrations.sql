@@ -4,7 +4,7 @@
 -- name: migration_server_check :exec
 -- The oldest server jobs supports: PostgreSQL 15 (the oldest upstream still supports, and the
 -- oldest the suite runs on; 18 is the one it is written for). Raised before anything is written,
--- by `jobs migrate` and first thing in the script `jobs migrate --sql` prints, with SQLSTATE
+-- by `jobsctl migrate` and first thing in the script `jobsctl migrate --sql` prints, with SQLSTATE
 -- 0A000 (feature_not_supported), which the runner reports as X_SERVER_UNSUPPORTED.
 do $$
 begin
@@ -16,13 +16,13 @@ end
 $$;
 
 -- name: migration_lock :exec
--- Serialise migrators for the transaction (the key 0.1's `jobs install` took, so the two never interleave).
+-- Serialise migrators for the transaction (the key 0.1's `jobsctl install` took, so the two never interleave).
 select pg_advisory_xact_lock(7201100);
 
 -- name: migration_bootstrap :exec
 -- The table that records applied migrations, and the baseline: a database installed by 0.1's
 -- schema.sql (jobs.meta schema_version 3, before this table existed) already holds 0001.
--- Idempotent; `jobs migrate --sql` prints it too, so a database migrated by another tool agrees.
+-- Idempotent; `jobsctl migrate --sql` prints it too, so a database migrated by another tool agrees.
 create schema if not exists jobs;
 create table if not exists jobs.migration (
     version    integer primary key,

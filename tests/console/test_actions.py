@@ -293,7 +293,7 @@ async def test_a_bad_filter_is_refused_with_the_words_to_type_and_the_list_kept(
         await filter_jobs(pilot, "state=sleeping")
         assert app.screen.where == JobFilter()
         (said,) = [n for n in app._notifications if "X_UNKNOWN_STATE" in (n.title or "")]
-        assert said.message.endswith("\ntype: state=dead") and "jobs ls" not in said.message  # the bar's words
+        assert said.message.endswith("\ntype: state=dead") and "jobsctl ls" not in said.message  # the bar's words
         assert len(app.screen.rows) == 50
 
 
@@ -701,7 +701,7 @@ async def test_a_bulk_refused_at_once_says_why_and_leaves_no_progress_window_beh
     async with app.run_test(size=SIZE) as pilot:
 
         async def refused(*a: object, **kw: object) -> object:
-            raise JobsError("X_KEY_HELD", cause="a live job holds the key", fix="jobs show ID")
+            raise JobsError("X_KEY_HELD", cause="a live job holds the key", fix="jobsctl show ID")
 
         app.source.bulk = refused  # type: ignore[method-assign]
         await keys(pilot, "3", "X", "y")

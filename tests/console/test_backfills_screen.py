@@ -242,7 +242,7 @@ async def test_i22_a_write_start_of_an_applied_backfill_shows_the_gate_and_force
         await drive("7", "w")(pilot)
         assert isinstance(app.screen, ResultScreen)  # refused before anything is asked
         text = str(app.screen.query_one("#result-text").render())
-        assert "X_BACKFILL_APPLIED" in text and done.id in text and "fix: jobs backfill accounts_email_lower" in text
+        assert "X_BACKFILL_APPLIED" in text and done.id in text and "fix: jobsctl backfill accounts_email_lower" in text
         await drive("enter")(pilot)
         assert await _ledger(app.source, "accounts_email_lower") == [done]  # the gate left it as it was
         await drive("f")(pilot)

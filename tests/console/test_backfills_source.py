@@ -1,5 +1,5 @@
 """How the console knows an app's backfills: `jobs-console --app MODULE` (default $JOBS_APP)
-imports the module `jobs backfill --app` imports, before the terminal is taken over; `--env`
+imports the module `jobsctl backfill --app` imports, before the terminal is taken over; `--env`
 names this console's environment. On real PostgreSQL, over the demo app's real table."""
 
 from __future__ import annotations

@@ -204,9 +204,9 @@ def test_the_demo_announces_the_dsn_the_cli_can_use() -> None:
     demo = Demo(traffic=False, pace=0, world=False).start()
     try:
         said = demo.announce()
-        assert demo.dsn is not None and repr(demo.dsn) in said and "jobs queues" in said
+        assert demo.dsn is not None and repr(demo.dsn) in said and "jobsctl queues" in said
         assert f"host={demo._cluster.directory}" in demo.source.database  # the header names it too
-        other = connect(demo.dsn)  # what `JOBS_DSN=... jobs queues` opens
+        other = connect(demo.dsn)  # what `JOBS_DSN=... jobsctl queues` opens
         try:
             assert other.enqueue_many([]) == []
         finally:

@@ -80,7 +80,7 @@ def test_an_unreachable_database_is_named_without_the_password(tmp_path) -> None
 
 
 def test_an_uninstalled_schema_names_jobs_install(pg_server_empty_dsn: str) -> None:
-    assert_clear_error(run("--dsn", pg_server_empty_dsn), "X_SCHEMA_MISSING", EXIT_ERROR, "jobs migrate --dsn")
+    assert_clear_error(run("--dsn", pg_server_empty_dsn), "X_SCHEMA_MISSING", EXIT_ERROR, "jobsctl migrate --dsn")
 
 
 @pytest.mark.parametrize("value", ["fast", "2 hours", "0s", "10ms", "2h", "-1s", ""])

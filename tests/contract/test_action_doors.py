@@ -81,11 +81,11 @@ async def test_a_retry_that_would_run_the_work_twice_raises_x_key_held_through_e
         await refused(doors.api.aretry_from_step(done.id, "render")),
         await refused(doors.console.retry_from_step(done.id, "render")),
     ):
-        assert (err.code, err.fix) == ("X_KEY_HELD", f"jobs cancel {live1.id}")
+        assert (err.code, err.fix) == ("X_KEY_HELD", f"jobsctl cancel {live1.id}")
     for err in (await refused(doors.api.operator().retry(dead.id)), await refused(doors.console.retry(dead.id))):
-        assert (err.code, err.fix) == ("X_KEY_HELD", f"jobs cancel {live2.id}")
+        assert (err.code, err.fix) == ("X_KEY_HELD", f"jobsctl cancel {live2.id}")
     r = await doors.cli("retry", done.id, "--from-step", "render")
-    assert r.exit_code == 1 and "X_KEY_HELD" in r.stderr and f"jobs cancel {live1.id}" in r.stderr
+    assert r.exit_code == 1 and "X_KEY_HELD" in r.stderr and f"jobsctl cancel {live1.id}" in r.stderr
     r = await doors.cli("retry", dead.id)
     assert r.exit_code == 1 and "X_KEY_HELD" in r.stderr
     # Refused: nothing changed, nothing audited.
@@ -178,7 +178,9 @@ async def test_a_queue_nothing_names_is_not_paused_by_a_typo_through_any_door(
 ) -> None:
     await make_job(driver, ids, clock.now(), queue="emails")
     for err in (await refused(doors.api.operator().pause("emials")), await refused(doors.console.pause("emials"))):
-        assert err.code == "X_UNKNOWN_QUEUE" and "did you mean 'emails'" in err.cause and err.fix == "jobs pause emails"
+        assert (
+            err.code == "X_UNKNOWN_QUEUE" and "did you mean 'emails'" in err.cause and err.fix == "jobsctl pause emails"
+        )
     r = await doors.cli("pause", "emials")
     assert r.exit_code == 1 and "X_UNKNOWN_QUEUE" in r.stderr and "did you mean 'emails'" in r.stderr
     assert "emials" not in await driver.queue_names_known()
@@ -220,7 +222,7 @@ async def test_discarding_a_dead_letter_deletes_it_and_keeps_the_audit_through_e
     assert err.cause == f"no job has id {d1.id} for tenant 'globex'"
     # Only a dead letter: a live job is refused, and the fix names cancel.
     for err in (await refused(doors.api.operator().discard(ready.id)), await refused(doors.console.discard(ready.id))):
-        assert (err.code, err.fix) == ("X_INVALID_STATE", f"jobs cancel {ready.id}")
+        assert (err.code, err.fix) == ("X_INVALID_STATE", f"jobsctl cancel {ready.id}")
     assert await driver.job_get(job_id=ready.id) == ready
 
 

@@ -17,7 +17,7 @@ from engine.types import JobState
 from tests.engine.test_worker import Q, next_of, running
 
 register_error_retry({"X_TEST_CARD_DECLINED": "terminal"})
-FIX = "jobs retry ID once the customer has updated their card"
+FIX = "jobsctl retry ID once the customer has updated their card"
 UNSTORABLE = "row 7: bad byte \x00 in b'\\xff' decoded as \udcff"
 ESCAPED = "row 7: bad byte \\x00 in b'\\xff' decoded as \\udcff"
 

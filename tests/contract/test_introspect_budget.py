@@ -28,7 +28,7 @@ async def test_an_over_budget_projection_is_cut_off_with_a_clear_error(pg_dsn: s
             with pytest.raises(JobsError) as e:
                 await call()
             assert e.value.code == "X_QUERY_BUDGET" and "budget" in e.value.cause
-            assert e.value.fix.startswith("jobs ")
+            assert e.value.fix.startswith("jobsctl ")
         blocker.rollback()
     assert (await intro.queues()).queues == ()  # the connection is healthy again
     await driver.close()

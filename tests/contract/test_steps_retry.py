@@ -126,7 +126,7 @@ async def test_retry_from_a_step_refusals_change_nothing(driver: Driver, ids: Id
     assert (
         err.value.code == X_UNKNOWN_STEP
         and "'lod'" in err.value.cause
-        and err.value.fix == f"jobs retry {jid} --from-step fetch"
+        and err.value.fix == f"jobsctl retry {jid} --from-step fetch"
     )
 
     other_tenant = await driver.job_retry_from_step(
@@ -143,7 +143,7 @@ async def test_retry_from_a_step_refusals_change_nothing(driver: Driver, ids: Id
     assert (dup.outcome, dup.holder_id) == ("duplicate", holder)
     with pytest.raises(JobsError) as err:
         checked_step_retry(dup, tenant="acme")
-    assert err.value.code == X_KEY_HELD and err.value.fix == f"jobs cancel {holder}"
+    assert err.value.code == X_KEY_HELD and err.value.fix == f"jobsctl cancel {holder}"
     assert (await get(driver, jid), await driver.step_list(job_id=jid)) == before
 
     # A job that is not dead or completed (here: running) is refused.

@@ -1,5 +1,5 @@
 """What `why` reads, the same from every driver: a queue's waiting jobs grouped by what they wait
-for (queue_waits), and `jobs why TARGET` telling a queue from a job id, a mistyped id from a
+for (queue_waits), and `jobsctl why TARGET` telling a queue from a job id, a mistyped id from a
 queue name (X_NOT_FOUND naming the ids it may have meant) and an unknown queue from both."""
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ async def test_why_target_tells_a_queue_from_an_id_and_refuses_what_is_neither(
     with pytest.raises(JobsError) as e:
         await i.why(typo)
     assert e.value.code == X_NOT_FOUND and f"did you mean {job.id}" in e.value.cause
-    assert e.value.meta["candidates"] == [job.id] and e.value.fix == f"jobs why {job.id}"
+    assert e.value.meta["candidates"] == [job.id] and e.value.fix == f"jobsctl why {job.id}"
     with pytest.raises(JobsError) as e:
         await i.why("deadbeefcafe")  # an id no job has, near none: not read as a queue name
     assert e.value.code == X_NOT_FOUND

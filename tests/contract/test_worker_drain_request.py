@@ -1,4 +1,4 @@
-"""An operator asks a running worker to drain (jobs workers drain ID): the request stands on the
+"""An operator asks a running worker to drain (jobsctl workers drain ID): the request stands on the
 worker's row, the worker sees it on its next heartbeat and drains as on SIGTERM (I14): it stops
 claiming, lets in-flight work finish, deregisters. On every driver, with a real worker."""
 
@@ -74,7 +74,7 @@ async def test_an_unknown_worker_or_a_scoped_or_read_only_operator_is_refused(dr
         assert e.value.code == code
     with pytest.raises(JobsError) as e:
         await Operator(driver, clock=clock, actor="ann").drain_worker("host:1:abd")
-    assert "did you mean 'host:1:abc'" in e.value.cause and e.value.fix == "jobs workers drain host:1:abc"
+    assert "did you mean 'host:1:abc'" in e.value.cause and e.value.fix == "jobsctl workers drain host:1:abc"
     beat = await driver.worker_heartbeat(id="host:1:abc", in_use=0, stopping=False, now=clock.now())
     assert beat is not None and not beat.drain_requested
 

@@ -1,4 +1,4 @@
-"""The application module the backfill tests declare their sweeps in (and run `jobs worker` on).
+"""The application module the backfill tests declare their sweeps in (and run `jobsctl worker` on).
 
 Its database is $BACKFILL_APP_DSN: a table `accounts` the tests create (create_accounts), and
 `app_migrations`, the app's own migration ledger. `BACKFILL_ANNOUNCE=1` makes each write batch

@@ -1,4 +1,4 @@
-"""The app module tests/engine/test_log_secrets.py runs `jobs worker` on: no tests here. Each
+"""The app module tests/engine/test_log_secrets.py runs `jobsctl worker` on: no tests here. Each
 handler sees an input carrying a marker the worker's logs must never show."""
 
 from __future__ import annotations

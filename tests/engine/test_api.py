@@ -153,7 +153,7 @@ async def test_a_schema_that_is_not_installed_says_jobs_install(pg_server_empty_
     eng = connect(pg_server_empty_dsn)
     with pytest.raises(JobsError) as e:
         await eng.aenqueue(send_email, {"user_id": 1})
-    assert e.value.code == "X_SCHEMA_MISSING" and e.value.fix.startswith("jobs migrate")
+    assert e.value.code == "X_SCHEMA_MISSING" and e.value.fix.startswith("jobsctl migrate")
     await eng.aclose()
 
 

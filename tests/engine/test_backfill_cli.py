@@ -1,4 +1,4 @@
-"""`jobs backfill`: the pending alarm a deploy gates on (exit 4, JSON), a start that prints its
+"""`jobsctl backfill`: the pending alarm a deploy gates on (exit 4, JSON), a start that prints its
 job id, an unknown name refused before the database, read-only actions refused; and the Django
 and Alembic ledger readers on a real database."""
 
@@ -40,7 +40,7 @@ def test_i22_pending_exits_non_zero_with_each_pending_backfill_and_its_fix(app_d
     first = out["pending"][0]["error"]
     assert (
         first["code"] == "X_BACKFILL_PENDING"
-        and first["fix"] == f"jobs backfill accounts_email_lower --app {APP} --write"
+        and first["fix"] == f"jobsctl backfill accounts_email_lower --app {APP} --write"
     )
     res = _invoke("--pending", "--app", APP, "--dsn", app_dsn, "--env", "production")
     assert res.exit_code == 4 and "accounts_prod_only" in res.stdout
@@ -108,7 +108,7 @@ def test_the_django_and_alembic_readers_read_the_apps_ledgers(pg_dsn: str) -> No
 
 
 def test_i22_a_backfills_status_is_its_environments_own(app_dsn: str) -> None:
-    """`jobs backfill --status` agrees with --pending and the console: a backfill whose list leaves
+    """`jobsctl backfill --status` agrees with --pending and the console: a backfill whose list leaves
     this environment out is "not declared" here, not pending; a live pass is "running" only in its
     own environment (elsewhere it is the gate a start meets); the table names the last pass's mode,
     so a completed dry run's figures never read as a write."""

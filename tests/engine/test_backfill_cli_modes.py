@@ -1,4 +1,4 @@
-"""`jobs backfill` refuses a combination of which a part would be dropped, before the database:
+"""`jobsctl backfill` refuses a combination of which a part would be dropped, before the database:
 two commands at once (--history --cancel), a start's flags on another command (--cancel --write),
 --force without --write (a dry run is never refused), --wait on what starts no pass, and a name
 given to the lists of every backfill (--pending, --status)."""

@@ -86,7 +86,7 @@ def test_i22_an_unknown_name_lists_the_declared_ones_with_did_you_mean() -> None
         bf.backfill(n, source=_src, count=_count)(lambda batch: None)
     err = _refused("X_BACKFILL_UNKNOWN", lambda: Catalog.of(bf).get("acounts_email"))
     assert "declared: accounts_email, orders_total" in err.cause and "did you mean 'accounts_email'" in err.cause
-    assert err.fix.startswith("jobs backfill accounts_email --app ")
+    assert err.fix.startswith("jobsctl backfill accounts_email --app ")
     err = _refused("X_BACKFILL_UNKNOWN", lambda: Catalog([]).get("x"))
     assert "declares none at all" in err.cause
 
@@ -160,7 +160,7 @@ async def test_i22_a_pass_on_the_memory_driver_sweeps_a_plain_source_once() -> N
 
 
 async def test_i22_a_pass_whose_job_ended_where_no_pass_code_ran_reads_as_that_end(clock: FakeClock) -> None:
-    """A queued pass cancelled as a job (`jobs cancel`) and a pass job that died unrun (its worker
+    """A queued pass cancelled as a job (`jobsctl cancel`) and a pass job that died unrun (its worker
     does not know the backfill: X_UNKNOWN_JOB) leave their ledger rows queued; the history, the
     progress and the status read the job's end instead, and a retry still continues the job."""
     from engine.api import Engine
@@ -181,7 +181,7 @@ async def test_i22_a_pass_whose_job_ended_where_no_pass_code_ran_reads_as_that_e
     assert view.status == "pending" and view.gate is None
 
     second = await ctl.start("flags", write=True)
-    unknown = JobsError("X_UNKNOWN_JOB", "no job named 'backfill:flags' is registered", "jobs describe --app MODULE")
+    unknown = JobsError("X_UNKNOWN_JOB", "no job named 'backfill:flags' is registered", "jobsctl describe --app MODULE")
     while (await f.get(second.job_id)).state.value != "dead":  # as the worker burns its attempts
         await f.fail(await f.claim(second.job_id), unknown, RetryPolicy(attempts=3))
         f.advance(60)

@@ -1,5 +1,5 @@
 """Backfills on real PostgreSQL over a real application table (I22): a write pass sweeps every row
-once, a dry run writes nothing, a SIGKILLed `jobs worker` mid-pass resumes at its batch on another
+once, a dry run writes nothing, a SIGKILLed `jobsctl worker` mid-pass resumes at its batch on another
 worker, each gate fires with its code and leaves the ledger as it was, a stalled pass is caught,
 cancel stops within one batch and retry continues from there. Waits are on the workers'
 execution callbacks, on a process's stdout, or on a batch hook; none sleeps for a condition."""
@@ -138,14 +138,14 @@ async def test_i22_each_gate_fires_with_its_code_and_leaves_the_ledger_as_it_was
     err = await refused("X_BACKFILL_UNKNOWN", ctl.start("accounts_emial_lower", write=True))
     assert "did you mean 'accounts_email_lower'" in err.cause and "accounts_even_only" in err.cause
     err = await refused("X_BACKFILL_PENDING", ctl.require_applied())
-    assert err.fix == "jobs backfill accounts_email_lower --app tests.engine.backfill_app --write"
+    assert err.fix == "jobsctl backfill accounts_email_lower --app tests.engine.backfill_app --write"
     err = await refused("X_BACKFILL_ENVIRONMENT", ctl.start("accounts_prod_only", write=True))
-    assert err.fix == "JOBS_ENV=production jobs backfill accounts_prod_only --app tests.engine.backfill_app --write"
+    assert err.fix == "JOBS_ENV=production jobsctl backfill accounts_prod_only --app tests.engine.backfill_app --write"
     err = await refused("X_BACKFILL_MIGRATION_PENDING", ctl.start("accounts_future", write=True))
     assert "0003_not_yet" in err.cause
     first = await ctl.start("accounts_email_lower", write=True)  # queued: no worker yet
     err = await refused("X_BACKFILL_RUNNING", ctl.start("accounts_email_lower", write=True))
-    assert first.job_id in err.cause and err.fix == f"jobs show {first.job_id}"
+    assert first.job_id in err.cause and err.fix == f"jobsctl show {first.job_id}"
     seen = Finished()
     async with _worker(pg_dsn, seen):
         assert await seen.until(first.job_id, "completed", "dead") == "completed"

@@ -10,7 +10,7 @@ handler fails its own attempt and never the worker:
 - an event payload that is not a JSON object or holds a value JSON cannot hold;
 - an input its job's idempotency key function cannot read (it raises): X_INVALID_ARGUMENT;
 - a DSN naming another storage (redis://, nats://): X_NOT_IMPLEMENTED naming what is supported;
-- `jobs worker` on a database without the schema or with one that is older: refused at once,
+- `jobsctl worker` on a database without the schema or with one that is older: refused at once,
   not waited for.
 """
 
@@ -272,7 +272,7 @@ def _worker(dsn: str) -> subprocess.CompletedProcess[str]:
 def test_a_worker_on_a_database_without_the_schema_is_refused_at_once(pg_server_empty_dsn: str) -> None:
     out = _worker(pg_server_empty_dsn)
     assert out.returncode == 1 and "error X_SCHEMA_MISSING:" in out.stderr
-    assert "fix: jobs migrate" in out.stderr and "Traceback" not in out.stderr
+    assert "fix: jobsctl migrate" in out.stderr and "Traceback" not in out.stderr
     assert "waiting-for-database" not in out.stderr
 
 
@@ -282,4 +282,4 @@ def test_a_worker_on_an_older_schema_is_refused_at_once(pg_server_empty_dsn: str
     migrate(pg_server_empty_dsn, target=7)
     out = _worker(pg_server_empty_dsn)
     assert out.returncode == 1 and "error X_SCHEMA_OUTDATED:" in out.stderr and "0008_" in out.stderr
-    assert "fix: jobs migrate" in out.stderr and "Traceback" not in out.stderr
+    assert "fix: jobsctl migrate" in out.stderr and "Traceback" not in out.stderr

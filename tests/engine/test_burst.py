@@ -1,4 +1,4 @@
-"""A burst worker (burst=True, `jobs worker --burst`, engine.testing.run_due) stops once nothing
+"""A burst worker (burst=True, `jobsctl worker --burst`, engine.testing.run_due) stops once nothing
 in its queues is due and every job it claimed has settled, deciding on the claim's own notion of
 due (engine/runtime/burst.py). On both drivers and the fake clock; every wait is on the worker's
 own end (run_due returns when it has stopped)."""
@@ -200,7 +200,7 @@ def test_jobs_worker_burst_runs_what_is_due_and_exits_zero(pg_dsn: str, tmp_path
         )
         assert done.returncode == 0, done.stderr[-2000:]
         assert '"jobs.worker.burst-done"' in done.stderr
-        assert re.search(r"^jobs worker \S+ burst done in [0-9.]+ s: 5 completed$", done.stdout, re.M), done.stdout
+        assert re.search(r"^jobsctl worker \S+ burst done in [0-9.]+ s: 5 completed$", done.stdout, re.M), done.stdout
         assert {eng.get(i).state for i in ids} == {JobState.COMPLETED}
     finally:
         eng.close()

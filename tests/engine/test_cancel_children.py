@@ -165,7 +165,7 @@ async def test_a_cancel_with_more_jobs_below_than_the_limit_is_refused_before_an
 def test_jobs_cancel_children_with_all_is_refused_and_names_the_one_job_form() -> None:
     r = cli("cancel", "--all", "--filter", "queue=x", "--children", "--dsn", "postgresql://nobody@localhost/none")
     assert r.exit_code != 0 and "--children cancels the jobs below one job" in r.output
-    assert "jobs cancel JOB_ID --children" in r.output
+    assert "jobsctl cancel JOB_ID --children" in r.output
 
 
 async def test_a_job_below_gone_between_the_walk_and_its_cancel_is_passed_over_and_the_rest_cancelled(

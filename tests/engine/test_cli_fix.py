@@ -1,4 +1,4 @@
-"""`jobs show` and `jobs dead` print what a dead letter's error said to do (its fix), with the
+"""`jobsctl show` and `jobsctl dead` print what a dead letter's error said to do (its fix), with the
 error it came with; `--json` carries it on the attempt and on the group."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from engine.retry import RetryPolicy, register_error_retry
 from engine.testing import Factory
 from engine.types import JobState
 
-FIX = "jobs retry ID once [bold]the card[/bold] is updated"  # markup shown as typed
+FIX = "jobsctl retry ID once [bold]the card[/bold] is updated"  # markup shown as typed
 register_error_retry({"X_TEST_CLI_DECLINED": "terminal"})
 
 

@@ -1,5 +1,5 @@
-"""A group's options given before its subcommand's name are the subcommand's: `jobs workers --dsn X
---json drain ID` drains on X and answers in JSON, as `jobs workers drain ID --dsn X --json` does;
+"""A group's options given before its subcommand's name are the subcommand's: `jobsctl workers --dsn X
+--json drain ID` drains on X and answers in JSON, as `jobsctl workers drain ID --dsn X --json` does;
 an option of the group that the subcommand cannot use (the list's --budget) is refused, and two
 different --dsn, one each side of the name, are refused rather than one silently winning; and what
 only --all reads (--filter, --rate; --yes without --children) is refused with a job's id."""

@@ -1,6 +1,6 @@
 """What `jobs` says about itself and how its tables read: every option has help, each command's
-summary is one line, a flag is not shown as taking a `<bool>`, `--version` answers, `jobs dead`
-clips the last error at a word with an ellipsis on one line, and every column of `jobs workers`
+summary is one line, a flag is not shown as taking a `<bool>`, `--version` answers, `jobsctl dead`
+clips the last error at a word with an ellipsis on one line, and every column of `jobsctl workers`
 has a header."""
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def test_no_flag_is_shown_as_taking_a_bool() -> None:
 
 
 def test_a_filter_key_typed_as_an_option_answers_how_to_write_the_filter() -> None:
-    """`jobs ls --state dead` is how other CLIs filter: ours says `-f state=dead`, on every
+    """`jobsctl ls --state dead` is how other CLIs filter: ours says `-f state=dead`, on every
     command that filters; any other unknown option keeps click's answer."""
     runner = CliRunner()
     cases = [

@@ -161,7 +161,7 @@ def test_a_bulk_action_with_no_answer_changes_nothing_and_says_to_add_yes(pg_dsn
 def test_pause_resume_and_event(pg_dsn: str) -> None:
     # Nothing names "emails" yet: a typo would leave a phantom paused queue, so it takes --create.
     r = cli("pause", "emails", "--dsn", pg_dsn)
-    assert r.exit_code == 1 and "X_UNKNOWN_QUEUE" in r.stderr and "jobs pause emails --create" in r.stderr
+    assert r.exit_code == 1 and "X_UNKNOWN_QUEUE" in r.stderr and "jobsctl pause emails --create" in r.stderr
     r = cli("pause", "emails", "--create", "--note", "smtp down", "--actor", "bob", "--dsn", pg_dsn, "--json")
     assert r.exit_code == 0 and json.loads(r.stdout)["by"] == "bob"
     assert cli("pause", "emails", "--dsn", pg_dsn).exit_code == 5
@@ -233,9 +233,9 @@ def test_enqueue_and_describe_read_the_app_from_jobs_app_as_backfill_does(
     monkeypatch.delenv("JOBS_APP", raising=False)
     r = cli("enqueue", "zeta_report", "--input", '{"day": 2}', "--dsn", pg_dsn)
     assert r.exit_code == 1 and "X_WORKER_TARGET" in r.stderr and "$JOBS_APP is not set" in r.stderr
-    assert "fix: jobs enqueue zeta_report --app myapp.jobs" in r.stderr
+    assert "fix: jobsctl enqueue zeta_report --app myapp.jobs" in r.stderr
     r = cli("describe")
-    assert r.exit_code == 1 and "fix: jobs describe --app myapp.jobs" in r.stderr
+    assert r.exit_code == 1 and "fix: jobsctl describe --app myapp.jobs" in r.stderr
     monkeypatch.setenv("JOBS_APP", app_module)
     r = cli("enqueue", "zeta_report", "--input", '{"day": 2}', "--dsn", pg_dsn, "--json")
     assert r.exit_code == 0 and json.loads(r.stdout)["state"] == "ready"
@@ -259,7 +259,7 @@ def test_why_reads_a_queue_a_job_and_refuses_a_mistyped_id_or_queue(pg_dsn: str)
     assert r.exit_code == 3 and json.loads(r.stderr)["error"]["code"] == "X_NOT_FOUND" and r.stdout == ""
     r = cli("why", "biling", "--dsn", pg_dsn)
     assert r.exit_code == 1 and "X_UNKNOWN_QUEUE" in r.stderr and "did you mean 'billing'" in r.stderr
-    assert "fix: jobs why billing" in r.stderr
+    assert "fix: jobsctl why billing" in r.stderr
 
 
 def test_outbox_prints_relay_ids_and_errors_as_they_are(pg_dsn: str) -> None:

@@ -74,7 +74,7 @@ def test_a_malformed_port_is_x_dsn_invalid_and_its_fix_names_the_command_run() -
         for cmd in (["queues"], ["ls"], ["show", "0d64484e051c"], ["dead"], ["why", "billing"]):
             r = CliRunner().invoke(app, [*cmd, "--dsn", dsn])
             assert r.exit_code == 2 and "error X_DSN_INVALID" in r.stderr and "not a port number" in r.stderr
-            assert f"fix: jobs {cmd[0]} --dsn postgresql://USER@HOST:5432/DBNAME" in r.stderr
+            assert f"fix: jobsctl {cmd[0]} --dsn postgresql://USER@HOST:5432/DBNAME" in r.stderr
             assert "install" not in r.stderr
 
 
@@ -108,7 +108,7 @@ def test_a_timeout_given_by_flag_wins_over_the_dsns_own_and_a_default_fills_only
 def test_a_timeout_given_with_a_memory_dsn_is_refused_it_opens_no_connection_to_time() -> None:
     r = CliRunner().invoke(app, ["--statement-timeout", "5", "queues", "--dsn", "memory://"])
     assert r.exit_code == 1 and "X_INVALID_ARGUMENT" in r.stderr and "memory:// opens none" in r.stderr
-    assert "fix: jobs queues --dsn memory:// (without --statement-timeout)" in r.stderr
+    assert "fix: jobsctl queues --dsn memory:// (without --statement-timeout)" in r.stderr
     r = CliRunner().invoke(app, ["queues", "--dsn", "memory://"], env={"JOBS_CONNECT_TIMEOUT": "3"})
     assert r.exit_code == 1 and "without --connect-timeout" in r.stderr
     assert CliRunner().invoke(app, ["queues", "--dsn", "memory://"]).exit_code == 0

@@ -1,4 +1,4 @@
-"""$JOBS_TEST_CLOCK_SKEW (tests only) moves a `jobs worker` process's wall clock, never its
+"""$JOBS_TEST_CLOCK_SKEW (tests only) moves a `jobsctl worker` process's wall clock, never its
 monotonic clock: how the torture run gives its workers clocks that disagree within the margin
 README.md states. A value that is not a number is refused before the database is touched."""
 

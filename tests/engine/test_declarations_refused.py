@@ -220,7 +220,8 @@ async def test_a_task_enqueued_by_hand_needs_a_scheduled_for_instant_and_its_err
         with pytest.raises(JobsError) as err:
             await eng.aenqueue(nightly, bad)
         assert (
-            "names no scheduled_for instant" in err.value.cause and err.value.fix == "jobs schedule trigger t.by_hand"
+            "names no scheduled_for instant" in err.value.cause
+            and err.value.fix == "jobsctl schedule trigger t.by_hand"
         )
     res = await eng.aenqueue(nightly, {"scheduled_for": "2026-03-29T00:00:00Z"})
     assert (await eng.aget(res.id)).idempotency_key == "t.by_hand@2026-03-29T00:00:00Z"

@@ -1,8 +1,8 @@
-"""Every error's fix that names a `jobs` command names one that exists, with options that command
+"""Every error's fix that names a `jobsctl` command names one that exists, with options that command
 (or its group, or the root) takes: an error's one-line fix is what the operator types next, so a
 renamed command or flag must not leave fixes pointing at nothing. Read from the source: each
-``fix=`` given as a string or f-string that starts with "jobs "; a fix whose command is a
-placeholder (``jobs {command} ...``, ``jobs COMMAND``) is checked where its words are literal."""
+``fix=`` given as a string or f-string that starts with "jobsctl "; a fix whose command is a
+placeholder (``jobsctl {command} ...``, ``jobsctl COMMAND``) is checked where its words are literal."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ OPTION = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
 
 
 def _fixes() -> list[tuple[str, str]]:
-    """(where, text) of every literal `jobs ...` fix in engine/, placeholders as {}."""
+    """(where, text) of every literal `jobsctl ...` fix in engine/, placeholders as {}."""
     found = []
     for path in sorted((ROOT / "engine").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
@@ -33,7 +33,7 @@ def _fixes() -> list[tuple[str, str]]:
                 text = "".join(x.value if isinstance(x, ast.Constant) else "{}" for x in v.values)  # type: ignore[misc]
             else:
                 continue
-            if text.startswith("jobs "):
+            if text.startswith("jobsctl "):
                 found.append((f"{path.relative_to(ROOT)}:{node.value.lineno}", text))
     return found
 
@@ -42,7 +42,7 @@ def _options(command: Any) -> set[str]:
     return {opt for p in command.params for opt in p.opts}
 
 
-def test_every_jobs_command_an_errors_fix_names_exists_with_its_options() -> None:
+def test_every_jobsctl_command_an_errors_fix_names_exists_with_its_options() -> None:
     root = get_command(app)
     fixes = _fixes()
     assert len(fixes) > 40  # the scan finds the fixes (61 when written)

@@ -65,7 +65,7 @@ async def test_a_job_fans_out_in_a_step_and_fans_in_with_wait_for_jobs(
     assert sorted(e.outcome for e in thumbs.executions) == ["completed", "completed", "dead"]
     assert (await eng.aget(parent)).state is JobState.SUSPENDED
     kids = (await eng.driver.step_load(job_id=parent))[0].result
-    if isinstance(driver, PostgresDriver):  # what `jobs show` says of a fan-in that waits
+    if isinstance(driver, PostgresDriver):  # what `jobsctl show` says of a fan-in that waits
         r = await asyncio.to_thread(cli, "show", parent, "--dsn", request.getfixturevalue("pg_dsn"))
         assert r.exit_code == 0, r.output
         assert "Waiting for 3 jobs to settle, in step 'thumbs' (2 completed, 1 dead)" in r.stdout

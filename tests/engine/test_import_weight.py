@@ -88,7 +88,7 @@ def test_a_worker_imports_prometheus_client_only_to_expose_its_metrics() -> None
 
 
 def test_jobs_worker_imports_no_read_model_on_its_way_to_serving() -> None:
-    # `jobs worker`: the CLI (typer, each command module registered), the target's jobs, the
+    # `jobsctl worker`: the CLI (typer, each command module registered), the target's jobs, the
     # maintained worker with its relay and scheduler, and the driver opened by engine.api.
     modules = imported_by(
         "from engine.cli import main\n"
@@ -105,7 +105,7 @@ def test_jobs_worker_imports_no_read_model_on_its_way_to_serving() -> None:
 
 
 def test_a_maintained_worker_without_cron_tasks_loads_no_scheduler_nor_cron_parser() -> None:
-    # `jobs worker` over a module with no @task: the scheduler is not started, so neither it nor
+    # `jobsctl worker` over a module with no @task: the scheduler is not started, so neither it nor
     # engine.schedule and cronsim (~10 ms of a start) are imported; the relay runs, and imports
     # the outbox's row types only when it has a row to build.
     modules = imported_by(
@@ -156,7 +156,7 @@ def test_the_benchs_peer_worker_process_imports_nothing_of_the_harness_beyond_it
 def test_jobs_worker_reads_its_options_without_pydantic() -> None:
     # typer 0.29 coerces every option through a pydantic TypeAdapter built at the first parse
     # (~110 ms more a command on a 2-core machine, a worker's start among them); the dependency is
-    # held below it (pyproject.toml). The probe parses a full `jobs worker` command line and stops
+    # held below it (pyproject.toml). The probe parses a full `jobsctl worker` command line and stops
     # where the worker would import its target.
     modules = imported_by(
         "import sys\n"

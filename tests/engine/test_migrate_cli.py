@@ -1,4 +1,4 @@
-"""`jobs migrate` (and `jobs install`, its alias): apply, --status, --sql, from the command line."""
+"""`jobsctl migrate` (and `jobsctl install`, its alias): apply, --status, --sql, from the command line."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def test_jobs_migrate_status_lists_applied_and_pending(pg_server_empty_dsn: str)
     lines = text.output.splitlines()
     assert lines[1].split()[:3] == [LABELS[0], "applied", "migrate"]
     assert lines[2].split() == [LABELS[1], "pending"]
-    assert lines[-1] == f"{len(LABELS) - 1} pending: run `jobs migrate`"
+    assert lines[-1] == f"{len(LABELS) - 1} pending: run `jobsctl migrate`"
 
 
 def test_jobs_migrate_sql_prints_the_pending_sql_with_its_recording(pg_server_empty_dsn: str) -> None:

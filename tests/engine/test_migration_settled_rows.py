@@ -1,7 +1,7 @@
 """0010_settled_rows: settled rows move from jobs.job to jobs.job_done. An upgrade from 0009 with
 live and settled jobs equals a fresh install; a job enqueued before it is still dedupe-protected,
 claimable and its history readable after; rows a worker of the previous release settles in place
-afterwards are still read, retried and moved (the pruner's pass, `jobs migrate`'s batches)."""
+afterwards are still read, retried and moved (the pruner's pass, `jobsctl migrate`'s batches)."""
 
 from __future__ import annotations
 

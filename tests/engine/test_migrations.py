@@ -1,6 +1,6 @@
 """The schema's migrations (sql/migrations) and their runner: from empty, from the first release's
 schema.sql (the baseline), with live jobs, two migrators at once, a changed file, and the SQL
-another tool runs instead of `jobs migrate`."""
+another tool runs instead of `jobsctl migrate`."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from engine.schema import migrate, migration_sql, migration_status, pending_sql
 from engine.types import Claim, Nack
 
 ROOT = Path(__file__).resolve().parents[2]
-# What the first release's `jobs install` ran: its schema.sql, verbatim (schema_version 3).
+# What the first release's `jobsctl install` ran: its schema.sql, verbatim (schema_version 3).
 FIRST_RELEASE = (Path(__file__).parent / "data" / "schema_0_1.sql").read_text()
 
 
@@ -148,11 +148,11 @@ async def test_an_engine_refuses_a_database_with_no_schema_or_pending_migrations
     try:
         with pytest.raises(JobsError) as missing:
             await driver.open()
-        assert missing.value.code == "X_SCHEMA_MISSING" and missing.value.fix == 'jobs migrate --dsn "$JOBS_DSN"'
+        assert missing.value.code == "X_SCHEMA_MISSING" and missing.value.fix == 'jobsctl migrate --dsn "$JOBS_DSN"'
         migrate(dsn, target=1)
         with pytest.raises(JobsError) as outdated:
             await driver.open()
-        assert outdated.value.code == "X_SCHEMA_OUTDATED" and outdated.value.fix == 'jobs migrate --dsn "$JOBS_DSN"'
+        assert outdated.value.code == "X_SCHEMA_OUTDATED" and outdated.value.fix == 'jobsctl migrate --dsn "$JOBS_DSN"'
         assert migrations()[1].label in outdated.value.cause
         migrate(dsn)
         await driver.open()
@@ -189,7 +189,9 @@ def test_migrations_run_without_the_databases_default_statement_timeout_unless_g
         admin.execute(psycopg.sql.SQL("alter database {} set statement_timeout = '1ms'").format(name))
     migrate(dsn)
     assert migration_status(dsn).pending == ()
-    given = psycopg.conninfo.make_conninfo(dsn, options="-c statement_timeout=200")  # jobs migrate --statement-timeout
+    given = psycopg.conninfo.make_conninfo(
+        dsn, options="-c statement_timeout=200"
+    )  # jobsctl migrate --statement-timeout
     # A long transaction holds the table the status reads; the holder runs without the database's
     # 1 ms default, which a busy machine's lock statement alone can outlast.
     unbounded = psycopg.conninfo.make_conninfo(dsn, options="-c statement_timeout=0")

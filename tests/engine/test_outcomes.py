@@ -1,7 +1,7 @@
 """Waiting for a job's outcome (engine/outcomes.py): ``eng.aoutcome`` answers the row once it has
 settled, reads it on a doubling schedule capped at POLL_MAX, and fails only the wait itself
-(X_WAIT_TIMEOUT, X_NOT_FOUND), never the job. Both drivers, the fake clock; and `jobs wait` /
-`jobs enqueue --wait` with their exit codes on PostgreSQL."""
+(X_WAIT_TIMEOUT, X_NOT_FOUND), never the job. Both drivers, the fake clock; and `jobsctl wait` /
+`jobsctl enqueue --wait` with their exit codes on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ async def test_a_wait_past_its_timeout_is_x_wait_timeout_and_leaves_the_job_as_i
     polled = len(reads)
     assert err.value.code == X_WAIT_TIMEOUT
     assert f"job {later} (o.double) is still delayed after 3 s" in err.value.cause
-    assert "nothing was changed" in err.value.cause and f"jobs why {later} says what it waits for" in err.value.fix
+    assert "nothing was changed" in err.value.cause and f"jobsctl why {later} says what it waits for" in err.value.fix
     assert await eng.aget(later) == before
     # the reads: one at the start, then after pauses doubling from POLL_FIRST up to POLL_MAX, the
     # last pause cut to what is left of the timeout

@@ -1,5 +1,5 @@
 """Behind a pooler in transaction mode (PgBouncer), each transaction may reach another server
-session: the engine then prepares no statement (``prepared_statements=False``, ``jobs worker
+session: the engine then prepares no statement (``prepared_statements=False``, ``jobsctl worker
 --no-prepared-statements``), and a connection that prepared through one anyway fails with an error
 that names the pooler. The suite has no pooler: these pin what the engine sends and how it reads
 the server's and the pooler's refusals."""
@@ -177,7 +177,7 @@ def test_a_console_opened_without_prepared_statements_reads_without_preparing_an
 def test_jobs_migrate_prepares_no_statement_so_the_setting_holds_for_it_too(
     pg_server_empty_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # `jobs --no-prepared-statements migrate`: migrate's own connection never prepares (each of its
+    # `jobsctl --no-prepared-statements migrate`: migrate's own connection never prepares (each of its
     # statements runs once or a few times), so the root setting is kept there without a flag.
     from typer.testing import CliRunner
 
@@ -227,7 +227,8 @@ def test_a_long_running_command_on_memory_is_refused_unless_it_makes_its_own_wor
             out.returncode == 2 and "error X_DSN_INVALID: memory:// is the" in out.stderr and said in out.stderr
         )  # usage
         assert (
-            f"fix: jobs {' '.join(command[:2]) if command[0] != 'relay' else 'relay'} --dsn postgresql://" in out.stderr
+            f"fix: jobsctl {' '.join(command[:2]) if command[0] != 'relay' else 'relay'} --dsn postgresql://"
+            in out.stderr
         )
     else:
         assert out.returncode == 0 and "X_DSN_INVALID" not in out.stderr, out.stderr

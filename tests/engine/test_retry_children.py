@@ -227,7 +227,7 @@ async def test_a_retry_with_more_jobs_below_than_the_limit_is_refused_before_any
     with pytest.raises(JobsError) as exc:
         await eng.operator(actor="ann").retry(top, children=True)
     assert exc.value.code == X_INVALID_ARGUMENT and "a retry reaches at most 4" in exc.value.cause
-    assert exc.value.fix.startswith(f"jobs retry {top}, then jobs retry --all --filter")
+    assert exc.value.fix.startswith(f"jobsctl retry {top}, then jobsctl retry --all --filter")
     rows = await driver.job_get_many(job_ids=[top, *ids.values()])
     assert sum(r.state is JobState.DEAD for r in rows) == 4
 
@@ -251,7 +251,7 @@ def test_jobs_retry_children_refuses_an_id_with_all_and_from_step_with_the_form_
 ) -> None:
     r = cli("retry", *extra, "--children", "--dsn", "postgresql://nobody@localhost/none")
     assert r.exit_code != 0 and said in r.output
-    assert "fix: jobs retry" in r.output
+    assert "fix: jobsctl retry" in r.output
 
 
 async def test_a_bulk_retrys_dry_run_counts_the_fan_ins_that_would_replay_a_dead_answer(
@@ -272,7 +272,7 @@ async def test_a_bulk_retrys_dry_run_counts_the_fan_ins_that_would_replay_a_dead
         assert (
             "2 of them waited for jobs that did not complete: retried this way, each replays that answer" in no.output
         )
-        assert "to run their waits again: jobs retry --all --children -f state=dead" in " ".join(no.output.split())
+        assert "to run their waits again: jobsctl retry --all --children -f state=dead" in " ".join(no.output.split())
     # What it warns of: the plain bulk retry brings the leaves back, and the fan-ins, meeting their
     # stored answers again, die again.
     FAULT["on"] = False

@@ -1,4 +1,4 @@
-"""`jobs schedule` and its actions on real Postgres, the projection it prints, the read-only
+"""`jobsctl schedule` and its actions on real Postgres, the projection it prints, the read-only
 refusal, and the scheduler inside `eng.worker(...)` (drained with it, I14)."""
 
 from __future__ import annotations
@@ -46,11 +46,11 @@ def _cli(*args: str) -> tuple[int, str, str]:
 def test_jobs_schedule_and_jobs_workers_say_what_starts_one_when_there_is_none(pg_dsn: str) -> None:
     code, out, _ = _cli("schedule", "--dsn", pg_dsn)
     assert code == 0 and out.splitlines() == [
-        "no cron task is declared: `jobs worker MODULE` declares the @task handlers MODULE holds",
+        "no cron task is declared: `jobsctl worker MODULE` declares the @task handlers MODULE holds",
         "leader: none has ever led",
     ]
     code, out, _ = _cli("workers", "--dsn", pg_dsn)
-    assert code == 0 and out.splitlines() == ["no worker is registered: `jobs worker MODULE` starts one"]
+    assert code == 0 and out.splitlines() == ["no worker is registered: `jobsctl worker MODULE` starts one"]
 
 
 def test_jobs_schedule_lists_tasks_words_next_and_the_leader(pg_dsn: str) -> None:

@@ -1,4 +1,4 @@
-"""The app module `jobs scheduler` runs in the scheduler's process tests: no tests here."""
+"""The app module `jobsctl scheduler` runs in the scheduler's process tests: no tests here."""
 
 from __future__ import annotations
 

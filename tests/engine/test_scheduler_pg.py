@@ -1,5 +1,5 @@
 """The scheduler on real Postgres under contention: three schedulers (each its own pool) racing
-over one fake clock for a simulated day, and a real `jobs scheduler` process SIGKILLed while it
+over one fake clock for a simulated day, and a real `jobsctl scheduler` process SIGKILLed while it
 leads. Waits are on the processes' own log lines and on the schedulers' results, never sleeps."""
 
 from __future__ import annotations

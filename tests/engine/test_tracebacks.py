@@ -1,5 +1,5 @@
 """A failed attempt's traceback: stored whole up to the worker's traceback_limit, its tail past
-it (where the error was raised), marked where it was cut; shown by `jobs show`."""
+it (where the error was raised), marked where it was cut; shown by `jobsctl show`."""
 
 from __future__ import annotations
 

@@ -117,7 +117,7 @@ async def test_a_run_joins_the_trace_of_the_code_that_enqueued_it(
     assert attrs["messaging.destination.name"] == Q
     assert attrs["messaging.message.id"] == r.id
     assert attrs["jobs.outcome"] == "completed" and attrs["jobs.attempt"] == 1
-    # the settled row keeps its context: the console and `jobs show` can name its trace
+    # the settled row keeps its context: the console and `jobsctl show` can name its trace
     assert (await eng.aget(r.id)).trace == stored
 
 

@@ -250,7 +250,7 @@ def test_worker_options_must_be_positive_and_finite() -> None:
     ):
         with pytest.raises(JobsError) as err:
             WorkerConfig(**bad)  # type: ignore[arg-type]
-        assert err.value.code == X_INVALID_ARGUMENT and err.value.fix.startswith("jobs worker MODULE --")
+        assert err.value.code == X_INVALID_ARGUMENT and err.value.fix.startswith("jobsctl worker MODULE --")
     with pytest.raises(JobsError):
         WorkerConfig(lease_seconds=10, renew_interval=10)
 

@@ -1,4 +1,4 @@
-"""The app module the worker tests run `jobs worker` on (and import in-process): no tests here.
+"""The app module the worker tests run `jobsctl worker` on (and import in-process): no tests here.
 
 `JOBS_TEST_BLOCK=1` in a worker process's environment makes `w.pg_block` hang after saying so
 on stdout, so a test can kill that process mid-job; anywhere else it completes at once.

@@ -1,4 +1,4 @@
-"""`jobs worker` refuses bad input before it touches the database: a clear error with a fix
+"""`jobsctl worker` refuses bad input before it touches the database: a clear error with a fix
 line and a non-zero exit. The DSN points at a server that does not exist, so any attempt to
 connect would answer X_DB_UNREACHABLE instead of the error under test."""
 
@@ -17,19 +17,19 @@ APP = "tests.engine.test_worker_app"
     ("args", "code", "fix"),
     [
         (["no_such_module_xyz"], "X_WORKER_TARGET", "fix: python -c 'import no_such_module_xyz'"),
-        ([f"{APP}:missing"], "X_WORKER_TARGET", f"fix: jobs worker {APP} --dsn"),
-        ([f"{APP}:not_a_job"], "X_WORKER_TARGET", f"fix: jobs worker {APP} --dsn"),
+        ([f"{APP}:missing"], "X_WORKER_TARGET", f"fix: jobsctl worker {APP} --dsn"),
+        ([f"{APP}:not_a_job"], "X_WORKER_TARGET", f"fix: jobsctl worker {APP} --dsn"),
         (
             ["engine.clock"],
             "X_WORKER_TARGET",
             "fix: add @job(name=..., idempotency_key=...) to a handler in engine.clock",
         ),
-        ([APP, "--concurrency", "0"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --concurrency 10"),
-        ([APP, "--concurrency", "-3"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --concurrency 10"),
-        ([APP, "--grace", "0"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --grace 30"),
-        ([APP, "--lease-seconds", "-1"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --lease-seconds 30"),
-        ([APP, "--queues", "nope"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --queues pg-workers"),
-        ([APP, "--loop", "tokio"], "X_INVALID_ARGUMENT", f"fix: jobs worker {APP} --loop auto"),
+        ([APP, "--concurrency", "0"], "X_INVALID_ARGUMENT", f"fix: jobsctl worker {APP} --concurrency 10"),
+        ([APP, "--concurrency", "-3"], "X_INVALID_ARGUMENT", f"fix: jobsctl worker {APP} --concurrency 10"),
+        ([APP, "--grace", "0"], "X_INVALID_ARGUMENT", f"fix: jobsctl worker {APP} --grace 30"),
+        ([APP, "--lease-seconds", "-1"], "X_INVALID_ARGUMENT", f"fix: jobsctl worker {APP} --lease-seconds 30"),
+        ([APP, "--queues", "nope"], "X_INVALID_ARGUMENT", f"fix: jobsctl worker {APP} --queues pg-workers"),
+        ([APP, "--loop", "tokio"], "X_INVALID_ARGUMENT", f"fix: jobsctl worker {APP} --loop auto"),
     ],
 )
 def test_bad_worker_input_is_refused_before_the_database(args: list[str], code: str, fix: str) -> None:
@@ -60,12 +60,12 @@ def test_the_worker_runs_on_uvloop_when_it_is_installed_unless_told_otherwise() 
 @pytest.mark.parametrize(
     ("args", "fix"),
     [
-        (["--retention", "0"], f"fix: jobs worker {APP} --retention 604800"),
-        (["--dead-retention", "-1"], f"fix: jobs worker {APP} --dead-retention 2592000"),
-        (["--dead-retention", "3600"], f"fix: jobs worker {APP} --retention 3600 --dead-retention 3600"),
+        (["--retention", "0"], f"fix: jobsctl worker {APP} --retention 604800"),
+        (["--dead-retention", "-1"], f"fix: jobsctl worker {APP} --dead-retention 2592000"),
+        (["--dead-retention", "3600"], f"fix: jobsctl worker {APP} --retention 3600 --dead-retention 3600"),
         (
             ["--retention", "600", "--dead-retention", "60"],
-            f"fix: jobs worker {APP} --retention 60 --dead-retention 60",
+            f"fix: jobsctl worker {APP} --retention 60 --dead-retention 60",
         ),
     ],
 )
@@ -101,8 +101,8 @@ def test_retention_options_reach_the_maintenance_config(monkeypatch: pytest.Monk
 @pytest.mark.parametrize(
     ("args", "fix"),
     [
-        (["--reindex-interval", "-5"], f"fix: jobs worker {APP} --reindex-interval 600"),
-        (["--reindex-min-mb", "0"], f"fix: jobs worker {APP} --reindex-min-mb 16"),
+        (["--reindex-interval", "-5"], f"fix: jobsctl worker {APP} --reindex-interval 600"),
+        (["--reindex-min-mb", "0"], f"fix: jobsctl worker {APP} --reindex-min-mb 16"),
         (["--reindex-interval", "0", "--reindex-min-mb", "4"], "fix: drop --reindex-min-mb"),
     ],
 )
@@ -145,4 +145,4 @@ def test_the_vacuum_threshold_reaches_the_maintenance_config_and_zero_or_none_le
         assert CliRunner().invoke(app, ["worker", APP, *args, "--dsn", NOWHERE]).exit_code == 0
     assert [m.vacuum_threshold for m in seen] == [500, None, None]  # type: ignore[attr-defined]
     bad = CliRunner().invoke(app, ["worker", APP, "--vacuum-threshold", "-1", "--dsn", NOWHERE])
-    assert bad.exit_code != 0 and f"fix: jobs worker {APP} --vacuum-threshold 10000" in bad.stderr
+    assert bad.exit_code != 0 and f"fix: jobsctl worker {APP} --vacuum-threshold 10000" in bad.stderr

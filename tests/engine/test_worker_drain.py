@@ -4,7 +4,7 @@ Two faults, each reproduced on purpose rather than by luck:
 - a cancellation lost inside the pool's connection checkout, which then returns normally (what
   psycopg_pool's ``asyncio.wait_for`` does on Python 3.11 when a connection is handed over in the
   same turn as the cancellation): the checkout here waits until it is cancelled and then goes on;
-- the server stopped during the drain of a `jobs worker` process (SIGTERM).
+- the server stopped during the drain of a `jobsctl worker` process (SIGTERM).
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ async def test_i14_a_sigterm_drain_ends_in_bounded_time_when_the_server_stops_du
     )
     eng = Engine(PostgresDriver(pg_dsn))
     try:
-        await _line(proc, "jobs worker ")
+        await _line(proc, "jobsctl worker ")
         await eng.aenqueue(app.pg_work, {"n": 1, "seconds": 3})
         await _line(proc, "STARTED ")
         await eng.aclose()
@@ -127,7 +127,7 @@ async def test_i14_a_sigterm_drain_ends_in_bounded_time_when_the_server_stops_du
 
 
 async def test_a_start_signalled_while_its_cancellation_is_lost_in_a_checkout_still_ends() -> None:
-    """What a SIGTERM during a start does (`jobs worker`, `jobs relay`, `jobs scheduler`): the
+    """What a SIGTERM during a start does (`jobsctl worker`, `jobsctl relay`, `jobsctl scheduler`): the
     start is cancelled again until it ends, so a cancellation lost in a pool checkout does not
     leave it waiting for the database (a retry's backoff) for its whole start timeout."""
     inside, swallowed = asyncio.Event(), 0

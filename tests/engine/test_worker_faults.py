@@ -1,6 +1,6 @@
 """A worker under the database's faults at start-up, and what its log stream says meanwhile.
 
-- Started while the server is down, `jobs worker` waits with backoff, logging each retry as
+- Started while the server is down, `jobsctl worker` waits with backoff, logging each retry as
   `jobs.worker.waiting-for-database`, and serves once the server is up; `--start-timeout` bounds
   the wait with the engine's error, never a traceback.
 - A start whose connections the server terminates (a real AdminShutdown, mid schema check) is
@@ -40,7 +40,7 @@ NOWHERE = "host=/nonexistent-socket-dir dbname=nothing user=nobody"
 
 
 class WorkerProcess:
-    """`jobs worker tests.engine.test_worker_app` (or another long-running ``command``) with both
+    """`jobsctl worker tests.engine.test_worker_app` (or another long-running ``command``) with both
     pipes read line by line."""
 
     def __init__(self, dsn: str, *args: str, command: tuple[str, ...] = ("worker", app.__name__)) -> None:
@@ -105,7 +105,7 @@ async def test_a_worker_started_while_the_server_is_down_waits_for_it_and_logs_o
         assert second["retry_in"] > first["retry_in"]  # backoff
         assert "could not connect" in first["error"]
         await asyncio.to_thread(pg_cluster.start)
-        await w.out("jobs worker ")
+        await w.out("jobsctl worker ")
         started = await w.event(logs.WORKER_STARTED)
         r = await eng.aenqueue(app.pg_work, {"n": 1})
         assert await w.out("STARTED ") == f"STARTED {r.id}"
@@ -233,7 +233,7 @@ def test_the_pools_messages_are_json_events_with_stable_names(capsys: pytest.Cap
 
 @pytest.mark.parametrize(
     "command,banner",
-    [(("relay",), "jobs relay "), (("scheduler", "tests.engine.test_scheduler_app"), "jobs scheduler ")],
+    [(("relay",), "jobsctl relay "), (("scheduler", "tests.engine.test_scheduler_app"), "jobsctl scheduler ")],
     ids=["relay", "scheduler"],
 )
 async def test_a_relay_or_scheduler_started_while_the_server_is_down_waits_for_it(

@@ -238,7 +238,7 @@ async def test_i14_sigterm_drains_without_losing_or_duplicating_a_job(
     try:
         specs = [Enqueue(app.pg_work, {"n": n, "seconds": 0.05 if n % 2 else 30}) for n in range(12)]
         ids = [r.id for r in await eng.aenqueue_many(specs)]
-        await _line(proc, "jobs worker ")
+        await _line(proc, "jobsctl worker ")
         for _ in range(3):
             await _line(proc, "STARTED ")
         proc.send_signal(signal.SIGTERM)

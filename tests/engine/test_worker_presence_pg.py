@@ -1,5 +1,5 @@
 """A worker's presence on real PostgreSQL: a session-level advisory lock the server frees the
-moment the worker's session ends. A SIGKILLed `jobs worker`'s job is re-delivered within about
+moment the worker's session ends. A SIGKILLed `jobsctl worker`'s job is re-delivered within about
 one presence interval of the kill (the bound asserted: 2 s), not after its 30 s lease; a session
 the server terminated is a gone worker too, and the worker takes its presence again; after a
 server restart no worker is judged until it holds its presence again."""
@@ -89,7 +89,7 @@ async def test_after_a_server_restart_no_worker_is_judged_until_it_holds_its_pre
 async def test_a_sigkilled_workers_job_is_redelivered_within_two_seconds_not_its_lease(
     pg_dsn: str, tmp_path: Path
 ) -> None:
-    """`jobs worker` with the default 30 s lease runs a job that blocks; SIGKILL; a second worker
+    """`jobsctl worker` with the default 30 s lease runs a job that blocks; SIGKILL; a second worker
     (default presence interval, 0.5 s) runs it again. Measured: from the kill to the job's start on
     the survivor."""
     eng = Engine(PostgresDriver(pg_dsn))

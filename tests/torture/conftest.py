@@ -1,5 +1,5 @@
 """The CI-size torture run, once per session for every test of tests/torture (bench/torture):
-3 real `jobs worker` processes on a private PostgreSQL, a steady mix of every kind of job for 50 s
+3 real `jobsctl worker` processes on a private PostgreSQL, a steady mix of every kind of job for 50 s
 while every kind of fault is injected, then the checks. Each test asserts one of its invariants;
 the speeds it measures are reported, never asserted."""
 

@@ -111,7 +111,7 @@ class PostgresDriver(
 
     async def open(self) -> None:
         """Refuse a database with no schema (X_SCHEMA_MISSING) or with migrations pending
-        (X_SCHEMA_OUTDATED), each naming `jobs migrate`."""
+        (X_SCHEMA_OUTDATED), each naming `jobsctl migrate`."""
         await check_current(self.dsn, self._row, self._rows)
 
     async def reset(self) -> None:

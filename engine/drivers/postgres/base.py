@@ -263,6 +263,6 @@ class PostgresBase:
                 raise JobsError(
                     X_QUERY_BUDGET,
                     cause=f"the {what} query ran past its {ms} ms budget and was cut off (nothing was changed)",
-                    fix=f"jobs {what} --budget {max(1000, int(ms) * 4)}",
+                    fix=f"jobsctl {what} --budget {max(1000, int(ms) * 4)}",
                     meta={"condition": SLOW},
                 ) from None

@@ -136,7 +136,7 @@ def unreachable(dsn: str, exc: BaseException) -> JobsError:
         return JobsError(
             X_DB_UNREACHABLE,
             cause=f"{cause} (a pooler such as PgBouncer takes no statement timeout at connection start)",
-            fix="jobs --statement-timeout 0 COMMAND (the CLI), statement_timeout_ms=None (connect), "
+            fix="jobsctl --statement-timeout 0 COMMAND (the CLI), statement_timeout_ms=None (connect), "
             "or point the DSN at the server",
         )
     return ConnectionLost(cause, condition=condition_of(exc))

@@ -216,5 +216,5 @@ def _not_owner(index: str, exc: BaseException) -> JobsError:
     return JobsError(
         X_PERMISSION_DENIED,
         cause=f"only the owner of the jobs schema may rebuild index {index} ({said}); it keeps growing until rebuilt",
-        fix=f"run REINDEX INDEX CONCURRENTLY {index} as the jobs schema's owner (the role that ran jobs migrate)",
+        fix=f"run REINDEX INDEX CONCURRENTLY {index} as the jobs schema's owner (the role that ran jobsctl migrate)",
     )

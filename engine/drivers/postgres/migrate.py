@@ -31,13 +31,13 @@ from engine.errors import (
     JobsError,
 )
 
-MIGRATE_FIX = 'jobs migrate --dsn "$JOBS_DSN"'
+MIGRATE_FIX = 'jobsctl migrate --dsn "$JOBS_DSN"'
 
 
 def _connect(dsn: str) -> psycopg.Connection[dict[str, Any]]:
     """A connection to a server jobs supports (migration_server_check), or the error saying why not.
     It prepares no statement: a migration runs each of its few statements once or a few times,
-    and `jobs --no-prepared-statements migrate` (a deployment behind a transaction pooler) holds
+    and `jobsctl --no-prepared-statements migrate` (a deployment behind a transaction pooler) holds
     for it without a flag of its own."""
     conninfo = check_dsn(dsn)
     try:
@@ -46,7 +46,7 @@ def _connect(dsn: str) -> psycopg.Connection[dict[str, Any]]:
         raise unreachable(conninfo, exc) from None
     try:
         if not gives_statement_timeout(conninfo):
-            # None given (jobs migrate --statement-timeout): not the database's or the role's
+            # None given (jobsctl migrate --statement-timeout): not the database's or the role's
             # default either, which would cut an index build of a big table off half way.
             conn.execute(Q.upkeep_session.text)
         conn.execute(Q.migration_server_check.text)
@@ -100,7 +100,7 @@ def _refuse_to_apply(status: MigrationStatus, dsn: str) -> None:
                 f"jobs.meta in {safe_dsn(dsn)} says schema version {status.foreign_version}, "
                 "which no release installed: no migration starts from it (dropping the schema loses its jobs)"
             ),
-            fix='psql "$JOBS_DSN" -c "drop schema jobs cascade" && jobs migrate --dsn "$JOBS_DSN"',
+            fix='psql "$JOBS_DSN" -c "drop schema jobs cascade" && jobsctl migrate --dsn "$JOBS_DSN"',
         )
 
 
@@ -156,7 +156,7 @@ def _failed(mig: Migration, status: MigrationStatus, dsn: str, exc: BaseExceptio
     return JobsError(
         X_MIGRATION_FAILED,
         cause=f"{mig.label} failed in {safe_dsn(dsn)} ({reason}) and was rolled back: the schema stays at {at:04d}",
-        fix='jobs migrate --status --dsn "$JOBS_DSN"',
+        fix='jobsctl migrate --status --dsn "$JOBS_DSN"',
     )
 
 
@@ -192,7 +192,7 @@ def pending_sql(dsn: str) -> str:
     status = migration_status(dsn)
     _refuse_to_apply(status, dsn)
     todo = status.pending
-    head = f"jobs migrate --sql: {len(todo)} pending migration(s) for {safe_dsn(dsn)}"
+    head = f"jobsctl migrate --sql: {len(todo)} pending migration(s) for {safe_dsn(dsn)}"
     return script_of(todo, header=head)
 
 

@@ -1,5 +1,5 @@
 -- The ONE install point (I3): every durable table the engine owns, re-runnable on a live
--- database. `jobs install` runs this file whole, in one transaction. Superseded indexes are
+-- database. `jobsctl install` runs this file whole, in one transaction. Superseded indexes are
 -- dropped here, because an old, narrower unique index left in place keeps enforcing exactly the
 -- collision its successor fixes.
 
