@@ -54,11 +54,11 @@ async def seed(dsn: str, n: int, job: Any = None) -> None:
 
 
 def jobs_cli() -> list[str]:
-    """The installed `jobs` entry point next to this interpreter, else `python -m engine.cli`."""
-    script = Path(sys.executable).with_name("jobs")
+    """The installed `jobsctl` entry point next to this interpreter, else `python -m engine.cli`."""
+    script = Path(sys.executable).with_name("jobsctl")
     if script.is_file():
         return [str(script)]
-    found = shutil.which("jobs")
+    found = shutil.which("jobsctl")
     return [found] if found else [sys.executable, "-c", "from engine.cli import main; main()"]
 
 

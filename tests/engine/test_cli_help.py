@@ -6,7 +6,10 @@ has a header."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from importlib.metadata import version
+from pathlib import Path
 
 import typer
 from typer.testing import CliRunner
@@ -117,3 +120,9 @@ def test_dead_and_workers_tables_at_80_columns(pg_dsn: str) -> None:
     cells = [c.strip() for c in header.strip("┃│ ").split("┃")]
     assert all(cells) and cells[-1] == "state", header
     assert "live" in r.stdout
+
+
+def test_the_cli_is_installed_as_jobsctl_and_as_jobs_the_same_program() -> None:
+    for name in ("jobsctl", "jobs"):
+        done = subprocess.run([str(Path(sys.executable).parent / name), "--version"], capture_output=True, text=True)
+        assert done.returncode == 0 and done.stdout.strip() == f"jobs {version('jobs')}"

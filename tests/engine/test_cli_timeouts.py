@@ -21,7 +21,7 @@ from engine.testing import EmbeddedPostgres
 from engine.types import JobState
 from tests.engine.test_cli_introspect import seed
 
-JOBS = str(Path(sys.executable).parent / "jobs")
+JOBS = str(Path(sys.executable).parent / "jobsctl")
 
 
 def jobs(

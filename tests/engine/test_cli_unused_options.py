@@ -55,7 +55,7 @@ def test_json_covers_a_long_running_commands_start_too(command: list[str]) -> No
     import sys
     from pathlib import Path
 
-    jobs = str(Path(sys.executable).parent / "jobs")
+    jobs = str(Path(sys.executable).parent / "jobsctl")
     args = [jobs, "--connect-timeout", "2", *command, *DSN, "--json", "--start-timeout", "0.3"]
     done = subprocess.run(args, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1, done.stderr
