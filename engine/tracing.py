@@ -47,7 +47,7 @@ class Tracing:
             raise JobsError(
                 X_INVALID_ARGUMENT,
                 cause="tracing=True needs opentelemetry-api, which is not installed",
-                fix="pip install 'jobs[otel]' (opentelemetry-api), then set up your OpenTelemetry SDK",
+                fix="pip install opentelemetry-api (the otel extra), then set up your OpenTelemetry SDK",
             ) from None
         self._trace, self._propagate, self._context = trace, propagate, context
         self.tracer = trace.get_tracer(SCOPE, tracer_provider=tracer_provider)

@@ -93,6 +93,8 @@ def outcome_line(row: JobRow) -> str:
     head = f"{row.id} {row.name} {row.state.value} at attempt {row.attempt} of {row.max_attempts}"
     if row.state is JobState.COMPLETED:
         return f"{head}: {clip(json.dumps(row.result), 200)}"
-    if row.state is JobState.DEAD:
-        return f"{head}: {row.error_code or '-'} {clip(row.last_error, 200)}"  # the error ends with its stop reason
+    if row.state is JobState.DEAD:  # the error begins with its code (when it has one) and ends with its stop reason
+        error = row.last_error or ""
+        code = "" if not row.error_code or error.startswith(f"{row.error_code}:") else f"{row.error_code} "
+        return f"{head}: {code}{clip(error, 200)}"
     return f"{head}" + (f": {clip(row.last_error, 200)}" if row.last_error else "")

@@ -4,11 +4,13 @@ CLI's --filter, the console's filter bar). Bad input is refused here, before any
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from engine.durations import parse_duration
 from engine.errors import X_INVALID_ARGUMENT, X_TENANT_MISMATCH, X_UNKNOWN_STATE, JobsError, unknown_option
 from engine.projections import JobFilter
 from engine.text import check_text, check_texts
@@ -35,6 +37,9 @@ def parse_state(value: str | JobState | None) -> JobState | None:
 
 
 def _time(key: str, value: str) -> datetime:
+    """An ISO time with its zone, or a duration back from now (``since=1h``: the last hour)."""
+    if _AGO.match(value):
+        return datetime.now(UTC) - timedelta(seconds=parse_duration(value, key))
     try:
         dt = datetime.fromisoformat(value)
     except ValueError:
@@ -42,10 +47,13 @@ def _time(key: str, value: str) -> datetime:
     if dt is None or dt.tzinfo is None:
         raise JobsError(
             X_INVALID_ARGUMENT,
-            cause=f"{key}={value!r} is not an ISO time with a zone",
-            fix=f"jobsctl ls --filter {key}=2026-01-01T12:00:00+00:00",
+            cause=f"{key}={value!r} is neither an ISO time with a zone nor a duration back from now (1h, 30m)",
+            fix=f"jobsctl ls --filter {key}=1h",
         )
     return dt
+
+
+_AGO = re.compile(r"^\d+(?:\.\d+)?(ms|s|m|h|d)$")
 
 
 def _json_value(raw: str) -> Any:

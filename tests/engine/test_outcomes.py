@@ -200,6 +200,8 @@ def test_jobs_wait_prints_each_outcome_and_exits_with_what_they_say(pg_dsn: str)
     r = cli("wait", done.id, dead.id[-8:], "--dsn", pg_dsn, "--json")
     assert r.exit_code == 6
     assert [o["job"]["state"] for o in json.loads(r.stdout)] == ["completed", "dead"]
+    r = cli("wait", dead.id, "--dsn", pg_dsn)  # its code once: the error begins with it
+    assert r.exit_code == 6 and r.stdout.count("X_BOOM") == 1 and r.stdout.rstrip().endswith(": X_BOOM: boom")
     r = cli("wait", cancelled.id, "--dsn", pg_dsn)
     assert r.exit_code == 6 and "cancelled" in r.stdout
     # still live past the timeout: the settled one is printed, the live one said on stderr, exit 7
