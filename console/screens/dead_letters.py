@@ -137,7 +137,7 @@ class DeadLettersScreen(Filtered, DataScreen, Flows):
             if self.source.read_only
             else f"{marked} groups marked: x/c/d act on all of them · Esc clears the marks"
             if marked
-            else "Enter: its jobs · x/c/d: retry/cancel/discard the group · X/C/D: all matching · space: mark"
+            else "Enter: its jobs · x/c/d: retry/cancel/discard the group · X/C/D: every group · space: mark"
         )
         t.append("\n" + hint, style="dim")  # read-only offers no action, so it names none
         update_changed(note, t)
