@@ -14,7 +14,7 @@ from console.widgets.keyed_table import KeyedTable
 from engine.projections import JobFilter
 from engine.types import LIVE_STATES, JobState
 from tests.console.conftest import SIZE, settle
-from tests.console.test_actions import console, keys
+from tests.console.test_actions import console, filter_jobs, keys
 
 
 async def _live(app, where: JobFilter) -> set[str]:  # type: ignore[no-untyped-def]
@@ -42,12 +42,18 @@ async def test_cancel_all_on_dead_letters_reaches_the_live_jobs_failing_like_a_g
         assert app.activity[-1].summary.startswith(f"Cancel the {len(screen.groups)} groups shown (their live jobs): ")
 
 
+async def _mark_first_group(app, pilot) -> tuple[KeyedTable, str]:  # type: ignore[no-untyped-def]
+    """On Dead letters, the first group marked: its table and key."""
+    await keys(pilot, "3", "space")
+    table = app.screen.query_one("#groups", KeyedTable)
+    (key,) = table.marked_keys()
+    return table, key
+
+
 async def test_a_marked_group_a_refresh_no_longer_finds_is_unmarked_and_said_so() -> None:
     app = console()
     async with app.run_test(size=SIZE) as pilot:
-        await keys(pilot, "3", "space")
-        table = app.screen.query_one("#groups", KeyedTable)
-        (key,) = table.marked_keys()
+        table, key = await _mark_first_group(app, pilot)
         g = app.screen.groups[key]
         await app.source.bulk("discard", JobFilter(name=g.name, error_code=g.error_code, state=JobState.DEAD))
         app.screen.reload()
@@ -59,9 +65,7 @@ async def test_a_marked_group_a_refresh_no_longer_finds_is_unmarked_and_said_so(
 async def test_a_new_filter_on_dead_letters_drops_the_marks_of_groups_read_under_the_old_one() -> None:
     app = console()
     async with app.run_test(size=SIZE) as pilot:
-        await keys(pilot, "3", "space")
-        table = app.screen.query_one("#groups", KeyedTable)
-        (key,) = table.marked_keys()
+        table, key = await _mark_first_group(app, pilot)
         app.screen.post_message(FilterBar.Applied(JobFilter(name=app.screen.groups[key].name)))  # still shown
         await settle(pilot)
         assert key in app.screen.groups and not table.marked_keys()
@@ -70,9 +74,8 @@ async def test_a_new_filter_on_dead_letters_drops_the_marks_of_groups_read_under
 async def test_escape_from_the_filter_bar_leaves_it_reading_the_filter_in_force_not_the_text_typed() -> None:
     app = console()
     async with app.run_test(size=SIZE) as pilot:
-        await keys(pilot, "2", "slash")
-        await pilot.press(*"queue=emails")
-        await keys(pilot, "enter", "slash")
+        await filter_jobs(pilot, "queue=emails")
+        await keys(pilot, "slash")
         bar = app.screen.query_one(FilterBar)
         bar.value = "queue=billing"
         await keys(pilot, "escape")
@@ -85,9 +88,8 @@ async def test_a_bulk_cancel_changes_the_jobs_its_confirmation_counted_not_one_e
 
     app = console()
     async with app.run_test(size=SIZE) as pilot:
-        await keys(pilot, "2", "slash")
-        await pilot.press(*"queue=emails")
-        await keys(pilot, "enter", "C")
+        await filter_jobs(pilot, "queue=emails")
+        await keys(pilot, "C")
         assert isinstance(app.screen, ConfirmScreen)
         counted = await _live(app, JobFilter(queue="emails"))
         assert f"Cancel {len(counted)} job" in str(app.screen.query_one("#confirm-title").render())
