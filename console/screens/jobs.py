@@ -161,7 +161,7 @@ class JobsScreen(Filtered, DataScreen, Flows):
         # X and D act on dead jobs, C on live ones: not offered under a filter naming a state they never reach.
         state = self.where.state
         if action == "bulk" and parameters and state is not None:
-            if (state in LIVE_STATES) != (parameters[0] == "cancel"):
+            if state not in (LIVE_STATES if parameters[0] == "cancel" else (JobState.DEAD,)):
                 return False
         return super().check_action(action, parameters)
 

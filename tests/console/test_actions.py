@@ -328,7 +328,10 @@ async def test_pages_forward_and_back_and_n_and_b_are_offered_only_where_there_i
         assert table(app).keys == first
 
 
-@pytest.mark.parametrize(("state", "kept", "gone"), [("ready", {"C"}, {"X", "D"}), ("dead", {"X", "D"}, {"C"})])
+@pytest.mark.parametrize(
+    ("state", "kept", "gone"),
+    [("ready", {"C"}, {"X", "D"}), ("dead", {"X", "D"}, {"C"}), ("completed", set(), {"X", "C", "D"})],
+)
 async def test_a_bulk_key_is_offered_only_under_a_filter_whose_state_it_acts_on(
     state: str, kept: set[str], gone: set[str]
 ) -> None:
