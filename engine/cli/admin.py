@@ -147,6 +147,23 @@ def metrics_address(port: int | None, host: str | None, command: str) -> tuple[i
     return port, host or "127.0.0.1"
 
 
+def served_metrics(
+    metrics: Any, port: int | None, host: str, *, as_json: bool, health: Any = None
+) -> tuple[object | None, bool]:
+    """A long-running command's metrics endpoint (None when no port was given) and whether it
+    could be served: a port taken or an address not this host's is said, as JSON with --json."""
+    if not port:
+        return None, True
+    from engine.cli import say_error
+    from engine.runtime.metrics import serve_metrics
+
+    try:
+        return serve_metrics(metrics, port, host, health=health), True
+    except JobsError as err:
+        say_error(err, as_json=as_json)
+        return None, False
+
+
 def dsn_fix() -> str:
     """X_DSN_INVALID's fix: the command being run with a DSN of the right shape."""
     return f"jobsctl {CONNECTIONS.command or 'queues'} --dsn {DSN_EXAMPLE}"

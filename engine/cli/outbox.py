@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from engine.cli import EXIT_ERROR, app, fail, say_error
+from engine.cli import EXIT_ERROR, app, fail
 from engine.cli.admin import (
     DSN_HELP,
     JSON_HELP,
@@ -20,6 +20,7 @@ from engine.cli.admin import (
     long_running_driver,
     metrics_address,
     no_prepared_statements_option,
+    served_metrics,
     start_when_reachable,
 )
 from engine.cli.reads import _t, console, emit, run, table
@@ -109,7 +110,7 @@ async def _serve(
     as_json: bool = False,
 ) -> int:
     from engine.runtime.logs import configure_json_logging
-    from engine.runtime.metrics import Metrics, serve_metrics
+    from engine.runtime.metrics import Metrics
     from engine.services.relay import Relay
 
     configure_json_logging()
@@ -120,12 +121,9 @@ async def _serve(
         started = await start_when_reachable(driver, r.id, start_timeout, as_json=as_json)
         if started is not None:
             return started
-        if metrics_port:
-            try:
-                server = serve_metrics(metrics, metrics_port, metrics_host)
-            except JobsError as err:  # the port is taken, the address not this host's
-                say_error(err, as_json=as_json)
-                return EXIT_ERROR
+        server, served = served_metrics(metrics, metrics_port, metrics_host, as_json=as_json)
+        if not served:
+            return EXIT_ERROR
         loop = asyncio.get_running_loop()
         signals = 0
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from engine.cli import EXIT_ERROR, app, fail, say_error
+from engine.cli import EXIT_ERROR, app, fail
 from engine.cli.acting import ACTOR_HELP, EXIT_NOOP
 from engine.cli.admin import (
     DSN_HELP,
@@ -23,6 +23,7 @@ from engine.cli.admin import (
     long_running_driver,
     metrics_address,
     no_prepared_statements_option,
+    served_metrics,
     start_when_reachable,
 )
 from engine.cli.reads import console, emit, run
@@ -207,7 +208,7 @@ async def _serve(
 ) -> int:
     from engine.clock import SystemClock
     from engine.runtime.logs import configure_json_logging
-    from engine.runtime.metrics import Metrics, serve_metrics
+    from engine.runtime.metrics import Metrics
     from engine.services.scheduler import Scheduler
 
     configure_json_logging()
@@ -218,12 +219,9 @@ async def _serve(
         started = await start_when_reachable(driver, sched.holder, start_timeout, as_json=as_json)
         if started is not None:
             return started
-        if metrics_port:
-            try:
-                server = serve_metrics(metrics, metrics_port, metrics_host)
-            except JobsError as err:  # the port is taken, the address not this host's
-                say_error(err, as_json=as_json)
-                return EXIT_ERROR
+        server, served = served_metrics(metrics, metrics_port, metrics_host, as_json=as_json)
+        if not served:
+            return EXIT_ERROR
         loop = asyncio.get_running_loop()
         runner = loop.create_task(sched.run(), name="jobs-scheduler")
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -26,6 +26,7 @@ from engine.cli.admin import (
     long_running_driver,
     metrics_address,
     no_prepared_statements_option,
+    served_metrics,
 )
 from engine.cli.worker_upkeep import maintenance_config, positive
 from engine.clock import SKEW_ENV, SystemClock, process_clock
@@ -314,7 +315,7 @@ async def _serve(
 ) -> int:
     from engine.runtime import aio
     from engine.runtime.logs import configure_json_logging
-    from engine.runtime.metrics import Metrics, serve_metrics
+    from engine.runtime.metrics import Metrics
     from engine.services.maintenance import maintained_worker
 
     configure_json_logging()
@@ -335,14 +336,11 @@ async def _serve(
         on_execution=(lambda ex: ended.update((ex.outcome,))) if options.get("burst") else None,
         **options,
     )
-    server = None
-    if metrics_port:  # before the start: the probes say "starting" while the database is awaited
-        try:
-            server = serve_metrics(metrics, metrics_port, metrics_host, health=w.health)
-        except JobsError as err:
-            say_error(err, as_json=as_json)
-            await aio.within(driver.close, asyncio.get_running_loop().time() + w.config.close_timeout)
-            return EXIT_ERROR
+    # Served before the start: the probes say "starting" while the database is awaited.
+    server, served = served_metrics(metrics, metrics_port, metrics_host, as_json=as_json, health=w.health)
+    if not served:
+        await aio.within(driver.close, asyncio.get_running_loop().time() + w.config.close_timeout)
+        return EXIT_ERROR
     loop = asyncio.get_running_loop()
     starting = loop.create_task(w.start())
     signals = 0
@@ -373,9 +371,9 @@ async def _serve(
         if signals:  # signalled as the start ended (its cancellation lost on the way): drain now
             await w.drain()
             return 0
-        served = "" if server is None else f"; /metrics, /livez and /readyz on http://{metrics_host}:{metrics_port}"
+        where = "" if server is None else f"; /metrics, /livez and /readyz on http://{metrics_host}:{metrics_port}"
         print(
-            f"jobsctl worker {w.id} serving {','.join(w.queues)} (concurrency {w.config.concurrency}){served}",
+            f"jobsctl worker {w.id} serving {','.join(w.queues)} (concurrency {w.config.concurrency}){where}",
             flush=True,
         )
         began = loop.time()
