@@ -45,14 +45,15 @@ resumed as (
 -- name: job_rescue :many
 -- Return running rows whose lease lapsed to ready (dead when that was the last attempt): the
 -- lost attempt stays burned, is recorded as 'lost', and the history says 'lease_lost'. Fenced on
--- the leader's term, in bounded batches.
+-- the leader's term, in bounded batches: the longest lapsed first, ties by id, so a batch takes
+-- the same rows on every run and on both drivers.
 with leader as (
     select 1 from jobs.leader
     where name = %(leader)s and holder = %(holder)s and term = %(term)s and lease_until >= %(now)s
 ), lapsed as (
     select id from jobs.job
     where state = 'running' and lease_until < %(now)s and exists (select 1 from leader)
-    order by lease_until
+    order by lease_until, id
     limit %(limit)s
     for update skip locked
 ), again as (
@@ -96,18 +97,19 @@ select id, state, case when state = 'ready' then pg_notify('jobs_enqueue', queue
 
 -- fragment: past_retention
 -- A settled row past its retention, for the leader only (`leader`): completed and cancelled
--- finished before %(before)s, dead letters before their own %(dead_before)s; the oldest first, in
--- a bounded batch.
+-- finished before %(before)s, dead letters before their own %(dead_before)s; the oldest first,
+-- ties by id (the one order job_prune takes its batch in), in a bounded batch.
 where exists (select 1 from leader)
   and ((state in ('completed','cancelled') and finished_at < %(before)s)
        or (state = 'dead' and finished_at < %(dead_before)s))
-order by finished_at
+order by finished_at, id
 limit %(limit)s
 for update skip locked
 
 -- name: job_prune :many
 -- Delete finished rows past retention with their steps, attempts and history (no foreign key
--- cascades them: 0001_initial.sql says why), in a bounded batch, oldest first: from jobs.job_done
+-- cascades them: 0001_initial.sql says why), in a bounded batch, oldest first then by id (each
+-- table's first %(limit)s in that order, then the first %(limit)s of them): from jobs.job_done
 -- itself (rows settled before 0012_settled_buckets), its open bucket, and jobs.job (rows an older
 -- release settled in place). A sealed bucket is dropped whole once all of it is past retention
 -- (settled_drop), so none of its rows is deleted here. In the same pass, up to %(limit)s other
@@ -126,7 +128,7 @@ with leader as (
     -- include: past_retention
 ), doomed as (
     select id from (select * from in_done union all select * from in_open union all select * from in_place) d
-    order by finished_at
+    order by finished_at, id
     limit %(limit)s
 ), gone as (
     delete from jobs.job j
@@ -143,7 +145,7 @@ with leader as (
     select id from only jobs.job j
     where state in ('completed','dead','cancelled') and exists (select 1 from leader)
       and not exists (select 1 from doomed d where d.id = j.id)
-    order by finished_at
+    order by finished_at, id
     limit %(limit)s
     for update skip locked
 ), out as (

@@ -50,7 +50,7 @@ class MemoryMaintenance(MemoryBase):
                     for r in self.state.jobs.values()
                     if r.state is JobState.RUNNING and r.lease_until is not None and r.lease_until < now
                 ),
-                key=lambda r: r.lease_until,  # type: ignore[arg-type, return-value]
+                key=lambda r: (r.lease_until, r.id),  # job_rescue's order: the longest lapsed first, ties by id
             )[:limit]
             for r in lapsed:
                 err = f"X_LEASE_LOST: worker {r.claimed_by or '?'} stopped renewing the lease of run {r.run}"
@@ -130,7 +130,7 @@ class MemoryMaintenance(MemoryBase):
                         or (r.state is JobState.DEAD and r.finished_at < dead_before)
                     )
                 ),
-                key=lambda r: r.finished_at,  # type: ignore[arg-type, return-value]
+                key=lambda r: (r.finished_at, r.id),  # job_prune's order: the oldest first, ties by id
             )[:limit]
             for r in doomed:
                 # As job_prune in SQL: attempts, history and steps go with the row, in one step.
