@@ -18,7 +18,7 @@ from console.screens.flows import Flows
 from console.widgets.filter_bar import FilterBar
 from console.widgets.fresh import update_changed
 from console.widgets.keyed_table import KeyedTable
-from engine.introspect.filters import describe_filter
+from engine.introspect.filters import describe_filter, group_filter
 from engine.projections import DeadGroup, DeadLetters, JobFilter
 from engine.types import JobState
 
@@ -147,8 +147,9 @@ class DeadLettersScreen(Filtered, DataScreen, Flows):
         return self.groups.get(key) if key else None
 
     def _group_filter(self, g: DeadGroup) -> JobFilter:
-        """The screen's filter narrowed to the group: its name, error code and stop reason."""
-        return replace(self._dead(), name=g.name, error_code=g.error_code, stop_reason=g.stop_reason)
+        """The screen's filter narrowed to the group: its name, error code and stop reason (a group
+        without a code is the dead letters without one, not every code)."""
+        return group_filter(self._dead(), g)
 
     # --- actions ---------------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
-"""Building and checking a JobFilter: from keywords (the console) or from `key=value` words (the
-CLI's --filter, the console's filter bar). Bad input is refused here, before any query runs."""
+"""Building and checking a JobFilter: from keywords (the console), from `key=value` words (the
+CLI's --filter, the console's filter bar) or from a dead-letter group. Bad input is refused here,
+before any query runs."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 from engine.durations import parse_duration
 from engine.errors import X_INVALID_ARGUMENT, X_TENANT_MISMATCH, X_UNKNOWN_STATE, JobsError, unknown_option
-from engine.projections import JobFilter
+from engine.projections import NULL, DeadGroup, JobFilter, Null
 from engine.text import check_text, check_texts
 from engine.types import JobState
 
@@ -20,6 +21,8 @@ FILTER_KEYS = ("queue", "state", "name", "tenant", "code", "error_code", "stop",
 # The filter words that name a JobFilter field by another name, both ways.
 _FIELD_OF = {"code": "error_code", "stop": "stop_reason"}
 _WORD_OF = {field: word for word, field in _FIELD_OF.items()}
+# `code=-`, `stop=-`: the rows without a code or a stop reason (JobFilter's NULL); `code=` is any code.
+_NULL_WORD = NULL.value
 _STATES = ", ".join(s.value for s in JobState)
 
 
@@ -84,15 +87,16 @@ def make_filter(
     state: str | JobState | None = None,
     name: str | None = None,
     tenant: str | None = None,
-    error_code: str | None = None,
+    error_code: str | Null | None = None,
     input_fields: dict[str, Any] | None = None,
     search: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
-    stop_reason: str | None = None,
+    stop_reason: str | Null | None = None,
     **unknown: Any,
 ) -> JobFilter:
-    """A checked JobFilter from keywords; empty strings mean 'not filtered'."""
+    """A checked JobFilter from keywords; empty strings mean 'not filtered', and "-" as a code or
+    a stop reason means the rows without one (NULL)."""
     if unknown:
         raise unknown_option(
             "make_filter takes no filter", unknown, _KEYWORDS, "make_filter({option}=...)", "state", X_INVALID_ARGUMENT
@@ -129,12 +133,12 @@ def make_filter(
         state=parse_state(_unset_if_empty(state)),
         name=_unset_if_empty(name),
         tenant=_unset_if_empty(tenant),
-        error_code=_unset_if_empty(error_code),
+        error_code=_null_if_dash(_unset_if_empty(error_code)),
         input_fields=fields,
         search=(search.strip() or None) if isinstance(search, str) else search,  # JobFilter refuses a non-str
         since=since,
         until=until,
-        stop_reason=_unset_if_empty(stop_reason),  # type: ignore[arg-type]  # JobFilter refuses any other word
+        stop_reason=_null_if_dash(_unset_if_empty(stop_reason)),  # JobFilter refuses any other word
     )
 
 
@@ -142,6 +146,10 @@ def _unset_if_empty(value: Any) -> Any:
     """ "" is 'not filtered'; anything else but a str (0, [], False) is passed on for JobFilter to
     refuse, never read as 'not filtered' (a bulk action would then match everything)."""
     return None if value == "" else value
+
+
+def _null_if_dash(value: Any) -> Any:
+    return NULL if value == _NULL_WORD else value
 
 
 def parse_filter(text: str | list[str] | tuple[str, ...] | None) -> JobFilter:
@@ -206,7 +214,19 @@ def describe_filter(where: JobFilter) -> str:
     for key in ("queue", "state", "name", "tenant", "error_code", "stop_reason", "search"):
         v = getattr(where, key)
         if v is not None:
-            out.append(f"{_WORD_OF.get(key, key)}={v.value if isinstance(v, JobState) else v}")
+            out.append(f"{_WORD_OF.get(key, key)}={v.value if isinstance(v, (JobState, Null)) else v}")
     out += [f"input.{k}={json.dumps(v)}" for k, v in where.input_fields]
     out += [f"{k}={getattr(where, k).isoformat()}" for k in ("since", "until") if getattr(where, k) is not None]
     return " ".join(shlex.quote(w) for w in out) or "(everything)"
+
+
+def group_filter(where: JobFilter, group: DeadGroup) -> JobFilter:
+    """``where`` narrowed to one dead-letter group: its job name, error code and stop reason. A
+    group's null code or stop reason is NULL here (the rows without one), never None, which would
+    leave the field out and reach the dead letters of every other code too."""
+    return replace(
+        where,
+        name=group.name,
+        error_code=NULL if group.error_code is None else group.error_code,
+        stop_reason=NULL if group.stop_reason is None else group.stop_reason,
+    )

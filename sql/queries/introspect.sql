@@ -4,21 +4,31 @@
 -- filtered list reads an index. The job filter is one fragment, job_filter, that each statement
 -- reading it includes (`-- include: job_filter`, engine/drivers/sqlfiles.py).
 
--- fragment: job_filter
--- The job filter (engine/drivers/postgres/introspect.py filter_params): a condition per field,
--- each left out when its parameter is null. Appended to a WHERE clause, so each line starts with
--- `and`; actions.sql's bulk statements include it too.
+-- fragment: group_filter
+-- The job filter's conditions on the columns of a dead-letter group (queue, name, tenant, error
+-- code, stop reason): job_filter's, and dead_groups_counted's over the counts kept per group. A
+-- code or stop reason given is equalled; %(no_code)s and %(no_stop)s (the filter's NULL) ask for
+-- a null one instead, so a group without a code is that group, never every code. `is null` (not
+-- `is not distinct from`) keeps each an index condition.
 and (%(queue)s::text is null or queue = %(queue)s::text)
-and (%(state)s::text is null or state = %(state)s::text)
 and (%(name)s::text is null or name = %(name)s::text)
 and (%(tenant)s::text is null or tenant = %(tenant)s::text)
 and (%(code)s::text is null or error_code = %(code)s::text)
+and (not %(no_code)s::boolean or error_code is null)
+and (%(stop)s::text is null or stop_reason = %(stop)s::text)
+and (not %(no_stop)s::boolean or stop_reason is null)
+
+-- fragment: job_filter
+-- The job filter (engine/drivers/postgres/introspect.py filter_params): a condition per field,
+-- each left out when its parameter is null (or false). Appended to a WHERE clause, so each line
+-- starts with `and`; actions.sql's bulk statements include it too.
+-- include: group_filter
+and (%(state)s::text is null or state = %(state)s::text)
 and (%(input)s::jsonb is null or input @> %(input)s::jsonb)
 and (%(key_like)s::text is null or idempotency_key like %(key_like)s::text)
 and (%(id_lo)s::uuid is null or id between %(id_lo)s::uuid and %(id_hi)s::uuid)
 and (%(since)s::timestamptz is null or created_at >= %(since)s::timestamptz)
 and (%(until)s::timestamptz is null or created_at < %(until)s::timestamptz)
-and (%(stop)s::text is null or stop_reason = %(stop)s::text)
 
 -- name: budget_set :one
 -- Bound every later statement of this transaction to the caller's budget, with custom plans.
@@ -333,18 +343,17 @@ with t as (
 -- include: dead_groups_of
 
 -- name: dead_groups_counted :many
--- Dead letters under a filter of queue, name, tenant and error code only, from the dead rows
--- counted per group (dead_counted): as many rows as groups, however many dead letters there are.
+-- Dead letters under a filter of a group's columns only (group_filter: queue, name, tenant, error
+-- code, stop reason), from the dead rows counted per group (dead_counted): as many rows as groups,
+-- however many dead letters there are.
 with t as (
     select name, error_code, stop_reason, tenant,
            sum(n)::int as n, min(first_seen) as first_seen, max(last_seen) as last_seen
     from (
         -- include: dead_counted
     ) c
-    where (%(queue)s::text is null or queue = %(queue)s::text)
-      and (%(name)s::text is null or name = %(name)s::text)
-      and (%(tenant)s::text is null or tenant = %(tenant)s::text)
-      and (%(code)s::text is null or error_code = %(code)s::text)
+    where true
+      -- include: group_filter
     group by 1, 2, 3, 4
 ),
 -- include: dead_groups_of

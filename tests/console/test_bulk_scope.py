@@ -12,6 +12,7 @@ from console.screens.dead_letters import DeadLettersScreen
 from console.widgets.filter_bar import FilterBar
 from console.widgets.keyed_table import KeyedTable
 from engine.projections import JobFilter
+from engine.testing import Factory
 from engine.types import LIVE_STATES, JobState
 from tests.console.conftest import SIZE, settle
 from tests.console.test_actions import console, filter_jobs, keys
@@ -116,3 +117,29 @@ async def test_a_short_id_as_the_tables_show_it_finds_its_job_in_the_filter_bar(
         app.screen.query_one(FilterBar).value = "ffffffffffff"  # no id ends or begins so: searched as typed
         await keys(pilot, "enter")
         assert app.screen.where.search == "ffffffffffff" and not app.screen.rows
+
+
+async def test_retrying_a_dead_group_without_a_code_counts_and_retries_only_its_own_dead_letters() -> None:
+    app = console()
+    f = Factory.of(app.source.engine)
+    nulls: set[str] = set()
+    for code in (None, None, "X_BOOM"):
+        row = await f.job(JobState.READY, name="legacy_export")
+        assert await f.nack(await f.claim(row.id), "dead", error="boom", error_code=code, stop_reason="terminal")
+        if code is None:
+            nulls.add(row.id)
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "3")
+        screen = app.screen
+        assert isinstance(screen, DeadLettersScreen)
+        table = screen.query_one("#groups", KeyedTable)
+        (key,) = [k for k, g in screen.groups.items() if g.name == "legacy_export" and g.error_code is None]
+        table.move_cursor(row=table.get_row_index(key))
+        await keys(pilot, "x")
+        assert isinstance(app.screen, ConfirmScreen)
+        said = str(app.screen.query_one("#confirm-text").render())
+        assert said.startswith("2 jobs match state=dead name=legacy_export code=- stop=terminal.")
+        await keys(pilot, "y", "enter")
+        dead = await app.source.jobs(JobFilter(name="legacy_export", state=JobState.DEAD))
+        assert {j.error_code for j in dead.items} == {"X_BOOM"}  # the other code's dead letter stays
+        assert {j.id for j in dead.items}.isdisjoint(nulls)

@@ -17,7 +17,7 @@ from engine.drivers.base import Driver
 from engine.errors import JobsError
 from engine.ids import IdFactory
 from engine.introspect import Introspector, make_filter
-from engine.projections import JobFilter
+from engine.projections import NULL, JobFilter
 from engine.testing import make_job
 from engine.types import JobState
 
@@ -86,8 +86,16 @@ def test_a_filter_built_directly_refuses_a_since_or_until_that_is_not_a_datetime
 @pytest.mark.parametrize("bad", [5, ["x"], b"x", True])
 def test_a_filter_text_field_that_is_not_a_str_is_refused_naming_it(key: str, bad: object) -> None:
     err = refused(lambda: JobFilter(**{key: bad}))
-    assert err.cause == f"JobFilter({key}={bad!r}): not a str or None"
+    kinds = "a str, NULL or None" if key == "error_code" else "a str or None"  # NULL: the rows without a code
+    assert err.cause == f"JobFilter({key}={bad!r}): not {kinds}"
     assert err.fix == f'JobFilter({key}="billing")'
+
+
+@pytest.mark.parametrize("key", ["queue", "name", "tenant", "search", "state"])
+def test_null_is_a_filter_value_of_the_error_code_and_the_stop_reason_only(key: str) -> None:
+    err = refused(lambda: JobFilter(**{key: NULL}))
+    assert err.cause.startswith(f"JobFilter({key}={NULL!r}): not ")
+    assert JobFilter(error_code=NULL, stop_reason=NULL) != JobFilter()
 
 
 @pytest.mark.parametrize(

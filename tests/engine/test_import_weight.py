@@ -22,6 +22,7 @@ READ_SIDE = (
     "engine.records",
     "engine.introspect",
     "engine.projections",
+    "engine.projections_filter",
     "engine.projections_why",
     "engine.series",
 )

@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from engine.drivers.jobfilter import search_terms
+from engine.drivers.jobfilter import column_matches, search_terms
 from engine.drivers.memory.state import MemoryBase, RolledMinute, minute_of, rolled_minute
 from engine.drivers.memory.steps import jsonb_contains
 from engine.projections import (
@@ -47,9 +47,9 @@ def matches(row: JobRow, where: JobFilter) -> bool:
         return False
     if where.tenant is not None and row.tenant != where.tenant:
         return False
-    if where.error_code is not None and row.error_code != where.error_code:
+    if not column_matches(row.error_code, where.error_code):
         return False
-    if where.stop_reason is not None and row.stop_reason != where.stop_reason:
+    if not column_matches(row.stop_reason, where.stop_reason):
         return False
     if where.since is not None and row.created_at < where.since:
         return False

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from engine.drivers.jobfilter import search_terms
+from engine.drivers.jobfilter import equal_or_null, search_terms
 from engine.drivers.postgres.base import Conn, PostgresBase
 from engine.drivers.sqlfiles import Q
 from engine.types import JobState
@@ -41,19 +41,23 @@ def filter_params(where: JobFilter) -> dict[str, Any]:
         key, span = search_terms(where.search)
         key_like = None if key is None else _like_prefix(key)
         lo, hi = span if span is not None else (None, None)
+    code, no_code = equal_or_null(where.error_code)
+    stop, no_stop = equal_or_null(where.stop_reason)
     return {
         "queue": where.queue,
         "state": where.state.value if where.state else None,
         "name": where.name,
         "tenant": where.tenant,
-        "code": where.error_code,
+        "code": code,
+        "no_code": no_code,
         "input": json.dumps(dict(where.input_fields)) if where.input_fields else None,
         "key_like": key_like,
         "id_lo": lo,
         "id_hi": hi,
         "since": where.since,
         "until": where.until,
-        "stop": where.stop_reason,
+        "stop": stop,
+        "no_stop": no_stop,
     }
 
 
