@@ -252,6 +252,10 @@ def main_command(
         target = resolve_dsn(dsn)
         source = open_source(target, opts)
     except JobsError as err:
+        if dsn is not None:  # the fix names the database this command was given, not $JOBS_DSN's
+            from console.source import naming_given_dsn
+
+            err = naming_given_dsn(err, dsn)
         report(err, target or dsn)
         raise typer.Exit(EXIT_USAGE if err.code == X_DSN_INVALID else EXIT_ERROR) from None
     try:

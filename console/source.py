@@ -402,6 +402,14 @@ def _no_backfills() -> Any:
     return Catalog([])
 
 
+def naming_given_dsn(err: JobsError, dsn: str) -> JobsError:
+    """``err`` with ``dsn``, given by --dsn, in its fix where the fix names "$JOBS_DSN"."""
+    from engine.drivers.postgres.dsn import naming_dsn
+
+    fix = naming_dsn(err.fix, dsn)
+    return err if fix == err.fix else JobsError(err.code, cause=err.cause, fix=fix, docs=err.docs, meta=err.meta)
+
+
 def open_source(
     dsn: str,
     *,

@@ -12,6 +12,7 @@ from engine.cli.admin import (
     CONNECT_HELP,
     STATEMENT_HELP,
     dsn_fix,
+    fix_naming_given_dsn,
     no_prepared_statements_option,
     set_connections,
 )
@@ -79,8 +80,25 @@ def error_text(err: JobsError) -> str:
     return printable(f"error {err.code}: {err.cause}\n  fix: {err.fix}\n  docs: {err.docs}\n")
 
 
+def for_this_command(err: JobsError) -> JobsError:
+    """``err`` with the fix this command's user types: the fixes that name the Python API (a DSN's
+    shape, a statement timeout) name the CLI's, and one that names "$JOBS_DSN" names the DSN given
+    by --dsn instead (fix_naming_given_dsn)."""
+    fix = err.fix
+    if err.code == X_DSN_INVALID and fix.startswith("connect("):
+        fix = dsn_fix()
+    elif err.code == X_STATEMENT_TIMEOUT:
+        fix = "export JOBS_STATEMENT_TIMEOUT=30"
+    fix = fix_naming_given_dsn(fix)
+    if fix == err.fix:
+        return err
+    return JobsError(err.code, cause=err.cause, fix=fix, docs=err.docs, meta=err.meta)
+
+
 def say_error(err: JobsError, *, as_json: bool = False) -> None:
-    """An engine error on stderr: code, cause and fix, or a JSON object with --json."""
+    """An engine error on stderr, its fix this command's (for_this_command): code, cause and fix,
+    or a JSON object with --json."""
+    err = for_this_command(err)
     if as_json:
         sys.stderr.write(json.dumps({"error": err.as_dict()}) + "\n")
     else:
@@ -88,12 +106,7 @@ def say_error(err: JobsError, *, as_json: bool = False) -> None:
 
 
 def fail(err: JobsError, *, as_json: bool = False) -> None:
-    """Print an engine error as code, cause and fix (JSON on stderr with --json) and exit. The
-    fixes that name the Python API (a DSN's shape, a statement timeout) name the CLI's here."""
-    if err.code == X_DSN_INVALID and err.fix.startswith("connect("):
-        err = JobsError(err.code, cause=err.cause, fix=dsn_fix(), meta=err.meta)
-    elif err.code == X_STATEMENT_TIMEOUT:
-        err = JobsError(err.code, cause=err.cause, fix="export JOBS_STATEMENT_TIMEOUT=30", meta=err.meta)
+    """Print an engine error as code, cause and fix (JSON on stderr with --json; say_error) and exit."""
     say_error(err, as_json=as_json)
     if err.code == X_DSN_INVALID:  # as jobs-console answers it: the command was given a wrong address
         raise typer.Exit(EXIT_USAGE)

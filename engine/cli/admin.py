@@ -65,6 +65,7 @@ class Connections:
     statement: float | None = None  # None: not given (the command's default)
     command: str | None = None  # the subcommand being run, for a fix that names it
     prepared: bool = True  # False: --no-prepared-statements
+    dsn: str | None = None  # the DSN given by --dsn, as typed (None: $JOBS_DSN, or none read yet)
 
 
 CONNECTIONS = Connections()
@@ -87,7 +88,7 @@ def set_connections(
             fix=f"jobsctl --statement-timeout 10 {command or 'queues'}",
         )
     CONNECTIONS.connect, CONNECTIONS.statement, CONNECTIONS.command = connect, statement, command
-    CONNECTIONS.prepared = prepared
+    CONNECTIONS.prepared, CONNECTIONS.dsn = prepared, None
 
 
 def group_given(ctx: typer.Context, dsn: str | None, json_out: bool) -> tuple[str | None, bool]:
@@ -169,9 +170,18 @@ def dsn_fix() -> str:
     return f"jobsctl {CONNECTIONS.command or 'queues'} --dsn {DSN_EXAMPLE}"
 
 
+def fix_naming_given_dsn(fix: str) -> str:
+    """``fix`` with the DSN this command was given by --dsn where it says "$JOBS_DSN"
+    (engine/drivers/postgres/dsn.py, naming_dsn)."""
+    from engine.drivers.postgres.dsn import naming_dsn
+
+    return fix if CONNECTIONS.dsn is None else naming_dsn(fix, CONNECTIONS.dsn)
+
+
 def resolve_dsn(dsn: str | None, *, long_running: bool = False) -> str:
     """The DSN to use (--dsn, else $JOBS_DSN), carrying this command's timeouts: one given by flag
     or environment wins over the DSN's own; a default fills only what the DSN leaves out."""
+    CONNECTIONS.dsn = dsn or None
     value = dsn or os.environ.get("JOBS_DSN")
     if not value:
         raise JobsError(

@@ -3,6 +3,7 @@ stderr, with a non-zero exit, before the terminal is taken over, and never with 
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 
@@ -10,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from console.cli import EXIT_ERROR, EXIT_USAGE, app, parse_refresh, password_of, scrub
+from engine.drivers.postgres.dsn import safe_dsn
 from engine.errors import JobsError
 
 SECRET = "s3cr3t-Pa55"
@@ -81,6 +83,14 @@ def test_an_unreachable_database_is_named_without_the_password(tmp_path) -> None
 
 def test_an_uninstalled_schema_names_jobs_install(pg_server_empty_dsn: str) -> None:
     assert_clear_error(run("--dsn", pg_server_empty_dsn), "X_SCHEMA_MISSING", EXIT_ERROR, "jobsctl migrate --dsn")
+
+
+def test_an_uninstalled_schemas_fix_names_the_database_given_by_dsn_not_jobs_dsns(pg_server_empty_dsn: str) -> None:
+    other = "postgresql://someone@elsewhere.example/other"
+    r = run("--dsn", pg_server_empty_dsn, env={"JOBS_DSN": other})
+    fix = f"jobsctl migrate --dsn {shlex.quote(safe_dsn(pg_server_empty_dsn))}"
+    assert_clear_error(r, "X_SCHEMA_MISSING", EXIT_ERROR, fix)
+    assert "$JOBS_DSN" not in r.stderr
 
 
 @pytest.mark.parametrize("value", ["fast", "2 hours", "0s", "10ms", "2h", "-1s", ""])

@@ -4,6 +4,7 @@ engine's timeouts, and the error for a database that cannot be reached."""
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Any
 
 import psycopg
@@ -25,6 +26,32 @@ def safe_dsn(dsn: str) -> str:
     except psycopg.ProgrammingError:
         return "<unparseable dsn>"
     return ci.make_conninfo("", **{k: parts[k] for k in _TARGET if parts.get(k) is not None})
+
+
+ENV_DSN = '"$JOBS_DSN"'  # how an engine's fix names the database: it cannot know where its DSN came from
+
+
+def naming_dsn(fix: str, given: str) -> str:
+    """``fix`` with ``given``, a DSN the user typed (--dsn), where it says "$JOBS_DSN": the
+    database the error's cause names, which $JOBS_DSN may not be (a fix run as printed would then
+    migrate, or query, another database)."""
+    if ENV_DSN not in fix or given.strip().startswith("memory:"):
+        return fix
+    return fix.replace(ENV_DSN, shlex.quote(shown_dsn(given)))
+
+
+def shown_dsn(dsn: str) -> str:
+    """``dsn`` as a fix may show it: its safe form (safe_dsn) when that is all of it; that with
+    the placeholder PASSWORD when its password is all safe_dsn leaves out; else the placeholder
+    DSN (the settings safe_dsn leaves out would be lost), beside a cause that names the database."""
+    safe = safe_dsn(dsn)
+    try:
+        left_out = {k for k, v in ci.conninfo_to_dict(dsn).items() if v is not None} - set(ci.conninfo_to_dict(safe))
+    except psycopg.ProgrammingError:
+        return "DSN"
+    if not left_out:
+        return safe
+    return f"{safe} password=PASSWORD" if left_out == {"password"} else "DSN"
 
 
 def describe_target(dsn: str) -> str:
