@@ -38,7 +38,7 @@ from engine.text import printable
 
 T = TypeVar("T")
 BUDGET_HELP = "seconds each query may take before it is cut off"
-FILTER_HELP = "key=value: queue, state, name, tenant, code, search, since, until, input.FIELD (repeatable)"
+FILTER_HELP = "key=value: queue, state, name, tenant, code, stop, search, since, until, input.FIELD (repeatable; code=- and stop=- match rows without one)"
 
 
 class FilteredCommand(typer.core.TyperCommand):
@@ -248,60 +248,12 @@ def show(
     budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
 ) -> None:
     """One job: input, result, attempts, step trace, history (audit), next retry and why."""
+    from engine.cli.job_text import job_json, print_job
+
     d = run(dsn, json_out, lambda e: intro(e, budget).job(job_id, tenant=tenant))
     if json_out:
-        return emit(d)
-    out, j = console(), d.job
-    out.print(
-        f"{j.id}  {j.name}  queue={j.queue}  tenant={j.tenant or '-'}  state={j.state.value}  attempt "
-        f"{j.attempt} of {j.max_attempts}"
-    )
-    out.print(f"why: {d.why.summary}")
-    if d.trace_id:  # the trace its enqueue ran in (engine/tracing.py)
-        out.print(f"trace: {d.trace_id}")
-    if d.next_retry:
-        out.print(f"next: {d.next_retry.note}")
-    if j.last_error:
-        out.print(f"last error: {j.last_error}")
-        if d.fix:  # what the error said to do (a handler's JobsError fix)
-            out.print(f"fix: {d.fix}", markup=False, highlight=False)
-    # Runs are numbered in the order they ran: a retry from a step starts a new run at attempt 1.
-    failed = [(n, a) for n, a in enumerate(d.attempts, start=1) if a.traceback]
-    if failed:  # the latest failed attempt's, as stored (bounded by the worker's traceback_limit)
-        n, a = failed[-1]
-        out.print(f"traceback (run #{n}, attempt {a.attempt}):", markup=False, highlight=False)
-        out.print(
-            "\n".join(f"  {line}" for line in (a.traceback or "").splitlines()),
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
-    out.print(f"input: {json.dumps(j.input)[:2000]}")
-    if j.result is not None:
-        out.print(f"result: {json.dumps(j.result)[:2000]}")
-    for n, a in enumerate(d.attempts, start=1):
-        out.print(
-            f"  run #{n}: attempt {a.attempt} of {j.max_attempts} on {a.worker}: {_t(a.started_at)} -> "
-            f"{_t(a.finished_at)} {a.outcome} {a.error_code or ''}",
-            markup=False,
-            highlight=False,
-        )
-    for s in d.steps:
-        out.print(
-            f"  step {s.seq} {s.name} [{s.kind}] {s.status} {'' if s.duration is None else f'{s.duration:.3f}s'} "
-            f"{s.error or ''}"
-        )
-    for p, step in d.parents:  # the jobs that enqueued it (ctx.step.enqueue)
-        out.print(f"  enqueued by {p.id} {p.name} {p.state.value} in step {step!r}", markup=False, highlight=False)
-    for a in d.awaited:  # the jobs it fanned out or waits for, in the order it named them
-        out.print(f"  {d.awaited_as} {a.id} {a.name} {a.state.value} {a.error_code or ''}".rstrip(), markup=False)
-    for h in d.history:
-        what = f" {h.data['event']}" if h.kind == "event" and h.data.get("event") else ""
-        out.print(
-            f"  {_t(h.at)} {h.kind}{what} by {h.actor or '?'}{f' — {h.note}' if h.note else ''}",
-            markup=False,
-            highlight=False,
-        )
+        return emit(job_json(d))
+    print_job(d)
 
 
 @app.command(cls=FilteredCommand)
