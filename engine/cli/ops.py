@@ -124,11 +124,17 @@ def _one_job(
     command: str, job_id: str, filters: list[str], rate: float | None, yes: bool, children: bool, json_out: bool
 ) -> None:
     """Refuse what only --all (or --children) reads, given to the action on one job: dropped, it
-    would leave the operator believing a filter narrowed or a rate paced what ran."""
+    would leave the operator believing a filter narrowed or a rate paced what ran. The action on
+    one job asks nothing (its audit entry is the record), so --yes would answer no question."""
+    asks = "--all" if command == "discard" else "--all or --children"  # discard takes no --children
     given = [
         (bool(filters), "--filter narrows --all", f"jobsctl {command} --all --filter {filters[0] if filters else ''}"),
         (rate is not None, "--rate paces --all", f"jobsctl {command} --all --filter ... --rate {rate}"),
-        (yes and not children, "--yes skips the confirmation of --all or --children", f"jobsctl {command} {job_id}"),
+        (
+            yes and not children,
+            f"--yes skips the confirmation of {asks}; `jobsctl {command} ID` acts at once and asks none",
+            f"jobsctl {command} {job_id}",
+        ),
     ]
     for present, what, fix in given:
         if present:

@@ -52,3 +52,37 @@ def test_what_only_all_reads_is_refused_with_a_jobs_id() -> None:
         r = jobs(*args)
         assert r.exit_code == 1 and f"error X_INVALID_ARGUMENT: {flag}" in r.stderr, (args, r.stderr)
     assert "X_NOT_FOUND" in jobs("cancel", "abc123", "--children", "--yes").stderr  # --yes with --children: read
+
+
+def test_discard_with_an_id_refuses_yes_as_answering_no_question_and_discards_without_asking(pg_dsn: str) -> None:
+    """`jobsctl discard ID` asks nothing, as `retry ID` and `cancel ID` do: --yes there would answer no
+    question, so it is refused naming the confirmation it belongs to (--all's: discard has no
+    --children) and the command to run, and the job stays as it was."""
+    import asyncio
+
+    from engine.clock import SystemClock
+    from engine.drivers.postgres import PostgresDriver
+    from engine.ids import IdFactory
+    from engine.testing import make_job
+    from engine.types import JobState
+
+    async def dead_job() -> str:
+        d = PostgresDriver(pg_dsn)
+        clock = SystemClock()
+        try:
+            return (await make_job(d, IdFactory(clock), clock.now(), state=JobState.DEAD)).id
+        finally:
+            await d.close()
+
+    job_id = asyncio.run(dead_job())
+    r = jobs("discard", job_id, "--yes", "--dsn", pg_dsn, "--json")
+    err = json.loads(r.stderr)["error"]
+    assert r.exit_code == 1 and err["code"] == "X_INVALID_ARGUMENT"
+    assert err["cause"] == (
+        "--yes skips the confirmation of --all; `jobsctl discard ID` acts at once and asks none; "
+        "with a job's id it would do nothing"
+    )
+    assert err["fix"] == f"jobsctl discard {job_id}"
+    assert json.loads(jobs("show", job_id, "--dsn", pg_dsn, "--json").stdout)["job"]["state"] == "dead"
+    done = jobs(*err["fix"].split()[1:], "--dsn", pg_dsn)  # the fix, no answer on stdin: none is asked
+    assert done.exit_code == 0 and f"discard {job_id}: done" in done.stdout, done.output
