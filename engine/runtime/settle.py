@@ -35,9 +35,13 @@ class Backoff:
     def __init__(self, first: float = 0.05, ceiling: float = 2.0) -> None:
         self.first, self.ceiling, self.next = first, ceiling, first
 
-    async def wait(self) -> None:
+    def take(self) -> float:
+        """The next delay, the one after it doubled (up to the ceiling)."""
         delay, self.next = self.next, min(self.ceiling, self.next * 2)
-        await asyncio.sleep(delay)
+        return delay
+
+    async def wait(self) -> None:
+        await asyncio.sleep(self.take())
 
     def reset(self) -> None:
         self.next = self.first
