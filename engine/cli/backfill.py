@@ -106,13 +106,23 @@ def _status(catalog: Any, dsn: str | None, env: str | None, json_out: bool) -> N
             v.environment,
             v.status,
             "" if last is None else f"{'dry-run' if last.dry_run else 'write'} {last.status}",
-            "" if p is None else str(p.swept),
-            "" if p is None or p.remaining is None else str(p.remaining),
+            *swept_and_remaining(p),
             "" if p is None or p.batches_per_second is None else f"{p.batches_per_second:.1f}",
             "" if p is None or p.eta_seconds is None or v.status != "running" else f"{p.eta_seconds:.0f}s",
             "" if v.gate is None else v.gate.code,
         )
     console().print(t)
+
+
+def swept_and_remaining(p: Any) -> tuple[str, str]:
+    """The status table's swept and remaining cells of a pass's progress. A dry run writes
+    nothing: its rows were read, and what remains is what a write pass would write, the count()
+    it took at its start; never its own rows left to read, which a finished one has none of."""
+    if p is None:
+        return "", ""
+    if not p.dry_run:
+        return str(p.swept), "" if p.remaining is None else str(p.remaining)
+    return f"{p.swept} read", "" if p.planned is None else f"would write {p.planned}"
 
 
 def _follow(catalog: Any, name: str, job_id: str, dsn: str | None, env: str | None, json_out: bool) -> int:
@@ -150,9 +160,10 @@ def _follow(catalog: Any, name: str, job_id: str, dsn: str | None, env: str | No
     if json_out:
         emit({"progress": p, "job": {"id": job.id, "state": job.state.value, "last_error": job.last_error}})
     else:
-        console().print(
-            f"{name}: {p.status if p else job.state.value}" + (f" ({job.last_error})" if job.last_error else "")
-        )
+        said = p.status if p else job.state.value
+        if p is not None and p.dry_run:  # what it read and what a write pass would write, not rows left
+            said = f"dry run {said}: " + ", ".join(c for c in swept_and_remaining(p) if c)
+        console().print(f"{name}: {said}" + (f" ({job.last_error})" if job.last_error else ""))
     return 0 if p is not None and p.status == "completed" else EXIT_ERROR
 
 

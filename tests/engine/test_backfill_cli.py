@@ -129,3 +129,40 @@ def test_i22_a_backfills_status_is_its_environments_own(app_dsn: str) -> None:
     res = _invoke("--status", "--app", APP, "--dsn", app_dsn, "--env", "production")
     line = next(ln for ln in res.stdout.splitlines() if "accounts_prod_only" in ln)
     assert "running" in line and "write queued" in line
+
+
+def test_i22_a_completed_dry_runs_status_says_what_it_read_and_what_a_write_would_write(
+    app_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A dry run reads and writes nothing: the status table says its rows were read and what a write
+    pass would write (its count() at the start), never "remaining 0" on a backfill still pending;
+    --wait's last line says the same."""
+    import asyncio
+
+    from engine.api import connect
+    from engine.backfills import BackfillControl
+    from engine.cli.backfill import _follow, load_catalog
+    from engine.testing import Factory, PassPlayer
+
+    async def dry_run() -> Any:
+        eng = connect(app_dsn)
+        try:
+            ctl = BackfillControl(eng, backfill_app.bf, actor="ci", environment="development")
+            played = await PassPlayer.start(Factory.of(eng), ctl, "accounts_email_lower")
+            assert await played.finish() == "completed"
+            return played.started.job_id
+        finally:
+            await eng.aclose()
+
+    job_id = asyncio.run(dry_run())
+    res = _invoke("--status", "--app", APP, "--dsn", app_dsn)
+    assert res.exit_code == 0, res.stderr
+    line = next(ln for ln in res.stdout.splitlines() if "accounts_email_lower" in ln)
+    cells = [c.strip() for c in line.split("│")[1:-1]]
+    assert cells[2:6] == ["pending", "dry-run completed", "100 read", "would write 100"]
+    views = {v["name"]: v for v in json.loads(_invoke("--status", "--app", APP, "--dsn", app_dsn, "--json").stdout)}
+    p = views["accounts_email_lower"]["progress"]
+    assert (p["dry_run"], p["swept"], p["planned"]) == (True, 100, 100)  # the JSON's figures, as they are
+    assert _follow(load_catalog(APP), "accounts_email_lower", job_id, app_dsn, None, False) == 0
+    said = capsys.readouterr().out.splitlines()[-1]  # after the progress bar
+    assert said == "accounts_email_lower: dry run completed: 100 read, would write 100"
