@@ -105,7 +105,8 @@ ACTIONS: tuple[Action, ...] = NAV + (
         scope="overview",
     ),
     Action("p", "toggle_pause", "Pause/resume", "pause or resume the selected queue", scope="overview", mutating=True),
-    # jobs
+    # jobs, in the order the footer keeps them when it is narrow: find, ask why, act, read; then
+    # the rarer ones (the pager line names t, n and b too)
     Action("escape", "back", "Back", "leave the filter bar, clear the marks, or go back", scope="jobs"),
     Action("enter", "open_job", "Open", "open the selected job", scope="jobs"),
     Action(
@@ -116,25 +117,10 @@ ACTIONS: tuple[Action, ...] = NAV + (
         scope="jobs",
         key_display="/",
     ),
-    Action("n", "page(1)", "Next page", "the next (older) page", scope="jobs"),
-    Action("b", "page(-1)", "Prev page", "the previous (newer) page", scope="jobs"),
-    Action(
-        "t",
-        "next_state",
-        "State",
-        "show one state at a time: parked, suspended, dead, running, delayed, ready, then all",
-        scope="jobs",
-    ),
-    Action(
-        "space",
-        "mark",
-        "Mark",
-        "mark or unmark the row; x, c and d then act on the marked rows (Escape clears the marks)",
-        scope="jobs",
-        footer=False,
-    ),
+    Action("y", "why", "Why", "why is the selected job not running?", scope="jobs"),
     Action("x", "retry", "Retry", "retry the selected (or marked) dead jobs", scope="jobs", mutating=True),
     Action("c", "cancel", "Cancel", "cancel the selected (or marked) live jobs", scope="jobs", mutating=True),
+    Action("l", "logs", "Logs", "the selected job's attempts, history and live engine events", scope="jobs"),
     Action(
         "d",
         "discard",
@@ -143,9 +129,24 @@ ACTIONS: tuple[Action, ...] = NAV + (
         scope="jobs",
         mutating=True,
     ),
-    Action("y", "why", "Why", "why is the selected job not running?", scope="jobs"),
+    Action(
+        "t",
+        "next_state",
+        "State",
+        "show one state at a time: parked, suspended, dead, running, delayed, ready, then all",
+        scope="jobs",
+    ),
+    Action("n", "page(1)", "Next page", "the next (older) page", scope="jobs"),
+    Action("b", "page(-1)", "Prev page", "the previous (newer) page", scope="jobs"),
+    Action(
+        "space",
+        "mark",
+        "Mark",
+        "mark or unmark the row; x, c and d then act on the marked rows (Escape clears the marks)",
+        scope="jobs",
+        footer=False,
+    ),
     Action("i", "copy_id", "Copy id", "copy the selected job's full id to the clipboard", scope="jobs", footer=False),
-    Action("l", "logs", "Logs", "the selected job's attempts, history and live engine events", scope="jobs"),
     Action(
         "X",
         "bulk('retry')",
@@ -174,19 +175,10 @@ ACTIONS: tuple[Action, ...] = NAV + (
         key_display="D",
         footer=False,
     ),
-    # job detail
+    # job detail (each action is offered only in the job states it applies to)
     Action("escape", "back", "Back", "back to the previous screen", scope="job_detail"),
     Action("y", "why", "Why", "why is this job not running?", scope="job_detail"),
     Action("x", "retry", "Retry", "retry this dead job", scope="job_detail", mutating=True),
-    # "From step", not "Retry from step": at 80 columns the longer label cut "d Discard" off the footer.
-    Action(
-        "f",
-        "retry_from_step",
-        "From step",
-        "retry from a chosen step: it and the later ones run again, earlier ones replay",
-        scope="job_detail",
-        mutating=True,
-    ),
     Action("c", "cancel", "Cancel", "cancel this live job", scope="job_detail", mutating=True),
     Action(
         "d",
@@ -197,8 +189,18 @@ ACTIONS: tuple[Action, ...] = NAV + (
         mutating=True,
     ),
     Action("e", "send_event", "Send event", "send the event this job waits for", scope="job_detail", mutating=True),
-    # Offered where something is folded ("… N more lines folded (u: unfold)"): in the footer it
-    # pushed "l Logs" past 80 columns on a finished job with steps.
+    Action("l", "logs", "Logs", "this job's attempts, history and live engine events", scope="job_detail"),
+    # Last of the footer's keys: where they do not all fit (a dead job with steps at 80 columns),
+    # this is the one left out.
+    Action(
+        "f",
+        "retry_from_step",
+        "From step",
+        "retry from a chosen step: it and the later ones run again, earlier ones replay",
+        scope="job_detail",
+        mutating=True,
+    ),
+    # Offered where something is folded ("… N more lines folded (u: unfold)"), in the text itself.
     Action(
         "u",
         "unfold",
@@ -207,11 +209,10 @@ ACTIONS: tuple[Action, ...] = NAV + (
         scope="job_detail",
         footer=False,
     ),
-    Action("l", "logs", "Logs", "this job's attempts, history and live engine events", scope="job_detail"),
     Action("i", "copy_id", "Copy id", "copy this job's full id to the clipboard", scope="job_detail", footer=False),
-    # Offered in the screen's own text (the footer is full at 80 columns): "w: open ...", "C:
-    # cancel with them" and "X: retry with them" under the jobs a fan-in waits for, "o: open ..." after the why of a job a
-    # fan-in waits for and beside the parent that enqueued it.
+    # Offered in the screen's own text, where they apply: "w: open ...", "C: cancel with them"
+    # and "X: retry with them" under the jobs a fan-in waits for, "o: open ..." after the why of a
+    # job a fan-in waits for and beside the parent that enqueued it.
     Action(
         "w",
         "open_waited",
@@ -371,14 +372,6 @@ ACTIONS: tuple[Action, ...] = NAV + (
         mutating=True,
     ),
     Action(
-        "f",
-        "force",
-        "Force rerun",
-        "rerun an applied backfill: a new write pass and a new ledger row",
-        scope="backfills",
-        mutating=True,
-    ),
-    Action(
         "x",
         "retry_pass",
         "Retry",
@@ -391,6 +384,15 @@ ACTIONS: tuple[Action, ...] = NAV + (
         "cancel_pass",
         "Cancel",
         "cancel the running pass (its ledger row says so)",
+        scope="backfills",
+        mutating=True,
+    ),
+    # Last: the rarest, and the key a narrow footer leaves out.
+    Action(
+        "f",
+        "force",
+        "Force rerun",
+        "rerun an applied backfill: a new write pass and a new ledger row",
         scope="backfills",
         mutating=True,
     ),
@@ -420,6 +422,13 @@ def for_scope(scope: str) -> tuple[Action, ...]:
 
 def bindings(scope: str) -> list[BindingType]:
     return [Binding(a.key, a.action, a.title, show=a.footer, key_display=a.key_display) for a in for_scope(scope)]
+
+
+def footer_order(scope: str) -> tuple[str, ...]:
+    """The footer's keys, most needed first: help (which the footer never leaves out), quit, then
+    the screen's own in the table's order. A narrow footer leaves out what does not fit, from the
+    end (console/widgets/footer.py), so a scope lists the keys an operator reaches for first."""
+    return tuple(dict.fromkeys(a.action for a in for_scope("global") + for_scope(scope) if a.footer))
 
 
 def mutating_names(scope: str) -> frozenset[str]:

@@ -78,7 +78,7 @@ class ConsoleScreen(Screen[None]):
         yield Banner(id="banner")
 
     def compose_bottom(self) -> ComposeResult:
-        yield ConsoleFooter()
+        yield ConsoleFooter(actions.footer_order(self.SCOPE))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in actions.mutating_names(self.SCOPE) and self.source.read_only:
