@@ -61,10 +61,14 @@ class RateLimit(Options):
                 "the longest the engine delays a job",
                 fix="RateLimit(limit=10, per=86400)",
             )
-        if self.key is not None and not callable(self.key):
+        key = self.key
+        # Called with (input, tenant) before each run: a key that cannot take them would fail
+        # every run of the job, so it is refused here.
+        if key is not None and (not callable(key) or (sig := refused_call(key, 2)) is not None):
             raise JobsError(
                 X_INVALID_DEFINITION,
-                cause=f"RateLimit key={self.key!r} is not a function of (input, tenant)",
+                cause=f"RateLimit key={key!r} is not a function of (input, tenant)"
+                + (f": it takes {sig}" if callable(key) else ""),
                 fix="RateLimit(limit=10, per=1.0, key=lambda inp, tenant: tenant or '-')",
             )
 

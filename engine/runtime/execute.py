@@ -27,7 +27,7 @@ from engine.retry import UNKNOWN_GRACE, RetryPolicy, failure_nack
 from engine.runtime import logs
 from engine.runtime.context import JobContext
 from engine.runtime.leases import Lease, LeaseKeeper
-from engine.runtime.limits import Limits, Shed, concurrency_key
+from engine.runtime.limits import Limits, RateKeyFailed, Shed, concurrency_key
 from engine.runtime.metrics import Metrics
 from engine.runtime.settle import AckBuffer, Pending, SettleFailed, settle_failed, while_leased
 from engine.runtime.signal import RunSignal
@@ -181,7 +181,10 @@ class Runner:
             return await self._unknown(cj, lease, exc)
         try:
             if d.concurrency is not None or d.rate_limit is not None:
-                shed = await self.limits.admit(d, row, lease)
+                try:
+                    shed = await self.limits.admit(d, row, lease)
+                except RateKeyFailed as exc:  # the app's key raised on this input: a failed attempt (terminal)
+                    return await self._failed(cj, lease, d.retry, exc, 0.0)
                 if shed is not None:
                     return await self._shed(cj, lease, shed)
             return await self._execute(cj, d, lease)

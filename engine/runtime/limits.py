@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from engine.clock import Clock
 from engine.drivers.base import Driver
+from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.jobs import JobDefinition
 from engine.runtime.leases import Lease
 from engine.types import JobRow
@@ -26,11 +27,24 @@ def concurrency_key(d: JobDefinition) -> str:
     return f"concurrency:{d.name}"
 
 
+class RateKeyFailed(JobsError):
+    """The job's ``RateLimit.key`` raised on this job's input: this attempt's failure (terminal, as
+    X_INVALID_ARGUMENT is: the same input fails the same way), not a run that never settles."""
+
+
 def rate_key(d: JobDefinition, row: JobRow) -> str:
     assert d.rate_limit is not None
     if d.rate_limit.key is None:
         return f"rate:{d.name}"
-    return f"rate:{d.name}:{d.rate_limit.key(row.input, row.tenant)}"
+    try:
+        part = d.rate_limit.key(row.input, row.tenant)
+    except Exception as exc:
+        raise RateKeyFailed(
+            X_INVALID_ARGUMENT,
+            cause=f"the rate_limit key of job {d.name!r} raised on this job's input: {type(exc).__name__}: {exc}",
+            fix=f"make the RateLimit key of {d.name!r} answer for every input it is enqueued with",
+        ) from exc
+    return f"rate:{d.name}:{part}"
 
 
 class Limits:
@@ -39,7 +53,9 @@ class Limits:
         self.lease_seconds, self.shed_delay = lease_seconds, shed_delay
 
     async def admit(self, d: JobDefinition, row: JobRow, lease: Lease) -> Shed | None:
-        """None: admitted (a concurrency slot, if any, is recorded on the lease). Else the shed."""
+        """None: admitted (a concurrency slot, if any, is recorded on the lease). Else the shed.
+        RateKeyFailed when the rate limit's key raises, before any slot is taken."""
+        rate = rate_key(d, row) if d.rate_limit is not None else None
         if d.concurrency is not None:
             key = concurrency_key(d)
             slot = await self.driver.slot_acquire(
@@ -53,14 +69,13 @@ class Limits:
             if slot is None:
                 return Shed("concurrency", key, self.shed_delay)
             lease.slot_key, lease.slot = key, slot
-        if d.rate_limit is not None:
-            key = rate_key(d, row)
+        if d.rate_limit is not None and rate is not None:
             wait = await self.driver.rate_take(
-                key=key, limit=d.rate_limit.limit, per=d.rate_limit.per, now=self.clock.now()
+                key=rate, limit=d.rate_limit.limit, per=d.rate_limit.per, now=self.clock.now()
             )
             if wait > 0:
                 await self.release(lease)  # the slot taken above is not used
-                return Shed("rate", key, wait)
+                return Shed("rate", rate, wait)
         return None
 
     async def release(self, lease: Lease) -> None:
