@@ -112,9 +112,10 @@ class RetryPolicy(Options):
 
 
 def retry_schedule(policy: RetryPolicy) -> list[float]:
-    """The delays between attempts: attempts=5, exponential, delay=1 -> [1, 2, 4, 8]."""
-    rng = random.Random(policy.seed) if policy.seed is not None else None
-    return [policy.delay_after(n, rng) for n in range(1, policy.attempts)]
+    """The delays between attempts: attempts=5, exponential, delay=1 -> [1, 2, 4, 8]. With a seed,
+    each delay is drawn as the worker draws it (``delay_after``, seeded per attempt), so the
+    schedule is the one its retries keep."""
+    return [policy.delay_after(n) for n in range(1, policy.attempts)]
 
 
 # --- classification of errors -----------------------------------------------------------------

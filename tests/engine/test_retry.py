@@ -33,6 +33,13 @@ def test_jitter_is_bounded_and_reproducible_with_a_seed() -> None:
     assert a != base
 
 
+def test_retry_schedule_with_a_seed_is_the_delays_the_worker_waits() -> None:
+    """The schedule a seeded policy shows is the one its retries keep: the worker draws each
+    delay from the seed and the attempt (decide_retry), never from a generator it carries over."""
+    p = RetryPolicy(attempts=6, delay=10.0, max_delay=1000.0, jitter=0.2, seed=7)
+    assert retry_schedule(p) == [decide_retry(p, n, ValueError("boom")).delay for n in range(1, 6)]
+
+
 @pytest.mark.parametrize(
     "bad",
     [
