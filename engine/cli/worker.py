@@ -151,7 +151,9 @@ def worker(
         "--start-timeout",
         help="give up starting after this long if the database does not answer (s; default: wait as long as it takes)",
     ),
-    poll_interval: float = typer.Option(1.0, "--poll-interval", help="the fallback poll when no NOTIFY arrives (s)"),
+    poll_interval: float = typer.Option(
+        1.0, "--poll-interval", help="the fallback poll when no NOTIFY arrives (s): its claims' and its outbox relay's"
+    ),
     traceback_limit: int = typer.Option(
         8192, "--traceback-limit", help="most characters of a failed attempt's traceback stored (its tail); 0: none"
     ),
@@ -293,12 +295,13 @@ def worker(
         raise typer.Exit(code)
 
 
-def _engine_on(driver: Driver, clock: SystemClock) -> Any:
-    """What a handler's ctx.engine answers in `jobsctl worker`: an engine on this process's driver
-    (engine.api is imported only when a handler first asks)."""
+def _engine_on(driver: Driver, clock: SystemClock, tracing: Any = None) -> Any:
+    """What a handler's ctx.engine answers in `jobsctl worker`: an engine on this process's driver,
+    tracing as the worker does (--tracing), so what its handlers and steps enqueue carries their
+    run's trace (engine.api is imported only when a handler first asks)."""
     from engine.api import Engine
 
-    return Engine(driver, clock=clock)
+    return Engine(driver, clock=clock, tracing=tracing)
 
 
 async def _serve(
@@ -327,7 +330,7 @@ async def _serve(
     w = maintained_worker(
         driver,
         registry,
-        engine=lambda: _engine_on(driver, clock),  # ctx.engine, made when a handler first asks
+        engine=lambda: _engine_on(driver, clock, options.get("tracing")),  # ctx.engine, made on first use
         clock=clock,
         maintenance=maintenance,
         maintenance_config=maint,

@@ -379,7 +379,8 @@ def maintained_worker(
     **options: Any,
 ) -> Worker:
     """A worker that also runs maintenance under the fleet's leader lease, the outbox relay
-    (``relay=False`` leaves it out; ``relay_config``: a RelayConfig) and the cron scheduler for the
+    (``relay=False`` leaves it out; ``relay_config``: a RelayConfig, else one polling at the
+    worker's ``poll_interval``) and the cron scheduler for the
     tasks it serves (engine/services/scheduler.py): what `jobsctl worker` and `Engine.worker()`
     start. ``options`` are `WorkerConfig` fields; ``tracing`` True (or an engine.tracing.Tracing)
     makes each run an OpenTelemetry span in its enqueuer's trace; ``engine`` makes what its handlers'
@@ -420,9 +421,12 @@ def maintained_worker(
         w.add_service(m.run, on_drain=m.step_down)
         w.maintenance = m
     if relay:
-        from engine.services.relay import Relay
+        from engine.services.relay import Relay, RelayConfig
 
-        r = Relay(driver, clock, config=relay_config, metrics=w.metrics)
+        # Without a config of its own, the relay's fallback poll is the worker's: one interval
+        # says how long either waits when no NOTIFY arrives.
+        paced = relay_config if relay_config is not None else RelayConfig(poll_interval=config.poll_interval)
+        r = Relay(driver, clock, config=paced, metrics=w.metrics)
         w.add_service(r.run, on_drain=r.stop)
         w.relay = r
     if scheduler and tasks:  # else neither the scheduler nor its cron parser loads

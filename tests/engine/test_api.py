@@ -214,3 +214,18 @@ async def test_a_bad_argument_a_handler_gives_the_engine_dead_letters_the_job_at
         1,
         "X_INVALID_ARGUMENT",
     )
+
+
+def test_an_embedded_workers_poll_interval_paces_its_relay_unless_a_relay_config_is_given(clock: FakeClock) -> None:
+    from engine.services.relay import RelayConfig
+
+    eng = connect("memory://", clock=clock)
+    assert eng.worker([send_email], poll_interval=4.0).relay.config.poll_interval == 4.0
+    assert eng.worker([send_email]).relay.config.poll_interval == 1.0
+    own = eng.worker([send_email], poll_interval=4.0, relay_config=RelayConfig(poll_interval=0.5))
+    assert own.relay.config.poll_interval == 0.5
+    with pytest.raises(JobsError) as e:  # refused as the worker's option it is, not as the relay's
+        eng.worker([send_email], poll_interval=0)
+    assert "worker option poll_interval=0" in e.value.cause
+    assert eng.worker([send_email], relay=False, poll_interval=4.0).relay is None
+    eng.close()

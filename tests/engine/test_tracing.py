@@ -285,3 +285,26 @@ async def test_a_steps_fan_out_is_a_send_span_of_its_run_and_its_jobs_run_in_tha
     for kid in kids:
         assert runs[kid].context.trace_id == run.context.trace_id
         assert runs[kid].parent is not None and runs[kid].parent.span_id == send.context.span_id
+
+
+async def test_jobsctl_worker_tracing_reaches_the_jobs_its_runs_enqueue(
+    spans: tuple[InMemorySpanExporter, TracerProvider], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`jobsctl worker --tracing`: the engine its handlers enqueue through (ctx.engine, a step's
+    fan-out) traces as the worker does, so those jobs run in the trace of the run that enqueued them."""
+    from engine.cli import worker as cli
+    from engine.drivers.memory import MemoryDriver
+    from engine.jobs import Registry
+    from engine.runtime import logs
+
+    monkeypatch.setattr(logs, "configure_json_logging", lambda: None)  # the test's log capture stays
+    exporter, provider = spans
+    mem = MemoryDriver()
+    parent = (await Engine(mem).aenqueue(fan, {"k": "cli"})).id
+    options: dict[str, Any] = {"queues": (Q,), "burst": True, "tracing": Tracing(tracer_provider=provider)}
+    assert await cli._serve(mem, Registry(ALL), options, None, False, None, "127.0.0.1", False) == 0
+    (run,) = _named(exporter, "process t.fan")
+    (send,) = [s for s in _named(exporter, "send t.greet") if s.parent and s.parent.span_id == run.context.span_id]
+    kids = (await Engine(mem).aget(parent)).result
+    runs = {dict(s.attributes or {})["messaging.message.id"]: s for s in _named(exporter, "process t.greet")}
+    assert sorted(runs) == sorted(kids) and {s.context.trace_id for s in runs.values()} == {run.context.trace_id}

@@ -146,3 +146,40 @@ def test_the_vacuum_threshold_reaches_the_maintenance_config_and_zero_or_none_le
     assert [m.vacuum_threshold for m in seen] == [500, None, None]  # type: ignore[attr-defined]
     bad = CliRunner().invoke(app, ["worker", APP, "--vacuum-threshold", "-1", "--dsn", NOWHERE])
     assert bad.exit_code != 0 and f"fix: jobsctl worker {APP} --vacuum-threshold 10000" in bad.stderr
+
+
+def test_every_worker_flag_reaches_the_worker_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each flag named after a WorkerConfig field lands in the worker's options with the value
+    given (--poll-interval pacing its relay too: test_api's embedded worker, the same
+    maintained_worker)."""
+    from engine.cli import worker as cli
+    from engine.runtime.worker_config import WorkerConfig
+
+    seen: list[dict[str, object]] = []
+
+    async def serve(dsn: str, registry: object, options: dict[str, object], *rest: object) -> int:
+        seen.append(options)
+        return 0
+
+    monkeypatch.setattr(cli, "_serve", serve)
+    given = {
+        "concurrency": 3,
+        "batch_size": 7,
+        "ack_batch": 11,
+        "flush_interval": 0.02,
+        "lease_seconds": 12.0,
+        "grace": 4.0,
+        "close_timeout": 6.0,
+        "start_timeout": 9.0,
+        "poll_interval": 2.5,
+        "traceback_limit": 100,
+    }
+    flags = [x for name, v in given.items() for x in (f"--{name.replace('_', '-')}", str(v))]
+    r = CliRunner().invoke(app, ["worker", APP, *flags, "--burst", "--dsn", NOWHERE])
+    assert r.exit_code == 0, r.stderr
+    options = seen[-1]
+    config = WorkerConfig(**{k: v for k, v in options.items() if k in WorkerConfig.__dataclass_fields__})
+    assert {name: getattr(config, name) for name in given} == given and config.burst is True
+    assert options["relay"] is True
+    assert CliRunner().invoke(app, ["worker", APP, "--no-relay", "--dsn", NOWHERE]).exit_code == 0
+    assert seen[-1]["relay"] is False
