@@ -177,10 +177,12 @@ def _one_mode(
     write: bool,
     force: bool,
     wait: bool,
+    actor: str | None = None,
 ) -> None:
     """Refuse a combination of which a part would be dropped: one of --pending, --status,
     --history, --cancel and --retry (or a start); --write and --force only start a pass, --force
-    only with --write; --wait follows a start or a retry."""
+    only with --write; --wait follows a start or a retry; --actor names who starts, cancels or
+    retries a pass, which a read does not."""
     modes = [
         f
         for f, on in (
@@ -214,6 +216,12 @@ def _one_mode(
         )
     elif name is not None and modes and modes[0] in ("--pending", "--status"):
         refusal = f"{modes[0]} lists every backfill; the name {name!r} is not read", f"jobsctl backfill {modes[0]}"
+    elif actor is not None and (name is None or (modes and modes[0] in ("--pending", "--status", "--history"))):
+        read = modes[0] if modes else "the status"
+        refusal = (
+            f"--actor names who starts, cancels or retries a pass; {read} only reads, so it would not be recorded",
+            f"jobsctl backfill {' '.join(w for w in (name, modes[0] if modes else '--status') if w)}",
+        )
     if refusal is not None:
         raise JobsError(X_INVALID_ARGUMENT, cause=refusal[0], fix=refusal[1])
 
@@ -240,7 +248,7 @@ def backfill_cmd(
         catalog = load_catalog(app_module)
         if name is not None:
             catalog.get(name)  # X_BACKFILL_UNKNOWN, before the database
-        _one_mode(name, pending, status, history, cancel, retry, write, force, wait)
+        _one_mode(name, pending, status, history, cancel, retry, write, force, wait, actor)
     except JobsError as err:
         fail(err, as_json=json_out)
     if pending:
