@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 from dataclasses import dataclass
 from typing import Any
@@ -244,6 +245,28 @@ def long_running_driver(dsn: str | None, *, no_prepared_statements: bool, comman
 
 
 START_HELP = "give up starting after this long if the database does not answer (s; default: wait as long as it takes)"
+
+
+def config_from_flags(make: Any, command: str, flags: dict[str, str], **values: Any) -> Any:
+    """``make(**values)``, a service's config built from this command's flags (``flags``: each
+    field's flag). Its refusal names a field and gives a Python call as the fix
+    (``RelayConfig batch_size=0 ...``, ``RelayConfig(batch_size=250)``); here it names the flag and
+    the fix is this command with it (``--batch-size 0 ...``, ``jobsctl relay --batch-size 250``)."""
+    try:
+        return make(**values)
+    except JobsError as err:
+        call = re.fullmatch(r"\w+\((.*)\)", err.fix)
+        said = re.match(r"\w+ (\w+)=", err.cause)  # the config's name, then the field it refuses
+        if call is None or said is None or said.group(1) not in flags:
+            raise
+        given = [kv.partition("=") for kv in call.group(1).split(", ")]
+        if any(field not in flags for field, _, _ in given):
+            raise
+        cause = err.cause[said.start(1) :]
+        for field, flag in flags.items():
+            cause = re.sub(rf"\b{field}=", f"{flag} ", cause)
+        fix = " ".join([command, *(f"{flags[field]} {value}" for field, _, value in given)])
+        raise JobsError(err.code, cause=cause, fix=fix, docs=err.docs, meta=err.meta) from None
 
 
 def check_start_timeout(value: float | None, command: str) -> None:

@@ -17,6 +17,7 @@ from engine.cli.admin import (
     METRICS_HOST_HELP,
     START_HELP,
     check_start_timeout,
+    config_from_flags,
     long_running_driver,
     metrics_address,
     no_prepared_statements_option,
@@ -91,7 +92,14 @@ def relay(
 
     try:
         port, host = metrics_address(metrics_port, metrics_host, "jobsctl relay")
-        config = RelayConfig(batch_size=batch_size, lease_ms=lease_ms, poll_interval=poll_interval)
+        config = config_from_flags(
+            RelayConfig,
+            "jobsctl relay",
+            {"batch_size": "--batch-size", "lease_ms": "--lease-ms", "poll_interval": "--poll-interval"},
+            batch_size=batch_size,
+            lease_ms=lease_ms,
+            poll_interval=poll_interval,
+        )
         check_start_timeout(start_timeout, "jobsctl relay")
         driver = long_running_driver(dsn, no_prepared_statements=no_prepared_statements, command="jobsctl relay")
     except JobsError as err:

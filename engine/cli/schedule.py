@@ -19,6 +19,7 @@ from engine.cli.admin import (
     NOTE_HELP,
     START_HELP,
     check_start_timeout,
+    config_from_flags,
     group_given,
     long_running_driver,
     metrics_address,
@@ -178,7 +179,13 @@ def scheduler(
 
     try:
         port, host = metrics_address(metrics_port, metrics_host, f"jobsctl scheduler {target}")
-        config = SchedulerConfig(interval=interval, leader_lease=lease_seconds)
+        config = config_from_flags(
+            SchedulerConfig,
+            f"jobsctl scheduler {target}",
+            {"interval": "--interval", "leader_lease": "--lease-seconds"},
+            interval=interval,
+            leader_lease=lease_seconds,
+        )
         tasks = tasks_of(load_target(target))
         if not tasks:
             raise JobsError(
