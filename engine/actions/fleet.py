@@ -12,7 +12,7 @@ from engine.errors import X_INVALID_ARGUMENT, X_UNKNOWN_QUEUE, X_UNKNOWN_WORKER,
 from engine.projections import DrainRequest, QueuePause
 from engine.records import SentEvent
 from engine.runtime.step_checks import check_event
-from engine.text import check_text
+from engine.text import MAX_NAME, check_text
 
 
 def _did_you_mean(name: str, known: list[str]) -> list[str]:
@@ -102,4 +102,10 @@ def _queue_name(queue: Any, verb: str) -> str:
     if not isinstance(queue, str) or not queue.strip():
         raise JobsError(X_INVALID_ARGUMENT, cause=f"queue={queue!r} is empty", fix=f"jobsctl {verb} QUEUE")
     check_text(queue, what="queue", fix=f"jobsctl {verb} QUEUE")
+    if len(queue.strip()) > MAX_NAME:  # no job can name it (engine/jobs.py, check_name)
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"queue {queue.strip()[:60]!r}... is {len(queue.strip()):,} characters; a queue's name has at most {MAX_NAME}",
+            fix=f"jobsctl {verb} QUEUE",
+        )
     return queue.strip()

@@ -23,6 +23,7 @@ from engine.errors import (
     X_BACKFILL_ENVIRONMENT,
     X_BACKFILL_PENDING,
     X_BACKFILL_RUNNING,
+    X_HANDLER_FAILED,
     X_INVALID_ARGUMENT,
     X_INVALID_STATE,
     X_READ_ONLY,
@@ -31,6 +32,7 @@ from engine.errors import (
 from engine.introspect.base import EngineView
 from engine.projections import ActionResult
 from engine.records import BackfillRun
+from engine.text import storable
 from engine.types import JobState
 
 HISTORY = 50
@@ -250,6 +252,13 @@ class BackfillControl(EngineView):
             await asyncio.to_thread(read)
         except JobsError as err:
             return Gate(err.code, err.cause, err.fix)
+        except Exception as exc:  # the app's connect or migrations raised: its gate, said, not a traceback
+            cause = f"reading the app's migration ledger for backfill {d.backfill!r} raised {type(exc).__name__}: {' '.join(str(exc).split())}"
+            return Gate(
+                X_HANDLER_FAILED,
+                storable(cause),
+                "check that the connect= and migrations= given to Backfills() reach the app's database",
+            )
         return None
 
     async def gate(self, name: str, *, write: bool = True, force: bool = False) -> Gate | None:

@@ -49,6 +49,7 @@ def resolve_environment(explicit: str | None = None) -> str:
     env = explicit if explicit is not None else os.environ.get("JOBS_ENV") or DEFAULT_ENVIRONMENT
     if not isinstance(env, str) or not env.strip():
         raise JobsError(X_INVALID_ARGUMENT, cause=f"environment={env!r} is empty", fix="export JOBS_ENV=production")
+    check_text(env, what="environment", fix="export JOBS_ENV=production")
     return env.strip()
 
 

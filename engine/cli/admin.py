@@ -27,6 +27,7 @@ import typer
 
 from engine.errors import X_DSN_INVALID, X_INVALID_ARGUMENT, JobsError
 from engine.options import finite_positive
+from engine.text import unstorable
 
 DSN_HELP = "PostgreSQL DSN (URL or key=value); defaults to $JOBS_DSN"
 JSON_HELP = "print JSON instead of a table (errors as JSON on stderr)"
@@ -47,6 +48,7 @@ def no_prepared_statements_option() -> Any:
 
 CONNECT_TIMEOUT = 5  # seconds a connection waits for the server
 STATEMENT_TIMEOUT = 10.0  # seconds a one-shot command's statement may run
+MAX_STATEMENT_MS = 2**31 - 1  # PostgreSQL's statement_timeout is an int of milliseconds
 CONNECT_HELP = (
     f"seconds each connection waits for the server before the command fails (whole seconds, at least 2; default "
     f"{CONNECT_TIMEOUT}, or the DSN's own connect_timeout; given, it wins over the DSN's)"
@@ -87,6 +89,14 @@ def set_connections(
             X_INVALID_ARGUMENT,
             cause=f"--statement-timeout {statement:g} must be 0 (none) or a finite number of seconds >= 0.001",
             fix=f"jobsctl --statement-timeout 10 {command or 'queues'}",
+        )
+    if statement is not None and statement * 1000 > MAX_STATEMENT_MS:
+        # The server refuses the connection itself over a larger value, which would read as unreachable.
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"--statement-timeout {statement:g} is past the server's ceiling of {MAX_STATEMENT_MS // 1000:,} s "
+            "(about 24 days)",
+            fix=f"jobsctl --statement-timeout 0 {command or 'queues'} (no timeout)",
         )
     CONNECTIONS.connect, CONNECTIONS.statement, CONNECTIONS.command = connect, statement, command
     CONNECTIONS.prepared, CONNECTIONS.dsn = prepared, None
@@ -130,15 +140,27 @@ def refuse_for_subcommand(ctx: typer.Context, option: str, what: str, *, as_json
         )
 
 
+MAX_PORT = 65535
 METRICS_HOST_HELP = "the metrics address, with --metrics-port (default 127.0.0.1: loopback)"
 
 
 def metrics_address(port: int | None, host: str | None, command: str) -> tuple[int | None, str]:
     """--metrics-port and --metrics-host as a command serves them: a port must be positive, and
     a host without a port would serve nothing, so each is refused with the command's fix."""
-    if port is not None and port <= 0:
+    if port is not None and not 0 < port <= MAX_PORT:
+        # Refused now: a port no socket can take would otherwise fail only once the database answers.
         raise JobsError(
-            X_INVALID_ARGUMENT, cause=f"--metrics-port {port} must be positive", fix=f"{command} --metrics-port 9464"
+            X_INVALID_ARGUMENT,
+            cause=f"--metrics-port {port} must be positive"
+            if port <= 0
+            else f"--metrics-port {port} is past {MAX_PORT}",
+            fix=f"{command} --metrics-port 9464",
+        )
+    if host is not None and not host.strip():
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"--metrics-host {host!r} names no address",
+            fix=f"{command} --metrics-port {port or 9464} --metrics-host 127.0.0.1",
         )
     if host is not None and port is None:
         raise JobsError(
@@ -190,6 +212,9 @@ def resolve_dsn(dsn: str | None, *, long_running: bool = False) -> str:
             cause="no DSN was given and $JOBS_DSN is not set",
             fix=f"export JOBS_DSN={DSN_EXAMPLE}",
         )
+    why = unstorable(value)
+    if why is not None:  # what libpq could never be sent; the DSN is not shown, it may hold a password
+        raise JobsError(X_DSN_INVALID, cause=f"the DSN holds {why}", fix=dsn_fix())
     if value.strip().startswith("memory:"):
         if CONNECTIONS.connect is not None or CONNECTIONS.statement is not None:
             flag = "--connect-timeout" if CONNECTIONS.connect is not None else "--statement-timeout"

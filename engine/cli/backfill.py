@@ -167,6 +167,9 @@ def _follow(catalog: Any, name: str, job_id: str, dsn: str | None, env: str | No
     return 0 if p is not None and p.status == "completed" else EXIT_ERROR
 
 
+ONE_BACKFILL = ("--history", "--cancel", "--retry", "--write", "--force", "--wait")  # the flags that need a NAME
+
+
 def _one_mode(
     name: str | None,
     pending: bool,
@@ -214,6 +217,9 @@ def _one_mode(
             f"--wait follows a pass that starts or continues; {modes[0]} starts none",
             f"jobsctl backfill {who} {modes[0]}",
         )
+    elif name is None and (one := [f for f in (*modes, *starting, "--wait" if wait else "") if f in ONE_BACKFILL]):
+        # Without a name the command reads every backfill's status, and the flag would do nothing.
+        refusal = f"{one[0]} acts on one backfill, and no NAME was given", f"jobsctl backfill NAME {one[0]}"
     elif name is not None and modes and modes[0] in ("--pending", "--status"):
         refusal = f"{modes[0]} lists every backfill; the name {name!r} is not read", f"jobsctl backfill {modes[0]}"
     elif actor is not None and (name is None or (modes and modes[0] in ("--pending", "--status", "--history"))):

@@ -65,6 +65,23 @@ def _print_status(target: str, rows: list[dict[str, object]]) -> None:
     typer.echo(f"{len(pending)} pending" + (": run `jobsctl migrate`" if pending else ""))
 
 
+def _check_range(since: int, until: int | None) -> None:
+    """--since and --until within the versions this engine ships, refused with this command's fix:
+    a version past the last is a typo that would print a script applying nothing."""
+    from engine.schema import migrations
+
+    last = migrations()[-1].version
+    if since > last:
+        cause = f"--since {since} is past the last migration, {last:04d}"
+    elif until is not None and not since <= until <= last:
+        cause = f"--until {until} must be between --since {since} and the last migration, {last:04d}"
+    else:
+        return
+    raise JobsError(
+        X_INVALID_ARGUMENT, cause=cause, fix=f"jobsctl migrate --sql --since {min(since, last)} --until {last}"
+    )
+
+
 def _migrate(dsn: str | None, status: bool, sql: bool, since: int | None, until: int | None, json_out: bool) -> None:
     from engine.drivers.postgres.dsn import safe_dsn
     from engine.schema import migrate, migration_sql, pending_sql
@@ -83,6 +100,7 @@ def _migrate(dsn: str | None, status: bool, sql: bool, since: int | None, until:
                 X_INVALID_ARGUMENT, cause="--sql prints a SQL script, not JSON", fix="jobsctl migrate --sql > jobs.sql"
             )
         if sql and since is not None:
+            _check_range(since, until)
             typer.echo(migration_sql(since, until), nl=False)
             return
         target = resolve_dsn(dsn, long_running=True)

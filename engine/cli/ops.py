@@ -7,6 +7,7 @@ before it changes anything (--yes skips the question). Exit 0: done; 5: a clear 
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from typing import Any
 
@@ -27,7 +28,7 @@ from engine.cli.acting import (
 from engine.cli.admin import APP_HELP, DSN_HELP, JSON_HELP, NOTE_HELP, group_given
 from engine.cli.family import retry_trees, with_children
 from engine.cli.reads import FILTER_HELP, FilteredCommand, console, emit, run, workers_app
-from engine.cli.waits import TIMEOUT_HELP, wait_for, wait_limit
+from engine.cli.waits import TIMEOUT_HELP, refuse_waiting_in_memory, wait_for, wait_limit
 from engine.durations import parse_duration
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 
@@ -38,6 +39,12 @@ def _json_arg(text: str, what: str) -> Any:
     except ValueError as exc:
         raise JobsError(
             X_INVALID_ARGUMENT, cause=f"{what} is not JSON: {exc}", fix=f"{what} '{{\"invoice\": 42}}'"
+        ) from None
+    except RecursionError:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"{what} is JSON nested too deep to read ({len(text):,} characters)",
+            fix=f"{what} '{{\"invoice\": 42}}'",
         ) from None
 
 
@@ -56,9 +63,19 @@ def _bulk(
     children: bool = False,
 ) -> None:
     from engine.introspect import describe_filter, parse_filter
+    from engine.options import finite_positive
 
     try:
         where = parse_filter(filters)
+        if rate is not None and not finite_positive(rate):  # before the dry run and its question
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"--rate {rate:g} must be a positive, finite number of jobs a second",
+                fix=" ".join(
+                    ["jobsctl", action, "--all", *(["--children"] if children else []), "--rate", "50"]
+                    + [f"-f {shlex.quote(w)}" for w in filters]
+                ),
+            )
     except JobsError as err:
         fail(err, as_json=json_out)
     plan = run(dsn, json_out, lambda e: operator(e, actor).plan(action, where))  # type: ignore[arg-type]
@@ -189,7 +206,7 @@ def retry(
         )
     if children:
         return with_children("retry", job_id, yes, tenant, note, dsn, actor, json_out)
-    if from_step:
+    if from_step is not None:  # an empty one is the engine's refusal, never a plain retry
         res = run(
             dsn, json_out, lambda e: operator(e, actor).retry_from_step(job_id, from_step, tenant=tenant, note=note)
         )
@@ -365,6 +382,12 @@ def event(
     """Send a durable event; the suspended waits it matches wake now."""
     try:
         body = _json_arg(payload, "--payload")
+        if body is None:  # the Python API's "no payload"; typed here it is JSON that is not an object
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause="--payload null is not a JSON object",
+                fix=f"jobsctl event {name} --payload '{{}}'",
+            )
     except JobsError as err:
         fail(err, as_json=json_out)
     sent = run(dsn, json_out, lambda e: operator(e, actor).send_event(name, body, tenant=tenant))
@@ -395,8 +418,10 @@ def enqueue(
     try:
         handle = load_target(app_target(app_module, f"jobsctl enqueue {name} --app myapp.jobs")).get(name)
         inp = _json_arg(input_, "--input")
-        secs = parse_duration(delay) if delay else None
+        secs = None if delay is None else parse_duration(delay)
         limit = wait_limit(wait, timeout)
+        if wait:
+            refuse_waiting_in_memory(dsn, name)
     except JobsError as err:
         fail(err, as_json=json_out)
     res = run(dsn, json_out, lambda e: e.aenqueue(handle, inp, tenant=tenant, delay=secs))

@@ -25,7 +25,7 @@ from engine.cli.admin import (
     start_when_reachable,
 )
 from engine.cli.reads import _t, console, emit, run, table
-from engine.errors import JobsError
+from engine.errors import X_INVALID_ARGUMENT, JobsError
 
 EXIT_SECOND_SIGNAL = 130
 
@@ -34,14 +34,17 @@ EXIT_SECOND_SIGNAL = 130
 def outbox(
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     why: str = typer.Option(None, "--why", help="an outbox row id: why it is not published yet"),
-    limit: int = typer.Option(20, "--limit", help="claims and failing rows shown"),
+    limit: int = typer.Option(None, "--limit", help="claims and failing rows shown (1 to 500; default 20)"),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """The outbox: backlog and its oldest row, claims held by relays, failing rows, relays alive."""
     from engine.introspect.base import EngineView
     from engine.introspect.outbox import outbox_view, outbox_why
 
-    if why:
+    if why is not None:  # an empty --why is outbox_why's malformed id, never the overview
+        if limit is not None:
+            cause = "--limit bounds the overview's claims and failing rows; --why answers for one row"
+            fail(JobsError(X_INVALID_ARGUMENT, cause=cause, fix=f"jobsctl outbox --why {why}"), as_json=json_out)
         answer = run(dsn, json_out, lambda e: outbox_why(EngineView(e), why))
         if json_out:
             return emit(answer)
@@ -49,7 +52,7 @@ def outbox(
 
         console().print(Text(f"{answer.id} [{answer.status}] {answer.text}"))
         return None
-    view = run(dsn, json_out, lambda e: outbox_view(EngineView(e), limit=limit))
+    view = run(dsn, json_out, lambda e: outbox_view(EngineView(e), limit=20 if limit is None else limit))
     if json_out:
         return emit(view)
     from rich.text import Text
@@ -92,6 +95,12 @@ def relay(
 
     try:
         port, host = metrics_address(metrics_port, metrics_host, "jobsctl relay")
+        if lease_ms < 1:  # RelayConfig's own refusal names the Python API
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"--lease-ms {lease_ms} must be a whole number of milliseconds >= 1",
+                fix="jobsctl relay --lease-ms 30000",
+            )
         config = config_from_flags(
             RelayConfig,
             "jobsctl relay",

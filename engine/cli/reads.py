@@ -265,9 +265,21 @@ def dead(
 ) -> None:
     """Dead letters grouped by job name, error code and stop reason."""
     from engine.introspect import parse_filter
+    from engine.types import JobState
+
+    try:
+        where = parse_filter(filters)
+    except JobsError as err:
+        fail(err, as_json=json_out)
+    if where.state not in (None, JobState.DEAD):  # the dead letters would drop it and list every one
+        cause = f"dead lists dead jobs; the filter's state={where.state.value} names none of them"
+        fail(
+            JobsError(X_INVALID_ARGUMENT, cause=cause, fix=f"jobsctl ls --filter state={where.state.value}"),
+            as_json=json_out,
+        )
 
     async def call(e: Any) -> Any:
-        return await intro(e, budget).dead_letters(parse_filter(filters))
+        return await intro(e, budget).dead_letters(where)
 
     dl = run(dsn, json_out, call)
     if json_out:

@@ -6,13 +6,14 @@ Exit 0: every job completed; 6: one ended dead or cancelled; 7: one was still li
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
 import typer
 
 from engine.cli import app, error_text, fail
-from engine.cli.admin import DSN_HELP, JSON_HELP, TENANT_HELP
+from engine.cli.admin import DSN_EXAMPLE, DSN_HELP, JSON_HELP, TENANT_HELP
 from engine.cli.reads import clip, console, emit, run, to_json
 from engine.durations import parse_duration
 from engine.errors import X_INVALID_ARGUMENT, X_WAIT_TIMEOUT, JobsError
@@ -32,6 +33,19 @@ def wait_limit(wait: bool, timeout: str | None) -> float | None:
             fix="jobsctl enqueue NAME --wait --timeout 5m",
         )
     return None if timeout is None else parse_duration(timeout, "--timeout")
+
+
+def refuse_waiting_in_memory(dsn: str | None, name: str) -> None:
+    """`enqueue --wait` on memory://: the job lives in this command's own store, which no worker
+    reads, so it could never settle; refused before anything is enqueued."""
+    given = dsn or os.environ.get("JOBS_DSN") or ""
+    if given.strip().startswith("memory:"):
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause="--wait waits for a worker to run the job, and memory:// is this command's own store, "
+            "which no worker reads: the job would never settle",
+            fix=f"jobsctl enqueue {name} --wait --dsn {DSN_EXAMPLE}",
+        )
 
 
 @app.command()

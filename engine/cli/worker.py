@@ -239,7 +239,13 @@ def worker(
         registry = load_target(target)
         from engine.runtime.worker_config import served_queues
 
-        asked = tuple(q.strip() for q in queues.split(",") if q.strip()) if queues else ()
+        asked = tuple(q.strip() for q in queues.split(",") if q.strip()) if queues is not None else ()
+        if queues is not None and not asked:  # left out, it would serve every queue instead
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"--queues {queues!r} names no queue",
+                fix=f"jobsctl worker {target} --queues {','.join(registry.queues())}",
+            )
         try:
             wanted = served_queues(asked, tuple(registry.queues()))  # the worker's own rule, checked now
         except JobsError as err:

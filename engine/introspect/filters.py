@@ -42,7 +42,14 @@ def parse_state(value: str | JobState | None) -> JobState | None:
 def _time(key: str, value: str) -> datetime:
     """An ISO time with its zone, or a duration back from now (``since=1h``: the last hour)."""
     if _AGO.match(value):
-        return datetime.now(UTC) - timedelta(seconds=parse_duration(value, key))
+        try:
+            return datetime.now(UTC) - timedelta(seconds=parse_duration(value, key))
+        except OverflowError:  # back before the year 1
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"{key}={value} reaches back before the year 1",
+                fix=f"jobsctl ls --filter {key}=30d",
+            ) from None
     try:
         dt = datetime.fromisoformat(value)
     except ValueError:
@@ -65,6 +72,12 @@ def _json_value(raw: str) -> Any:
         return json.loads(raw)
     except ValueError:
         return raw
+    except RecursionError:  # nested deeper than the parser goes: no job's input holds it either
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"the filter's input value is JSON nested too deep to read ({len(raw):,} characters)",
+            fix="jobsctl ls --filter input.invoice_id=42",
+        ) from None
 
 
 _KEYWORDS = (
@@ -165,6 +178,7 @@ def parse_filter(text: str | list[str] | tuple[str, ...] | None) -> JobFilter:
     )
     kw: dict[str, Any] = {}
     fields: dict[str, Any] = {}
+    seen: dict[str, str] = {}
     for word in words:
         key, sep, value = word.partition("=")
         key = key.strip().lower()
@@ -174,6 +188,15 @@ def parse_filter(text: str | list[str] | tuple[str, ...] | None) -> JobFilter:
                 cause=f"filter word {word!r} is not key=value",
                 fix="jobsctl ls --filter state=dead --filter queue=emails",
             )
+        # A key given twice with two values would keep only the last: a filter is one value a key.
+        field = _FIELD_OF.get(key, key)
+        if seen.get(field, value) != value:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"filter key {key!r} is given twice ({seen[field]!r} and {value!r}); a filter takes one value a key",
+                fix=f"jobsctl ls --filter {key}={value}",
+            )
+        seen[field] = value
         if key.startswith("input."):
             fields[key.removeprefix("input.")] = _json_value(value)
         elif key in ("since", "until"):

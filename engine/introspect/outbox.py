@@ -19,6 +19,8 @@ from engine.services.relay import HEARTBEAT_INTERVAL
 # The backlog and "published in the last hour" count up to this, as the other views' counts: a
 # capped count of 100,000 index entries took 45 ms, past the 50 ms budget with the rest.
 COUNT_CAP = DEFAULT_COUNT_CAP
+# The most claims and failing rows one answer shows, as a page of `jobsctl ls` holds at most.
+MAX_SHOWN = 500
 # A relay is alive while its heartbeat is younger than three of its beats.
 ALIVE_WINDOW = 3 * HEARTBEAT_INTERVAL
 
@@ -28,10 +30,10 @@ def _alive_since(now: datetime) -> datetime:
 
 
 async def outbox_view(view: EngineView, *, limit: int = 20, count_cap: int = COUNT_CAP) -> OutboxView:
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SHOWN:
         raise JobsError(
             X_INVALID_ARGUMENT,
-            cause=f"limit={limit!r} must be a whole number >= 1 (the claims and failing rows shown)",
+            cause=f"limit={limit!r} must be a whole number from 1 to {MAX_SHOWN} (the claims and failing rows shown)",
             fix="jobsctl outbox --limit 20",
         )
     await view._open()
