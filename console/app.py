@@ -239,6 +239,10 @@ def _runner(screen: Screen, a: actions.Action):  # type: ignore[no-untyped-def]
     target = screen if a.scope != "global" else screen.app
 
     async def run() -> None:
+        # The screen the palette was opened on can be gone by the time the command runs (a key
+        # typed behind the Enter that chose it went back): its action has nothing left to act on.
+        if target is screen and not screen.is_attached:
+            return
         await target.run_action(a.action)
 
     return run

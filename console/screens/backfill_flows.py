@@ -21,6 +21,7 @@ from console.format import clean, short_id
 from console.messages import ActionFailed, ActionSucceeded
 from console.screens.backfill_text import own_live
 from console.screens.confirm import Confirmed, ConfirmScreen, ResultScreen
+from console.screens.modal import ask
 from engine.errors import JobsError
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ class BackfillFlows:
 
     def _refused(self: BackfillHost, title: str, err: Any) -> Awaitable[Any]:
         self.post_message(ActionFailed(f"{err.code}: {err.cause}", err.fix))
-        return self.app.push_screen(ResultScreen(title, refusal(err), failed=True), wait_for_dismiss=True)
+        return ask(self, ResultScreen(title, refusal(err), failed=True))
 
     async def _run(self: BackfillHost, title: str, call: Callable[[Confirmed], Awaitable[str]], c: Confirmed) -> None:
         try:
@@ -112,7 +113,7 @@ class BackfillFlows:
         self.reload()
 
     async def _confirm(self: BackfillHost, title: str, body: Text, verb: str, *, note: bool) -> Confirmed | None:
-        confirmed = await self.app.push_screen(ConfirmScreen(title, body, verb=verb, note=note), wait_for_dismiss=True)
+        confirmed = await ask(self, ConfirmScreen(title, body, verb=verb, note=note))
         if confirmed is None:
             self.notify("Cancelled: nothing changed.", timeout=3)
         return confirmed

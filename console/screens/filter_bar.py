@@ -74,7 +74,8 @@ class Filtered:
         self.query_one(f"#{self.TABLE_ID}", KeyedTable).focus()  # type: ignore[attr-defined]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "back" and self.is_mounted and self.query_one(FilterBar).has_focus:  # type: ignore[attr-defined]
+        # query, not query_one: Textual asks this of a screen whose widgets are already removed.
+        if action == "back" and any(bar.has_focus for bar in self.query(FilterBar)):  # type: ignore[attr-defined]
             return True
         return super().check_action(action, parameters)  # type: ignore[misc]
 

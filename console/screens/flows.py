@@ -20,6 +20,7 @@ from console.format import clean, short_id
 from console.messages import ActionFailed, ActionSucceeded
 from console.screens.confirm import Confirmed, ConfirmScreen
 from console.screens.flows_bulk import BulkFlows
+from console.screens.modal import ask
 from console.screens.steps import StepChooser
 from engine.errors import JobsError
 from engine.projections import ActionResult, DrainRequest, JobFilter, JobSummary, WorkerView
@@ -76,7 +77,7 @@ class Flows(BulkFlows):
         self: FlowHost, title: str, body: Text | str, verb: str, call: ActionCall, *, note: bool = True
     ) -> None:
         """``note``: offer the incident note; False where the engine's call keeps none."""
-        confirmed = await self.app.push_screen(ConfirmScreen(title, body, verb=verb, note=note), wait_for_dismiss=True)
+        confirmed = await ask(self, ConfirmScreen(title, body, verb=verb, note=note))
         if confirmed is None:
             self.notify("Cancelled: nothing changed.", timeout=3)
             return
@@ -223,7 +224,7 @@ class Flows(BulkFlows):
 
     @work(group="action", exclusive=True, exit_on_error=False)
     async def retry_from_step_flow(self: FlowHost, job_id: str, steps: Sequence[str]) -> None:
-        step = await self.app.push_screen(StepChooser(steps), wait_for_dismiss=True)
+        step = await ask(self, StepChooser(steps))
         if step is None:
             self.notify("Cancelled: nothing changed.", timeout=3)
             return

@@ -17,6 +17,7 @@ from console import palette
 from console.format import clean, duration, short_id
 from console.messages import ActionFailed, ActionSucceeded
 from console.screens.confirm import Confirmed, ConfirmScreen, ResultScreen
+from console.screens.modal import ask
 from console.screens.progress import ProgressScreen
 from engine.errors import JobsError
 from engine.introspect.filters import describe_filter
@@ -180,7 +181,8 @@ class BulkFlows:
             return
         verb = VERBS[action][0]
         n = sum(p.would_change for p in plans)
-        confirmed = await self.app.push_screen(
+        confirmed = await ask(
+            self,
             ConfirmScreen(
                 f"{verb} {plural(n, 'job')}?",
                 plan_text(plans, scope),
@@ -188,7 +190,6 @@ class BulkFlows:
                 pace=BULK_PACE if action == "retry" else None,
                 children=WITH_CHILDREN if any(p.replays for p in plans) else None,
             ),
-            wait_for_dismiss=True,
         )
         if confirmed is None:
             self.notify("Cancelled: nothing changed.", timeout=3)
@@ -221,7 +222,7 @@ class BulkFlows:
             self.post_message(ActionSucceeded(f"{verb} {clean(scope_text(wheres, scope), limit=80)}: {summary}"))
         finally:
             shown.close()
-        await self.app.push_screen(ResultScreen(title, summary, failed=failed), wait_for_dismiss=True)
+        await ask(self, ResultScreen(title, summary, failed=failed))
         self.clear_marks()
         self.reload()
 
@@ -246,10 +247,7 @@ class BulkFlows:
         if len(left) > 4:
             body.append(f"  … and {len(left) - 4} more left alone\n", style="dim")
         body.append(what)
-        confirmed = await self.app.push_screen(
-            ConfirmScreen(f"{verb} {plural(n, noun)}?", body, verb=f"{verb} {plural(n, noun)}"),
-            wait_for_dismiss=True,
-        )
+        confirmed = await ask(self, ConfirmScreen(f"{verb} {plural(n, noun)}?", body, verb=f"{verb} {plural(n, noun)}"))
         if confirmed is None:
             self.notify("Cancelled: nothing changed.", timeout=3)
             return
@@ -284,6 +282,6 @@ class BulkFlows:
         if confirmed.note:
             summary += f"\nNote in the audit trail: {clean(confirmed.note, limit=200)}"
         self.post_message((ActionFailed if refused else ActionSucceeded)(f"{verb} {plural(n, noun)}: {summary}"))
-        await self.app.push_screen(ResultScreen(f"{verb}: done", summary, failed=bool(refused)), wait_for_dismiss=True)
+        await ask(self, ResultScreen(f"{verb}: done", summary, failed=bool(refused)))
         self.clear_marks()
         self.reload()

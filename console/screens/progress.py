@@ -19,7 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from console.format import clean
-from console.screens.modal import AnswerOnce
+from console.screens.modal import AnswerOnce, withdraw
 
 STOPPING = "Stopping after the batch in flight: what landed stays, nothing more changes."
 
@@ -70,6 +70,4 @@ class ProgressScreen(AnswerOnce, ModalScreen[None]):
 
     def close(self) -> None:
         """The action ended: gone, with whatever opened over it (the palette)."""
-        if self in self.app.screen_stack:
-            self.pop_until_active()
-            self.dismiss(None)
+        withdraw(self)
