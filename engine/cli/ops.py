@@ -36,16 +36,13 @@ from engine.errors import X_INVALID_ARGUMENT, JobsError
 def _json_arg(text: str, what: str) -> Any:
     try:
         return json.loads(text)
-    except ValueError as exc:
-        raise JobsError(
-            X_INVALID_ARGUMENT, cause=f"{what} is not JSON: {exc}", fix=f"{what} '{{\"invoice\": 42}}'"
-        ) from None
-    except RecursionError:
-        raise JobsError(
-            X_INVALID_ARGUMENT,
-            cause=f"{what} is JSON nested too deep to read ({len(text):,} characters)",
-            fix=f"{what} '{{\"invoice\": 42}}'",
-        ) from None
+    except (ValueError, RecursionError) as exc:
+        cause = (
+            f"{what} is JSON nested too deep to read ({len(text):,} characters)"
+            if isinstance(exc, RecursionError)
+            else f"{what} is not JSON: {exc}"
+        )
+        raise JobsError(X_INVALID_ARGUMENT, cause=cause, fix=f"{what} '{{\"invoice\": 42}}'") from None
 
 
 _WHAT = {"retry": "would run again", "cancel": "would be cancelled", "discard": "would be deleted"}
