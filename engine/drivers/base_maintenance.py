@@ -19,12 +19,17 @@ class MaintenanceArea(Protocol):
         """Take or renew a leader lease; its term (grows on each change of holder), or None."""
         ...
 
-    async def leader_release(self, *, name: str, holder: str, term: int, now: datetime) -> None: ...
+    async def leader_release(self, *, name: str, holder: str, term: int, now: datetime) -> None:
+        """Give the lease up at once (its end set just before ``now``), so another holder takes it
+        at ``now`` with the next term; another holder or a stale term changes nothing."""
+        ...
 
     async def job_rescue(
         self, *, leader: str, holder: str, term: int, now: datetime, limit: int
     ) -> list[tuple[str, JobState]]:
-        """Return lapsed-lease running rows to ready (dead on the last attempt), recording the loss."""
+        """Return lapsed-lease running rows to ready (dead on the last attempt), recording the loss:
+        up to ``limit``, the longest lapsed first, ties by id (a lease ending at ``now`` has not
+        lapsed). The (id, state) pairs come in no set order."""
         ...
 
     async def job_prune(
@@ -39,7 +44,9 @@ class MaintenanceArea(Protocol):
         limit: int,
     ) -> list[str]:
         """Delete up to ``limit`` completed/cancelled rows finished before ``before``, dead ones
-        before ``dead_before``."""
+        before ``dead_before`` (strictly: a row finished at its cut-off stays), the oldest first,
+        ties by id, with their attempts, steps and history; a live row never. The ids come in no
+        set order."""
         ...
 
     async def settled_buckets(self, *, leader: str, holder: str, term: int, now: datetime) -> list[SettledBucket]:
@@ -51,7 +58,8 @@ class MaintenanceArea(Protocol):
     async def settled_seal(self, *, leader: str, holder: str, term: int, now: datetime) -> int | None:
         """Seal the open bucket and open the next in one transaction; the bucket sealed. None, doing
         nothing, when the leader no longer holds its term or a reader holds the open bucket past a
-        short lock timeout (the next pass tries again). X_PERMISSION_DENIED when the role may not."""
+        short lock timeout (the next pass tries again). X_PERMISSION_DENIED when the role may not.
+        The memory driver keeps no bucket and answers None."""
         ...
 
     async def settled_drop(
@@ -69,13 +77,16 @@ class MaintenanceArea(Protocol):
         before ``before``, moving its dead letters finished since ``dead_before`` to the open
         bucket first; its jobs' attempts, steps and history go with it. The rows dropped; None,
         changing nothing, when a row is not yet past retention, the lease moved on or a reader
-        holds the bucket. X_PERMISSION_DENIED when the role may not."""
+        holds the bucket. X_PERMISSION_DENIED when the role may not. The memory driver keeps no
+        bucket and answers None (its pruner deletes settled rows one by one)."""
         ...
 
     async def throughput_rollup(self, *, leader: str, holder: str, term: int, now: datetime, settle: float) -> int:
         """Roll completions up per (queue, calendar minute) for every minute that ended ``settle``
-        seconds before ``now`` and is not rolled yet (two hours at most); the rows written. The
-        queues view reads rolled minutes instead of counting their rows again."""
+        seconds before ``now`` and is not rolled yet (two hours at most); the rows written. A clock
+        behind the watermark counts nothing and leaves it. Every pass of the leader drops the
+        rolled minutes older than two hours, whether it counts a minute or not. The queues view
+        reads rolled minutes instead of counting their rows again."""
         ...
 
     async def worker_gone(self) -> list[str]:
@@ -91,7 +102,8 @@ class MaintenanceArea(Protocol):
         ...
 
     async def worker_reap(self, *, before: datetime) -> list[str]:
-        """Delete worker rows whose heartbeat stopped before ``before``."""
+        """Delete worker rows whose heartbeat stopped strictly before ``before``; their ids. A reaped
+        worker is no longer judged by its presence (worker_gone names it no more)."""
         ...
 
     async def index_sizes(self, *, leader: str, holder: str, term: int, now: datetime) -> list[IndexSize]:
@@ -124,5 +136,5 @@ class MaintenanceArea(Protocol):
     async def table_vacuum(self, *, table: str) -> float:
         """VACUUM ``table`` (schema.name, as table_rows names it) on a connection of its own,
         skipped when another vacuum holds it; the seconds it took. Never blocks enqueues, claims
-        or acks. The memory driver has nothing to vacuum (table_rows names no table)."""
+        or acks. The memory driver has nothing to vacuum (table_rows names no table) and answers 0.0."""
         ...

@@ -1,7 +1,7 @@
 """MemoryDriver's maintenance: the leader lease, the rescuer, the pruner, the throughput rollup and
 the worker reaper, with the same meaning as sql/queries/maintenance.sql, on the injected clock.
-Index and table upkeep have nothing to do here: the memory driver keeps no indexes and no dead
-row versions."""
+Buckets, index and table upkeep have nothing to do here: the memory driver keeps its settled rows
+in no bucket, and keeps no indexes and no dead row versions."""
 
 from __future__ import annotations
 
@@ -146,9 +146,13 @@ class MemoryMaintenance(MemoryBase):
                 return 0
             roll = self.state.rollup
             kept_from = minute_of(now) - ROLLUP_KEPT
+            # Every leader pass drops the minutes older than two hours, whether or not it counts one
+            # (the statement's `dropped` is fenced on the leader alone, not on the span).
+            for key in [k for k in roll.minutes if k[0] < kept_from]:
+                del roll.minutes[key]
             lo = kept_from if roll.rolled is None else max(kept_from, roll.rolled)
             hi = minute_of(now - timedelta(seconds=settle))
-            if hi <= lo:
+            if hi <= lo:  # nothing ended since the watermark (or a clock behind it): it stays
                 return 0
             counted: dict[tuple[datetime, str], list[JobRow]] = {}
             for r in self.state.jobs.values():
@@ -156,11 +160,8 @@ class MemoryMaintenance(MemoryBase):
                     counted.setdefault((minute_of(r.finished_at), r.queue), []).append(r)
             for key, rows in counted.items():
                 roll.minutes[key] = rolled_minute(rows)
-            written = len(counted)
             roll.rolled = hi
-            for key in [k for k in roll.minutes if k[0] < kept_from]:
-                del roll.minutes[key]
-            return written
+            return len(counted)
 
     async def worker_reap(self, *, before: datetime) -> list[str]:
         with self.state.lock:

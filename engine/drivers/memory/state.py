@@ -121,7 +121,11 @@ def rolled_minute(rows: list[JobRow]) -> RolledMinute:
 
 
 def _ms(d: timedelta) -> int:
-    return round(d.total_seconds() * 1000)
+    """``d`` in whole milliseconds as ``(extract(epoch from d) * 1000)::int`` gives them: exact, and a
+    half rounded away from zero (numeric to integer), where Python's round() would round it to even."""
+    us = d // timedelta(microseconds=1)
+    ms = (abs(us) + 500) // 1000
+    return ms if us >= 0 else -ms
 
 
 @dataclass
