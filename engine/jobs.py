@@ -37,7 +37,12 @@ KeyFn = Callable[[Any], str]
 
 @dataclass(frozen=True)
 class RateLimit(Options):
-    """At most ``limit`` starts per ``per`` seconds, per key (``key(input, tenant)``) or global."""
+    """At most ``limit`` starts per ``per`` seconds, per key (``key(input, tenant)``) or global.
+
+    ``key`` answers a string, the bucket's name: text PostgreSQL can store, at most 1,000 bytes of
+    UTF-8. Any other answer (None, a number, a dict) fails the attempt as terminal
+    X_INVALID_ARGUMENT, as a key that raises does: None is not "no key" (leave ``key`` out for one
+    bucket), and 42 never shares a bucket with '42'."""
 
     limit: int
     per: float
@@ -405,18 +410,30 @@ def as_registry(jobs: object) -> Registry:
 
 
 def describe_job(handle: JobDefinition) -> dict[str, Any]:
-    """The manifest entry: declared facts only. ``idempotent`` is published; the key never is."""
+    """The manifest entry: declared facts only, each a value a deploy's reviewer reads as a change
+    (the whole retry policy, the priority, whether a rate limit is per key). ``idempotent`` and
+    ``keyed`` are published; the key functions never are. The handler itself (its code, whether it
+    is ``async def``) is the code's to review, not the manifest's."""
+    retry, rate = handle.retry, handle.rate_limit
     return {
         "name": handle.name,
         "queue": handle.queue,
-        "retry": {"attempts": handle.retry.attempts, "backoff": handle.retry.backoff},
+        "priority": handle.priority,
+        "retry": {
+            "attempts": retry.attempts,
+            "backoff": retry.backoff,
+            "delay": float(retry.delay),
+            "max_delay": float(retry.max_delay),
+            "jitter": float(retry.jitter),
+            "seed": retry.seed,
+        },
         "timeout": handle.timeout,
         "step_timeout": handle.step_timeout,
         "event_poll": handle.event_poll,
         "concurrency": handle.concurrency,
         "rate_limit": None
-        if handle.rate_limit is None
-        else {"limit": handle.rate_limit.limit, "per": handle.rate_limit.per},
+        if rate is None
+        else {"limit": rate.limit, "per": float(rate.per), "keyed": rate.key is not None},
         "idempotent": callable(handle.idempotency_key),
     }
 

@@ -3,7 +3,7 @@ following, cancelling and retrying a pass.
 
   jobsctl backfill --pending [--json]            exit 4 when anything is pending here (a deploy gate)
   jobsctl backfill [--status] [--json]           every backfill: status, progress, the gate a start meets
-  jobsctl backfill NAME [--write] [--force] [--wait] [--json]   enqueue a pass (a dry run by default)
+  jobsctl backfill NAME [--write] [--force] [--wait [--timeout 30m]] [--json]   enqueue a pass (a dry run by default)
   jobsctl backfill NAME --cancel | --retry | --history
 
 --app names the module declaring them (default $JOBS_APP); --env the environment (default $JOBS_ENV).
@@ -13,17 +13,22 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import typer
 
-from engine.cli import EXIT_DRIFT, EXIT_ERROR, app, fail
-from engine.cli.acting import ACTOR_HELP, EXIT_NOOP
+from engine.cli import EXIT_DRIFT, app, error_text, fail
+from engine.cli.acting import ACTOR_HELP, EXIT_NOOP, EXIT_STOPPED
 from engine.cli.admin import DSN_HELP, JSON_HELP, driver_options, resolve_dsn
 from engine.cli.reads import console, emit, table, to_json
-from engine.errors import X_BACKFILL_PENDING, X_INVALID_ARGUMENT, JobsError
+from engine.cli.waits import EXIT_UNSUCCESSFUL, EXIT_WAIT_TIMEOUT
+from engine.durations import duration, parse_duration
+from engine.errors import X_BACKFILL_PENDING, X_INVALID_ARGUMENT, X_WAIT_TIMEOUT, JobsError
+from engine.text import printable
 
 T = TypeVar("T")
 FINAL = ("completed", "failed", "stalled", "cancelled")
@@ -125,11 +130,26 @@ def swept_and_remaining(p: Any) -> tuple[str, str]:
     return f"{p.swept} read", "" if p.planned is None else f"would write {p.planned}"
 
 
-def _follow(catalog: Any, name: str, job_id: str, dsn: str | None, env: str | None, json_out: bool) -> int:
-    """Follow a pass until it finishes, with a progress bar; its outcome as the exit code."""
+def _follow(
+    catalog: Any,
+    name: str,
+    job_id: str,
+    dsn: str | None,
+    env: str | None,
+    json_out: bool,
+    *,
+    timeout: float | None = None,
+    announce: str | None = None,
+) -> int:
+    """Follow a pass until its job has ended, with a progress bar, and answer the exit code every
+    wait answers: 0 completed; 6 failed, stalled or cancelled; 7 still live past ``timeout``
+    seconds; 130 interrupted (Ctrl-C). The pass goes on in the last two, and the fix says how to
+    follow it again. ``announce``: a line printed before following; a Ctrl-C once it is out is
+    answered as above."""
 
-    async def call(eng: Any) -> Any:
+    async def call(eng: Any) -> tuple[Any, Any, bool]:
         ctl = _control(eng, catalog, None)
+        deadline = None if timeout is None else time.monotonic() + timeout
         bar = None
         if not json_out:
             from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -150,21 +170,52 @@ def _follow(catalog: Any, name: str, job_id: str, dsn: str | None, env: str | No
                 if bar is not None and p is not None:
                     bar.update(task, completed=p.swept, total=p.planned)
                 if job.state.value in ("completed", "dead", "cancelled"):
-                    return p, job
-                await asyncio.sleep(0.5)  # a person watching: the display's refresh, not a wait for a condition
+                    return p, job, False
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return p, job, True
+                # A person watching: the display's refresh, not a wait for a condition.
+                await asyncio.sleep(0.5 if left is None else min(0.5, left))
         finally:
             if bar is not None:
                 bar.stop()
 
-    p, job = _run(dsn, env, json_out, call)
+    try:
+        if announce is not None:
+            console().print(announce)
+            sys.stdout.flush()
+        p, job, live = _run(dsn, env, json_out, call)
+    except KeyboardInterrupt:
+        said = {"stopped": f"stopped following {name}; its pass {job_id} goes on", "fix": f"jobsctl wait {job_id}"}
+        text = f"{said['stopped']}\n  fix: {said['fix']}\n"
+        sys.stderr.write(json.dumps(said, ensure_ascii=False) + "\n" if json_out else printable(text))
+        return EXIT_STOPPED
+    late = None
+    if live:
+        late = JobsError(
+            X_WAIT_TIMEOUT,
+            cause=f"the pass {job_id} of {name} is still {p.status if p is not None else job.state.value} after "
+            f"--timeout {duration(timeout)}; it goes on",
+            fix=f"jobsctl wait {job_id}",
+        )
     if json_out:
-        emit({"progress": p, "job": {"id": job.id, "state": job.state.value, "last_error": job.last_error}})
+        said_json: dict[str, Any] = {
+            "progress": p,
+            "job": {"id": job.id, "state": job.state.value, "last_error": job.last_error},
+        }
+        if late is not None:
+            said_json["error"] = late.as_dict()
+        emit(said_json)
     else:
-        said = p.status if p else job.state.value
+        said_line = p.status if p else job.state.value
         if p is not None and p.dry_run:  # what it read and what a write pass would write, not rows left
-            said = f"dry run {said}: " + ", ".join(c for c in swept_and_remaining(p) if c)
-        console().print(f"{name}: {said}" + (f" ({job.last_error})" if job.last_error else ""))
-    return 0 if p is not None and p.status == "completed" else EXIT_ERROR
+            said_line = f"dry run {said_line}: " + ", ".join(c for c in swept_and_remaining(p) if c)
+        console().print(f"{name}: {said_line}" + (f" ({job.last_error})" if job.last_error else ""))
+        if late is not None:
+            sys.stderr.write(error_text(late))
+    if late is not None:
+        return EXIT_WAIT_TIMEOUT
+    return 0 if p is not None and p.status == "completed" else EXIT_UNSUCCESSFUL
 
 
 ONE_BACKFILL = ("--history", "--cancel", "--retry", "--write", "--force", "--wait")  # the flags that need a NAME
@@ -181,11 +232,12 @@ def _one_mode(
     force: bool,
     wait: bool,
     actor: str | None = None,
+    timeout: str | None = None,
 ) -> None:
     """Refuse a combination of which a part would be dropped: one of --pending, --status,
     --history, --cancel and --retry (or a start); --write and --force only start a pass, --force
-    only with --write; --wait follows a start or a retry; --actor names who starts, cancels or
-    retries a pass, which a read does not."""
+    only with --write; --wait follows a start or a retry, and --timeout bounds --wait; --actor
+    names who starts, cancels or retries a pass, which a read does not."""
     modes = [
         f
         for f, on in (
@@ -217,6 +269,18 @@ def _one_mode(
             f"--wait follows a pass that starts or continues; {modes[0]} starts none",
             f"jobsctl backfill {who} {modes[0]}",
         )
+    elif timeout is not None and not wait:
+        follows_nothing = modes and modes[0] != "--retry"  # --cancel, --history...: --timeout goes
+        refusal = (
+            "--timeout bounds --wait, and no --wait was given",
+            " ".join(
+                [
+                    "jobsctl backfill",
+                    who,
+                    *(modes if follows_nothing else [*modes, *starting, "--wait", "--timeout", timeout]),
+                ]
+            ),
+        )
     elif name is None and (one := [f for f in (*modes, *starting, "--wait" if wait else "") if f in ONE_BACKFILL]):
         # Without a name the command reads every backfill's status, and the flag would do nothing.
         refusal = f"{one[0]} acts on one backfill, and no NAME was given", f"jobsctl backfill NAME {one[0]}"
@@ -240,7 +304,10 @@ def backfill_cmd(
     status: bool = typer.Option(False, "--status", help="every backfill's status, progress and gate"),
     write: bool = typer.Option(False, "--write", help="write (default: a dry run that counts and reads)"),
     force: bool = typer.Option(False, "--force", help="with --write: rerun an applied backfill (a new ledger row)"),
-    wait: bool = typer.Option(False, "--wait", help="follow the pass and exit with its outcome"),
+    wait: bool = typer.Option(
+        False, "--wait", help="follow the pass; exit 0 completed, 6 failed, stalled or cancelled, 130 on Ctrl-C"
+    ),
+    timeout: str = typer.Option(None, "--timeout", help="with --wait: how long to follow, e.g. 30m (past it exit 7)"),
     cancel: bool = typer.Option(False, "--cancel", help="cancel its live pass"),
     retry: bool = typer.Option(False, "--retry", help="continue its failed, stalled or cancelled pass from its batch"),
     history: bool = typer.Option(False, "--history", help="its ledger rows here, newest first"),
@@ -254,7 +321,8 @@ def backfill_cmd(
         catalog = load_catalog(app_module)
         if name is not None:
             catalog.get(name)  # X_BACKFILL_UNKNOWN, before the database
-        _one_mode(name, pending, status, history, cancel, retry, write, force, wait, actor)
+        _one_mode(name, pending, status, history, cancel, retry, write, force, wait, actor, timeout)
+        limit = None if timeout is None else parse_duration(timeout, "--timeout")
     except JobsError as err:
         fail(err, as_json=json_out)
     if pending:
@@ -293,7 +361,7 @@ def backfill_cmd(
         if not res.changed:
             raise typer.Exit(EXIT_NOOP)
         if retry and wait:
-            raise typer.Exit(_follow(catalog, name, res.job_id, dsn, env, json_out))
+            raise typer.Exit(_follow(catalog, name, res.job_id, dsn, env, json_out, timeout=limit))
         return
     started = _run(dsn, env, json_out, lambda e: _control(e, catalog, actor).start(name, write=write, force=force))
     if not wait:
@@ -303,10 +371,8 @@ def backfill_cmd(
         return console().print(
             f"{started.job_id} {mode} pass of {name} enqueued in {started.environment} (run {started.run_id})"
         )
-    if not json_out:
-        console().print(f"{started.job_id} {'write' if write else 'dry run'} pass of {name} enqueued")
-    sys.stdout.flush()
-    raise typer.Exit(_follow(catalog, name, started.job_id, dsn, env, json_out))
+    announce = None if json_out else f"{started.job_id} {'write' if write else 'dry run'} pass of {name} enqueued"
+    raise typer.Exit(_follow(catalog, name, started.job_id, dsn, env, json_out, timeout=limit, announce=announce))
 
 
 __all__ = ["backfill_cmd", "load_catalog", "to_json"]

@@ -183,7 +183,7 @@ class Runner:
             if d.concurrency is not None or d.rate_limit is not None:
                 try:
                     shed = await self.limits.admit(d, row, lease)
-                except RateKeyFailed as exc:  # the app's key raised on this input: a failed attempt (terminal)
+                except RateKeyFailed as exc:  # the app's key failed on this input: a failed attempt (terminal)
                     return await self._failed(cj, lease, d.retry, exc, 0.0)
                 if shed is not None:
                     return await self._shed(cj, lease, shed)

@@ -13,6 +13,7 @@ from engine.drivers.base import Driver
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.jobs import JobDefinition
 from engine.runtime.leases import Lease
+from engine.text import MAX_KEY_BYTES, check_text, storable
 from engine.types import JobRow
 
 
@@ -28,23 +29,56 @@ def concurrency_key(d: JobDefinition) -> str:
 
 
 class RateKeyFailed(JobsError):
-    """The job's ``RateLimit.key`` raised on this job's input: this attempt's failure (terminal, as
-    X_INVALID_ARGUMENT is: the same input fails the same way), not a run that never settles."""
+    """The job's ``RateLimit.key`` raised on this job's input, or answered what cannot name a
+    bucket: this attempt's failure (terminal, as X_INVALID_ARGUMENT is: the same input fails the
+    same way), not a run that never settles."""
 
 
 def rate_key(d: JobDefinition, row: JobRow) -> str:
-    assert d.rate_limit is not None
-    if d.rate_limit.key is None:
+    """The bucket a run of ``d`` takes its token from: the job's own, or with a key function the
+    job's bucket for what it answers. The answer must be text PostgreSQL can store in at most
+    MAX_KEY_BYTES: anything else (None, a number, a dict) fails the attempt, as a key that raises
+    does, so 42 and '42' never share a bucket by accident and both drivers refuse the same keys."""
+    rate = d.rate_limit
+    assert rate is not None
+    if rate.key is None:
         return f"rate:{d.name}"
     try:
-        part = d.rate_limit.key(row.input, row.tenant)
+        part = rate.key(row.input, row.tenant)
     except Exception as exc:
         raise RateKeyFailed(
             X_INVALID_ARGUMENT,
             cause=f"the rate_limit key of job {d.name!r} raised on this job's input: {type(exc).__name__}: {exc}",
             fix=f"make the RateLimit key of {d.name!r} answer for every input it is enqueued with",
         ) from exc
-    return f"rate:{d.name}:{part}"
+    declared = f"RateLimit(limit={rate.limit}, per={rate.per!r}, key=lambda inp, tenant: "
+    if not isinstance(part, str):
+        try:
+            shown = storable(repr(part))
+        except Exception:  # the answer's own __repr__ failed: its type still says what it was
+            shown = "a value"
+        shown = shown if len(shown) <= 60 else shown[:60] + "..."
+        raise RateKeyFailed(
+            X_INVALID_ARGUMENT,
+            cause=f"the rate_limit key of job {d.name!r} returned {shown} ({type(part).__name__}) on this job's "
+            "input, not a string: a key names its bucket by text only"
+            + ("; a limit for every run alike leaves key out" if part is None else ""),
+            fix=declared + ("KEY or '-')" if part is None else "str(KEY))"),
+        )
+    hashed = declared + "hashlib.sha256(KEY.encode('utf-8', 'surrogatepass')).hexdigest())"
+    try:
+        check_text(part, what=f"the rate_limit key of job {d.name!r}", fix=hashed)
+    except JobsError as err:
+        raise RateKeyFailed(err.code, cause=err.cause, fix=err.fix) from None
+    size = len(part.encode())
+    if size > MAX_KEY_BYTES:
+        raise RateKeyFailed(
+            X_INVALID_ARGUMENT,
+            cause=f"the rate_limit key of job {d.name!r} is {size:,} bytes on this job's input; a key holds at "
+            f"most {MAX_KEY_BYTES:,} (an index entry's limit)",
+            fix=hashed,
+        )
+    return "rate:" + d.name + ":" + part
 
 
 class Limits:

@@ -71,7 +71,14 @@ def test_i23_manifest_is_sorted_by_code_points_and_publishes_idempotent_never_th
     assert [m["name"] for m in manifest] == ["B_job", "_job", "a_job", "b_job", "Ä_job"]
     assert all(m["idempotent"] is True for m in manifest)
     assert "secret-key" not in repr(manifest) and all("idempotency_key" not in m for m in manifest)
-    assert manifest[0]["retry"] == {"attempts": 2, "backoff": "exponential"}
+    assert manifest[0]["retry"] == {
+        "attempts": 2,
+        "backoff": "exponential",
+        "delay": 1.0,
+        "max_delay": 300.0,
+        "jitter": 0.0,
+        "seed": None,
+    }
 
 
 def test_i23_registration_accepts_only_real_job_handles() -> None:
