@@ -1,10 +1,13 @@
 """`jobs`: the operator CLI (typer). Each command group lives in its own module and registers
-itself on `app`; this file only wires them and turns a JobsError into code, cause and fix."""
+itself on `app`; this file only wires them and turns a JobsError into code, cause and fix (and a
+usage error of an invocation given --json into the same JSON error)."""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 import typer
 
@@ -16,10 +19,72 @@ from engine.cli.admin import (
     no_prepared_statements_option,
     set_connections,
 )
-from engine.errors import X_DSN_INVALID, X_NOT_FOUND, X_STATEMENT_TIMEOUT, X_UNKNOWN_JOB, JobsError
+from engine.errors import (
+    X_DSN_INVALID,
+    X_INVALID_ARGUMENT,
+    X_NOT_FOUND,
+    X_STATEMENT_TIMEOUT,
+    X_UNKNOWN_JOB,
+    JobsError,
+)
 from engine.text import printable
 
+JSON_ASKED = "jobs.json"  # ctx.meta: the invocation's words hold --json (json_asked)
+
+
+def json_asked(args: Sequence[str]) -> bool:
+    """Whether an invocation asked for JSON: ``--json`` among its words before a ``--`` (after it
+    every word is a value). Read from the words, not from the parsed options, because it is asked
+    when the parse failed; a ``--json`` typed where an option's value goes counts too."""
+    words = list(args)
+    end = words.index("--") if "--" in words else len(words)
+    return "--json" in words[:end]
+
+
+def _is_usage_error(exc: BaseException) -> bool:
+    # click's UsageError (BadParameter, NoSuchOption, MissingParameter, ...), as typer vendors it:
+    # matched by name, as engine/cli/reads.py matches NoSuchOption.
+    return any(k.__name__ == "UsageError" for k in type(exc).__mro__)
+
+
+def _usage_failed(exc: Any) -> NoReturn:
+    """A usage error of an invocation given --json, said as every other refusal under --json is
+    (a JSON error on stderr), with click's exit code for it (2). The fix is the help of the command
+    whose parse failed."""
+    ctx = getattr(exc, "ctx", None)
+    where = ctx.command_path if ctx is not None else "jobsctl"
+    say_error(JobsError(X_INVALID_ARGUMENT, cause=exc.format_message(), fix=f"{where} --help"), as_json=True)
+    raise typer.Exit(getattr(exc, "exit_code", EXIT_USAGE))
+
+
+class Root(typer.core.TyperGroup):
+    """The root command. A usage error (an unknown option or command, a missing argument, a value
+    its type refuses) of an invocation whose words hold --json is a JSON error like the command's
+    other refusals; without --json it is click's text. Every subcommand's parse runs inside the
+    root's invoke, so both places below see them all."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        asked = json_asked(args)
+        try:
+            ctx = super().make_context(info_name, args, parent=parent, **extra)
+        except Exception as exc:  # the root's own options (jobsctl --connect-timeout x ls --json)
+            if asked and _is_usage_error(exc):
+                _usage_failed(exc)
+            raise
+        ctx.meta[JSON_ASKED] = asked
+        return ctx
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            if ctx.meta.get(JSON_ASKED) and _is_usage_error(exc):
+                _usage_failed(exc)
+            raise
+
+
 app = typer.Typer(
+    cls=Root,
     name="jobsctl",
     help="Operate a jobs deployment: install the schema, run workers, inspect and act on queues.",
     no_args_is_help=True,
@@ -67,7 +132,7 @@ def _root(
     try:
         set_connections(connect_timeout, statement_timeout, ctx.invoked_subcommand, prepared=not no_prepared_statements)
     except JobsError as err:
-        fail(err)
+        fail(err, as_json=bool(ctx.meta.get(JSON_ASKED)))
 
 
 # Exit codes scripts can use.

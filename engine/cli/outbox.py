@@ -81,7 +81,7 @@ def relay(
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     batch_size: int = typer.Option(250, "--batch-size", help="most rows one claim takes"),
     lease_ms: int = typer.Option(
-        30_000, "--lease-ms", help="a claim's lease (ms): another relay takes the rows after it"
+        30_000, "--lease-ms", help="a claim's lease (ms, at least 1000): another relay takes the rows after it"
     ),
     poll_interval: float = typer.Option(1.0, "--poll-interval", help="the fallback poll when no NOTIFY arrives (s)"),
     metrics_port: int | None = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
@@ -91,14 +91,14 @@ def relay(
     json_out: bool = typer.Option(False, "--json", help="errors as JSON on stderr"),
 ) -> None:
     """Run the outbox relay alone (every `jobsctl worker` runs one too, unless --no-relay)."""
-    from engine.services.relay import RelayConfig
+    from engine.services.relay import MIN_LEASE_MS, RelayConfig
 
     try:
         port, host = metrics_address(metrics_port, metrics_host, "jobsctl relay")
-        if lease_ms < 1:  # RelayConfig's own refusal names the Python API
+        if lease_ms < 1:  # RelayConfig's invariant (I19) words this in the Python API's terms; a short one, the flag's
             raise JobsError(
                 X_INVALID_ARGUMENT,
-                cause=f"--lease-ms {lease_ms} must be a whole number of milliseconds >= 1",
+                cause=f"--lease-ms {lease_ms} must be a whole number of milliseconds >= {MIN_LEASE_MS}",
                 fix="jobsctl relay --lease-ms 30000",
             )
         config = config_from_flags(

@@ -28,7 +28,7 @@ from engine.cli.admin import (
     no_prepared_statements_option,
     served_metrics,
 )
-from engine.cli.worker_upkeep import maintenance_config, positive
+from engine.cli.worker_upkeep import check_lease, maintenance_config, positive
 from engine.clock import SKEW_ENV, SystemClock, process_clock
 from engine.errors import X_INVALID_ARGUMENT, X_WORKER_TARGET, JobsError
 from engine.jobs import Registry
@@ -139,7 +139,9 @@ def worker(
     flush_interval: float = typer.Option(
         0.005, "--flush-interval", help="longest a completion waits for its ack batch (s)"
     ),
-    lease_seconds: float = typer.Option(30.0, "--lease-seconds", help="a claim's lease, renewed every third of it"),
+    lease_seconds: float = typer.Option(
+        30.0, "--lease-seconds", help="a claim's lease (s, at least 1), renewed every third of it"
+    ),
     grace: float = typer.Option(30.0, "--grace", help="drain timeout: in-flight jobs may finish for this long (s)"),
     close_timeout: float = typer.Option(
         10.0,
@@ -224,6 +226,7 @@ def worker(
             ("poll-interval", poll_interval, "1"),
         ):
             positive(name, value, f"jobsctl worker {target}", example)
+        check_lease(lease_seconds, f"jobsctl worker {target}")
         port, host = metrics_address(metrics_port, metrics_host, f"jobsctl worker {target}")
         maint = maintenance_config(
             target,

@@ -23,6 +23,20 @@ def positive(name: str, value: float | None, command: str, example: str) -> None
         )
 
 
+def check_lease(lease_seconds: float, command: str) -> None:
+    """--lease-seconds refused below the engine's shortest lease (WorkerConfig's own refusal names
+    no module; this one names the command being typed)."""
+    from engine.runtime.worker_config import MIN_LEASE_SECONDS
+
+    if lease_seconds < MIN_LEASE_SECONDS:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"--lease-seconds {lease_seconds:g} is below {MIN_LEASE_SECONDS:g} s: a claim's lease would lapse "
+            "while its job runs, and the rescuer would hand the job to another worker while this one still runs it",
+            fix=f"{command} --lease-seconds 30",
+        )
+
+
 def maintenance_config(
     target: str,
     lease_seconds: float,

@@ -50,15 +50,33 @@ class Presence:
         self.driver, self.clock, self.worker, self.interval = driver, clock, worker, interval
         self.metrics, self.poke, self.monotonic = metrics, poke, monotonic
         self._seen_gone: dict[str, float] = {}  # worker -> when this worker first saw it gone
+        # Asked for by hold() and given up by release(): the loop's looks hold it again only while
+        # it is asked for. A worker whose row was reaped releases it, registers again and holds it
+        # anew (engine/runtime/worker.py, the heartbeat); a look in between would take a lock noted
+        # on no row, and the hold after the registration, finding it held, would note none on the
+        # new row, which no worker would then ever judge gone. One hold or release at a time.
+        self._wanted = False
+        self._turn = asyncio.Lock()
 
     async def hold(self) -> None:
-        await self.driver.worker_presence_hold(id=self.worker)
+        async with self._turn:
+            self._wanted = True
+            await self.driver.worker_presence_hold(id=self.worker)
 
     async def release(self) -> None:
-        try:
-            await self.driver.worker_presence_release(id=self.worker)
-        except Exception:  # its session goes with the process anyway
-            pass
+        async with self._turn:
+            self._wanted = False
+            try:
+                await self.driver.worker_presence_release(id=self.worker)
+            except Exception:  # its session goes with the process anyway
+                pass
+
+    async def _look(self) -> None:
+        """The loop's look at its own presence: held again if the server ended its session, and
+        left alone while released."""
+        async with self._turn:
+            if self._wanted:
+                await self.driver.worker_presence_hold(id=self.worker)
 
     async def rescue_once(self) -> list[Orphan]:
         """Re-deliver the running jobs of workers gone for the grace, and wake the fleet for them."""
@@ -89,7 +107,7 @@ class Presence:
         failing = False
         while True:
             try:
-                await self.hold()
+                await self._look()
                 await self.rescue_once()
             except asyncio.CancelledError:
                 raise

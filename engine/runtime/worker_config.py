@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.options import Options, finite_positive
 from engine.retry import check_traceback_limit
+
+# The shortest lease the engine takes, a job's claim, a relay's claim of outbox rows and a leader's
+# alike. A lease is a promise that the work it covers ends, or is renewed, before it lapses: the
+# claim's round trip, the start of the run, a commit's fsync, an event loop busy for a moment. One
+# shorter than a second lapses under that ordinary work, and what it holds is taken by another
+# worker (relay, leader) while its holder still works on it: a job run twice, a row published twice.
+MIN_LEASE_SECONDS = 1.0
+# A worker's row is reaped (maintenance's worker_reap_after) only once it missed this many
+# heartbeats in a row: a late beat (a database blip, a long collection) never reaps a live worker.
+# Its health check (runtime/health.py) calls it unhealthy past the same count.
+REAP_BEATS = 3
 
 
 def _bad(name: str, value: object, fix: str) -> JobsError:
@@ -71,6 +83,14 @@ class WorkerConfig(Options):
             v = getattr(self, name)
             if not finite_positive(v):
                 raise _bad(name, v, f"jobsctl worker MODULE --{name.replace('_', '-')} 30")
+        if self.lease_seconds < MIN_LEASE_SECONDS:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"worker option lease_seconds={self.lease_seconds!r} is below {MIN_LEASE_SECONDS:g} s: the lease "
+                "would lapse while its job is claimed and run, and the rescuer would hand the job to another worker "
+                "while this one still runs it",
+                fix="jobsctl worker MODULE --lease-seconds 30",
+            )
         st = self.start_timeout
         if st is not None and not finite_positive(st):
             raise _bad("start_timeout", st, "jobsctl worker MODULE --start-timeout 60")
@@ -89,6 +109,44 @@ class WorkerConfig(Options):
                 f"lease_seconds={self.lease_seconds}",
                 fix=f"renew_interval={self.lease_seconds / 3:g}",
             )
+
+
+def check_leader_lease(config: str, lease: float, interval: float) -> None:
+    """A leader's lease (``config``'s leader_lease, taken again by each pass, ``interval`` seconds
+    apart) refused below MIN_LEASE_SECONDS, or when the leader would lose it between two passes."""
+    if lease < MIN_LEASE_SECONDS:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"{config} leader_lease={lease!r} is below {MIN_LEASE_SECONDS:g} s: it would lapse within the "
+            "leader's own pass, and another process lead at the same time",
+            fix=f"{config}(leader_lease=30)",
+        )
+    if interval >= lease:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"{config} interval={interval:g} is not shorter than leader_lease={lease:g}: the leader would "
+            "lose its lease between two passes",
+            fix=f"{config}(interval={interval:g}, leader_lease={max(interval * 3, 30):g})",
+        )
+
+
+def check_reap_window(
+    reap_after: float, heartbeat_interval: float | None = None, *, given: str = "", fix: str = ""
+) -> None:
+    """A reap window (maintenance's worker_reap_after) refused when fewer than REAP_BEATS
+    heartbeats of a worker beating every ``heartbeat_interval`` seconds (None: the default
+    interval) fit in it: the leader would reap that worker's row, alive, between two of its
+    heartbeats. ``given`` names the value refused and ``fix`` mends it; by default the refused
+    value is the heartbeat_interval and the fix a shorter one."""
+    beat = WorkerConfig.heartbeat_interval if heartbeat_interval is None else heartbeat_interval
+    if beat * REAP_BEATS > reap_after:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"{given or f'heartbeat_interval={beat:g}'}: a worker's row is reaped {reap_after:g} s after its "
+            f"last heartbeat, less than {REAP_BEATS} heartbeats {beat:g} s apart; a live worker would drop out of "
+            "`jobsctl workers` and the console between its heartbeats, and a drain request to it find no worker",
+            fix=fix or f"heartbeat_interval={math.floor(reap_after / REAP_BEATS * 1000) / 1000:g}",  # rounded down
+        )
 
 
 def served_queues(asked: tuple[str, ...], used: tuple[str, ...]) -> tuple[str, ...]:

@@ -37,6 +37,7 @@ from engine.runtime import logs
 from engine.runtime.execute import Execution
 from engine.runtime.metrics import Metrics
 from engine.runtime.worker import Worker, WorkerConfig, as_registry
+from engine.runtime.worker_config import check_leader_lease, check_reap_window
 from engine.services.buckets import Buckets
 
 if TYPE_CHECKING:  # the leader's findings, named in annotations only
@@ -98,6 +99,11 @@ class MaintenanceConfig(Options):
                     cause=f"MaintenanceConfig {name}={value!r} must be a finite number of seconds > 0",
                     fix=f"MaintenanceConfig({name}=60)",
                 )
+        check_leader_lease("MaintenanceConfig", self.leader_lease, self.interval)
+        reap = self.worker_reap_after  # the fleet's rows, of intervals unknown here: held to the default
+        check_reap_window(
+            reap, given=f"MaintenanceConfig worker_reap_after={reap:g}", fix="MaintenanceConfig(worker_reap_after=600)"
+        )
         for name in ("rescue_batch", "prune_batch", "prune_batches_per_pass"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -406,6 +412,10 @@ def maintained_worker(
     # A string reaches WorkerConfig as it is, to be refused there (tuple() would split it into letters).
     asked = queues if isinstance(queues, str) else tuple(queues or ())
     config = WorkerConfig(queues=asked, **options)  # type: ignore[arg-type]
+    if maintenance:  # its own leader never reaps its row between two of its heartbeats
+        check_reap_window(
+            config_or_default(MaintenanceConfig, maintenance_config).worker_reap_after, config.heartbeat_interval
+        )
     w = Worker(
         driver,
         registry,

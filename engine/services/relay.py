@@ -29,13 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 from engine.clock import Clock, SystemClock
 from engine.drivers.base import Driver
-from engine.drivers.outbox_lease import claim_lease_ms
+from engine.drivers.outbox_lease import DEFAULT_CLAIM_LEASE_MS, claim_lease_ms
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.ids import IdFactory
 from engine.options import Options, config_or_default, finite_positive
 from engine.retry import error_text
 from engine.runtime import logs
 from engine.runtime.metrics import Metrics
+from engine.runtime.worker_config import MIN_LEASE_SECONDS
 from engine.text import storable
 from engine.types import EnqueueResult, NewJob
 
@@ -45,6 +46,10 @@ if TYPE_CHECKING:  # the outbox's rows, named in annotations only
 CHUNK = 250  # as engine.api's enqueue_many: past this many rows, a statement per chunk in one transaction
 GAUGE_CAP = 100_000  # the backlog gauge counts up to this many rows
 HEARTBEAT_INTERVAL = 5.0  # seconds between a relay's heartbeats (jobs.outbox_relay)
+# The shortest claim lease (engine/runtime/worker_config.py, MIN_LEASE_SECONDS): a claim must
+# outlast the pass that holds it (the claim, the publish of the batch, row by row after a failure,
+# and the mark), or another relay claims the rows again mid-publish and publishes them twice.
+MIN_LEASE_MS = int(MIN_LEASE_SECONDS * 1000)
 
 Publish = Callable[[Sequence[NewJob], datetime], Awaitable[list[EnqueueResult]]]
 Hook = Callable[[str, Sequence["OutboxRow"]], Awaitable[None]]
@@ -64,6 +69,13 @@ class RelayConfig(Options):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lease_ms", claim_lease_ms(self.lease_ms))  # I19: X_INVARIANT here, never later
+        if self.lease < MIN_LEASE_MS:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"RelayConfig lease_ms={self.lease} is below {MIN_LEASE_MS} ms: the claim would lapse before its "
+                "batch is published, and another relay would claim and publish the same rows again",
+                fix=f"RelayConfig(lease_ms={DEFAULT_CLAIM_LEASE_MS})",
+            )
         if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise JobsError(
                 X_INVALID_ARGUMENT,
