@@ -33,6 +33,7 @@ from engine.ids import IdFactory
 from engine.options import Options, config_or_default, finite_positive
 from engine.runtime import logs
 from engine.runtime.metrics import Metrics
+from engine.runtime.worker_config import check_leader_lease
 from engine.schedule import (
     SEEN_EVERY,
     Cron,
@@ -66,13 +67,7 @@ class SchedulerConfig(Options):
                     cause=f"SchedulerConfig {name}={value!r} must be a finite number of seconds > 0",
                     fix=f"SchedulerConfig({name}=30)",
                 )
-        if self.interval >= self.leader_lease:
-            raise JobsError(
-                X_INVALID_ARGUMENT,
-                cause=f"SchedulerConfig interval={self.interval} is not shorter than leader_lease={self.leader_lease}:"
-                " the leader would lose its lease between two ticks",
-                fix=f"SchedulerConfig(interval={self.leader_lease / 6:g}, leader_lease={self.leader_lease:g})",
-            )
+        check_leader_lease("SchedulerConfig", self.leader_lease, self.interval)
 
     @property
     def late_grace(self) -> float:

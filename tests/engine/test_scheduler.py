@@ -190,6 +190,16 @@ def test_a_scheduler_setting_out_of_range_is_refused() -> None:
             SchedulerConfig(**bad)  # type: ignore[arg-type]
 
 
+def test_a_scheduler_leader_lease_below_a_second_is_refused_as_the_other_leaders_are() -> None:
+    from engine.errors import JobsError
+
+    with pytest.raises(JobsError) as err:
+        SchedulerConfig(interval=0.001, leader_lease=0.002)
+    assert err.value.code == "X_INVALID_ARGUMENT" and "leader_lease=0.002 is below 1 s" in err.value.cause
+    assert err.value.fix == "SchedulerConfig(leader_lease=30)"
+    assert SchedulerConfig(interval=0.5, leader_lease=1.0).leader_lease == 1.0
+
+
 async def test_metrics_count_occurrences_enqueued_and_skipped_and_the_leaders_tick_age(
     driver: Driver, clock: FakeClock
 ) -> None:

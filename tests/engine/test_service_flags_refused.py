@@ -35,7 +35,7 @@ APP = "tests.engine.backfill_app"
         ),
         (
             ["scheduler", APP, "--interval", "60", "--lease-seconds", "10"],
-            "--interval 60.0 is not shorter than --lease-seconds 10.0",
+            "--interval 60 is not shorter than --lease-seconds 10",
             f"jobsctl scheduler {APP} --interval",
         ),
     ],
