@@ -17,6 +17,28 @@ from engine.records import StepRetry
 from engine.text import check_text
 from engine.types import LIVE_STATES, JobRow, JobState
 
+# What a job still to run is doing, said when a retry (of a dead job) is asked of it: nothing needs
+# retrying, and `jobsctl why` says what it waits for.
+_STILL_TO_RUN = {
+    JobState.READY: "it is already waiting to run",
+    JobState.DELAYED: "it is already due to run later",
+    JobState.PARKED: "a limit shed it and it runs again once the limit allows",
+    JobState.SUSPENDED: "it waits (a sleep, an event or other jobs) and goes on by itself",
+    JobState.RUNNING: "it is running now",
+}
+DISCARDED = "its attempts and steps went with it; its history keeps who discarded it, when and the note"
+
+
+def not_dead(row: JobRow) -> JobsError:
+    """A retry of a job that is not dead: one still to run is said to be, with `jobsctl why` to see
+    what it waits for; a completed or cancelled one points at its detail."""
+    doing = _STILL_TO_RUN.get(row.state)
+    if doing is None:
+        cause, fix = f"job {row.id} is {row.state.value}", f"jobsctl show {row.id}"
+    else:
+        cause, fix = f"job {row.id} is {row.state.value}: {doing}", f"jobsctl why {row.id}"
+    return JobsError(X_INVALID_STATE, cause=f"{cause}; only a dead job can be retried", fix=fix)
+
 
 def key_held(job_id: str, holder: str) -> JobsError:
     """A single-job retry that would run the work twice: another live job holds the key (I2)."""
@@ -76,11 +98,7 @@ class JobActions(OperatorBase):
         tenant = self._tenant(tenant)
         row = await load_job(self, job_id, tenant, budget_ms=self.budget_ms)
         if row.state is not JobState.DEAD:
-            raise JobsError(
-                X_INVALID_STATE,
-                cause=f"job {row.id} is {row.state.value}; only a dead job can be retried",
-                fix=f"jobsctl cancel {row.id}" if row.state in LIVE_STATES else f"jobsctl show {row.id}",
-            )
+            raise not_dead(row)
         if not children:
             return await self._retry_dead(row.id, tenant, note)
         # The deepest first: a fan-in is ready again only once the jobs it looks at are.
@@ -248,4 +266,4 @@ class JobActions(OperatorBase):
                 cause=f"job {row.id} became {res.previous.value} meanwhile; only a dead job can be discarded",
                 fix=f"jobsctl show {row.id}",
             )
-        return res
+        return replace(res, reason=DISCARDED)

@@ -37,11 +37,17 @@ def result(res: Any, json_out: bool) -> None:
 
 def said(res: Any) -> None:
     for r in (res, *res.also):  # with its children: the job, then each job below it
-        verb = "done" if r.changed else "nothing changed"
         console().print(
-            f"{'' if r is res else '  '}{r.action} {r.job_id}: {verb} ({r.previous.value} -> {r.state.value})"
-            + (f"; {r.reason}" if r.reason else "")
+            f"{'' if r is res else '  '}{r.action} {r.job_id}: {_what(r)}" + (f"; {r.reason}" if r.reason else "")
         )
+
+
+def _what(r: Any) -> str:
+    """What became of the job, as ``done (before -> after)``: a discarded job has no state after
+    (its row is deleted, and its result keeps the state it had)."""
+    if not r.changed:
+        return f"nothing changed ({r.previous.value} -> {r.state.value})"
+    return f"done ({r.previous.value} -> {'deleted' if r.action == 'discard' else r.state.value})"
 
 
 def confirmed(question: str) -> bool:

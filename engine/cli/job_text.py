@@ -53,10 +53,24 @@ def job_json(d: JobDetail) -> dict[str, Any]:
     return body
 
 
+# A run's outcomes that hand its attempt back: the run goes on at its next claim, under the same
+# run number and attempt, and its attempt is counted then.
+UNCOUNTED = ("suspended", "parked", "released")
+
+
+def _run_note(d: JobDetail, n: int, a: AttemptRecord) -> str:
+    """`` (no attempt used yet)`` on the job's last run when it suspended, was shed or was released
+    and has not been claimed since: the header's count leaves it out."""
+    last = n == len(d.attempts) and d.job.state is not JobState.RUNNING
+    return " (no attempt used yet)" if last and a.outcome in UNCOUNTED else ""
+
+
 def print_job(d: JobDetail) -> None:
     out, j = console(), d.job
+    # The job's attempt column counts the attempts used: a run that suspended, was shed or was
+    # released used none (yet), so a suspended first run reads 0 beside its run #1 at attempt 1.
     out.print(
-        f"{j.id}  {j.name}  queue={j.queue}  tenant={j.tenant or '-'}  state={j.state.value}  attempt "
+        f"{j.id}  {j.name}  queue={j.queue}  tenant={j.tenant or '-'}  state={j.state.value}  attempts used "
         f"{j.attempt} of {j.max_attempts}"
     )
     out.print(f"why: {d.why.summary}")
@@ -85,7 +99,7 @@ def print_job(d: JobDetail) -> None:
     for n, a in enumerate(d.attempts, start=1):
         out.print(
             f"  run #{n}: attempt {a.attempt} of {j.max_attempts} on {a.worker}: {_t(a.started_at)} -> "
-            f"{_t(a.finished_at)} {a.outcome} {a.error_code or ''}",
+            f"{_t(a.finished_at)} {a.outcome}{_run_note(d, n, a)} {a.error_code or ''}",
             markup=False,
             highlight=False,
         )

@@ -126,21 +126,27 @@ async def _serve(
     start_timeout: float | None,
     as_json: bool = False,
 ) -> int:
+    from engine.clock import SystemClock
     from engine.runtime.logs import configure_json_logging
     from engine.runtime.metrics import Metrics
-    from engine.services.relay import Relay
+    from engine.services.relay import Relay, relay_health
 
     configure_json_logging()
-    metrics = Metrics()
-    r = Relay(driver, config=config, metrics=metrics)
+    metrics, clock = Metrics(), SystemClock()
+    health = relay_health(config, clock)
+    r = Relay(driver, clock, config=config, metrics=metrics, health=health)
+    ticker = asyncio.ensure_future(health.tick())  # /livez: the loop turns
     server = None
     try:
+        # Served before the start, as a worker's: the probes say "starting" while the database is awaited.
+        server, served = served_metrics(metrics, metrics_port, metrics_host, as_json=as_json, health=health)
+        if not served:
+            return EXIT_ERROR
         started = await start_when_reachable(driver, r.id, start_timeout, as_json=as_json)
         if started is not None:
             return started
-        server, served = served_metrics(metrics, metrics_port, metrics_host, as_json=as_json)
-        if not served:
-            return EXIT_ERROR
+        health.started = True  # its start reached the database; its passes' heartbeats keep it ready
+        health.beat()
         loop = asyncio.get_running_loop()
         signals = 0
 
@@ -153,11 +159,13 @@ async def _serve(
 
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, on_signal)
-        print(f"jobsctl relay {r.id} (batch {config.batch_size}, lease {config.lease_ms} ms)", flush=True)
+        where = "" if server is None else f"; /metrics, /livez and /readyz on http://{metrics_host}:{metrics_port}"
+        print(f"jobsctl relay {r.id} (batch {config.batch_size}, lease {config.lease_ms} ms){where}", flush=True)
         await r.run()
         await r.stop()
         return 0
     finally:
+        ticker.cancel()
         if server is not None:
             server.shutdown()  # type: ignore[attr-defined]
         await driver.close()

@@ -1,5 +1,6 @@
 """A worker's health as an orchestrator's probes read it: ``/livez`` and ``/readyz`` on the
-metrics port (`jobsctl worker --metrics-port`), or ``worker.health`` for an app that embeds one.
+metrics port (`jobsctl worker --metrics-port`), or ``worker.health`` for an app that embeds one;
+`jobsctl relay`'s the same way (RelayHealth).
 
 Live: the worker's event loop turns. A ticker on the loop notes each turn (every TICK seconds);
 a handler that blocks the loop (``time.sleep`` in an ``async def``, a CPU-bound loop with no
@@ -24,6 +25,14 @@ STALLED = 30.0  # seconds without a turn past which the loop counts as blocked
 
 
 class Health:
+    # What /livez blames a loop that has not turned for STALLED seconds on (a worker's: a handler),
+    # and what /readyz says when ready.
+    stall_hint = (
+        "a handler is blocking it "
+        "(time.sleep or CPU-bound work in an async def; run it in a sync def, which gets a thread)"
+    )
+    ready_text = "registered and heartbeating"
+
     def __init__(self, clock: Clock, *, heartbeat_interval: float) -> None:
         self.clock = clock
         self.heartbeat_interval = heartbeat_interval
@@ -51,10 +60,7 @@ class Health:
             return True, "stopped"
         still = self.clock.monotonic() - self.turned_at
         if still > STALLED:
-            return False, (
-                f"the event loop has not turned for {still:.0f} s: a handler is blocking it "
-                "(time.sleep or CPU-bound work in an async def; run it in a sync def, which gets a thread)"
-            )
+            return False, f"the event loop has not turned for {still:.0f} s: {self.stall_hint}"
         return True, "the event loop turns"
 
     def ready(self) -> tuple[bool, str]:
@@ -68,4 +74,14 @@ class Health:
         if since > 3 * self.heartbeat_interval:
             why = f" ({self.beat_error})" if self.beat_error else ""
             return False, f"the database has not answered its heartbeat for {since:.0f} s{why}"
-        return True, "registered and heartbeating"
+        return True, self.ready_text
+
+
+class RelayHealth(Health):
+    """`jobsctl relay`'s probes: live while its loop turns; ready once its start reached the
+    database, and while the heartbeats its passes send (jobs.outbox_relay) land. It runs no
+    handler and never drains: a stop makes it "stopped". ``heartbeat_interval`` is the longest
+    an idle relay goes between two beats (engine/services/relay.py, relay_health)."""
+
+    stall_hint = "a blocking call holds the relay's loop"
+    ready_text = "publishing: its database answers its heartbeats"

@@ -1,6 +1,8 @@
 """Prometheus metrics (I24): jobs_total{queue,outcome}, queue_depth (ready + parked),
 queue_oldest_ready_seconds, queue_dead_jobs, lease_lost_total, job duration, reconnects; the
-outbox's backlog, oldest unpublished age, publishes and failed publishes.
+outbox's backlog, oldest unpublished age, publishes and failed publishes; the scheduler's
+occurrences and its leader's tick age. A gauge of a service the process does not run (the
+relay's, the scheduler's, the worker's slots) has no sample (ServiceGauge).
 
 Each Worker owns a `Metrics` on its own registry (two workers in one process never collide);
 `serve_metrics` exposes it, on loopback unless told otherwise.
@@ -124,6 +126,17 @@ class Gauge(_Family[GaugeValue]):
         return family
 
 
+class ServiceGauge(Gauge):
+    """A gauge of one service a process may not run (the worker's slots, the relay's backlog, the
+    scheduler's leader): no sample until that service first sets it, so a process that does not
+    run the service leaves it out of its exposition (its HELP and TYPE only) instead of exporting
+    a value nobody measured, which an alert would read as healthy."""
+
+    def __init__(self, name: str, doc: str) -> None:
+        super().__init__(name, doc)
+        self.values.clear()
+
+
 class DurationHistogram:
     """job_duration_seconds{queue}, observed once per job on the worker's loop without a lock.
 
@@ -185,11 +198,14 @@ class Metrics:
         self.depth = Gauge("queue_depth", "Ready + parked + due jobs (I8)", ("queue",))
         self.oldest = Gauge("queue_oldest_ready_seconds", "Age of the oldest waiting job", ("queue",))
         self.dead = Gauge("queue_dead_jobs", "Dead letters", ("queue",))
-        self.in_use = Gauge("jobs_worker_slots_in_use", "Claim slots holding a job")
+        # Every process registers every family; the gauges of one service (ServiceGauge) are
+        # exported by a process once it runs that service. The queue gauges above have a series
+        # per queue only once a worker's reading names it.
+        self.in_use = ServiceGauge("jobs_worker_slots_in_use", "Claim slots holding a job")
         # The outbox relay's (engine/services/relay.py): its backlog as the fleet sees it, and this
         # process's publishes.
-        self.outbox_backlog = Gauge("outbox_backlog", "Staged rows not published yet (counted up to a cap)")
-        self.outbox_oldest = Gauge("outbox_oldest_unpublished_seconds", "Age of the oldest unpublished row")
+        self.outbox_backlog = ServiceGauge("outbox_backlog", "Staged rows not published yet (counted up to a cap)")
+        self.outbox_oldest = ServiceGauge("outbox_oldest_unpublished_seconds", "Age of the oldest unpublished row")
         self.outbox_published = Counter("outbox_published_total", "Outbox rows this process published")
         self.outbox_failed = Counter("outbox_publish_failed_total", "Outbox publishes that failed")
         # The scheduler (engine/services/scheduler.py, I21).
@@ -199,7 +215,7 @@ class Metrics:
         self.schedule_skipped = Counter(
             "jobs_schedule_occurrences_skipped_total", "Missed occurrences catch-up skipped", ("task",)
         )
-        self.scheduler_tick_age = Gauge(
+        self.scheduler_tick_age = ServiceGauge(
             "jobs_scheduler_leader_tick_age_seconds",
             "Seconds since the scheduler's leader last ticked, as this process saw it (+Inf: no leader ever)",
         )
@@ -259,10 +275,12 @@ class Metrics:
 
 
 def serve_metrics(metrics: Metrics, port: int, host: str = "127.0.0.1", health: Health | None = None) -> object:
-    """Start the exposition on ``host:port`` (loopback by default), in a thread of its own, and
-    with ``health`` the probes beside it: ``/livez`` (``/healthz`` too) and ``/readyz``, 200 or
-    503 with one line saying why (engine/runtime/health.py). Answers the server (``shutdown()``).
-    A port that cannot be bound is X_INVALID_ARGUMENT."""
+    """Start the exposition at ``/metrics`` on ``host:port`` (loopback by default), in a thread of
+    its own, and with ``health`` the probes beside it: ``/livez`` (``/healthz`` too) and
+    ``/readyz``, 200 or 503 with one line saying why (engine/runtime/health.py). Any other path is
+    404 naming the ones served: a probe pointed at a path this process does not answer fails
+    rather than reading the metrics as a pass. Answers the server (``shutdown()``). A port that
+    cannot be bound is X_INVALID_ARGUMENT."""
     import threading
     from wsgiref.simple_server import WSGIRequestHandler, make_server
 
@@ -271,11 +289,16 @@ def serve_metrics(metrics: Metrics, port: int, host: str = "127.0.0.1", health: 
 
     exposition = make_wsgi_app(metrics.registry)
     probes = {"/livez": "live", "/healthz": "live", "/readyz": "ready"} if health is not None else {}
+    served = ", ".join(["/metrics", *probes])
 
     def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
-        probe = probes.get(environ.get("PATH_INFO", ""))
-        if probe is None:
+        path = environ.get("PATH_INFO", "")
+        if path == "/metrics":
             return exposition(environ, start_response)  # type: ignore[no-any-return]
+        probe = probes.get(path)
+        if probe is None:
+            start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+            return [f"{path[:200]} is not served here: {served}\n".encode()]
         ok, why = getattr(health, probe)()
         start_response("200 OK" if ok else "503 Service Unavailable", [("Content-Type", "text/plain; charset=utf-8")])
         return [f"{why}\n".encode()]

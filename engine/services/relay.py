@@ -10,7 +10,8 @@ retired, the failing row records the attempt and its error, and it and every lat
 back at once (I20), so a later row never overtakes it. A relay that stalled past its lease wakes
 up owning nothing: its late mark or release changes no row another claim now holds.
 
-Runs inside every worker (services/maintenance.py: maintained_worker) and alone (`jobsctl relay`).
+Runs inside every worker (services/maintenance.py: maintained_worker) and alone (`jobsctl relay`,
+which serves its probes from a RelayHealth the relay keeps: its heartbeats, a failed pass, its stop).
 Idle, it waits for the NOTIFY a committed stage sends, or the poll interval (the fallback).
 A config, ``run_once()`` returning what it did, and a thin loop (STYLE.md, convention 5).
 """
@@ -35,6 +36,7 @@ from engine.ids import IdFactory
 from engine.options import Options, config_or_default, finite_positive
 from engine.retry import error_text
 from engine.runtime import logs
+from engine.runtime.health import RelayHealth
 from engine.runtime.metrics import Metrics
 from engine.runtime.worker_config import MIN_LEASE_SECONDS
 from engine.text import storable
@@ -103,6 +105,13 @@ class RelayConfig(Options):
         return self.lease_ms
 
 
+def relay_health(config: RelayConfig, clock: Clock) -> RelayHealth:
+    """The probes of a relay run with ``config``. It beats at a pass, at most every heartbeat
+    interval, and an idle relay passes once a poll interval: the longer of the two is the most an
+    answering database leaves between two beats."""
+    return RelayHealth(clock, heartbeat_interval=max(config.heartbeat_interval, config.poll_interval))
+
+
 @dataclass(frozen=True)
 class RelayResult:
     claimed: int = 0
@@ -125,8 +134,10 @@ class Relay:
         metrics: Metrics | None = None,
         publish: Publish | None = None,
         hook: Hook | None = None,
+        health: RelayHealth | None = None,
     ) -> None:
         self.driver = driver
+        self.health = health  # what its probes read (relay_health), when it serves them
         self.clock = clock or SystemClock()
         self.config = cfg = config_or_default(RelayConfig, config)
         self.id = cfg.id or f"relay:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -260,6 +271,9 @@ class Relay:
         if self._beat_at is None or mono - self._beat_at >= self.config.heartbeat_interval:
             await self.driver.outbox_relay_beat(relay=self.id, now=self.clock.now())
             self._beat_at = mono
+            if self.health is not None:  # a beat that landed: the relay is registered and its database answers
+                self.health.started = True
+                self.health.beat()
 
     async def _gauges(self) -> None:
         mono = self.clock.monotonic()
@@ -294,6 +308,8 @@ class Relay:
             raise
         except Exception as exc:  # a database blip: the next pass tries again
             logs.emit(logs.OUTBOX_TICK_FAILED, logging.WARNING, relay=self.id, error=_describe(exc))
+            if self.health is not None:
+                self.health.beat_failed(exc)
             return None
 
     async def run(self) -> None:
@@ -337,6 +353,8 @@ class Relay:
         """Stop after the pass under way (awaited, so its rows are retired or handed back before the
         caller closes the pools, I14), and remove this relay's heartbeat row."""
         self._stopping = True
+        if self.health is not None:
+            self.health.stopped = True
         self._wake.set()
         if self._current is not None:
             await asyncio.wait([self._current])

@@ -4,6 +4,12 @@ check an engine makes when it opens one.
 Each pending migration runs in its own transaction that first takes the migration lock and
 re-reads what is applied, so two migrators at once apply each migration exactly once, and a
 migration that fails leaves the database at the one before it.
+
+What is applied is read before anything is written: a database with nothing pending is left as it
+is, so any role that may read jobs.migration (a jobs_reader or a jobs_writer login) is told
+"nothing to apply". Creating the schema or applying a migration takes the schema's owner (the
+first, CREATE on the database); another role is refused as X_PERMISSION_DENIED, naming the script
+`jobsctl migrate --sql` prints for the owner to run.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from engine.errors import (
     X_INVALID_ARGUMENT,
     X_MIGRATION_CHANGED,
     X_MIGRATION_FAILED,
+    X_PERMISSION_DENIED,
     X_SCHEMA_MISSING,
     X_SCHEMA_OUTDATED,
     X_SERVER_UNSUPPORTED,
@@ -32,6 +39,8 @@ from engine.errors import (
 )
 
 MIGRATE_FIX = 'jobsctl migrate --dsn "$JOBS_DSN"'
+# A role that may not migrate: the script of what is pending, for the schema's owner to run.
+OWNER_SCRIPT_FIX = 'jobsctl migrate --sql --dsn "$JOBS_DSN" > jobs-pending.sql'
 
 
 def _connect(dsn: str) -> psycopg.Connection[dict[str, Any]]:
@@ -65,20 +74,58 @@ def _connect(dsn: str) -> psycopg.Connection[dict[str, Any]]:
     return conn
 
 
-def _read(conn: psycopg.Connection[dict[str, Any]]) -> MigrationStatus:
+def _read(conn: psycopg.Connection[dict[str, Any]], dsn: str) -> MigrationStatus:
     try:
         present = conn.execute(Q.migration_presence.text).fetchone() or {}
         rows = conn.execute(Q.migration_applied.text).fetchall() if present.get("has_migration") else []
         meta = conn.execute(Q.schema_version.text).fetchone() if present.get("has_meta") else None
     except psycopg.errors.QueryCanceled as exc:  # past a statement timeout given to the command
         raise cancelled(exc) from None
+    except psycopg.errors.InsufficientPrivilege as exc:  # a login granted neither jobs_reader nor more
+        user = conn.info.user
+        raise JobsError(
+            X_PERMISSION_DENIED,
+            cause=f"role {user!r} may not read jobs.migration in {safe_dsn(dsn)} ({first_line(exc)}): "
+            "what is applied and what is pending cannot be told",
+            fix=f"GRANT jobs_reader TO {user}",
+        ) from None
     return status_of([Applied(**r) for r in rows], None if meta is None else str(meta["value"]))
 
 
 def migration_status(dsn: str) -> MigrationStatus:
     """What the database has applied and what is pending. Reads only: creates nothing."""
     with _connect(dsn) as conn:
-        return _read(conn)
+        return _read(conn, dsn)
+
+
+def _writes(status: MigrationStatus, target: int | None) -> bool:
+    """Whether migrating to ``target`` writes anything: a migration pending up to it, or a
+    baseline recognised but not yet recorded (the bootstrap records it)."""
+    return any(target is None or m.version <= target for m in status.pending) or any(
+        a.applied_at is None for a in status.applied
+    )
+
+
+def _not_owner(
+    conn: psycopg.Connection[dict[str, Any]], dsn: str, status: MigrationStatus, exc: BaseException, *, creating: bool
+) -> JobsError:
+    """A role the server refused the bootstrap (``creating``) or a migration: not the owner of the
+    jobs schema (nor, for the schema's creation, a holder of CREATE on the database). Rolled back."""
+    user, said = conn.info.user, first_line(exc)
+    if creating and not status.installed:
+        cause = (
+            f"role {user!r} may not create the jobs schema in {safe_dsn(dsn)}: it lacks CREATE on database "
+            f"{conn.info.dbname} ({said}); nothing was applied"
+        )
+    else:
+        todo = status.pending
+        names = ", ".join(m.label for m in todo[:3]) + (", ..." if len(todo) > 3 else "")
+        at = max((a.version for a in status.applied), default=0)
+        cause = (
+            f"role {user!r} may not apply the {len(todo)} pending migration(s) ({names}) to {safe_dsn(dsn)} "
+            f"({said}): only the owner of the jobs schema applies them; the schema stays at {at:04d}"
+        )
+    return JobsError(X_PERMISSION_DENIED, cause=cause, fix=OWNER_SCRIPT_FIX)
 
 
 def _refuse_to_apply(status: MigrationStatus, dsn: str) -> None:
@@ -109,11 +156,17 @@ def migrate(dsn: str, *, target: int | None = None) -> list[Migration]:
     under the migration lock; return the ones this call applied."""
     done: list[Migration] = []
     with _connect(dsn) as conn:
-        while True:
+        with conn.transaction():  # read first: a database with nothing to write is left as it is
+            status = _read(conn, dsn)
+        _refuse_to_apply(status, dsn)
+        while _writes(status, target):
             with conn.transaction():
                 conn.execute(Q.migration_lock.text)
-                conn.execute(Q.migration_bootstrap.text)
-                status = _read(conn)
+                try:
+                    conn.execute(Q.migration_bootstrap.text)
+                except psycopg.errors.InsufficientPrivilege as exc:
+                    raise _not_owner(conn, dsn, status, exc, creating=True) from None
+                status = _read(conn, dsn)
                 _refuse_to_apply(status, dsn)
                 todo = [m for m in status.pending if target is None or m.version <= target]
                 if not todo:
@@ -121,11 +174,18 @@ def migrate(dsn: str, *, target: int | None = None) -> list[Migration]:
                 mig = todo[0]
                 try:
                     conn.execute(mig.text)  # type: ignore[arg-type]  # a file of ours, not text from a caller
+                except psycopg.errors.InsufficientPrivilege as exc:
+                    raise _not_owner(conn, dsn, status, exc, creating=False) from None
                 except psycopg.DatabaseError as exc:
                     raise _failed(mig, status, dsn, exc) from exc
                 conn.execute(Q.migration_record.text, _record(mig, "migrate"))
             done.append(mig)
-        move_settled(conn)
+        try:
+            move_settled(conn)
+        except psycopg.errors.InsufficientPrivilege:
+            # A role that may not write jobs.job (a jobs_reader) moves no settled row: the
+            # maintenance leader moves those still there, and until then they read as before.
+            pass
     return done
 
 
