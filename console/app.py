@@ -26,7 +26,6 @@ from datetime import datetime
 from textual.app import App, SystemCommand
 from textual.command import CommandPalette
 from textual.filter import Monochrome, NoColor
-from textual.markup import escape
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 
@@ -188,15 +187,16 @@ class JobsConsole(App[None]):
         self._toggle("activity")
 
     def action_help(self) -> None:
-        self._toggle("help")
+        # The help opens on the keys of the screen it was asked from.
+        self._toggle("help", {"scope": getattr(self.screen, "SCOPE", None)})
 
-    def _toggle(self, kind: str) -> None:
+    def _toggle(self, kind: str, args: dict[str, object] | None = None) -> None:
         """Open the help or the activity screen; its own key again closes it (the key is the app's:
         the screen's own binding of it is never reached)."""
         if type(self.screen) is screen_class(kind):
             self.screen.leave()  # type: ignore[attr-defined]
         else:
-            self.post_message(Navigate(kind, {}))
+            self.post_message(Navigate(kind, args or {}))
 
     def action_sort(self) -> None:
         sort = getattr(self.screen, "sort_table", None)
@@ -230,9 +230,16 @@ class JobsConsole(App[None]):
             if a.action in ("help", "quit") or screen.check_action(a.name, ()) is False:
                 continue
             label = f"{a.title}  [{actions.key_label(a)}]"
-            yield SystemCommand(escape(label), escape(a.help), _runner(screen, a))
-        yield SystemCommand(escape("Help  [?]"), "every key of every screen", self.action_help)
-        yield SystemCommand(escape("Quit  [q]"), "leave the console", self.action_quit)
+            yield SystemCommand(literal(label), literal(a.help), _runner(screen, a))
+        yield SystemCommand(literal("Help  [?]"), "every key of every screen", self.action_help)
+        yield SystemCommand(literal("Quit  [q]"), "leave the console", self.action_quit)
+
+
+def literal(text: str) -> str:
+    """``text`` as markup that shows it as it is. The palette reads its names as markup, and
+    Textual's ``escape`` leaves a bracket before a capital alone, so "[X]" (Retry all's key) was
+    read as a style and vanished: every bracket is escaped."""
+    return text.replace("[", "\\[")
 
 
 def _runner(screen: Screen, a: actions.Action):  # type: ignore[no-untyped-def]

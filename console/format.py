@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from rich.cells import cell_len
 from rich.text import Text
 
 from engine.durations import duration  # the CLI says durations the same way
@@ -146,3 +148,23 @@ def stamp(when: datetime | None, now: datetime | None = None) -> str:
 def short_id(job_id: str) -> str:
     """The tail of a UUIDv7: its head is a timestamp that jobs enqueued together share."""
     return job_id[-12:] if len(job_id) > 12 else job_id
+
+
+def packed(parts: Sequence[Text | str], width: int, *, sep: str = " · ", style: str = "") -> Text:
+    """``parts`` joined by ``sep`` on as few lines of ``width`` cells as hold them, a line broken
+    only between two parts: a hint ("s: sort") or a count ("dead 44") is never cut in two, as a
+    terminal's own wrap cuts it at whatever space falls at the edge. A part wider than a line is
+    left to that wrap; ``width`` 0 (not laid out yet) keeps them on one line."""
+    out = Text(style=style)
+    used = 0
+    for i, part in enumerate(parts):
+        text = part if isinstance(part, Text) else Text(part)
+        if i and width > 0 and used + cell_len(sep) + text.cell_len > width:
+            out.append("\n")
+            used = 0
+        elif i:
+            out.append(sep, style="dim")
+            used += cell_len(sep)
+        out.append_text(text)
+        used += text.cell_len
+    return out

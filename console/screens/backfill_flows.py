@@ -19,8 +19,8 @@ from textual import work
 
 from console.format import clean, short_id
 from console.messages import ActionFailed, ActionSucceeded
-from console.screens.backfill_text import own_live
-from console.screens.confirm import Confirmed, ConfirmScreen, ResultScreen
+from console.screens.backfill_text import HERE, own_live
+from console.screens.confirm import LEFT_ALONE, Confirmed, ConfirmScreen, ResultScreen
 from console.screens.modal import ask
 from engine.errors import JobsError
 
@@ -80,10 +80,15 @@ def start_body(v: Any, *, write: bool, force: bool, console_env: str) -> Text:
     return t
 
 
-def refusal(err: JobsError | Any) -> Text:
+def refusal(err: JobsError | Any, *, keys: bool = False) -> Text:
+    """``keys``: name this screen's key for the fix where it has one (not in read-only mode)."""
     t = Text(clean(err.code, limit=60), style="bold")
     t.append(f"\n{clean(err.cause, limit=400)}\n\nfix: ")
-    t.append(clean(err.fix, limit=200), style="bold")
+    if keys and err.code in HERE:
+        t.append(HERE[err.code], style="bold")
+        t.append(f" (or: {clean(err.fix, limit=200)})", style="dim")
+    else:
+        t.append(clean(err.fix, limit=200), style="bold")
     return t
 
 
@@ -92,7 +97,7 @@ class BackfillFlows:
 
     def _refused(self: BackfillHost, title: str, err: Any) -> Awaitable[Any]:
         self.post_message(ActionFailed(f"{err.code}: {err.cause}", err.fix))
-        return ask(self, ResultScreen(title, refusal(err), failed=True))
+        return ask(self, ResultScreen(title, refusal(err, keys=not self.source.read_only), failed=True))
 
     async def _run(self: BackfillHost, title: str, call: Callable[[Confirmed], Awaitable[str]], c: Confirmed) -> None:
         try:
@@ -115,7 +120,7 @@ class BackfillFlows:
     async def _confirm(self: BackfillHost, title: str, body: Text, verb: str, *, note: bool) -> Confirmed | None:
         confirmed = await ask(self, ConfirmScreen(title, body, verb=verb, note=note))
         if confirmed is None:
-            self.notify("Cancelled: nothing changed.", timeout=3)
+            self.notify(LEFT_ALONE, timeout=3)
         return confirmed
 
     @work(group="action", exclusive=True, exit_on_error=False)

@@ -25,6 +25,8 @@ STATUS_STYLE = {
 }
 RUN_STYLE = {**STATUS_STYLE, "cancelled": "yellow", "queued": "cyan", "running": "cyan", "pending": ""}
 FILLED, EMPTY = "█", "░"
+# A gate's fix as this screen's key does it (the engine's fix names the CLI's command).
+HERE = {"X_BACKFILL_APPLIED": "f here forces a rerun"}
 
 
 def own_live(v: Any) -> bool:
@@ -151,7 +153,13 @@ def gate_text(v: Any, *, keys: bool = True) -> Text:
     t = Text("A write pass is refused now: ", style="bold")
     t.append(g.code, style="bold yellow")
     t.append("  fix: ", style="dim")
-    t.append(clean(g.fix, limit=200), style="bold")
+    if keys and g.code in HERE:
+        t.append(HERE[g.code], style="bold")
+        t.append(" (or ", style="dim")
+        t.append(clean(g.fix, limit=200), style="dim")
+        t.append(")", style="dim")
+    else:
+        t.append(clean(g.fix, limit=200), style="bold")
     t.append(f"\n{clean(g.cause, limit=300)}")  # last: a short terminal clips the cause, never the fix
     return t
 

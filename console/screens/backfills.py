@@ -13,7 +13,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from console.format import clean
+from console.format import clean, packed
 from console.messages import BackfillsLoaded
 from console.screens.backfill_flows import BackfillFlows
 from console.screens.backfill_text import gate_text, history_cells, progress_text, row_cells
@@ -71,7 +71,9 @@ def key_of(v: Any) -> str:
     return f"{v.name}@{v.environment}"
 
 
-def title_text(board: Any) -> Text:
+def title_text(board: Any, width: int = 0) -> Text:
+    """The counts, the environment this console acts in and the app declaring them: past
+    ``width`` cells a line breaks between two of them, never inside one."""
     t = Text("Backfills", style="bold")
     counts: dict[str, int] = {}
     for v in board.rows:
@@ -80,10 +82,10 @@ def title_text(board: Any) -> Text:
     for status in ("running", "pending", "failed", "stalled"):
         if counts.get(status):
             t.append(f", {counts[status]} {status}", style="bold" if status != "pending" else "")
-    t.append(f"  · this console acts in {clean(board.environment, limit=20)}", style="dim")
+    parts = [t, Text(f"this console acts in {clean(board.environment, limit=20)}", style="dim")]
     if board.app:
-        t.append(f" · app {clean(board.app, limit=40)}", style="dim")
-    return t
+        parts.append(Text(f"app {clean(board.app, limit=40)}", style="dim"))
+    return packed(parts, width)
 
 
 class BackfillsScreen(DataScreen, Flows, BackfillFlows):
@@ -118,7 +120,8 @@ class BackfillsScreen(DataScreen, Flows, BackfillFlows):
 
     def on_resize(self) -> None:
         self.set_class(self._compact(), "-short")
-        if self.query_one("#backfills", KeyedTable).set_columns(self._columns()) and self._board is not None:
+        self.query_one("#backfills", KeyedTable).set_columns(self._columns())
+        if self._board is not None:  # redrawn at the new width: the title breaks its line to fit it
             self.on_backfills_loaded(BackfillsLoaded(self._board))
 
     def on_backfills_loaded(self, message: BackfillsLoaded) -> None:
@@ -128,7 +131,8 @@ class BackfillsScreen(DataScreen, Flows, BackfillFlows):
         table.set_columns(columns)
         self.set_class(self._compact(), "-short")
         table.sync([(key_of(v), _pick(row_cells(v), columns)) for v in board.rows])
-        update_changed(self.query_one("#backfills-title", Static), title_text(board))
+        width = max(0, self.app.size.width - 2)  # the title spans the screen, less its padding
+        update_changed(self.query_one("#backfills-title", Static), title_text(board, width))
         empty = self.query_one("#empty", Static)
         empty.display = not board.rows
         update_changed(empty, NOTHING_DECLARED)

@@ -20,11 +20,26 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Static
 
 from console.format import clean
 from console.screens.modal import AnswerOnce
+
+# Said when the operator leaves a confirmation unanswered. Not "Cancelled": after "Cancel job …?"
+# that word reads as the cancel having happened.
+LEFT_ALONE = "Left as it was: nothing changed."
+
+
+class Tick(Checkbox):
+    """A checkbox whose box is empty when it is off. Textual's draws an "X" either way and tells
+    on from off by the X's colour alone: with NO_COLOR both read the same, and an "X" reads as
+    ticked to anyone."""
+
+    def render(self) -> Content:
+        self.BUTTON_INNER = "X" if self.value else " "
+        return super().render()
 
 
 @dataclass(frozen=True)
@@ -69,13 +84,13 @@ class ConfirmScreen(AnswerOnce, ModalScreen[Confirmed | None]):
             with VerticalScroll(id="confirm-body"):
                 yield Static(self.body, id="confirm-text")
             if self.pace is not None:
-                yield Checkbox(
+                yield Tick(
                     f"pace it: at most {self.pace:g} jobs a second, with a pause between batches",
                     id="confirm-pace",
                     compact=True,
                 )
             if self.with_children is not None:
-                yield Checkbox(clean(self.with_children, limit=80), id="confirm-children", compact=True)
+                yield Tick(clean(self.with_children, limit=80), id="confirm-children", compact=True)
             if self.with_note:
                 yield Input(
                     placeholder="incident note for the audit trail (optional)",

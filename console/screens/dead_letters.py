@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from console import palette
-from console.format import ago, cell, clean
+from console.format import ago, cell, clean, packed
 from console.messages import DeadLettersLoaded
 from console.screens.base import DataScreen
 from console.screens.filter_bar import Filtered
@@ -132,15 +132,20 @@ class DeadLettersScreen(Filtered, DataScreen, Flows):
             t.append("\nfix: ", style="dim")
             t.append(clean(g.last_fix, limit=160), style="bold")
         marked = len(self.query_one("#groups", KeyedTable).marked_keys())
-        hint = (
-            "Enter: its jobs · s: sort"
+        hints = (
+            ["Enter: its jobs", "s: sort"]
             if self.source.read_only
-            else f"{marked} groups marked: x/c/d act on all of them · Esc clears the marks"
+            else [f"{marked} groups marked: x/c/d act on all of them", "Esc clears the marks"]
             if marked
-            else "Enter: its jobs · x/c/d: retry/cancel/discard the group · X/C/D: every group · space: mark"
+            else ["Enter: its jobs", "x/c/d: retry/cancel/discard the group", "X/C/D: every group", "space: mark"]
         )
-        t.append("\n" + hint, style="dim")  # read-only offers no action, so it names none
+        t.append("\n")  # read-only offers no action, so it names none; lines break between hints
+        t.append_text(packed(hints, max(0, self.app.size.width - 2), style="dim"))
         update_changed(note, t)
+
+    def on_resize(self) -> None:
+        if self.is_mounted:
+            self._show_selected()
 
     def _selected(self) -> DeadGroup | None:
         key = self.query_one("#groups", KeyedTable).selected_key

@@ -16,9 +16,9 @@ from rich.text import Text
 from textual import work
 
 from console import palette
-from console.format import clean, short_id
+from console.format import clean, duration, short_id
 from console.messages import ActionFailed, ActionSucceeded
-from console.screens.confirm import Confirmed, ConfirmScreen
+from console.screens.confirm import LEFT_ALONE, Confirmed, ConfirmScreen
 from console.screens.flows_bulk import BulkFlows
 from console.screens.modal import ask
 from console.screens.steps import StepChooser
@@ -79,7 +79,7 @@ class Flows(BulkFlows):
         """``note``: offer the incident note; False where the engine's call keeps none."""
         confirmed = await ask(self, ConfirmScreen(title, body, verb=verb, note=note))
         if confirmed is None:
-            self.notify("Cancelled: nothing changed.", timeout=3)
+            self.notify(LEFT_ALONE, timeout=3)
             return
         try:
             summary = await call(confirmed)
@@ -226,7 +226,7 @@ class Flows(BulkFlows):
     async def retry_from_step_flow(self: FlowHost, job_id: str, steps: Sequence[str]) -> None:
         step = await ask(self, StepChooser(steps))
         if step is None:
-            self.notify("Cancelled: nothing changed.", timeout=3)
+            self.notify(LEFT_ALONE, timeout=3)
             return
 
         async def call(c: Confirmed) -> str:
@@ -295,16 +295,18 @@ class Flows(BulkFlows):
         )
         self.confirm_and_run("Discard this job?", body, f"Discard job {short_id(job_id)}", call)
 
-    def drain_worker(self: FlowHost, worker: str, facts: str, unserved: Sequence[str]) -> None:
+    def drain_worker(
+        self: FlowHost, worker: str, facts: str, unserved: Sequence[str], stale: Sequence[WorkerView] = ()
+    ) -> None:
         async def call(c: Confirmed) -> str:
             said = drain_text(await self.source.drain_worker(worker, note=c.note))
             return said or f"Worker {worker} had been asked to drain already: nothing changed."
 
-        body = drain_body([f"{worker}  {facts}"], unserved)
+        body = drain_body([f"{worker}  {facts}"], unserved, stale)
         self.confirm_and_run("Drain this worker?", body, f"Drain {clean(worker, limit=24)}", call)
 
 
-def drain_body(workers: list[str], unserved: Sequence[str]) -> Text:
+def drain_body(workers: list[str], unserved: Sequence[str], stale: Sequence[WorkerView] = ()) -> Text:
     t = Text("Ask ")
     t.append(f"{len(workers)} worker{'s' if len(workers) != 1 else ''}", style="bold")
     t.append(" to drain:\n")
@@ -312,13 +314,21 @@ def drain_body(workers: list[str], unserved: Sequence[str]) -> Text:
         t.append(f"  {clean(w, limit=70)}\n")
     if len(workers) > 10:
         t.append(f"  … and {len(workers) - 10} more\n", style="dim")
-    t.append(drain_what(unserved))
+    t.append(drain_what(unserved, stale))
     return t
 
 
-def drain_what(unserved: Sequence[str]) -> Text:
-    """What a drain does, and to the queues: ``unserved`` are those no other live worker serves."""
-    t = Text(
+def drain_what(unserved: Sequence[str], stale: Sequence[WorkerView] = ()) -> Text:
+    """What a drain does, and to the queues: ``unserved`` are those no other live worker serves;
+    ``stale``, the chosen workers that have stopped beating (a drain reaches them only if they
+    beat again)."""
+    t = Text()
+    if stale:
+        named = ", ".join(f"{clean(w.id, limit=30)} (no heartbeat for {duration(w.heartbeat_age)})" for w in stale[:4])
+        named += " …" if len(stale) > 4 else ""
+        t.append(f"Stale: {named}. ", style=f"bold {palette.style('warn')}")
+        t.append("A stale worker sees the request only if it beats again: until then the drain changes nothing.\n")
+    t.append(
         "Each stops claiming at its next heartbeat; its running jobs finish within its grace (the rest are "
         "released for another worker), then it exits. "
     )

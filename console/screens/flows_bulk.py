@@ -16,7 +16,7 @@ from textual import work
 from console import palette
 from console.format import clean, duration, short_id
 from console.messages import ActionFailed, ActionSucceeded
-from console.screens.confirm import Confirmed, ConfirmScreen, ResultScreen
+from console.screens.confirm import LEFT_ALONE, Confirmed, ConfirmScreen, ResultScreen
 from console.screens.modal import ask
 from console.screens.progress import ProgressScreen
 from engine.errors import JobsError
@@ -192,7 +192,7 @@ class BulkFlows:
             ),
         )
         if confirmed is None:
-            self.notify("Cancelled: nothing changed.", timeout=3)
+            self.notify(LEFT_ALONE, timeout=3)
             return
         shown = ProgressScreen(
             f"{ACTING[action]} {plural(n, 'job')}"
@@ -249,7 +249,7 @@ class BulkFlows:
         body.append(what)
         confirmed = await ask(self, ConfirmScreen(f"{verb} {plural(n, noun)}?", body, verb=f"{verb} {plural(n, noun)}"))
         if confirmed is None:
-            self.notify("Cancelled: nothing changed.", timeout=3)
+            self.notify(LEFT_ALONE, timeout=3)
             return
         changed: list[str] = []
         unchanged: list[str] = []

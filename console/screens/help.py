@@ -18,14 +18,20 @@ PALETTE = (
 )
 
 
-def help_text(*, read_only: bool) -> Group:
-    """Every scope's keys as a grid: a description wraps under itself, never under the keys."""
+def help_text(*, read_only: bool, first: str | None = None) -> Group:
+    """Every scope's keys as a grid: a description wraps under itself, never under the keys.
+    ``first``: the scope of the screen the help was opened on, whose keys come first (marked so),
+    then every scope in the table's order."""
     parts: list[RenderableType] = []
-    for scope, label in actions.SCOPES:
+    scopes = sorted(actions.SCOPES, key=lambda s: s[0] != first)  # stable: the rest keep their order
+    for scope, label in scopes:
         rows = actions.for_scope(scope)
         if not rows:
             continue
-        parts.append(Text(label, style="bold underline"))
+        heading = Text(label, style="bold underline")
+        if scope == first and scope != "global":
+            heading.append("  (this screen)", style="dim")
+        parts.append(heading)
         grid = _grid()
         for a in rows:
             text = Text(a.help)
@@ -42,7 +48,7 @@ def help_text(*, read_only: bool) -> Group:
 def _grid() -> Table:
     grid = Table.grid(padding=(0, 1))
     grid.add_column(width=9, no_wrap=True)  # the indent and the key
-    grid.add_column(width=16, no_wrap=True)
+    grid.add_column(width=20, no_wrap=True)  # the longest title ("Cancel with children") whole
     grid.add_column(ratio=1)
     return grid
 
@@ -50,11 +56,15 @@ def _grid() -> Table:
 class HelpScreen(ConsoleScreen):
     SCOPE = "help"
 
+    def __init__(self, *, scope: str | None = None) -> None:
+        super().__init__()
+        self.first = scope  # the scope of the screen it was opened on: its keys come first
+
     def crumb(self) -> str:
         return "Help"
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
         with VerticalScroll(id="help-body"):
-            yield Static(help_text(read_only=self.source.read_only), id="help-table")
+            yield Static(help_text(read_only=self.source.read_only, first=self.first), id="help-table")
         yield from self.compose_bottom()

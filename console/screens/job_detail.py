@@ -318,7 +318,7 @@ class JobDetailScreen(DataScreen, Flows):
         put("#detail-title", Text.assemble(("Job ", "bold"), (d.job.id, "bold"), "  ", state_text(d.job.state.value)))
         put("#why-line", why_text(d, now))
         put("#facts", facts_text(d, now))
-        put("#steps", timeline_text(d.steps, now, runs_of(d, now)))
+        put("#steps", timeline_text(d.steps, now, runs_of(d, now), settled=d.job.state not in _LIVE))
         awaited = awaited_text(d, now, read_only=self.source.read_only)
         self.query_one("#awaited", Static).display = awaited is not None
         put("#awaited", awaited or Text())

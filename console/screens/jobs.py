@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from console import palette
-from console.format import ago, cell, clean, short_id
+from console.format import ago, cell, clean, packed, short_id
 from console.messages import JobsLoaded
 from console.screens.base import DataScreen
 from console.screens.filter_bar import Filtered
@@ -111,7 +111,7 @@ class JobsScreen(Filtered, DataScreen, Flows):
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
         yield Static("Jobs", classes="screen-title", id="jobs-title")
-        yield FilterBar("filter: queue=Q state=dead name=N tenant=T code=X input.invoice_id=42, or an id/key")
+        yield FilterBar("filter: queue=Q state=dead name=N tenant=T code=X input.F=V, or an id/key")  # fits 80
         table = KeyedTable(COLUMNS, id="jobs")
         table.sort_value = lambda key, col: sort_value(self.rows[key], col) if key in self.rows else None
         yield table
@@ -171,20 +171,23 @@ class JobsScreen(Filtered, DataScreen, Flows):
             return
         table = self.query_one("#jobs", KeyedTable)
         n = len(self.cursors)
-        pager = f"page {n} · {len(page.items)} shown of {page.total} matching"
-        pager += " · n: next page" if page.next_cursor else " · last page"
+        parts = [f"page {n}", f"{len(page.items)} shown of {page.total} matching"]
+        parts.append("n: next page" if page.next_cursor else "last page")
         if n > 1:
-            pager += " · b: previous page"
+            parts.append("b: previous page")
         marked = len(table.marked_keys())
         if marked:  # read-only offers no x, c or d: the hint names none
-            pager += f" · {marked} marked ({'' if self.source.read_only else 'x c d act on them; '}Esc clears)"
+            parts.append(f"{marked} marked ({'' if self.source.read_only else 'x c d act on them; '}Esc clears)")
         said = table.sort_title()
-        pager += (
-            f" · sorted by {said}: this page only (the engine pages newest first)"
-            if said
-            else " · /: filter · t: state · s: sort · Enter: open"
-        )
-        update_changed(self.query_one("#pager", Static), Text(pager, style="dim"))
+        if said:
+            parts.append(f"sorted by {said}: this page only (the engine pages newest first)")
+        else:
+            parts += ["/: filter", "t: state", "s: sort", "Enter: open"]
+        pager = packed(parts, max(0, self.app.size.width - 2), style="dim")  # the line spans the screen
+        update_changed(self.query_one("#pager", Static), pager)
+
+    def on_resize(self) -> None:
+        self._show_pager()  # its lines break between two hints at the new width
 
     def sorted_changed(self, table: KeyedTable) -> None:
         self._show_pager()

@@ -69,8 +69,8 @@ def live_text(live: list[LogEvent] | None, what: str, now: datetime) -> Text:
     t.append(
         f"  the engine runs in this process: of its last {KEPT} events, those about {what}, newest first", style="dim"
     )
-    if not live:
-        t.append(f"\nNone about {what} yet.", style="dim italic")
+    if not live:  # not "yet": those of a job that died minutes ago may have left the last KEPT
+        t.append(f"\nNone about {what} among them: older events are not kept.", style="dim italic")
     for e in reversed(live[-SHOWN:]):
         t.append("\n")
         t.append_text(event_line(e, now))

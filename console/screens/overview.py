@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from console import palette
-from console.format import cell, duration
+from console.format import cell, duration, packed
 from console.messages import QueuesLoaded, SeriesLoaded
 from console.screens.base import DataScreen
 from console.screens.flows import Flows
@@ -132,7 +132,9 @@ class OverviewScreen(DataScreen, Flows):
         return NARROW if self.size.width < NARROW_BELOW else COLUMNS
 
     def on_resize(self) -> None:
-        if self.query_one("#queues", KeyedTable).set_columns(self._columns()) and self._view is not None:
+        # Redrawn at the new width: the totals break their lines between two counts to fit it.
+        self.query_one("#queues", KeyedTable).set_columns(self._columns())
+        if self._view is not None:
             self.on_queues_loaded(QueuesLoaded(self._view, self._workers))
         self._draw_series()
 
@@ -189,7 +191,7 @@ class OverviewScreen(DataScreen, Flows):
         fleet = fleet_text(message.workers)
         if fleet:
             notes.append(fleet)
-        self.query_one("#totals", StateBar).show(totals, note="   ".join(notes) or None)
+        self.query_one("#totals", StateBar).show(totals, notes=notes)
         empty = self.query_one("#empty", Static)
         empty.display = not view.queues
         update_changed(
@@ -198,10 +200,10 @@ class OverviewScreen(DataScreen, Flows):
         notes = []
         if view.estimated:
             notes.append("~ an estimate, ≥ a capped count: large tables are not counted exactly")
-        notes.append(
-            f"oldest: ! past {duration(AGE_WARN)}, !! past {duration(AGE_ALERT)} · Enter: jobs · y: why · g: chart"
-        )
-        update_changed(self.query_one("#note", Static), Text(" · ".join(notes), style="dim"))
+        notes += [f"oldest: ! past {duration(AGE_WARN)}, !! past {duration(AGE_ALERT)}", "Enter: jobs", "y: why"]
+        notes.append("g: chart")
+        width = max(0, self.app.size.width - 2)  # lines break between two notes, never inside one
+        update_changed(self.query_one("#note", Static), packed(notes, width, style="dim"))
         queue = self._selected()
         if queue is not None:
             self._load_series(queue)

@@ -69,6 +69,8 @@ def detail_text(t: Any, now: Any) -> Text:
             " declares it again",
             style=palette.style("warn"),
         )
+    # Enter is the table's own key, which the footer does not show: said here.
+    out.append("\nEnter: its last run's job" if t.last_job_id else "\nno run yet", style="dim")
     return out
 
 
@@ -88,6 +90,7 @@ def leader_text(lead: Any, now: Any) -> Text:
 
 class SchedulesScreen(DataScreen, Flows):
     SCOPE = "schedules"
+    MODE = "schedules"
 
     _view: Any = None
 

@@ -25,7 +25,7 @@ class StepChooser(AnswerOnce, ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="steps-box"):
-            yield Label(Text("Retry from which step? (Enter chooses, Escape cancels)", style="bold"))
+            yield Label(Text("Retry from which step? (Enter chooses, Escape leaves it)", style="bold"))
             yield OptionList(
                 *(Option(Text(f"{i + 1}. {clean(s, limit=60)}"), id=f"s{i}") for i, s in enumerate(self.steps)),
                 id="steps-list",

@@ -146,8 +146,13 @@ class WhyScreen(DataScreen):
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
-        what = f"job {self.job_id}" if self.job_id else f"queue {clean(self.queue or '', limit=40)}"
-        yield Static(Text(f"Why is {what} not running?", style="bold"), classes="screen-title", id="why-title")
+        # A queue runs while it has a backlog: what is asked of it is why the backlog does not drain.
+        said = (
+            f"job {self.job_id} not running"
+            if self.job_id
+            else f"queue {clean(self.queue or '', limit=40)} not draining"
+        )
+        yield Static(Text(f"Why is {said}?", style="bold"), classes="screen-title", id="why-title")
         with VerticalScroll(id="why-body"):
             yield Static("", id="causes")
         yield from self.compose_bottom()

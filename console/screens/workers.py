@@ -128,7 +128,8 @@ class WorkersScreen(DataScreen, Flows):
             key = table.selected_key
             if key is None or key not in workers:
                 return
-            self.drain_worker(key, worker_facts(workers[key]), unserved_after_drain([workers[key]], everyone))
+            w = workers[key]
+            self.drain_worker(key, worker_facts(w), unserved_after_drain([w], everyone), [w] if w.stale else [])
             return
 
         def item(w: WorkerView) -> Item:
@@ -137,5 +138,5 @@ class WorkersScreen(DataScreen, Flows):
 
             return Item(w.id, f"{w.id}  {worker_facts(w)}", run)
 
-        what = drain_what(unserved_after_drain(chosen, everyone))
+        what = drain_what(unserved_after_drain(chosen, everyone), [w for w in chosen if w.stale])
         self.marked_flow("Drain", "worker", [item(w) for w in chosen], [], what)

@@ -69,10 +69,15 @@ def bar(start: datetime, took: float, span: Span, cells: int = BAR) -> str:
     return "·" * lead + "█" * width + "·" * (cells - lead - width)
 
 
-def timeline_text(steps: Sequence[StepLike], now: datetime, spans: Sequence[Span] = ()) -> Text:
+def timeline_text(
+    steps: Sequence[StepLike], now: datetime, spans: Sequence[Span] = (), *, settled: bool = False
+) -> Text:
     """``spans``: the job's runs, (start, end) in the order they ran (console/screens/job_detail.py
-    runs_of); without them every step is placed on one axis from the first start to the last end."""
+    runs_of); without them every step is placed on one axis from the first start to the last end.
+    ``settled``: the job will not run again (completed, dead, cancelled), so no step is to come."""
     if not steps:
+        if settled:
+            return Text("No steps: it ran without a ctx.step call.", style="dim italic")
         return Text("No steps recorded (the job has not reached a ctx.step call).", style="dim italic")
     if not spans:
         first = min(s.started_at for s in steps)

@@ -242,7 +242,8 @@ async def test_i22_a_write_start_of_an_applied_backfill_shows_the_gate_and_force
         await drive("7", "w")(pilot)
         assert isinstance(app.screen, ResultScreen)  # refused before anything is asked
         text = str(app.screen.query_one("#result-text").render())
-        assert "X_BACKFILL_APPLIED" in text and done.id in text and "fix: jobsctl backfill accounts_email_lower" in text
+        assert "X_BACKFILL_APPLIED" in text and done.id in text
+        assert "fix: f here forces a rerun (or: jobsctl backfill accounts_email_lower" in text  # this screen's key
         await drive("enter")(pilot)
         assert await _ledger(app.source, "accounts_email_lower") == [done]  # the gate left it as it was
         await drive("f")(pilot)
@@ -318,3 +319,22 @@ async def test_read_only_offers_no_backfill_action_and_the_engine_refuses_them()
     assert info.value.code == "X_READ_ONLY"
     [run] = await _ledger(source, "accounts_email_lower")
     assert run.status == "failed"
+
+
+async def test_at_80_columns_the_title_names_the_app_and_an_applied_gate_names_the_key_that_forces() -> None:
+    """The title ran past the edge, the app's name cut; the gate of an applied backfill named only
+    the CLI's command, where this screen's own key is f."""
+    app = _app(scenario(_applied))
+    app.source.app = "myapp.billing.backfills"  # as `--app` names it
+    async with app.run_test(size=SMALL) as pilot:
+        await drive("7")(pilot)
+        title = str(app.screen.query_one("#backfills-title").render())
+        lines = title.split("\n")
+        assert all(len(line) <= 78 for line in lines) and f"app {app.source.app}" in title, lines
+        assert app.screen.query_one("#backfills-title").size.height == len(lines)  # every line on screen
+        gate = str(app.screen.query_one("#bf-gate").render())
+        assert "X_BACKFILL_APPLIED  fix: f here forces a rerun" in gate, gate
+    ro = _app(scenario(_applied, read_only=True))
+    async with ro.run_test(size=SMALL) as pilot:
+        await drive("7")(pilot)
+        assert "f here" not in str(ro.screen.query_one("#bf-gate").render())  # read-only offers no f

@@ -132,3 +132,23 @@ async def test_the_parent_row_offers_o_only_when_o_opens_that_parent() -> None:
     other = replace(d, why=replace(d.why, causes=[c for c in causes if c.kind != "awaited"] + moved))
     (parent_line,) = [x for x in facts_text(other, T0).plain.splitlines() if x.split()[:1] == ["parent"]]
     assert "o: open" not in parent_line
+
+
+async def test_a_settled_job_without_steps_says_it_ran_without_any_and_a_live_one_that_none_is_reached_yet() -> None:
+    """A completed cron job's detail said it "has not reached a ctx.step call", as if one were to
+    come: a job that will not run again ran without any."""
+    from console.app import JobsConsole
+    from console.messages import Navigate
+    from tests.console.conftest import SMALL, settle
+
+    source = seeded_source()
+    page = await source.jobs(JobFilter(state=JobState.COMPLETED), cursor=None)
+    done = [j for j in page.items if not (await source.job(j.id)).steps][0]
+    app = JobsConsole(source, refresh=60)
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot)
+        app.post_message(Navigate("job", {"job_id": done.id}))
+        await settle(pilot)
+        said = str(app.screen.query_one("#steps").render())
+        assert said == "No steps: it ran without a ctx.step call.", said
+    assert "has not reached a ctx.step call" in timeline_text([], T0).plain  # a live job's: none yet

@@ -86,3 +86,13 @@ def test_the_demo_keeps_the_engine_s_structured_events_for_the_logs_screen() -> 
     finally:
         demo.stop()
     assert engine_log.level == level and not any(isinstance(h, RecentEvents) for h in engine_log.handlers)
+
+
+def test_no_kept_event_about_a_job_is_said_as_not_kept_never_as_none_yet() -> None:
+    """A job dead a minute ago on a busy demo had its events pushed out of the last 500: "None
+    about job … yet" read as if they were still to come."""
+    from console.screens.logs import live_text
+
+    said = live_text([], "job 22ff3c763e7c", AT).plain
+    assert "None about job 22ff3c763e7c among them: older events are not kept." in said
+    assert "yet" not in said

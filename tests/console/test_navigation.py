@@ -154,3 +154,15 @@ async def test_a_job_a_fan_out_enqueued_names_its_parent_and_o_opens_it_once_not
         assert f"parent  {parent.id[-12:]}  close_month" in facts and "· step 'fan-out'" in facts
         await keys(pilot, "o")
         assert isinstance(app.screen, JobDetailScreen) and app.screen.job_id == parent.id
+
+
+async def test_at_80_columns_the_nav_bar_names_every_screen_not_only_the_shown_one() -> None:
+    """A first look at 80x24 showed "1 Overview ◂  2  3  4  5  6  7": six screens by a number
+    alone. Each is named (Dead letters as Dead), on every screen, within 80 columns."""
+    titles = ("1 Overview", "2 Jobs", "3 Dead", "4 Workers", "5 Schedules", "6 Outbox", "7 Backfills")
+    app = console()
+    async with app.run_test(size=(80, 24)) as pilot:
+        for key in "1234567":
+            await keys(pilot, key)
+            bar = nav(app)
+            assert len(bar.rstrip()) <= 80 and all(t in bar for t in titles), bar

@@ -38,3 +38,22 @@ async def test_fleet_slots_are_shown_once_not_per_queue() -> None:
             f"fleet: {len(live)} workers, {sum(w.in_use for w in live)}/{sum(w.concurrency for w in live)} slots busy"
             in totals
         )
+
+
+async def test_the_totals_break_lines_between_counts_and_give_the_notes_a_line_of_their_own() -> None:
+    """At 80 columns the terminal's wrap left "1" at one line's end and "stale" on the next: each
+    count and each note is whole on one line, at 80 and at 120 columns."""
+    app = JobsConsole(seeded_source(), refresh=60)
+    async with app.run_test(size=SMALL) as pilot:
+        for size in (SMALL, SIZE):
+            await pilot.resize_terminal(*size)
+            await settle(pilot)
+            bar = app.screen.query_one("#totals", StateBar)
+            lines = str(bar.content).split("\n")
+            assert all(len(line) <= size[0] - 2 for line in lines), lines
+            assert bar.size.height == len(lines)  # every line on screen
+            fleet = next(line for line in lines if "fleet:" in line)
+            assert fleet.startswith("paused: ") or fleet.startswith("fleet: "), lines  # a line of its own
+            assert fleet.rstrip().endswith("1 stale"), lines
+            counts = [part for line in lines if "fleet:" not in line for part in line.split(" · ")]
+            assert all(len(part.split()) == 2 for part in counts), counts  # "dead 44", never "dead" alone

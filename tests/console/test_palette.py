@@ -113,3 +113,26 @@ async def test_the_palette_offers_no_back_on_a_first_screen_and_offers_it_one_le
         await pilot.press("enter")  # a queue's jobs, one level down
         await settle(pilot)
         assert len(await backs(app, pilot)) == 1
+
+
+async def test_the_palette_shows_the_key_of_every_command_a_capital_key_among_them() -> None:
+    """Retry all is X, Cancel all C, Discard all D, Reverse sort S: each entry names its key, as
+    the lower-case ones do ("Retry group  [x]")."""
+    from textual.command import CommandList
+
+    app = JobsConsole(seeded_source(), refresh=60)
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot)
+        await pilot.press("3", "ctrl+p")
+        await settle(pilot)
+        await pilot.press(*" all")
+        await settle(pilot)
+        listed = app.screen.query_one(CommandList)
+        prompts = [str(listed.get_option_at_index(i).prompt).split("\n")[0] for i in range(listed.option_count)]
+        for name, key in (("Retry all", "X"), ("Cancel all", "C"), ("Discard all", "D")):
+            assert f"{name}  [{key}]" in prompts, prompts
+        await pilot.press(*["backspace"] * 4, *"reverse")
+        await settle(pilot)
+        listed = app.screen.query_one(CommandList)
+        first = str(listed.get_option_at_index(0).prompt).split("\n")[0]
+        assert first == "Reverse sort  [S]", first

@@ -136,3 +136,17 @@ async def test_enter_opens_the_last_runs_job() -> None:
         assert isinstance(app.screen, JobDetailScreen)
         view = await app.source.schedules()
         assert app.screen.job_id == next(t.last_job_id for t in view.tasks if t.name == "digest.quarter")
+
+
+async def test_the_selected_task_names_enter_and_its_job_s_breadcrumb_names_schedules() -> None:
+    """Enter (the table's own key, not in the footer) is said under the table; the job it opens
+    is one level below Schedules, as a job opened from any other screen is below it."""
+    from console.widgets.nav import NavBar
+
+    app = JobsConsole(scheduled_source(), refresh=60)
+    async with app.run_test(size=SIZE) as pilot:
+        await drive("5")(pilot)
+        assert "Enter: its last run's job" in str(app.screen.query_one("#detail").render())
+        await drive("enter")(pilot)
+        crumbs = str(app.screen.query_one(NavBar).render())
+        assert "Schedules › job " in crumbs, crumbs

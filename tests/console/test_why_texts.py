@@ -75,3 +75,22 @@ async def test_the_why_screen_of_a_queue_nothing_holds_back_says_so() -> None:
         await settle(pilot)
         shown = str(app.screen.query_one("#causes").render())
         assert "● Nothing holds it back" in shown and "Nothing holds queue quiet back: no job waits in it" in shown
+
+
+async def test_the_why_of_a_queue_asks_why_it_does_not_drain_as_its_key_says() -> None:
+    """y on the Overview is "why is the selected queue not draining?": a queue with completions
+    every minute is running, and its why screen asked why it was "not running"."""
+    from console.actions import for_scope
+    from console.app import JobsConsole
+    from console.demo.world import seeded_source
+    from tests.console.conftest import SMALL, settle
+
+    (why,) = [a for a in for_scope("overview") if a.action == "why_queue"]
+    app = JobsConsole(seeded_source(), refresh=60)
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot)
+        queue = app.screen.query_one("#queues").selected_key
+        await pilot.press("y")
+        await settle(pilot)
+        title = str(app.screen.query_one("#why-title").render())
+        assert title == f"Why is queue {queue} not draining?" and "not draining?" in why.help, title
