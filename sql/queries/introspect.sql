@@ -325,7 +325,7 @@ cross join lateral (
     order by id desc
     limit 1
 ) l
-order by g.last_seen desc, g.name, coalesce(g.error_code, '');
+order by g.last_seen desc, g.name, coalesce(g.error_code, ''), coalesce(g.stop_reason, '');
 
 -- name: dead_groups :many
 -- Dead letters under any filter: an index-only scan of every dead row the filter matches

@@ -193,8 +193,8 @@ class MemoryIntrospect(MemoryBase):
                     last_fix=latest_fix(self.state.attempts.get(last.id, [])),
                 )
             )
-        # The SQL's order: last seen newest first, then name and code ascending (no code first).
-        out.sort(key=lambda g: (g.name, g.error_code or ""))
+        # The SQL's order: last seen newest first, then name, code and stop reason ascending (none first).
+        out.sort(key=lambda g: (g.name, g.error_code or "", g.stop_reason or ""))
         out.sort(key=lambda g: g.last_seen, reverse=True)
         return DeadLetters(now, tuple(out), Count(len(dead)))  # each group's count is exact: so is the sum
 
