@@ -1,5 +1,10 @@
 """Durations as the CLI and the console take and say them: ``parse_duration("5m")`` is 300.0
-seconds (10s, 5m, 1.5h, 250ms, 2d; bare seconds), ``duration(300)`` is "5m00s"."""
+seconds (10s, 5m, 1.5h, 250ms, 2d; bare seconds), ``duration(300)`` is "5m00s", and
+``relative(-90)`` is "1m30s ago" (``relative(255600)``: "in 2d23h").
+
+``duration`` is the one way a span is said to a person, in a table, a why and a detail alike: its
+two largest units (2d23h, not 71h, which hides the days and drops the minutes a day-long count
+would), so a span reads the same wherever it is shown."""
 
 from __future__ import annotations
 
@@ -37,3 +42,11 @@ def duration(seconds: float | None) -> str:
     else:
         out = f"{int(s // 86400)}d{int(s % 86400 // 3600):02d}h"
     return f"-{out}" if neg else out
+
+
+def relative(seconds: float) -> str:
+    """A span from now said as ``duration`` says it: "in 2d23h" ahead, "1m30s ago" behind; under
+    a second either way, "in under a second" or "under a second ago" (never "in 0ms")."""
+    if abs(seconds) < 1:
+        return "in under a second" if seconds >= 0 else "under a second ago"
+    return f"in {duration(seconds)}" if seconds >= 0 else f"{duration(-seconds)} ago"

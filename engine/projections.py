@@ -274,17 +274,21 @@ class WorkerView:
     started_at: datetime
     heartbeat_at: datetime
     heartbeat_age: float  # seconds, from the caller's clock
-    stale: bool  # no heartbeat within the staleness window
+    stale: bool  # no heartbeat within its staleness window (stale_after)
     stopping: bool = False
     drain_requested_by: str | None = None  # an operator asked it to drain (it drains at its next heartbeat)
     drain_requested_at: datetime | None = None
+    heartbeat_interval: float | None = None  # seconds between its heartbeats (None: a release before 0021's worker)
+    # Its staleness window, in seconds: more than 3 of its heartbeats missed, or the view's
+    # stale_after, whichever is longer (None: the view's stale_after).
+    stale_after: float | None = None
 
 
 @dataclass(frozen=True)
 class WorkersView:
     at: datetime
     workers: tuple[WorkerView, ...]
-    stale_after: float  # seconds
+    stale_after: float  # seconds: the shortest staleness window (each worker's own is WorkerView.stale_after)
 
 
 # --- actions ----------------------------------------------------------------------------------

@@ -52,11 +52,15 @@ class Cause:
     jobs it waits for),
     stale_worker (worker, heartbeat_at), no_worker (queue), duplicate
     (job_id, state), running (worker, until = lease end), dead (code, stop_reason, attempt,
-    max_attempts), finished (state, at), ready (nothing is wrong: it is next for a worker),
+    max_attempts, fix), finished (state, at), ready (nothing is wrong: it is next for a worker),
     backlog (count, workers), waiting (a parked job: since when it has waited, in the text; the
-    queue's oldest-ready age counts from the same time), clear (a queue nothing holds back).
+    queue's oldest waiting age, of its ready and parked jobs alike, counts from the same time),
+    clear (a queue nothing holds back).
     A queue's delayed, sleep, event, jobs, limit and unknown causes carry ``count`` (how many jobs) and ``until``
     (the first of them to run again).
+
+    ``fix``: what to do about it, when the cause says (a dead job's: the fix its last error
+    recorded, else the next step, a `jobsctl` command); the text ends with the same words.
     """
 
     kind: str
@@ -84,11 +88,13 @@ class Cause:
     count: int | None = None
     limit_kind: str | None = None  # rate | concurrency
     next_check: datetime | None = None
+    fix: str | None = None
 
 
 @dataclass(frozen=True)
 class WhyReport:
-    """Why a job is in its state now, or why a queue's oldest-ready age grows."""
+    """Why a job is in its state now, or why a queue's oldest waiting age (its ready and parked
+    jobs': a parked job waits too) grows."""
 
     subject: Literal["job", "queue"]
     target: str  # job id or queue name

@@ -130,6 +130,7 @@ class WorkerRecord:
     heartbeat_age: float  # seconds since the last heartbeat landed, at the `now` asked about
     drain_requested_by: str | None = None  # an operator asked it to drain (jobsctl workers drain ID)
     drain_requested_at: datetime | None = None
+    heartbeat_interval: float | None = None  # seconds between its heartbeats (None: a worker of a release before 0021)
 
 
 @dataclass(frozen=True)

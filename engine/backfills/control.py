@@ -13,11 +13,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
 from engine.backfills.declare import BackfillDefinition, Catalog, pass_job_name, resolve_environment
 from engine.backfills.passes import check_migration
 from engine.backfills.views import BackfillView, Gate, Progress, Started, status_here
+from engine.durations import relative
 from engine.errors import (
     X_BACKFILL_APPLIED,
     X_BACKFILL_ENVIRONMENT,
@@ -31,12 +33,28 @@ from engine.errors import (
 )
 from engine.introspect.base import EngineView
 from engine.projections import ActionResult
-from engine.records import BackfillRun
+from engine.records import BackfillRun, LivePass
 from engine.text import storable
 from engine.types import JobState
 
 HISTORY = 50
 UNFINISHED = ("queued", "running")  # a ledger row its pass has not finished
+
+
+# How a live pass is, said in a refusal: queued until a worker claims it, else what it is doing.
+_QUEUED = (JobState.READY, JobState.DELAYED)
+_LIVE_AS = {
+    JobState.READY: "queued",
+    JobState.DELAYED: "queued (delayed)",
+    JobState.RUNNING: "running",
+    JobState.SUSPENDED: "waiting in a step",
+    JobState.PARKED: "parked by a limit",
+}
+
+
+def when(at: datetime, now: datetime) -> str:
+    """A past moment for a person: "at 2026-01-01 12:00:00 UTC (2d23h ago)", to the second."""
+    return f"at {at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC ({relative((at - now).total_seconds())})"
 
 
 def _raise(gate: Gate) -> None:
@@ -86,10 +104,11 @@ class BackfillControl(EngineView):
         await self._open()
         return {r.name: r for r in await self.driver.backfill_applied(environment=self.environment)}
 
-    async def _live(self, names: list[str]) -> dict[str, str]:
+    async def _live(self, names: list[str]) -> dict[str, LivePass]:
+        """The live pass of each of ``names`` that has one, by backfill name."""
         await self._open()
         byjob = {pass_job_name(n): n for n in names}
-        return {byjob[p.job_name]: p.job_id for p in await self.driver.backfill_live(job_names=list(byjob))}
+        return {byjob[p.job_name]: p for p in await self.driver.backfill_live(job_names=list(byjob))}
 
     async def pending(self) -> list[BackfillDefinition]:
         """Declared here and never completed by a write pass here (running ones included)."""
@@ -171,7 +190,8 @@ class BackfillControl(EngineView):
     async def views(self) -> list[BackfillView]:
         """Every declared backfill, its status here, its live progress and the gate a write start meets now."""
         names = self.catalog.names()
-        applied, live = await self._applied(), await self._live(names)
+        applied, passes = await self._applied(), await self._live(names)
+        live = {n: p.job_id for n, p in passes.items()}
         runs = await self._runs(names, 10 * len(names) + 10, live.values())
         last: dict[str, BackfillRun] = {}
         for r in runs:
@@ -181,7 +201,7 @@ class BackfillControl(EngineView):
             n = d.backfill
             lr = last.get(n)
             status = status_here(d.applies_to(self.environment), live.get(n), applied.get(n), lr)
-            gate = self._gate_sync(d, write=True, force=False, applied=applied, live=live)
+            gate = self._gate_sync(d, write=True, force=False, applied=applied, live=passes)
             if gate is None and d.applies_to(self.environment):
                 gate = await self._migration_gate(d)
             out.append(
@@ -206,7 +226,13 @@ class BackfillControl(EngineView):
     # --- gates -----------------------------------------------------------------------------------
 
     def _gate_sync(
-        self, d: BackfillDefinition, *, write: bool, force: bool, applied: dict[str, BackfillRun], live: dict[str, str]
+        self,
+        d: BackfillDefinition,
+        *,
+        write: bool,
+        force: bool,
+        applied: dict[str, BackfillRun],
+        live: dict[str, LivePass],
     ) -> Gate | None:
         env = self.environment
         if not d.applies_to(env):
@@ -218,19 +244,22 @@ class BackfillControl(EngineView):
                 f"JOBS_ENV={target} {d.command('--write')}",
             )
         if d.backfill in live:
-            job = live[d.backfill]
+            job, state = live[d.backfill].job_id, live[d.backfill].state
+            trace = (
+                "it starts at a worker's next claim" if state in _QUEUED else "its step trace names the batch it is on"
+            )
             return Gate(
                 X_BACKFILL_RUNNING,
-                f"backfill {d.backfill!r} already has a live pass queued as {job}, and one name holds one live "
-                "pass; its step trace names the batch it is on",
+                f"backfill {d.backfill!r} already has a live pass {_LIVE_AS.get(state, state.value)} as {job}, and "
+                f"one name holds one live pass; {trace}",
                 f"jobsctl show {job}",
             )
         done = applied.get(d.backfill)
         if write and not force and done is not None:
-            at = done.finished_at.isoformat() if done.finished_at else "?"
+            at = "at an unknown time" if done.finished_at is None else when(done.finished_at, self.clock.now())
             return Gate(
                 X_BACKFILL_APPLIED,
-                f"backfill {d.backfill!r} completed as run {done.id} at {at} in {env}; a forced rerun writes "
+                f"backfill {d.backfill!r} completed as run {done.id} {at} in {env}; a forced rerun writes "
                 "a NEW ledger row and never edits that one",
                 d.command("--write", "--force"),
             )
@@ -322,7 +351,7 @@ class BackfillControl(EngineView):
         d = self.catalog.get(name)
         live = await self._live([d.backfill])
         run = await self._latest(name)
-        job_id = live.get(d.backfill) or run.job_id
+        job_id = live[d.backfill].job_id if d.backfill in live else run.job_id
         assert job_id is not None
         res = await self.driver.job_cancel(job_id=job_id, tenant=None, now=self.clock.now(), actor=actor, note=note)
         if res is None or not res.cancelled:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import json
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -22,13 +21,12 @@ from typing import Any, TypeVar
 import typer
 
 from engine.cli import EXIT_DRIFT, app, error_text, fail
-from engine.cli.acting import ACTOR_HELP, EXIT_NOOP, EXIT_STOPPED
+from engine.cli.acting import ACTOR_HELP, EXIT_NOOP
 from engine.cli.admin import DSN_HELP, JSON_HELP, driver_options, resolve_dsn
 from engine.cli.reads import console, emit, table, to_json
-from engine.cli.waits import EXIT_UNSUCCESSFUL, EXIT_WAIT_TIMEOUT
+from engine.cli.waits import EXIT_UNSUCCESSFUL, EXIT_WAIT_TIMEOUT, stopped_following
 from engine.durations import duration, parse_duration
 from engine.errors import X_BACKFILL_PENDING, X_INVALID_ARGUMENT, X_WAIT_TIMEOUT, JobsError
-from engine.text import printable
 
 T = TypeVar("T")
 FINAL = ("completed", "failed", "stalled", "cancelled")
@@ -186,10 +184,7 @@ def _follow(
             sys.stdout.flush()
         p, job, live = _run(dsn, env, json_out, call)
     except KeyboardInterrupt:
-        said = {"stopped": f"stopped following {name}; its pass {job_id} goes on", "fix": f"jobsctl wait {job_id}"}
-        text = f"{said['stopped']}\n  fix: {said['fix']}\n"
-        sys.stderr.write(json.dumps(said, ensure_ascii=False) + "\n" if json_out else printable(text))
-        return EXIT_STOPPED
+        return stopped_following(f"stopped following {name}; its pass {job_id} goes on", [job_id], json_out)
     late = None
     if live:
         late = JobsError(

@@ -166,7 +166,9 @@ def scheduler(
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     interval: float = typer.Option(5.0, "--interval", help="the longest between two ticks (s)"),
     lease_seconds: float = typer.Option(30.0, "--lease-seconds", help="the leader's lease (s)"),
-    metrics_port: int | None = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this port"),
+    metrics_port: int | None = typer.Option(
+        None, "--metrics-port", help="serve Prometheus metrics and the probes /livez, /readyz on this port"
+    ),
     metrics_host: str | None = typer.Option(None, "--metrics-host", help=METRICS_HOST_HELP),
     start_timeout: float = typer.Option(None, "--start-timeout", help=START_HELP),
     no_prepared_statements: bool = no_prepared_statements_option(),
@@ -216,25 +218,31 @@ async def _serve(
     from engine.clock import SystemClock
     from engine.runtime.logs import configure_json_logging
     from engine.runtime.metrics import Metrics
-    from engine.services.scheduler import Scheduler
+    from engine.services.scheduler import Scheduler, scheduler_health
 
     configure_json_logging()
-    metrics = Metrics()
-    sched = Scheduler(driver, SystemClock(), tasks, config=config, metrics=metrics)
+    metrics, clock = Metrics(), SystemClock()
+    health = scheduler_health(config, clock)
+    sched = Scheduler(driver, clock, tasks, config=config, metrics=metrics, health=health)
+    ticker = asyncio.ensure_future(health.tick())  # /livez: the loop turns
     server = None
     try:
+        # Served before the start, as a worker's: the probes say "starting" while the database is awaited.
+        server, served = served_metrics(metrics, metrics_port, metrics_host, as_json=as_json, health=health)
+        if not served:
+            return EXIT_ERROR
         started = await start_when_reachable(driver, sched.holder, start_timeout, as_json=as_json)
         if started is not None:
             return started
-        server, served = served_metrics(metrics, metrics_port, metrics_host, as_json=as_json)
-        if not served:
-            return EXIT_ERROR
+        health.started = True  # its start reached the database; its ticks keep it ready
+        health.beat()
         loop = asyncio.get_running_loop()
         runner = loop.create_task(sched.run(), name="jobs-scheduler")
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, runner.cancel)
         names = ",".join(t.name for t in tasks)
-        print(f"jobsctl scheduler {sched.holder} pid {os.getpid()} declaring {names}", flush=True)
+        where = "" if server is None else f"; /metrics, /livez and /readyz on http://{metrics_host}:{metrics_port}"
+        print(f"jobsctl scheduler {sched.holder} pid {os.getpid()} declaring {names}{where}", flush=True)
         try:
             await runner
         except asyncio.CancelledError:
@@ -242,6 +250,7 @@ async def _serve(
         await sched.step_down()
         return 0
     finally:
+        ticker.cancel()
         if server is not None:
             server.shutdown()  # type: ignore[attr-defined]
         await driver.close()

@@ -1,7 +1,8 @@
 """`jobsctl wait ID...` and `jobsctl enqueue --wait`: wait until jobs have settled and say how each
 ended (engine/outcomes.py), for a deploy step or a script that must not go on before its job did.
 Exit 0: every job completed; 6: one ended dead or cancelled; 7: one was still live past
---timeout (the jobs go on; nothing is changed); 3: an id names no job."""
+--timeout (the jobs go on; nothing is changed); 3: an id names no job; 130: the person waiting
+interrupted it (Ctrl-C; the jobs go on, and one line says how to follow them again)."""
 
 from __future__ import annotations
 
@@ -13,15 +14,27 @@ from typing import Any
 import typer
 
 from engine.cli import app, error_text, fail
+from engine.cli.acting import EXIT_STOPPED
 from engine.cli.admin import DSN_EXAMPLE, DSN_HELP, JSON_HELP, TENANT_HELP
 from engine.cli.reads import clip, console, emit, run, to_json
 from engine.durations import parse_duration
 from engine.errors import X_INVALID_ARGUMENT, X_WAIT_TIMEOUT, JobsError
+from engine.text import printable
 from engine.types import JobRow, JobState
 
 EXIT_UNSUCCESSFUL = 6  # a job waited for ended dead or cancelled
 EXIT_WAIT_TIMEOUT = 7  # a job waited for was still live past --timeout
 TIMEOUT_HELP = "how long to wait, e.g. 30s, 5m (default: as long as it takes)"
+
+
+def stopped_following(stopped: str, job_ids: list[str], json_out: bool) -> int:
+    """A wait the person following it interrupted (Ctrl-C): one line on stderr saying what was
+    stopped (``stopped``, which says the jobs go on) and, as its fix, how to follow them again; the
+    answer is EXIT_STOPPED (130). Nothing is changed: only the waiting stopped."""
+    said = {"stopped": stopped, "fix": f"jobsctl wait {' '.join(job_ids)}"}
+    text = f"{said['stopped']}\n  fix: {said['fix']}\n"
+    sys.stderr.write(json.dumps(said, ensure_ascii=False) + "\n" if json_out else printable(text))
+    return EXIT_STOPPED
 
 
 def wait_limit(wait: bool, timeout: str | None) -> float | None:
@@ -85,7 +98,11 @@ def wait_for(
                 raise a
         return answers
 
-    got = run(dsn, json_out, outcomes)
+    try:
+        got = run(dsn, json_out, outcomes)
+    except KeyboardInterrupt:
+        which = f"job {job_ids[0]}; it goes on" if len(job_ids) == 1 else f"{len(job_ids)} jobs; they go on"
+        raise typer.Exit(stopped_following(f"stopped waiting for {which}", job_ids, json_out)) from None
     if json_out:
         rows = [{"error": g.as_dict()} if isinstance(g, JobsError) else {"job": to_json(g)} for g in got]
         emit(rows if enqueued is None else {"enqueued": to_json(enqueued), "outcome": rows[0]})

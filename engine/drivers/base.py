@@ -149,9 +149,24 @@ class WorkersArea(Protocol):
     """Worker registration, the worker's claim, wake-ups and queue gauges."""
 
     async def worker_register(
-        self, *, id: str, host: str, pid: int, queues: Sequence[str], concurrency: int, now: datetime
+        self,
+        *,
+        id: str,
+        host: str,
+        pid: int,
+        queues: Sequence[str],
+        concurrency: int,
+        now: datetime,
+        started_at: datetime | None = None,
+        heartbeat_interval: float | None = None,
+        stopping: bool = False,
+        drain: Heartbeat | None = None,
     ) -> None:
-        """Register a worker process (re-registering an id resets its row)."""
+        """Register a worker process; re-registering an id replaces its row with what is given.
+        ``started_at``: when the process started (None: ``now``); ``heartbeat_interval``: seconds
+        between its heartbeats, which the workers view judges it stale by (None: unknown);
+        ``stopping``: it drains already; ``drain``: the operator's drain request it had seen,
+        which the new row carries (its note is not kept)."""
         ...
 
     async def worker_heartbeat(self, *, id: str, in_use: int, stopping: bool, now: datetime) -> Heartbeat | None:

@@ -18,7 +18,7 @@ from engine.ids import parse_id
 from engine.introspect.base import MAX_CANDIDATES, MIN_FRAGMENT, EngineView, id_fragment, load_job
 from engine.introspect.filters import scoped
 from engine.introspect.view_options import check_view_options
-from engine.introspect.why import job_causes
+from engine.introspect.why import is_stale, job_causes, stale_window
 from engine.introspect.why_queue import queue_causes
 from engine.projections import (
     DeadLetters,
@@ -34,6 +34,7 @@ from engine.projections import (
     WhyReport,
     WorkersView,
     WorkerView,
+    latest_fix,
 )
 from engine.series import QueueSeries
 from engine.types import LIVE_STATES, JobRow, JobState, waited_out
@@ -44,7 +45,9 @@ if TYPE_CHECKING:  # the worker area's registry row; only named in annotations h
 DEFAULT_BUDGET = 0.5  # seconds a projection may take: the console's default
 DEFAULT_COUNT_CAP = 10_000  # past this a count answers "at least" instead of counting on
 DEFAULT_PAGE_COUNT_CAP = 1_000  # a list's "N matching": a page must stay cheap (< 20 ms)
-DEFAULT_STALE_AFTER = 30.0  # seconds without a heartbeat before a worker is shown stale
+# Seconds without a heartbeat before a worker is shown stale, at the least: one that beats seldom
+# is given more than REAP_BEATS of its own heartbeats (why.py, stale_window).
+DEFAULT_STALE_AFTER = 30.0
 MAX_PAGE = 500
 NEAR = 0.8  # how alike a mistyped id and a job's must be to be offered (one typo in 6 digits: 0.83)
 
@@ -129,7 +132,7 @@ class Introspector(EngineView):
         return await self.driver.queue_series(queue=queue.strip(), now=self.clock.now(), budget_ms=self.budget_ms)  # type: ignore[attr-defined, no-any-return]
 
     def _with_workers(self, q: QueueStats, workers: list[WorkerRecord]) -> QueueStats:
-        live = [w for w in workers if q.name in w.queues and w.heartbeat_age <= self.stale_after]
+        live = [w for w in workers if q.name in w.queues and not is_stale(w, self.stale_after)]
         return replace(
             q, workers=len(live), slots_total=sum(w.concurrency for w in live), slots_in_use=sum(w.in_use for w in live)
         )
@@ -168,7 +171,7 @@ class Introspector(EngineView):
         history = await self.driver.job_history(job_id=row.id)
         steps = tuple(await self.driver.step_list(job_id=row.id))
         awaited = await self._awaited(row)
-        why = await self._why(row, awaited)
+        why = await self._why(row, awaited, fix=latest_fix(attempts))
         if awaited is None and any(s.kind in ("jobs", "enqueue") for s in steps):  # not waiting now
             awaited = await self._awaited_last(row.id)
         return JobDetail(
@@ -250,10 +253,12 @@ class Introspector(EngineView):
                 w.started_at,
                 w.heartbeat_at,
                 w.heartbeat_age,
-                w.heartbeat_age > self.stale_after,
+                is_stale(w, self.stale_after),
                 w.stopping,
                 w.drain_requested_by,
                 w.drain_requested_at,
+                w.heartbeat_interval,
+                stale_window(w, self.stale_after),
             )
             for w in recs
         )
@@ -267,8 +272,11 @@ class Introspector(EngineView):
             return []
         return list(await self.driver.limit_state(keys=[str(key)], now=now))
 
-    async def _why(self, row: JobRow, awaited: list[JobRow] | None = None) -> WhyReport:
+    async def _why(self, row: JobRow, awaited: list[JobRow] | None = None, *, fix: str | None = None) -> WhyReport:
+        """``fix``: what a dead job's last error said to do (read here when not given)."""
         now = self.clock.now()
+        if row.state is JobState.DEAD and fix is None:
+            fix = latest_fix(await self.driver.job_attempts(job_id=row.id))
         dup = None
         if row.state in (JobState.DEAD, JobState.COMPLETED, JobState.CANCELLED):
             dup = await self.driver.job_duplicate(job_id=row.id)  # type: ignore[attr-defined]
@@ -282,6 +290,7 @@ class Introspector(EngineView):
             limits=await self._limits(row, now),
             waited=_tally(row, awaited if awaited is not None else await self._awaited(row)),
             awaited_by=await self.driver.job_awaited_by(job_id=row.id) if row.state in LIVE_STATES else (),
+            fix=fix,
         )
         return WhyReport("job", row.id, row.state, tuple(causes), now)
 

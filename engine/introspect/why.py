@@ -1,4 +1,4 @@
-"""Why a job is in its state now, or why a queue's oldest-ready age grows: the causes as data.
+"""Why a job is in its state now, or why a queue's oldest waiting age grows: the causes as data.
 
 Pure functions over rows the Introspector has read, so each cause is tested without a database.
 """
@@ -9,8 +9,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from engine.durations import relative
 from engine.projections import Cause, JobSummary, LimitState, QueuePause, SlotHolder
 from engine.retry import UNKNOWN_GRACE
+from engine.runtime.worker_config import REAP_BEATS
 from engine.types import JobRow, JobState, ready_since
 
 if TYPE_CHECKING:  # the worker area's registry row; only named in annotations here
@@ -22,11 +24,8 @@ def _t(dt: datetime | None) -> str:
 
 
 def _in(seconds: float) -> str:
-    if abs(seconds) < 1:
-        return "in under a second" if seconds >= 0 else "under a second ago"
-    s = int(abs(seconds))
-    text = f"{s}s" if s < 120 else f"{s // 60}m" if s < 7200 else f"{s // 3600}h"
-    return f"in {text}" if seconds >= 0 else f"{text} ago"
+    """A span from now, said as everywhere else (engine.durations.relative): "in 2d23h", "1m30s ago"."""
+    return relative(seconds)
 
 
 def _tokens_sentence(key: str, tokens: float, refill: str | None, *, counted: str | None = None) -> str:
@@ -57,22 +56,37 @@ def pause_cause(p: QueuePause) -> Cause:
     )
 
 
+def stale_window(w: WorkerRecord, stale_after: float) -> float:
+    """Seconds without a heartbeat past which worker ``w`` is stale: more than REAP_BEATS of its
+    own heartbeats missed, or ``stale_after``, whichever is longer. The longer, as one beat late
+    is no death: a worker beating each second is not called stale over a few seconds' stall (a
+    database blip, a long collection), which neither the reaper nor its readiness acts on, and one
+    beating each minute is not stale between two beats. A row that does not say its interval (a
+    worker of a release before 0021) is held to ``stale_after`` alone."""
+    beats = 0.0 if w.heartbeat_interval is None else REAP_BEATS * w.heartbeat_interval
+    return max(stale_after, beats)
+
+
+def is_stale(w: WorkerRecord, stale_after: float) -> bool:
+    return w.heartbeat_age > stale_window(w, stale_after)
+
+
 def worker_causes(queue: str, workers: Sequence[WorkerRecord] | None, stale_after: float) -> list[Cause]:
-    """No worker serves the queue, or the ones that do have a stale heartbeat."""
+    """No worker serves the queue, or the ones that do have a stale heartbeat (is_stale)."""
     if workers is None:  # no worker registry in this driver: nothing to say either way
         return []
     serving = [w for w in workers if queue in w.queues]
-    live = [w for w in serving if w.heartbeat_age <= stale_after and not w.stopping]
+    live = [w for w in serving if not is_stale(w, stale_after) and not w.stopping]
     out = [
         Cause(
             "stale_worker",
-            f"Worker {w.id} on {w.host} serves {queue} but its last heartbeat was {int(w.heartbeat_age)}s ago.",
+            f"Worker {w.id} on {w.host} serves {queue} but its last heartbeat was {relative(-w.heartbeat_age)}.",
             queue=queue,
             worker=w.id,
             heartbeat_at=w.heartbeat_at,
         )
         for w in serving
-        if w.heartbeat_age > stale_after
+        if is_stale(w, stale_after)
     ]
     if not live:
         out.append(Cause("no_worker", f"No live worker serves queue {queue}.", queue=queue))
@@ -281,7 +295,10 @@ def job_causes(
     limits: Sequence[LimitState] = (),
     waited: Mapping[str, int] | None = None,
     awaited_by: Sequence[JobRow] = (),
+    fix: str | None = None,
 ) -> list[Cause]:
+    """Why ``row`` is in its state now. ``fix``: what a dead job's last error said to do about it
+    (engine.projections.latest_fix), None when it said nothing."""
     st = row.state
     out: list[Cause] = []
     if st is JobState.RUNNING:
@@ -306,28 +323,18 @@ def job_causes(
             )
         )
         w = next((w for w in workers or () if w.id == row.claimed_by), None)
-        if w is not None and w.heartbeat_age > stale_after:
+        if w is not None and is_stale(w, stale_after):
             out.append(
                 Cause(
                     "stale_worker",
-                    f"Its worker {w.id} last sent a heartbeat {int(w.heartbeat_age)}s ago; the lease will lapse and the job be rescued.",
+                    f"Its worker {w.id} last sent a heartbeat {relative(-w.heartbeat_age)}; the lease will lapse and the job be rescued.",
                     worker=w.id,
                     heartbeat_at=w.heartbeat_at,
                 )
             )
         return [*out, *(awaited_cause(p) for p in awaited_by)]
     if st is JobState.DEAD:
-        out.append(
-            Cause(
-                "dead",
-                f"Dead: {row.error_code or 'error'} after attempt {row.attempt} of {row.max_attempts} ({row.stop_reason or 'no stop reason'}).",
-                code=row.error_code,
-                stop_reason=row.stop_reason,
-                attempt=row.attempt,
-                max_attempts=row.max_attempts,
-                at=row.finished_at,
-            )
-        )
+        out.append(dead_cause(row, fix))
     elif st in (JobState.COMPLETED, JobState.CANCELLED):
         out.append(
             Cause("finished", f"{st.value.capitalize()} at {_t(row.finished_at)}.", state=st, at=row.finished_at)
@@ -383,6 +390,31 @@ def job_causes(
     return out
 
 
+def dead_cause(row: JobRow, fix: str | None) -> Cause:
+    """A dead job, with what to do about it: the fix its last error recorded, else the next step. A
+    job that ran out of attempts may succeed when run again once its cause is dealt with (`jobsctl
+    retry`); one its handler stopped as terminal would fail the same way, so its error comes first."""
+    if fix:
+        said = f"Its last error's fix: {fix}"
+    elif row.stop_reason == "terminal":
+        fix = f"jobsctl show {row.id}"
+        said = f"Its error named no fix and stopped it as terminal, so a retry fails the same way; read it: {fix}"
+    else:
+        fix = f"jobsctl retry {row.id}"
+        said = f"Its error named no fix; once its cause is dealt with, run it again from attempt 1: {fix}"
+    return Cause(
+        "dead",
+        f"Dead: {row.error_code or 'error'} after attempt {row.attempt} of {row.max_attempts} "
+        f"({row.stop_reason or 'no stop reason'}). {said}",
+        code=row.error_code,
+        stop_reason=row.stop_reason,
+        attempt=row.attempt,
+        max_attempts=row.max_attempts,
+        at=row.finished_at,
+        fix=fix,
+    )
+
+
 def awaited_cause(fan_in: JobRow) -> Cause:
     """A suspended fan-in whose wait names this job: it goes on only once this one has settled."""
     wait = fan_in.wait or {}
@@ -399,4 +431,4 @@ def awaited_cause(fan_in: JobRow) -> Cause:
     )
 
 
-__all__ = ["job_causes", "limit_causes", "pause_cause", "slots_sentence", "worker_causes"]
+__all__ = ["dead_cause", "job_causes", "limit_causes", "pause_cause", "slots_sentence", "worker_causes"]

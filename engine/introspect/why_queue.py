@@ -1,4 +1,4 @@
-"""Why a queue's oldest-ready age grows, or why its jobs do not run: the causes as data.
+"""Why a queue's oldest waiting age grows, or why its jobs do not run: the causes as data.
 
 Pure functions over what the Introspector read (the queue's counts, its workers, its jobs that
 wait grouped by what they wait for, the limits that shed them), so each is tested without a
@@ -8,9 +8,11 @@ database. A queue nothing holds back says so, with its numbers.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from engine.durations import duration
 from engine.introspect.why import _in, _t, _tokens_sentence, pause_cause, slots_sentence, worker_causes
 from engine.projections import Cause, LimitState, QueuePause, QueueStats, WaitGroup
 
@@ -77,6 +79,36 @@ def _limit_detail(lim: LimitState, now: datetime) -> list[Cause]:
     return out
 
 
+def _paused(q: QueueStats) -> Cause:
+    """The pause, said of the queue: what waits behind it and how it ends."""
+    c = pause_cause(QueuePause(q.name, True, q.paused_by, q.paused_at, q.pause_note))
+    if not q.depth:
+        return c
+    held = f" {_jobs(q.depth)} {'waits' if q.depth == 1 else 'wait'} in it, claimed by no worker until it is resumed"
+    return replace(c, text=f"{c.text}{held} (jobsctl resume {q.name}).", count=q.depth)
+
+
+def _busy(q: QueueStats) -> Cause:
+    """Every slot of the workers serving the queue is busy, said with what: a worker serving several
+    queues may fill its slots with the others' jobs while none of this queue's runs."""
+    own = min(q.running.value, q.slots_total)
+    other = q.slots_total - own
+    if not other:
+        what = " with its own jobs"
+    elif not own:
+        what = f" with other queues' jobs (no job of {q.name} runs)"
+    else:
+        what = f": {own:,} with its own jobs, {other:,} with other queues' jobs"
+    return Cause(
+        "backlog",
+        f"All {q.slots_total} worker slots serving {q.name} are busy{what}; {_jobs(q.depth)} "
+        f"{'waits' if q.depth == 1 else 'wait'} for one to free.",
+        queue=q.name,
+        count=q.depth,
+        limit=q.slots_total,
+    )
+
+
 def queue_causes(
     q: QueueStats,
     *,
@@ -87,28 +119,20 @@ def queue_causes(
     limits: Sequence[LimitState] = (),
 ) -> list[Cause]:
     out: list[Cause] = []
-    if q.paused:
-        out.append(pause_cause(QueuePause(q.name, True, q.paused_by, q.paused_at, q.pause_note)))
+    if q.paused:  # first: while it holds, no worker claims the queue's jobs, whatever else is true
+        out.append(_paused(q))
     if q.depth or waits:  # a missing or stale worker holds back only a queue with work waiting
         out.extend(worker_causes(q.name, workers, stale_after))
-    if workers is not None and q.slots_total and q.slots_in_use >= q.slots_total and q.depth:
-        out.append(
-            Cause(
-                "backlog",
-                f"All {q.slots_total} worker slots serving {q.name} are busy; {_jobs(q.depth)} wait.",
-                queue=q.name,
-                count=q.depth,
-                limit=q.slots_total,
-            )
-        )
+    if workers is not None and q.slots_total and q.slots_in_use >= q.slots_total and q.depth and not q.paused:
+        out.append(_busy(q))
     out.extend(wait_cause(q.name, g, now) for g in waits)
     for lim in limits:
         out.extend(_limit_detail(lim, now))
     if out:
         return out
     if q.depth:
-        age = int(q.oldest_ready_age or 0)
-        text = f"{_jobs(q.depth)} {'is' if q.depth == 1 else 'are'} ready in {q.name}, the oldest for {age}s"
+        age = duration(q.oldest_ready_age or 0)
+        text = f"{_jobs(q.depth)} {'is' if q.depth == 1 else 'are'} ready in {q.name}, the oldest for {age}"
         text += f"; {q.workers} live worker{' serves' if q.workers == 1 else 's serve'} it" if q.workers else ""
         return [Cause("backlog", text + ".", queue=q.name, count=q.depth)]
     running = f"; {_jobs(q.running.value)} running" if q.running.value else ""

@@ -1,6 +1,6 @@
 """A worker's health as an orchestrator's probes read it: ``/livez`` and ``/readyz`` on the
 metrics port (`jobsctl worker --metrics-port`), or ``worker.health`` for an app that embeds one;
-`jobsctl relay`'s the same way (RelayHealth).
+`jobsctl relay`'s (RelayHealth) and `jobsctl scheduler`'s (SchedulerHealth) the same way.
 
 Live: the worker's event loop turns. A ticker on the loop notes each turn (every TICK seconds);
 a handler that blocks the loop (``time.sleep`` in an ``async def``, a CPU-bound loop with no
@@ -32,6 +32,7 @@ class Health:
         "(time.sleep or CPU-bound work in an async def; run it in a sync def, which gets a thread)"
     )
     ready_text = "registered and heartbeating"
+    beats = "its heartbeat"  # what /readyz says the database has not answered
 
     def __init__(self, clock: Clock, *, heartbeat_interval: float) -> None:
         self.clock = clock
@@ -73,7 +74,7 @@ class Health:
         since = self.clock.monotonic() - self.beat_at
         if since > 3 * self.heartbeat_interval:
             why = f" ({self.beat_error})" if self.beat_error else ""
-            return False, f"the database has not answered its heartbeat for {since:.0f} s{why}"
+            return False, f"the database has not answered {self.beats} for {since:.0f} s{why}"
         return True, self.ready_text
 
 
@@ -85,3 +86,15 @@ class RelayHealth(Health):
 
     stall_hint = "a blocking call holds the relay's loop"
     ready_text = "publishing: its database answers its heartbeats"
+
+
+class SchedulerHealth(Health):
+    """`jobsctl scheduler`'s probes: live while its loop turns; ready once its start reached the
+    database, and while its ticks land (a follower's as a leader's: each reads the leader's lease,
+    and a leader's writes). It runs no handler and never drains: a stop makes it "stopped".
+    ``heartbeat_interval`` is the longest between two ticks (engine/services/scheduler.py,
+    scheduler_health)."""
+
+    stall_hint = "a blocking call holds the scheduler's loop"
+    ready_text = "scheduling: its database answers its ticks"
+    beats = "its ticks"

@@ -40,10 +40,11 @@ from engine.runtime.leases import LeaseKeeper, _short
 from engine.runtime.limits import Limits
 from engine.runtime.metrics import Metrics
 from engine.runtime.presence import Presence
+from engine.runtime.registration import Registration
 from engine.runtime.settle import AckBuffer, Backoff, Pending
 from engine.runtime.startup import when_reachable
 from engine.runtime.worker_config import WorkerConfig, served_queues
-from engine.types import ClaimedJob
+from engine.types import ClaimedJob, Heartbeat
 
 if TYPE_CHECKING:
     from engine.tracing import Tracing
@@ -102,6 +103,17 @@ class Worker:
         self._floors = ClaimFloors()  # where the next claim starts reading each queue
         self._gauges = GaugeReader(driver, self.clock, self.metrics, worker=self.id, interval=cfg.gauges_interval)
         self.health = Health(self.clock, heartbeat_interval=cfg.heartbeat_interval)  # what /livez, /readyz say
+        self.registration = Registration(
+            driver,
+            self.clock,
+            worker=self.id,
+            queues=self.queues,
+            concurrency=cfg.concurrency,
+            heartbeat_interval=cfg.heartbeat_interval,
+            presence=self.presence,
+            health=self.health,
+            metrics=self.metrics,
+        )
         self._tasks: list[asyncio.Task[Any]] = []
         self._stopping = self._closing = self._started = self._drained = False
         self._drain_task: asyncio.Task[None] | None = None  # an operator's drain request, or a burst's end
@@ -131,7 +143,7 @@ class Worker:
         if self._started:
             return
         cfg = self.config
-        await when_reachable(self._register, worker=self.id, start_timeout=cfg.start_timeout)
+        await when_reachable(self.registration.register, worker=self.id, start_timeout=cfg.start_timeout)
         self._started = self.health.started = True
         if cfg.tune_gc:  # given back by drain(), which runs whenever _started is set
             collector.hold(cfg.concurrency)
@@ -177,7 +189,10 @@ class Worker:
             spawn(self.keeper.run(), name="jobs-renew"),
             spawn(self.acks.run(), name="jobs-ack"),
             spawn(self._listen_loop(), name="jobs-listen"),
-            spawn(self._heartbeat_loop(), name="jobs-heartbeat"),
+            spawn(
+                self.registration.run(in_use=lambda: self.in_use, stopping=lambda: self._stopping, drain=self._asked),
+                name="jobs-heartbeat",
+            ),
             spawn(self._gauges.run(), name="jobs-gauges"),
             spawn(self.presence.run(), name="jobs-presence"),
             spawn(self.health.tick(), name="jobs-health"),
@@ -216,7 +231,8 @@ class Worker:
         logs.emit(logs.WORKER_DRAINING, worker=self.id, in_flight=len(self._running), grace=grace)
         self.stop_claiming()
         # The Workers screen shows it draining at once, not at the next heartbeat; stopped with the loops.
-        self._tasks.append(loop.create_task(self._beat(stopping=True), name="jobs-heartbeat-draining"))
+        beat = self.registration.beat(in_use=len(self._running), stopping=True)
+        self._tasks.append(loop.create_task(beat, name="jobs-heartbeat-draining"))
         grace_over = asyncio.ensure_future(self.clock.sleep(grace))
         try:
             await aio.until(grace_over, [self._claimer])  # a claim in flight lands, and its jobs start
@@ -265,29 +281,9 @@ class Worker:
         self.health.stopped = True
         logs.emit(logs.WORKER_STOPPED, worker=self.id, released=len(self.released))
 
-    async def _register(self) -> None:
-        await self.driver.open()
-        await self.driver.worker_register(
-            id=self.id,
-            host=socket.gethostname(),
-            pid=os.getpid(),
-            queues=self.queues,
-            concurrency=self.config.concurrency,
-            now=self.clock.now(),
-        )
-        await self.presence.hold()  # before the first claim: no claim of ours is ever an orphan's
-
     def _poke(self) -> None:
         if self._started:
             self._woken.set()
-
-    async def _beat(self, *, stopping: bool) -> None:
-        try:
-            await self.driver.worker_heartbeat(
-                id=self.id, in_use=len(self._running), stopping=stopping, now=self.clock.now()
-            )
-        except Exception:  # the next heartbeat, or the reaper, has the last word
-            pass
 
     async def wait_stopped(self) -> None:
         await self._stopped.wait()
@@ -410,35 +406,13 @@ class Worker:
             if woke:
                 self._woken.set()
 
-    async def _heartbeat_loop(self) -> None:
-        while True:
-            await self.clock.sleep(self.config.heartbeat_interval)
-            self.metrics.in_use.set(len(self._running))
-            try:
-                beat = await self.driver.worker_heartbeat(
-                    id=self.id, in_use=len(self._running), stopping=self._stopping, now=self.clock.now()
-                )
-                self.health.beat()
-                if beat is not None and beat.drain_requested and self._drain_task is None:
-                    # Drained from its own task: drain() cancels and awaits this loop.
-                    logs.emit(
-                        logs.WORKER_DRAIN_REQUESTED,
-                        worker=self.id,
-                        by=beat.drain_requested_by,
-                        at=beat.drain_requested_at.isoformat() if beat.drain_requested_at else None,
-                    )
-                    self._drain_task = asyncio.get_running_loop().create_task(self.drain(), name="jobs-drain")
-                if beat is None:  # reaped while the database was away: register again
-                    await self.presence.release()  # taken again and noted on the new row
-                    await self._register()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                self.health.beat_failed(exc)
-                self.metrics.reconnects.labels("heartbeat").inc()
-                logs.emit(
-                    logs.WORKER_RECONNECTING, logging.WARNING, what="heartbeat", worker=self.id, error=_short(exc)
-                )
+    def _asked(self, beat: Heartbeat) -> None:
+        """An operator's drain request, answered by a heartbeat: drained from its own task (drain()
+        cancels and awaits the heartbeat loop), once."""
+        if self._drain_task is None:
+            at = beat.drain_requested_at.isoformat() if beat.drain_requested_at else None
+            logs.emit(logs.WORKER_DRAIN_REQUESTED, worker=self.id, by=beat.drain_requested_by, at=at)
+            self._drain_task = asyncio.get_running_loop().create_task(self.drain(), name="jobs-drain")
 
     async def refresh_gauges(self) -> None:
         """One reading of the queue gauges (engine/runtime/gauges.py)."""

@@ -32,6 +32,7 @@ from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.ids import IdFactory
 from engine.options import Options, config_or_default, finite_positive
 from engine.runtime import logs
+from engine.runtime.health import SchedulerHealth
 from engine.runtime.metrics import Metrics
 from engine.runtime.worker_config import check_leader_lease
 from engine.schedule import (
@@ -72,6 +73,12 @@ class SchedulerConfig(Options):
     @property
     def late_grace(self) -> float:
         return self.grace if self.grace is not None else self.leader_lease + self.interval
+
+
+def scheduler_health(config: SchedulerConfig | None, clock: Clock) -> SchedulerHealth:
+    """The probes of a scheduler run with ``config``: a tick lands at least once an interval (a
+    follower's wait for the leader's lease, a leader's for the next occurrence, are shorter)."""
+    return SchedulerHealth(clock, heartbeat_interval=config_or_default(SchedulerConfig, config).interval)
 
 
 @dataclass(frozen=True)
@@ -118,8 +125,10 @@ class Scheduler:
         ids: IdFactory | None = None,
         host: str | None = None,
         pid: int | None = None,
+        health: SchedulerHealth | None = None,
     ) -> None:
         self.driver, self.clock = driver, clock
+        self.health = health  # what its probes read (scheduler_health), when it serves them
         self.tasks = sorted(tasks, key=lambda t: t.name)
         self.host, self.pid = host or socket.gethostname(), pid or os.getpid()  # what the leader row names
         self.holder = holder or f"{self.host}:{self.pid}:{uuid.uuid4().hex[:8]}"
@@ -139,6 +148,14 @@ class Scheduler:
         return self._crons[key]
 
     async def run_once(self) -> SchedulerResult:
+        """One tick; one that lands keeps its probes ready (``health``)."""
+        res = await self._tick()
+        if self.health is not None:  # its database answers
+            self.health.started = True
+            self.health.beat()
+        return res
+
+    async def _tick(self) -> SchedulerResult:
         cfg, now = self.config, self.clock.now()
         if not self._declared:
             await self.driver.schedule_declare(tasks=[declaration(t) for t in self.tasks], now=now)
@@ -258,9 +275,13 @@ class Scheduler:
                     logs.SCHEDULE_FAILED, logging.WARNING, holder=self.holder, error=f"{type(exc).__name__}: {exc}"
                 )
                 self.last = None
+                if self.health is not None:
+                    self.health.beat_failed(exc)
             await self.clock.sleep(self.next_wait())
 
     async def step_down(self) -> None:
+        if self.health is not None:
+            self.health.stopped = True
         if self.term is not None:
             try:
                 await self.driver.leader_release(name=LEADER, holder=self.holder, term=self.term, now=self.clock.now())

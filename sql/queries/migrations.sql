@@ -58,3 +58,8 @@ values (%(version)s, %(name)s, %(checksum)s, %(method)s);
 -- name: job_done_presence :one
 -- Whether 0010_settled_rows has made jobs.job_done (the rows it moves go there).
 select to_regclass('jobs.job_done') is not null as present;
+
+-- name: migration_schema_owner :one
+-- The role that owns the jobs schema (null before it exists): who a refused migrator is told
+-- applies what is pending. pg_namespace is readable by every role.
+select (select pg_get_userbyid(nspowner) from pg_namespace where nspname = 'jobs') as owner;

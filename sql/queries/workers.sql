@@ -2,14 +2,21 @@
 -- Every time-comparing statement takes %(now)s.
 
 -- name: worker_register :exec
--- Register (or re-register after a restart under the same id) one worker process.
-insert into jobs.worker (id, host, pid, queues, concurrency, in_use, started_at, heartbeat_at, stopping)
-values (%(id)s, %(host)s, %(pid)s, %(queues)s::text[], %(concurrency)s, 0, %(now)s, %(now)s, false)
+-- Register (or re-register after a restart under the same id, or after the reaper removed the
+-- row of a live worker) one worker process, with what it knows of itself: when it started, how
+-- often it beats (the workers view's staleness), whether it drains already and the operator's
+-- drain request it had seen (none: a restart's new process starts with none).
+insert into jobs.worker (id, host, pid, queues, concurrency, in_use, started_at, heartbeat_at, stopping,
+                         heartbeat_interval, drain_requested_by, drain_requested_at)
+values (%(id)s, %(host)s, %(pid)s, %(queues)s::text[], %(concurrency)s, 0, %(started_at)s, %(now)s, %(stopping)s,
+        %(heartbeat_interval)s, %(drain_requested_by)s, %(drain_requested_at)s)
 on conflict (id) do update
 set host = excluded.host, pid = excluded.pid, queues = excluded.queues,
     concurrency = excluded.concurrency, in_use = 0, started_at = excluded.started_at,
-    heartbeat_at = excluded.heartbeat_at, stopping = false,
-    drain_requested_by = null, drain_requested_at = null, drain_note = null;
+    heartbeat_at = excluded.heartbeat_at, stopping = excluded.stopping,
+    heartbeat_interval = excluded.heartbeat_interval,
+    drain_requested_by = excluded.drain_requested_by, drain_requested_at = excluded.drain_requested_at,
+    drain_note = null;
 
 -- name: worker_heartbeat :one
 -- Stamp a worker's heartbeat and slots in use; no row when the worker was reaped meanwhile. The
@@ -24,10 +31,11 @@ returning id, drain_requested_by, drain_requested_at;
 delete from jobs.worker where id = %(id)s;
 
 -- name: worker_list :many
--- Every registered worker with its heartbeat age at %(now)s, by id.
+-- Every registered worker with its heartbeat age at %(now)s, by id; heartbeat_interval is null
+-- for a worker of a release before 0021.
 select id, host, pid, queues, concurrency, in_use, started_at, heartbeat_at, stopping,
        greatest(0, extract(epoch from (%(now)s - heartbeat_at)))::float8 as heartbeat_age,
-       drain_requested_by, drain_requested_at
+       drain_requested_by, drain_requested_at, heartbeat_interval
 from jobs.worker
 order by id;
 

@@ -406,7 +406,7 @@ async def test_why_a_parked_job_names_the_slot_holders_and_that_a_running_one_re
     clock.advance(90)
     why = await intro(driver, clock).why_job(shed.id)
     waiting = next(c for c in why.causes if c.kind == "waiting")
-    assert waiting.text.startswith(f"Waiting since {shed.run_at:%Y-%m-%d %H:%M:%S} UTC (90s ago)")
+    assert waiting.text.startswith(f"Waiting since {shed.run_at:%Y-%m-%d %H:%M:%S} UTC (1m30s ago)")
 
 
 async def test_workers_view_marks_stale_heartbeats_and_a_jobs_why_blames_them_only_when_no_live_worker_serves_it(

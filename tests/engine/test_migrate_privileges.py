@@ -130,7 +130,10 @@ def test_a_non_owner_with_a_migration_pending_is_refused_and_the_owner_runs_the_
     assert out.exit_code == 1 and "Traceback" not in out.output
     assert "X_PERMISSION_DENIED" in out.stderr
     assert f"role 'shop' may not apply the 1 pending migration(s) ({LAST.label})" in out.stderr
-    assert "only the owner of the jobs schema" in out.stderr
+    with psycopg.connect(behind) as conn:  # the superuser that migrated it owns the schema
+        owner = conn.info.user
+    assert f"only role {owner!r}, the owner of the jobs schema, applies them" in out.stderr
+    assert f"> jobs-pending.sql  # for role {owner} to run\n" in out.stderr  # the fix names who runs the script
     assert f"the schema stays at {LAST.version - 1:04d}" in out.stderr
     assert _schema(behind) == before
     # The fix: the non-owner prints the script, the owner (a DBA) runs it.

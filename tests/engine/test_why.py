@@ -51,7 +51,7 @@ def test_a_running_slot_holder_is_said_to_renew_its_slot_not_to_free_it_when_its
     (slots,) = limit_causes(parked, [LimitState("concurrency:render", holders)], NOW)
     assert "lease ends" not in slots.text and "in 23s" not in slots.text
     assert "held by running jobs, which renew their slots while they run" in slots.text
-    assert "The longest-running holder, on w1, started 4m ago (2026-01-01 11:56:00 UTC)." in slots.text
+    assert "The longest-running holder, on w1, started 4m00s ago (2026-01-01 11:56:00 UTC)." in slots.text
     assert slots.text.endswith("The job is tried again in 3s.") and slots.until is None
 
 
@@ -89,7 +89,7 @@ def test_an_event_wait_says_its_next_check_and_its_timeout_apart() -> None:
     c = suspended_cause(row(JobState.SUSPENDED, wait=wait, run_at=NOW + timedelta(seconds=4)), NOW)
     assert (c.until, c.next_check) == (NOW + timedelta(hours=1), NOW + timedelta(seconds=4))
     assert "the job looks for it again in 4s" in c.text
-    assert "the wait times out at 2026-01-01 13:00:00 UTC (in 60m)" in c.text
+    assert "the wait times out at 2026-01-01 13:00:00 UTC (in 1h00m)" in c.text
     forever = suspended_cause(row(JobState.SUSPENDED, wait={**wait, "timeout_at": None}), NOW)
     assert forever.until is None and forever.text.endswith("and the wait has no timeout.")
     due = {**wait, "timeout_at": (NOW + timedelta(seconds=3)).isoformat()}
@@ -102,7 +102,7 @@ def test_a_running_job_says_its_lease_is_renewed_and_when_it_started() -> None:
             lease_until=NOW + timedelta(seconds=23))  # fmt: skip
     (running,) = job_causes(r, now=NOW, pause=None, workers=None, stale_after=30, duplicate=None)
     assert running.text == (
-        "Running on w1 since 90s ago (2026-01-01 11:58:30 UTC), attempt 1 of 3; "
+        "Running on w1 since 1m30s ago (2026-01-01 11:58:30 UTC), attempt 1 of 3; "
         "its worker renews the lease while it runs (the current one ends in 23s)."
     )
 
@@ -119,10 +119,10 @@ def test_a_queue_with_suspended_jobs_says_what_they_wait_for() -> None:
     assert texts == [
         "3 jobs of billing are waiting for event 'invoice.paid': sending it wakes the ones its payload matches at "
         "once; otherwise the first looks for it again in 4s (or gives up, if its timeout comes first).",
-        "1 job of billing is sleeping in a step until 2026-01-01 12:05:00 UTC (in 5m).",
+        "1 job of billing is sleeping in a step until 2026-01-01 12:05:00 UTC (in 5m00s).",
         "2 jobs of billing were shed by the rate limit tenant:acme; the first is tried again at "
         "2026-01-01 12:00:02 UTC (in 2s).",
-        "5 jobs of billing are delayed; the first runs at 2026-01-01 12:02:00 UTC (in 2m).",
+        "5 jobs of billing are delayed; the first runs at 2026-01-01 12:02:00 UTC (in 2m00s).",
     ]
     assert not any("Nothing" in t for t in texts)
 
@@ -134,7 +134,7 @@ def test_a_queue_nothing_holds_back_says_so_with_its_numbers() -> None:
         "Nothing holds queue billing back: no job waits in it; 2 jobs running.",
     )
     (ready,) = queue_causes(replace(queue(ready=3), oldest_ready_age=4.2), workers=None, stale_after=30, now=NOW)
-    assert ready.text == "3 jobs are ready in billing, the oldest for 4s; 1 live worker serves it."
+    assert ready.text == "3 jobs are ready in billing, the oldest for 4.2s; 1 live worker serves it."
 
 
 def test_a_shed_job_past_its_retry_time_is_due_at_the_next_claim_never_tried_again_ago() -> None:

@@ -68,10 +68,37 @@ def _claim(
 
 class MemoryWorkers(MemoryBase):
     async def worker_register(
-        self, *, id: str, host: str, pid: int, queues: Sequence[str], concurrency: int, now: datetime
+        self,
+        *,
+        id: str,
+        host: str,
+        pid: int,
+        queues: Sequence[str],
+        concurrency: int,
+        now: datetime,
+        started_at: datetime | None = None,
+        heartbeat_interval: float | None = None,
+        stopping: bool = False,
+        drain: Heartbeat | None = None,
     ) -> None:
+        row = WorkerRecord(
+            id,
+            host,
+            pid,
+            tuple(queues),
+            concurrency,
+            0,
+            now if started_at is None else started_at,
+            now,
+            stopping,
+            0.0,
+            None if drain is None else drain.drain_requested_by,
+            None if drain is None else drain.drain_requested_at,
+            heartbeat_interval,
+        )
         with self.state.lock:
-            self.state.workers[id] = WorkerRecord(id, host, pid, tuple(queues), concurrency, 0, now, now, False, 0.0)
+            self.state.workers[id] = row
+            self.state.drain_notes.pop(id, None)  # as worker_register's SQL: the note is not kept
 
     async def worker_heartbeat(self, *, id: str, in_use: int, stopping: bool, now: datetime) -> Heartbeat | None:
         with self.state.lock:

@@ -110,22 +110,38 @@ def _not_owner(
     conn: psycopg.Connection[dict[str, Any]], dsn: str, status: MigrationStatus, exc: BaseException, *, creating: bool
 ) -> JobsError:
     """A role the server refused the bootstrap (``creating``) or a migration: not the owner of the
-    jobs schema (nor, for the schema's creation, a holder of CREATE on the database). Rolled back."""
+    jobs schema (nor, for the schema's creation, a holder of CREATE on the database), named with the
+    role that owns it, who runs the script the fix prints. Called once the refused transaction has
+    rolled back, so the owner can be read on the same connection."""
     user, said = conn.info.user, first_line(exc)
     if creating and not status.installed:
         cause = (
             f"role {user!r} may not create the jobs schema in {safe_dsn(dsn)}: it lacks CREATE on database "
             f"{conn.info.dbname} ({said}); nothing was applied"
         )
-    else:
-        todo = status.pending
-        names = ", ".join(m.label for m in todo[:3]) + (", ..." if len(todo) > 3 else "")
-        at = max((a.version for a in status.applied), default=0)
-        cause = (
-            f"role {user!r} may not apply the {len(todo)} pending migration(s) ({names}) to {safe_dsn(dsn)} "
-            f"({said}): only the owner of the jobs schema applies them; the schema stays at {at:04d}"
-        )
-    return JobsError(X_PERMISSION_DENIED, cause=cause, fix=OWNER_SCRIPT_FIX)
+        return JobsError(X_PERMISSION_DENIED, cause=cause, fix=OWNER_SCRIPT_FIX)
+    todo = status.pending
+    names = ", ".join(m.label for m in todo[:3]) + (", ..." if len(todo) > 3 else "")
+    at = max((a.version for a in status.applied), default=0)
+    owner = _schema_owner(conn)
+    who = "the owner of the jobs schema" if owner is None else f"role {owner!r}, the owner of the jobs schema,"
+    cause = (
+        f"role {user!r} may not apply the {len(todo)} pending migration(s) ({names}) to {safe_dsn(dsn)} "
+        f"({said}): only {who} applies them; the schema stays at {at:04d}"
+    )
+    fix = OWNER_SCRIPT_FIX if owner is None else f"{OWNER_SCRIPT_FIX}  # for role {owner} to run"
+    return JobsError(X_PERMISSION_DENIED, cause=cause, fix=fix)
+
+
+def _schema_owner(conn: psycopg.Connection[dict[str, Any]]) -> str | None:
+    """The role that owns the jobs schema, or None when it cannot be told (no schema, or the read
+    failed: the refusal is said without the name rather than lost)."""
+    try:
+        with conn.transaction():
+            row = conn.execute(Q.migration_schema_owner.text).fetchone()
+    except psycopg.Error:
+        return None
+    return None if row is None or row.get("owner") is None else str(row["owner"])
 
 
 def _refuse_to_apply(status: MigrationStatus, dsn: str) -> None:
@@ -160,25 +176,27 @@ def migrate(dsn: str, *, target: int | None = None) -> list[Migration]:
             status = _read(conn, dsn)
         _refuse_to_apply(status, dsn)
         while _writes(status, target):
-            with conn.transaction():
-                conn.execute(Q.migration_lock.text)
-                try:
+            creating = True  # the bootstrap (the schema's creation) runs first, then the migration
+            try:
+                with conn.transaction():  # a refusal leaves it rolled back, then is said (_not_owner)
+                    conn.execute(Q.migration_lock.text)
                     conn.execute(Q.migration_bootstrap.text)
-                except psycopg.errors.InsufficientPrivilege as exc:
-                    raise _not_owner(conn, dsn, status, exc, creating=True) from None
-                status = _read(conn, dsn)
-                _refuse_to_apply(status, dsn)
-                todo = [m for m in status.pending if target is None or m.version <= target]
-                if not todo:
-                    break
-                mig = todo[0]
-                try:
-                    conn.execute(mig.text)  # type: ignore[arg-type]  # a file of ours, not text from a caller
-                except psycopg.errors.InsufficientPrivilege as exc:
-                    raise _not_owner(conn, dsn, status, exc, creating=False) from None
-                except psycopg.DatabaseError as exc:
-                    raise _failed(mig, status, dsn, exc) from exc
-                conn.execute(Q.migration_record.text, _record(mig, "migrate"))
+                    creating = False
+                    status = _read(conn, dsn)
+                    _refuse_to_apply(status, dsn)
+                    todo = [m for m in status.pending if target is None or m.version <= target]
+                    if not todo:
+                        break
+                    mig = todo[0]
+                    try:
+                        conn.execute(mig.text)  # type: ignore[arg-type]  # a file of ours, not text from a caller
+                    except psycopg.errors.InsufficientPrivilege:
+                        raise
+                    except psycopg.DatabaseError as exc:
+                        raise _failed(mig, status, dsn, exc) from exc
+                    conn.execute(Q.migration_record.text, _record(mig, "migrate"))
+            except psycopg.errors.InsufficientPrivilege as exc:
+                raise _not_owner(conn, dsn, status, exc, creating=creating) from None
             done.append(mig)
         try:
             move_settled(conn)

@@ -33,7 +33,18 @@ class PostgresWorkers(PostgresBase):
     _presence: dict[str, psycopg.AsyncConnection[Any]]
 
     async def worker_register(
-        self, *, id: str, host: str, pid: int, queues: Sequence[str], concurrency: int, now: datetime
+        self,
+        *,
+        id: str,
+        host: str,
+        pid: int,
+        queues: Sequence[str],
+        concurrency: int,
+        now: datetime,
+        started_at: datetime | None = None,
+        heartbeat_interval: float | None = None,
+        stopping: bool = False,
+        drain: Heartbeat | None = None,
     ) -> None:
         await self._exec(
             Q.worker_register,
@@ -44,6 +55,11 @@ class PostgresWorkers(PostgresBase):
                 "queues": list(queues),
                 "concurrency": concurrency,
                 "now": now,
+                "started_at": now if started_at is None else started_at,
+                "heartbeat_interval": heartbeat_interval,
+                "stopping": stopping,
+                "drain_requested_by": None if drain is None else drain.drain_requested_by,
+                "drain_requested_at": None if drain is None else drain.drain_requested_at,
             },
         )
 
@@ -117,6 +133,7 @@ class PostgresWorkers(PostgresBase):
                 float(r["heartbeat_age"]),
                 r["drain_requested_by"],
                 r["drain_requested_at"],
+                r["heartbeat_interval"],
             )
             for r in rows
         ]
