@@ -61,7 +61,7 @@ class QueueStats:
     parked: Count
     dead: Count
     completed_last_hour: Count
-    oldest_ready_at: datetime | None  # parked counts as ready; None: nothing waiting
+    oldest_ready_at: datetime | None  # the oldest waiting, ready or parked (I8); None: nothing waiting
     oldest_ready_age: float | None  # seconds, from the caller's clock
     # Completions per calendar minute, the 60 up to now's, oldest first (the last: the minute under
     # way); completed_last_hour is their sum.

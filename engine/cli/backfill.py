@@ -111,7 +111,7 @@ def _status(catalog: Any, dsn: str | None, env: str | None, json_out: bool) -> N
             "" if last is None else f"{'dry-run' if last.dry_run else 'write'} {last.status}",
             *swept_and_remaining(p),
             "" if p is None or p.batches_per_second is None else f"{p.batches_per_second:.1f}",
-            "" if p is None or p.eta_seconds is None or v.status != "running" else f"{p.eta_seconds:.0f}s",
+            "" if p is None or p.eta_seconds is None or v.status != "running" else duration(p.eta_seconds),
             "" if v.gate is None else v.gate.code,
         )
     console().print(t)

@@ -25,6 +25,7 @@ from engine.cli.admin import (
     start_when_reachable,
 )
 from engine.cli.reads import _t, console, emit, run, table
+from engine.durations import duration
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 
 EXIT_SECOND_SIGNAL = 130
@@ -59,7 +60,7 @@ def outbox(
 
     out = console()
     backlog = f"{'≥' if view.backlog_capped else ''}{view.backlog}"
-    age = "-" if view.oldest_unpublished_age is None else f"{view.oldest_unpublished_age:.1f}s"
+    age = "-" if view.oldest_unpublished_age is None else duration(view.oldest_unpublished_age)
     published = f"{'≥' if view.published_capped else ''}{view.published_last_hour}"
     out.print(f"backlog {backlog}  oldest unpublished {age}  published/1h {published}")
     out.print(Text("relays alive: " + (", ".join(r.id for r in view.relays) or "none")))

@@ -32,7 +32,7 @@ from engine.cli.admin import (
     refuse_for_subcommand,
     resolve_dsn,
 )
-from engine.durations import duration
+from engine.durations import duration, relative
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.text import printable
 
@@ -165,7 +165,7 @@ def queues(
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
 ) -> None:
-    """Per queue: counts by state, oldest ready age, completions in the last hour, workers, pause."""
+    """Per queue: counts by state, oldest waiting age (ready or parked), completions in the last hour, workers, pause."""
     view = run(dsn, json_out, lambda e: intro(e, budget).queues())
     if json_out:
         return emit(view)
@@ -178,7 +178,7 @@ def queues(
         "suspended",
         "dead",
         "done/1h",
-        "oldest ready",
+        "oldest waiting",
         "workers",
         "paused",
     )
@@ -345,7 +345,7 @@ def workers(
             str(w.pid),
             ",".join(w.queues),
             f"{w.in_use}/{w.concurrency}",
-            f"{w.heartbeat_age:.0f}s ago",
+            relative(-w.heartbeat_age),
             "STALE" if w.stale else "draining" if w.stopping else "drain asked" if w.drain_requested_at else "live",
         )
     console().print(t)
@@ -358,7 +358,7 @@ def why(
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     budget: float = typer.Option(2.0, "--budget", help=BUDGET_HELP),
 ) -> None:
-    """Why a job is not running, or why a queue's oldest-ready age grows: the causes.
+    """Why a job is not running, or why a queue's oldest waiting age grows: the causes.
 
     A queue's name reads as a queue; a mistyped id is an error naming the ids it may have meant (exit 3)."""
     rep = run(dsn, json_out, lambda e: intro(e, budget).why(target))

@@ -28,6 +28,7 @@ from engine.cli.admin import (
     start_when_reachable,
 )
 from engine.cli.reads import console, emit, run
+from engine.durations import relative
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 
 schedule_app = typer.Typer(
@@ -97,7 +98,7 @@ def schedule(
         out.print("leader: none has ever led")
     else:
         state = "leads" if lead.live else "LAPSED"
-        age = "never ticked" if lead.tick_age is None else f"last tick {lead.tick_age:.0f}s ago"
+        age = "never ticked" if lead.tick_age is None else f"last tick {relative(-lead.tick_age)}"
         where = f"{lead.host or '?'} pid {lead.pid or '?'}"
         out.print(f"leader: {lead.holder} ({where}) term {lead.term} {state} until {_when(lead.lease_until)}, {age}")
 

@@ -82,12 +82,30 @@ def test_queues_ls_show_dead_read_with_json(pg_dsn: str) -> None:
     assert "trace:" not in r.stdout  # enqueued without tracing
 
 
-def test_queues_says_the_oldest_ready_age_as_the_console_does(pg_dsn: str) -> None:
+def test_queues_says_the_oldest_waiting_age_as_the_console_does(pg_dsn: str) -> None:
     (ready,) = seed(pg_dsn, JobState.READY, queue="slow")
     with psycopg.connect(pg_dsn, autocommit=True) as conn:  # ready for 3 days and 4 hours
         conn.execute("update jobs.job set run_at = now() - interval '76 hours' where id = %s", (ready.id,))
     r = runner.invoke(app, ["queues", "--dsn", pg_dsn], env={"COLUMNS": "200"})
     assert r.exit_code == 0 and "3d04h" in r.stdout, r.stdout  # not "273600s"
+    assert "oldest waiting" in r.stdout  # ready or parked: a parked job waits too (I8)
+
+
+def test_workers_say_a_heartbeats_age_as_every_other_age_is_said(pg_dsn: str) -> None:
+    async def register() -> None:
+        from datetime import UTC, datetime, timedelta
+
+        d = PostgresDriver(pg_dsn)
+        try:
+            then = datetime.now(UTC) - timedelta(minutes=3, seconds=5)
+            await d.worker_register(id="w-old", host="h", pid=1, queues=["default"], concurrency=4, now=then)
+        finally:
+            await d.close()
+
+    asyncio.run(register())
+    r = runner.invoke(app, ["workers", "--dsn", pg_dsn], env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and "3m0" in r.stdout and " ago" in r.stdout, r.stdout  # not "185s ago"
+    assert "185s" not in r.stdout
 
 
 def test_show_names_the_trace_a_job_was_enqueued_in(pg_dsn: str) -> None:
