@@ -12,6 +12,10 @@ from dataclasses import dataclass
 
 from textual.binding import Binding, BindingType
 
+# What a discard does, in the words `jobsctl discard` answers with: every help line and confirm
+# about a discard says it so.
+DISCARD_EFFECT = "its attempts and steps go with it; its history keeps who discarded it, when and the note"
+
 
 @dataclass(frozen=True)
 class Action:
@@ -41,7 +45,7 @@ class Action:
 # console/screens/__init__.py.
 NAV: tuple[Action, ...] = (
     Action(
-        "1", "goto('overview')", "Overview", "queues: counts by state, oldest ready, throughput, workers", footer=False
+        "1", "goto('overview')", "Overview", "queues: state counts, oldest waiting, throughput, workers", footer=False
     ),
     Action("2", "goto('jobs')", "Jobs", "filterable, paginated list of jobs; Enter opens one", footer=False),
     Action(
@@ -125,7 +129,7 @@ ACTIONS: tuple[Action, ...] = NAV + (
         "d",
         "discard",
         "Discard",
-        "discard the selected (or marked) dead jobs: deleted, the audit kept",
+        f"discard the selected (or marked) dead jobs: each deleted; {DISCARD_EFFECT}",
         scope="jobs",
         mutating=True,
     ),
@@ -184,7 +188,7 @@ ACTIONS: tuple[Action, ...] = NAV + (
         "d",
         "discard",
         "Discard",
-        "discard this dead job: deleted, a discarded entry keeps the audit",
+        f"discard this dead job: deleted; {DISCARD_EFFECT}",
         scope="job_detail",
         mutating=True,
     ),
@@ -288,7 +292,7 @@ ACTIONS: tuple[Action, ...] = NAV + (
         "d",
         "bulk('discard', 'group')",
         "Discard group",
-        "discard every job of the selected (or marked) groups: deleted, the audit kept (dry run first)",
+        f"discard every job of the selected (or marked) groups (dry run first): each deleted; {DISCARD_EFFECT}",
         scope="dead_letters",
         mutating=True,
     ),

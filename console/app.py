@@ -6,7 +6,7 @@ Constructing it (stable; the demo and the CLI build it this way)::
     from console.source import Source
 
     source = Source(engine, read_only=False)   # engine: engine.api.Engine (any driver)
-    app = JobsConsole(source, read_only=False, refresh=2.0, queue=None, title=None)
+    app = JobsConsole(source, read_only=False, refresh=2.0, queue=None, title=None, cli_dsn=None)
     app.run()
 
 ``source``: the console's only door to the engine (console/source.py; ``open_source(dsn)``
@@ -14,6 +14,9 @@ builds one). ``read_only``: True makes the source read-only (one way: a read-onl
 so). ``refresh``: seconds between refreshes of the screen on top (adjustable live with + and -).
 ``queue``: start focused on one queue (Jobs and Dead letters open filtered on it, Overview's
 cursor on it). ``title``: a label for the header (the demo says which backend it runs on).
+``cli_dsn``: a DSN another terminal's `jobsctl` can use to reach this database (the demo's
+throwaway server, whose DSN no one could read once the console covered the line it printed): the
+Overview and the help show it whole, as a `JOBS_DSN=... jobsctl queues` line.
 For tests and snapshots, ``console.demo.world.seeded_source()`` builds a deterministic Source.
 """
 
@@ -75,6 +78,7 @@ class JobsConsole(App[None]):
         refresh: float = 2.0,
         queue: str | None = None,
         title: str | None = None,
+        cli_dsn: str | None = None,
     ) -> None:
         super().__init__()
         palette.use(no_color=self.no_color)
@@ -88,6 +92,7 @@ class JobsConsole(App[None]):
         self.source = source
         self.focus_queue = queue
         self.label = title
+        self.cli_dsn = cli_dsn
         self.set_reactive(JobsConsole.refresh_interval, float(refresh))
         source.set_refresh(float(refresh))
         self.activity: list[Activity] = []

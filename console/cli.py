@@ -151,10 +151,10 @@ def open_source(dsn: str, opts: Options):  # type: ignore[no-untyped-def]
         raise
 
 
-def make_app(source, opts: Options):  # type: ignore[no-untyped-def]
+def make_app(source, opts: Options, cli_dsn: str | None = None):  # type: ignore[no-untyped-def]
     from console.app import JobsConsole
 
-    return JobsConsole(source, refresh=opts.refresh, queue=opts.queue, title=opts.name)
+    return JobsConsole(source, refresh=opts.refresh, queue=opts.queue, title=opts.name, cli_dsn=cli_dsn)
 
 
 def exit_like(console) -> None:  # type: ignore[no-untyped-def]
@@ -289,7 +289,7 @@ def demo(
     built: list = []  # type: ignore[type-arg]
 
     def build(source):  # type: ignore[no-untyped-def]
-        built.append(make_app(source, opts))
+        built.append(make_app(source, opts, running.dsn))  # shown in the console: it covers the line above
         return built[-1]
 
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -87,6 +88,19 @@ def database_label(dsn: str) -> str:
 def redact_dsn(text: str) -> str:
     """Belt and braces over the driver's own redaction: no password ever reaches the screen (I25)."""
     return _PASSWORD_URL.sub(r"\1:***@", _PASSWORD_KV.sub(r"\1***", text))
+
+
+def another_terminal(dsn: str) -> list[Text]:
+    """How another terminal's `jobsctl` reaches the database at ``dsn`` (the demo's), in parts for
+    ``packed`` (with ``sep=" "``) to break between: a narrow screen breaks a key=value DSN between
+    two of its keys, inside its quotes, where a shell keeps the line break and libpq reads it as
+    the space it was, so the lines copied together still make the command."""
+    command = f"JOBS_DSN={shlex.quote(redact_dsn(dsn))}".split(" ")
+    return [
+        Text("another terminal:", style="dim"),
+        *(Text(part, style="bold") for part in command),
+        Text("jobsctl queues"),
+    ]
 
 
 def looks_binary(s: str) -> bool:

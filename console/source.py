@@ -278,7 +278,7 @@ class Source:
         return await self._read(lambda: self._ops.children(job_id))
 
     async def discard(self, job_id: str, *, note: str | None = None) -> ActionResult:
-        """Discard a dead letter: deleted, with a `discarded` entry keeping the audit."""
+        """Discard a dead letter: deleted; its history keeps who discarded it, when and the note."""
         self._writable("discard")
         return await self._ops.discard(job_id, note=note)
 

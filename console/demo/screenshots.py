@@ -39,7 +39,7 @@ class Shot:
 
 # The same scenarios the snapshot tests pin (tests/console/test_snapshots.py), on the same seed.
 SHOTS: tuple[Shot, ...] = (
-    Shot("overview", "Overview: each queue's counts by state, oldest-ready age, throughput, workers, slots, pause"),
+    Shot("overview", "Overview: each queue's counts by state, oldest waiting age, throughput, workers, slots, pause"),
     Shot("jobs", "Jobs: the filterable, paginated list, newest first", press=("2",)),
     Shot(
         "job_detail",

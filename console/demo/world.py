@@ -279,7 +279,7 @@ class _World(FanIns):
             await self.f.heartbeat(wid, in_use=in_use)
 
     async def waiting_work(self) -> None:
-        """An old billing backlog (its oldest-ready age crosses the alert), a delayed batch, hostile
+        """An old billing backlog (its oldest waiting age crosses the alert), a delayed batch, hostile
         and huge inputs, a paused queue holding webhooks, and a cancelled job for the history."""
         now = self.now_at
         backlog = [

@@ -88,6 +88,13 @@ def title_text(board: Any, width: int = 0) -> Text:
     return packed(parts, width)
 
 
+def hint_text(v: Any) -> Text:
+    """What Enter does on the selected row: open its latest pass's job, once there is one."""
+    opens = v.last is not None and v.last.job_id is not None
+    hint = "Enter: the latest pass's job" if opens else f"Enter: no pass in {clean(v.environment, limit=20)} yet"
+    return Text(hint, style="dim")
+
+
 class BackfillsScreen(DataScreen, Flows, BackfillFlows):
     SCOPE = "backfills"
     MODE = "backfills"
@@ -103,6 +110,7 @@ class BackfillsScreen(DataScreen, Flows, BackfillFlows):
         yield Static("", id="bf-gate", classes="panel")
         yield Static("History here, newest first", classes="section", id="bf-history-title")
         yield KeyedTable(NARROW_HISTORY if self.app.size.width < NARROW_BELOW else HISTORY, id="bf-history")
+        yield Static("", id="note", classes="note")
         yield from self.compose_bottom()
 
     def on_mount(self) -> None:
@@ -136,7 +144,7 @@ class BackfillsScreen(DataScreen, Flows, BackfillFlows):
         empty = self.query_one("#empty", Static)
         empty.display = not board.rows
         update_changed(empty, NOTHING_DECLARED)
-        for part in ("#backfills", "#bf-progress", "#bf-gate", "#bf-history-title", "#bf-history"):
+        for part in ("#backfills", "#bf-progress", "#bf-gate", "#bf-history-title", "#bf-history", "#note"):
             self.query_one(part).display = bool(board.rows)
         self._show_selected()
 
@@ -157,6 +165,7 @@ class BackfillsScreen(DataScreen, Flows, BackfillFlows):
         columns = NARROW_HISTORY if self.app.size.width < NARROW_BELOW else HISTORY
         history.set_columns(columns)
         history.sync([(r.id, history_cells(r, now)[: len(columns)]) for r in runs])
+        update_changed(self.query_one("#note", Static), hint_text(v))
 
     def selected(self) -> Any:
         key = self.query_one("#backfills", KeyedTable).selected_key

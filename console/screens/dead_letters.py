@@ -33,24 +33,33 @@ COLUMNS = (
     ("last seen", "last"),
     ("last error", "error"),
 )
+# Under NARROW_BELOW columns (an 80x24 terminal) the table keeps name, code, stop reason, count
+# and tenants, names and codes cut shorter, so it fits without scrolling sideways; the selected
+# group's lines under it say the rest: when it was first and last seen, the last error and its
+# attempt ("attempts-exhausted at attempt 5 of 5").
+NARROW_BELOW = 100
+NARROW = tuple(c for c in COLUMNS if c[1] in ("name", "code", "stop", "count", "tenants"))
+NAME_LIMIT, CODE_LIMIT = (26, 22), (20, 18)  # (wide, narrow)
 
 
 def group_key(g: DeadGroup) -> str:
     return f"{g.name}\x1f{g.error_code or ''}\x1f{g.stop_reason or ''}"
 
 
-def group_row(g: DeadGroup, now) -> tuple[Text, ...]:  # type: ignore[no-untyped-def]
-    return (
-        cell(g.name, limit=26, style="bold"),
-        cell(g.error_code, limit=22, style=palette.style("error")),
-        cell(g.stop_reason, limit=18),
-        Text(f"{g.count:,}", justify="right", style="bold"),
-        Text(f"{g.attempt} of {g.max_attempts}", justify="right"),
-        Text(str(g.tenants), justify="right"),
-        Text(ago(g.first_seen, now), style="dim"),
-        Text(ago(g.last_seen, now), style="dim"),
-        cell(g.last_error, limit=40, style="dim"),
-    )
+def group_row(g: DeadGroup, now, columns: tuple[tuple[str, str], ...] = COLUMNS) -> tuple[Text, ...]:  # type: ignore[no-untyped-def]
+    narrow = columns is NARROW
+    cells = {
+        "name": cell(g.name, limit=NAME_LIMIT[narrow], style="bold"),
+        "code": cell(g.error_code, limit=CODE_LIMIT[narrow], style=palette.style("error")),
+        "stop": cell(g.stop_reason, limit=18),
+        "count": Text(f"{g.count:,}", justify="right", style="bold"),
+        "attempt": Text(f"{g.attempt} of {g.max_attempts}", justify="right"),
+        "tenants": Text(str(g.tenants), justify="right"),
+        "first": Text(ago(g.first_seen, now), style="dim"),
+        "last": Text(ago(g.last_seen, now), style="dim"),
+        "error": cell(g.last_error, limit=40, style="dim"),
+    }
+    return tuple(cells[key] for _, key in columns)
 
 
 def sort_value(g: DeadGroup, column: str) -> object:
@@ -80,7 +89,7 @@ class DeadLettersScreen(Filtered, DataScreen, Flows):
         yield from self.compose_top()
         yield Static("Dead letters", classes="screen-title", id="dead-title")
         yield FilterBar("filter: queue=Q name=N tenant=T code=X stop=S input.F=V, or an id/key")
-        table = KeyedTable(COLUMNS, id="groups")
+        table = KeyedTable(self._columns(), id="groups")
         table.sort_value = lambda key, col: sort_value(self.groups[key], col) if key in self.groups else None
         yield table
         yield Static("", id="empty", classes="empty")
@@ -96,6 +105,9 @@ class DeadLettersScreen(Filtered, DataScreen, Flows):
         self.query_one("#groups", KeyedTable).focus()
         super().on_mount()
 
+    def _columns(self) -> tuple[tuple[str, str], ...]:
+        return NARROW if (self.size.width or self.app.size.width) < NARROW_BELOW else COLUMNS
+
     def _dead(self) -> JobFilter:
         return replace(self.where, state=JobState.DEAD)
 
@@ -106,7 +118,10 @@ class DeadLettersScreen(Filtered, DataScreen, Flows):
         view: DeadLetters = message.data
         now = self.source.now()
         self.groups = {group_key(g): g for g in view.groups}
-        self.query_one("#groups", KeyedTable).sync([(group_key(g), group_row(g, now)) for g in view.groups])
+        table = self.query_one("#groups", KeyedTable)
+        columns = self._columns()
+        table.set_columns(columns)
+        table.sync([(group_key(g), group_row(g, now, columns)) for g in view.groups])
         title = Text("Dead letters", style="bold")
         title.append(f"  {view.total} jobs in {len(view.groups)} groups")
         if not self.where.empty:
@@ -131,6 +146,9 @@ class DeadLettersScreen(Filtered, DataScreen, Flows):
         if g.last_fix:  # what that error said to do (a handler's JobsError fix)
             t.append("\nfix: ", style="dim")
             t.append(clean(g.last_fix, limit=160), style="bold")
+        if self._columns() is NARROW:  # the columns left out
+            now = self.source.now()
+            t.append(f"\nfirst seen {ago(g.first_seen, now)} · last seen {ago(g.last_seen, now)}", style="dim")
         marked = len(self.query_one("#groups", KeyedTable).marked_keys())
         hints = (
             ["Enter: its jobs", "s: sort"]
@@ -145,6 +163,10 @@ class DeadLettersScreen(Filtered, DataScreen, Flows):
 
     def on_resize(self) -> None:
         if self.is_mounted:
+            table = self.query_one("#groups", KeyedTable)
+            if table.set_columns(self._columns()) and self.groups:  # refilled at the new width
+                now = self.source.now()
+                table.sync([(k, group_row(g, now, self._columns())) for k, g in self.groups.items()])
             self._show_selected()
 
     def _selected(self) -> DeadGroup | None:

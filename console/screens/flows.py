@@ -10,24 +10,46 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import work
 
 from console import palette
-from console.format import clean, duration, short_id
+from console.actions import DISCARD_EFFECT
+from console.format import ago, clean, duration, short_id, stamp
 from console.messages import ActionFailed, ActionSucceeded
 from console.screens.confirm import LEFT_ALONE, Confirmed, ConfirmScreen
 from console.screens.flows_bulk import BulkFlows
 from console.screens.modal import ask
 from console.screens.steps import StepChooser
 from engine.errors import JobsError
-from engine.projections import ActionResult, DrainRequest, JobFilter, JobSummary, WorkerView
+from engine.projections import ActionResult, DrainRequest, JobFilter, JobSummary, QueueStats, WorkerView
 from engine.types import LIVE_STATES, JobState
 
 if TYPE_CHECKING:
     from console.screens.hosts import ActionCall, FlowHost
+
+
+def resume_text(queue: str, q: QueueStats | None, now: datetime) -> Text:
+    """What resuming a paused queue undoes (who paused it, when, the note) and what it lets go: the
+    ready jobs workers start claiming, and the parked ones that follow as their limits allow."""
+    t = Text.assemble("Resume queue ", (clean(queue, limit=40), "bold"), ": workers claim its jobs again.")
+    if q is None:
+        return t
+    if q.paused_by or q.paused_at or q.pause_note:
+        t.append("\nPaused")
+        if q.paused_by:
+            t.append_text(Text.assemble(" by ", (clean(q.paused_by, limit=40), "bold")))
+        if q.paused_at:
+            t.append(f" {ago(q.paused_at, now)} ({stamp(q.paused_at, now)} UTC)")
+        t.append(f": “{clean(q.pause_note, limit=200)}”" if q.pause_note else ".")
+    jobs = "job" if q.ready.value == 1 else "jobs"
+    t.append(f"\n{q.ready} ready {jobs} will start being claimed")
+    if q.parked.value:
+        t.append(f"; {q.parked} parked follow as their limits allow")
+    return t.append(".")
 
 
 def result_text(r: ActionResult) -> str:
@@ -260,7 +282,10 @@ class Flows(BulkFlows):
         # The engine's send_event keeps no note (the event row records who sent it): none is offered.
         self.confirm_and_run("Send this event?", body, f"Send {clean(event, limit=24)}", call, note=False)
 
-    def toggle_pause(self: FlowHost, queue: str, paused: bool) -> None:
+    def toggle_pause(self: FlowHost, queue: str, paused: bool, stats: QueueStats | None = None) -> None:
+        """``stats``: the queue as the screen last read it; a resume's confirm says who paused it,
+        when, why, and how many of its jobs are ready to be claimed."""
+
         async def call(c: Confirmed) -> str:
             p = await (self.source.resume(queue) if paused else self.source.pause(queue, note=c.note))
             if not p.changed:
@@ -268,7 +293,7 @@ class Flows(BulkFlows):
             return f"Queue {queue} {'paused' if p.paused else 'resumed'}."
 
         if paused:  # a resume deletes the pause row, note and all: none is offered
-            body = Text.assemble("Resume queue ", (clean(queue, limit=40), "bold"), ": workers claim its jobs again.")
+            body = resume_text(queue, stats, self.source.now())
             self.confirm_and_run("Resume this queue?", body, f"Resume {clean(queue, limit=24)}", call, note=False)
         else:
             body = Text.assemble(
@@ -290,8 +315,7 @@ class Flows(BulkFlows):
         body = Text.assemble(
             "Discard dead job ",
             job_named(job_id, name),
-            ": its row, attempts and steps are deleted; a discarded entry in the audit keeps who, when, "
-            "the note and what it was. It cannot be retried afterwards.",
+            f": it is deleted; {DISCARD_EFFECT}. It cannot be retried afterwards.",
         )
         self.confirm_and_run("Discard this job?", body, f"Discard job {short_id(job_id)}", call)
 

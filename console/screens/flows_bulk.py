@@ -14,6 +14,7 @@ from rich.text import Text
 from textual import work
 
 from console import palette
+from console.actions import DISCARD_EFFECT
 from console.format import clean, duration, short_id
 from console.messages import ActionFailed, ActionSucceeded
 from console.screens.confirm import LEFT_ALONE, Confirmed, ConfirmScreen, ResultScreen
@@ -36,7 +37,7 @@ ACTING = {"retry": "Retrying", "cancel": "Cancelling", "discard": "Discarding"}
 WHAT = {
     "retry": "would be retried",
     "cancel": "would be cancelled",
-    "discard": "would be discarded (deleted; a discarded entry keeps who, when and the note)",
+    "discard": f"would be discarded (deleted; {DISCARD_EFFECT})",
 }
 
 

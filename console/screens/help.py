@@ -10,6 +10,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from console import actions
+from console.format import another_terminal, packed
 from console.screens.base import ConsoleScreen
 
 PALETTE = (
@@ -18,11 +19,14 @@ PALETTE = (
 )
 
 
-def help_text(*, read_only: bool, first: str | None = None) -> Group:
+def help_text(*, read_only: bool, first: str | None = None, cli_dsn: str | None = None, width: int = 0) -> Group:
     """Every scope's keys as a grid: a description wraps under itself, never under the keys.
     ``first``: the scope of the screen the help was opened on, whose keys come first (marked so),
-    then every scope in the table's order."""
+    then every scope in the table's order. ``cli_dsn``: the database's DSN for another terminal's
+    `jobsctl` (the demo's), said first, its lines broken to ``width`` around the DSN, never in it."""
     parts: list[RenderableType] = []
+    if cli_dsn:
+        parts += [packed(another_terminal(cli_dsn), width, sep=" "), Text("")]
     scopes = sorted(actions.SCOPES, key=lambda s: s[0] != first)  # stable: the rest keep their order
     for scope, label in scopes:
         rows = actions.for_scope(scope)
@@ -66,5 +70,8 @@ class HelpScreen(ConsoleScreen):
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
         with VerticalScroll(id="help-body"):
-            yield Static(help_text(read_only=self.source.read_only, first=self.first), id="help-table")
+            dsn = getattr(self.app, "cli_dsn", None)
+            width = max(0, self.app.size.width - 4)  # the body's padding and scrollbar
+            table = help_text(read_only=self.source.read_only, first=self.first, cli_dsn=dsn, width=width)
+            yield Static(table, id="help-table")
         yield from self.compose_bottom()

@@ -16,6 +16,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from console import palette
+from console.actions import DISCARD_EFFECT
 from console.format import ago, cell, clean, packed, short_id
 from console.messages import JobsLoaded
 from console.screens.base import DataScreen
@@ -57,8 +58,7 @@ ELIGIBLE = {"retry": {JobState.DEAD}, "cancel": set(LIVE_STATES), "discard": {Jo
 WHAT = {
     "retry": "Each becomes ready now with a fresh attempt budget.",
     "cancel": "Each becomes cancelled and will not run (a running handler is signalled to stop).",
-    "discard": "Each is deleted (row, attempts, steps); a discarded entry in the audit keeps who, when, "
-    "the note and what it was.",
+    "discard": f"Each is deleted; {DISCARD_EFFECT}.",
 }
 
 

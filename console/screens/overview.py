@@ -1,4 +1,4 @@
-"""Overview: one row per queue with counts by state, oldest-ready age, throughput, workers, pause."""
+"""Overview: one row per queue with counts by state, oldest waiting age (ready or parked), throughput, workers, pause."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from console import palette
-from console.format import cell, duration, packed
+from console.format import another_terminal, cell, duration, packed
 from console.messages import QueuesLoaded, SeriesLoaded
 from console.screens.base import DataScreen
 from console.screens.flows import Flows
@@ -20,7 +20,7 @@ from console.widgets.state_bar import StateBar, state_style
 from engine.projections import QueueStats, QueuesView, WorkersView
 from engine.series import QueueSeries
 
-AGE_WARN = 60.0  # seconds: the oldest ready job has waited longer than this (warn, "!")
+AGE_WARN = 60.0  # seconds: the oldest waiting job (ready or parked) has waited longer than this (warn, "!")
 AGE_ALERT = 300.0  # and this (alert, "!!")
 SPARK = 12
 COLUMNS = (
@@ -118,6 +118,7 @@ class OverviewScreen(DataScreen, Flows):
         yield Static("", id="series")
         yield Static("", id="empty", classes="empty")
         yield Static("", id="note", classes="note")
+        yield Static("", id="elsewhere", classes="note")
         yield from self.compose_bottom()
 
     async def fetch(self) -> QueuesLoaded:
@@ -204,6 +205,10 @@ class OverviewScreen(DataScreen, Flows):
         notes.append("g: chart")
         width = max(0, self.app.size.width - 2)  # lines break between two notes, never inside one
         update_changed(self.query_one("#note", Static), packed(notes, width, style="dim"))
+        dsn = getattr(self.app, "cli_dsn", None)  # the demo's: another terminal can reach it
+        elsewhere = self.query_one("#elsewhere", Static)
+        elsewhere.display = dsn is not None
+        update_changed(elsewhere, packed(another_terminal(dsn), width, sep=" ") if dsn else "")
         queue = self._selected()
         if queue is not None:
             self._load_series(queue)
@@ -224,8 +229,8 @@ class OverviewScreen(DataScreen, Flows):
     def action_toggle_pause(self) -> None:
         queue = self._selected()
         if queue and self._view is not None:
-            paused = next((q.paused for q in self._view.queues if q.name == queue), False)
-            self.toggle_pause(queue, paused)
+            stats = next((q for q in self._view.queues if q.name == queue), None)
+            self.toggle_pause(queue, stats is not None and stats.paused, stats)
 
     def on_data_table_row_selected(self, event: KeyedTable.RowSelected) -> None:
         event.stop()

@@ -85,6 +85,9 @@ def cause_text(c: Cause, now: datetime) -> Text:
     t = Text()
     t.append(f"● {title(c)}\n", style="bold")
     t.append("  " + clean(c.text, limit=400))
+    if c.fix:
+        t.append("\n  fix: ", style="dim")
+        t.append(clean(c.fix, limit=160), style="bold")
     facts: list[str] = []
     if c.kind == "event" and c.next_check is not None:
         facts.append(f"next check {stamp(c.next_check, now)} ({until(c.next_check, now)})")

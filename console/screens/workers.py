@@ -108,7 +108,10 @@ class WorkersScreen(DataScreen, Flows):
         )
         update_changed(
             self.query_one("#note", Static),
-            Text(f"stale: no heartbeat for {clean(duration(view.stale_after))}", style="dim"),
+            Text(
+                f"stale: no heartbeat for {clean(duration(view.stale_after))}, or for three of its own heartbeats if longer",
+                style="dim",
+            ),
         )
 
     def _by_id(self) -> dict[str, WorkerView]:

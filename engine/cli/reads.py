@@ -367,6 +367,8 @@ def why(
     out = console()
     for c in rep.causes:
         out.print(f"- [{c.kind}] {c.text}", markup=False, highlight=False)
+        if c.fix:
+            out.print(f"  fix: {c.fix}", markup=False, highlight=False)
     if not rep.causes:
         out.print(rep.summary, markup=False, highlight=False)
 

@@ -391,21 +391,24 @@ def job_causes(
 
 
 def dead_cause(row: JobRow, fix: str | None) -> Cause:
-    """A dead job, with what to do about it: the fix its last error recorded, else the next step. A
-    job that ran out of attempts may succeed when run again once its cause is dealt with (`jobsctl
-    retry`); one its handler stopped as terminal would fail the same way, so its error comes first."""
+    """A dead job, with what to do about it in ``fix``: the fix its last error recorded, else the
+    next step. A job that ran out of attempts may succeed when run again once its cause is dealt with
+    (`jobsctl retry`); one its handler stopped as terminal would fail the same way, so its error
+    comes first. The text says why a next step was chosen; the fix itself is its own field, which
+    `jobsctl why` and the console print on a line of their own (the job detail shows it beside the
+    error already)."""
     if fix:
-        said = f"Its last error's fix: {fix}"
+        said = ""
     elif row.stop_reason == "terminal":
         fix = f"jobsctl show {row.id}"
-        said = f"Its error named no fix and stopped it as terminal, so a retry fails the same way; read it: {fix}"
+        said = " Its error named no fix and stopped it as terminal, so a retry fails the same way: read it."
     else:
         fix = f"jobsctl retry {row.id}"
-        said = f"Its error named no fix; once its cause is dealt with, run it again from attempt 1: {fix}"
+        said = " Its error named no fix; once its cause is dealt with, run it again from attempt 1."
     return Cause(
         "dead",
         f"Dead: {row.error_code or 'error'} after attempt {row.attempt} of {row.max_attempts} "
-        f"({row.stop_reason or 'no stop reason'}). {said}",
+        f"({row.stop_reason or 'no stop reason'}).{said}",
         code=row.error_code,
         stop_reason=row.stop_reason,
         attempt=row.attempt,

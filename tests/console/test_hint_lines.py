@@ -81,3 +81,21 @@ async def test_the_overview_s_legend_breaks_between_its_notes_on_a_narrow_termin
     async with app.run_test(size=(60, 20)) as pilot:
         await settle(pilot)
         hints_whole(lines_of(app, "#note"), 58, ["oldest: ! past 1m00s, !! past 5m00s", "y: why", "g: chart"])
+
+
+async def test_the_backfills_hint_line_names_enter_which_opens_the_latest_pass_s_job() -> None:
+    from console.screens.job_detail import JobDetailScreen
+
+    app = JobsConsole(seeded_source(), refresh=60)
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot)
+        await pilot.press("7")
+        await settle(pilot)
+        screen = app.screen
+        note = screen.query_one("#note")
+        assert lines_of(app, "#note") == ["Enter: the latest pass's job"]
+        assert note.region.height == 1 and note.region.bottom <= SMALL[1] - 1  # above the footer
+        v = screen.selected()  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, JobDetailScreen) and app.screen.job_id == v.last.job_id

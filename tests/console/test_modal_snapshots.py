@@ -21,6 +21,10 @@ def test_modal_pause_80x24(snap_compare, app: JobsConsole) -> None:
     assert snap_compare(app, terminal_size=SMALL, run_before=modal("down", "p"))
 
 
+def test_modal_resume_80x24(snap_compare, app: JobsConsole) -> None:
+    assert snap_compare(app, terminal_size=SMALL, run_before=modal("end", "p"))
+
+
 def test_modal_cancel_job_80x24(snap_compare, app: JobsConsole) -> None:
     assert snap_compare(app, terminal_size=SMALL, run_before=modal("2", "slash", *"state=running", "enter", "c"))
 

@@ -59,7 +59,7 @@ async def test_discard_a_dead_job_from_its_detail_deletes_it_audited_and_goes_ba
         job_id = app.screen.job_id
         await keys(pilot, "d")
         assert isinstance(app.screen, ConfirmScreen)
-        assert "deleted" in modal_text(app) and "audit" in modal_text(app)
+        assert "deleted" in modal_text(app) and "history keeps who discarded it" in modal_text(app)
         await pilot.click("#confirm-note")
         await pilot.press(*"INC-7")
         await keys(pilot, "tab", "y")

@@ -94,3 +94,11 @@ async def test_the_why_of_a_queue_asks_why_it_does_not_drain_as_its_key_says() -
         await settle(pilot)
         title = str(app.screen.query_one("#why-title").render())
         assert title == f"Why is queue {queue} not draining?" and "not draining?" in why.help, title
+
+
+def test_a_dead_causes_fix_reads_on_a_line_of_its_own_under_its_text() -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    c = Cause("dead", "Dead: X_DECLINED after attempt 1 of 1 (terminal).", code="X_DECLINED", fix="check the card")
+    lines = cause_text(c, now).plain.splitlines()
+    assert lines[1].strip() == "Dead: X_DECLINED after attempt 1 of 1 (terminal)."
+    assert lines[2].strip() == "fix: check the card"
