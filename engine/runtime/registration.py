@@ -84,10 +84,11 @@ class Registration:
         registered again."""
         while True:
             await self.clock.sleep(self.heartbeat_interval)
-            self.metrics.in_use.set(in_use())
+            busy = in_use()
+            self.metrics.in_use.set(busy)
             try:
                 beat = await self.driver.worker_heartbeat(
-                    id=self.worker, in_use=in_use(), stopping=stopping(), now=self.clock.now()
+                    id=self.worker, in_use=busy, stopping=stopping(), now=self.clock.now()
                 )
                 self.health.beat()
                 if beat is not None and beat.drain_requested:
