@@ -1,7 +1,9 @@
 """The CI-size torture run, once per session for every test of tests/torture (bench/torture):
 3 real `jobsctl worker` processes on a private PostgreSQL, a steady mix of every kind of job for 50 s
 while every kind of fault is injected, then the checks. Each test asserts one of its invariants;
-the speeds it measures are reported, never asserted."""
+the speeds it measures are reported, never asserted. The suite's processes take a file each, and
+each process that reaches the fixture runs the whole run: every test reading it lives in
+test_torture.py."""
 
 from __future__ import annotations
 

@@ -4,13 +4,17 @@ execution, a fan-in goes on only once its children have settled and enqueued non
 cancelled with its children leaves none running, one dead of its dead child and retried with its
 children completes with them, each cron occurrence is enqueued
 once, the console's counts are true, a stalled worker
-acks nothing it lost, and every worker recovers from every fault on its own."""
+acks nothing it lost, every worker recovers from every fault on its own, and (I25) no log line
+shows the DSN's password or a job's input. The run is one session fixture: every test that reads
+it lives in this one file, so the suite's processes (a file each) run it once, not once each."""
 
 from __future__ import annotations
 
 import pytest
 
+from bench.torture.cluster import PASSWORD
 from bench.torture.faults import KINDS
+from bench.torture.load import MARKER
 from bench.torture.run import TortureReport
 from tests.torture.conftest import check
 
@@ -79,3 +83,15 @@ def test_the_report_ends_with_the_checks_the_fault_counts_and_the_reruns(torture
     assert before[-1].startswith("faults injected: kill ")
     assert before[-2].startswith("handler re-runs (at-least-once, expected): handler runs ")
     assert torture.reruns["handler runs"] >= torture.enqueued * 0.9
+
+
+def test_i25_no_torture_log_shows_the_dsn_password_or_an_input(torture: TortureReport) -> None:
+    check(torture, "no log shows the DSN's password or a job's input")
+    texts = [p.read_text(errors="replace") for p in torture.logs.glob("worker-*.log")]
+    assert len(texts) >= 3 + torture.fault_counts()["kill"]  # every incarnation's log was read
+    assert any("jobs.worker.reconnecting" in t for t in texts)  # the faults were seen
+    assert not any(PASSWORD in t or MARKER in t for t in texts)
+
+
+def test_every_line_a_worker_logs_is_a_json_event(torture: TortureReport) -> None:
+    assert torture.plain_lines == []
