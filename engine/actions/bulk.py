@@ -7,13 +7,15 @@ from __future__ import annotations
 import asyncio
 import inspect
 import math
+import shlex
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 
 from engine.actions.base import DEFAULT_BATCH, OperatorBase
 from engine.clock import Clock
 from engine.errors import X_INVALID_ARGUMENT, X_INVALID_STATE, JobsError
-from engine.introspect.filters import describe_filter, scoped
+from engine.introspect.filters import describe_filter, filter_options, scoped
 from engine.projections import BulkAction, BulkPlan, BulkResult, JobFilter
 from engine.runtime.aio import first
 from engine.types import LIVE_STATES, JobState
@@ -25,23 +27,23 @@ MAX_BATCH = 5_000  # rows a batch (one statement, one transaction) may hold
 class BulkActions(OperatorBase):
     def _bulk_filter(self, action: BulkAction, where: JobFilter) -> JobFilter:
         if action not in ACTIONS:
+            import difflib  # only a mistake pays its import
+
+            near = difflib.get_close_matches(str(action), ACTIONS, n=1)
             raise JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"bulk action {action!r} is not one of {', '.join(ACTIONS)}",
-                fix="jobsctl retry --all --filter state=dead",
+                fix=f"ops.plan({(near or ['retry'])[0]!r}, where)",
             )
         where = scoped(where, self.tenant)
         if action in ("retry", "discard") and where.state not in (None, JobState.DEAD):
-            raise JobsError(
-                X_INVALID_STATE,
-                cause=f"a bulk {action} applies to dead jobs; the filter names state={where.state.value}",
-                fix=f"jobsctl {action} --all --filter state=dead",
-            )
+            raise not_dead_filter(action, where)
         if action == "cancel" and where.state is not None and where.state not in LIVE_STATES:
             raise JobsError(
                 X_INVALID_STATE,
-                cause=f"a bulk cancel applies to live jobs; the filter names state={where.state.value}",
-                fix="jobsctl cancel --all --filter state=ready",
+                cause=f"a bulk cancel applies to live jobs; the filter names state={where.state.value}, jobs that have "
+                "already ended: nothing to cancel",
+                fix=f"jobsctl ls {filter_options(where)}",
             )
         return where
 
@@ -124,6 +126,28 @@ class BulkActions(OperatorBase):
         return BulkResult(action, where, changed, skipped, started, self.clock.now(), per_second, note, stopped)
 
 
+def not_dead_filter(action: BulkAction, where: JobFilter) -> JobsError:
+    """A bulk retry or discard (of dead jobs) over a filter naming another state, with the next step
+    for the jobs it names, the operator's other filter words kept: jobs still to run need no retry
+    (their queue's why, or their list, says what they wait for) and a discard of them is a cancel;
+    ended ones are not dead letters, so the same action over the dead ones of that filter."""
+    state = where.state
+    assert state is not None
+    said = f"a bulk {action} applies to dead jobs; the filter names state={state.value}"
+    if state not in LIVE_STATES:
+        cause = f"{said}, jobs that ended without dying (retention prunes them)"
+        fix = f"jobsctl {action} --all {filter_options(replace(where, state=JobState.DEAD))}"
+    elif action == "discard":
+        cause = f"{said}, jobs still to run: a cancel stops them (only a dead letter is discarded)"
+        fix = f"jobsctl cancel --all {filter_options(where)}"
+    else:
+        cause = f"{said}, jobs still to run: none needs a retry (`jobsctl why ID` says what one waits for)"
+        # Ready and parked jobs are what a queue's why explains (its oldest waiting age).
+        waiting = state in (JobState.READY, JobState.PARKED) and where.queue is not None
+        fix = f"jobsctl why {shlex.quote(str(where.queue))}" if waiting else f"jobsctl ls {filter_options(where)}"
+    return JobsError(X_INVALID_STATE, cause=cause, fix=fix)
+
+
 def plan_bound(action: BulkAction, where: JobFilter, plan: BulkPlan | None) -> tuple[datetime | None, int | None]:
     """What a confirmed dry run bounds an apply to: the instant it read (``upto``) and how many
     jobs it matched; (None, None) without one. A plan of another action or filter is refused:
@@ -134,7 +158,7 @@ def plan_bound(action: BulkAction, where: JobFilter, plan: BulkPlan | None) -> t
         raise JobsError(
             X_INVALID_ARGUMENT,
             cause=f"plan= is not the dry run of this bulk {action} over {describe_filter(where)}",
-            fix=f"plan = await op.plan({action!r}, where); await op.bulk({action!r}, where, plan=plan)",
+            fix=f"plan = await ops.plan({action!r}, where); await ops.bulk({action!r}, where, plan=plan)",
         )
     return plan.at, plan.matched
 
@@ -146,7 +170,9 @@ def check_bulk_options(
     if per_second is not None and (
         isinstance(per_second, bool) or not isinstance(per_second, (int, float)) or not 0 < per_second < math.inf
     ):
-        raise JobsError(X_INVALID_ARGUMENT, cause=f"per_second={per_second!r} must be a positive rate", fix="--rate 50")
+        raise JobsError(
+            X_INVALID_ARGUMENT, cause=f"per_second={per_second!r} must be a positive rate", fix="per_second=50"
+        )
     if stop is not None and not isinstance(stop, asyncio.Event):  # a threading.Event's wait would block the loop
         raise JobsError(
             X_INVALID_ARGUMENT,

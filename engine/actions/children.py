@@ -47,18 +47,31 @@ async def descendants(
     seen = {root.id}
     found: list[JobRow] = []
     frontier = [root]
+    again = ""  # the root's first wait for jobs, which a retry by hand runs again from
     while frontier:
         ids: list[str] = []
         for row in frontier:
             if row.run == 0:  # never claimed: no step stored, no child
                 continue
-            ids += [i for i in child_ids(await driver.step_load(job_id=row.id)) if i not in seen]
+            steps = await driver.step_load(job_id=row.id)
+            if row is root:
+                waits = [s.name for s in sorted(steps, key=lambda s: s.seq) if s.kind == "jobs"]
+                again = f" --from-step {waits[0]}" if waits else ""
+            ids += [i for i in child_ids(steps) if i not in seen]
         ids = list(dict.fromkeys(ids))
         if len(found) + len(ids) > limit:
+            # By hand: a cancel stops the job first (it fans out no more), then the rest by filter; a
+            # retry brings the jobs below back first, then runs the job again from its wait on them, if
+            # it waited for them (a plain retry would replay the answer it stored, and die the same way).
+            fix = (
+                f"jobsctl cancel {root.id} && jobsctl cancel --all --filter name=CHILD_NAME"
+                if action == "cancel"
+                else f"jobsctl retry --all --filter name=CHILD_NAME && jobsctl retry {root.id}{again}"
+            )
             raise JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"job {root.id} has more than {limit:,} jobs below it; a {action} reaches at most {limit:,}",
-                fix=f"jobsctl {action} {root.id}, then jobsctl {action} --all --filter name=CHILD_NAME",
+                fix=fix,
             )
         seen.update(ids)
         by_id = {r.id: r for r in await driver.job_get_many(job_ids=ids)} if ids else {}

@@ -41,11 +41,14 @@ def not_dead(row: JobRow) -> JobsError:
 
 
 def key_held(job_id: str, holder: str) -> JobsError:
-    """A single-job retry that would run the work twice: another live job holds the key (I2)."""
+    """A single-job retry that would run the work twice: another live job holds the key (I2). That
+    job is the one doing the work, so the next step is to follow it; cancelling it to run this one
+    instead is named in the cause, as a choice, not as the fix."""
     return JobsError(
         X_KEY_HELD,
-        cause=f"job {holder} is live with the same idempotency key as {job_id}; retrying would run the work twice",
-        fix=f"jobsctl cancel {holder}",
+        cause=f"job {holder} is live with the same idempotency key as {job_id}, so it does that work and retrying "
+        f"would run it twice (to run {job_id} instead, cancel {holder} first)",
+        fix=f"jobsctl why {holder}",
     )
 
 
@@ -58,10 +61,12 @@ def checked_step_retry(res: StepRetry, *, tenant: str | None) -> StepRetry:
         raise not_found(jid, tenant)
     if res.outcome == "invalid-state":
         state = res.state.value if res.state is not None else "?"
+        doing = _STILL_TO_RUN.get(res.state) if res.state is not None else None
         raise JobsError(
             X_INVALID_STATE,
-            cause=f"job {jid} is {state}; only a dead or completed job is retried from a step",
-            fix=f"jobsctl show {jid}",
+            cause=f"job {jid} is {state}{f': {doing}' if doing else ''}; only a dead or completed job is retried "
+            "from a step",
+            fix=f"jobsctl why {jid}" if doing else f"jobsctl show {jid}",  # as a retry of it says
         )
     if res.outcome == "unknown-step":
         known = ", ".join(repr(n) for n in res.known_steps) or "none recorded"

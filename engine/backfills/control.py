@@ -11,12 +11,20 @@ started a pass, the job's history who cancelled or retried it.
 from __future__ import annotations
 
 import asyncio
+import os
+import shlex
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.backfills.declare import BackfillDefinition, Catalog, pass_job_name, resolve_environment
+from engine.backfills.declare import (
+    DEFAULT_ENVIRONMENT,
+    BackfillDefinition,
+    Catalog,
+    pass_job_name,
+    resolve_environment,
+)
 from engine.backfills.passes import check_migration
 from engine.backfills.views import BackfillView, Gate, Progress, Started, status_here
 from engine.durations import relative
@@ -55,6 +63,15 @@ _LIVE_AS = {
 def when(at: datetime, now: datetime) -> str:
     """A past moment for a person: "at 2026-01-01 12:00:00 UTC (2d23h ago)", to the second."""
     return f"at {at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC ({relative((at - now).total_seconds())})"
+
+
+def env_command(d: BackfillDefinition, environment: str, *flags: str, explicit: bool = False) -> str:
+    """``d.command(*flags)`` run where ``environment`` is: with ``--env`` when it was given
+    (``explicit``) or is not the one the command resolves by default ($JOBS_ENV, else
+    development), so the line run as printed acts on the environment the answer was about."""
+    line = d.command(*flags)
+    default = (os.environ.get("JOBS_ENV") or DEFAULT_ENVIRONMENT).strip()
+    return f"{line} --env {shlex.quote(environment)}" if explicit or environment != default else line
 
 
 def _raise(gate: Gate) -> None:
@@ -122,7 +139,7 @@ class BackfillControl(EngineView):
                 X_BACKFILL_PENDING,
                 cause=f"backfill {d.backfill!r} is declared and jobs.backfill holds no completed write pass "
                 f"for it in {self.environment}",
-                fix=d.command("--write"),
+                fix=env_command(d, self.environment, "--write"),
             )
 
     async def history(self, name: str | None = None, *, limit: int = HISTORY) -> list[BackfillRun]:
@@ -261,7 +278,7 @@ class BackfillControl(EngineView):
                 X_BACKFILL_APPLIED,
                 f"backfill {d.backfill!r} completed as run {done.id} {at} in {env}; a forced rerun writes "
                 "a NEW ledger row and never edits that one",
-                d.command("--write", "--force"),
+                env_command(d, env, "--write", "--force"),
             )
         return None
 
@@ -341,7 +358,9 @@ class BackfillControl(EngineView):
         if not runs or runs[0].job_id is None:
             d = self.catalog.get(name)
             raise JobsError(
-                X_INVALID_STATE, cause=f"backfill {name!r} has no pass in {self.environment}", fix=d.command()
+                X_INVALID_STATE,
+                cause=f"backfill {name!r} has no pass in {self.environment}",
+                fix=env_command(d, self.environment),
             )
         return runs[0]
 
@@ -380,7 +399,7 @@ class BackfillControl(EngineView):
             raise JobsError(
                 X_INVALID_STATE,
                 cause=f"the latest pass of {name!r} is {run.status}; only a failed or cancelled pass continues",
-                fix=self.catalog.get(name).command("--status"),
+                fix=env_command(self.catalog.get(name), self.environment, "--history"),  # its passes, newest first
             )
         assert run.job_id is not None
         res = await self.driver.backfill_pass_resume(job_id=run.job_id, now=self.clock.now(), actor=actor, note=note)
@@ -388,6 +407,6 @@ class BackfillControl(EngineView):
             raise JobsError(
                 X_INVALID_STATE,
                 cause=f"the job {run.job_id} of pass {run.id} is gone (pruned)",
-                fix=self.catalog.get(name).command("--write"),
+                fix=env_command(self.catalog.get(name), self.environment, "--write"),
             )
         return res  # a pass made ready wakes its queue's idle workers (the statement's NOTIFY)

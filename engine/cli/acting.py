@@ -8,11 +8,12 @@ import signal
 import sys
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import typer
 
 from engine.cli.reads import console, emit
+from engine.errors import X_INVALID_ARGUMENT, JobsError
 
 T = TypeVar("T")
 EXIT_NOOP = 5  # the action changed nothing (already final, already paused, already asked to drain)
@@ -58,6 +59,20 @@ def confirmed(question: str) -> bool:
     except (typer.Abort, EOFError):
         sys.stdout.write("\n")  # the prompt's line, left open
         return False
+
+
+def not_confirmed(fix: str, *, as_json: bool) -> NoReturn:
+    """A change not confirmed: nothing changed, exit EXIT_NOOP. Under --json no question is asked
+    (a script says --yes), and the refusal is the JSON error every --json refusal is, ``fix``
+    the command with --yes."""
+    if as_json:
+        from engine.cli import say_error
+
+        cause = "--json asks no question, so a change under --json needs --yes; nothing changed"
+        say_error(JobsError(X_INVALID_ARGUMENT, cause=cause, fix=fix), as_json=True)
+    else:
+        sys.stderr.write("error: not confirmed; nothing changed\n  fix: add --yes\n")
+    raise typer.Exit(EXIT_NOOP)
 
 
 async def stopped_by_signal(call: Callable[[asyncio.Event], Awaitable[T]]) -> T:

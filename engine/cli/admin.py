@@ -25,7 +25,7 @@ from typing import Any
 
 import typer
 
-from engine.errors import X_DSN_INVALID, X_INVALID_ARGUMENT, JobsError
+from engine.errors import X_DSN_INVALID, X_INVALID_ARGUMENT, X_NOT_IMPLEMENTED, JobsError
 from engine.options import finite_positive
 from engine.text import unstorable
 
@@ -95,8 +95,8 @@ def set_connections(
         raise JobsError(
             X_INVALID_ARGUMENT,
             cause=f"--statement-timeout {statement:g} is past the server's ceiling of {MAX_STATEMENT_MS // 1000:,} s "
-            "(about 24 days)",
-            fix=f"jobsctl --statement-timeout 0 {command or 'queues'} (no timeout)",
+            "(about 24 days); 0 is no timeout",
+            fix=f"jobsctl --statement-timeout 0 {command or 'queues'}",
         )
     CONNECTIONS.connect, CONNECTIONS.statement, CONNECTIONS.command = connect, statement, command
     CONNECTIONS.prepared, CONNECTIONS.dsn = prepared, None
@@ -116,7 +116,7 @@ def group_given(ctx: typer.Context, dsn: str | None, json_out: bool) -> tuple[st
             JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"--dsn is given twice, before and after `{ctx.info_name}`, with different values",
-                fix=f"jobsctl {group} {ctx.info_name} ... --dsn DSN (once)",
+                fix=f"jobsctl {group} {ctx.info_name} ... --dsn DSN",
             ),
             as_json=as_json,
         )
@@ -237,8 +237,10 @@ def resolve_dsn(dsn: str | None, *, long_running: bool = False) -> str:
             statement_given=given,
         )
     except JobsError as err:
-        if err.code == X_DSN_INVALID:  # the driver's fix names the API; this names the command
-            raise JobsError(X_DSN_INVALID, cause=err.cause, fix=dsn_fix()) from None
+        # The driver's fix names the API (X_DSN_INVALID) or $JOBS_DSN (another storage's URL, which
+        # a --dsn on the command line would still override): this names the command with a DSN.
+        if err.code == X_DSN_INVALID or (err.code == X_NOT_IMPLEMENTED and CONNECTIONS.dsn is not None):
+            raise JobsError(err.code, cause=err.cause, fix=dsn_fix()) from None
         raise
 
 

@@ -37,7 +37,7 @@ def load_catalog(module: str | None) -> Any:
     from engine.cli.worker import app_target, load_target
 
     target = app_target(module, "jobsctl backfill --pending --app myapp.backfills")
-    load_target(target)  # the import and its errors, as `jobsctl worker` reports them
+    load_target(target, "jobsctl backfill --app {target}")  # the import and its errors, as the worker's
     mod = importlib.import_module(target.partition(":")[0])
     return Catalog.of(mod)
 
@@ -71,6 +71,8 @@ def _control(eng: Any, catalog: Any, actor: str | None) -> Any:
 
 
 def _pending(catalog: Any, dsn: str | None, env: str | None, json_out: bool) -> None:
+    from engine.backfills.control import env_command
+
     async def call(eng: Any) -> tuple[str, list[Any]]:
         ctl = _control(eng, catalog, None)
         return ctl.environment, await ctl.pending()
@@ -82,7 +84,7 @@ def _pending(catalog: Any, dsn: str | None, env: str | None, json_out: bool) -> 
             X_BACKFILL_PENDING,
             cause=f"backfill {d.backfill!r} is declared and jobs.backfill holds no completed write pass for it "
             f"in {environment}",
-            fix=d.command("--write"),
+            fix=env_command(d, environment, "--write", explicit=env is not None),
         )
         rows.append({"name": d.backfill, "error": err.as_dict()})
     if json_out:
@@ -213,6 +215,20 @@ def _follow(
     return 0 if p is not None and p.status == "completed" else EXIT_UNSUCCESSFUL
 
 
+def _check_env(env: str | None, what: str) -> None:
+    """--env as the engine takes an environment (engine/backfills/declare.py, resolve_environment),
+    refused before any connection with this command as the fix, not connect()'s."""
+    from engine.backfills.declare import resolve_environment
+
+    if env is None:
+        return
+    try:
+        resolve_environment(env)
+    except JobsError as err:
+        cause = err.cause.replace("environment=", "--env ", 1) if err.cause.startswith("environment=") else err.cause
+        raise JobsError(err.code, cause=cause, fix=f"jobsctl backfill {what} --env production") from None
+
+
 ONE_BACKFILL = ("--history", "--cancel", "--retry", "--write", "--force", "--wait")  # the flags that need a NAME
 
 
@@ -247,12 +263,15 @@ def _one_mode(
     starting = [f for f, on in (("--write", write), ("--force", force)) if on]
     refusal: tuple[str, str] | None = None
     who = name or "NAME"
+    # The first mode alone (when one is given): --pending and --status list every backfill, no name.
+    first = modes[0] if modes else ""
+    alone = f"jobsctl backfill {first}" if first in ("--pending", "--status") else f"jobsctl backfill {who} {first}"
     if len(modes) > 1:
-        refusal = f"{' and '.join(modes)} are each a command of their own", f"jobsctl backfill {who} {modes[0]}"
+        refusal = f"{' and '.join(modes)} are each a command of their own", alone
     elif modes and starting:
         refusal = (
             f"{' and '.join(starting)} {'start' if len(starting) > 1 else 'starts'} a pass; {modes[0]} starts none",
-            f"jobsctl backfill {who} {modes[0]}",
+            alone,
         )
     elif force and not write:
         refusal = (
@@ -260,21 +279,14 @@ def _one_mode(
             f"jobsctl backfill {who} --write --force",
         )
     elif wait and modes and modes[0] != "--retry":
-        refusal = (
-            f"--wait follows a pass that starts or continues; {modes[0]} starts none",
-            f"jobsctl backfill {who} {modes[0]}",
-        )
+        refusal = f"--wait follows a pass that starts or continues; {modes[0]} starts none", alone
     elif timeout is not None and not wait:
         follows_nothing = modes and modes[0] != "--retry"  # --cancel, --history...: --timeout goes
         refusal = (
             "--timeout bounds --wait, and no --wait was given",
-            " ".join(
-                [
-                    "jobsctl backfill",
-                    who,
-                    *(modes if follows_nothing else [*modes, *starting, "--wait", "--timeout", timeout]),
-                ]
-            ),
+            alone
+            if follows_nothing
+            else " ".join(["jobsctl backfill", who, *modes, *starting, "--wait", "--timeout", timeout]),
         )
     elif name is None and (one := [f for f in (*modes, *starting, "--wait" if wait else "") if f in ONE_BACKFILL]):
         # Without a name the command reads every backfill's status, and the flag would do nothing.
@@ -317,6 +329,7 @@ def backfill_cmd(
         if name is not None:
             catalog.get(name)  # X_BACKFILL_UNKNOWN, before the database
         _one_mode(name, pending, status, history, cancel, retry, write, force, wait, actor, timeout)
+        _check_env(env, name or ("--pending" if pending else "--status"))
         limit = None if timeout is None else parse_duration(timeout, "--timeout")
     except JobsError as err:
         fail(err, as_json=json_out)

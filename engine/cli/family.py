@@ -5,14 +5,23 @@ with them (ops.py parses those commands)."""
 
 from __future__ import annotations
 
-import sys
+import shlex
 from collections import Counter
 from typing import Any, Literal
 
 import typer
 
 from engine.cli import app
-from engine.cli.acting import EXIT_NOOP, EXIT_STOPPED, confirmed, operator, result, said, stopped_by_signal
+from engine.cli.acting import (
+    EXIT_NOOP,
+    EXIT_STOPPED,
+    confirmed,
+    not_confirmed,
+    operator,
+    result,
+    said,
+    stopped_by_signal,
+)
 from engine.cli.admin import DSN_HELP, JSON_HELP, TENANT_HELP
 from engine.cli.reads import console, emit, run, summaries
 from engine.types import LIVE_STATES, JobState
@@ -65,8 +74,8 @@ def with_children(
             f"{len(below) - n} below it {settled} and stay as they are"
         )
     if not yes and (json_out or not confirmed(f"{action} {job_id} and {n} jobs below it?")):
-        sys.stderr.write("error: not confirmed; nothing changed\n  fix: add --yes\n")
-        raise typer.Exit(EXIT_NOOP)
+        scope = [] if tenant is None else ["--tenant", shlex.quote(tenant)]
+        not_confirmed(" ".join(["jobsctl", action, job_id, "--children", *scope, "--yes", "--json"]), as_json=json_out)
     res = run(
         dsn, json_out, lambda e: getattr(operator(e, actor), action)(job_id, tenant=tenant, note=note, children=True)
     )

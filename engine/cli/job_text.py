@@ -65,8 +65,19 @@ def _run_note(d: JobDetail, n: int, a: AttemptRecord) -> str:
     return " (no attempt used yet)" if last and a.outcome in UNCOUNTED else ""
 
 
+class _Trimmed:
+    """show's printer: each line it prints ends at its last visible character (a run without an
+    error code, a step without a duration, a stored traceback's or error's own trailing blanks)."""
+
+    def __init__(self) -> None:
+        self.out = console()
+
+    def print(self, text: str, **kw: Any) -> None:
+        self.out.print("\n".join(line.rstrip() for line in text.split("\n")), **kw)
+
+
 def print_job(d: JobDetail) -> None:
-    out, j = console(), d.job
+    out, j = _Trimmed(), d.job
     # The job's attempt column counts the attempts used: a run that suspended, was shed or was
     # released used none (yet), so a suspended first run reads 0 beside its run #1 at attempt 1.
     out.print(

@@ -101,6 +101,15 @@ def _migrate(dsn: str | None, status: bool, sql: bool, since: int | None, until:
             )
         if sql and since is not None:
             _check_range(since, until)
+            if dsn is not None:  # the script comes from this engine's files: the DSN would be read by nothing
+                raise JobsError(
+                    X_INVALID_ARGUMENT,
+                    cause="--sql --since prints the migrations after N and reads no database; --dsn would do nothing "
+                    "(`jobsctl migrate --sql --dsn DSN` prints that database's pending SQL)",
+                    fix=f"jobsctl migrate --sql --since {since} --until {until}"
+                    if until is not None
+                    else f"jobsctl migrate --sql --since {since}",
+                )
             typer.echo(migration_sql(since, until), nl=False)
             return
         target = resolve_dsn(dsn, long_running=True)

@@ -20,6 +20,7 @@ from engine.cli.acting import (
     EXIT_STOPPED,
     ID_HELP,
     confirmed,
+    not_confirmed,
     operator,
     progress_line,
     result,
@@ -28,7 +29,7 @@ from engine.cli.acting import (
 from engine.cli.admin import APP_HELP, DSN_HELP, JSON_HELP, NOTE_HELP, group_given
 from engine.cli.family import retry_trees, with_children
 from engine.cli.reads import FILTER_HELP, FilteredCommand, console, emit, run, workers_app
-from engine.cli.waits import TIMEOUT_HELP, refuse_waiting_in_memory, wait_for, wait_limit
+from engine.cli.waits import TIMEOUT_HELP, refuse_waiting_in_memory, stopped_following, wait_for, wait_limit
 from engine.durations import parse_duration
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 
@@ -106,8 +107,9 @@ def _bulk(
         # --json is for scripts: they say --yes; a person answers the question.
         below = " and the dead jobs below them" if children else ""
         if json_out or not confirmed(f"{action} {plan.would_change} jobs{below}?"):
-            sys.stderr.write("error: not confirmed; nothing changed\n  fix: add --yes\n")
-            raise typer.Exit(EXIT_NOOP)
+            words = ["jobsctl", action, "--all", *(["--children"] if children else [])]
+            words += [f"-f {shlex.quote(w)}" for w in filters] + ["--yes", "--json"]  # the fix said under --json
+            not_confirmed(" ".join(words), as_json=json_out)
     if children:
         return retry_trees(where, plan, rate, note, dsn, actor, json_out)
     told = None if json_out else progress_line(action)
@@ -141,9 +143,10 @@ def _one_job(
     would leave the operator believing a filter narrowed or a rate paced what ran. The action on
     one job asks nothing (its audit entry is the record), so --yes would answer no question."""
     asks = "--all" if command == "discard" else "--all or --children"  # discard takes no --children
+    every = " ".join(f"--filter {shlex.quote(f)}" for f in filters) or "--filter ..."  # each one given
     given = [
-        (bool(filters), "--filter narrows --all", f"jobsctl {command} --all --filter {filters[0] if filters else ''}"),
-        (rate is not None, "--rate paces --all", f"jobsctl {command} --all --filter ... --rate {rate}"),
+        (bool(filters), "--filter narrows --all", f"jobsctl {command} --all {every}"),
+        (rate is not None, "--rate paces --all", f"jobsctl {command} --all {every} --rate {rate or 0:g}"),
         (
             yes and not children,
             f"--yes skips the confirmation of {asks}; `jobsctl {command} ID` acts at once and asks none",
@@ -413,7 +416,8 @@ def enqueue(
     from engine.cli.worker import app_target, load_target
 
     try:
-        handle = load_target(app_target(app_module, f"jobsctl enqueue {name} --app myapp.jobs")).get(name)
+        target = app_target(app_module, f"jobsctl enqueue {name} --app myapp.jobs")
+        handle = load_target(target, f"jobsctl enqueue {shlex.quote(name)} --app {{target}}").get(name)
         inp = _json_arg(input_, "--input")
         secs = None if delay is None else parse_duration(delay)
         limit = wait_limit(wait, timeout)
@@ -422,11 +426,19 @@ def enqueue(
     except JobsError as err:
         fail(err, as_json=json_out)
     res = run(dsn, json_out, lambda e: e.aenqueue(handle, inp, tenant=tenant, delay=secs))
-    if not json_out:
-        console().print(
-            f"{res.id} {'deduped (a live job holds the key)' if res.deduped else 'enqueued'} state={res.state.value}"
-        )
-    if wait:  # a deduped enqueue waits for the live job that holds the key
-        return wait_for([res.id], limit, tenant, dsn, json_out, enqueued=res)
+    try:  # from here on the job exists: a Ctrl-C at any instant says it goes on, and how to follow it
+        if not json_out:
+            console().print(
+                f"{res.id} {'deduped (a live job holds the key)' if res.deduped else 'enqueued'} "
+                f"state={res.state.value}"
+            )
+        if wait:  # a deduped enqueue waits for the live job that holds the key
+            return wait_for([res.id], limit, tenant, dsn, json_out, enqueued=res)
+    except KeyboardInterrupt:
+        if not wait:
+            raise
+        raise typer.Exit(
+            stopped_following(f"stopped waiting for job {res.id}; it goes on", [res.id], json_out)
+        ) from None
     if json_out:
         emit(res)

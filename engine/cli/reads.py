@@ -265,6 +265,7 @@ def dead(
 ) -> None:
     """Dead letters grouped by job name, error code and stop reason."""
     from engine.introspect import parse_filter
+    from engine.introspect.filters import filter_options
     from engine.types import JobState
 
     try:
@@ -273,10 +274,7 @@ def dead(
         fail(err, as_json=json_out)
     if where.state not in (None, JobState.DEAD):  # the dead letters would drop it and list every one
         cause = f"dead lists dead jobs; the filter's state={where.state.value} names none of them"
-        fail(
-            JobsError(X_INVALID_ARGUMENT, cause=cause, fix=f"jobsctl ls --filter state={where.state.value}"),
-            as_json=json_out,
-        )
+        fail(JobsError(X_INVALID_ARGUMENT, cause=cause, fix=f"jobsctl ls {filter_options(where)}"), as_json=json_out)
 
     async def call(e: Any) -> Any:
         return await intro(e, budget).dead_letters(where)
@@ -386,7 +384,7 @@ def describe(
 
     try:
         app_module = app_target(app_module, "jobsctl describe --app myapp.jobs")
-        registry = load_target(app_module)
+        registry = load_target(app_module, "jobsctl describe --app {target}")
     except JobsError as err:
         fail(err)
     text = json.dumps(describe_jobs(registry), indent=2, ensure_ascii=False, sort_keys=True) + "\n"

@@ -189,7 +189,7 @@ def scheduler(
             interval=interval,
             leader_lease=lease_seconds,
         )
-        tasks = tasks_of(load_target(target))
+        tasks = tasks_of(load_target(target, "jobsctl scheduler {target}"))
         if not tasks:
             raise JobsError(
                 X_INVALID_ARGUMENT,

@@ -49,14 +49,19 @@ def app_target(given: str | None, example: str) -> str:
     return target
 
 
-def load_target(target: str) -> Registry:
-    """MODULE or MODULE:ATTR -> the registry of jobs it holds, or X_WORKER_TARGET with a fix."""
+WORKER_AGAIN = 'jobsctl worker {target} --dsn "$JOBS_DSN"'
+
+
+def load_target(target: str, again: str = WORKER_AGAIN) -> Registry:
+    """MODULE or MODULE:ATTR -> the registry of jobs it holds, or X_WORKER_TARGET with a fix.
+    ``again``: the command being run, ``{target}`` where its module goes, so a fix that names a
+    module says it in the command the person typed (`jobsctl describe --app {target}`, ...)."""
     from engine.runtime.worker import as_registry
 
     module_name, _, attr = target.partition(":")
     if not module_name:
         raise JobsError(
-            X_WORKER_TARGET, cause=f"{target!r} names no module", fix='jobsctl worker myapp.jobs --dsn "$JOBS_DSN"'
+            X_WORKER_TARGET, cause=f"{target!r} names no module", fix=again.replace("{target}", "myapp.jobs")
         )
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # `jobsctl worker myapp.jobs` from the project's directory
@@ -86,14 +91,14 @@ def load_target(target: str) -> Registry:
             raise JobsError(
                 X_WORKER_TARGET,
                 cause=f"module {module_name!r} has no attribute {attr!r}",
-                fix=f'jobsctl worker {module_name} --dsn "$JOBS_DSN"',
+                fix=again.replace("{target}", module_name),
             )
         obj = getattr(module, attr)
     try:
         registry = as_registry(obj)
     except JobsError as err:
         raise JobsError(
-            X_WORKER_TARGET, cause=f"{target!r}: {err.cause}", fix=f'jobsctl worker {module_name} --dsn "$JOBS_DSN"'
+            X_WORKER_TARGET, cause=f"{target!r}: {err.cause}", fix=again.replace("{target}", module_name)
         ) from None
     if len(registry) == 0:
         raise JobsError(

@@ -77,8 +77,9 @@ class MaintenanceArea(Protocol):
         before ``before``, moving its dead letters finished since ``dead_before`` to the open
         bucket first; its jobs' attempts, steps and history go with it. The rows dropped; None,
         changing nothing, when a row is not yet past retention, the lease moved on or a reader
-        holds the bucket. X_PERMISSION_DENIED when the role may not. The memory driver keeps no
-        bucket and answers None (its pruner deletes settled rows one by one)."""
+        holds the bucket. X_PERMISSION_DENIED when the role may not. A bucket settled_buckets does
+        not list as sealed is X_INVALID_ARGUMENT on every driver (the memory driver keeps no bucket,
+        its pruner deletes settled rows one by one); a caller not at the leader's term gets None first."""
         ...
 
     async def throughput_rollup(self, *, leader: str, holder: str, term: int, now: datetime, settle: float) -> int:
@@ -121,8 +122,9 @@ class MaintenanceArea(Protocol):
         without blocking writes, and store its new size as its baseline. One at a time fleet-wide:
         None, doing nothing, when another rebuild is under way or the leader no longer holds its
         term. First drops what an interrupted rebuild left (an invalid ``<index>_ccnew``).
-        X_PERMISSION_DENIED when the role does not own the index. The memory driver has no
-        indexes and answers None."""
+        X_PERMISSION_DENIED when the role does not own the index. An index index_sizes does not list
+        is X_INVALID_ARGUMENT on every driver (the memory driver lists none); a caller not at the
+        leader's term gets None first."""
         ...
 
     async def table_rows(self, *, leader: str, holder: str, term: int, now: datetime) -> list[TableRows]:
@@ -136,5 +138,6 @@ class MaintenanceArea(Protocol):
     async def table_vacuum(self, *, table: str) -> float:
         """VACUUM ``table`` (schema.name, as table_rows names it) on a connection of its own,
         skipped when another vacuum holds it; the seconds it took. Never blocks enqueues, claims
-        or acks. The memory driver has nothing to vacuum (table_rows names no table) and answers 0.0."""
+        or acks. A table table_rows does not list is X_INVALID_ARGUMENT on every driver (the memory
+        driver's table_rows names none)."""
         ...

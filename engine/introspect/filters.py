@@ -243,6 +243,14 @@ def describe_filter(where: JobFilter) -> str:
     return " ".join(shlex.quote(w) for w in out) or "(everything)"
 
 
+def filter_options(where: JobFilter) -> str:
+    """``where`` as jobsctl's --filter options, one a word (the words parse_filter reads back), for a
+    fix line that keeps every word of the operator's filter; empty for the empty filter."""
+    if where == JobFilter():
+        return ""
+    return " ".join(f"--filter {shlex.quote(w)}" for w in shlex.split(describe_filter(where)))
+
+
 def group_filter(where: JobFilter, group: DeadGroup) -> JobFilter:
     """``where`` narrowed to one dead-letter group: its job name, error code and stop reason. A
     group's null code or stop reason is NULL here (the rows without one), never None, which would

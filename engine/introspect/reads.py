@@ -151,8 +151,8 @@ class Introspector(EngineView):
             if checked is None:
                 raise JobsError(
                     X_INVALID_ARGUMENT,
-                    cause=f"cursor {cursor!r} is not one a page answered",
-                    fix="jobsctl ls (start from the first page)",
+                    cause=f"cursor {cursor!r} is not one a page answered; without one, the list starts from its first page",
+                    fix="jobsctl ls",
                 )
             cursor = checked
         await self._open()

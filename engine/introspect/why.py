@@ -372,8 +372,8 @@ def job_causes(
             )
         )
     if st in (JobState.READY, JobState.DELAYED, JobState.PARKED, JobState.SUSPENDED):
-        if pause is not None and pause.paused:
-            out.append(pause_cause(pause))
+        if pause is not None and pause.paused:  # first, as the queue's why says it: no worker claims past it
+            out.insert(0, pause_cause(pause))
         fleet = worker_causes(row.queue, workers, stale_after)
         if any(c.kind == "no_worker" for c in fleet):  # a stale worker is this job's cause only when no live one serves
             out.extend(fleet)

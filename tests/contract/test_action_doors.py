@@ -81,11 +81,11 @@ async def test_a_retry_that_would_run_the_work_twice_raises_x_key_held_through_e
         await refused(doors.api.aretry_from_step(done.id, "render")),
         await refused(doors.console.retry_from_step(done.id, "render")),
     ):
-        assert (err.code, err.fix) == ("X_KEY_HELD", f"jobsctl cancel {live1.id}")
+        assert (err.code, err.fix) == ("X_KEY_HELD", f"jobsctl why {live1.id}")
     for err in (await refused(doors.api.operator().retry(dead.id)), await refused(doors.console.retry(dead.id))):
-        assert (err.code, err.fix) == ("X_KEY_HELD", f"jobsctl cancel {live2.id}")
+        assert (err.code, err.fix) == ("X_KEY_HELD", f"jobsctl why {live2.id}")
     r = await doors.cli("retry", done.id, "--from-step", "render")
-    assert r.exit_code == 1 and "X_KEY_HELD" in r.stderr and f"jobsctl cancel {live1.id}" in r.stderr
+    assert r.exit_code == 1 and "X_KEY_HELD" in r.stderr and f"jobsctl why {live1.id}" in r.stderr
     r = await doors.cli("retry", dead.id)
     assert r.exit_code == 1 and "X_KEY_HELD" in r.stderr
     # Refused: nothing changed, nothing audited.

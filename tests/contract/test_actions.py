@@ -55,7 +55,7 @@ async def test_retry_with_a_live_duplicate_holding_the_key_is_refused_with_x_key
     live = await make_job(driver, ids, clock.now(), key="user:7")
     with pytest.raises(JobsError) as e:
         await op(driver, clock).retry(dead.id)
-    assert e.value.code == "X_KEY_HELD" and live.id in e.value.cause and e.value.fix == f"jobsctl cancel {live.id}"
+    assert e.value.code == "X_KEY_HELD" and live.id in e.value.cause and e.value.fix == f"jobsctl why {live.id}"
     assert (await driver.job_get(job_id=dead.id)) == dead
     assert await driver.job_history(job_id=dead.id) == []
 

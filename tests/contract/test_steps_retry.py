@@ -143,7 +143,7 @@ async def test_retry_from_a_step_refusals_change_nothing(driver: Driver, ids: Id
     assert (dup.outcome, dup.holder_id) == ("duplicate", holder)
     with pytest.raises(JobsError) as err:
         checked_step_retry(dup, tenant="acme")
-    assert err.value.code == X_KEY_HELD and err.value.fix == f"jobsctl cancel {holder}"
+    assert err.value.code == X_KEY_HELD and err.value.fix == f"jobsctl why {holder}"
     assert (await get(driver, jid), await driver.step_list(job_id=jid)) == before
 
     # A job that is not dead or completed (here: running) is refused.

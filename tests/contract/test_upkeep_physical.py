@@ -2,7 +2,8 @@
 settled_seal, settled_drop), the GINs' sizes and rebuilds (index_sizes, index_rebuild) and the
 tables' row versions and vacuums (table_rows, table_vacuum). On PostgreSQL they are its tables and
 indexes; the memory driver keeps its settled rows in no bucket, has no index and no dead row
-version, and answers each with nothing ([], None, 0.0), as base_maintenance.py documents. What holds
+version: its listings answer [] and its seal None, and a bucket, index or table named to act on
+is one they do not list (X_INVALID_ARGUMENT, tests/contract/test_upkeep_unlisted_names.py). What holds
 on both: none of them reads or changes anything for a caller that is not the leader at its term,
 and a settled job past retention is gone after the leader's seal, drop and prune, with its
 attempts and history, while a dead letter within its own retention stays."""
@@ -12,8 +13,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from engine.clock import FakeClock
 from engine.drivers.base import Driver
+from engine.errors import JobsError
 from engine.ids import IdFactory
 from engine.testing import Factory
 from engine.types import JobState, NewJob
@@ -59,7 +63,8 @@ async def test_the_buckets_of_settled_rows_are_postgres_tables_and_the_memory_dr
     if driver.kind == "memory":
         assert buckets == []
         assert await driver.settled_seal(**fence) is None
-        assert await driver.settled_drop(**fence, bucket=1, before=clock.now(), dead_before=clock.now()) is None
+        with pytest.raises(JobsError, match="X_INVALID_ARGUMENT"):  # no bucket 1: settled_buckets lists none
+            await driver.settled_drop(**fence, bucket=1, before=clock.now(), dead_before=clock.now())
     else:
         ((n, _, sealed_at),) = [(b.n, b.opened_at, b.sealed_at) for b in buckets]  # the open one only
         assert sealed_at is None
@@ -118,7 +123,8 @@ async def test_index_sizes_name_the_gins_of_the_jobs_tables_on_postgres_and_none
     sizes = await driver.index_sizes(**fence)
     if driver.kind == "memory":
         assert sizes == []
-        assert await driver.index_rebuild(**fence, index="jobs.job_live_input", before=0) is None
+        with pytest.raises(JobsError, match="X_INVALID_ARGUMENT"):  # index_sizes lists none
+            await driver.index_rebuild(**fence, index="jobs.job_live_input", before=0)
         return
     names = [s.index for s in sizes]
     assert names == sorted(names) and {"jobs.job_live_input", "jobs.job_list_input", "jobs.job_awaited"} <= set(names)
@@ -144,7 +150,8 @@ async def test_table_rows_name_the_tables_of_the_jobs_schema_on_postgres_and_non
     tables = await driver.table_rows(leader=NAME, holder="m", term=term, now=clock.now())
     if driver.kind == "memory":
         assert tables == []
-        assert await driver.table_vacuum(table="jobs.job") == 0.0
+        with pytest.raises(JobsError, match="X_INVALID_ARGUMENT"):  # table_rows lists none
+            await driver.table_vacuum(table="jobs.job")
         return
     names = [t.table for t in tables]
     assert names == sorted(names) and all(n.startswith("jobs.") for n in names)

@@ -227,7 +227,8 @@ async def test_a_retry_with_more_jobs_below_than_the_limit_is_refused_before_any
     with pytest.raises(JobsError) as exc:
         await eng.operator(actor="ann").retry(top, children=True)
     assert exc.value.code == X_INVALID_ARGUMENT and "a retry reaches at most 4" in exc.value.cause
-    assert exc.value.fix.startswith(f"jobsctl retry {top}, then jobsctl retry --all --filter")
+    assert exc.value.fix.startswith("jobsctl retry --all --filter name=")  # the jobs below first, then
+    assert exc.value.fix.endswith(f" && jobsctl retry {top} --from-step fan-in")  # its wait on them again
     rows = await driver.job_get_many(job_ids=[top, *ids.values()])
     assert sum(r.state is JobState.DEAD for r in rows) == 4
 

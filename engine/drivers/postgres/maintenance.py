@@ -15,7 +15,7 @@ from psycopg import sql
 from engine.drivers.postgres.base import PRESENCE_NAMESPACE, Conn, PostgresBase, cancelled
 from engine.drivers.sqlfiles import Q, Query
 from engine.drivers.transient import CONNECTION_ERRORS, first_line, lost
-from engine.errors import X_PERMISSION_DENIED, JobsError
+from engine.errors import X_INVALID_ARGUMENT, X_PERMISSION_DENIED, JobsError
 from engine.types import JobState, Orphan
 
 if TYPE_CHECKING:  # engine.records is imported where one is built: a worker never loads it
@@ -27,6 +27,21 @@ REBUILD_NAMESPACE = 0x6A6F6272
 # How long a seal or a drop waits for a reader of the bucket before it gives up for this pass:
 # every ack queues behind a rename that waits, so the wait stays shorter than a claim's.
 BUCKET_LOCK_TIMEOUT = "100ms"
+# What the server answers a REINDEX, a VACUUM or a bucket's drop naming no such index, table or
+# bucket (or an object of another kind): the caller's name, not taken from the listing.
+_NO_SUCH = (
+    psycopg.errors.UndefinedTable,
+    psycopg.errors.UndefinedObject,
+    psycopg.errors.WrongObjectType,
+    psycopg.errors.InvalidSchemaName,
+)
+# Each name an upkeep method takes: the listing that names them, and the call with a listed one
+# (the memory driver's refusals say the same calls).
+_LISTED = {
+    "index": ("index_sizes()", "index_rebuild(..., index=s.index, before=s.bytes) for an s of index_sizes(...)"),
+    "table": ("table_rows()", "table_vacuum(table=t.table) for a t of table_rows(...)"),
+}
+SEALED_DROP = "settled_drop(..., bucket=b.n) for a b of settled_buckets(...) with a sealed_at"
 
 
 def _composed(query: Query, **names: str) -> sql.Composed:
@@ -36,6 +51,25 @@ def _composed(query: Query, **names: str) -> sql.Composed:
     app's); the names come from the catalog (index_sizes, index_leftovers, table_rows), never
     from a caller."""
     return sql.SQL(query.text).format(**{k: sql.Identifier(*v.split(".", 1)) for k, v in names.items()})
+
+
+def not_listed(kind: str, name: object, said: str = "") -> JobsError:
+    """X_INVALID_ARGUMENT for an ``index`` or ``table`` name its listing does not give (``said``:
+    the server's words, when it was asked): upkeep acts on the jobs schema's own objects only."""
+    listing, call = _LISTED[kind]
+    return JobsError(
+        X_INVALID_ARGUMENT,
+        cause=f"{kind} {name!r} is not one of the jobs schema's that {listing} lists" + (f" ({said})" if said else ""),
+        fix=call,
+    )
+
+
+def _checked(kind: str, name: object) -> str:
+    """``name`` when it is a name of the jobs schema (jobs.NAME); else refused before any statement,
+    which would otherwise find it along the search path (an app's own table or index)."""
+    if not isinstance(name, str) or not name.startswith("jobs.") or len(name) == len("jobs."):
+        raise not_listed(kind, name)
+    return name
 
 
 class PostgresMaintenance(PostgresBase):
@@ -108,7 +142,10 @@ class PostgresMaintenance(PostgresBase):
     ) -> int | None:
         params = {"leader": leader, "holder": holder, "term": term, "now": now, "bucket": bucket}
         params |= {"before": before, "dead_before": dead_before, "lock_timeout": BUCKET_LOCK_TIMEOUT}
-        row = await self._bucket_call(Q.settled_drop, params)
+        try:
+            row = await self._bucket_call(Q.settled_drop, params)
+        except _NO_SUCH as exc:  # no table jobs.job_done_<bucket>: no sealed bucket of that number
+            raise not_sealed(bucket, first_line(exc)) from exc
         return None if row is None or row["dropped"] is None else int(row["dropped"])
 
     async def _bucket_call(self, query: Query, params: dict[str, object]) -> dict[str, Any] | None:
@@ -163,7 +200,7 @@ class PostgresMaintenance(PostgresBase):
         from engine.records import IndexRebuilt
 
         fence = {"leader": leader, "holder": holder, "term": term, "now": now}
-        acting = index
+        acting = _checked("index", index)
         try:
             async with self._upkeep_connection() as conn:  # the rebuild lock is this session's
                 lock = await self._row(Q.index_rebuild_lock, {"namespace": REBUILD_NAMESPACE}, conn=conn)
@@ -187,6 +224,8 @@ class PostgresMaintenance(PostgresBase):
                 return rebuilt
         except psycopg.errors.InsufficientPrivilege as exc:
             raise _not_owner(acting, exc) from exc
+        except _NO_SUCH as exc:  # a leftover's drop says `if exists`: only the name given is missing
+            raise not_listed("index", index, first_line(exc)) from exc
         except psycopg.errors.QueryCanceled as exc:
             raise cancelled(exc) from exc
         except CONNECTION_ERRORS as exc:
@@ -200,15 +239,29 @@ class PostgresMaintenance(PostgresBase):
         return [TableRows(r["name"], int(r["live"]), int(r["dead"]), bool(r["owned"]), bool(r["held"])) for r in rows]
 
     async def table_vacuum(self, *, table: str) -> float:
+        _checked("table", table)
         try:
             async with self._upkeep_connection() as conn:
                 started = time.monotonic()
                 await conn.execute(_composed(Q.table_vacuum, table=table))
                 return time.monotonic() - started
+        except _NO_SUCH as exc:
+            raise not_listed("table", table, first_line(exc)) from exc
         except psycopg.errors.QueryCanceled as exc:
             raise cancelled(exc) from exc
         except CONNECTION_ERRORS as exc:
             raise lost(exc) from exc
+
+
+def not_sealed(bucket: object, said: str = "") -> JobsError:
+    """X_INVALID_ARGUMENT for a bucket settled_buckets does not list as sealed (``said``: the
+    server's words, when it was asked): only a sealed bucket is dropped whole."""
+    return JobsError(
+        X_INVALID_ARGUMENT,
+        cause=f"bucket {bucket!r} is not a sealed bucket of settled rows as settled_buckets() lists them"
+        + (f" ({said})" if said else ""),
+        fix=SEALED_DROP,
+    )
 
 
 def _not_owner(index: str, exc: BaseException) -> JobsError:
