@@ -10,15 +10,16 @@ import itertools
 import logging
 from collections.abc import Coroutine, Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Never, TypeVar
 
 from engine.clock import Clock, SystemClock
 from engine.drivers.base import Driver
-from engine.errors import X_DSN_INVALID, X_INVALID_ARGUMENT, JobsError
+from engine.errors import X_DSN_INVALID, X_INVALID_ARGUMENT, JobsError, unknown_option
 from engine.ids import IdFactory
 from engine.jobs import JobDefinition
-from engine.newjobs import Enqueue, new_jobs, sent
+from engine.newjobs import CHUNK, Enqueue, new_jobs, refuse_unknown, sent
 from engine.opening import ExitCloser, ensure_open, forget
+from engine.options import check_engine_setup, check_switch
 from engine.runtime import logs
 from engine.syncbridge import LoopThread
 from engine.tracing import Tracing, tracing_for
@@ -31,10 +32,6 @@ if TYPE_CHECKING:  # the operator actions and the reads are imported where they 
     from engine.projections import ActionResult
     from engine.records import SentEvent
 
-# A batch past this many rows goes out a statement per CHUNK rows, pipelined in one transaction,
-# so checking and encoding a chunk overlaps the server's insert of the one before: a batch of 100
-# is two (`python -m bench.ab --base REV --only batch100,batch1000` compares chunk sizes).
-CHUNK = 50
 T = TypeVar("T")
 
 
@@ -51,8 +48,15 @@ def open_driver(dsn: str, **options: Any) -> Driver:
                 fix="connect('memory://') without options, or pass them to a postgresql:// DSN",
             )
         return MemoryDriver()
+    import inspect
+
     from engine.drivers.postgres import PostgresDriver
 
+    known = [n for n in inspect.signature(PostgresDriver).parameters if n != "dsn"]
+    if unknown := set(options) - set(known):  # a misspelt pool option would be a bare TypeError
+        names = [*known, "clock", "ids", "environment", "outbox_mode", "tracing"]  # connect's own too
+        fix = "connect(dsn, {option}=...)"
+        raise unknown_option("connect() takes no option", unknown, names, fix, known[0], X_INVALID_ARGUMENT)
     return PostgresDriver(dsn, **options)
 
 
@@ -69,6 +73,7 @@ class Engine:
     ) -> None:
         from engine.outbox import check_mode
 
+        check_engine_setup(clock, ids, environment)
         self.outbox_mode = check_mode(outbox_mode)  # engine/outbox.py: what a stage outside a transaction does
         # engine/tracing.py: each enqueue a span whose context its jobs carry; None: off.
         self.tracing = tracing_for(tracing)
@@ -149,7 +154,9 @@ class Engine:
         delay: float | None = None,
         run_at: datetime | None = None,
         priority: int | None = None,
+        **unknown: Never,
     ) -> EnqueueResult:
+        refuse_unknown("aenqueue", unknown)
         return (await self.aenqueue_many([Enqueue(job, input, tenant, delay, run_at, priority)]))[0]
 
     async def aget(self, job_id: str, *, tenant: str | None = None) -> JobRow:
@@ -230,7 +237,9 @@ class Engine:
         delay: float | None = None,
         run_at: datetime | None = None,
         priority: int | None = None,
+        **unknown: Never,
     ) -> EnqueueResult:
+        refuse_unknown("enqueue", unknown)
         return self._sync(self.aenqueue(job, input, tenant=tenant, delay=delay, run_at=run_at, priority=priority))
 
     def get(self, job_id: str, *, tenant: str | None = None) -> JobRow:
@@ -278,9 +287,11 @@ class Engine:
         delay: float | None = None,
         run_at: datetime | None = None,
         priority: int | None = None,
+        **unknown: Never,
     ) -> Staged:
         """Stage an enqueue on the caller's own connection ``tx`` (a psycopg Connection or cursor,
         or ``eng.driver.transaction()`` on the memory driver), inside its transaction (I16)."""
+        refuse_unknown("stage", unknown)
         return self.stage_many(tx, [Enqueue(job, input, tenant, delay, run_at, priority)])[0]
 
     def stage_many(self, tx: object, specs: Iterable[Enqueue]) -> list[Staged]:
@@ -298,8 +309,10 @@ class Engine:
         delay: float | None = None,
         run_at: datetime | None = None,
         priority: int | None = None,
+        **unknown: Never,
     ) -> Staged:
         """``stage`` on a psycopg AsyncConnection (or async cursor)."""
+        refuse_unknown("astage", unknown)
         return (await self.astage_many(tx, [Enqueue(job, input, tenant, delay, run_at, priority)]))[0]
 
     async def astage_many(self, tx: object, specs: Iterable[Enqueue]) -> list[Staged]:
@@ -325,8 +338,14 @@ class Engine:
         ack_batch, flush_interval, lease_seconds, grace, ...), maintenance_config, metrics,
         on_execution, relay_config. ``relay=False``: this worker runs no outbox relay; scheduler=False
         never leads the cron scheduler for the @task handles it serves, scheduler_config a SchedulerConfig."""
+        from engine.runtime.worker_config import check_hooks
         from engine.services.maintenance import maintained_worker
 
+        check_switch("maintenance", maintenance)
+        check_switch("relay", relay)
+        if "scheduler" in options:
+            check_switch("scheduler", options["scheduler"])
+        check_hooks(options.get("on_execution"), options.get("metrics"))
         options.setdefault("tracing", self.tracing)  # its runs join their enqueuers' traces
         return maintained_worker(
             self.driver,
@@ -388,6 +407,7 @@ def connect(
     from engine.outbox import check_mode
 
     check_mode(outbox_mode)  # before a driver is built
+    check_engine_setup(clock, ids, environment)
     traced = tracing_for(tracing)
     return Engine(
         open_driver(dsn, **driver_options),

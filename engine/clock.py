@@ -107,6 +107,13 @@ class FakeClock:
     so code that waits on time can be driven step by step without real sleeping."""
 
     def __init__(self, start: datetime | None = None) -> None:
+        # A naive start would be read as local time by whoever stores it: every instant off by the offset.
+        if start is not None and (not isinstance(start, datetime) or start.utcoffset() is None):
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"FakeClock start={start!r:.60} is not a datetime with a time zone",
+                fix="FakeClock(datetime(2026, 1, 1, tzinfo=UTC))",
+            )
         self._now = start or datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
         self._mono = 0.0
         self._lock = threading.Lock()

@@ -22,9 +22,10 @@ from engine.errors import (
     JobsError,
     unknown_option,
 )
+from engine.names import check_name, check_queue_name
 from engine.options import Options, finite_positive, int32
 from engine.retry import LONGEST_DELAY, RetryPolicy
-from engine.text import MAX_NAME, check_text
+from engine.text import check_text
 
 DEFAULT_QUEUE = "default"
 DEFAULT_EVENT_POLL = 30.0
@@ -110,8 +111,9 @@ class JobDefinition:
             if value is not None and not int32(value):
                 raise JobsError(
                     X_INVALID_DEFINITION,
-                    cause=f"job {self.name!r} declares {option}={value!r}, past what a 32-bit integer holds",
-                    fix=f"{option}={10 if option == 'concurrency' else 0}",
+                    cause=f"job {self.name!r} declares {option}={value!r}: it must be a whole number (not a bool) "
+                    "that a 32-bit integer holds",
+                    fix=f"@job(name={self.name!r}, {option}={10 if option == 'concurrency' else 0})",
                 )
 
     def key_for(self, inp: Any) -> str:
@@ -157,26 +159,6 @@ _OPTIONS = (
     "rate_limit",
     "priority",
 )
-
-
-def check_name(value: object, what: str, fix: str) -> str:
-    """A job's, task's or queue's name: a non-empty str of at most MAX_NAME characters, with no
-    space at either end (the operator's commands strip what they are given, so ' q ' could never
-    be named there), that PostgreSQL can store. Returns it."""
-    if not isinstance(value, str) or not value or value != value.strip() or len(value) > MAX_NAME:
-        shown = (
-            repr(value)
-            if not isinstance(value, str) or len(value) <= 60
-            else f"{value[:60]!r}... ({len(value)} characters)"
-        )
-        raise JobsError(
-            X_INVALID_DEFINITION,
-            cause=f"{what} {shown}: it must be a non-empty string of at most {MAX_NAME} characters, "
-            "with no space at either end",
-            fix=fix,
-        )
-    check_text(value, what=what, fix=fix, code=X_INVALID_DEFINITION)
-    return value
 
 
 def refused_call(fn: Callable[..., Any], count: int) -> str | None:
@@ -256,7 +238,7 @@ def job(
             " (the job's input)",
             fix=f"@job(name={label!r}, idempotency_key=lambda inp: f\"user:{{inp['user_id']}}\")",
         )
-    check_name(queue, f"job {label!r} declares queue", f"@job(name={label!r}, queue='default')")
+    check_queue_name(queue, f"job {label!r} declares queue", f"@job(name={label!r}, queue='default')")
     _positive("timeout", timeout, label)
     _positive("step_timeout", step_timeout, label)
     _positive("event_poll", event_poll, label, allow_none=False)
@@ -289,12 +271,6 @@ def job(
             cause=f"job {label!r}: rate_limit must be a RateLimit",
             fix="rate_limit=RateLimit(limit=10, per=1.0)",
         )
-    if not isinstance(priority, int) or isinstance(priority, bool):
-        raise JobsError(
-            X_INVALID_DEFINITION,
-            cause=f"job {label!r} declares priority={priority!r}",
-            fix=f"@job(name={label!r}, priority=0)",
-        )
 
     def wrap(fn: Handler) -> JobDefinition:
         if not callable(fn):
@@ -302,6 +278,12 @@ def job(
                 X_INVALID_DEFINITION,
                 cause=f"@job({label!r}) decorates {fn!r}, which is not callable",
                 fix="put @job(...) above a def",
+            )
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            raise JobsError(  # calling it would answer a generator, its body never run
+                X_INVALID_DEFINITION,
+                cause=f"@job({label!r}) decorates {getattr(fn, '__qualname__', fn)!s}, a generator function (it yields)",
+                fix="def handler(ctx, inp): return result",
             )
         if (sig := refused_call(fn, 2)) is not None:
             raise JobsError(
@@ -391,9 +373,15 @@ class Registry:
         return sorted({h.queue for h in self._jobs.values()})
 
 
-def as_registry(jobs: object) -> Registry:
+def as_registry(
+    jobs: object,
+    *,
+    who: str = "the worker cannot serve",
+    fix: str = "eng.worker([send_email, provision_workspace], concurrency=16)",
+) -> Registry:
     """A Registry from what an app hands the worker: a Registry, a module, one job handle or an
-    iterable of them. Anything else is refused (only real handles register, I23)."""
+    iterable of them. Anything else is refused (only real handles register, I23); ``who`` and
+    ``fix`` name the caller in that refusal."""
     if isinstance(jobs, Registry):
         return jobs
     if isinstance(jobs, pytypes.ModuleType):
@@ -402,11 +390,7 @@ def as_registry(jobs: object) -> Registry:
         return Registry([jobs])
     if isinstance(jobs, (list, tuple, set, frozenset)):
         return Registry(jobs)
-    raise JobsError(
-        X_INVALID_ARGUMENT,
-        cause=f"the worker cannot serve {jobs!r}: not a Registry, module or job handles",
-        fix="eng.worker([send_email, provision_workspace], concurrency=16)",
-    )
+    raise JobsError(X_INVALID_ARGUMENT, cause=f"{who} {jobs!r:.80}: not a Registry, module or job handles", fix=fix)
 
 
 def describe_job(handle: JobDefinition) -> dict[str, Any]:
@@ -438,6 +422,8 @@ def describe_job(handle: JobDefinition) -> dict[str, Any]:
     }
 
 
-def describe_jobs(handles: Iterable[JobDefinition]) -> list[dict[str, Any]]:
-    """Sorted by code points (Python's str order), never by locale (I23)."""
-    return [describe_job(h) for h in sorted(handles, key=lambda h: h.name)]
+def describe_jobs(handles: Iterable[JobDefinition] | Registry | pytypes.ModuleType) -> list[dict[str, Any]]:
+    """Sorted by code points (Python's str order), never by locale (I23). Takes what as_registry does."""
+    given = handles if isinstance(handles, Registry) or not isinstance(handles, Iterable) else list(handles)
+    registry = as_registry(given, who="describe_jobs cannot describe", fix="describe_jobs([send_email, charge])")
+    return [describe_job(h) for h in registry]  # a Registry iterates in name order

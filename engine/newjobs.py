@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from engine.clock import later, utc
 from engine.codec import check_json_text
-from engine.errors import X_INVALID_ARGUMENT, X_NOT_A_JOB, JobsError
+from engine.errors import X_INVALID_ARGUMENT, X_NOT_A_JOB, JobsError, unknown_option
 from engine.ids import IdFactory
 from engine.jobs import JobDefinition
 from engine.options import int32
@@ -35,6 +35,24 @@ class Enqueue(NamedTuple):
     delay: float | None = None
     run_at: datetime | None = None
     priority: int | None = None
+
+
+# A batch past this many rows goes out a statement per CHUNK rows, pipelined in one transaction,
+# so checking and encoding a chunk overlaps the server's insert of the one before: a batch of 100
+# is two (`python -m bench.ab --base REV --only batch100,batch1000` compares chunk sizes). The
+# relay's batches, when they go out apart from their claim, are chunked the same way.
+CHUNK = 50
+
+# What enqueue, stage and their async twins take besides the job and its input.
+ENQUEUE_OPTIONS = ("tenant", "delay", "run_at", "priority")
+
+
+def refuse_unknown(call: str, unknown: dict[str, Any]) -> None:
+    """A keyword of ``eng.<call>()`` that is none of its options (``key=``, ``queue=``: a job's key
+    and queue are declared on the job) refused with the nearest option, before anything is written."""
+    if unknown:
+        fix = f"eng.{call}(job, input, {{option}}=...)"
+        raise unknown_option(f"{call}() takes no option", unknown, ENQUEUE_OPTIONS, fix, "tenant", X_INVALID_ARGUMENT)
 
 
 def first_run(delay: Any, run_at: Any, now: datetime) -> datetime | None:

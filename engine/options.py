@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import fields
+from datetime import datetime
 from typing import Any, ClassVar, TypeVar
 
 from engine.errors import X_INVALID_ARGUMENT, JobsError, unknown_option
+from engine.ids import IdFactory
+from engine.text import check_text
 
 C = TypeVar("C")
 
@@ -64,3 +67,52 @@ def config_or_default(kind: type[C], given: object) -> C:
             fix=f"{kind.__name__}(...)",
         )
     return given
+
+
+def check_engine_setup(clock: object, ids: object, environment: object) -> None:
+    """An engine's clock, id factory and environment (``connect``'s), refused when it is built
+    rather than at its first enqueue (the clock, the ids) or its first backfill (the environment)."""
+    if clock is not None:
+        answer = getattr(clock, "now", None)
+        has_now = callable(answer) and not isinstance(clock, type)  # a class: its now() wants an instance
+        now = answer() if has_now and answer is not None else None
+        # A naive now() would be read as local time by whoever stores it: every run_at off by the offset.
+        if not isinstance(now, datetime) or now.utcoffset() is None:
+            said = (
+                f"answers now()={now!r:.60}, not a datetime with a time zone"
+                if has_now
+                else "is a class, not a clock (pass an instance)"
+                if isinstance(clock, type)
+                else "has no now()"
+            )
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"clock={clock!r:.60} {said}; a clock answers the time of every enqueue",
+                fix="connect(dsn, clock=FakeClock(datetime.now(UTC)))",
+            )
+    if ids is not None and not isinstance(ids, IdFactory):
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"ids={ids!r:.60} is not an engine.ids.IdFactory",
+            fix="connect(dsn, ids=IdFactory(clock, seed=7))",
+        )
+    if environment is not None:
+        fix = "connect(dsn, environment='production')"
+        if not isinstance(environment, str) or not environment.strip():
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"environment={environment!r:.60} is not a non-empty name (None: $JOBS_ENV, else development)",
+                fix=fix,
+            )
+        check_text(environment, what="environment", fix=fix)
+
+
+def check_switch(name: str, value: object) -> None:
+    """A worker's on/off option (maintenance, relay, scheduler): True or False, never a value
+    read for its truth ('no' would switch it on)."""
+    if not isinstance(value, bool):
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"worker option {name}={value!r:.60} must be True or False",
+            fix=f"eng.worker(jobs, {name}=False)",
+        )

@@ -82,6 +82,24 @@ class RetryPolicy(Options):
             )
         if not 0.0 <= self.jitter <= 1.0:
             raise bad(f"jitter={self.jitter!r} must be a fraction between 0 and 1", "RetryPolicy(jitter=0.2)")
+        if self.attempts == 1:
+            # One attempt is never retried: the backoff's shape would do nothing.
+            inert = [
+                f"{name}={value!r}"
+                for name, value, default in (
+                    ("backoff", self.backoff, "exponential"),
+                    ("delay", self.delay, 1.0),
+                    ("max_delay", self.max_delay, 300.0),
+                    ("jitter", self.jitter, 0.0),
+                )
+                if value != default
+            ]
+            if inert:
+                raise bad(
+                    f"attempts=1 never retries, so {', '.join(inert)} would do nothing "
+                    "(leave them out for no retry, or allow retries)",
+                    f"RetryPolicy(attempts=3, {', '.join(inert)})",
+                )
         if self.seed is not None:
             if isinstance(self.seed, bool) or not isinstance(self.seed, int):
                 raise bad(f"seed={self.seed!r} must be a whole number (or None)", "RetryPolicy(jitter=0.2, seed=42)")
@@ -115,6 +133,12 @@ def retry_schedule(policy: RetryPolicy) -> list[float]:
     """The delays between attempts: attempts=5, exponential, delay=1 -> [1, 2, 4, 8]. With a seed,
     each delay is drawn as the worker draws it (``delay_after``, seeded per attempt), so the
     schedule is the one its retries keep."""
+    if not isinstance(policy, RetryPolicy):
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"retry_schedule takes a RetryPolicy, not {policy!r:.60}",
+            fix="retry_schedule(RetryPolicy(attempts=5, delay=1.0))",
+        )
     return [policy.delay_after(n) for n in range(1, policy.attempts)]
 
 

@@ -124,14 +124,30 @@ def parse_cron(expr: object, timezone: object, *, task: str) -> Cron:
         )
     text = " ".join(expr.split())
     try:
-        CronSim(text, datetime(2000, 1, 1))
+        sim = CronSim(text, datetime(2000, 1, 1))
     except CronSimError as exc:
         raise JobsError(
             X_INVALID_DEFINITION,
             cause=f"task {task!r} declares cron={expr!r}: {exc} (five fields: minute hour day month weekday)",
             fix=f"@task(name={task!r}, cron='*/5 * * * *')",
         ) from None
+    # With both day fields restricted cron fires on either; a day of the month that none of the
+    # months has (31 in April) would never be the one that fires, and the weekday alone would.
+    days = sim.days  # the last day ("L", "LW") is a negative sentinel, and some month always has it
+    if not sim.day_and and min(days) > max(_DAYS_IN_MONTH[m] for m in sim.months):
+        fields = text.split()
+        at = len(fields) - 3  # the day of the month: the third field from the end
+        fields[at] = "*"
+        raise JobsError(
+            X_INVALID_DEFINITION,
+            cause=f"task {task!r} declares cron={expr!r}: no month it names has day {min(days)}, so that day never "
+            "fires it and only its weekday would (cron fires on either day field)",
+            fix=f"@task(name={task!r}, cron={' '.join(fields)!r})",
+        )
     return Cron(text, timezone)
+
+
+_DAYS_IN_MONTH = {1: 31, 2: 29, 3: 31, 4: 30, 5: 31, 6: 30, 7: 31, 8: 31, 9: 30, 10: 31, 11: 30, 12: 31}
 
 
 @dataclass(frozen=True)

@@ -91,7 +91,7 @@ def _check_task_name(name: object) -> str:
 def task(
     name: str | None = None,
     *,
-    cron: str,
+    cron: str | None = None,
     timezone: str = "UTC",
     catch_up: str = "skip",
     max_catch_up: int | None = None,
@@ -104,6 +104,13 @@ def task(
     **unknown: Any,
 ) -> Callable[[Handler], TaskDefinition]:
     """Declare a cron task over a handler ``(ctx, inp)``; see the module docstring for ``inp``."""
+    if callable(name):  # @task over a def, without its (...): the def came as the name
+        fn_name = getattr(name, "__name__", "handler")
+        raise JobsError(
+            X_INVALID_DEFINITION,
+            cause=f"@task was used without (...) over {fn_name!r}: a task needs at least its cron expression",
+            fix=f"@task(name={fn_name!r}, cron='0 2 * * *')",
+        )
     label = name or "<unnamed>"
     if unknown:
         raise unknown_option(

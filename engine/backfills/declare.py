@@ -28,8 +28,9 @@ from engine.errors import (
     JobsError,
     unknown_option,
 )
-from engine.jobs import JobDefinition, check_name
-from engine.retry import RetryPolicy
+from engine.jobs import JobDefinition, refused_call
+from engine.names import check_queue_name
+from engine.retry import LONGEST_DELAY, RetryPolicy
 from engine.text import check_text
 
 PASS_QUEUE = "backfills"
@@ -107,6 +108,61 @@ def _bad(name: str, what: str, fix: str) -> JobsError:
     return JobsError(X_INVALID_DEFINITION, cause=f"backfill {name!r} {what}", fix=fix)
 
 
+def _refused_read(read: Callable[..., Any]) -> str | None:
+    """None when a Source's ``read`` takes ``(conn, after=, size=)`` as a pass calls it, else its
+    signature as text (one Python cannot read passes)."""
+    try:
+        sig = inspect.signature(read)
+    except (TypeError, ValueError):
+        return None
+    try:
+        sig.bind(None, after=None, size=1)
+    except TypeError:
+        return str(sig)
+    return None
+
+
+def _check_calls(name: str, source: Any, count: Any) -> None:
+    """The source and count take what a pass hands them (engine/backfills/passes.py), checked
+    here: one that cannot would fail the pass's first batch, after the gates let it start."""
+    read = getattr(source, "read", None)
+    sig = _refused_read(read) if callable(read) else refused_call(source, 3)
+    if sig is not None:
+        shape = "read(conn, *, after, size)" if callable(read) else "a function of (conn, after, size)"
+        raise _bad(
+            name,
+            f"declares source={source!r:.80}, which takes {sig}, not {shape}",
+            f"@bf.backfill(name={name!r}, source=lambda conn, after, size: ([], after), ...)",
+        )
+    if (sig := refused_call(count, 1)) is not None:
+        raise _bad(
+            name,
+            f"declares count={count!r:.80}, which takes {sig}, not one argument (the connection)",
+            f"@bf.backfill(name={name!r}, count=lambda conn: ..., ...)",
+        )
+
+
+def _check_environments(name: str, environments: Any) -> tuple[str, ...]:
+    """The environments a backfill declares, each a name a process can be in: a process's
+    environment is stripped (``resolve_environment``), so ' production' would never apply."""
+    fix = f"@bf.backfill(name={name!r}, environments=['staging', 'production'], ...)"
+    if isinstance(environments, str):
+        environments = [environments]
+    if not isinstance(environments, Iterable):
+        raise _bad(name, f"declares environments={environments!r}, not a list of names", fix)
+    envs = tuple(environments)
+    for e in envs:
+        if not isinstance(e, str) or not e or e != e.strip():
+            raise _bad(
+                name,
+                f"declares environments={list(envs)!r}; each is a non-empty name with no space around it "
+                f"({e!r} would match no environment)",
+                fix,
+            )
+        check_text(e, what=f"backfill {name!r} declares environment", fix=fix, code=X_INVALID_DEFINITION)
+    return envs
+
+
 def _check_rate(name: str, rate: Any) -> float | None:
     if rate is None:
         return None
@@ -115,6 +171,12 @@ def _check_rate(name: str, rate: Any) -> float | None:
             name,
             f"declares rate={rate!r}; it is batches a second, a positive finite number (None: unlimited)",
             f"@bf.backfill(name={name!r}, rate=5, ...)",
+        )
+    if 1.0 / rate > LONGEST_DELAY:  # a pass would wait past a year between two batches
+        raise _bad(
+            name,
+            f"declares rate={rate!r}: one batch every {1.0 / rate:.3g} s, past a year ({LONGEST_DELAY:.0f} s)",
+            f"@bf.backfill(name={name!r}, rate=0.01, ...)",
         )
     return float(rate)
 
@@ -138,19 +200,19 @@ class Backfills:
             raise unknown_option(
                 "Backfills takes no option", unknown, _OWNER_OPTIONS, "Backfills({option}=...)", "connect"
             )
-        if connect is not None and not callable(connect):
+        if connect is not None and (not callable(connect) or refused_call(connect, 0) is not None):
             raise JobsError(
                 X_INVALID_DEFINITION,
-                cause=f"connect={connect!r} is not callable",
+                cause=f"connect={connect!r} is not a function of no arguments (it opens the app's connection)",
                 fix="Backfills(connect=lambda: psycopg.connect(APP_DSN))",
             )
-        if migrations is not None and not callable(migrations):
+        if migrations is not None and (not callable(migrations) or refused_call(migrations, 1) is not None):
             raise JobsError(
                 X_INVALID_DEFINITION,
-                cause=f"migrations={migrations!r} is not callable",
+                cause=f"migrations={migrations!r} is not a function of one argument (the app's connection)",
                 fix="Backfills(migrations=django_migrations)",
             )
-        check_name(queue, "Backfills declares queue", f"Backfills(queue={PASS_QUEUE!r})")
+        check_queue_name(queue, "Backfills declares queue", f"Backfills(queue={PASS_QUEUE!r})")
         if version is not None and (not isinstance(version, str) or not version.strip()):
             raise JobsError(
                 X_INVALID_DEFINITION,
@@ -221,21 +283,14 @@ class Backfills:
                 f"declares count={count!r}, not a function of the connection",
                 f"@bf.backfill(name={name!r}, count=lambda conn: ..., ...)",
             )
+        _check_calls(name, source, count)
         if getattr(source, "needs_connection", False) and self.connect is None:
             raise _bad(
                 name,
                 "reads a table (keyset) and its Backfills has no connect= to reach it",
                 "Backfills(connect=lambda: psycopg.connect(APP_DSN))",
             )
-        if isinstance(environments, str):
-            environments = [environments]
-        envs = tuple(environments)
-        if any(not isinstance(e, str) or not e.strip() for e in envs):
-            raise _bad(
-                name,
-                f"declares environments={list(envs)!r}; each is a non-empty name",
-                f"@bf.backfill(name={name!r}, environments=['staging', 'production'], ...)",
-            )
+        envs = _check_environments(name, environments)
         if requires is not None and (not isinstance(requires, str) or not requires.strip()):
             raise _bad(name, f"declares requires={requires!r}", f"@bf.backfill(name={name!r}, requires='0042_x', ...)")
         if requires is not None and self.migrations is None:
@@ -253,6 +308,13 @@ class Backfills:
         def wrap(handle: Callable[[Batch], Any]) -> BackfillDefinition:
             if not callable(handle):
                 raise _bad(name, f"decorates {handle!r}, which is not callable", "put @bf.backfill(...) above a def")
+            if (sig := refused_call(handle, 1)) is not None:
+                raise _bad(
+                    name,
+                    f"decorates {getattr(handle, '__qualname__', handle)!s}{sig}, which cannot take one argument "
+                    "(the Batch): every batch would fail",
+                    "def handle(batch): ...",
+                )
             from engine.backfills.passes import run_pass
 
             d = BackfillDefinition(

@@ -19,9 +19,39 @@ from psycopg.rows import dict_row
 
 from engine.errors import X_INVALID_DEFINITION, JobsError
 
+_FIX = "keyset('accounts', 'id', where='plan = %(plan)s', params={'plan': 'pro'})"
+
 
 def _ident(dotted: str) -> sql.Identifier:
     return sql.Identifier(*dotted.split("."))
+
+
+def _check_options(where: object, params: object, columns: object) -> None:
+    """``where`` is SQL text or a Composable; ``params`` a mapping of str names; ``columns`` a
+    list of column names (a str would be read letter by letter)."""
+    if where is not None and not isinstance(where, (str, sql.Composable)):
+        raise JobsError(
+            X_INVALID_DEFINITION,
+            cause=f"keyset where={where!r:.80} is neither SQL text nor a psycopg.sql.Composable",
+            fix=_FIX,
+        )
+    if params is not None:
+        if not isinstance(params, Mapping) or not all(isinstance(k, str) and k for k in params):
+            raise JobsError(
+                X_INVALID_DEFINITION,
+                cause=f"keyset params={params!r:.80} is not a mapping of parameter names to values",
+                fix=_FIX,
+            )
+    if columns is not None and (
+        isinstance(columns, (str, bytes))
+        or not isinstance(columns, Sequence)
+        or not all(isinstance(c, str) and c for c in columns)
+    ):
+        raise JobsError(
+            X_INVALID_DEFINITION,
+            cause=f"keyset columns={columns!r:.80} is not a list of column names",
+            fix="keyset('accounts', 'id', columns=['email'])",
+        )
 
 
 class Keyset:
@@ -47,11 +77,18 @@ class Keyset:
                     cause=f"keyset {what}={value!r} must name a column or table (schema.table allowed)",
                     fix="keyset('accounts', 'id', where='email_lower is null')",
                 )
+        _check_options(where, params, columns)
         if params and any(k.startswith("jobs_") for k in params):
             raise JobsError(
                 X_INVALID_DEFINITION,
                 cause=f"keyset params {sorted(params)!r}: names starting jobs_ are the helper's own",
-                fix="keyset('accounts', 'id', where='plan = %(plan)s', params={'plan': 'pro'})",
+                fix=_FIX,
+            )
+        if params and where is None:
+            raise JobsError(
+                X_INVALID_DEFINITION,
+                cause=f"keyset params {sorted(params)!r} are given with no where= to read them",
+                fix=_FIX,
             )
         if columns is not None and key not in columns:
             columns = [key, *columns]

@@ -43,7 +43,7 @@ from engine.runtime.presence import Presence
 from engine.runtime.registration import Registration
 from engine.runtime.settle import AckBuffer, Backoff, Pending
 from engine.runtime.startup import when_reachable
-from engine.runtime.worker_config import WorkerConfig, served_queues
+from engine.runtime.worker_config import WorkerConfig, check_hooks, served_queues
 from engine.types import ClaimedJob, Heartbeat
 
 if TYPE_CHECKING:
@@ -73,6 +73,7 @@ class Worker:
         engine: Callable[[], Any] | None = None,
     ) -> None:
         self.config = cfg = config or WorkerConfig()
+        check_hooks(on_execution, metrics)
         if len(registry) == 0:
             raise JobsError(
                 X_INVALID_ARGUMENT,

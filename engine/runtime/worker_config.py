@@ -6,8 +6,10 @@ import math
 from dataclasses import dataclass
 
 from engine.errors import X_INVALID_ARGUMENT, JobsError
+from engine.names import check_name
 from engine.options import Options, finite_positive
 from engine.retry import check_traceback_limit
+from engine.runtime.metrics import Metrics
 
 # The shortest lease the engine takes, a job's claim, a relay's claim of outbox rows and a leader's
 # alike. A lease is a promise that the work it covers ends, or is renewed, before it lapses: the
@@ -102,12 +104,30 @@ class WorkerConfig(Options):
                     cause=f"worker option {name}={getattr(self, name)!r} must be True or False",
                     fix=f"{name}=True",
                 )
+        if self.id is not None:  # the name `jobsctl workers` lists and `jobsctl workers drain ID` takes
+            check_name(self.id, "worker option id", "eng.worker(jobs, id='web-1')", code=X_INVALID_ARGUMENT)
         if self.renew_interval is not None and not (0 < self.renew_interval < self.lease_seconds):
             raise JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"renew_interval={self.renew_interval!r} must be > 0 and shorter than "
                 f"lease_seconds={self.lease_seconds}",
                 fix=f"renew_interval={self.lease_seconds / 3:g}",
+            )
+
+
+def check_hooks(on_execution: object, metrics: object) -> None:
+    """A worker's on_execution (called with each Execution as its job settles) and metrics, refused
+    when the worker is built: a wrong one would fail in the worker's settle path, after the job ran."""
+    for name, value, ok, fix in (
+        ("on_execution", on_execution, callable(on_execution), "on_execution=lambda ex: print(ex.outcome)"),
+        ("metrics", metrics, isinstance(metrics, Metrics), "metrics=engine.runtime.metrics.Metrics()"),
+    ):
+        if value is not None and not ok:
+            raise JobsError(
+                X_INVALID_ARGUMENT,
+                cause=f"worker option {name}={value!r:.60} is not "
+                + ("callable" if name == "on_execution" else "a Metrics"),
+                fix=f"eng.worker(jobs, {fix})",
             )
 
 

@@ -33,6 +33,7 @@ from engine.drivers.base import Driver
 from engine.drivers.outbox_lease import DEFAULT_CLAIM_LEASE_MS, claim_lease_ms
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.ids import IdFactory
+from engine.newjobs import CHUNK
 from engine.options import Options, config_or_default, finite_positive
 from engine.retry import error_text
 from engine.runtime import logs
@@ -45,7 +46,6 @@ from engine.types import EnqueueResult, NewJob
 if TYPE_CHECKING:  # the outbox's rows, named in annotations only
     from engine.outbox_types import OutboxRow
 
-CHUNK = 250  # as engine.api's enqueue_many: past this many rows, a statement per chunk in one transaction
 GAUGE_CAP = 100_000  # the backlog gauge counts up to this many rows
 HEARTBEAT_INTERVAL = 5.0  # seconds between a relay's heartbeats (jobs.outbox_relay)
 # The shortest claim lease (engine/runtime/worker_config.py, MIN_LEASE_SECONDS): a claim must
