@@ -4,6 +4,7 @@ question before a change, the exit code of a clear no-op, and a bulk's stop on a
 from __future__ import annotations
 
 import asyncio
+import shlex
 import signal
 import sys
 import threading
@@ -110,3 +111,15 @@ def progress_line(action: str) -> Callable[[Any], None] | None:
         sys.stderr.flush()
 
     return told
+
+
+def no_id(action: str, filters: list[str]) -> JobsError:
+    """An action given neither an id nor --all; with filter words, they act only under --all."""
+    if not filters:
+        return JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix=f"jobsctl {action} JOB_ID")
+    words = " ".join(f"--filter {shlex.quote(f)}" for f in filters)
+    return JobsError(
+        X_INVALID_ARGUMENT,
+        cause=f"no job id was given: a --filter alone names no job; {action} over every job it matches takes --all",
+        fix=f"jobsctl {action} --all {words}",
+    )

@@ -20,6 +20,7 @@ from engine.cli.acting import (
     EXIT_STOPPED,
     ID_HELP,
     confirmed,
+    no_id,
     not_confirmed,
     operator,
     progress_line,
@@ -193,7 +194,7 @@ def retry(
         scope = filters + ([f"tenant={tenant}"] if tenant else [])
         return _bulk("retry", scope, yes, rate, note, dsn, actor, json_out, children=children)
     if not job_id:
-        fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobsctl retry JOB_ID"), as_json=json_out)
+        fail(no_id("retry", filters), as_json=json_out)
     _one_job("retry", job_id, filters, rate, yes, children, json_out)
     if children and from_step:
         fail(
@@ -258,7 +259,7 @@ def cancel(
             "cancel", filters + ([f"tenant={tenant}"] if tenant else []), yes, rate, note, dsn, actor, json_out
         )
     if not job_id:
-        fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobsctl cancel JOB_ID"), as_json=json_out)
+        fail(no_id("cancel", filters), as_json=json_out)
     _one_job("cancel", job_id, filters, rate, yes, children, json_out)
     if children:
         return with_children("cancel", job_id, yes, tenant, note, dsn, actor, json_out)
@@ -339,7 +340,7 @@ def discard(
             "discard", filters + ([f"tenant={tenant}"] if tenant else []), yes, rate, note, dsn, actor, json_out
         )
     if not job_id:
-        fail(JobsError(X_INVALID_ARGUMENT, cause="no job id was given", fix="jobsctl discard JOB_ID"), as_json=json_out)
+        fail(no_id("discard", filters), as_json=json_out)
     _one_job("discard", job_id, filters, rate, yes, False, json_out)
     result(run(dsn, json_out, lambda e: operator(e, actor).discard(job_id, tenant=tenant, note=note)), json_out)
 
