@@ -84,6 +84,9 @@ class JobDefinition:
     # A cron task's handle (engine/tasks.py) says so here: a worker asks before it imports the
     # scheduler and its cron parser.
     is_task: ClassVar[bool] = False
+    # A job only its own door may enqueue (a backfill's pass, after its gates): enqueue, stage and
+    # a handler's fan-out refuse it with gate_refusal(); the door enqueues it as an Opened.
+    gated: ClassVar[bool] = False
 
     name: str
     fn: Handler
@@ -115,6 +118,14 @@ class JobDefinition:
                     "that a 32-bit integer holds",
                     fix=f"@job(name={self.name!r}, {option}={10 if option == 'concurrency' else 0})",
                 )
+
+    def gate_refusal(self) -> JobsError:
+        """Why a gated job is not enqueued as any other job is, and its door (a gated class says which)."""
+        return JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"job {self.name!r} is started only through its own door",
+            fix="start it through the API that declared it",
+        )
 
     def key_for(self, inp: Any) -> str:
         try:

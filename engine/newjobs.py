@@ -37,6 +37,13 @@ class Enqueue(NamedTuple):
     priority: int | None = None
 
 
+class Opened(Enqueue):
+    """An Enqueue from a gated job's own door (engine.backfills' start, once every gate let the
+    pass through): the one way such a job is written; a plain Enqueue of it is refused."""
+
+    __slots__ = ()
+
+
 # A batch past this many rows goes out a statement per CHUNK rows, pipelined in one transaction,
 # so checking and encoding a chunk overlaps the server's insert of the one before: a batch of 100
 # is two (`python -m bench.ab --base REV --only batch100,batch1000` compares chunk sizes). The
@@ -119,6 +126,8 @@ def new_job(spec: Enqueue, now: datetime, job_id: str) -> NewJob:
         raise JobsError(
             X_NOT_A_JOB, cause=f"{h!r} is not a job handle", fix="pass the function decorated with @job(...)"
         )
+    if h.gated and type(spec) is not Opened:
+        raise h.gate_refusal()
     if delay is not None or run_at is not None:
         run_at = first_run(delay, run_at, now)
     if priority is not None and not int32(priority):

@@ -40,6 +40,7 @@ from engine.errors import (
     JobsError,
 )
 from engine.introspect.base import EngineView
+from engine.newjobs import Opened
 from engine.projections import ActionResult
 from engine.records import BackfillRun, LivePass
 from engine.text import storable
@@ -334,7 +335,7 @@ class BackfillControl(EngineView):
             "actor": actor,
             "app_version": d.owner.version,
         }
-        res = await self.engine.aenqueue(d, inp)
+        (res,) = await self.engine.aenqueue_many([Opened(d, inp)])  # past every gate
         if res.deduped:  # another starter won the race since the gate read
             _raise(self._gate_sync(d, write=write, force=force, applied={}, live={d.backfill: res.id}))  # type: ignore[arg-type]
         await self.driver.backfill_open(

@@ -18,7 +18,7 @@ import re
 import types as pytypes
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from engine.errors import (
     X_BACKFILL_UNKNOWN,
@@ -87,6 +87,13 @@ class BackfillDefinition(JobDefinition):
     environments: tuple[str, ...]  # empty: every environment
     requires: str | None
     owner: Backfills
+
+    gated: ClassVar[bool] = True  # a pass starts through BackfillControl.start, past every gate (I22)
+
+    def gate_refusal(self) -> JobsError:
+        skips = "the gates a start passes first (its environments, its migration, a pass applied or live)"
+        cause = f"job {self.name!r} is backfill {self.backfill!r}'s pass: a plain enqueue of it would skip {skips}"
+        return JobsError(X_INVALID_ARGUMENT, cause=cause, fix=self.command("--write"))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Calling the handle calls ``handle(batch)`` itself (handy in unit tests of app code)."""
