@@ -8,6 +8,7 @@ would), so a span reads the same wherever it is shown."""
 
 from __future__ import annotations
 
+import math
 import re
 
 from engine.errors import X_INVALID_ARGUMENT, JobsError
@@ -46,7 +47,9 @@ def duration(seconds: float | None) -> str:
 
 def relative(seconds: float) -> str:
     """A span from now said as ``duration`` says it: "in 2d23h" ahead, "1m30s ago" behind; under
-    a second either way, "in under a second" or "under a second ago" (never "in 0ms")."""
+    a second either way, "in under a second" or "under a second ago" (never "in 0ms"). Zero is
+    ahead and -0.0 behind: an age of zero, negated (``relative(-age)``), is "under a second ago"."""
+    ahead = math.copysign(1.0, seconds) > 0
     if abs(seconds) < 1:
-        return "in under a second" if seconds >= 0 else "under a second ago"
-    return f"in {duration(seconds)}" if seconds >= 0 else f"{duration(-seconds)} ago"
+        return "in under a second" if ahead else "under a second ago"
+    return f"in {duration(seconds)}" if ahead else f"{duration(-seconds)} ago"

@@ -26,6 +26,11 @@ from engine.types import JobRow, JobState, StopReason
 if TYPE_CHECKING:  # the durable-steps area's trace row; only named in an annotation here
     from engine.records import StepRecord
 
+# What a discard takes with the job, said before it (a confirm, the console) and after it (the
+# action's answer, jobsctl): one sentence, two tenses.
+DISCARD_EFFECT = "its attempts and steps go with it; its history keeps who discarded it, when and the note"
+DISCARDED = DISCARD_EFFECT.replace(" go with it", " went with it")
+
 CountKind = Literal["exact", "at-least", "estimate"]
 BulkAction = Literal["retry", "cancel", "discard"]
 

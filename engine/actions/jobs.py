@@ -12,7 +12,7 @@ from engine.actions.base import OperatorBase
 from engine.actions.children import descendants, restart_step
 from engine.errors import X_INVALID_ARGUMENT, X_INVALID_STATE, X_KEY_HELD, X_NOT_FOUND, X_UNKNOWN_STEP, JobsError
 from engine.introspect.base import load_job, not_found
-from engine.projections import ActionResult, JobSummary
+from engine.projections import DISCARDED, ActionResult, JobSummary
 from engine.records import StepRetry
 from engine.text import check_text
 from engine.types import LIVE_STATES, JobRow, JobState
@@ -26,7 +26,6 @@ _STILL_TO_RUN = {
     JobState.SUSPENDED: "it waits (a sleep, an event or other jobs) and goes on by itself",
     JobState.RUNNING: "it is running now",
 }
-DISCARDED = "its attempts and steps went with it; its history keeps who discarded it, when and the note"
 
 
 def not_dead(row: JobRow) -> JobsError:

@@ -22,6 +22,12 @@ def test_a_span_from_now_is_said_as_duration_says_it_ahead_and_behind() -> None:
     assert (relative(0.4), relative(-0.4)) == ("in under a second", "under a second ago")
 
 
+def test_an_age_of_zero_negated_is_said_behind_now_as_a_fresh_heartbeat_is() -> None:
+    age = 0.0  # a heartbeat read the instant it was sent
+    assert relative(-age) == "under a second ago"
+    assert relative(0.0) == "in under a second"  # a moment due now is still ahead
+
+
 def test_a_delayed_jobs_why_says_its_wait_in_days_and_hours_as_its_detail_does() -> None:
     delayed = row(JobState.DELAYED, run_at=NOW + SPAN)
     (cause,) = job_causes(delayed, now=NOW, pause=None, workers=None, stale_after=30, duplicate=None)
