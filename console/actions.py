@@ -14,7 +14,7 @@ from textual.binding import Binding, BindingType
 
 # What a discard does, in the words `jobsctl discard` answers with: every help line and confirm
 # about a discard says it so.
-DISCARD_EFFECT = "its attempts and steps go with it; its history keeps who discarded it, when and the note"
+from engine.projections import DISCARD_EFFECT as DISCARD_EFFECT
 
 
 @dataclass(frozen=True)
@@ -280,19 +280,21 @@ ACTIONS: tuple[Action, ...] = NAV + (
         scope="dead_letters",
         mutating=True,
     ),
-    Action(
-        "c",
-        "bulk('cancel', 'group')",
-        "Cancel group",
-        "cancel the live jobs still failing like the selected (or marked) groups (dry run first)",
-        scope="dead_letters",
-        mutating=True,
-    ),
+    # Discard before cancel: at 80 columns the footer keeps retry and discard, an on-call's
+    # actions here, and leaves out cancel (the live jobs still failing like a group), the rarer.
     Action(
         "d",
         "bulk('discard', 'group')",
         "Discard group",
         f"discard every job of the selected (or marked) groups (dry run first): each deleted; {DISCARD_EFFECT}",
+        scope="dead_letters",
+        mutating=True,
+    ),
+    Action(
+        "c",
+        "bulk('cancel', 'group')",
+        "Cancel group",
+        "cancel the live jobs still failing like the selected (or marked) groups (dry run first)",
         scope="dead_letters",
         mutating=True,
     ),

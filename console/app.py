@@ -154,7 +154,7 @@ class JobsConsole(App[None]):
         back to first (opening job B from job A's why replaces job A), so the stack is never
         deeper than the kinds of screen there are, and one Escape is one level back."""
         message.stop()
-        if self._in_modal():
+        if self._in_modal() or self._quitting():
             return
         cls = screen_class(message.kind)
         stack = self.screen_stack
@@ -173,6 +173,11 @@ class JobsConsole(App[None]):
         the keys already sent to it."""
         return isinstance(self.screen, ModalScreen)
 
+    def _quitting(self) -> bool:
+        """The console is on its way out (q): a key typed behind the q (a, ?, a number) reached it
+        while its screens were being taken down, and a screen opened then had no widgets to fill."""
+        return self.return_code is not None
+
     def action_command_palette(self) -> None:
         """Textual's palette, answered once (console/screens/modal.py)."""
         if self.use_command_palette and not CommandPalette.is_open(self):  # type: ignore[arg-type]
@@ -180,7 +185,7 @@ class JobsConsole(App[None]):
 
     def action_goto(self, mode: str) -> None:
         """A number key goes to that screen's root (its list), never to a drill-down left open."""
-        if self._in_modal():
+        if self._in_modal() or self._quitting():
             return
         self.switch_mode(mode)
         while len(self.screen_stack) > 1:

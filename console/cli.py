@@ -142,6 +142,7 @@ def open_source(dsn: str, opts: Options):  # type: ignore[no-untyped-def]
             app=opts.app,
             environment=opts.environment,
             prepared_statements=opts.prepared_statements,
+            queue=opts.queue,
         )
     except JobsError as err:
         if err.code == X_DSN_INVALID:  # the driver's fix names the Python API; ours names this command

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from textual.command import Hit, Hits
 from textual.content import Content
+from textual.fuzzy import Matcher
 from textual.system_commands import SystemCommandsProvider
 
 DESCRIPTION_SCORE = 1e-3  # below any fuzzy match of a name
@@ -20,8 +21,20 @@ class Commands(SystemCommandsProvider):
         matcher = self.matcher(query)
         words = query.lower().split()
         for name, help_text, callback, *_ in self.app.get_system_commands(self.screen):
-            score = matcher.match(name)
+            shown = Content.from_markup(name)
+            score = matcher.match(shown.plain)
             if score > 0:
-                yield Hit(score, matcher.highlight(name), callback, help=help_text)
+                yield Hit(score, highlighted(matcher, shown), callback, help=help_text)
             elif words and all(word in help_text.lower() for word in words):
-                yield Hit(DESCRIPTION_SCORE, Content.from_markup(name), callback, help=help_text)
+                yield Hit(DESCRIPTION_SCORE, shown, callback, help=help_text)
+
+
+def highlighted(matcher: Matcher, shown: Content) -> Content:
+    """``shown`` with the letters the query matched highlighted. The match runs on the text as
+    shown: Textual's ``Matcher.highlight`` matches the markup and marks the same offsets in the
+    text shown, one letter off after each escaped bracket ("Retry all  \\[X]")."""
+    _, offsets = matcher.fuzzy_search.match(matcher.query, shown.plain)
+    for offset in offsets:
+        if not shown.plain[offset].isspace():
+            shown = shown.stylize(matcher.match_style, offset, offset + 1)
+    return shown

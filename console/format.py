@@ -18,7 +18,7 @@ from typing import Any
 from rich.cells import cell_len
 from rich.text import Text
 
-from engine.durations import duration  # the CLI says durations the same way
+from engine.durations import relative  # jobsctl and the why texts say times the same way
 
 # C0 controls except none (tab and newline are escaped too: a cell is one line), DEL, the C1
 # range, and the bidi overrides that can reorder what a reader sees.
@@ -136,18 +136,22 @@ def pretty_json(value: Any, *, max_lines: int = JSON_LINES, unfold: bool = False
     return text, folded
 
 
-def ago(when: datetime | None, now: datetime) -> str:
-    if when is None:
-        return "—"
-    d = (now - when).total_seconds()
-    return "now" if abs(d) < 1 else (f"{duration(d)} ago" if d > 0 else f"in {duration(-d)}")
+def relative_at(when: datetime | None, now: datetime) -> str:
+    """``when`` said from ``now`` in the engine's one wording (engine.durations.relative, as
+    jobsctl and the why texts say it): "3m20s ago", "in 2d23h", "in under a second"; "—" for none."""
+    return "—" if when is None else relative((when - now).total_seconds())
 
 
-def until(when: datetime | None, now: datetime) -> str:
-    if when is None:
-        return "—"
-    d = (when - now).total_seconds()
-    return "now" if abs(d) < 1 else (f"in {duration(d)}" if d > 0 else f"{duration(-d)} ago")
+def since(when: datetime | None, now: datetime) -> str:
+    """A moment that has passed (a job's creation, a heartbeat) said from ``now`` as
+    ``relative_at`` says it, but at ``now`` itself still behind: "under a second ago"."""
+    return "—" if when is None else ago((now - when).total_seconds())
+
+
+def ago(age: float) -> str:
+    """An age in seconds (a heartbeat's) in the engine's wording: "5m13s ago", "under a second
+    ago" (an age of zero too)."""
+    return relative(-age)
 
 
 def stamp(when: datetime | None, now: datetime | None = None) -> str:

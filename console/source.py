@@ -42,6 +42,7 @@ from engine.actions import Operator
 from engine.api import Engine, connect
 from engine.errors import SHUTTING_DOWN, UNREACHABLE, X_READ_ONLY, JobsError
 from engine.introspect.base import resolve_id
+from engine.introspect.reads import unknown_queue
 from engine.opening import ensure_open
 from engine.outbox_types import OutboxView, StagedWhy
 from engine.projections import (
@@ -418,10 +419,11 @@ def open_source(
     app: str | None = None,
     environment: str | None = None,
     prepared_statements: bool = True,
+    queue: str | None = None,
 ) -> Source:
-    """Connect, check that the schema is installed and load the app's backfills from ``app``
-    (raising JobsError before any screen is drawn), and answer a Source on that engine.
-    ``prepared_statements=False``: prepare none (a DSN through PgBouncer in transaction mode)."""
+    """Connect, check the schema is installed and ``queue`` (--queue) one a job, worker or pause
+    names, load the app's backfills from ``app`` (each a JobsError before any screen is drawn), and
+    answer a Source. ``prepared_statements=False``: prepare none (PgBouncer in transaction mode)."""
     backfills = None
     if app:
         from engine.cli.backfill import load_catalog  # the `jobsctl backfill --app` door
@@ -433,6 +435,8 @@ def open_source(
     async def check() -> str | None:
         try:
             await ensure_open(engine.driver)
+            if queue is not None and queue not in (known := await engine.driver.queue_names_known()):
+                raise unknown_queue(queue, known, command="jobs-console --queue", also="")
             return await engine.driver.role_may_act()
         finally:
             await engine.aclose()  # the console's own loop opens its pool again

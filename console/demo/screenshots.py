@@ -240,11 +240,11 @@ def _app(shot: Shot) -> tuple[Any, _Outage | None]:
 
 
 def render_svg(shot: Shot) -> str:
-    from textual._doc import take_svg_screenshot  # the renderer snap_compare uses
-
+    """The shot as an SVG, drawn as snap_compare draws a snapshot: the app run headless at the
+    shot's size, driven to its screen, then ``export_screenshot`` (all public Textual API)."""
     app, outage = _app(shot)
 
-    async def before(pilot: Any) -> None:
+    async def drive(pilot: Any) -> None:
         await _settle(pilot)
         for key in shot.press:
             await pilot.press(key)
@@ -257,8 +257,14 @@ def render_svg(shot: Shot) -> str:
             outage.down = True
             await pilot.press("r")
             await _settle(pilot)
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause()
+        app.exit(app.export_screenshot(title=f"jobs-console · {shot.name}", simplify=True))
 
-    return take_svg_screenshot(app=app, terminal_size=shot.size, run_before=before, title=f"jobs-console · {shot.name}")
+    svg = app.run(headless=True, auto_pilot=drive, size=shot.size)
+    assert isinstance(svg, str)
+    return svg
 
 
 def to_png(svg: str, path: Path) -> None:

@@ -30,6 +30,11 @@ if TYPE_CHECKING:
 RETRYABLE = ("failed", "cancelled", "stalled")
 
 
+def retryable(v: Any) -> bool:
+    """Whether x can continue the row's latest pass: it failed, was cancelled or stalled."""
+    return v.last is not None and v.last.status in RETRYABLE
+
+
 def start_body(v: Any, *, write: bool, force: bool, console_env: str) -> Text:
     name, env = (clean(v.name, limit=40), "bold"), (clean(v.environment, limit=20), "bold")
     pace = f"{v.batch_size:,} rows a batch, " + (
@@ -56,8 +61,11 @@ def start_body(v: Any, *, write: bool, force: bool, console_env: str) -> Text:
             name,
             " in ",
             env,
-            f", which completed as run {short_id(done.id) if done else '?'}: it updates every row its source "
-            f"still selects ({pace}) and writes a NEW ledger row; the completed one is never edited.",
+            f", which completed as run {short_id(done.id)}: it updates every row its source "
+            f"still selects ({pace}) and writes a NEW ledger row; the completed one is never edited."
+            if done
+            else f", which has no completed pass there: it updates every row its source selects ({pace}), "
+            "as a write pass (w) does.",
         )
     else:
         t = Text.assemble(

@@ -13,7 +13,8 @@ from typing import Any
 
 from rich.text import Text
 
-from console.format import ago, cell, clean, duration, short_id
+from console.format import cell, clean, short_id, since
+from engine.durations import duration
 
 STATUS_STYLE = {
     "pending": "bold yellow",
@@ -113,7 +114,7 @@ def progress_text(v: Any, now: Any, *, console_env: str, compact: bool = False) 
     head.append("\n")
     head.append(f"{mode(last)} pass ", style="bold")
     head.append(f"run {short_id(last.id)} · job {short_id(last.job_id or '—')} · {last.status}", style="")
-    head.append(f" · started {ago(last.started_at, now)} by {clean(last.actor or '?', limit=30)}")
+    head.append(f" · started {since(last.started_at, now)} by {clean(last.actor or '?', limit=30)}")
     if last.app_version:
         head.append(f" · app {clean(last.app_version, limit=20)}", style="dim")
     head.append("\n")
@@ -168,7 +169,7 @@ def history_cells(run: Any, now: Any) -> tuple[Text, ...]:
     took = "" if run.finished_at is None else duration((run.finished_at - run.started_at).total_seconds())
     return (
         Text(short_id(run.id), style="dim"),
-        Text(ago(run.started_at, now)),
+        Text(since(run.started_at, now)),
         cell(run.actor or "—", limit=24),
         Text(mode(run)),
         Text(run.status, style=RUN_STYLE.get(run.status, "")),

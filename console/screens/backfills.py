@@ -15,8 +15,8 @@ from textual.widgets import Static
 
 from console.format import clean, packed
 from console.messages import BackfillsLoaded
-from console.screens.backfill_flows import BackfillFlows
-from console.screens.backfill_text import gate_text, history_cells, progress_text, row_cells
+from console.screens.backfill_flows import BackfillFlows, retryable
+from console.screens.backfill_text import gate_text, history_cells, own_live, progress_text, row_cells
 from console.screens.base import DataScreen
 from console.screens.flows import Flows
 from console.widgets.fresh import update_changed
@@ -100,6 +100,7 @@ class BackfillsScreen(DataScreen, Flows, BackfillFlows):
     MODE = "backfills"
 
     _board: Any = None
+    _offered: tuple[bool, bool, bool] | None = None  # (x, c, f) as the footer was last drawn
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
@@ -166,6 +167,28 @@ class BackfillsScreen(DataScreen, Flows, BackfillFlows):
         history.set_columns(columns)
         history.sync([(r.id, history_cells(r, now)[: len(columns)]) for r in runs])
         update_changed(self.query_one("#note", Static), hint_text(v))
+        # x, c and f are offered on the rows they can act on: the footer is redrawn when the row
+        # under the cursor (or its pass) changes that, not on every refresh.
+        offered = (retryable(v), own_live(v), v.applied is not None)
+        if offered != self._offered:
+            self._offered = offered
+            self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        allowed = super().check_action(action, parameters)
+        if not allowed or action not in ("retry_pass", "cancel_pass", "force"):
+            return allowed
+        v = self.selected()
+        if v is None:
+            return False
+        # f reruns an applied backfill; where none completed, w starts the same write pass.
+        return (
+            retryable(v)
+            if action == "retry_pass"
+            else own_live(v)
+            if action == "cancel_pass"
+            else v.applied is not None
+        )
 
     def selected(self) -> Any:
         key = self.query_one("#backfills", KeyedTable).selected_key

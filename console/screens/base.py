@@ -83,11 +83,17 @@ class ConsoleScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in actions.mutating_names(self.SCOPE) and self.source.read_only:
             return False  # not offered: hidden from the footer and refused (the engine refuses too)
-        if action == "back" and len(self.app.screen_stack) <= 1 and not self.marked():
+        if action == "back" and self.is_root() and not self.marked():
             return False
         if action in ("sort", "sort_reverse", "mark"):
             return self.table() is not None
         return True
+
+    def is_root(self) -> bool:
+        """This screen is its stack's first (a number key's screen): there is nothing under it to go
+        back to, whatever is open over it (the palette, a confirm)."""
+        stack = self.app.screen_stack
+        return not stack or stack[0] is self or self not in stack
 
     # --- the table: sorting and marks ------------------------------------------------------------
 

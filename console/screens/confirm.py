@@ -21,7 +21,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
+from textual.geometry import Size
 from textual.screen import ModalScreen
+from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Input, Label, Static
 
 from console.format import clean
@@ -30,6 +32,7 @@ from console.screens.modal import AnswerOnce
 # Said when the operator leaves a confirmation unanswered. Not "Cancelled": after "Cancel job …?"
 # that word reads as the cancel having happened.
 LEFT_ALONE = "Left as it was: nothing changed."
+BOX_WIDTH = 90  # #confirm-box's width in app.tcss
 
 
 class Tick(Checkbox):
@@ -40,6 +43,11 @@ class Tick(Checkbox):
     def render(self) -> Content:
         self.BUTTON_INNER = "X" if self.value else " "
         return super().render()
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        # Textual's checkbox is one line whatever its width: a label longer than the box was cut
+        # (60 columns). This one wraps its label (app.tcss) and is as tall as the wrapped text.
+        return Widget.get_content_height(self, container, viewport, width)
 
 
 @dataclass(frozen=True)
@@ -118,8 +126,12 @@ class ConfirmScreen(AnswerOnce, ModalScreen[Confirmed | None]):
 
     def _fit(self, height: int) -> None:
         """Give the body what the screen has left once the title, options and buttons are placed
-        (each one row and a margin; the box's border two rows)."""
-        fixed = 2 + 2 * (self.pace is not None) + 2 * (self.with_children is not None) + 2 * self.with_note + 2
+        (each a margin and its rows: one, or an option's label as it wraps in the box; the box's
+        border two rows)."""
+        inner = max(1, min(BOX_WIDTH, self.size.width or self.app.size.width) - 4)  # less border and padding
+        size = Size(inner, height)
+        ticks = sum(1 + tick.get_content_height(size, size, inner) for tick in self.query(Tick))
+        fixed = 2 + ticks + 2 * self.with_note + 2
         for body in self.query("#confirm-body").results(VerticalScroll):
             body.styles.max_height = max(2, height - fixed - 2)
 

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from console import palette
-from console.format import ago, cell, clean, packed
+from console.format import cell, clean, packed, since
 from console.messages import DeadLettersLoaded
 from console.screens.base import DataScreen
 from console.screens.filter_bar import Filtered
@@ -39,7 +39,11 @@ COLUMNS = (
 # attempt ("attempts-exhausted at attempt 5 of 5").
 NARROW_BELOW = 100
 NARROW = tuple(c for c in COLUMNS if c[1] in ("name", "code", "stop", "count", "tenants"))
-NAME_LIMIT, CODE_LIMIT = (26, 22), (20, 18)  # (wide, narrow)
+# Under TINY_BELOW (60x20) the stop reason goes too (the last error's line says it), so the count
+# stays on screen.
+TINY_BELOW = 70
+TINY = tuple(c for c in NARROW if c[1] != "stop")
+NAME_LIMIT, CODE_LIMIT = (26, 20, 18), (22, 18, 16)  # wide, narrow, tiny
 
 
 def group_key(g: DeadGroup) -> str:
@@ -47,16 +51,16 @@ def group_key(g: DeadGroup) -> str:
 
 
 def group_row(g: DeadGroup, now, columns: tuple[tuple[str, str], ...] = COLUMNS) -> tuple[Text, ...]:  # type: ignore[no-untyped-def]
-    narrow = columns is NARROW
+    fit = (COLUMNS, NARROW, TINY).index(columns) if columns in (COLUMNS, NARROW, TINY) else 0
     cells = {
-        "name": cell(g.name, limit=NAME_LIMIT[narrow], style="bold"),
-        "code": cell(g.error_code, limit=CODE_LIMIT[narrow], style=palette.style("error")),
+        "name": cell(g.name, limit=NAME_LIMIT[fit], style="bold"),
+        "code": cell(g.error_code, limit=CODE_LIMIT[fit], style=palette.style("error")),
         "stop": cell(g.stop_reason, limit=18),
         "count": Text(f"{g.count:,}", justify="right", style="bold"),
         "attempt": Text(f"{g.attempt} of {g.max_attempts}", justify="right"),
         "tenants": Text(str(g.tenants), justify="right"),
-        "first": Text(ago(g.first_seen, now), style="dim"),
-        "last": Text(ago(g.last_seen, now), style="dim"),
+        "first": Text(since(g.first_seen, now), style="dim"),
+        "last": Text(since(g.last_seen, now), style="dim"),
         "error": cell(g.last_error, limit=40, style="dim"),
     }
     return tuple(cells[key] for _, key in columns)
@@ -106,7 +110,8 @@ class DeadLettersScreen(Filtered, DataScreen, Flows):
         super().on_mount()
 
     def _columns(self) -> tuple[tuple[str, str], ...]:
-        return NARROW if (self.size.width or self.app.size.width) < NARROW_BELOW else COLUMNS
+        width = self.size.width or self.app.size.width
+        return TINY if width < TINY_BELOW else NARROW if width < NARROW_BELOW else COLUMNS
 
     def _dead(self) -> JobFilter:
         return replace(self.where, state=JobState.DEAD)
@@ -146,9 +151,12 @@ class DeadLettersScreen(Filtered, DataScreen, Flows):
         if g.last_fix:  # what that error said to do (a handler's JobsError fix)
             t.append("\nfix: ", style="dim")
             t.append(clean(g.last_fix, limit=160), style="bold")
-        if self._columns() is NARROW:  # the columns left out
+        if self._columns() is not COLUMNS:  # the columns left out
             now = self.source.now()
-            t.append(f"\nfirst seen {ago(g.first_seen, now)} · last seen {ago(g.last_seen, now)}", style="dim")
+            t.append(
+                f"\nfirst seen {since(g.first_seen, now)} · last seen {since(g.last_seen, now)}",
+                style="dim",
+            )
         marked = len(self.query_one("#groups", KeyedTable).marked_keys())
         hints = (
             ["Enter: its jobs", "s: sort"]

@@ -18,12 +18,13 @@ from textual import work
 
 from console import palette
 from console.actions import DISCARD_EFFECT
-from console.format import ago, clean, duration, short_id, stamp
+from console.format import clean, short_id, since, stamp
 from console.messages import ActionFailed, ActionSucceeded
 from console.screens.confirm import LEFT_ALONE, Confirmed, ConfirmScreen
 from console.screens.flows_bulk import BulkFlows
 from console.screens.modal import ask
 from console.screens.steps import StepChooser
+from engine.durations import duration
 from engine.errors import JobsError
 from engine.projections import ActionResult, DrainRequest, JobFilter, JobSummary, QueueStats, WorkerView
 from engine.types import LIVE_STATES, JobState
@@ -43,7 +44,7 @@ def resume_text(queue: str, q: QueueStats | None, now: datetime) -> Text:
         if q.paused_by:
             t.append_text(Text.assemble(" by ", (clean(q.paused_by, limit=40), "bold")))
         if q.paused_at:
-            t.append(f" {ago(q.paused_at, now)} ({stamp(q.paused_at, now)} UTC)")
+            t.append(f" {since(q.paused_at, now)} ({stamp(q.paused_at, now)} UTC)")
         t.append(f": “{clean(q.pause_note, limit=200)}”" if q.pause_note else ".")
     jobs = "job" if q.ready.value == 1 else "jobs"
     t.append(f"\n{q.ready} ready {jobs} will start being claimed")

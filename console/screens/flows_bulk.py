@@ -15,11 +15,12 @@ from textual import work
 
 from console import palette
 from console.actions import DISCARD_EFFECT
-from console.format import clean, duration, short_id
+from console.format import clean, short_id
 from console.messages import ActionFailed, ActionSucceeded
 from console.screens.confirm import LEFT_ALONE, Confirmed, ConfirmScreen, ResultScreen
 from console.screens.modal import ask
 from console.screens.progress import ProgressScreen
+from engine.durations import duration
 from engine.errors import JobsError
 from engine.introspect.filters import describe_filter
 from engine.projections import BulkGroup, BulkPlan, BulkResult, JobFilter
@@ -37,7 +38,7 @@ ACTING = {"retry": "Retrying", "cancel": "Cancelling", "discard": "Discarding"}
 WHAT = {
     "retry": "would be retried",
     "cancel": "would be cancelled",
-    "discard": f"would be discarded (deleted; {DISCARD_EFFECT})",
+    "discard": f"would be discarded (each deleted; {DISCARD_EFFECT})",  # "each": its attempts, its history
 }
 
 
@@ -72,13 +73,14 @@ def plan_text(plans: Sequence[BulkPlan], scope: str | None = None) -> Text:
         said = f"{plural(replays, 'fan-in')} among them waited for jobs that did not complete:"
         t.append(said, style=f"bold {palette.style('warn')}")
         t.append(" retried here, each replays that answer; retried with children, each runs its wait again.\n\n")
-    t.append(f"{'count':>7}  {'stop reason':<19} {'error code':<22} tenant\n", style="underline")
     groups: list[BulkGroup] = [g for p in plans for g in p.groups]
-    for g in groups[:8]:
-        t.append(
-            f"{g.count:>7,}  {clean(g.stop_reason or '—', limit=19):<19} "
-            f"{clean(g.error_code or '—', limit=22):<22} {clean(g.tenant or '—', limit=20)}\n"
-        )
+    # Each column as wide as what it shows, so the tenant stays on its line in a narrow dialog.
+    stops = [clean(g.stop_reason or "—", limit=19) for g in groups[:8]]
+    codes = [clean(g.error_code or "—", limit=22) for g in groups[:8]]
+    sw, cw = max([len("stop reason"), *map(len, stops)]), max([len("error code"), *map(len, codes)])
+    t.append(f"{'count':>7}  {'stop reason':<{sw}}  {'error code':<{cw}}  tenant\n", style="underline")
+    for g, stop, code in zip(groups[:8], stops, codes):
+        t.append(f"{g.count:>7,}  {stop:<{sw}}  {code:<{cw}}  {clean(g.tenant or '—', limit=20)}\n")
     if len(groups) > 8:
         t.append(f"… and {len(groups) - 8} more groups\n", style="dim")
     return t

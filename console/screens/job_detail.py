@@ -13,13 +13,14 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from console import palette
-from console.format import ago, clean, duration, pretty_json, safe, short_id, stamp, until
+from console.format import clean, pretty_json, relative_at, safe, short_id, since, stamp
 from console.messages import JobLoaded
 from console.screens.base import DataScreen
 from console.screens.flows import Flows
 from console.widgets.fresh import update_changed
 from console.widgets.state_bar import state_text
 from console.widgets.timeline import StepTimeline, timeline_text
+from engine.durations import duration, relative
 from engine.projections import JobDetail, JobSummary
 from engine.types import LIVE_STATES, JobState, waited_out
 
@@ -34,8 +35,8 @@ def facts_text(d: JobDetail, now: datetime) -> Text:
         ("tenant", safe(j.tenant, limit=40)),
         ("key", safe(j.idempotency_key, limit=70)),
         ("attempt", f"{j.attempt} of {j.max_attempts}" + (f"  (priority {j.priority})" if j.priority else "")),
-        ("created", f"{stamp(j.created_at, now)}  ({ago(j.created_at, now)})"),
-        ("run at", f"{stamp(j.run_at, now)}  ({until(j.run_at, now)})" if j.state in _LIVE else "—"),
+        ("created", f"{stamp(j.created_at, now)}  ({since(j.created_at, now)})"),
+        ("run at", f"{stamp(j.run_at, now)}  ({relative_at(j.run_at, now)})" if j.state in _LIVE else "—"),
     ]
     if d.parents:  # the job whose fan-out enqueued it
         p, step = d.parents[0]
@@ -66,11 +67,11 @@ def facts_text(d: JobDetail, now: datetime) -> Text:
                 "lease",
                 f"until {stamp(j.lease_until, now)} ({duration(left)} left)"
                 if left > 0
-                else f"lapsed {duration(-left)} ago",
+                else f"lapsed {relative(left)}",
             )
         )
     if j.finished_at:
-        rows.append(("finished", f"{stamp(j.finished_at, now)}  ({ago(j.finished_at, now)})"))
+        rows.append(("finished", f"{stamp(j.finished_at, now)}  ({since(j.finished_at, now)})"))
     if j.error_code or j.stop_reason:
         rows.append(
             (
@@ -111,9 +112,9 @@ def event_sentence(d: JobDetail, now: datetime) -> str | None:
     except ValueError:
         timeout = None
     if timeout is not None and j.run_at >= timeout:
-        return f"{what}. Sending it wakes the job at once; otherwise it times out at {stamp(timeout, now)} ({until(timeout, now)})."
-    check = "is due now" if j.run_at <= now else f"is at {stamp(j.run_at, now)} ({until(j.run_at, now)})"
-    end = f"it times out at {stamp(timeout, now)} ({until(timeout, now)})" if timeout else "it never times out"
+        return f"{what}. Sending it wakes the job at once; otherwise it times out at {stamp(timeout, now)} ({relative_at(timeout, now)})."
+    check = "is due now" if j.run_at <= now else f"is at {stamp(j.run_at, now)} ({relative_at(j.run_at, now)})"
+    end = f"it times out at {stamp(timeout, now)} ({relative_at(timeout, now)})" if timeout else "it never times out"
     return f"{what}. Sending it wakes the job at once; otherwise the next check for it {check}, and {end}."
 
 

@@ -9,6 +9,7 @@ Marked rows (space) take x, c and d together behind one confirmation.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from rich.text import Text
@@ -17,7 +18,7 @@ from textual.widgets import Static
 
 from console import palette
 from console.actions import DISCARD_EFFECT
-from console.format import ago, cell, clean, packed, short_id
+from console.format import cell, clean, packed, short_id, since
 from console.messages import JobsLoaded
 from console.screens.base import DataScreen
 from console.screens.filter_bar import Filtered
@@ -74,17 +75,37 @@ def sort_value(j: JobSummary, column: str) -> object:
     }.get(column)
 
 
-def job_row(j: JobSummary, now) -> tuple[Text, ...]:  # type: ignore[no-untyped-def]
+NAME_LIMIT, QUEUE_LIMIT, TENANT_LIMIT = 28, 16, 14
+SCROLLBAR = 2  # the table's vertical scrollbar, shown once a page is taller than the screen
+
+
+def name_limit(jobs: Sequence[JobSummary], width: int) -> int:
+    """How long a name may be for the columns up to the tenant to fit ``width`` beside the
+    scrollbar: a long name on the page is cut, not the tenant at the screen's edge. Every column
+    is its widest cell or its label, and a cell's padding each side."""
+    if not width:
+        return NAME_LIMIT
+    widest = [
+        12,  # the short id
+        max([len("state"), *(len(j.state.value) for j in jobs)]),
+        max([len("attempt"), *(len(f"{j.attempt}/{j.max_attempts}") for j in jobs)]),
+        max([len("queue"), *(min(len(j.queue), QUEUE_LIMIT) for j in jobs)]),
+        max([len("tenant"), *(min(len(j.tenant or "—"), TENANT_LIMIT) for j in jobs)]),
+    ]
+    return max(12, min(NAME_LIMIT, width - SCROLLBAR - sum(w + 2 for w in widest) - 2))
+
+
+def job_row(j: JobSummary, now, name: int = NAME_LIMIT) -> tuple[Text, ...]:  # type: ignore[no-untyped-def]
     return (
         Text(short_id(j.id), style="dim"),
-        cell(j.name, limit=28),
+        cell(j.name, limit=name),
         state_text(j.state.value),
         Text(f"{j.attempt}/{j.max_attempts}", justify="right"),
-        cell(j.queue, limit=16),
-        cell(j.tenant, limit=14),
+        cell(j.queue, limit=QUEUE_LIMIT),
+        cell(j.tenant, limit=TENANT_LIMIT),
         cell(j.error_code, limit=22, style=palette.style("error")) if j.error_code else Text("—", style="dim"),
-        Text(ago(j.run_at, now) if j.state.value in _LIVE else "—", style="dim"),
-        Text(ago(j.created_at, now), style="dim"),
+        Text(since(j.run_at, now) if j.state.value in _LIVE else "—", style="dim"),
+        Text(since(j.created_at, now), style="dim"),
     )
 
 
@@ -136,7 +157,9 @@ class JobsScreen(Filtered, DataScreen, Flows):
         self.page = page
         now = self.source.now()
         self.rows = {j.id: j for j in page.items}
-        self.query_one("#jobs", KeyedTable).sync([(j.id, job_row(j, now)) for j in page.items])
+        table = self.query_one("#jobs", KeyedTable)
+        limit = name_limit(page.items, table.size.width or self.app.size.width)
+        table.sync([(j.id, job_row(j, now, limit)) for j in page.items])
         title = Text("Jobs", style="bold")
         title.append(
             f"  {clean(describe_filter(self.where), limit=100)}" if not self.where.empty else "  all", style=""

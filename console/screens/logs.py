@@ -21,7 +21,7 @@ from textual.widgets import Static
 
 from console import palette
 from console.events import KEPT, LogEvent
-from console.format import ago, clean, short_id, stamp
+from console.format import clean, short_id, since, stamp
 from console.messages import Loaded
 from console.screens.base import DataScreen
 from console.widgets.fresh import update_changed
@@ -110,10 +110,10 @@ def worker_record(w: WorkerView | None, now: datetime) -> Text:
     if w is None:
         t.append("\nThis worker is no longer registered (it stopped, or its row was reaped).", style="dim italic")
         return t
-    t.append(f"\nstarted {ago(w.started_at, now)}, last heartbeat {ago(w.heartbeat_at, now)}")
+    t.append(f"\nstarted {since(w.started_at, now)}, last heartbeat {since(w.heartbeat_at, now)}")
     t.append(f", {w.in_use}/{w.concurrency} slots busy, queues {clean(', '.join(w.queues), limit=80)}")
     if w.drain_requested_by:
-        t.append(f"\nasked to drain by {clean(w.drain_requested_by, limit=30)} {ago(w.drain_requested_at, now)}")
+        t.append(f"\nasked to drain by {clean(w.drain_requested_by, limit=30)} {since(w.drain_requested_at, now)}")
     return t
 
 

@@ -22,12 +22,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from console.format import ago, cell, clean, duration, short_id, stamp, until
+from console.format import cell, clean, relative_at, short_id, since, stamp
 from console.messages import OutboxLoaded
 from console.screens.base import DataScreen
 from console.widgets.fresh import update_changed
 from console.widgets.keyed_table import KeyedTable
 from console.widgets.sparkline import spark
+from engine.durations import duration
 
 COLUMNS = (
     ("row", "id"),
@@ -52,7 +53,7 @@ class Sample(NamedTuple):
 
 def _status(w: Any, now: datetime) -> Text:
     if w.status == "held":
-        return Text(f"held, lease {until(w.row.lease_until, now)}", style="cyan")
+        return Text(f"held, lease {relative_at(w.row.lease_until, now)}", style="cyan")
     if w.status == "failing":
         return Text("FAILING", style="bold red")
     if w.status == "lapsed":
@@ -64,7 +65,7 @@ def staged_row(w: Any, now: datetime) -> tuple[Text, ...]:
     r = w.row
     return (
         Text(short_id(r.id), style="bold"),
-        Text(ago(r.staged_at, now), style="dim"),
+        Text(since(r.staged_at, now), style="dim"),
         cell(r.name, limit=24),
         _status(w, now),
         Text(str(r.attempts), justify="right", style="bold red" if r.attempts else "dim"),
@@ -115,7 +116,7 @@ def relays_text(view: Any) -> Text:
             "No relay is alive: nothing publishes staged rows (run `jobsctl worker` or `jobsctl relay`).", style
         )
     t = Text(f"Relays alive {len(view.relays)}: ", style="bold")
-    shown = [f"{clean(r.id, limit=40)} (beat {ago(r.heartbeat_at, view.now)})" for r in view.relays[:SHOWN_RELAYS]]
+    shown = [f"{clean(r.id, limit=40)} (beat {since(r.heartbeat_at, view.now)})" for r in view.relays[:SHOWN_RELAYS]]
     t.append(
         ", ".join(shown) + (f", +{len(view.relays) - SHOWN_RELAYS} more" if len(view.relays) > SHOWN_RELAYS else "")
     )
@@ -130,7 +131,7 @@ def claims_text(view: Any) -> Text:
         t.append("\n" if i else "")
         t.append("Claim ", style="bold")
         t.append(f"{clean(h.relay, limit=40)} holds {h.rows:,} row{'s' if h.rows != 1 else ''}, lease ends ")
-        t.append(f"{until(h.lease_until, view.now)} ({stamp(h.lease_until, view.now)})", style="cyan")
+        t.append(f"{relative_at(h.lease_until, view.now)} ({stamp(h.lease_until, view.now)})", style="cyan")
     if len(view.holders) > SHOWN_CLAIMS:
         t.append(f"  +{len(view.holders) - SHOWN_CLAIMS} more claims", style="dim")
     return t

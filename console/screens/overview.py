@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from console import palette
-from console.format import another_terminal, cell, duration, packed
+from console.format import another_terminal, cell, packed
 from console.messages import QueuesLoaded, SeriesLoaded
 from console.screens.base import DataScreen
 from console.screens.flows import Flows
@@ -17,6 +17,7 @@ from console.widgets.fresh import update_changed
 from console.widgets.keyed_table import KeyedTable
 from console.widgets.sparkline import bucket, spark
 from console.widgets.state_bar import StateBar, state_style
+from engine.durations import duration
 from engine.projections import QueueStats, QueuesView, WorkersView
 from engine.series import QueueSeries
 

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from console import palette
-from console.format import ago, cell, clean, duration, until
+from console.format import cell, clean, relative_at, since
 from console.messages import SchedulesLoaded
 from console.screens.base import DataScreen
 from console.screens.confirm import Confirmed
@@ -19,6 +19,7 @@ from console.screens.flows import Flows
 from console.widgets.fresh import update_changed
 from console.widgets.keyed_table import KeyedTable
 from console.widgets.state_bar import state_text
+from engine.durations import duration
 
 # The verdict first: at 80 columns a paused task and when it next runs show without scrolling
 # sideways; the cron and its zone come last (the selected task's line below spells both out).
@@ -32,9 +33,13 @@ COLUMNS = (
     ("cron", "cron"),
     ("zone", "zone"),
 )
+# Under NARROW_BELOW columns (80x24) the table keeps the cron whole and leaves out when the task
+# last ran, its skipped count and its zone, which the selected task's lines below say.
+NARROW_BELOW = 100
+NARROW = tuple(c for c in COLUMNS if c[1] not in ("last", "skipped", "zone"))
 
 
-def task_row(t: Any, now: Any) -> tuple[Text, ...]:
+def task_row(t: Any, now: Any, columns: tuple[tuple[str, str], ...] = COLUMNS) -> tuple[Text, ...]:
     status = (
         Text(f"PAUSED {clean(t.paused_by or '?', limit=14)}", style=palette.style("flag"))
         if t.paused
@@ -42,16 +47,17 @@ def task_row(t: Any, now: Any) -> tuple[Text, ...]:
         if t.retired
         else Text("on")
     )
-    return (
-        cell(t.name, limit=24, style="bold"),
-        status,
-        Text(until(t.next_at, now)),
-        Text(ago(t.last_at, now), style="dim"),
-        state_text(t.last_job_state) if t.last_job_state else Text("—", style="dim"),
-        Text(str(t.skipped), justify="right", style=palette.style("warn") if t.skipped else "dim"),
-        cell(t.cron, limit=18),
-        cell(t.timezone, limit=18),
-    )
+    cells = {
+        "task": cell(t.name, limit=24, style="bold"),
+        "status": status,
+        "next": Text(relative_at(t.next_at, now)),
+        "last": Text(since(t.last_at, now), style="dim"),
+        "state": state_text(t.last_job_state) if t.last_job_state else Text("—", style="dim"),
+        "skipped": Text(str(t.skipped), justify="right", style=palette.style("warn") if t.skipped else "dim"),
+        "cron": cell(t.cron, limit=18),
+        "zone": cell(t.timezone, limit=18),
+    }
+    return tuple(cells[key] for _, key in columns)
 
 
 def detail_text(t: Any, now: Any) -> Text:
@@ -59,6 +65,8 @@ def detail_text(t: Any, now: Any) -> Text:
     out = Text(clean(t.name, limit=40), style="bold")
     out.append(f"  {clean(t.words, limit=60)} ({clean(t.timezone, limit=30)})")
     out.append(f"  catch-up {t.catch_up}" + (f" (at most {t.max_catch_up})" if t.max_catch_up else ""), style="dim")
+    if t.skipped:
+        out.append(f"  {t.skipped} skipped by catch-up", style=palette.style("warn"))
     if t.paused:
         note = f": {clean(t.pause_note, limit=40)}" if t.pause_note else ""
         out.append(f"  paused by {clean(t.paused_by or '?', limit=20)}{note}", style=palette.style("warn"))
@@ -70,7 +78,8 @@ def detail_text(t: Any, now: Any) -> Text:
             style=palette.style("warn"),
         )
     # Enter is the table's own key, which the footer does not show: said here.
-    out.append("\nEnter: its last run's job" if t.last_job_id else "\nno run yet", style="dim")
+    ran = f"\nlast run {since(t.last_at, now)}" if t.last_at else "\nno run yet"
+    out.append(ran + (" · Enter: that run's job" if t.last_job_id else ""), style="dim")
     return out
 
 
@@ -81,10 +90,10 @@ def leader_text(lead: Any, now: Any) -> Text:
     t.append(clean(lead.holder, limit=40), style="bold")
     t.append(f"  {clean(lead.host or '?', limit=20)} pid {lead.pid or '?'}  term {lead.term}  ")
     if lead.live:
-        t.append(f"lease ends {until(lead.lease_until, now)}", style=palette.style("ok"))
+        t.append(f"lease ends {relative_at(lead.lease_until, now)}", style=palette.style("ok"))
     else:
-        t.append(f"LEASE LAPSED {ago(lead.lease_until, now)}: no one leads", style=palette.style("alarm"))
-    t.append("  last tick " + ("never" if lead.ticked_at is None else ago(lead.ticked_at, now)), style="dim")
+        t.append(f"LEASE LAPSED {since(lead.lease_until, now)}: no one leads", style=palette.style("alarm"))
+    t.append("  last tick " + ("never" if lead.ticked_at is None else since(lead.ticked_at, now)), style="dim")
     return t
 
 
@@ -98,7 +107,7 @@ class SchedulesScreen(DataScreen, Flows):
         yield from self.compose_top()
         yield Static("Schedules", classes="screen-title", id="schedules-title")
         yield Static("", id="leader", classes="note")
-        table = KeyedTable(COLUMNS, id="schedules")
+        table = KeyedTable(self._columns(), id="schedules")
         table.sort_value = self._sort_value
         yield table
         yield Static("", id="detail", classes="note")
@@ -109,13 +118,19 @@ class SchedulesScreen(DataScreen, Flows):
         self.query_one("#schedules", KeyedTable).focus()
         super().on_mount()
 
+    def _columns(self) -> tuple[tuple[str, str], ...]:
+        return NARROW if (self.size.width or self.app.size.width) < NARROW_BELOW else COLUMNS
+
     async def fetch(self) -> SchedulesLoaded:
         return SchedulesLoaded(await self.source.schedules())
 
     def on_schedules_loaded(self, message: SchedulesLoaded) -> None:
         view = self._view = message.data
         now = self.source.now()
-        self.query_one("#schedules", KeyedTable).sync([(t.name, task_row(t, now)) for t in view.tasks])
+        table = self.query_one("#schedules", KeyedTable)
+        columns = self._columns()
+        table.set_columns(columns)
+        table.sync([(t.name, task_row(t, now, columns)) for t in view.tasks])
         paused = sum(1 for t in view.tasks if t.paused)
         retired = sum(1 for t in view.tasks if t.retired and not t.paused)
         title = Text("Schedules", style="bold")

@@ -14,7 +14,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from console import palette
-from console.format import ago, clean, short_id, stamp, until
+from console.format import clean, relative_at, short_id, since, stamp
 from console.messages import WhyLoaded
 from console.screens.base import DataScreen
 from console.widgets.fresh import update_changed
@@ -72,11 +72,13 @@ def holder_text(h: SlotHolder, now: datetime) -> Text:
     t.append(short_id(h.job_id) if h.job_id else "—", style="bold")
     t.append(f" on {clean(h.worker or '?', limit=30)}, ")
     if h.state is JobState.RUNNING:
-        since = f" since {stamp(h.started_at, now)} ({ago(h.started_at, now)})" if h.started_at else ""
-        t.append(f"running{since}; its slot is renewed while it runs")
+        started = f" since {stamp(h.started_at, now)} ({since(h.started_at, now)})" if h.started_at else ""
+        t.append(f"running{started}; its slot is renewed while it runs")
     else:
         what = h.state.value if h.state else "gone"
-        end = f"its slot frees {until(h.lease_until, now)}" if h.lease_until else "its slot's lease end is unknown"
+        end = (
+            f"its slot frees {relative_at(h.lease_until, now)}" if h.lease_until else "its slot's lease end is unknown"
+        )
         t.append(f"{what}, not running; {end}")
     return t
 
@@ -90,13 +92,13 @@ def cause_text(c: Cause, now: datetime) -> Text:
         t.append(clean(c.fix, limit=160), style="bold")
     facts: list[str] = []
     if c.kind == "event" and c.next_check is not None:
-        facts.append(f"next check {stamp(c.next_check, now)} ({until(c.next_check, now)})")
+        facts.append(f"next check {stamp(c.next_check, now)} ({relative_at(c.next_check, now)})")
     if c.kind == "event" and c.until is None and c.count is None:
         facts.append("no timeout")
     if c.until and c.kind != "slots":
-        facts.append(f"{UNTIL.get(c.kind, 'until')} {stamp(c.until, now)} ({until(c.until, now)})")
+        facts.append(f"{UNTIL.get(c.kind, 'until')} {stamp(c.until, now)} ({relative_at(c.until, now)})")
     if c.by or (c.at and c.kind == "paused"):
-        facts.append(f"by {clean(c.by or '?', limit=30)} {ago(c.at, now)}")
+        facts.append(f"by {clean(c.by or '?', limit=30)} {since(c.at, now)}")
     if c.note:
         facts.append(f"note: {clean(c.note, limit=120)}")
     if c.tokens is not None:
@@ -110,7 +112,7 @@ def cause_text(c: Cause, now: datetime) -> Text:
     if c.worker:
         facts.append(
             f"worker {clean(c.worker, limit=40)}"
-            + (f", last heartbeat {ago(c.heartbeat_at, now)}" if c.heartbeat_at else "")
+            + (f", last heartbeat {since(c.heartbeat_at, now)}" if c.heartbeat_at else "")
         )
     if c.job_id and c.kind == "duplicate":
         facts.append(f"job {short_id(c.job_id)} ({c.state.value if c.state else '?'})")

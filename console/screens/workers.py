@@ -9,13 +9,14 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from console import palette
-from console.format import ago, cell, clean, duration
+from console.format import ago, cell, clean, since
 from console.messages import WorkersLoaded
 from console.screens.base import DataScreen
 from console.screens.flows import Flows, drain_text, drain_what, unserved_after_drain
 from console.screens.flows_bulk import Item
 from console.widgets.fresh import update_changed
 from console.widgets.keyed_table import KeyedTable
+from engine.durations import duration
 from engine.projections import WorkersView, WorkerView
 
 # The verdict first: at 80 columns a stale worker's status and heartbeat show without scrolling
@@ -32,7 +33,22 @@ COLUMNS = (
 )
 
 
-def worker_row(w: WorkerView, now) -> tuple[Text, ...]:  # type: ignore[no-untyped-def]
+QUEUES_LIMIT = 30
+SCROLLBAR = 2  # the table's vertical scrollbar, when the workers outnumber its rows
+
+
+def queues_limit(rows: list[tuple[Text, ...]], width: int) -> int:
+    """How long the queues may be for the host and pid after them to stay whole in ``width``: a
+    long list of queues is cut (with "…"), not the host at the screen's edge. Every column is its
+    widest cell or its label, and a cell's padding each side."""
+    if not width:
+        return QUEUES_LIMIT
+    others = [i for i, (_, key) in enumerate(COLUMNS) if key not in ("queues", "started")]
+    widest = [max([len(COLUMNS[i][0]), *(r[i].cell_len for r in rows)]) for i in others]
+    return max(12, min(QUEUES_LIMIT, width - SCROLLBAR - sum(w + 2 for w in widest) - 2))
+
+
+def worker_row(w: WorkerView, now, queues: int = QUEUES_LIMIT) -> tuple[Text, ...]:  # type: ignore[no-untyped-def]
     status = (
         Text("STALE", style=palette.style("alarm"))
         if w.stale
@@ -46,14 +62,14 @@ def worker_row(w: WorkerView, now) -> tuple[Text, ...]:  # type: ignore[no-untyp
         cell(w.id, limit=28, style="bold"),
         status,
         Text(
-            "now" if w.heartbeat_age < 1 else f"{duration(w.heartbeat_age)} ago",
+            ago(w.heartbeat_age),
             style=palette.style("alert") if w.stale else "",
         ),
         Text(f"{w.in_use}/{w.concurrency}", justify="right"),
-        cell(", ".join(w.queues), limit=30),
+        cell(", ".join(w.queues), limit=queues),
         cell(w.host, limit=20),
         Text(str(w.pid), justify="right"),
-        Text(ago(w.started_at, now), style="dim"),
+        Text(since(w.started_at, now), style="dim"),
     )
 
 
@@ -96,7 +112,9 @@ class WorkersScreen(DataScreen, Flows):
         view: WorkersView = message.data
         self.view = view
         now = self.source.now()
-        self.query_one("#workers", KeyedTable).sync([(w.id, worker_row(w, now)) for w in view.workers])
+        table = self.query_one("#workers", KeyedTable)
+        limit = queues_limit([worker_row(w, now) for w in view.workers], table.size.width or self.app.size.width)
+        table.sync([(w.id, worker_row(w, now, limit)) for w in view.workers])
         stale = sum(1 for w in view.workers if w.stale)
         title = Text("Workers", style="bold")
         title.append(f"  {len(view.workers)} registered" + (f", {stale} stale" if stale else ""))

@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from console.format import clean
+from engine.durations import relative
 
 
 class Banner(Static):
@@ -20,6 +21,6 @@ class Banner(Static):
         text = Text()
         text.append(f" ✗ {clean(title, limit=60)} ", style="bold")
         text.append(clean(detail, limit=160))
-        text.append(f"  · retrying in {retry_in:.0f}s (r: now)", style="italic")
+        text.append(f"  · retrying {relative(retry_in)} (r: now)", style="italic")
         self.update(text)
         self.display = True

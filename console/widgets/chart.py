@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from rich.text import Text
 
 from console import palette
-from console.format import duration
+from engine.durations import duration
 from engine.series import QueueSeries
 
 EIGHTHS = "▁▂▃▄▅▆▇█"

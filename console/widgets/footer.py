@@ -1,4 +1,4 @@
-"""The footer: Textual's own (8.2.8), fitted to its width and without its leak.
+"""The footer: Textual's own (8.2.8), fitted to its width, with keys of its own.
 
 Fitted: Textual's footer lays every key out in a row and the terminal cuts whatever passes the
 right edge, at 80 columns in the middle of a key. This one shows the keys in the order it is
@@ -7,26 +7,111 @@ left out, and reads "More keys" while any is, so a key missing here is one press
 command palette key keeps its place on the right. The fit is worked out again when the bindings
 change and when a resize changes which keys fit, never on a refresh that changes neither.
 
-The leak: Footer rebuilds its keys (recompose) on every change of the bindings, and each FooterKey
-binds its ``compact`` to the footer's (``data_bind``): the footer's watcher list keeps every
-removed key alive until ``compact`` next changes, which is never. Each screen switch or job-state
-change left a footer's worth of dead keys behind. After each rebuild, drop the watchers of keys
-that are gone.
+The keys: Textual draws its footer's keys with a widget it does not export (textual.widgets
+._footer.FooterKey), so the console draws them with ``FooterKey`` below, which looks and acts the
+same (Footer's own styles name it by its class name). Its compact look is fixed when the footer
+builds it: binding it to the footer's ``compact`` (``data_bind``, as Textual's footer does) left
+every rebuilt key alive in the footer's watcher list until ``compact`` next changed, which is
+never.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from rich.cells import cell_len
+from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.widget import Widget
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey  # not exported by textual.widgets (8.2.8)
 
 Shown = tuple[Binding, bool, str]  # a binding, whether it is enabled, its tooltip
+
+
+class FooterKey(Widget):
+    """One key of the footer: " key description ", dim when disabled; a click presses the key."""
+
+    ALLOW_SELECT = False
+    COMPONENT_CLASSES = {"footer-key--key", "footer-key--description"}
+    DEFAULT_CSS = """
+    FooterKey {
+        width: auto;
+        height: 1;
+        text-wrap: nowrap;
+        background: $footer-item-background;
+        .footer-key--key {
+            color: $footer-key-foreground;
+            background: $footer-key-background;
+            text-style: bold;
+            padding: 0 1;
+        }
+        .footer-key--description {
+            padding: 0 1 0 0;
+            color: $footer-description-foreground;
+            background: $footer-description-background;
+        }
+        &:hover {
+            pointer: pointer;
+            color: $footer-key-foreground;
+            background: $block-hover-background;
+        }
+        &.-disabled {
+            text-style: dim;
+        }
+        &.-compact {
+            .footer-key--key {
+                padding: 0;
+            }
+            .footer-key--description {
+                padding: 0 0 0 1;
+            }
+        }
+    }
+    """
+
+    def __init__(
+        self,
+        key: str,
+        key_display: str,
+        description: str,
+        action: str,
+        *,
+        compact: bool,
+        disabled: bool = False,
+        tooltip: str = "",
+        classes: str = "",
+    ) -> None:
+        super().__init__(classes=" ".join([classes, "-compact" if compact else "", "-disabled" if disabled else ""]))
+        self.key, self.key_display, self.description, self.action = key, key_display, description, action
+        self._disabled = disabled
+        self.set_reactive(Widget.shrink, False)
+        if tooltip:
+            self.tooltip = tooltip
+
+    def render(self) -> Text:
+        key_padding = self.get_component_styles("footer-key--key").padding
+        description_padding = self.get_component_styles("footer-key--description").padding
+        text = Text.assemble(
+            (
+                " " * key_padding.left + self.key_display + " " * key_padding.right,
+                self.get_component_rich_style("footer-key--key"),
+            )
+        )
+        if self.description:
+            text.append(
+                " " * description_padding.left + self.description + " " * description_padding.right,
+                self.get_component_rich_style("footer-key--description"),
+            )
+        text.stylize_before(self.rich_style)
+        return text
+
+    def on_mouse_down(self) -> None:
+        if self._disabled:
+            self.app.bell()
+        else:
+            self.app.simulate_key(self.key)
 
 
 class ConsoleFooter(Footer):
@@ -47,9 +132,10 @@ class ConsoleFooter(Footer):
                 self.app.get_key_display(binding),
                 self._label(binding, left_out),
                 binding.action,
+                compact=self.compact,
                 disabled=not enabled,
                 tooltip=tooltip,
-            ).data_bind(compact=Footer.compact)
+            )
         palette = self._palette()
         if palette is not None:
             binding, enabled, tooltip = palette
@@ -59,15 +145,10 @@ class ConsoleFooter(Footer):
                 binding.description,
                 binding.action,
                 classes="-command-palette",
+                compact=True,  # as Textual's footer draws it: "^p palette", the key unpadded
                 disabled=not enabled,
                 tooltip=tooltip or binding.description,
             )
-
-    async def recompose(self) -> None:
-        await super().recompose()
-        watchers: dict[str, list[tuple[Any, Any]]] = getattr(self, "__watchers", {})
-        for entries in watchers.values():
-            entries[:] = [(node, cb) for node, cb in entries if node is self or node.is_attached]
 
     def on_resize(self, event: events.Resize) -> None:
         if self._fitted is None:

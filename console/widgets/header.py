@@ -8,8 +8,9 @@ from rich.text import Text
 from textual.widgets import Static
 
 from console import palette
-from console.format import clean, duration, stamp
+from console.format import clean, stamp
 from console.widgets.fresh import update_changed
+from engine.durations import duration
 
 DATABASE_AT_LEAST = 12  # cells of the database's name the long DISCONNECTED sentence leaves it
 

@@ -237,6 +237,11 @@ class KeyedTable(DataTable[Text | str]):
         index = self.cursor_row
         scroll_y = self.scroll_y
         self.clear()
+        # DataTable only ever widens a column: a column sized to rows gone (a page before, a wider
+        # filter) is sized again to the rows it now holds.
+        for column in self.columns.values():
+            if column.auto_width:
+                column.content_width = column.label.cell_len
         for key, cells in rows:
             self.add_row(*self._decorated(key, cells), key=key)
         self._keys = keys

@@ -17,7 +17,8 @@ from rich.text import Text
 from textual.widgets import Static
 
 from console import palette
-from console.format import clean, duration, stamp
+from console.format import clean, stamp
+from engine.durations import duration
 
 STATUS = {  # marker and style (console/palette.py's role): the word stays, so it reads with no colour
     "completed": ("✓", "ok"),

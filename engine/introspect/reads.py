@@ -392,13 +392,17 @@ class Introspector(EngineView):
         )
 
 
-def unknown_queue(name: str, known: Sequence[str]) -> JobsError:
+def unknown_queue(
+    name: str, known: Sequence[str], *, command: str = "jobsctl why", also: str = ", and it is not a job id"
+) -> JobsError:
+    """X_UNKNOWN_QUEUE for ``name``, with the names it may have meant and ``command`` run on the
+    closest (``also``: what else the name was looked up as)."""
     close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     return JobsError(
         X_UNKNOWN_QUEUE,
-        cause=f"no job, worker or pause names queue {name!r}, and it is not a job id{hint}",
-        fix=f"jobsctl why {close[0]}" if close else "jobsctl queues",
+        cause=f"no job, worker or pause names queue {name!r}{also}{hint}",
+        fix=f"{command} {close[0]}" if close else "jobsctl queues",
         meta={"candidates": close},
     )
 

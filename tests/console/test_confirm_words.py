@@ -62,7 +62,7 @@ async def test_draining_a_stale_worker_says_it_is_stale_and_sees_the_request_onl
 
 async def test_resuming_a_paused_queue_says_who_paused_it_when_why_and_how_many_ready_jobs_it_lets_go() -> None:
     from console.demo.world import PAUSED
-    from console.format import ago, stamp
+    from console.format import relative_at, stamp
 
     queue, by, note = PAUSED
     app = JobsConsole(seeded_source(), refresh=60)
@@ -76,7 +76,7 @@ async def test_resuming_a_paused_queue_says_who_paused_it_when_why_and_how_many_
         assert isinstance(app.screen, ConfirmScreen)
         text = str(app.screen.query_one("#confirm-text").render())
         now = app.source.now()
-        assert f"Paused by {by} {ago(q.paused_at, now)} ({stamp(q.paused_at, now)} UTC): “{note}”" in text, text
+        assert f"Paused by {by} {relative_at(q.paused_at, now)} ({stamp(q.paused_at, now)} UTC): “{note}”" in text, text
         assert f"{q.ready} ready jobs will start being claimed" in text, text
 
 

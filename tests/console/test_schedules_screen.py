@@ -146,7 +146,7 @@ async def test_the_selected_task_names_enter_and_its_job_s_breadcrumb_names_sche
     app = JobsConsole(scheduled_source(), refresh=60)
     async with app.run_test(size=SIZE) as pilot:
         await drive("5")(pilot)
-        assert "Enter: its last run's job" in str(app.screen.query_one("#detail").render())
+        assert "Enter: that run's job" in str(app.screen.query_one("#detail").render())
         await drive("enter")(pilot)
         crumbs = str(app.screen.query_one(NavBar).render())
         assert "Schedules › job " in crumbs, crumbs
