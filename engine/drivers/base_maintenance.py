@@ -6,10 +6,39 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
+from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.types import JobState, Orphan
 
 if TYPE_CHECKING:  # engine.records is imported where one is built: a worker never loads it
     from engine.records import IndexRebuilt, IndexSize, SettledBucket, TableRows
+
+
+# What each upkeep method acts on: the listing that names them (the only names it takes, all of
+# the jobs schema) and the call with a listed one.
+UPKEEP_LISTINGS = {
+    "index": ("index_sizes()", "index_rebuild(..., index=s.index, before=s.bytes) for an s of index_sizes(...)"),
+    "table": ("table_rows()", "table_vacuum(table=t.table) for a t of table_rows(...)"),
+    "bucket": ("settled_buckets()", "settled_drop(..., bucket=b.n) for a b of settled_buckets(...) with a sealed_at"),
+}
+
+
+def not_listed(kind: str, name: object, said: str = "") -> JobsError:
+    """X_INVALID_ARGUMENT, on every driver, for an index, table or bucket its listing does not give
+    (``said``: why, in the driver's or the server's words)."""
+    listing, call = UPKEEP_LISTINGS[kind]
+    return JobsError(
+        X_INVALID_ARGUMENT,
+        cause=f"{kind} {name!r} is not one {listing} lists" + (f" ({said})" if said else ""),
+        fix=call,
+    )
+
+
+def schema_name(kind: str, name: object) -> str:
+    """``name`` when it names something of the jobs schema (jobs.NAME), else refused before any
+    statement, which would otherwise find it along the search path (an app's own table or index)."""
+    if not isinstance(name, str) or not name.startswith("jobs.") or len(name) == len("jobs."):
+        raise not_listed(kind, name, "upkeep acts on the jobs schema's own")
+    return name
 
 
 class MaintenanceArea(Protocol):

@@ -11,38 +11,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from engine.drivers.base_maintenance import not_listed, schema_name
 from engine.drivers.memory.state import ROLLUP_KEPT, Leader, MemoryBase, minute_of, rolled_minute
-from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.records import AttemptRecord, HistoryEntry, IndexRebuilt, IndexSize, SettledBucket, TableRows
 from engine.types import JobRow, JobState, Orphan
 
 _PRUNED = (JobState.COMPLETED, JobState.CANCELLED)
 _ROLLED = (JobState.COMPLETED, JobState.DEAD)  # the rows throughput_rollup counts
-
-
-# Each thing upkeep acts on: the listing that names them, and the call with a listed one (as the
-# PostgreSQL driver's refusals say it; here every listing is empty).
-_LISTED = {
-    "index": ("index_sizes()", "index_rebuild(..., index=s.index, before=s.bytes) for an s of index_sizes(...)"),
-    "table": ("table_rows()", "table_vacuum(table=t.table) for a t of table_rows(...)"),
-    "bucket": ("settled_buckets()", "settled_drop(..., bucket=b.n) for a b of settled_buckets(...) with a sealed_at"),
-}
-
-
-def _none_kept(kind: str, name: object) -> JobsError:
-    """A bucket, index or table named to act on: the memory driver keeps none (its listing names none)."""
-    listing, call = _LISTED[kind]
-    return JobsError(
-        X_INVALID_ARGUMENT,
-        cause=f"{kind} {name!r} is not one {listing} lists: the memory driver keeps none, so it has none to act on",
-        fix=call,
-    )
-
-
-def _schema_name(kind: str, name: object) -> None:
-    """A name outside the jobs schema (jobs.NAME), refused before the fence as PostgreSQL refuses it."""
-    if not isinstance(name, str) or not name.startswith("jobs.") or len(name) == len("jobs."):
-        raise _none_kept(kind, name)
+KEEPS_NONE = "the memory driver keeps none, so it has none to act on"
 
 
 class MemoryMaintenance(MemoryBase):
@@ -209,11 +185,11 @@ class MemoryMaintenance(MemoryBase):
     ) -> IndexRebuilt | None:
         """No indexes (index_sizes names none): None for a caller not at the leader's term, as on
         PostgreSQL; for the leader, any index is one the listing does not give."""
-        _schema_name("index", index)
+        schema_name("index", index)
         with self.state.lock:
             if not self.state.leads(leader, holder, term, now):
                 return None
-        raise _none_kept("index", index)
+        raise not_listed("index", index, KEEPS_NONE)
 
     async def settled_buckets(self, *, leader: str, holder: str, term: int, now: datetime) -> list[SettledBucket]:
         """Settled rows in no bucket (the pruner deletes them one by one): none to seal or drop."""
@@ -239,7 +215,7 @@ class MemoryMaintenance(MemoryBase):
         with self.state.lock:
             if not self.state.leads(leader, holder, term, now):
                 return None
-        raise _none_kept("bucket", bucket)
+        raise not_listed("bucket", bucket, KEEPS_NONE)
 
     async def table_rows(self, *, leader: str, holder: str, term: int, now: datetime) -> list[TableRows]:
         """No dead row versions (a deleted row is gone at once): no table to vacuum."""
@@ -247,5 +223,5 @@ class MemoryMaintenance(MemoryBase):
 
     async def table_vacuum(self, *, table: str) -> float:
         """Nothing to vacuum (table_rows names no table): any table is one the listing does not give."""
-        _schema_name("table", table)
-        raise _none_kept("table", table)
+        schema_name("table", table)
+        raise not_listed("table", table, KEEPS_NONE)

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import sql
 
+from engine.drivers.base_maintenance import not_listed, schema_name
 from engine.drivers.postgres.base import PRESENCE_NAMESPACE, Conn, PostgresBase, cancelled
 from engine.drivers.sqlfiles import Q, Query
 from engine.drivers.transient import CONNECTION_ERRORS, first_line, lost
-from engine.errors import X_INVALID_ARGUMENT, X_PERMISSION_DENIED, JobsError
+from engine.errors import X_PERMISSION_DENIED, JobsError
 from engine.types import JobState, Orphan
 
 if TYPE_CHECKING:  # engine.records is imported where one is built: a worker never loads it
@@ -35,13 +36,6 @@ _NO_SUCH = (
     psycopg.errors.WrongObjectType,
     psycopg.errors.InvalidSchemaName,
 )
-# Each name an upkeep method takes: the listing that names them, and the call with a listed one
-# (the memory driver's refusals say the same calls).
-_LISTED = {
-    "index": ("index_sizes()", "index_rebuild(..., index=s.index, before=s.bytes) for an s of index_sizes(...)"),
-    "table": ("table_rows()", "table_vacuum(table=t.table) for a t of table_rows(...)"),
-}
-SEALED_DROP = "settled_drop(..., bucket=b.n) for a b of settled_buckets(...) with a sealed_at"
 
 
 def _composed(query: Query, **names: str) -> sql.Composed:
@@ -51,25 +45,6 @@ def _composed(query: Query, **names: str) -> sql.Composed:
     app's); the names come from the catalog (index_sizes, index_leftovers, table_rows), never
     from a caller."""
     return sql.SQL(query.text).format(**{k: sql.Identifier(*v.split(".", 1)) for k, v in names.items()})
-
-
-def not_listed(kind: str, name: object, said: str = "") -> JobsError:
-    """X_INVALID_ARGUMENT for an ``index`` or ``table`` name its listing does not give (``said``:
-    the server's words, when it was asked): upkeep acts on the jobs schema's own objects only."""
-    listing, call = _LISTED[kind]
-    return JobsError(
-        X_INVALID_ARGUMENT,
-        cause=f"{kind} {name!r} is not one of the jobs schema's that {listing} lists" + (f" ({said})" if said else ""),
-        fix=call,
-    )
-
-
-def _checked(kind: str, name: object) -> str:
-    """``name`` when it is a name of the jobs schema (jobs.NAME); else refused before any statement,
-    which would otherwise find it along the search path (an app's own table or index)."""
-    if not isinstance(name, str) or not name.startswith("jobs.") or len(name) == len("jobs."):
-        raise not_listed(kind, name)
-    return name
 
 
 class PostgresMaintenance(PostgresBase):
@@ -145,7 +120,7 @@ class PostgresMaintenance(PostgresBase):
         try:
             row = await self._bucket_call(Q.settled_drop, params)
         except _NO_SUCH as exc:  # no table jobs.job_done_<bucket>: no sealed bucket of that number
-            raise not_sealed(bucket, first_line(exc)) from exc
+            raise not_listed("bucket", bucket, f"not sealed: {first_line(exc)}") from exc
         return None if row is None or row["dropped"] is None else int(row["dropped"])
 
     async def _bucket_call(self, query: Query, params: dict[str, object]) -> dict[str, Any] | None:
@@ -200,7 +175,7 @@ class PostgresMaintenance(PostgresBase):
         from engine.records import IndexRebuilt
 
         fence = {"leader": leader, "holder": holder, "term": term, "now": now}
-        acting = _checked("index", index)
+        acting = schema_name("index", index)
         try:
             async with self._upkeep_connection() as conn:  # the rebuild lock is this session's
                 lock = await self._row(Q.index_rebuild_lock, {"namespace": REBUILD_NAMESPACE}, conn=conn)
@@ -239,7 +214,7 @@ class PostgresMaintenance(PostgresBase):
         return [TableRows(r["name"], int(r["live"]), int(r["dead"]), bool(r["owned"]), bool(r["held"])) for r in rows]
 
     async def table_vacuum(self, *, table: str) -> float:
-        _checked("table", table)
+        schema_name("table", table)
         try:
             async with self._upkeep_connection() as conn:
                 started = time.monotonic()
@@ -251,17 +226,6 @@ class PostgresMaintenance(PostgresBase):
             raise cancelled(exc) from exc
         except CONNECTION_ERRORS as exc:
             raise lost(exc) from exc
-
-
-def not_sealed(bucket: object, said: str = "") -> JobsError:
-    """X_INVALID_ARGUMENT for a bucket settled_buckets does not list as sealed (``said``: the
-    server's words, when it was asked): only a sealed bucket is dropped whole."""
-    return JobsError(
-        X_INVALID_ARGUMENT,
-        cause=f"bucket {bucket!r} is not a sealed bucket of settled rows as settled_buckets() lists them"
-        + (f" ({said})" if said else ""),
-        fix=SEALED_DROP,
-    )
 
 
 def _not_owner(index: str, exc: BaseException) -> JobsError:
