@@ -11,7 +11,6 @@ started a pass, the job's history who cancelled or retried it.
 from __future__ import annotations
 
 import asyncio
-import os
 import shlex
 from collections.abc import Iterable
 from dataclasses import replace
@@ -19,7 +18,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engine.backfills.declare import (
-    DEFAULT_ENVIRONMENT,
     BackfillDefinition,
     Catalog,
     pass_job_name,
@@ -71,7 +69,10 @@ def env_command(d: BackfillDefinition, environment: str, *flags: str, explicit: 
     (``explicit``) or is not the one the command resolves by default ($JOBS_ENV, else
     development), so the line run as printed acts on the environment the answer was about."""
     line = d.command(*flags)
-    default = (os.environ.get("JOBS_ENV") or DEFAULT_ENVIRONMENT).strip()
+    try:
+        default: str | None = resolve_environment()
+    except JobsError:  # a $JOBS_ENV the command would refuse: the line names the environment itself
+        default = None
     return f"{line} --env {shlex.quote(environment)}" if explicit or environment != default else line
 
 
