@@ -40,6 +40,7 @@ class OperatorBase(EngineView):
         budget: float = DEFAULT_PLAN_BUDGET,
         clock: Any = None,
         read_only_fix: str = "Operator(engine, actor=..., read_only=False)",
+        note_fix: str = "note='INC-7: smtp fixed'",
     ) -> None:
         check_flags(read_only=read_only)
         super().__init__(engine, clock=clock, tenant=tenant)
@@ -62,6 +63,7 @@ class OperatorBase(EngineView):
         self.actor = actor.strip()
         self.read_only = read_only
         self._read_only_fix = read_only_fix
+        self._note_fix = note_fix  # how the caller gives a note: a keyword here, --note on the CLI
         self.ids: IdFactory = getattr(engine, "ids", None) or IdFactory(self.clock)
 
     def _writable(self, what: str, note: str | None = None, **flags: bool) -> None:
@@ -73,9 +75,9 @@ class OperatorBase(EngineView):
             raise JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"the {what} note={note!r} is not a str or None",
-                fix="note='INC-7: smtp fixed'",
+                fix=self._note_fix,
             )
-        check_text(note, what=f"the {what} note", fix="--note 'why, in plain text'")
+        check_text(note, what=f"the {what} note", fix=self._note_fix)
         if self.read_only:
             raise JobsError(
                 X_READ_ONLY, cause=f"{what} was refused: this operator is read-only", fix=self._read_only_fix

@@ -24,8 +24,9 @@ class FleetActions(OperatorBase):
         if self.tenant is not None:
             raise JobsError(
                 X_INVALID_ARGUMENT,
-                cause=f"{what} acts on the whole fleet; this operator is scoped to tenant {self.tenant!r}",
-                fix="Operator(engine, actor=...) without a tenant scope",
+                cause=f"{what} acts on the whole fleet; this operator is scoped to tenant {self.tenant!r}, "
+                "and only an operator with no tenant= may",
+                fix="Operator(engine, actor=...)",
             )
 
     async def pause(self, queue: str, *, note: str | None = None, create: bool = False) -> QueuePause:

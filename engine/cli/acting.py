@@ -13,6 +13,7 @@ from typing import Any, NoReturn, TypeVar
 
 import typer
 
+from engine.cli.admin import CONNECTIONS
 from engine.cli.reads import console, emit
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 
@@ -24,8 +25,12 @@ ID_HELP = "the job's id, or a unique short id (6+ hex digits of its head or tail
 
 
 def operator(eng: Any, actor: str | None) -> Any:
-    """The engine's Operator, audited as ``actor`` (None: $JOBS_ACTOR, else user@host)."""
-    return eng.operator(actor=actor or None)
+    """The engine's Operator, audited as ``actor`` (None: $JOBS_ACTOR, else user@host), whose
+    refusal of a note names the command's --note option rather than the Python keyword."""
+    from engine.actions import Operator
+
+    note_fix = f"jobsctl {CONNECTIONS.command or 'queues'} ... --note 'why, in plain text'"
+    return Operator(eng, actor=actor or None, note_fix=note_fix)
 
 
 def result(res: Any, json_out: bool) -> None:

@@ -133,8 +133,8 @@ def refuse_for_subcommand(ctx: typer.Context, option: str, what: str, *, as_json
         fail(
             JobsError(
                 X_INVALID_ARGUMENT,
-                cause=f"{flag} {what}; `{sub}` has no use for it",
-                fix=f"jobsctl {ctx.info_name} {sub} ... (without {flag})",
+                cause=f"{flag} {what}; `{sub}` has no use for it: leave {flag} out of the line",
+                fix=f"jobsctl {ctx.info_name} {sub} ...",
             ),
             as_json=as_json,
         )
@@ -220,8 +220,9 @@ def resolve_dsn(dsn: str | None, *, long_running: bool = False) -> str:
             flag = "--connect-timeout" if CONNECTIONS.connect is not None else "--statement-timeout"
             raise JobsError(
                 X_INVALID_ARGUMENT,
-                cause=f"{flag} (a flag or its environment variable) times connections, and memory:// opens none",
-                fix=f"jobsctl {CONNECTIONS.command or 'queues'} --dsn memory:// (without {flag})",
+                cause=f"{flag} (a flag or its environment variable) times connections, and memory:// opens none: "
+                "leave the flag out and its variable unset",
+                fix=f"jobsctl {CONNECTIONS.command or 'queues'} --dsn memory://",
             )
         return value
     from engine.drivers.postgres.dsn import with_timeouts

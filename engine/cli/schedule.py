@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import signal
 from typing import Any
 
@@ -37,11 +38,14 @@ schedule_app = typer.Typer(
 app.add_typer(schedule_app, name="schedule")
 
 
-def _schedules(eng: Any, actor: str | None = None, *, acting: bool = True) -> Any:
+def _schedules(eng: Any, actor: str | None = None, *, acting: bool = True, verb: str = "pause", name: str = "") -> Any:
+    """The schedules' view and actions; acting as ``actor``, a refused note's fix names the
+    ``verb`` command's --note."""
     from engine.actions.base import default_actor
     from engine.introspect.schedules import Schedules
 
-    return Schedules(eng, actor=(actor or default_actor()) if acting else None)
+    note_fix = f"jobsctl schedule {verb} {shlex.quote(name)} --note 'why, in plain text'"
+    return Schedules(eng, actor=(actor or default_actor()) if acting else None, note_fix=note_fix)
 
 
 def _when(value: Any) -> str:
@@ -105,7 +109,7 @@ def schedule(
 
 def _pause(name: str, paused: bool, note: str | None, actor: str | None, dsn: str | None, json_out: bool) -> None:
     async def call(e: Any) -> Any:
-        s = _schedules(e, actor)
+        s = _schedules(e, actor, verb="pause" if paused else "resume", name=name)
         return await (s.pause(name, note=note) if paused else s.resume(name, note=note))
 
     p = run(dsn, json_out, call)
@@ -154,7 +158,7 @@ def trigger(
 ) -> None:
     """Enqueue an occurrence of a task now, under its own idempotency key (audited on the job)."""
     given, json_out = group_given(ctx, dsn, json_out)
-    job_id = run(given, json_out, lambda e: _schedules(e, actor).trigger(name, note=note))
+    job_id = run(given, json_out, lambda e: _schedules(e, actor, verb="trigger", name=name).trigger(name, note=note))
     if json_out:
         emit({"task": name, "job_id": job_id})
     else:

@@ -65,8 +65,9 @@ def maintenance_config(
     if off and named:
         raise JobsError(
             X_INVALID_ARGUMENT,
-            cause=f"{', '.join(named)} set what the maintenance leader does, and --no-maintenance never leads",
-            fix=f"{command} --no-maintenance (without {' '.join(named)})",
+            cause=f"{', '.join(named)} set what the maintenance leader does, and --no-maintenance never leads "
+            "(to lead with them, leave --no-maintenance out instead)",
+            fix=f"{command} --no-maintenance",
         )
     if off:
         return None
@@ -97,7 +98,7 @@ def maintenance_config(
         leader_lease=max(lease_seconds, every * 3),
         retention=kept_for,
         dead_retention=dead_kept,
-        **_upkeep(reindex_interval, reindex_min_mb),
+        **_upkeep(reindex_interval, reindex_min_mb, command),
         **_vacuum(vacuum_threshold),
     )
 
@@ -107,14 +108,15 @@ def _vacuum(threshold: int | None) -> dict[str, Any]:
     return {} if threshold is None else {"vacuum_threshold": threshold or None}
 
 
-def _upkeep(interval: float | None, min_mb: float | None) -> dict[str, Any]:
+def _upkeep(interval: float | None, min_mb: float | None, command: str) -> dict[str, Any]:
     """MaintenanceConfig's index upkeep fields from --reindex-interval (0: off) and --reindex-min-mb."""
     if interval == 0:
         if min_mb is not None:
             raise JobsError(
                 X_INVALID_ARGUMENT,
-                cause=f"--reindex-min-mb {min_mb:g} does nothing with --reindex-interval 0 (index upkeep off)",
-                fix="drop --reindex-min-mb, or give --reindex-interval 600",
+                cause=f"--reindex-min-mb {min_mb:g} does nothing with --reindex-interval 0 (index upkeep off); "
+                f"to keep upkeep on, give --reindex-interval 600 --reindex-min-mb {min_mb:g} instead",
+                fix=f"{command} --reindex-interval 0",
             )
         return {"reindex_interval": None}
     out: dict[str, Any] = {}

@@ -101,9 +101,8 @@ class Introspector(EngineView):
             raise JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"queue counts are fleet-wide; this view is scoped to tenant {self.tenant!r} and would show "
-                f"other tenants' work",
-                fix="Introspector(engine) for the fleet, or intro.jobs(JobFilter(queue='billing')) for this "
-                "tenant's jobs",
+                "other tenants' work (this tenant's jobs of a queue: intro.jobs(JobFilter(queue='billing')))",
+                fix="Introspector(engine)",
             )
         await self._open()
         now = self.clock.now()

@@ -19,6 +19,7 @@ from engine.introspect.base import EngineView
 from engine.runtime import logs
 from engine.schedule import Cron, SchedulePause, SchedulerLeader, ScheduleRow, instant_text, trigger_key
 from engine.services.scheduler import LEADER
+from engine.text import check_text
 
 
 @dataclass(frozen=True)
@@ -123,8 +124,17 @@ def leader_view(lead: SchedulerLeader | None, now: datetime) -> LeaderView | Non
 class Schedules(EngineView):
     """``Schedules(engine)`` reads; with ``actor=`` it also pauses, resumes and triggers."""
 
-    def __init__(self, engine: Any, *, actor: str | None = None, read_only: bool = False, clock: Any = None) -> None:
+    def __init__(
+        self,
+        engine: Any,
+        *,
+        actor: str | None = None,
+        read_only: bool = False,
+        clock: Any = None,
+        note_fix: str = "note='INC-7: nightly report rerun'",
+    ) -> None:
         super().__init__(engine, clock=clock)
+        self._note_fix = note_fix  # how the caller gives a note: a keyword here, --note on the CLI
         self.actor = actor.strip() if isinstance(actor, str) and actor.strip() else None
         self.read_only = read_only
         self._ids = IdFactory(self.clock)
@@ -136,7 +146,14 @@ class Schedules(EngineView):
         lead = await self.driver.schedule_leader_get(leader=LEADER)
         return SchedulesView(tuple(task_view(r, now) for r in rows), leader_view(lead, now), now)
 
-    def _writable(self, what: str) -> str:
+    def _writable(self, what: str, note: str | None) -> str:
+        """Refuse an action in read-only mode, with no actor, or with a note that is not a str (or
+        None) or that PostgreSQL cannot store: each before anything is written."""
+        if note is not None and not isinstance(note, str):
+            raise JobsError(
+                X_INVALID_ARGUMENT, cause=f"the {what} note={note!r} is not a str or None", fix=self._note_fix
+            )
+        check_text(note, what=f"the {what} note", fix=self._note_fix)
         if self.read_only:
             raise JobsError(
                 X_READ_ONLY,
@@ -171,7 +188,7 @@ class Schedules(EngineView):
         return await self._set_paused(name, False, note)
 
     async def _set_paused(self, name: str, paused: bool, note: str | None) -> SchedulePause:
-        actor = self._writable("pause" if paused else "resume")
+        actor = self._writable("pause" if paused else "resume", note)
         await self._open()
         now = self.clock.now()
         res = await self.driver.schedule_pause(task=name, paused=paused, actor=actor, note=note, now=now)
@@ -183,7 +200,7 @@ class Schedules(EngineView):
 
     async def trigger(self, name: str, *, note: str | None = None) -> str:
         """Enqueue an occurrence of ``name`` now, under its own key; answers the job id."""
-        actor = self._writable("trigger")
+        actor = self._writable("trigger", note)
         await self._open()
         now = self.clock.now()
         res = await self.driver.schedule_trigger(

@@ -285,9 +285,9 @@ class Maintenance:
                         table=table.table,
                         dead=table.dead,
                         cause="only the table's owner may vacuum it; until autovacuum visits, claims step over "
-                        "its dead row versions",
-                        fix=f"run jobsctl worker as the jobs schema's owner (the role that ran jobsctl migrate), or "
-                        f"tune autovacuum for {table.table} (README, 'Vacuum at a high rate')",
+                        f"its dead row versions (where the worker cannot be the owner, tune autovacuum for "
+                        f"{table.table}: README, 'Vacuum at a high rate')",
+                        fix="run jobsctl worker as the jobs schema's owner (the role that ran jobsctl migrate)",
                     )
                 continue
             seconds = await self.driver.table_vacuum(table=table.table)
@@ -406,7 +406,7 @@ def maintained_worker(
             raise JobsError(
                 X_INVALID_ARGUMENT,
                 cause=f"{name}_config is given, and {why}: no {name} runs to read it",
-                fix=f"leave {name}_config out, or run the {name}",
+                fix=f"leave {name}_config out",
             )
     queues = options.pop("queues", None)
     # A string reaches WorkerConfig as it is, to be refused there (tuple() would split it into letters).

@@ -133,7 +133,7 @@ async def test_a_role_that_does_not_own_the_table_is_told_once_with_the_fix_and_
             clock.advance(5)
     (warning,) = _events(caplog, "jobs.maintenance.vacuum-refused")
     assert (warning["table"], warning["dead"]) == ("jobs.job", 300)
-    assert "owner" in warning["fix"] and "autovacuum" in warning["fix"]
+    assert "owner" in warning["fix"] and "autovacuum" in warning["cause"]
     assert _vacuums(pg_dsn) == (0, 300)
 
 

@@ -103,7 +103,7 @@ def test_retention_options_reach_the_maintenance_config(monkeypatch: pytest.Monk
     [
         (["--reindex-interval", "-5"], f"fix: jobsctl worker {APP} --reindex-interval 600"),
         (["--reindex-min-mb", "0"], f"fix: jobsctl worker {APP} --reindex-min-mb 16"),
-        (["--reindex-interval", "0", "--reindex-min-mb", "4"], "fix: drop --reindex-min-mb"),
+        (["--reindex-interval", "0", "--reindex-min-mb", "4"], f"fix: jobsctl worker {APP} --reindex-interval 0"),
     ],
 )
 def test_an_index_upkeep_option_that_cannot_work_is_refused_before_the_database(args: list[str], fix: str) -> None:
