@@ -281,7 +281,7 @@ def demo(
     warm = threading.Thread(target=importlib.import_module, args=("console.app",), daemon=True)
     warm.start()
     try:
-        running = Demo(seed=seed, force_memory=memory, read_only=opts.read_only).start()
+        running = Demo(seed=seed, force_memory=memory, read_only=opts.read_only, queue=opts.queue).start()
     except JobsError as err:
         report(err)
         raise typer.Exit(EXIT_ERROR) from None

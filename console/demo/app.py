@@ -58,6 +58,7 @@ class Demo:
     read_only: bool = False
     world: bool = True  # False: no seeded hour, the first burst only (tests)
     on_execution: Callable[[Any], Any] | None = None  # the worker's report of each run (tests)
+    queue: str | None = None  # --queue: once the world is played, start() refuses a name it never uses
 
     engine: Engine | None = field(default=None, init=False)
     source: Any = field(default=None, init=False)
@@ -174,10 +175,21 @@ class Demo:
         async def play() -> None:
             await play_world(seeder, ending=clock.now(), seed=self.seed, backfills=self.backfills)
             await hand_over(seeder, self.backfills)
-            if self.dsn:
-                await seeder.aclose()
+            try:
+                await self._check_queue(seeder)  # the world's queues, over the pool it is played through
+            finally:
+                if self.dsn:
+                    await seeder.aclose()
 
         asyncio.run(play())
+
+    async def _check_queue(self, engine: Engine) -> None:
+        """X_UNKNOWN_QUEUE (the names it may have meant, `jobs-console --queue CLOSEST`) for a
+        --queue no job, worker or pause in the demo's database names, as on a real database."""
+        from console.source import unknown_queue
+
+        if self.queue is not None and self.queue not in (known := await engine.driver.queue_names_known()):
+            raise unknown_queue(self.queue, known, command="jobs-console --queue", also="")
 
     def announce(self) -> str:
         """The line printed before the console opens: where the demo's database is."""

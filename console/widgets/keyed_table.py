@@ -23,15 +23,34 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
+from textual.filter import dim_color
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
 Cells = tuple[Text | str, ...]
 Column = tuple[str, str] | tuple[str, str, int]  # label, key[, fixed width]
 MARK = "✓ "
+_NOT_DIM = Style(dim=False)
+
+
+def _even(segment: Segment) -> Segment:
+    """A cursor-row segment whose dim text keeps the row's highlight. The cursor is drawn reversed
+    (app.tcss), and dim on reversed text fades the colour that becomes the background: a dim cell
+    ("—", a 0 count, an age) would sit on a darker block than the rest of the row. Here the faded
+    colour is the text's, set outright, and the background stays the row's."""
+    style = segment.style
+    if style is None or not (style.dim and style.reverse):
+        return segment
+    fg, bg = style.color, style.bgcolor
+    if fg is None or bg is None or fg.triplet is None or bg.triplet is None:
+        return Segment(segment.text, style + _NOT_DIM, segment.control)
+    faded = Style(color=fg, bgcolor=dim_color(fg, bg), dim=False)
+    return Segment(segment.text, style + faded, segment.control)
 
 
 def _label(label: str, arrow: str = "") -> Text:
@@ -74,6 +93,20 @@ class KeyedTable(DataTable[Text | str]):
         if [c.get_render_width(self) for c in self.ordered_columns] != before:
             self._clear_caches()
             self.refresh()
+
+    def _render_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> list[list[Segment]]:
+        lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        if not cursor:
+            return lines
+        return [[_even(segment) for segment in line] for line in lines]
 
     @property
     def column_keys(self) -> list[str]:
