@@ -9,8 +9,6 @@ import os
 import socket
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from engine.jobs import job
 from engine.runtime.health import STALLED, Health
 from engine.runtime.metrics import serve_metrics
 from engine.runtime.worker import Worker
+from tests.engine.probes import free_port, get, service
 
 Q = "health-q"
 
@@ -31,15 +30,6 @@ Q = "health-q"
 @job(name="h.noop", queue=Q, idempotency_key=lambda inp: inp["k"])
 async def noop(ctx, inp):  # type: ignore[no-untyped-def]
     return None
-
-
-def get(port: int, path: str) -> tuple[int, str]:
-    """A probe's status and body (the test's loop does not turn while this waits: a blocked loop)."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
-            return answer.status, answer.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
 
 
 def test_readiness_follows_the_start_the_heartbeats_and_the_drain() -> None:
@@ -134,28 +124,9 @@ def test_a_metrics_port_another_process_holds_is_refused_with_the_fix(pg_dsn: st
 
 
 def test_jobs_worker_serves_its_probes_on_the_metrics_port(pg_dsn: str) -> None:
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    root = Path(__file__).resolve().parents[2]
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from engine.cli import main; main()", "worker", "tests.engine.test_health"]
-        + ["--dsn", pg_dsn, "--metrics-port", str(port), "--no-maintenance"],
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # printed once it has started
-        assert "serving health-q" in line, line + (proc.stderr.read() if proc.stderr else "")
+    port = free_port()
+    with service(["worker", "tests.engine.test_health", "--dsn", pg_dsn, "--no-maintenance"], port) as line:
+        assert "serving health-q" in line, line
         assert line.rstrip().endswith(f"; /metrics, /livez and /readyz on http://127.0.0.1:{port}")
         assert get(port, "/readyz") == (200, "registered and heartbeating\n")
         assert get(port, "/livez") == (200, "the event loop turns\n")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
-    assert proc.returncode == 0

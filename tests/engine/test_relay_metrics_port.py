@@ -5,30 +5,14 @@ always passed; it now serves a relay's own probes, as a worker's port serves a w
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import urllib.error
-import urllib.request
-from pathlib import Path
-
 from engine.clock import FakeClock
 from engine.drivers.base import Driver
 from engine.runtime.health import STALLED
 from engine.runtime.metrics import Metrics, serve_metrics
 from engine.services.relay import Relay, RelayConfig, relay_health
+from tests.engine.probes import free_port, get, service
 
-ROOT = Path(__file__).resolve().parents[2]
 READY = "publishing: its database answers its heartbeats\n"
-
-
-def get(port: int, path: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
-            return answer.status, answer.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
 
 
 def test_a_metrics_port_without_probes_serves_metrics_only_and_404_elsewhere() -> None:
@@ -72,23 +56,9 @@ def test_a_relays_readiness_window_outlasts_a_poll_interval_longer_than_its_hear
 
 
 def test_jobsctl_relay_serves_its_probes_and_its_metrics_and_404_elsewhere(pg_dsn: str) -> None:
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from engine.cli import main; main()", "relay"]
-        + ["--dsn", pg_dsn, "--metrics-port", str(port)],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # printed once it has started
-        assert line.startswith("jobsctl relay "), line + (proc.stderr.read() if proc.stderr else "")
+    port = free_port()
+    with service(["relay", "--dsn", pg_dsn], port) as line:
+        assert line.startswith("jobsctl relay "), line
         assert line.rstrip().endswith(f"; /metrics, /livez and /readyz on http://127.0.0.1:{port}")
         assert get(port, "/readyz") == (200, READY)
         assert get(port, "/livez") == (200, "the event loop turns\n")
@@ -99,7 +69,3 @@ def test_jobsctl_relay_serves_its_probes_and_its_metrics_and_404_elsewhere(pg_ds
             404,
             "/nonexistent is not served here: /metrics, /livez, /healthz, /readyz\n",
         )
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
-    assert proc.returncode == 0

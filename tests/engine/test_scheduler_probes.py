@@ -6,13 +6,6 @@ path is 404."""
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
-import subprocess
-import sys
-import urllib.error
-import urllib.request
-from pathlib import Path
 from typing import Any
 
 from engine.clock import FakeClock
@@ -20,17 +13,9 @@ from engine.drivers.base import Driver
 from engine.runtime.health import STALLED
 from engine.services.scheduler import Scheduler, SchedulerConfig, scheduler_health
 from tests.engine import test_scheduler_app as app
+from tests.engine.probes import free_port, get, service
 
-ROOT = Path(__file__).resolve().parents[2]
 READY = "scheduling: its database answers its ticks\n"
-
-
-def get(port: int, path: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
-            return answer.status, answer.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
 
 
 async def test_a_schedulers_readiness_follows_its_start_its_ticks_and_its_stop(
@@ -84,22 +69,8 @@ def test_a_schedulers_readiness_window_is_three_of_its_intervals() -> None:
 
 
 def test_jobsctl_scheduler_serves_its_probes_and_its_metrics_and_404_elsewhere(pg_dsn: str) -> None:
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from engine.cli import main; main()", "scheduler", "tests.engine.test_scheduler_app"]
-        + ["--dsn", pg_dsn, "--metrics-port", str(port)],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # printed once it has started
+    port = free_port()
+    with service(["scheduler", "tests.engine.test_scheduler_app", "--dsn", pg_dsn], port) as line:
         assert line.startswith("jobsctl scheduler "), line
         assert line.rstrip().endswith(f"; /metrics, /livez and /readyz on http://127.0.0.1:{port}")
         assert get(port, "/readyz") == (200, READY)
@@ -111,7 +82,3 @@ def test_jobsctl_scheduler_serves_its_probes_and_its_metrics_and_404_elsewhere(p
             404,
             "/nonexistent is not served here: /metrics, /livez, /healthz, /readyz\n",
         )
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
-    assert proc.returncode == 0
