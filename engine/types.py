@@ -274,6 +274,25 @@ class Heartbeat:
 
 
 @dataclass(frozen=True)
+class WorkerRegistration:
+    """What a worker process registers (worker_register); registering an id again replaces its row.
+    ``started_at``: when the process started (None: the registration's ``now``);
+    ``heartbeat_interval``: seconds between its heartbeats, which the workers view judges it stale
+    by (None: unknown); ``stopping``: it drains already; ``drain``: the operator's drain request it
+    had seen, which the new row carries (its note is not kept)."""
+
+    id: str
+    host: str
+    pid: int
+    queues: tuple[str, ...]
+    concurrency: int
+    started_at: datetime | None = None
+    heartbeat_interval: float | None = None
+    stopping: bool = False
+    drain: Heartbeat | None = None
+
+
+@dataclass(frozen=True)
 class QueueGauges:
     """The alertable gauges of one queue (I24): depth counts ready AND parked (I8)."""
 

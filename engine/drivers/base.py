@@ -48,6 +48,7 @@ from engine.types import (
     QueueGauges,
     Renewal,
     StoredStep,
+    WorkerRegistration,
 )
 
 if TYPE_CHECKING:  # the read models and records named in annotations only: a worker never loads them
@@ -148,25 +149,8 @@ class JobsArea(Protocol):
 class WorkersArea(Protocol):
     """Worker registration, the worker's claim, wake-ups and queue gauges."""
 
-    async def worker_register(
-        self,
-        *,
-        id: str,
-        host: str,
-        pid: int,
-        queues: Sequence[str],
-        concurrency: int,
-        now: datetime,
-        started_at: datetime | None = None,
-        heartbeat_interval: float | None = None,
-        stopping: bool = False,
-        drain: Heartbeat | None = None,
-    ) -> None:
-        """Register a worker process; re-registering an id replaces its row with what is given.
-        ``started_at``: when the process started (None: ``now``); ``heartbeat_interval``: seconds
-        between its heartbeats, which the workers view judges it stale by (None: unknown);
-        ``stopping``: it drains already; ``drain``: the operator's drain request it had seen,
-        which the new row carries (its note is not kept)."""
+    async def worker_register(self, *, worker: WorkerRegistration, now: datetime) -> None:
+        """Register a worker process, replacing the row an id had."""
         ...
 
     async def worker_heartbeat(self, *, id: str, in_use: int, stopping: bool, now: datetime) -> Heartbeat | None:

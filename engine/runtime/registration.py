@@ -26,7 +26,7 @@ from engine.runtime.health import Health
 from engine.runtime.leases import _short
 from engine.runtime.metrics import Metrics
 from engine.runtime.presence import Presence
-from engine.types import Heartbeat
+from engine.types import Heartbeat, WorkerRegistration
 
 
 class Registration:
@@ -53,18 +53,18 @@ class Registration:
         """Open the driver and register (again: with the start time and the drain it already had)."""
         await self.driver.open()
         now = self.clock.now()
-        await self.driver.worker_register(
-            id=self.worker,
-            host=socket.gethostname(),
-            pid=os.getpid(),
-            queues=self.queues,
-            concurrency=self.concurrency,
-            now=now,
+        registration = WorkerRegistration(
+            self.worker,
+            socket.gethostname(),
+            os.getpid(),
+            tuple(self.queues),
+            self.concurrency,
             started_at=self.started_at or now,
             heartbeat_interval=self.heartbeat_interval,
             stopping=stopping,
             drain=self.drain_seen,
         )
+        await self.driver.worker_register(worker=registration, now=now)
         if self.started_at is None:
             self.started_at = now
         await self.presence.hold()  # before the first claim: no claim of ours is ever an orphan's

@@ -35,7 +35,18 @@ from engine.retry import RetryDecision, RetryPolicy, failure_nack
 from engine.services.relay import Relay, RelayConfig
 from engine.services.scheduler import Scheduler, SchedulerConfig
 from engine.tasks import TaskDefinition
-from engine.types import Ack, Claim, JobRow, JobState, Nack, NackOutcome, NewJob, StopReason, StoredStep
+from engine.types import (
+    Ack,
+    Claim,
+    JobRow,
+    JobState,
+    Nack,
+    NackOutcome,
+    NewJob,
+    StopReason,
+    StoredStep,
+    WorkerRegistration,
+)
 
 WORKER = "w-factory"
 LEASE = 30.0
@@ -255,9 +266,7 @@ class Factory:
         assert await self.driver.step_save(claim=claim, step=step), f"step {name} of {claim.job_id} was not saved"
 
     async def worker(self, id: str, *, host: str, pid: int, queues: tuple[str, ...], concurrency: int) -> None:
-        await self.driver.worker_register(
-            id=id, host=host, pid=pid, queues=queues, concurrency=concurrency, now=self.now
-        )
+        await self.driver.worker_register(worker=WorkerRegistration(id, host, pid, queues, concurrency), now=self.now)
 
     async def heartbeat(self, id: str, *, in_use: int = 0) -> None:
         await self.driver.worker_heartbeat(id=id, in_use=in_use, stopping=False, now=self.now)

@@ -22,7 +22,7 @@ from engine.errors import JobsError
 from engine.ids import IdFactory
 from engine.testing import claim_of as _claim_of
 from engine.testing import make_job
-from engine.types import Ack, JobRow, JobState, StoredStep
+from engine.types import Ack, JobRow, JobState, StoredStep, WorkerRegistration
 
 runner = CliRunner()
 
@@ -194,7 +194,9 @@ async def test_a_queue_nothing_names_is_not_paused_by_a_typo_through_any_door(
     assert "reports" not in await driver.queue_names_known()
     assert [q.name for q in (await doors.console.queues()).queues] == ["emails"]
     # A queue a worker serves is known though no job row names it.
-    await driver.worker_register(id="w-1", host="h", pid=1, queues=["billing"], concurrency=1, now=clock.now())
+    await driver.worker_register(
+        worker=WorkerRegistration(id="w-1", host="h", pid=1, queues=("billing",), concurrency=1), now=clock.now()
+    )
     assert (await doors.api.operator(actor="ann").pause("billing")).by == "ann"
 
 

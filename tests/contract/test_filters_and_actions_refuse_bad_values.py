@@ -19,7 +19,7 @@ from engine.ids import IdFactory
 from engine.introspect import Introspector, make_filter
 from engine.projections import NULL, JobFilter
 from engine.testing import make_job
-from engine.types import JobState
+from engine.types import JobState, WorkerRegistration
 
 
 def refused(make: Callable[[], object]) -> JobsError:
@@ -152,7 +152,9 @@ def test_an_introspector_option_out_of_range_or_of_the_wrong_kind_is_refused_nam
 
 
 async def test_a_positive_stale_after_still_counts_a_fresh_worker_as_live(driver: Driver, clock: FakeClock) -> None:
-    await driver.worker_register(id="w-1", host="h", pid=1, queues=["default"], concurrency=2, now=clock.now())  # type: ignore[attr-defined]
+    await driver.worker_register(
+        worker=WorkerRegistration(id="w-1", host="h", pid=1, queues=("default",), concurrency=2), now=clock.now()
+    )  # type: ignore[attr-defined]
     await make_job(driver, IdFactory(clock, seed=3), clock.now())
     (q,) = (await Introspector(driver, clock=clock, stale_after=0.5, page_count_cap=1).queues()).queues
     assert q.workers == 1

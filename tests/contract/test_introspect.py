@@ -13,7 +13,7 @@ from engine.ids import IdFactory
 from engine.introspect import Introspector, make_filter, parse_filter
 from engine.projections import Count, JobFilter
 from engine.testing import make_job
-from engine.types import Ack, JobState, NewJob
+from engine.types import Ack, JobState, NewJob, WorkerRegistration
 
 
 def intro(driver: Driver, clock: FakeClock, **kw) -> Introspector:  # type: ignore[no-untyped-def]
@@ -412,8 +412,12 @@ async def test_why_a_parked_job_names_the_slot_holders_and_that_a_running_one_re
 async def test_workers_view_marks_stale_heartbeats_and_a_jobs_why_blames_them_only_when_no_live_worker_serves_it(
     driver: Driver, ids: IdFactory, clock: FakeClock
 ) -> None:
-    await driver.worker_register(id="w-1", host="h1", pid=11, queues=["default"], concurrency=4, now=clock.now())  # type: ignore[attr-defined]
-    await driver.worker_register(id="w-2", host="h2", pid=22, queues=["default"], concurrency=2, now=clock.now())  # type: ignore[attr-defined]
+    await driver.worker_register(
+        worker=WorkerRegistration(id="w-1", host="h1", pid=11, queues=("default",), concurrency=4), now=clock.now()
+    )  # type: ignore[attr-defined]
+    await driver.worker_register(
+        worker=WorkerRegistration(id="w-2", host="h2", pid=22, queues=("default",), concurrency=2), now=clock.now()
+    )  # type: ignore[attr-defined]
     clock.advance(60)
     await driver.worker_heartbeat(id="w-2", in_use=1, stopping=False, now=clock.now())  # type: ignore[attr-defined]
     i = intro(driver, clock, stale_after=30)

@@ -12,13 +12,15 @@ from __future__ import annotations
 from engine.clock import FakeClock
 from engine.drivers.base import Driver
 from engine.ids import IdFactory
-from engine.types import Ack, Claim, JobState, NewJob
+from engine.types import Ack, Claim, JobState, NewJob, WorkerRegistration
 
 LEASE = 30.0
 
 
 async def _register(driver: Driver, wid: str, clock: FakeClock) -> None:
-    await driver.worker_register(id=wid, host="h", pid=1, queues=["default"], concurrency=4, now=clock.now())
+    await driver.worker_register(
+        worker=WorkerRegistration(id=wid, host="h", pid=1, queues=("default",), concurrency=4), now=clock.now()
+    )
 
 
 async def _job(driver: Driver, ids: IdFactory, clock: FakeClock, worker: str, max_attempts: int = 3) -> Claim:

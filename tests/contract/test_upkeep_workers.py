@@ -13,14 +13,16 @@ from engine.clock import FakeClock
 from engine.drivers.base import Driver
 from engine.ids import IdFactory
 from engine.testing import Factory
-from engine.types import Claim, JobState, NewJob
+from engine.types import Claim, JobState, NewJob, WorkerRegistration
 
 LEASE = 30.0
 
 
 async def _register(driver: Driver, clock: FakeClock, *wids: str) -> None:
     for wid in wids:
-        await driver.worker_register(id=wid, host="h", pid=1, queues=["q"], concurrency=4, now=clock.now())
+        await driver.worker_register(
+            worker=WorkerRegistration(id=wid, host="h", pid=1, queues=("q",), concurrency=4), now=clock.now()
+        )
 
 
 async def _gone(driver: Driver, clock: FakeClock, wid: str) -> None:

@@ -20,7 +20,7 @@ from engine.ids import IdFactory
 from engine.introspect import Introspector
 from engine.jobs import Registry, job
 from engine.runtime.worker import Worker, WorkerConfig
-from engine.types import JobState
+from engine.types import JobState, WorkerRegistration
 
 Q = "drainq"
 RELEASE: dict[str, asyncio.Event] = {}
@@ -36,7 +36,9 @@ async def slow(ctx, inp):  # type: ignore[no-untyped-def]
 async def test_a_drain_request_is_recorded_once_shown_and_answered_by_the_heartbeat(
     driver: Driver, clock: FakeClock
 ) -> None:
-    await driver.worker_register(id="host:1:abc", host="h", pid=1, queues=[Q], concurrency=2, now=clock.now())
+    await driver.worker_register(
+        worker=WorkerRegistration(id="host:1:abc", host="h", pid=1, queues=(Q,), concurrency=2), now=clock.now()
+    )
     beat = await driver.worker_heartbeat(id="host:1:abc", in_use=0, stopping=False, now=clock.now())
     assert beat is not None and not beat.drain_requested
     o = Operator(driver, clock=clock, actor="ann")
@@ -56,13 +58,17 @@ async def test_a_drain_request_is_recorded_once_shown_and_answered_by_the_heartb
     (w,) = (await Introspector(driver, clock=clock).workers()).workers
     assert (w.drain_requested_by, w.drain_requested_at) == ("ann", r.requested_at)
     # Re-registering the id (a restart) starts with no request.
-    await driver.worker_register(id="host:1:abc", host="h", pid=2, queues=[Q], concurrency=2, now=clock.now())
+    await driver.worker_register(
+        worker=WorkerRegistration(id="host:1:abc", host="h", pid=2, queues=(Q,), concurrency=2), now=clock.now()
+    )
     beat = await driver.worker_heartbeat(id="host:1:abc", in_use=0, stopping=False, now=clock.now())
     assert beat is not None and not beat.drain_requested
 
 
 async def test_an_unknown_worker_or_a_scoped_or_read_only_operator_is_refused(driver: Driver, clock: FakeClock) -> None:
-    await driver.worker_register(id="host:1:abc", host="h", pid=1, queues=[Q], concurrency=2, now=clock.now())
+    await driver.worker_register(
+        worker=WorkerRegistration(id="host:1:abc", host="h", pid=1, queues=(Q,), concurrency=2), now=clock.now()
+    )
     for actor, kw, wid, code in (
         ("ann", {}, "host:1:abd", "X_UNKNOWN_WORKER"),
         ("ann", {"read_only": True}, "host:1:abc", "X_READ_ONLY"),

@@ -10,7 +10,7 @@ from engine.drivers.base import Driver
 from engine.ids import IdFactory
 from engine.introspect import Introspector
 from engine.testing import make_job
-from engine.types import Ack, Claim, JobState, Nack, NewJob, QueueGauges
+from engine.types import Ack, Claim, JobState, Nack, NewJob, QueueGauges, WorkerRegistration
 
 LEASE = 30.0
 
@@ -30,9 +30,12 @@ def _new(ids: IdFactory, queue: str = "default", **kw) -> NewJob:  # type: ignor
 
 async def test_worker_rows_register_heartbeat_list_deregister(driver: Driver, clock: FakeClock) -> None:
     await driver.worker_register(
-        id="w-b", host="h1", pid=11, queues=["mail", "default"], concurrency=8, now=clock.now()
+        worker=WorkerRegistration(id="w-b", host="h1", pid=11, queues=("mail", "default"), concurrency=8),
+        now=clock.now(),
     )
-    await driver.worker_register(id="w-a", host="h2", pid=12, queues=["default"], concurrency=2, now=clock.now())
+    await driver.worker_register(
+        worker=WorkerRegistration(id="w-a", host="h2", pid=12, queues=("default",), concurrency=2), now=clock.now()
+    )
     clock.advance(4)
     assert await driver.worker_heartbeat(id="w-b", in_use=3, stopping=False, now=clock.now())
     clock.advance(1)

@@ -12,13 +12,17 @@ from engine.ids import IdFactory
 from engine.introspect import Introspector
 from engine.runtime.worker_config import REAP_BEATS
 from engine.testing import make_job
+from engine.types import WorkerRegistration
 
 STALE_AFTER = 30.0
 
 
 async def _register(driver: Driver, clock: FakeClock, wid: str, interval: float | None) -> None:
     await driver.worker_register(
-        id=wid, host="h", pid=1, queues=["default"], concurrency=2, now=clock.now(), heartbeat_interval=interval
+        worker=WorkerRegistration(
+            id=wid, host="h", pid=1, queues=("default",), concurrency=2, heartbeat_interval=interval
+        ),
+        now=clock.now(),
     )
 
 

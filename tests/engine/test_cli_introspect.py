@@ -17,7 +17,7 @@ from engine.clock import SystemClock
 from engine.drivers.postgres import PostgresDriver
 from engine.ids import IdFactory
 from engine.testing import make_job
-from engine.types import JobRow, JobState
+from engine.types import JobRow, JobState, WorkerRegistration
 
 runner = CliRunner()
 
@@ -98,7 +98,9 @@ def test_workers_say_a_heartbeats_age_as_every_other_age_is_said(pg_dsn: str) ->
         d = PostgresDriver(pg_dsn)
         try:
             then = datetime.now(UTC) - timedelta(minutes=3, seconds=5)
-            await d.worker_register(id="w-old", host="h", pid=1, queues=["default"], concurrency=4, now=then)
+            await d.worker_register(
+                worker=WorkerRegistration(id="w-old", host="h", pid=1, queues=("default",), concurrency=4), now=then
+            )
         finally:
             await d.close()
 

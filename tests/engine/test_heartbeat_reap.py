@@ -23,7 +23,7 @@ from engine.runtime.metrics import Metrics
 from engine.runtime.presence import Presence
 from engine.runtime.worker import Worker, WorkerConfig
 from engine.services.maintenance import MaintenanceConfig, maintained_worker
-from engine.types import JobState
+from engine.types import JobState, WorkerRegistration
 
 Q = "reap"
 RUNS: list[int] = []
@@ -52,7 +52,9 @@ def _told(driver: Driver, method: str) -> asyncio.Event:
 
 
 async def _register(driver: Driver, clock: FakeClock, wid: str) -> None:
-    await driver.worker_register(id=wid, host="h", pid=1, queues=[Q], concurrency=1, now=clock.now())
+    await driver.worker_register(
+        worker=WorkerRegistration(id=wid, host="h", pid=1, queues=(Q,), concurrency=1), now=clock.now()
+    )
 
 
 async def test_a_live_worker_whose_row_was_reaped_registers_again_at_its_next_heartbeat_and_keeps_its_job(

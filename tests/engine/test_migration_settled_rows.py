@@ -15,7 +15,7 @@ from psycopg.rows import dict_row
 from engine.drivers.migrations import migrations
 from engine.drivers.postgres.migrate import move_settled
 from engine.schema import migrate
-from engine.types import Ack, Claim, JobState, Nack, NewJob
+from engine.types import Ack, Claim, JobState, Nack, NewJob, WorkerRegistration
 from tests.engine.test_migrations import catalog
 from tests.engine.upgrades import job_uuid, opened
 
@@ -204,7 +204,9 @@ async def test_the_orphan_rescue_moves_a_last_lost_attempt_to_job_done_and_keeps
     dsn = empty_db()
     migrate(dsn)
     async with opened(dsn) as driver:
-        await driver.worker_register(id="w1", host="h", pid=1, queues=["billing"], concurrency=4, now=NOW)
+        await driver.worker_register(
+            worker=WorkerRegistration(id="w1", host="h", pid=1, queues=("billing",), concurrency=4), now=NOW
+        )
         await driver.worker_presence_hold(id="w1")
         last, again = job_uuid(1), job_uuid(2)
         await driver.job_enqueue(

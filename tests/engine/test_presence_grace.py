@@ -10,7 +10,7 @@ from engine.drivers.memory import MemoryDriver
 from engine.ids import IdFactory
 from engine.runtime.metrics import Metrics
 from engine.runtime.presence import GRACE, Presence
-from engine.types import NewJob
+from engine.types import NewJob, WorkerRegistration
 
 INTERVAL = 0.5
 
@@ -24,7 +24,9 @@ class Ticks:
 
 
 async def _running_job(d: MemoryDriver, ids: IdFactory, clock: FakeClock, worker: str) -> str:
-    await d.worker_register(id=worker, host="h", pid=1, queues=["q"], concurrency=1, now=clock.now())
+    await d.worker_register(
+        worker=WorkerRegistration(id=worker, host="h", pid=1, queues=("q",), concurrency=1), now=clock.now()
+    )
     await d.worker_presence_hold(id=worker)
     jid = ids.new()
     await d.job_enqueue(jobs=[NewJob(jid, "n", "q", jid, {}, 3)], now=clock.now())

@@ -22,7 +22,7 @@ from engine.drivers.postgres import PostgresDriver
 from engine.ids import IdFactory
 from engine.projections import JobFilter
 from engine.testing import EmbeddedPostgres, install, make_job
-from engine.types import JobState
+from engine.types import JobState, WorkerRegistration
 
 runner = CliRunner()
 
@@ -49,7 +49,9 @@ async def _seed(dsn: str) -> list[str]:
     try:
         states = (JobState.READY, JobState.RUNNING, JobState.DEAD, JobState.SUSPENDED, JobState.COMPLETED)
         rows = [await make_job(d, IdFactory(clock), clock.now(), state=s, queue="billing") for s in states]
-        await d.worker_register(id="w-1", host="h", pid=1, queues=("billing",), concurrency=2, now=clock.now())
+        await d.worker_register(
+            worker=WorkerRegistration(id="w-1", host="h", pid=1, queues=("billing",), concurrency=2), now=clock.now()
+        )
         return [r.id for r in rows]
     finally:
         await d.close()

@@ -20,7 +20,7 @@ from engine.ids import IdFactory
 from engine.jobs import Registry
 from engine.runtime.worker import Worker, WorkerConfig
 from engine.testing import EmbeddedPostgres
-from engine.types import JobState, NewJob
+from engine.types import JobState, NewJob, WorkerRegistration
 from tests.engine import test_worker_app as app
 from tests.engine.test_worker_pg import Seen, _line, _spawn
 
@@ -28,7 +28,9 @@ LEASE = 30.0
 
 
 async def _setup(driver: PostgresDriver, ids: IdFactory, clock: FakeClock, wid: str) -> str:
-    await driver.worker_register(id=wid, host="h", pid=1, queues=["default"], concurrency=4, now=clock.now())
+    await driver.worker_register(
+        worker=WorkerRegistration(id=wid, host="h", pid=1, queues=("default",), concurrency=4), now=clock.now()
+    )
     await driver.worker_presence_hold(id=wid)
     jid = ids.new()
     await driver.job_enqueue(jobs=[NewJob(jid, "send_email", "default", f"k:{jid}", {}, 3)], now=clock.now())

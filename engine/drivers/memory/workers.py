@@ -18,6 +18,7 @@ from engine.types import (
     JobRow,
     JobState,
     QueueGauges,
+    WorkerRegistration,
     gauges_at,
     ready_since,
 )
@@ -67,38 +68,26 @@ def _claim(
 
 
 class MemoryWorkers(MemoryBase):
-    async def worker_register(
-        self,
-        *,
-        id: str,
-        host: str,
-        pid: int,
-        queues: Sequence[str],
-        concurrency: int,
-        now: datetime,
-        started_at: datetime | None = None,
-        heartbeat_interval: float | None = None,
-        stopping: bool = False,
-        drain: Heartbeat | None = None,
-    ) -> None:
+    async def worker_register(self, *, worker: WorkerRegistration, now: datetime) -> None:
+        w, drain = worker, worker.drain or Heartbeat()
         row = WorkerRecord(
-            id,
-            host,
-            pid,
-            tuple(queues),
-            concurrency,
+            w.id,
+            w.host,
+            w.pid,
+            tuple(w.queues),
+            w.concurrency,
             0,
-            now if started_at is None else started_at,
+            w.started_at or now,
             now,
-            stopping,
+            w.stopping,
             0.0,
-            None if drain is None else drain.drain_requested_by,
-            None if drain is None else drain.drain_requested_at,
-            heartbeat_interval,
+            drain.drain_requested_by,
+            drain.drain_requested_at,
+            w.heartbeat_interval,
         )
         with self.state.lock:
-            self.state.workers[id] = row
-            self.state.drain_notes.pop(id, None)  # as worker_register's SQL: the note is not kept
+            self.state.workers[w.id] = row
+            self.state.drain_notes.pop(w.id, None)  # as worker_register's SQL: the note is not kept
 
     async def worker_heartbeat(self, *, id: str, in_use: int, stopping: bool, now: datetime) -> Heartbeat | None:
         with self.state.lock:

@@ -16,7 +16,7 @@ from engine.drivers.postgres.rows import CLAIM_FIELDS, claimed_jobs
 from engine.drivers.sqlfiles import Q
 from engine.drivers.transient import connection_lost
 from engine.errors import X_INVARIANT, JobsError
-from engine.types import ClaimBatch, Heartbeat, QueueGauges, gauges_at
+from engine.types import ClaimBatch, Heartbeat, QueueGauges, WorkerRegistration, gauges_at
 
 if TYPE_CHECKING:  # engine.records is imported where one is built: a worker never loads it
     from engine.records import WorkerRecord
@@ -32,34 +32,22 @@ class PostgresWorkers(PostgresBase):
     # Each worker's presence session, by worker id, outside the pools (PostgresDriver sets it to {}).
     _presence: dict[str, psycopg.AsyncConnection[Any]]
 
-    async def worker_register(
-        self,
-        *,
-        id: str,
-        host: str,
-        pid: int,
-        queues: Sequence[str],
-        concurrency: int,
-        now: datetime,
-        started_at: datetime | None = None,
-        heartbeat_interval: float | None = None,
-        stopping: bool = False,
-        drain: Heartbeat | None = None,
-    ) -> None:
+    async def worker_register(self, *, worker: WorkerRegistration, now: datetime) -> None:
+        w, drain = worker, worker.drain or Heartbeat()
         await self._exec(
             Q.worker_register,
             {
-                "id": id,
-                "host": host,
-                "pid": pid,
-                "queues": list(queues),
-                "concurrency": concurrency,
+                "id": w.id,
+                "host": w.host,
+                "pid": w.pid,
+                "queues": list(w.queues),
+                "concurrency": w.concurrency,
                 "now": now,
-                "started_at": now if started_at is None else started_at,
-                "heartbeat_interval": heartbeat_interval,
-                "stopping": stopping,
-                "drain_requested_by": None if drain is None else drain.drain_requested_by,
-                "drain_requested_at": None if drain is None else drain.drain_requested_at,
+                "started_at": w.started_at or now,
+                "heartbeat_interval": w.heartbeat_interval,
+                "stopping": w.stopping,
+                "drain_requested_by": drain.drain_requested_by,
+                "drain_requested_at": drain.drain_requested_at,
             },
         )
 
