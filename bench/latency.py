@@ -8,6 +8,7 @@ import os
 import socket
 import statistics
 import struct
+import subprocess
 import tempfile
 import threading
 import time
@@ -16,7 +17,8 @@ from typing import Any
 
 from bench.drain import spawn, stop
 
-Producer = Callable[[str], Awaitable[tuple[Callable[[dict[str, Any]], Awaitable[Any]], Callable[[], Awaitable[None]]]]]
+Enqueue = Callable[[dict[str, Any]], Awaitable[Any]]
+Producer = Callable[[str], Awaitable[tuple[Enqueue, Callable[[], Awaitable[None]]]]]
 
 
 class Collector:
@@ -54,6 +56,40 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
+async def warm_up(col: Collector, worker: subprocess.Popen[bytes], enqueue: Enqueue) -> None:
+    """A job every 20 ms until the worker has started one (it is listening by then); then its
+    samples are dropped."""
+    deadline = time.monotonic() + 60
+    i = -1000
+    while not col.samples:
+        if time.monotonic() > deadline or worker.poll() is not None:
+            raise RuntimeError("the worker never started a job")
+        i -= 1
+        await enqueue({"i": i, "t": time.time()})
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.3)
+    col.samples.clear()
+
+
+async def offer(col: Collector, enqueue: Enqueue, *, rate: float, seconds: float) -> list[float]:
+    """Enqueue at `rate` jobs/s on a fixed schedule for `seconds`; each job's enqueue-to-start in ms."""
+    n = max(1, int(rate * seconds))
+    tasks: list[asyncio.Task[Any]] = []
+    t0 = time.perf_counter()
+    for k in range(n):
+        delay = t0 + k / rate - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(enqueue({"i": k, "t": time.time()})))
+    await asyncio.gather(*tasks)
+    deadline = time.monotonic() + 15
+    while len(col.samples) < n and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    if len(col.samples) < n:
+        raise RuntimeError(f"only {len(col.samples)} of {n} jobs started")
+    return [(start - enq) * 1000 for enq, start in col.samples]
+
+
 async def steady(
     dsn: str,
     command: Callable[[str, str], list[str]],
@@ -68,32 +104,8 @@ async def steady(
     procs = [spawn(command(dsn, col.path), env(col.path) if env else None)]
     enqueue, close = await producer(dsn)
     try:
-        # Warm-up: a job every 20 ms until the worker has started one (it is listening by then).
-        deadline = time.monotonic() + 60
-        i = -1000
-        while not col.samples:
-            if time.monotonic() > deadline or procs[0][0].poll() is not None:
-                raise RuntimeError("the latency worker never started a job")
-            i -= 1
-            await enqueue({"i": i, "t": time.time()})
-            await asyncio.sleep(0.02)
-        await asyncio.sleep(0.3)
-        col.samples.clear()
-        n = max(1, int(rate * seconds))
-        tasks: list[asyncio.Task[Any]] = []
-        t0 = time.perf_counter()
-        for k in range(n):
-            delay = t0 + k / rate - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(enqueue({"i": k, "t": time.time()})))
-        await asyncio.gather(*tasks)
-        deadline = time.monotonic() + 15
-        while len(col.samples) < n and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
-        if len(col.samples) < n:
-            raise RuntimeError(f"only {len(col.samples)} of {n} latency jobs started")
-        lat = [(start - enq) * 1000 for enq, start in col.samples]
+        await warm_up(col, procs[0][0], enqueue)
+        lat = await offer(col, enqueue, rate=rate, seconds=seconds)
         return statistics.median(lat), percentile(lat, 0.99)
     finally:
         await close()

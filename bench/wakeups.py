@@ -11,18 +11,15 @@ process's CPU per job (us, utime + stime from /proc). Medians over runs, the del
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import statistics
 import sys
-import time
-from typing import Any
 
 from bench import ours
 from bench.cluster import BenchCluster
 from bench.drain import spawn, stop
-from bench.latency import Collector, percentile
+from bench.latency import Collector, offer, percentile, warm_up
 from bench.suites import arun
 
 _TICK = os.sysconf("SC_CLK_TCK")
@@ -51,32 +48,11 @@ async def _run(dsn: str, delay: float, rate: float, seconds: float) -> tuple[flo
     procs = [spawn(_command(dsn, col.path, delay))]
     enqueue, close = await ours.producer(dsn)
     try:
-        deadline = time.monotonic() + 60
-        i = -1000
-        while not col.samples:  # warm-up: until the worker runs a job (it listens by then)
-            if time.monotonic() > deadline or procs[0][0].poll() is not None:
-                raise RuntimeError("the worker never started a job")
-            i -= 1
-            await enqueue({"i": i, "t": time.time()})
-            await asyncio.sleep(0.02)
-        await asyncio.sleep(0.3)
-        col.samples.clear()
-        n = int(rate * seconds)
+        await warm_up(col, procs[0][0], enqueue)
         cpu0 = _cpu(procs[0][0].pid)
-        tasks: list[asyncio.Task[Any]] = []
-        t0 = time.perf_counter()
-        for k in range(n):
-            wait = t0 + k / rate - time.perf_counter()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            tasks.append(asyncio.ensure_future(enqueue({"i": k, "t": time.time()})))
-        await asyncio.gather(*tasks)
-        deadline = time.monotonic() + 15
-        while len(col.samples) < n and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
+        lat = await offer(col, enqueue, rate=rate, seconds=seconds)
         cpu = _cpu(procs[0][0].pid) - cpu0
-        lat = [(start - enq) * 1000 for enq, start in col.samples]
-        return statistics.median(lat), percentile(lat, 0.99), cpu / max(1, len(lat)) * 1e6
+        return statistics.median(lat), percentile(lat, 0.99), cpu / len(lat) * 1e6
     finally:
         await close()
         stop(procs)
