@@ -23,7 +23,7 @@ from engine.errors import (
     unknown_option,
 )
 from engine.names import check_name, check_queue_name
-from engine.options import Options, finite_positive, int32
+from engine.options import Options, finite_positive, int32, seconds, seconds_rule
 from engine.retry import LONGEST_DELAY, RetryPolicy
 from engine.text import check_text
 
@@ -187,9 +187,12 @@ def refused_call(fn: Callable[..., Any], count: int) -> str | None:
 
 
 def _positive(name: str, value: float | None, job_name: str, *, allow_none: bool = True) -> None:
+    """A ceiling (timeout, step_timeout: None for none) is a duration option; event_poll, never
+    None, has its own range, checked after this."""
     if value is None and allow_none:
         return
-    if not finite_positive(value):
+    if not (seconds(value) if allow_none else finite_positive(value)):
+        rule = "a positive, finite number of seconds"
         why = (
             " (zero would read as 'no ceiling at all'; leave it out for none)"
             if allow_none
@@ -197,7 +200,7 @@ def _positive(name: str, value: float | None, job_name: str, *, allow_none: bool
         )
         raise JobsError(
             X_INVALID_DEFINITION,
-            cause=f"job {job_name!r} declares {name}={value!r}; it must be a positive, finite number of seconds{why}",
+            cause=f"job {job_name!r} declares {name}={value!r}; it must be {seconds_rule(rule) if allow_none else rule}{why}",
             fix=f"@job(name={job_name!r}, {name}=60)",
         )
 

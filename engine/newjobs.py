@@ -3,17 +3,16 @@ written (the engine's enqueue and a step's), and the ``send`` span that carries 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, Self, TypeVar
 
 from engine.clock import later, utc
 from engine.codec import check_json_text
 from engine.errors import X_INVALID_ARGUMENT, X_NOT_A_JOB, JobsError, unknown_option
 from engine.ids import IdFactory
 from engine.jobs import JobDefinition
-from engine.options import int32
+from engine.options import int32, seconds, seconds_rule
 from engine.text import check_key_size, check_tenant
 from engine.tracing import carried
 from engine.types import NewJob
@@ -24,17 +23,57 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-class Enqueue(NamedTuple):
-    """One job of a batch: ``eng.enqueue_many([Enqueue(send_email, {...}), ...])``. A NamedTuple
-    (immutable, keyword-constructible) rather than a frozen dataclass: a batch builds one per job,
-    and a frozen dataclass's __init__ cost four times as much."""
-
+class _EnqueueFields(NamedTuple):
     job: JobDefinition
     input: Any
     tenant: str | None = None
     delay: float | None = None
     run_at: datetime | None = None
     priority: int | None = None
+
+
+_NO_INPUT = object()
+_tuple_new = tuple.__new__
+
+
+class Enqueue(_EnqueueFields):
+    """One job of a batch: ``eng.enqueue_many([Enqueue(send_email, {...}), ...])``. A NamedTuple
+    (immutable, keyword-constructible) rather than a frozen dataclass: a batch builds one per job,
+    and a frozen dataclass's __init__ cost four times as much. A field it does not have, or no
+    input, is refused as an unknown option of ``eng.enqueue()`` is, and mypy catches both first."""
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:  # what mypy checks: an input is required, and no other field exists
+
+        def __new__(
+            cls,
+            job: JobDefinition,
+            input: Any,
+            tenant: str | None = None,
+            delay: float | None = None,
+            run_at: datetime | None = None,
+            priority: int | None = None,
+        ) -> Self: ...
+
+    else:  # what runs: the same fields, a missing input or another field refused with its fix
+
+        def __new__(cls, job, input=_NO_INPUT, tenant=None, delay=None, run_at=None, priority=None, **unknown):
+            if unknown or input is _NO_INPUT:
+                raise _refused_fields(job, unknown)
+            return _tuple_new(cls, (job, input, tenant, delay, run_at, priority))
+
+
+def _refused_fields(job: Any, unknown: dict[str, Any]) -> JobsError:
+    """The refusal of ``Enqueue(...)`` given ``unknown`` fields (the nearest field named), or no input."""
+    fix = "Enqueue(job, input)"
+    if not unknown:
+        name = getattr(job, "name", job)
+        return JobsError(X_INVALID_ARGUMENT, cause=f"Enqueue() of job {name!r} was given no input", fix=fix)
+    err = unknown_option("Enqueue() has no field", unknown, _EnqueueFields._fields, "{option}", "tenant")
+    if err.fix not in ("job", "input"):
+        fix = f"Enqueue(job, input, {err.fix}=...)"
+    return JobsError(X_INVALID_ARGUMENT, cause=err.cause, fix=fix)
 
 
 class Opened(Enqueue):
@@ -81,10 +120,8 @@ def first_run(delay: Any, run_at: Any, now: datetime) -> datetime | None:
             raise JobsError(
                 X_INVALID_ARGUMENT, cause=f"run_at={run_at.isoformat()} is outside what a UTC datetime holds", fix=fix
             ) from None
-    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay < math.inf:
-        raise JobsError(
-            X_INVALID_ARGUMENT, cause=f"delay={delay!r} must be a finite number of seconds >= 0", fix="delay=10"
-        )
+    if not seconds(delay, zero=True):
+        raise JobsError(X_INVALID_ARGUMENT, cause=f"delay={delay!r} must be {seconds_rule(zero=True)}", fix="delay=10")
     return later(now, delay, what=f"delay={delay!r} seconds", fix="delay=86400") if delay else None
 
 

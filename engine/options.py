@@ -51,8 +51,34 @@ def int32(value: Any) -> bool:
 
 
 def finite_positive(value: Any) -> bool:
-    """A number of seconds (or a rate) an option may hold: a real number > 0 and < infinity."""
+    """A rate or a factor an option may hold: a real number > 0 and < infinity (a number of
+    seconds is ``seconds``')."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < math.inf
+
+
+# The longest span any duration option holds (a job's timeout, an enqueue's delay, a lease, an
+# interval, a retention): 100 years. Every one is added to a time sooner or later, and past about
+# 2.5e11 s from now that sum is past the year 9999, the last a datetime holds: a value accepted
+# here must never fail there, in a claim or a maintenance pass long after it was given.
+LONGEST_SECONDS = 100 * 365 * 86400
+
+
+def seconds(value: Any, *, zero: bool = False) -> bool:
+    """A number of seconds a duration option may hold: a real number > 0 (>= 0 with ``zero``)
+    and at most LONGEST_SECONDS (never nan, never infinity)."""
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and (0 <= value if zero else 0 < value)
+        and value <= LONGEST_SECONDS
+    )
+
+
+def seconds_rule(lead: str = "", *, zero: bool = False) -> str:
+    """What ``seconds`` accepts, said in a cause: "a finite number of seconds > 0 and at most
+    3153600000 (100 years)"; ``lead`` in place of the words before "and"."""
+    lead = lead or f"a finite number of seconds {'>= 0' if zero else '> 0'}"
+    return f"{lead} and at most {LONGEST_SECONDS} (100 years)"
 
 
 def config_or_default(kind: type[C], given: object) -> C:

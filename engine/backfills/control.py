@@ -337,8 +337,11 @@ class BackfillControl(EngineView):
             "app_version": d.owner.version,
         }
         (res,) = await self.engine.aenqueue_many([Opened(d, inp)])  # past every gate
-        if res.deduped:  # another starter won the race since the gate read
-            _raise(self._gate_sync(d, write=write, force=force, applied={}, live={d.backfill: res.id}))  # type: ignore[arg-type]
+        if res.deduped:  # another starter won the race since the gate read: its pass is the answer
+            raced = {d.backfill: LivePass(res.id, pass_job_name(d.backfill), res.state)}
+            lost = self._gate_sync(d, write=write, force=force, applied={}, live=raced)
+            assert lost is not None  # a live pass is always a gate
+            _raise(lost)
         await self.driver.backfill_open(
             run=BackfillRun(
                 run_id,

@@ -30,6 +30,7 @@ from engine.errors import (
 )
 from engine.jobs import JobDefinition, refused_call
 from engine.names import check_queue_name
+from engine.options import seconds, seconds_rule
 from engine.retry import LONGEST_DELAY, RetryPolicy
 from engine.text import check_text
 
@@ -306,10 +307,9 @@ class Backfills:
                 f"requires migration {requires!r} and its Backfills has no migrations= reader",
                 "Backfills(connect=..., migrations=django_migrations)",
             )
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf
-        ):
-            raise _bad(name, f"declares timeout={timeout!r}", f"@bf.backfill(name={name!r}, timeout=3600, ...)")
+        if timeout is not None and not seconds(timeout):
+            said = f"declares timeout={timeout!r}; it must be {seconds_rule()}"
+            raise _bad(name, said, f"@bf.backfill(name={name!r}, timeout=3600, ...)")
         src: Source = source if callable(read) else _FunctionSource(source)  # type: ignore[arg-type, assignment]
 
         def wrap(handle: Callable[[Batch], Any]) -> BackfillDefinition:

@@ -12,7 +12,9 @@ from typing import Any, NoReturn
 import typer
 
 from engine.cli.admin import (
+    CONNECT_ENV,
     CONNECT_HELP,
+    STATEMENT_ENV,
     STATEMENT_HELP,
     dsn_fix,
     fix_naming_given_dsn,
@@ -110,7 +112,7 @@ def _root(
     connect_timeout: int = typer.Option(
         None,
         "--connect-timeout",
-        envvar="JOBS_CONNECT_TIMEOUT",
+        envvar=CONNECT_ENV,
         help=CONNECT_HELP,
         metavar="SECONDS",
         show_default=False,
@@ -118,7 +120,7 @@ def _root(
     statement_timeout: float = typer.Option(
         None,
         "--statement-timeout",
-        envvar="JOBS_STATEMENT_TIMEOUT",
+        envvar=STATEMENT_ENV,
         help=STATEMENT_HELP,
         metavar="SECONDS",
         show_default=False,
@@ -130,7 +132,18 @@ def _root(
 ) -> None:
     """Operate a jobs deployment: install the schema, run workers, inspect and act on queues."""
     try:
-        set_connections(connect_timeout, statement_timeout, ctx.invoked_subcommand, prepared=not no_prepared_statements)
+        set_connections(
+            connect_timeout,
+            statement_timeout,
+            ctx.invoked_subcommand,
+            prepared=not no_prepared_statements,
+            from_env=tuple(
+                var
+                for name, var in (("connect_timeout", CONNECT_ENV), ("statement_timeout", STATEMENT_ENV))
+                if getattr(ctx.get_parameter_source(name), "name", None)
+                == "ENVIRONMENT"  # typer's own click, or click's
+            ),
+        )
     except JobsError as err:
         fail(err, as_json=bool(ctx.meta.get(JSON_ASKED)))
 

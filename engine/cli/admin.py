@@ -59,6 +59,9 @@ STATEMENT_HELP = (
 )
 
 
+CONNECT_ENV, STATEMENT_ENV = "JOBS_CONNECT_TIMEOUT", "JOBS_STATEMENT_TIMEOUT"  # the root's timeouts, read unless given
+
+
 @dataclass
 class Connections:
     """The root command's settings for every connection of the command it runs (set once per
@@ -69,13 +72,19 @@ class Connections:
     command: str | None = None  # the subcommand being run, for a fix that names it
     prepared: bool = True  # False: --no-prepared-statements
     dsn: str | None = None  # the DSN given by --dsn, as typed (None: $JOBS_DSN, or none read yet)
+    from_env: tuple[str, ...] = ()  # the variables (JOBS_CONNECT_TIMEOUT, ...) a timeout above was read from
 
 
 CONNECTIONS = Connections()
 
 
 def set_connections(
-    connect: int | None, statement: float | None, command: str | None, *, prepared: bool = True
+    connect: int | None,
+    statement: float | None,
+    command: str | None,
+    *,
+    prepared: bool = True,
+    from_env: tuple[str, ...] = (),
 ) -> None:
     if connect is not None and connect < 2:
         raise JobsError(
@@ -99,7 +108,7 @@ def set_connections(
             fix=f"jobsctl --statement-timeout 0 {command or 'queues'}",
         )
     CONNECTIONS.connect, CONNECTIONS.statement, CONNECTIONS.command = connect, statement, command
-    CONNECTIONS.prepared, CONNECTIONS.dsn = prepared, None
+    CONNECTIONS.prepared, CONNECTIONS.dsn, CONNECTIONS.from_env = prepared, None, from_env
 
 
 def group_given(ctx: typer.Context, dsn: str | None, json_out: bool) -> tuple[str | None, bool]:
@@ -201,6 +210,32 @@ def fix_naming_given_dsn(fix: str) -> str:
     return fix if CONNECTIONS.dsn is None else naming_dsn(fix, CONNECTIONS.dsn)
 
 
+def _timed_memory() -> JobsError:
+    """A timeout given to a command on memory://, which opens no connection: the cause says where
+    each came from, and the fix unsets the variables it was read from (a command line without the
+    flag would read them again), else is the command without the flag."""
+    timed = [
+        (flag, var, value)
+        for flag, var, value in (
+            ("--connect-timeout", CONNECT_ENV, CONNECTIONS.connect),
+            ("--statement-timeout", STATEMENT_ENV, CONNECTIONS.statement),
+        )
+        if value is not None
+    ]
+    came = [  # the first is the flag the cause names ("it"), the second names its own
+        (f"${var}={value:g} sets " if var in CONNECTIONS.from_env else f"{value:g} was given for ")
+        + ("it" if n == 0 else flag)
+        for n, (flag, var, value) in enumerate(timed)
+    ]
+    rerun = f"jobsctl {CONNECTIONS.command or 'queues'} --dsn memory://"
+    return JobsError(
+        X_INVALID_ARGUMENT,
+        cause=f"{timed[0][0]} (a flag or its environment variable) times connections, and memory:// opens none: "
+        + ", and ".join(came),
+        fix=f"unset {' '.join(CONNECTIONS.from_env)} && {rerun}" if CONNECTIONS.from_env else rerun,
+    )
+
+
 def resolve_dsn(dsn: str | None, *, long_running: bool = False) -> str:
     """The DSN to use (--dsn, else $JOBS_DSN), carrying this command's timeouts: one given by flag
     or environment wins over the DSN's own; a default fills only what the DSN leaves out."""
@@ -217,13 +252,7 @@ def resolve_dsn(dsn: str | None, *, long_running: bool = False) -> str:
         raise JobsError(X_DSN_INVALID, cause=f"the DSN holds {why}", fix=dsn_fix())
     if value.strip().startswith("memory:"):
         if CONNECTIONS.connect is not None or CONNECTIONS.statement is not None:
-            flag = "--connect-timeout" if CONNECTIONS.connect is not None else "--statement-timeout"
-            raise JobsError(
-                X_INVALID_ARGUMENT,
-                cause=f"{flag} (a flag or its environment variable) times connections, and memory:// opens none: "
-                "leave the flag out and its variable unset",
-                fix=f"jobsctl {CONNECTIONS.command or 'queues'} --dsn memory://",
-            )
+            raise _timed_memory()
         return value
     from engine.drivers.postgres.dsn import with_timeouts
 

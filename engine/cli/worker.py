@@ -223,6 +223,9 @@ def worker(
             ("concurrency", concurrency, "10"),
             ("batch-size", batch_size, "100"),
             ("ack-batch", ack_batch, "200"),
+        ):
+            positive(name, value, f"jobsctl worker {target}", example)
+        for name, seconds, example in (
             ("flush-interval", flush_interval, "0.005"),
             ("lease-seconds", lease_seconds, "30"),
             ("grace", grace, "30"),
@@ -230,7 +233,7 @@ def worker(
             ("start-timeout", start_timeout, "60"),
             ("poll-interval", poll_interval, "1"),
         ):
-            positive(name, value, f"jobsctl worker {target}", example)
+            positive(name, seconds, f"jobsctl worker {target}", example, duration=True)
         check_lease(lease_seconds, f"jobsctl worker {target}")
         port, host = metrics_address(metrics_port, metrics_host, f"jobsctl worker {target}")
         maint = maintenance_config(

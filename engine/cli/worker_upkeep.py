@@ -7,18 +7,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import X_INVALID_ARGUMENT, JobsError
-from engine.options import finite_positive
+from engine.options import finite_positive, seconds, seconds_rule
 
 if TYPE_CHECKING:
     from engine.services.maintenance import MaintenanceConfig
 
 
-def positive(name: str, value: float | None, command: str, example: str) -> None:
-    """--NAME VALUE refused unless it is a finite number > 0 (None: not given)."""
-    if value is not None and not finite_positive(value):
+def positive(name: str, value: float | None, command: str, example: str, *, duration: bool = False) -> None:
+    """--NAME VALUE refused unless it is a finite number > 0, and a ``duration`` a number of
+    seconds at most engine.options.LONGEST_SECONDS (None: not given)."""
+    if value is not None and not (seconds(value) if duration else finite_positive(value)):
         raise JobsError(
             X_INVALID_ARGUMENT,
-            cause=f"--{name} {value!r} must be a positive, finite number",
+            cause=f"--{name} {value!r} must be "
+            + (seconds_rule("a positive, finite number of seconds") if duration else "a positive, finite number"),
             fix=f"{command} --{name} {example}",
         )
 
@@ -75,11 +77,11 @@ def maintenance_config(
         ("maintenance-interval", interval, "5"),
         ("retention", retention, "604800"),
         ("dead-retention", dead_retention, "2592000"),
-        ("reindex-min-mb", reindex_min_mb, "16"),
     ):
-        positive(name, value, command, example)
+        positive(name, value, command, example, duration=True)
+    positive("reindex-min-mb", reindex_min_mb, command, "16")
     if reindex_interval is not None and reindex_interval != 0:
-        positive("reindex-interval", reindex_interval, command, "600")
+        positive("reindex-interval", reindex_interval, command, "600", duration=True)
     if vacuum_threshold is not None and vacuum_threshold < 0:
         positive("vacuum-threshold", vacuum_threshold, command, "10000")
     kept_for = retention if retention is not None else MaintenanceConfig.retention

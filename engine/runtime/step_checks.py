@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from engine.codec import check_json
 from engine.errors import X_INVALID_ARGUMENT, JobsError
+from engine.options import seconds as is_seconds
+from engine.options import seconds_rule
 from engine.text import MAX_NAME, check_tenant, check_text
 
 
@@ -57,22 +58,20 @@ def check_event(name: Any, payload: Any, tenant: Any) -> tuple[str, dict[str, An
 
 
 def check_wait_timeout(name: str, timeout: Any, fix: str) -> None:
-    """A wait's timeout: None (no timeout) or a positive, finite number of seconds."""
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf
-    ):
+    """A wait's timeout: None (no timeout) or a duration (engine.options.seconds)."""
+    if timeout is not None and not is_seconds(timeout):
         raise JobsError(
             X_INVALID_ARGUMENT,
-            cause=f"step {name!r}: timeout={timeout!r} must be a positive number of seconds",
+            cause=f"step {name!r}: timeout={timeout!r} must be {seconds_rule('a positive number of seconds')}",
             fix=fix,
         )
 
 
 def check_sleep(name: str, seconds: Any) -> None:
-    """A sleep's length: a finite number of seconds >= 0."""
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds < 0:
+    """A sleep's length: a duration, zero included (engine.options.seconds)."""
+    if not is_seconds(seconds, zero=True):
         raise JobsError(
             X_INVALID_ARGUMENT,
-            cause=f"step {name!r}: sleep of {seconds!r} seconds must be a finite number >= 0",
+            cause=f"step {name!r}: sleep of {seconds!r} seconds must be {seconds_rule('a finite number >= 0')}",
             fix=f"await ctx.step.sleep({name!r}, 30)",
         )

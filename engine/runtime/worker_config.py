@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.names import check_name
-from engine.options import Options, finite_positive
+from engine.options import Options, seconds, seconds_rule
 from engine.retry import check_traceback_limit
 from engine.runtime.metrics import Metrics
 
@@ -23,8 +23,8 @@ MIN_LEASE_SECONDS = 1.0
 REAP_BEATS = 3
 
 
-def _bad(name: str, value: object, fix: str) -> JobsError:
-    return JobsError(X_INVALID_ARGUMENT, cause=f"worker option {name}={value!r} must be positive and finite", fix=fix)
+def _bad(name: str, value: object, fix: str, rule: str = "a whole number >= 1") -> JobsError:
+    return JobsError(X_INVALID_ARGUMENT, cause=f"worker option {name}={value!r} must be {rule}", fix=fix)
 
 
 @dataclass(frozen=True)
@@ -83,8 +83,8 @@ class WorkerConfig(Options):
             "gauges_interval",
         ):
             v = getattr(self, name)
-            if not finite_positive(v):
-                raise _bad(name, v, f"jobsctl worker MODULE --{name.replace('_', '-')} 30")
+            if not seconds(v):
+                raise _bad(name, v, f"jobsctl worker MODULE --{name.replace('_', '-')} 30", seconds_rule())
         if self.lease_seconds < MIN_LEASE_SECONDS:
             raise JobsError(
                 X_INVALID_ARGUMENT,
@@ -94,8 +94,8 @@ class WorkerConfig(Options):
                 fix="jobsctl worker MODULE --lease-seconds 30",
             )
         st = self.start_timeout
-        if st is not None and not finite_positive(st):
-            raise _bad("start_timeout", st, "jobsctl worker MODULE --start-timeout 60")
+        if st is not None and not seconds(st):
+            raise _bad("start_timeout", st, "jobsctl worker MODULE --start-timeout 60", seconds_rule())
         check_traceback_limit(self.traceback_limit)
         for name in ("burst", "tune_gc"):
             if not isinstance(getattr(self, name), bool):

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from engine.clock import Clock
 from engine.drivers.base import Driver
 from engine.errors import X_INVALID_ARGUMENT, X_PERMISSION_DENIED, JobsError
-from engine.options import Options, config_or_default, finite_positive
+from engine.options import Options, config_or_default, finite_positive, seconds, seconds_rule
 from engine.runtime import logs
 from engine.runtime.execute import Execution
 from engine.runtime.metrics import Metrics
@@ -93,10 +93,10 @@ class MaintenanceConfig(Options):
             "outbox_retention",
         ):
             value = getattr(self, name)
-            if not finite_positive(value):
+            if not seconds(value):
                 raise JobsError(
                     X_INVALID_ARGUMENT,
-                    cause=f"MaintenanceConfig {name}={value!r} must be a finite number of seconds > 0",
+                    cause=f"MaintenanceConfig {name}={value!r} must be {seconds_rule()}",
                     fix=f"MaintenanceConfig({name}=60)",
                 )
         check_leader_lease("MaintenanceConfig", self.leader_lease, self.interval)
@@ -121,10 +121,10 @@ class MaintenanceConfig(Options):
 
     def _check_reindex(self) -> None:
         every, growth, least = self.reindex_interval, self.reindex_growth, self.reindex_min_bytes
-        if every is not None and not finite_positive(every):
+        if every is not None and not seconds(every):
             raise JobsError(
                 X_INVALID_ARGUMENT,
-                cause=f"MaintenanceConfig reindex_interval={every!r} must be a finite number of seconds > 0, or None "
+                cause=f"MaintenanceConfig reindex_interval={every!r} must be {seconds_rule()}, or None "
                 "for no index upkeep",
                 fix="MaintenanceConfig(reindex_interval=600)",
             )

@@ -34,7 +34,7 @@ from engine.drivers.outbox_lease import DEFAULT_CLAIM_LEASE_MS, claim_lease_ms
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.ids import IdFactory
 from engine.newjobs import CHUNK
-from engine.options import Options, config_or_default, finite_positive
+from engine.options import Options, config_or_default, seconds, seconds_rule
 from engine.retry import error_text
 from engine.runtime import logs
 from engine.runtime.health import RelayHealth
@@ -92,10 +92,10 @@ class RelayConfig(Options):
             )
         for name in ("poll_interval", "heartbeat_interval", "gauges_interval"):
             value = getattr(self, name)
-            if not finite_positive(value):
+            if not seconds(value):
                 raise JobsError(
                     X_INVALID_ARGUMENT,
-                    cause=f"RelayConfig {name}={value!r} must be a finite number of seconds > 0",
+                    cause=f"RelayConfig {name}={value!r} must be {seconds_rule()}",
                     fix=f"RelayConfig({name}=1.0)",
                 )
 

@@ -30,7 +30,7 @@ from engine.clock import Clock
 from engine.drivers.base import Driver
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.ids import IdFactory
-from engine.options import Options, config_or_default, finite_positive
+from engine.options import Options, config_or_default, seconds, seconds_rule
 from engine.runtime import logs
 from engine.runtime.health import SchedulerHealth
 from engine.runtime.metrics import Metrics
@@ -62,10 +62,10 @@ class SchedulerConfig(Options):
             value = getattr(self, name)
             if name == "grace" and value is None:
                 continue
-            if not finite_positive(value):
+            if not seconds(value):
                 raise JobsError(
                     X_INVALID_ARGUMENT,
-                    cause=f"SchedulerConfig {name}={value!r} must be a finite number of seconds > 0",
+                    cause=f"SchedulerConfig {name}={value!r} must be {seconds_rule()}",
                     fix=f"SchedulerConfig({name}=30)",
                 )
         check_leader_lease("SchedulerConfig", self.leader_lease, self.interval)

@@ -71,10 +71,36 @@ def test_a_worker_option_at_odds_with_another_is_fixed_by_one_command(args: list
     assert _fix(r) == fix
 
 
-def test_a_timeout_with_a_memory_dsn_is_fixed_by_the_command_alone() -> None:
+def test_a_timeout_flag_with_a_memory_dsn_is_fixed_by_the_command_alone() -> None:
     r = CliRunner().invoke(app, ["--statement-timeout", "5", "queues", "--dsn", "memory://"])
     assert r.exit_code == 1 and _fix(r) == "jobsctl queues --dsn memory://"
-    assert "--statement-timeout (a flag or its environment variable)" in r.stderr
+    assert "--statement-timeout (a flag or its environment variable) times connections" in r.stderr
+    assert r.stderr.count("--statement-timeout") == 1 and "memory:// opens none: 5 was given for it\n" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "said", "fix"),
+    [
+        (
+            [],
+            {"JOBS_STATEMENT_TIMEOUT": "5"},
+            "memory:// opens none: $JOBS_STATEMENT_TIMEOUT=5 sets it\n",
+            "unset JOBS_STATEMENT_TIMEOUT && jobsctl queues --dsn memory://",
+        ),
+        (
+            ["--statement-timeout", "5"],
+            {"JOBS_CONNECT_TIMEOUT": "9"},
+            "$JOBS_CONNECT_TIMEOUT=9 sets it, and 5 was given for --statement-timeout\n",
+            "unset JOBS_CONNECT_TIMEOUT && jobsctl queues --dsn memory://",
+        ),
+    ],
+)
+def test_a_timeout_from_the_environment_with_a_memory_dsn_is_fixed_by_unsetting_its_variable(
+    args: list[str], env: dict[str, str], said: str, fix: str
+) -> None:
+    r = CliRunner().invoke(app, [*args, "queues", "--dsn", "memory://"], env=env)
+    assert r.exit_code == 1 and _fix(r) == fix
+    assert said in r.stderr
 
 
 def test_a_tenant_scoped_operator_pausing_a_queue_is_told_the_one_call_that_may() -> None:
