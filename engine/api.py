@@ -44,8 +44,9 @@ def open_driver(dsn: str, **options: Any) -> Driver:
         if options:  # a pool size or a statement timeout it would not honour
             raise JobsError(
                 X_INVALID_ARGUMENT,
-                cause=f"the memory driver takes no options, got {', '.join(sorted(options))}",
-                fix="connect('memory://') without options, or pass them to a postgresql:// DSN",
+                cause=f"the memory driver takes no options, got {', '.join(sorted(options))} "
+                "(they are a postgresql:// DSN's: connect(dsn, ...) honours them)",
+                fix="connect('memory://')",
             )
         return MemoryDriver()
     import inspect

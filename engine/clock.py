@@ -43,8 +43,9 @@ def worker_clock(clock: Clock | None) -> Clock:
     if not callable(getattr(clock, "call_later", None)):
         raise JobsError(
             X_INVALID_ARGUMENT,
-            cause=f"the clock {type(clock).__name__} has no call_later(seconds, fn), which times a run's deadlines",
-            fix="subclass engine.SystemClock (engine.FakeClock in tests), or give it call_later",
+            cause=f"the clock {type(clock).__name__} has no call_later(seconds, fn), which times a run's deadlines "
+            "(engine.SystemClock has it, engine.FakeClock too for tests; a clock of your own may define it)",
+            fix=f"class {type(clock).__name__}(engine.SystemClock): ...",
         )
     return clock
 
@@ -96,8 +97,9 @@ def process_clock() -> SystemClock:
     if not math.isfinite(skew):
         raise JobsError(
             X_INVALID_ARGUMENT,
-            cause=f"{SKEW_ENV}={raw!r} is not a number of seconds",
-            fix=f"unset {SKEW_ENV} (it is for tests only), or {SKEW_ENV}=0.5",
+            cause=f"{SKEW_ENV}={raw!r} is not a number of seconds (the variable is for tests only: "
+            f"{SKEW_ENV}=0.5 runs this process's clock half a second ahead)",
+            fix=f"unset {SKEW_ENV}",
         )
     return SkewedClock(skew) if skew else SystemClock()
 

@@ -74,11 +74,31 @@ def seconds(value: Any, *, zero: bool = False) -> bool:
     )
 
 
-def seconds_rule(lead: str = "", *, zero: bool = False) -> str:
+def seconds_rule(lead: str = "", *, zero: bool = False, longest: str = f"{LONGEST_SECONDS} (100 years)") -> str:
     """What ``seconds`` accepts, said in a cause: "a finite number of seconds > 0 and at most
-    3153600000 (100 years)"; ``lead`` in place of the words before "and"."""
+    3153600000 (100 years)"; ``lead`` in place of the words before "and", ``longest`` in place of
+    the bound (timeout_rule's)."""
     lead = lead or f"a finite number of seconds {'>= 0' if zero else '> 0'}"
-    return f"{lead} and at most {LONGEST_SECONDS} (100 years)"
+    return f"{lead} and at most {longest}"
+
+
+# A statement_timeout or lock_timeout is a 32-bit integer of milliseconds to PostgreSQL: a number
+# of seconds that becomes one holds at most this many ms (about 24.8 days). A larger setting is
+# refused by the server, at connection start as an unreachable database, or as a failed statement.
+LONGEST_TIMEOUT_MS = 2**31 - 1
+
+
+def timeout_seconds(value: Any) -> bool:
+    """A number of seconds that becomes a statement_timeout (or a lock_timeout): ``seconds`` holds
+    it, and in whole milliseconds it is at most LONGEST_TIMEOUT_MS."""
+    return seconds(value) and value * 1000 <= LONGEST_TIMEOUT_MS
+
+
+def timeout_rule(lead: str = "") -> str:
+    """What ``timeout_seconds`` accepts, said in a cause."""
+    return seconds_rule(
+        lead, longest=f"{LONGEST_TIMEOUT_MS // 1000} (about 24 days, PostgreSQL's longest statement timeout)"
+    )
 
 
 def config_or_default(kind: type[C], given: object) -> C:

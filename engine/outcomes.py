@@ -76,7 +76,9 @@ async def await_outcomes(
 
 def still_live(row: JobRow, timeout: float) -> JobsError:
     """X_WAIT_TIMEOUT for ``row``, still live after ``timeout`` seconds: where it stands, and
-    where to read more (a running job's steps so far; else what it waits for)."""
+    where to read more (a running job's steps so far; else what it waits for); its fix, the wait
+    again for longer (``meta["wait"]``: the seconds), as a Python caller writes it (`jobsctl
+    wait` says its own: engine/cli/waits.py)."""
     longer = max(60, round(timeout * 2))
     read = (
         f"jobsctl show {row.id} has its steps so far"
@@ -87,7 +89,8 @@ def still_live(row: JobRow, timeout: float) -> JobsError:
         X_WAIT_TIMEOUT,
         cause=(
             f"job {row.id} ({row.name}) is still {row.state.value} after {timeout:g} s, attempt {row.attempt} of "
-            f"{row.max_attempts}; it goes on, nothing was changed"
+            f"{row.max_attempts}; it goes on, nothing was changed ({read})"
         ),
-        fix=f"wait longer (timeout={longer}, or --timeout {longer}s); {read}",
+        fix=f"await eng.aoutcome({row.id!r}, timeout={longer})",
+        meta={"job_id": row.id, "wait": longer},
     )

@@ -11,7 +11,7 @@ from typing import Any
 from engine.errors import X_INVALID_ARGUMENT, X_READ_ONLY, JobsError
 from engine.ids import IdFactory
 from engine.introspect.base import EngineView
-from engine.options import finite_positive
+from engine.options import timeout_rule, timeout_seconds
 from engine.text import check_text
 
 DEFAULT_BATCH = 500
@@ -44,10 +44,10 @@ class OperatorBase(EngineView):
     ) -> None:
         check_flags(read_only=read_only)
         super().__init__(engine, clock=clock, tenant=tenant)
-        if not finite_positive(budget):
+        if not timeout_seconds(budget):  # it becomes the dry run's statement timeout
             raise JobsError(
                 X_INVALID_ARGUMENT,
-                cause=f"budget={budget!r} must be a positive, finite number of seconds",
+                cause=f"budget={budget!r} must be {timeout_rule()}: it bounds the dry run's statements",
                 fix="Operator(engine, actor=..., budget=5.0)",
             )
         self.budget_ms = max(1, int(budget * 1000))  # bounds the dry run, a read over many rows

@@ -8,7 +8,7 @@ import shlex
 import signal
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NoReturn, TypeVar
 
 import typer
@@ -67,17 +67,39 @@ def confirmed(question: str) -> bool:
         return False
 
 
-def not_confirmed(fix: str, *, as_json: bool) -> NoReturn:
-    """A change not confirmed: nothing changed, exit EXIT_NOOP. Under --json no question is asked
-    (a script says --yes), and the refusal is the JSON error every --json refusal is, ``fix``
-    the command with --yes."""
+def typed(
+    *words: str,
+    filters: Sequence[str] = (),
+    tenant: str | None = None,
+    rate: float | None = None,
+    note: str | None = None,
+    actor: str | None = None,
+    dsn: str | None = None,
+) -> list[str]:
+    """The command an operator typed, as a fix repeats it: ``words`` (jobsctl, the action and its
+    flags), then each option given, quoted for a shell; a --dsn in the form a fix may show
+    (engine/drivers/postgres/dsn.py, shown_dsn: never its password)."""
+    from engine.drivers.postgres.dsn import shown_dsn
+
+    said = list(words) + [f"-f {shlex.quote(f)}" for f in filters]
+    given: list[tuple[str, str | None]] = [("--tenant", tenant), ("--rate", None if rate is None else f"{rate:g}")]
+    given += [("--note", note), ("--actor", actor), ("--dsn", None if dsn is None else shown_dsn(dsn))]
+    return said + [f"{flag} {shlex.quote(value)}" for flag, value in given if value is not None]
+
+
+def not_confirmed(command: Sequence[str], *, as_json: bool) -> NoReturn:
+    """A change not confirmed: nothing changed, exit EXIT_NOOP. The fix is ``command`` (typed(),
+    the command as the operator typed it) with --yes, and --json under --json. Under --json no
+    question is asked (a script says --yes), and the refusal is the JSON error every --json
+    refusal is."""
+    fix = " ".join([*command, "--yes", *(["--json"] if as_json else [])])
     if as_json:
         from engine.cli import say_error
 
         cause = "--json asks no question, so a change under --json needs --yes; nothing changed"
         say_error(JobsError(X_INVALID_ARGUMENT, cause=cause, fix=fix), as_json=True)
     else:
-        sys.stderr.write("error: not confirmed; nothing changed\n  fix: add --yes\n")
+        sys.stderr.write(f"error: not confirmed; nothing changed\n  fix: {fix}\n")
     raise typer.Exit(EXIT_NOOP)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 import typer
 
 from engine.errors import X_DSN_INVALID, X_INVALID_ARGUMENT, X_NOT_IMPLEMENTED, JobsError
-from engine.options import finite_positive
+from engine.options import LONGEST_TIMEOUT_MS, finite_positive
 from engine.text import unstorable
 
 DSN_HELP = "PostgreSQL DSN (URL or key=value); defaults to $JOBS_DSN"
@@ -48,7 +48,7 @@ def no_prepared_statements_option() -> Any:
 
 CONNECT_TIMEOUT = 5  # seconds a connection waits for the server
 STATEMENT_TIMEOUT = 10.0  # seconds a one-shot command's statement may run
-MAX_STATEMENT_MS = 2**31 - 1  # PostgreSQL's statement_timeout is an int of milliseconds
+MAX_STATEMENT_MS = LONGEST_TIMEOUT_MS  # PostgreSQL's statement_timeout is an int of milliseconds
 CONNECT_HELP = (
     f"seconds each connection waits for the server before the command fails (whole seconds, at least 2; default "
     f"{CONNECT_TIMEOUT}, or the DSN's own connect_timeout; given, it wins over the DSN's)"

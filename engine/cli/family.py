@@ -5,7 +5,6 @@ with them (ops.py parses those commands)."""
 
 from __future__ import annotations
 
-import shlex
 from collections import Counter
 from typing import Any, Literal
 
@@ -21,6 +20,7 @@ from engine.cli.acting import (
     result,
     said,
     stopped_by_signal,
+    typed,
 )
 from engine.cli.admin import DSN_HELP, JSON_HELP, TENANT_HELP
 from engine.cli.reads import console, emit, run, summaries
@@ -74,8 +74,8 @@ def with_children(
             f"{len(below) - n} below it {settled} and stay as they are"
         )
     if not yes and (json_out or not confirmed(f"{action} {job_id} and {n} jobs below it?")):
-        scope = [] if tenant is None else ["--tenant", shlex.quote(tenant)]
-        not_confirmed(" ".join(["jobsctl", action, job_id, "--children", *scope, "--yes", "--json"]), as_json=json_out)
+        again = typed("jobsctl", action, job_id, "--children", tenant=tenant, note=note, actor=actor, dsn=dsn)
+        not_confirmed(again, as_json=json_out)
     res = run(
         dsn, json_out, lambda e: getattr(operator(e, actor), action)(job_id, tenant=tenant, note=note, children=True)
     )

@@ -26,6 +26,7 @@ from engine.cli.acting import (
     progress_line,
     result,
     stopped_by_signal,
+    typed,
 )
 from engine.cli.admin import APP_HELP, DSN_HELP, JSON_HELP, NOTE_HELP, group_given
 from engine.cli.family import retry_trees, with_children
@@ -60,8 +61,11 @@ def _bulk(
     actor: str | None,
     json_out: bool,
     children: bool = False,
+    tenant: str | None = None,
 ) -> None:
     from engine.introspect import describe_filter, parse_filter
+
+    typed_filters, filters = filters, filters + ([f"tenant={tenant}"] if tenant else [])
     from engine.options import finite_positive
 
     try:
@@ -108,9 +112,9 @@ def _bulk(
         # --json is for scripts: they say --yes; a person answers the question.
         below = " and the dead jobs below them" if children else ""
         if json_out or not confirmed(f"{action} {plan.would_change} jobs{below}?"):
-            words = ["jobsctl", action, "--all", *(["--children"] if children else [])]
-            words += [f"-f {shlex.quote(w)}" for w in filters] + ["--yes", "--json"]  # the fix said under --json
-            not_confirmed(" ".join(words), as_json=json_out)
+            head = ["jobsctl", action, "--all", *(["--children"] if children else [])]
+            said = typed(*head, filters=typed_filters, tenant=tenant, rate=rate, note=note, actor=actor, dsn=dsn)
+            not_confirmed(said, as_json=json_out)
     if children:
         return retry_trees(where, plan, rate, note, dsn, actor, json_out)
     told = None if json_out else progress_line(action)
@@ -191,8 +195,7 @@ def retry(
                 ),
                 as_json=json_out,
             )
-        scope = filters + ([f"tenant={tenant}"] if tenant else [])
-        return _bulk("retry", scope, yes, rate, note, dsn, actor, json_out, children=children)
+        return _bulk("retry", filters, yes, rate, note, dsn, actor, json_out, children=children, tenant=tenant)
     if not job_id:
         fail(no_id("retry", filters), as_json=json_out)
     _one_job("retry", job_id, filters, rate, yes, children, json_out)
@@ -255,9 +258,7 @@ def cancel(
                 ),
                 as_json=json_out,
             )
-        return _bulk(
-            "cancel", filters + ([f"tenant={tenant}"] if tenant else []), yes, rate, note, dsn, actor, json_out
-        )
+        return _bulk("cancel", filters, yes, rate, note, dsn, actor, json_out, tenant=tenant)
     if not job_id:
         fail(no_id("cancel", filters), as_json=json_out)
     _one_job("cancel", job_id, filters, rate, yes, children, json_out)
@@ -336,9 +337,7 @@ def discard(
                 ),
                 as_json=json_out,
             )
-        return _bulk(
-            "discard", filters + ([f"tenant={tenant}"] if tenant else []), yes, rate, note, dsn, actor, json_out
-        )
+        return _bulk("discard", filters, yes, rate, note, dsn, actor, json_out, tenant=tenant)
     if not job_id:
         fail(no_id("discard", filters), as_json=json_out)
     _one_job("discard", job_id, filters, rate, yes, False, json_out)

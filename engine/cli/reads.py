@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 from engine.cli import EXIT_DRIFT, app, fail
 from engine.cli.admin import (
     APP_HELP,
+    CONNECTIONS,
     DSN_HELP,
     JSON_HELP,
     TENANT_HELP,
@@ -154,8 +155,17 @@ def _t(dt: datetime | None) -> str:
 
 
 def intro(eng: Any, budget: float) -> Any:
+    """The Introspector of a read command; its --budget, each read's statement timeout, refused
+    with the command's own option (Introspector's refusal names the Python keyword)."""
     from engine.introspect import Introspector
+    from engine.options import timeout_rule, timeout_seconds
 
+    if not timeout_seconds(budget):
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"--budget {budget:g} must be {timeout_rule()}: it bounds each read's statements",
+            fix=f"jobsctl {CONNECTIONS.command or 'queues'} --budget 2",
+        )
     return Introspector(eng, budget=budget)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from typing import Any
 
@@ -96,7 +97,7 @@ def wait_for(
         for a in answers:  # a still-live job is an answer; a job gone meanwhile is the command's error
             if isinstance(a, JobsError) and a.code != X_WAIT_TIMEOUT:
                 raise a
-        return answers
+        return [_waited(a, tenant) for a in answers]
 
     try:
         got = run(dsn, json_out, outcomes)
@@ -117,6 +118,16 @@ def wait_for(
         raise typer.Exit(EXIT_WAIT_TIMEOUT)
     if any(isinstance(g, JobRow) and g.state is not JobState.COMPLETED for g in got):
         raise typer.Exit(EXIT_UNSUCCESSFUL)
+
+
+def _waited(answer: JobRow | JobsError, tenant: str | None) -> JobRow | JobsError:
+    """A still-live job's X_WAIT_TIMEOUT with the fix this command's user types: the wait again,
+    for longer (engine/outcomes.py, still_live, says it as a Python call)."""
+    if not isinstance(answer, JobsError) or "wait" not in answer.meta:
+        return answer
+    scope = "" if tenant is None else f" --tenant {shlex.quote(tenant)}"
+    fix = f"jobsctl wait {answer.meta['job_id']} --timeout {answer.meta['wait']}s{scope}"
+    return JobsError(answer.code, cause=answer.cause, fix=fix, docs=answer.docs, meta=answer.meta)
 
 
 def outcome_line(row: JobRow) -> str:

@@ -56,8 +56,9 @@ class Query:
             if fmt != "s":
                 raise JobsError(
                     X_SQL_CATALOG,
-                    cause=f"statement {self.name!r} passes %({name}){fmt}, a format a raw cursor cannot choose",
-                    fix=f"write %({name})s in {self.source}, or run {self.name!r} through a named-parameter cursor",
+                    cause=f"statement {self.name!r} passes %({name}){fmt}, a format a raw cursor cannot choose "
+                    "(a statement that needs it runs through a named-parameter cursor instead)",
+                    fix=f"write %({name})s in {self.source}",
                 )
             if name not in names:
                 names.append(name)

@@ -41,8 +41,10 @@ def check_job_ids(step: str, ids: Any, own_id: str) -> list[str]:
     if not 1 <= len(ids) <= MAX_JOBS:
         raise JobsError(
             X_INVALID_ARGUMENT,
-            cause=f"step {step!r}: wait_for_jobs takes 1 to {MAX_JOBS:,} job ids, not {len(ids):,}",
-            fix=f"wait in several steps of at most {MAX_JOBS:,} ids each, or for fewer, larger jobs",
+            cause=f"step {step!r}: wait_for_jobs takes 1 to {MAX_JOBS:,} job ids, not {len(ids):,} "
+            "(fewer, larger jobs need no more than one wait)",
+            fix=f"[await ctx.step.wait_for_jobs(f'{step}-{{i}}', ids[i : i + {MAX_JOBS}]) "
+            f"for i in range(0, len(ids), {MAX_JOBS})]",
         )
     out: list[str] = []
     for value in ids:

@@ -39,6 +39,7 @@ def no_engine(what: str) -> JobsError:
     """``what`` needs the engine the worker runs for, and a worker built on a bare driver has none."""
     return JobsError(
         X_INVALID_ARGUMENT,
-        cause=f"this worker was built on a bare driver, so its runs have no engine for {what}",
-        fix="start it with eng.worker([...]) or `jobsctl worker MODULE`, or enqueue through your own engine",
+        cause=f"this worker was built on a bare driver, so its runs have no engine for {what} "
+        "(`jobsctl worker MODULE` builds it with one; a handler may also enqueue through an engine of its own)",
+        fix="async with eng.worker([...]):",
     )

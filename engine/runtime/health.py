@@ -8,8 +8,10 @@ await) stops it, and past STALLED seconds without a turn the worker is not live:
 not renewed either, so a restart hands its jobs to another worker sooner than their leases would.
 A worker waiting for its database to answer at start, or draining, is live.
 
-Ready: the worker has registered (its start reached the database), is not draining, and the
-database answered one of its heartbeats within three heartbeat intervals.
+Ready: the worker has registered (its start reached the database), is not draining, its latest
+claim did not fail for another reason than a lost connection (engine/runtime/claiming.py: a
+statement the database refuses, a bug), and the database answered one of its heartbeats within
+three heartbeat intervals.
 
 Each answer is (ok, one line saying why). The probes are read from the metrics server's thread:
 the worker writes plain floats and flags, the reader only compares them.
@@ -43,6 +45,7 @@ class Health:
         self.turned_at = clock.monotonic()  # the ticker's last turn of the loop
         self.beat_at = self.turned_at  # the last heartbeat (or the registration) that landed
         self.beat_error: str | None = None  # why the latest heartbeat failed, while none has landed since
+        self.claim_error: str | None = None  # why the latest claim failed (not a lost connection), until one lands
 
     async def tick(self) -> None:
         """The ticker: note each turn of the loop, until cancelled."""
@@ -55,6 +58,12 @@ class Health:
 
     def beat_failed(self, exc: BaseException) -> None:
         self.beat_error = _short(exc)
+
+    def claim_failed(self, error: str) -> None:
+        self.claim_error = error
+
+    def claimed(self) -> None:
+        self.claim_error = None
 
     def live(self) -> tuple[bool, str]:
         if self.stopped:
@@ -71,6 +80,8 @@ class Health:
             return False, "starting: waiting for the database to answer"
         if self.draining:
             return False, "draining: it claims no more work"
+        if self.claim_error is not None:
+            return False, f"its claims fail, retried with backoff ({self.claim_error})"
         since = self.clock.monotonic() - self.beat_at
         if since > 3 * self.heartbeat_interval:
             why = f" ({self.beat_error})" if self.beat_error else ""

@@ -7,7 +7,8 @@
 - Idle, the loop sleeps until new work is NOTIFYed, the next delayed row falls due, or the poll
   interval passes (the fallback), whichever is first: no busy loop.
 - A database that goes away never ends the worker: every loop retries with backoff (logged and
-  counted), running jobs keep running and are settled when it is back, if their lease holds.
+  counted), running jobs keep running and are settled when it is back, if their lease holds. A
+  claim that fails for another reason is said as what it is (engine/runtime/claiming.py).
 - Drain (I14): stop claiming, give in-flight work ``grace`` seconds, release what is left (nack
   "release", and NOTIFY so another worker takes it at once), flush the acks, then await every
   background loop before the caller closes the pools.
@@ -32,6 +33,7 @@ from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.jobs import Registry, as_registry
 from engine.runtime import aio, collector, logs
 from engine.runtime.burst import Burst
+from engine.runtime.claiming import ClaimFailures
 from engine.runtime.execute import Execution, Runner
 from engine.runtime.floors import ClaimFloors
 from engine.runtime.gauges import GaugeReader
@@ -293,7 +295,7 @@ class Worker:
 
     async def _claim_loop(self) -> None:
         cfg = self.config
-        backoff, failing = Backoff(), False
+        failures = ClaimFailures(self.id, self.metrics, self.health)  # engine/runtime/claiming.py
         while not self._stopping:
             free = cfg.concurrency - len(self._running)
             if free <= 0:
@@ -302,9 +304,9 @@ class Worker:
                 continue
             self._woken.clear()
             limit = min(free, cfg.batch_size)
-            started = self.clock.monotonic()
-            after, now = self._floors.after(started), self.clock.now()
+            started, now = self.clock.monotonic(), self.clock.now()
             try:
+                after = self._floors.after(started)
                 batch = await self.driver.worker_claim(
                     queues=self.queues,
                     limit=limit,
@@ -313,19 +315,13 @@ class Worker:
                     lease_seconds=cfg.lease_seconds,
                     after=after,
                 )
+                self._floors.claimed(batch.jobs, after=after, started=started, now=self.clock.monotonic())
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:
-                failing = True
-                self.metrics.reconnects.labels("claim").inc()
-                logs.emit(logs.WORKER_RECONNECTING, logging.WARNING, what="claim", worker=self.id, error=_short(exc))
-                await backoff.wait()
+            except Exception as exc:  # a lost connection, a statement refused, a bug: each said as it is
+                await failures.failed(exc)
                 continue
-            if failing:
-                failing = False
-                backoff.reset()
-                logs.emit(logs.WORKER_RECONNECTED, what="claim", worker=self.id)
-            self._floors.claimed(batch.jobs, after=after, started=started, now=self.clock.monotonic())
+            failures.landed()
             for cj in batch.jobs:
                 self._start_job(cj)
             if self._stopping:

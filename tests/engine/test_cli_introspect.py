@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import textwrap
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from typer.testing import CliRunner
 from engine.cli import app
 from engine.clock import SystemClock
 from engine.drivers.postgres import PostgresDriver
+from engine.drivers.postgres.dsn import shown_dsn
 from engine.ids import IdFactory
 from engine.testing import make_job
 from engine.types import JobRow, JobState, WorkerRegistration
@@ -167,14 +169,15 @@ def test_bulk_retry_prints_the_dry_run_and_asks(pg_dsn: str) -> None:
     assert r.exit_code == 0 and json.loads(r.stdout)["result"]["changed"] == 3
 
 
-def test_a_bulk_action_with_no_answer_changes_nothing_and_says_to_add_yes(pg_dsn: str) -> None:
+def test_a_bulk_action_with_no_answer_changes_nothing_and_says_the_command_with_yes(pg_dsn: str) -> None:
     """Nothing on stdin (a script without --yes, a closed terminal): the no-op's exit and fix,
     not click's bare "Aborted!" and exit 1."""
     seed(pg_dsn, JobState.DEAD, JobState.DEAD, tenant="acme")
     for verb in ("retry", "discard"):
         r = cli(verb, "--all", "--filter", "tenant=acme", "--dsn", pg_dsn, input="")
         assert r.exit_code == 5, r.output
-        assert "not confirmed; nothing changed" in r.stderr and "fix: add --yes" in r.stderr
+        assert "not confirmed; nothing changed" in r.stderr
+        assert f"fix: jobsctl {verb} --all -f tenant=acme --dsn {shlex.quote(shown_dsn(pg_dsn))} --yes" in r.stderr
     assert json.loads(cli("queues", "--dsn", pg_dsn, "--json").stdout)["queues"][0]["dead"]["value"] == 2
 
 

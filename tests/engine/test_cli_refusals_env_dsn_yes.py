@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from typer.testing import CliRunner
 from engine.api import connect
 from engine.backfills import BackfillControl
 from engine.cli import app
+from engine.drivers.postgres.dsn import shown_dsn
 from engine.errors import X_BACKFILL_PENDING, JobsError
 from engine.types import JobState
 from tests.engine import backfill_app
@@ -110,7 +112,7 @@ def test_a_bulk_action_under_json_without_yes_answers_the_json_error(pg_dsn: str
     assert r.exit_code == 5 and r.stdout == "", r.output
     err = _json_error(r.stderr)
     assert err["code"] == "X_INVALID_ARGUMENT" and "--yes" in err["cause"]
-    assert err["fix"] == "jobsctl retry --all -f tenant=yes-json --yes --json"
+    assert err["fix"] == f"jobsctl retry --all -f tenant=yes-json --dsn {shlex.quote(shown_dsn(pg_dsn))} --yes --json"
     dead = json.loads(_cli("ls", "--filter", "tenant=yes-json", "--dsn", pg_dsn, "--json").stdout)
     assert [j["state"] for j in dead["items"]] == ["dead", "dead"]  # nothing changed
 
@@ -120,7 +122,9 @@ def test_a_children_action_under_json_without_yes_answers_the_json_error(pg_dsn:
     r = _cli("cancel", ready.id, "--children", "--dsn", pg_dsn, "--json")
     assert r.exit_code == 5 and r.stdout == "", r.output
     err = _json_error(r.stderr)
-    assert err["code"] == "X_INVALID_ARGUMENT" and err["fix"] == f"jobsctl cancel {ready.id} --children --yes --json"
+    assert err["code"] == "X_INVALID_ARGUMENT" and err["fix"] == (
+        f"jobsctl cancel {ready.id} --children --dsn {shlex.quote(shown_dsn(pg_dsn))} --yes --json"
+    )
     assert asyncio.run(_state(pg_dsn, ready.id)) is JobState.READY
 
 

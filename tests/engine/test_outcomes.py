@@ -106,7 +106,8 @@ async def test_a_wait_past_its_timeout_is_x_wait_timeout_and_leaves_the_job_as_i
     polled = len(reads)
     assert err.value.code == X_WAIT_TIMEOUT
     assert f"job {later} (o.double) is still delayed after 3 s" in err.value.cause
-    assert "nothing was changed" in err.value.cause and f"jobsctl why {later} says what it waits for" in err.value.fix
+    assert "nothing was changed" in err.value.cause and f"jobsctl why {later} says what it waits for" in err.value.cause
+    assert err.value.fix == f"await eng.aoutcome({later!r}, timeout=60)"
     assert await eng.aget(later) == before
     # the reads: one at the start, then after pauses doubling from POLL_FIRST up to POLL_MAX, the
     # last pause cut to what is left of the timeout

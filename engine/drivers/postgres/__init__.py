@@ -25,6 +25,7 @@ from engine.drivers.postgres.steps import PostgresSteps
 from engine.drivers.postgres.workers import PostgresWorkers
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.forks import per_process
+from engine.options import LONGEST_TIMEOUT_MS
 
 
 def check_options(pool_size: Any, statement_timeout_ms: Any, optimistic_batches: Any, prepared: Any) -> None:
@@ -42,6 +43,14 @@ def check_options(pool_size: Any, statement_timeout_ms: Any, optimistic_batches:
                 + (" (None: no statement timeout)" if name == "statement_timeout_ms" else ""),
                 fix=f"connect(dsn, {name}={example})",
             )
+    if statement_timeout_ms is not None and statement_timeout_ms > LONGEST_TIMEOUT_MS:
+        # The server refuses the connection itself over a larger value, which would read as unreachable.
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"connect option statement_timeout_ms={statement_timeout_ms!r} is past PostgreSQL's longest "
+            f"statement timeout, {LONGEST_TIMEOUT_MS} ms (about 24 days; None: no statement timeout)",
+            fix="connect(dsn, statement_timeout_ms=None)",
+        )
     for name, value in (("optimistic_batches", optimistic_batches), ("prepared_statements", prepared)):
         if not isinstance(value, bool):
             raise JobsError(

@@ -34,6 +34,7 @@ from engine.errors import (
     X_TOO_LARGE,
     JobsError,
 )
+from engine.options import LONGEST_TIMEOUT_MS
 
 T = TypeVar("T")
 Conn = psycopg.AsyncConnection[Any]
@@ -49,8 +50,9 @@ def _expect(query: Query, cardinality: str) -> None:
     if query.cardinality != cardinality:
         raise JobsError(
             X_SQL_CATALOG,
-            cause=f"statement {query.name!r} is declared :{query.cardinality} and was run as :{cardinality}",
-            fix=f"declare '-- name: {query.name} :{cardinality}' in sql/queries/{query.source}, or run it as declared",
+            cause=f"statement {query.name!r} is declared :{query.cardinality} and was run as :{cardinality} "
+            f"(when the header is right, the call is what changes: run it as :{query.cardinality})",
+            fix=f"declare '-- name: {query.name} :{cardinality}' in sql/queries/{query.source}",
         )
 
 
@@ -263,6 +265,6 @@ class PostgresBase:
                 raise JobsError(
                     X_QUERY_BUDGET,
                     cause=f"the {what} query ran past its {ms} ms budget and was cut off (nothing was changed)",
-                    fix=f"jobsctl {what} --budget {max(1000, int(ms) * 4)}",
+                    fix=f"jobsctl {what} --budget {min(LONGEST_TIMEOUT_MS, max(1000, int(ms) * 4)) / 1000:g}",
                     meta={"condition": SLOW},
                 ) from None

@@ -162,8 +162,9 @@ def unreachable(dsn: str, exc: BaseException) -> JobsError:
     if "unsupported startup parameter: options" in reason:  # PgBouncer's refusal
         return JobsError(
             X_DB_UNREACHABLE,
-            cause=f"{cause} (a pooler such as PgBouncer takes no statement timeout at connection start)",
-            fix="jobsctl --statement-timeout 0 COMMAND (the CLI), statement_timeout_ms=None (connect), "
-            "or point the DSN at the server",
+            cause=f"{cause} (a pooler such as PgBouncer takes no statement timeout at connection start; "
+            "from Python, connect(dsn, statement_timeout_ms=None) sends none; a DSN naming the server itself "
+            "takes one)",
+            fix="jobsctl --statement-timeout 0 COMMAND",
         )
     return ConnectionLost(cause, condition=condition_of(exc))

@@ -67,8 +67,9 @@ def _connect(dsn: str) -> psycopg.Connection[dict[str, Any]]:
         conn.close()
         raise JobsError(
             X_SERVER_UNSUPPORTED,
-            cause=f"{safe_dsn(dsn)}: {first_line(exc)}; nothing was applied",
-            fix="upgrade the server (pg_upgrade) to PostgreSQL 15 or later, or point JOBS_DSN at one",
+            cause=f"{safe_dsn(dsn)}: {first_line(exc)}; nothing was applied (a server of PostgreSQL 15 or "
+            "later, named by JOBS_DSN, takes the schema as it is)",
+            fix="pg_upgrade the server to PostgreSQL 15 or later",
         ) from None
     conn.autocommit = False
     return conn
