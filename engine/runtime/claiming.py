@@ -24,7 +24,6 @@ import logging
 from engine.errors import ConnectionLost, JobsError
 from engine.runtime import logs
 from engine.runtime.health import Health
-from engine.runtime.leases import _short
 from engine.runtime.metrics import Metrics
 from engine.runtime.settle import Backoff
 
@@ -65,7 +64,9 @@ class ClaimFailures:
         if isinstance(exc, ConnectionLost):
             self.lost = True
             self.metrics.reconnects.labels("claim").inc()
-            logs.emit(logs.WORKER_RECONNECTING, logging.WARNING, what="claim", worker=self.worker, error=_short(exc))
+            logs.emit(
+                logs.WORKER_RECONNECTING, logging.WARNING, what="claim", worker=self.worker, error=logs.short_error(exc)
+            )
         else:
             self.errors += 1
             code, message = error_code(exc), _message(exc)

@@ -10,7 +10,6 @@ import logging
 from engine.clock import Clock
 from engine.drivers.base import Driver
 from engine.runtime import logs
-from engine.runtime.leases import _short
 from engine.runtime.metrics import Metrics
 
 
@@ -41,7 +40,11 @@ class GaugeReader:
             if not self._failing:
                 self._failing = True
                 logs.emit(
-                    logs.WORKER_RECONNECTING, logging.WARNING, what="gauges", worker=self.worker, error=_short(exc)
+                    logs.WORKER_RECONNECTING,
+                    logging.WARNING,
+                    what="gauges",
+                    worker=self.worker,
+                    error=logs.short_error(exc),
                 )
             return
         self.metrics.set_gauges(gauges)

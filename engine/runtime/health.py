@@ -20,7 +20,7 @@ the worker writes plain floats and flags, the reader only compares them.
 from __future__ import annotations
 
 from engine.clock import Clock
-from engine.runtime.leases import _short
+from engine.runtime import logs
 
 TICK = 1.0  # seconds between the ticker's turns
 STALLED = 30.0  # seconds without a turn past which the loop counts as blocked
@@ -57,7 +57,7 @@ class Health:
         self.beat_at, self.beat_error = self.clock.monotonic(), None
 
     def beat_failed(self, exc: BaseException) -> None:
-        self.beat_error = _short(exc)
+        self.beat_error = logs.short_error(exc)
 
     def claim_failed(self, error: str) -> None:
         self.claim_error = error

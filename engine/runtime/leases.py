@@ -135,7 +135,9 @@ class LeaseKeeper:
         except Exception as exc:
             self.failing = True
             self.metrics.reconnects.labels("renew").inc()
-            logs.emit(logs.WORKER_RECONNECTING, logging.WARNING, what="renew", worker=self.worker, error=_short(exc))
+            logs.emit(
+                logs.WORKER_RECONNECTING, logging.WARNING, what="renew", worker=self.worker, error=logs.short_error(exc)
+            )
             for lease in live:
                 if not lease.stopped and not lease.settling and self.expired(lease):
                     self.report_lost(lease, "no renewal landed within the lease")
@@ -213,8 +215,3 @@ async def within(clock: Clock, seconds: float, call: Coroutine[Any, Any, T]) -> 
 def _consume(task: asyncio.Future[Any]) -> None:
     if not task.cancelled():
         task.exception()
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"

@@ -110,6 +110,12 @@ class LibraryHandler(logging.Handler):
             self.handleError(record)
 
 
+def short_error(exc: BaseException) -> str:
+    """An error as a log field holds it: its class and its message's first line."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
 def emit(event: str, level: int = logging.INFO, **fields: Any) -> None:
     if logger.isEnabledFor(level):
         logger.log(level, event, extra={"fields": _traced(fields)})

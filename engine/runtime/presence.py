@@ -27,7 +27,6 @@ from collections.abc import Callable
 from engine.clock import Clock
 from engine.drivers.base import Driver
 from engine.runtime import logs
-from engine.runtime.leases import _short
 from engine.runtime.metrics import Metrics
 from engine.types import JobState, Orphan
 
@@ -120,7 +119,7 @@ class Presence:
                         logging.WARNING,
                         what="presence",
                         worker=self.worker,
-                        error=_short(exc),
+                        error=logs.short_error(exc),
                     )
             else:
                 if failing:

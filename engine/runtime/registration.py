@@ -23,7 +23,6 @@ from engine.clock import Clock
 from engine.drivers.base import Driver
 from engine.runtime import logs
 from engine.runtime.health import Health
-from engine.runtime.leases import _short
 from engine.runtime.metrics import Metrics
 from engine.runtime.presence import Presence
 from engine.types import Heartbeat, WorkerRegistration
@@ -104,5 +103,9 @@ class Registration:
                 self.health.beat_failed(exc)
                 self.metrics.reconnects.labels("heartbeat").inc()
                 logs.emit(
-                    logs.WORKER_RECONNECTING, logging.WARNING, what="heartbeat", worker=self.worker, error=_short(exc)
+                    logs.WORKER_RECONNECTING,
+                    logging.WARNING,
+                    what="heartbeat",
+                    worker=self.worker,
+                    error=logs.short_error(exc),
                 )

@@ -21,7 +21,7 @@ from engine.clock import Clock
 from engine.drivers.base import Driver
 from engine.errors import ConnectionLost
 from engine.runtime import logs
-from engine.runtime.leases import Lease, LeaseKeeper, _short
+from engine.runtime.leases import Lease, LeaseKeeper
 from engine.runtime.metrics import Metrics
 from engine.types import Ack, JobRow, JobState
 
@@ -61,9 +61,11 @@ async def while_leased(keeper: LeaseKeeper, lease: Lease, what: str, call: Calla
             raise
         except Exception as exc:
             if not isinstance(exc, ConnectionLost) or lease.stopped or keeper.expired(lease):
-                raise SettleFailed(_short(exc)) from exc
+                raise SettleFailed(logs.short_error(exc)) from exc
             keeper.metrics.reconnects.labels(what).inc()
-            logs.emit(logs.WORKER_RECONNECTING, logging.WARNING, what=what, worker=keeper.worker, error=_short(exc))
+            logs.emit(
+                logs.WORKER_RECONNECTING, logging.WARNING, what=what, worker=keeper.worker, error=logs.short_error(exc)
+            )
             await backoff.wait()
 
 
@@ -200,11 +202,17 @@ class AckBuffer:
                     return
                 self.metrics.reconnects.labels("ack").inc()
                 logs.emit(
-                    logs.WORKER_RECONNECTING, logging.WARNING, what="ack", worker=self.keeper.worker, error=_short(exc)
+                    logs.WORKER_RECONNECTING,
+                    logging.WARNING,
+                    what="ack",
+                    worker=self.keeper.worker,
+                    error=logs.short_error(exc),
                 )
                 for p in live:
                     if self.keeper.expired(p.lease):
-                        settle_failed(self.keeper, p.lease, "ack", f"lease lapsed while the ack waited: {_short(exc)}")
+                        settle_failed(
+                            self.keeper, p.lease, "ack", f"lease lapsed while the ack waited: {logs.short_error(exc)}"
+                        )
                         self._report(p, "settle-failed")
                 batch = live
                 await backoff.wait()
@@ -217,7 +225,7 @@ class AckBuffer:
             try:
                 landed = set(await self.driver.job_ack_many(acks=[p.ack], now=self.clock.now()))
             except Exception as exc:
-                settle_failed(self.keeper, p.lease, "ack", _short(exc))
+                settle_failed(self.keeper, p.lease, "ack", logs.short_error(exc))
                 self._report(p, "settle-failed")
                 continue
             await self._landed([p], landed)

@@ -38,7 +38,7 @@ from engine.runtime.execute import Execution, Runner
 from engine.runtime.floors import ClaimFloors
 from engine.runtime.gauges import GaugeReader
 from engine.runtime.health import Health
-from engine.runtime.leases import LeaseKeeper, _short
+from engine.runtime.leases import LeaseKeeper
 from engine.runtime.limits import Limits
 from engine.runtime.metrics import Metrics
 from engine.runtime.presence import Presence
@@ -348,7 +348,12 @@ class Worker:
             ex = await self.runner.run(cj)
         except Exception as exc:
             logs.emit(
-                logs.WORKER_SETTLE_FAILED, logging.ERROR, job_id=job_id, what="run", error=_short(exc), worker=self.id
+                logs.WORKER_SETTLE_FAILED,
+                logging.ERROR,
+                job_id=job_id,
+                what="run",
+                error=logs.short_error(exc),
+                worker=self.id,
             )
             # Given up: no renewal keeps the row running, so its lease lapses and it is re-delivered.
             lease = self.keeper.leases.get(job_id)
@@ -392,7 +397,13 @@ class Worker:
             except Exception as exc:
                 failing = True
                 self.metrics.reconnects.labels("listen").inc()
-                logs.emit(logs.WORKER_RECONNECTING, logging.WARNING, what="listen", worker=self.id, error=_short(exc))
+                logs.emit(
+                    logs.WORKER_RECONNECTING,
+                    logging.WARNING,
+                    what="listen",
+                    worker=self.id,
+                    error=logs.short_error(exc),
+                )
                 await backoff.wait()
                 continue
             if failing:  # re-subscribed: whatever was sent meanwhile is unknown, so look now
