@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from textual.actions import parse
 from textual.app import App, SystemCommand
 from textual.command import CommandPalette
 from textual.filter import Monochrome, NoColor
@@ -237,7 +238,9 @@ class JobsConsole(App[None]):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         scope = getattr(screen, "SCOPE", "global")
         for a in actions.offered(scope, read_only=self.source.read_only):
-            if a.action in ("help", "quit") or screen.check_action(a.name, ()) is False:
+            # Asked with the action's parameters, as the footer asks: "Retry all" (bulk('retry'))
+            # under a filter of running jobs is left out of both.
+            if a.action in ("help", "quit") or screen.check_action(a.name, parse(a.action)[2]) is False:
                 continue
             label = f"{a.title}  [{actions.key_label(a)}]"
             yield SystemCommand(literal(label), literal(a.help), _runner(screen, a))

@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import asyncio
 import getpass
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from datetime import datetime
 from typing import Any, TypeVar
 
+from console.backfills_board import BackfillsBoard
 from console.events import LogEvent
 from console.failures import NoAnswer, describe_failure
 from console.format import database_label, redact_dsn
@@ -69,19 +69,9 @@ DEFAULT_BUDGET = 0.5  # seconds: watching a database must never load it
 PAGE_SIZE = 50
 OUTBOX_ROWS = 20  # the Outbox screen's backlog head, and at most as many failing rows and claims
 BACKFILL_HISTORY = 20  # ledger rows kept per backfill and environment
-
-
-@dataclass(frozen=True)
-class BackfillsBoard:
-    """What the Backfills screen shows. ``rows``: engine.backfills.BackfillView, one per declared
-    backfill and environment (each environment it declares, and this console's), by name, this
-    console's environment first; ``history``: each row's ledger, newest first."""
-
-    environment: str  # this console's
-    app: str | None  # the module the backfills were loaded from, if the console loaded them
-    declared: int
-    rows: list[Any] = field(default_factory=list)
-    history: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
+# A refused note's fix as the console's operator applies it: the note is typed in a confirmation
+# (the engine's own fix names the Python keyword, `note='...'`).
+NOTE_FIX = "press the action's key again and type the note as plain text in the confirmation's note field"
 
 
 def _os_user() -> str:
@@ -117,7 +107,7 @@ class Source:
         self.driver = driver or engine.driver.kind
         self._intro = Introspector(engine, budget=budget)
         self.deadline = max(1.0, budget * 6)  # set_refresh narrows it to the refresh interval
-        self._ops = Operator(engine, actor=self.actor, read_only=read_only)
+        self._ops = Operator(engine, actor=self.actor, read_only=read_only, note_fix=NOTE_FIX)
         self._schedules = _schedules(engine, self.actor, read_only)
         self._events = events
         self.environment = resolve_environment(engine.environment)
@@ -130,7 +120,7 @@ class Source:
         database's reason (a reader's role, a standby), said once the console opens."""
         self.read_only = True
         self.read_only_why = why
-        self._ops = Operator(self.engine, actor=self.actor, read_only=True)
+        self._ops = Operator(self.engine, actor=self.actor, read_only=True, note_fix=NOTE_FIX)
         self._schedules = _schedules(self.engine, self.actor, True)
         self._backfill_controls.clear()
 
@@ -389,7 +379,7 @@ def _retrieve(task: asyncio.Future[Any]) -> None:
 def _schedules(engine: Engine, actor: str, read_only: bool) -> Any:
     from engine.introspect.schedules import Schedules
 
-    return Schedules(engine, actor=actor, read_only=read_only)
+    return Schedules(engine, actor=actor, read_only=read_only, note_fix=NOTE_FIX)
 
 
 def _environments(d: Any, own: str) -> list[str]:
@@ -435,8 +425,7 @@ def open_source(
     async def check() -> str | None:
         try:
             await ensure_open(engine.driver)
-            if queue is not None and queue not in (known := await engine.driver.queue_names_known()):
-                raise unknown_queue(queue, known, command="jobs-console --queue", also="")
+            await check_queue(engine, queue)
             return await engine.driver.role_may_act()
         finally:
             await engine.aclose()  # the console's own loop opens its pool again
@@ -448,3 +437,14 @@ def open_source(
     if cannot_act is not None:  # offer no action the database would refuse
         source.set_read_only(cannot_act)
     return source
+
+
+async def check_queue(engine: Engine, queue: str | None, *, declared: Collection[str] = ()) -> None:
+    """X_UNKNOWN_QUEUE (the names it may have meant, `jobs-console --queue CLOSEST`) for a --queue no
+    job, worker or pause in the database names, nor ``declared`` (queues an app declares that its
+    traffic has not reached yet): one check for a real database and the demo, world or not."""
+    if queue is None:
+        return
+    known = await engine.driver.queue_names_known()
+    if queue not in known and queue not in declared:
+        raise unknown_queue(queue, sorted({*known, *declared}), command="jobs-console --queue", also="")

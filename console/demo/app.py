@@ -45,6 +45,7 @@ log = logging.getLogger("jobs.console.demo")
 DRAIN_GRACE = 2.0  # seconds in-flight demo jobs get on quit before their leases are released
 TICK = 2.0  # seconds between beats of traffic
 CONCURRENCY = 8  # of the busier worker; the other gets half
+LIVE_QUEUES = frozenset(q for _, _, _, queues, _ in WORKERS[:2] for q in queues)  # the two live workers'
 
 
 @dataclass
@@ -108,8 +109,10 @@ class Demo:
             self.backfills = self._accounts()
             self.timings["engine"] = time.perf_counter() - started
             if self.world:
-                self._play_world()
+                self._play_world()  # --queue is checked over the world's pool, once it is played
                 self.timings["world"] = time.perf_counter() - started - self.timings["engine"]
+            else:
+                self._check_queue_unplayed()
             if self.backend == "postgres":
                 self._start_background()
             self.source = self._make_source()
@@ -184,12 +187,29 @@ class Demo:
         asyncio.run(play())
 
     async def _check_queue(self, engine: Engine) -> None:
-        """X_UNKNOWN_QUEUE (the names it may have meant, `jobs-console --queue CLOSEST`) for a
-        --queue no job, worker or pause in the demo's database names, as on a real database."""
-        from console.source import unknown_queue
+        """X_UNKNOWN_QUEUE for a --queue that nothing in the demo's database names, nor its live
+        workers' queues (which they register as the console opens), by the check a real database
+        meets (console.source.check_queue)."""
+        from console.source import check_queue
 
-        if self.queue is not None and self.queue not in (known := await engine.driver.queue_names_known()):
-            raise unknown_queue(self.queue, known, command="jobs-console --queue", also="")
+        await check_queue(engine, self.queue, declared=LIVE_QUEUES)
+
+    def _check_queue_unplayed(self) -> None:
+        """``_check_queue`` without the world: over a pool of its own on Postgres (the live engine's
+        pool belongs to the worker's loop), over the live collections on memory."""
+        assert self.engine is not None
+        if self.queue is None:
+            return
+        engine = connect(self.dsn, environment=ENVIRONMENT) if self.dsn else self.engine
+
+        async def check() -> None:
+            try:
+                await self._check_queue(engine)
+            finally:
+                if self.dsn:
+                    await engine.aclose()
+
+        asyncio.run(check())
 
     def announce(self) -> str:
         """The line printed before the console opens: where the demo's database is."""

@@ -137,8 +137,8 @@ def progress_text(v: Any, now: Any, *, console_env: str, compact: bool = False) 
 
 
 def gate_text(v: Any, *, keys: bool = True) -> Text:
-    """The gate a write pass meets now (code, fix, cause), or that it would start; ``keys``: name
-    the keys that act (not in read-only mode)."""
+    """The gate a write pass meets now (its code and fix), or that it would start; ``keys``: name
+    the keys that act (not in read-only mode). The cause is ``gate_cause``'s, shown under it."""
     g = v.gate
     last = v.last
     if g is None:
@@ -161,8 +161,13 @@ def gate_text(v: Any, *, keys: bool = True) -> Text:
         t.append(")", style="dim")
     else:
         t.append(clean(g.fix, limit=200), style="bold")
-    t.append(f"\n{clean(g.cause, limit=300)}")  # last: a short terminal clips the cause, never the fix
     return t
+
+
+def gate_cause(v: Any) -> Text:
+    """Why the gate refuses a write pass now, empty when none does (it scrolls on screen, so a
+    long one is kept to twice what the other panels cut at)."""
+    return Text("" if v.gate is None else clean(v.gate.cause, limit=600))
 
 
 def history_cells(run: Any, now: Any) -> tuple[Text, ...]:

@@ -11,12 +11,20 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from console.format import clean, packed
 from console.messages import BackfillsLoaded
 from console.screens.backfill_flows import BackfillFlows, retryable
-from console.screens.backfill_text import gate_text, history_cells, own_live, progress_text, row_cells
+from console.screens.backfill_text import (
+    gate_cause,
+    gate_text,
+    history_cells,
+    own_live,
+    progress_text,
+    row_cells,
+)
 from console.screens.base import DataScreen
 from console.screens.flows import Flows
 from console.widgets.fresh import update_changed
@@ -108,7 +116,12 @@ class BackfillsScreen(DataScreen, Flows, BackfillFlows):
         yield KeyedTable(self._columns(), id="backfills")
         yield Static("", id="empty", classes="empty")
         yield Static("", id="bf-progress", classes="panel")
-        yield Static("", id="bf-gate", classes="panel")
+        # The gate's code and fix always show; its cause wraps under them in a bounded height and
+        # scrolls past it (app.tcss), so a long one never pushes the ledger off the screen.
+        with Vertical(id="bf-gate-box", classes="panel"):
+            yield Static("", id="bf-gate")
+            with VerticalScroll(id="bf-cause"):
+                yield Static("", id="bf-cause-text")
         yield Static("History here, newest first", classes="section", id="bf-history-title")
         yield KeyedTable(NARROW_HISTORY if self.app.size.width < NARROW_BELOW else HISTORY, id="bf-history")
         yield Static("", id="note", classes="note")
@@ -145,7 +158,7 @@ class BackfillsScreen(DataScreen, Flows, BackfillFlows):
         empty = self.query_one("#empty", Static)
         empty.display = not board.rows
         update_changed(empty, NOTHING_DECLARED)
-        for part in ("#backfills", "#bf-progress", "#bf-gate", "#bf-history-title", "#bf-history", "#note"):
+        for part in ("#backfills", "#bf-progress", "#bf-gate-box", "#bf-history-title", "#bf-history", "#note"):
             self.query_one(part).display = bool(board.rows)
         self._show_selected()
 
@@ -157,6 +170,11 @@ class BackfillsScreen(DataScreen, Flows, BackfillFlows):
         progress = progress_text(v, now, console_env=self._board.environment, compact=self._compact())
         update_changed(self.query_one("#bf-progress", Static), progress)
         update_changed(self.query_one("#bf-gate", Static), gate_text(v, keys=not self.source.read_only))
+        cause = gate_cause(v)
+        scroll = self.query_one("#bf-cause", VerticalScroll)
+        scroll.display = bool(cause.plain)
+        if update_changed(self.query_one("#bf-cause-text", Static), cause):
+            scroll.scroll_home(animate=False)  # another gate's cause reads from its start
         runs = self._board.history.get((v.name, v.environment), [])
         update_changed(
             self.query_one("#bf-history-title", Static),

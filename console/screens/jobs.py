@@ -56,6 +56,7 @@ STATE_CYCLE = (
     None,
 )
 ELIGIBLE = {"retry": {JobState.DEAD}, "cancel": set(LIVE_STATES), "discard": {JobState.DEAD}}
+ROW_KEYS = (("x", "retry"), ("c", "cancel"), ("d", "discard"))
 WHAT = {
     "retry": "Each becomes ready now with a fresh attempt budget.",
     "cancel": "Each becomes cancelled and will not run (a running handler is signalled to stop).",
@@ -127,7 +128,7 @@ class JobsScreen(Filtered, DataScreen, Flows):
         self.cursors: list[str | None] = [None]  # keyset cursors of the pages seen so far
         self.page: JobPage | None = None
         self.rows: dict[str, JobSummary] = {}
-        self._offers: tuple[bool, bool, JobState | None] | None = None  # what the footer was drawn for
+        self._offers: tuple[object, ...] | None = None  # what the footer was drawn for
 
     def compose(self) -> ComposeResult:
         yield from self.compose_top()
@@ -169,12 +170,29 @@ class JobsScreen(Filtered, DataScreen, Flows):
         empty.display = not page.items
         update_changed(empty, "No job matches this filter." if not self.where.empty else "No jobs yet.")
         self._show_pager()
-        # n and b are offered only where there is a page to go to, X D C only for the filter's
-        # state: the footer is redrawn when that changes, not on every refresh.
-        offers = (bool(page.next_cursor), len(self.cursors) > 1, self.where.state)
+        self._redraw_offers()
+
+    def _redraw_offers(self) -> None:
+        """n and b are offered only where there is a page to go to, X D C only for the filter's
+        state, x c d only where the selected (or a marked) row can take them: the footer is
+        redrawn when that changes (a refresh, the cursor, the marks), not on every refresh."""
+        if self.page is None:
+            return
+        acts = tuple(self._acts(action) for action in ELIGIBLE)
+        offers = (bool(self.page.next_cursor), len(self.cursors) > 1, self.where.state, *acts)
         if offers != self._offers:
             self._offers = offers
             self.refresh_bindings()
+
+    def _acts(self, action: str) -> bool:
+        """x, c or d would act here: on a marked row it changes, else on the selected row."""
+        tables = list(self.query("#jobs").results(KeyedTable))  # none once the screen is removed
+        if not tables:
+            return False
+        chosen = [self.rows[k] for k in tables[0].marked_keys() if k in self.rows]
+        if not chosen:
+            chosen = [j for j in [self.rows.get(tables[0].selected_key or "")] if j is not None]
+        return any(j.state in ELIGIBLE[action] for j in chosen)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "page" and parameters:
@@ -186,6 +204,8 @@ class JobsScreen(Filtered, DataScreen, Flows):
         if action == "bulk" and parameters and state is not None:
             if state not in (LIVE_STATES if parameters[0] == "cancel" else (JobState.DEAD,)):
                 return False
+        if action in ELIGIBLE and not self._acts(action):
+            return False
         return super().check_action(action, parameters)
 
     def _show_pager(self) -> None:
@@ -199,8 +219,10 @@ class JobsScreen(Filtered, DataScreen, Flows):
         if n > 1:
             parts.append("b: previous page")
         marked = len(table.marked_keys())
-        if marked:  # read-only offers no x, c or d: the hint names none
-            parts.append(f"{marked} marked ({'' if self.source.read_only else 'x c d act on them; '}Esc clears)")
+        if marked:  # the keys that act on the marked rows (read-only offers none): the hint names those
+            acting = [] if self.source.read_only else [k for k, a in ROW_KEYS if self._acts(a)]
+            verb = f"{' '.join(acting)} act{'s' if len(acting) == 1 else ''} on them; " if acting else ""
+            parts.append(f"{marked} marked ({verb}Esc clears)")
         said = table.sort_title()
         if said:
             parts.append(f"sorted by {said}: this page only (the engine pages newest first)")
@@ -217,6 +239,11 @@ class JobsScreen(Filtered, DataScreen, Flows):
 
     def marks_changed(self) -> None:
         self._show_pager()
+        self._redraw_offers()
+
+    def on_data_table_row_highlighted(self, event: KeyedTable.RowHighlighted) -> None:
+        event.stop()
+        self._redraw_offers()
 
     # --- filter and pages ------------------------------------------------------------------------
 

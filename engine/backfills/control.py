@@ -269,8 +269,7 @@ class BackfillControl(EngineView):
             )
             return Gate(
                 X_BACKFILL_RUNNING,
-                f"backfill {d.backfill!r} already has a live pass {_LIVE_AS.get(state, state.value)} as {job}, and "
-                f"one name holds one live pass; {trace}",
+                f"backfill {d.backfill!r} already has its one live pass, {_LIVE_AS.get(state, state.value)}: {trace}",
                 f"jobsctl show {job}",
             )
         done = applied.get(d.backfill)

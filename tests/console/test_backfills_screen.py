@@ -168,7 +168,7 @@ async def test_i22_the_board_lists_each_backfill_per_environment_with_the_worlds
     running = rows[("accounts_plan_tier", "production")]
     p = running.progress
     assert (p.swept, p.remaining, p.batches_per_second, p.eta_seconds) == (6000, 18000, 0.5, 180.0)
-    assert running.gate.code == "X_BACKFILL_RUNNING" and running.live_job_id in running.gate.cause
+    assert running.gate.code == "X_BACKFILL_RUNNING" and running.gate.fix == f"jobsctl show {running.live_job_id}"
     assert [r.status for r in board.history[("accounts_plan_tier", "production")]] == ["running", "cancelled"]
 
 
@@ -197,7 +197,7 @@ async def test_i22_a_live_pass_is_running_only_in_its_own_environment() -> None:
     rows = {(v.name, v.environment): v for v in board.rows}
     prod, staging = rows[("accounts_email_lower", "production")], rows[("accounts_email_lower", "staging")]
     assert (prod.status, staging.status) == ("running", "pending")
-    assert staging.gate.code == "X_BACKFILL_RUNNING" and prod.live_job_id in staging.gate.cause
+    assert staging.gate.code == "X_BACKFILL_RUNNING" and staging.gate.fix == f"jobsctl show {prod.live_job_id}"
     assert board.history.get(("accounts_email_lower", "staging")) is None
 
 

@@ -39,9 +39,11 @@ async def test_the_jobs_pager_breaks_between_hints_at_80_and_120_columns() -> No
             hints_whole(lines, size[0] - 2, ["n: next page", "/: filter", "t: state", "s: sort", "Enter: open"])
         await pilot.resize_terminal(*SMALL)
         await settle(pilot)
+        await pilot.press("t", "t", "t")  # dead jobs: x and d act on them
+        await settle(pilot)
         await pilot.press("space", "space", "space")  # three marked: the longest pager there is
         await settle(pilot)
-        hints_whole(lines_of(app, "#pager"), 78, ["3 marked (x c d act on them; Esc clears)", "Enter: open"])
+        hints_whole(lines_of(app, "#pager"), 78, ["3 marked (x d act on them; Esc clears)", "Enter: open"])
 
 
 async def test_the_dead_letters_hints_break_between_hints_at_80_columns() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from rich.segment import Segment
 from textual.app import App
+from textual.screen import ModalScreen
 
 from console.app import JobsConsole
 from console.demo.world import seeded_source
@@ -183,11 +184,52 @@ async def test_a_group_discard_says_each_job_goes_with_its_own_attempts() -> Non
         assert "would be discarded (each deleted; its attempts and steps go with it;" in text, text
 
 
-async def test_at_80_columns_each_workers_host_and_pid_are_whole() -> None:
+async def test_at_80_columns_each_workers_host_and_pid_are_whole_on_its_line_under_the_table() -> None:
     app = JobsConsole(seeded_source(), refresh=60)
     async with app.run_test(size=SMALL) as pilot:
         await drive("4")(pilot)
-        screen = rows(app)
-        for w in app.screen.view.workers:  # type: ignore[attr-defined]
-            row = next(r for r in screen if r.startswith(f" {w.id} "))
-            assert f"  {w.host}  " in row and f" {w.pid} " in row, row  # the queues before them cut with "…"
+        table = app.screen.query_one("#workers", KeyedTable)
+        for w in sorted(app.screen.view.workers, key=lambda w: table.keys.index(w.id)):  # type: ignore[attr-defined]
+            assert table.selected_key == w.id
+            assert any(r.startswith(f" {w.id}  {w.host} pid {w.pid}, started ") for r in rows(app)), rows(app)
+            await drive("down")(pilot)
+
+
+def jobs_offers(app: JobsConsole) -> set[str]:
+    """The Jobs screen's row and bulk actions as the footer draws them and the palette lists them."""
+    keys, _ = footer_keys(app)
+    listed = {c.title.replace("\\[", "[") for c in app.get_system_commands(app.screen)}
+    wanted = {"x Retry", "c Cancel", "d Discard"}
+    return {k for k in keys if k in wanted} | {
+        t
+        for t in listed
+        if t.split("  ")[0] in ("Retry", "Cancel", "Discard", "Retry all", "Cancel all", "Discard all")
+    }
+
+
+async def test_jobs_offer_retry_and_discard_only_where_a_dead_job_is_selected_or_marked() -> None:
+    app = JobsConsole(seeded_source(), refresh=60)
+    async with app.run_test(size=SMALL) as pilot:
+        await drive("2", "t", "t", "t", "t")(pilot)  # state=running
+        screen = app.screen
+        assert str(screen.where.state) == "running"  # type: ignore[attr-defined]
+        assert jobs_offers(app) == {"c Cancel", "Cancel  [c]", "Cancel all  [C]"}
+        await drive("x", "d", "X", "D")(pilot)  # none of them opens a confirmation on running jobs
+        assert not isinstance(app.screen, ModalScreen)
+        await drive("t", "t", "t")(pilot)  # delayed, ready, then every state: a dead row and a live one
+        table = screen.query_one("#jobs", KeyedTable)
+        rows = screen.rows  # type: ignore[attr-defined]
+        dead = next(i for i, k in enumerate(table.keys) if rows[k].state.value == "dead")
+        live = next(i for i, k in enumerate(table.keys) if rows[k].state.value == "running")
+        table.move_cursor(row=dead)
+        await settle(pilot)
+        assert {"x Retry", "Retry  [x]", "Discard  [d]"} <= jobs_offers(app)
+        assert "Cancel  [c]" not in jobs_offers(app)
+        table.move_cursor(row=live)
+        await settle(pilot)
+        assert {"c Cancel", "Cancel  [c]"} <= jobs_offers(app)
+        assert not {"x Retry", "Retry  [x]", "Discard  [d]"} & jobs_offers(app)
+        await drive("space")(pilot)  # a running job marked, the cursor on to the next row
+        table.move_cursor(row=dead)
+        await settle(pilot)
+        assert "Retry  [x]" not in jobs_offers(app)  # x acts on the marks: none of them is dead

@@ -86,13 +86,13 @@ async def test_discard_of_a_group_previews_the_count_then_deletes_all_of_it() ->
         assert len(await dead_ids(app)) == 8  # the other groups untouched
 
 
-async def test_discard_is_refused_on_a_live_job_without_a_modal() -> None:
+async def test_discard_is_not_offered_on_a_live_job_and_opens_no_modal() -> None:
     app = console()
     async with app.run_test(size=SIZE) as pilot:
         await keys(pilot, "2", "t")  # parked
+        assert app.screen.check_action("discard", ()) is False  # neither in the footer nor the palette
         await keys(pilot, "d")
         assert not isinstance(app.screen, ConfirmScreen)
-        assert any("Only a dead job can be discarded" in n.message for n in app._notifications)
 
 
 @pytest.mark.parametrize("path", [("2", "d"), ("2", "D"), ("3", "d"), ("3", "D"), ("4", "d")])
@@ -343,3 +343,32 @@ async def test_sort_is_offered_only_where_there_is_a_table() -> None:
         assert app.check_action("sort", ()) is False
         await keys(pilot, "escape")
         assert app.check_action("sort", ()) is True
+
+
+# --- a refused note ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", [("2", "t", "t", "t", "x"), ("5", "p")], ids=["retry a job", "pause a task"])
+async def test_a_refused_note_says_the_fix_as_the_console_applies_it_not_a_python_keyword(
+    path: tuple[str, ...],
+) -> None:
+    from textual import events
+    from textual.widgets import Input
+
+    from console.source import NOTE_FIX
+
+    app = console()
+    async with app.run_test(size=SMALL) as pilot:
+        await keys(pilot, *path)
+        assert isinstance(app.screen, ConfirmScreen)
+        note = app.screen.query_one("#confirm-note", Input)
+        note.post_message(events.Paste("INC-7\x00 smtp fixed"))  # a NUL, as a paste can bring one
+        await settle(pilot)
+        assert "\x00" in note.value
+        await keys(pilot, "y")
+        assert not isinstance(app.screen, ConfirmScreen)
+        (toast,) = [n for n in app._notifications if n.title == "X_INVALID_ARGUMENT"]
+        assert "holds a NUL character" in toast.message
+        assert toast.message.endswith(f"\nfix: {NOTE_FIX}"), toast.message
+        assert "note=" not in toast.message  # the keyword a Python caller types
+        assert app.activity[-1].fix == NOTE_FIX and "note field" in NOTE_FIX  # the session's log says it too

@@ -45,3 +45,17 @@ async def test_a_paused_tasks_status_and_next_run_show_within_80_columns() -> No
         table = await opened(pilot, "5", "schedules")
         assert shown(table, "status", "next")
         assert table.get_cell("tmp.cleanup", "status").plain == "PAUSED alice"
+
+
+async def test_every_workers_column_shows_within_80_columns_and_the_host_and_pid_under_the_table() -> None:
+    app = JobsConsole(seeded_source(), refresh=60)
+    async with app.run_test(size=SMALL) as pilot:
+        table = await opened(pilot, "4", "workers")
+        assert shown(table, *table.column_keys)  # started, the last, included
+        w = next(w for w in (await app.source.workers()).workers if w.id == table.selected_key)
+        said = str(app.screen.query_one("#worker").render())
+        assert said.startswith(f"{w.id}  {w.host} pid {w.pid}, started ")
+        assert f"queues {', '.join(w.queues)}" in said  # whole, where the table cuts them
+        await pilot.press("down")
+        await settle(pilot)
+        assert str(app.screen.query_one("#worker").render()).startswith(f"{table.selected_key}  ")

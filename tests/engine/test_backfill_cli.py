@@ -54,7 +54,8 @@ def test_i22_a_start_prints_its_job_id_and_a_second_one_is_refused_as_running(ap
     res = _invoke("accounts_email_lower", "--app", APP, "--dsn", app_dsn, "--json")
     assert res.exit_code == 1
     err = json.loads(res.stderr)["error"]
-    assert err["code"] == "X_BACKFILL_RUNNING" and started["job_id"] in err["cause"]
+    assert err["code"] == "X_BACKFILL_RUNNING" and err["fix"] == f"jobsctl show {started['job_id']}"
+    assert started["job_id"] not in err["cause"]  # the id is said once, in the fix
     res = _invoke("--status", "--app", APP, "--dsn", app_dsn, "--json")
     views = {v["name"]: v for v in json.loads(res.stdout)}
     assert views["accounts_email_lower"]["status"] == "running"
