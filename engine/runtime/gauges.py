@@ -5,23 +5,22 @@ fleet counts them once per interval, whichever worker asks first; the others rea
 from __future__ import annotations
 
 import asyncio
-import logging
 
 from engine.clock import Clock
 from engine.drivers.base import Driver
-from engine.runtime import logs
+from engine.runtime.failures import Failures
 from engine.runtime.metrics import Metrics
 
 
 class GaugeReader:
     """Reads the gauges every ``interval`` seconds into ``metrics``."""
 
-    __slots__ = ("driver", "clock", "metrics", "worker", "interval", "_failing")
+    __slots__ = ("driver", "clock", "metrics", "worker", "interval", "_failures")
 
     def __init__(self, driver: Driver, clock: Clock, metrics: Metrics, *, worker: str, interval: float) -> None:
         self.driver, self.clock, self.metrics = driver, clock, metrics
         self.worker, self.interval = worker, interval
-        self._failing = False
+        self._failures = Failures("gauges", worker, metrics, every=False)  # stale gauges: still ready
 
     async def run(self) -> None:
         while True:
@@ -29,25 +28,14 @@ class GaugeReader:
             await self.clock.sleep(self.interval)
 
     async def refresh(self) -> None:
-        """One reading. A failed one leaves the gauges as they were, counts a reconnect and is
-        logged once a streak (the next tick tries again)."""
+        """One reading. A failed one leaves the gauges as they were, and is counted and logged once
+        a streak (engine/runtime/failures.py; the next tick tries again)."""
         try:
             gauges = await self.driver.queue_gauges(now=self.clock.now(), max_age=self.interval)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self.metrics.reconnects.labels("gauges").inc()
-            if not self._failing:
-                self._failing = True
-                logs.emit(
-                    logs.WORKER_RECONNECTING,
-                    logging.WARNING,
-                    what="gauges",
-                    worker=self.worker,
-                    error=logs.short_error(exc),
-                )
+            self._failures.failed(exc)
             return
         self.metrics.set_gauges(gauges)
-        if self._failing:
-            self._failing = False
-            logs.emit(logs.WORKER_RECONNECTED, what="gauges", worker=self.worker)
+        self._failures.landed()

@@ -8,10 +8,11 @@ await) stops it, and past STALLED seconds without a turn the worker is not live:
 not renewed either, so a restart hands its jobs to another worker sooner than their leases would.
 A worker waiting for its database to answer at start, or draining, is live.
 
-Ready: the worker has registered (its start reached the database), is not draining, its latest
-claim did not fail for another reason than a lost connection (engine/runtime/claiming.py: a
-statement the database refuses, a bug), and the database answered one of its heartbeats within
-three heartbeat intervals.
+Ready: the worker has registered (its start reached the database), is not draining, neither its
+latest claim, nor its latest heartbeat, nor its latest lease renewal failed for another reason
+than a lost connection (engine/runtime/failures.py: a statement the database refuses, a bug),
+and the database answered one of its heartbeats within three heartbeat intervals. A relay's or a
+scheduler's own probes read their passes or ticks the same way.
 
 Each answer is (ok, one line saying why). The probes are read from the metrics server's thread:
 the worker writes plain floats and flags, the reader only compares them.
@@ -24,6 +25,14 @@ from engine.runtime import logs
 
 TICK = 1.0  # seconds between the ticker's turns
 STALLED = 30.0  # seconds without a turn past which the loop counts as blocked
+# What /readyz calls the calls of each loop whose failures it reads (engine/runtime/failures.py).
+_CALLS = {
+    "claim": "claims",
+    "heartbeat": "heartbeats",
+    "renew": "lease renewals",
+    "relay": "passes",
+    "scheduler": "ticks",
+}
 
 
 class Health:
@@ -45,7 +54,9 @@ class Health:
         self.turned_at = clock.monotonic()  # the ticker's last turn of the loop
         self.beat_at = self.turned_at  # the last heartbeat (or the registration) that landed
         self.beat_error: str | None = None  # why the latest heartbeat failed, while none has landed since
-        self.claim_error: str | None = None  # why the latest claim failed (not a lost connection), until one lands
+        # What failed for another reason than a lost connection, and why (engine/runtime/failures.py),
+        # until a call of it lands. Replaced whole on each change: the probes' thread reads it.
+        self.errors: dict[str, str] = {}
 
     async def tick(self) -> None:
         """The ticker: note each turn of the loop, until cancelled."""
@@ -59,11 +70,11 @@ class Health:
     def beat_failed(self, exc: BaseException) -> None:
         self.beat_error = logs.short_error(exc)
 
-    def claim_failed(self, error: str) -> None:
-        self.claim_error = error
+    def failing(self, what: str, error: str) -> None:
+        self.errors = {**self.errors, what: error}
 
-    def claimed(self) -> None:
-        self.claim_error = None
+    def recovered(self, what: str) -> None:
+        self.errors = {k: v for k, v in self.errors.items() if k != what}
 
     def live(self) -> tuple[bool, str]:
         if self.stopped:
@@ -80,8 +91,10 @@ class Health:
             return False, "starting: waiting for the database to answer"
         if self.draining:
             return False, "draining: it claims no more work"
-        if self.claim_error is not None:
-            return False, f"its claims fail, retried with backoff ({self.claim_error})"
+        errors = self.errors
+        if errors:
+            what, error = next(iter(errors.items()))
+            return False, f"its {_CALLS.get(what, what)} fail, retried ({error})"
         since = self.clock.monotonic() - self.beat_at
         if since > 3 * self.heartbeat_interval:
             why = f" ({self.beat_error})" if self.beat_error else ""

@@ -19,6 +19,8 @@ from typing import Any, TypeVar
 from engine.clock import Clock
 from engine.drivers.base import Driver
 from engine.runtime import logs
+from engine.runtime.failures import Failures
+from engine.runtime.health import Health
 from engine.runtime.metrics import Metrics
 from engine.runtime.signal import resolve_once
 from engine.types import Claim
@@ -52,12 +54,22 @@ class Lease:
 
 class LeaseKeeper:
     def __init__(
-        self, driver: Driver, clock: Clock, *, worker: str, lease_seconds: float, interval: float, metrics: Metrics
+        self,
+        driver: Driver,
+        clock: Clock,
+        *,
+        worker: str,
+        lease_seconds: float,
+        interval: float,
+        metrics: Metrics,
+        health: Health | None = None,
     ) -> None:
         self.driver, self.clock, self.worker = driver, clock, worker
         self.lease_seconds, self.interval, self.metrics = lease_seconds, interval, metrics
         self.leases: dict[str, Lease] = {}
-        self.failing = False
+        # A renewal refused for another reason than a lost connection makes the worker not ready:
+        # every lease it holds is lapsing (engine/runtime/failures.py).
+        self.failures = Failures("renew", worker, metrics, health)
 
     def hold(self, claim: Claim, queue: str, name: str) -> Lease:
         lease = Lease(claim, queue, name, self.clock.monotonic())
@@ -133,18 +145,12 @@ class LeaseKeeper:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self.failing = True
-            self.metrics.reconnects.labels("renew").inc()
-            logs.emit(
-                logs.WORKER_RECONNECTING, logging.WARNING, what="renew", worker=self.worker, error=logs.short_error(exc)
-            )
+            self.failures.failed(exc)
             for lease in live:
                 if not lease.stopped and not lease.settling and self.expired(lease):
                     self.report_lost(lease, "no renewal landed within the lease")
             return
-        if self.failing:
-            self.failing = False
-            logs.emit(logs.WORKER_RECONNECTED, what="renew", worker=self.worker)
+        self.failures.landed()
         landed = sent  # the database measures the renewed lease from ``now``, when it was sent
         for lease, r in zip(live, renewals):
             if lease.stopped:  # settled while the renewal was on the wire (I13): not a loss

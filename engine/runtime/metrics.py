@@ -1,5 +1,5 @@
 """Prometheus metrics (I24): jobs_total{queue,outcome}, queue_depth (ready + parked),
-queue_oldest_ready_seconds, queue_dead_jobs, lease_lost_total, job duration, reconnects, claim errors; the
+queue_oldest_ready_seconds, queue_dead_jobs, lease_lost_total, job duration, reconnects, other errors by loop; the
 outbox's backlog, oldest unpublished age, publishes and failed publishes; the scheduler's
 occurrences and its leader's tick age. A gauge of a service the process does not run (the
 relay's, the scheduler's, the worker's slots) has no sample (ServiceGauge).
@@ -195,10 +195,10 @@ class Metrics:
         self.reconnects = Counter(
             "jobs_worker_reconnects_total", "Database calls retried after a connection error", ("what",)
         )
-        self.claim_errors = Counter(
-            "jobs_worker_claim_errors_total",
-            "Claims that failed for another reason than a lost connection (retried with backoff)",
-            ("code",),
+        self.errors = Counter(
+            "jobs_worker_errors_total",
+            "Calls of a loop that failed for another reason than a lost connection (retried)",
+            ("what", "code"),
         )
         self.depth = Gauge("queue_depth", "Ready + parked + due jobs (I8)", ("queue",))
         self.oldest = Gauge("queue_oldest_ready_seconds", "Age of the oldest waiting job", ("queue",))

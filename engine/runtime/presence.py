@@ -27,6 +27,7 @@ from collections.abc import Callable
 from engine.clock import Clock
 from engine.drivers.base import Driver
 from engine.runtime import logs
+from engine.runtime.failures import Failures
 from engine.runtime.metrics import Metrics
 from engine.types import JobState, Orphan
 
@@ -103,7 +104,9 @@ class Presence:
         return orphans
 
     async def run(self) -> None:
-        failing = False
+        # Logged once a streak (the claim loop reports the database's state too); the worker stays
+        # ready meanwhile: every other worker's look rescues the fleet's orphans.
+        failures = Failures("presence", self.worker, self.metrics, every=False)
         while True:
             try:
                 await self._look()
@@ -111,19 +114,8 @@ class Presence:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                self.metrics.reconnects.labels("presence").inc()
-                if not failing:  # once a streak: the claim loop reports the database's state too
-                    failing = True
-                    logs.emit(
-                        logs.WORKER_RECONNECTING,
-                        logging.WARNING,
-                        what="presence",
-                        worker=self.worker,
-                        error=logs.short_error(exc),
-                    )
+                failures.failed(exc)
             else:
-                if failing:
-                    failing = False
-                    logs.emit(logs.WORKER_RECONNECTED, what="presence", worker=self.worker)
+                failures.landed()
             # Real time: it watches the fleet's sessions, not a deadline of the domain.
             await asyncio.sleep(self.interval)

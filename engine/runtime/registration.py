@@ -13,7 +13,6 @@ heartbeat answered it was never seen: it is gone with the row.
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import socket
 from collections.abc import Callable, Sequence
@@ -21,7 +20,7 @@ from datetime import datetime
 
 from engine.clock import Clock
 from engine.drivers.base import Driver
-from engine.runtime import logs
+from engine.runtime.failures import Failures
 from engine.runtime.health import Health
 from engine.runtime.metrics import Metrics
 from engine.runtime.presence import Presence
@@ -80,7 +79,9 @@ class Registration:
     ) -> None:
         """The heartbeat loop: every heartbeat interval, stamp the row; ``drain`` is called with
         the operator's drain request each time a heartbeat answers one; a row gone is
-        registered again."""
+        registered again. A heartbeat that fails is said as what it is (engine/runtime/failures.py);
+        one refused for another reason than a lost connection makes the worker not ready."""
+        failures = Failures("heartbeat", self.worker, self.metrics, self.health)
         while True:
             await self.clock.sleep(self.heartbeat_interval)
             busy = in_use()
@@ -90,6 +91,7 @@ class Registration:
                     id=self.worker, in_use=busy, stopping=stopping(), now=self.clock.now()
                 )
                 self.health.beat()
+                failures.landed()
                 if beat is not None and beat.drain_requested:
                     if self.drain_seen is None:
                         self.drain_seen = beat
@@ -101,11 +103,4 @@ class Registration:
                 raise
             except Exception as exc:
                 self.health.beat_failed(exc)
-                self.metrics.reconnects.labels("heartbeat").inc()
-                logs.emit(
-                    logs.WORKER_RECONNECTING,
-                    logging.WARNING,
-                    what="heartbeat",
-                    worker=self.worker,
-                    error=logs.short_error(exc),
-                )
+                failures.failed(exc)

@@ -1,9 +1,9 @@
 """Settling claimed jobs: completions buffered and acked in batches (one statement per batch),
 nacks one by one, and what a failure to settle means (I6).
 
-A settle that fails on a lost connection (ConnectionLost, which every driver raises for its own
-connection errors) is retried with backoff while the job's lease still holds (the database is
-back soon after a restart, and the fenced statement is safe to repeat). Any other failure, or a
+A settle that fails on a lost connection (engine/runtime/failures.py, lost_connection) is retried
+with backoff while the job's lease still holds (the database is back soon after a restart, and
+the fenced statement is safe to repeat). Any other failure, or a
 lease that lapsed meanwhile, is a SETTLE FAILURE: logged as `jobs.worker.settle-failed`, never
 counted as a job failure, the lease left to lapse so the rescuer re-delivers the row. Completed
 work is never nacked.
@@ -19,32 +19,13 @@ from typing import Any, TypeVar
 
 from engine.clock import Clock
 from engine.drivers.base import Driver
-from engine.errors import ConnectionLost
 from engine.runtime import logs
+from engine.runtime.failures import Backoff, lost_connection, reconnecting
 from engine.runtime.leases import Lease, LeaseKeeper
 from engine.runtime.metrics import Metrics
 from engine.types import Ack, JobRow, JobState
 
 T = TypeVar("T")
-
-
-class Backoff:
-    """Reconnect pacing: 50 ms doubling to 2 s. Real time on purpose: it waits on the network,
-    not on a deadline of the domain (a fake clock would freeze the retry)."""
-
-    def __init__(self, first: float = 0.05, ceiling: float = 2.0) -> None:
-        self.first, self.ceiling, self.next = first, ceiling, first
-
-    def take(self) -> float:
-        """The next delay, the one after it doubled (up to the ceiling)."""
-        delay, self.next = self.next, min(self.ceiling, self.next * 2)
-        return delay
-
-    async def wait(self) -> None:
-        await asyncio.sleep(self.take())
-
-    def reset(self) -> None:
-        self.next = self.first
 
 
 class SettleFailed(Exception):
@@ -60,12 +41,9 @@ async def while_leased(keeper: LeaseKeeper, lease: Lease, what: str, call: Calla
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            if not isinstance(exc, ConnectionLost) or lease.stopped or keeper.expired(lease):
+            if not lost_connection(exc) or lease.stopped or keeper.expired(lease):
                 raise SettleFailed(logs.short_error(exc)) from exc
-            keeper.metrics.reconnects.labels(what).inc()
-            logs.emit(
-                logs.WORKER_RECONNECTING, logging.WARNING, what=what, worker=keeper.worker, error=logs.short_error(exc)
-            )
+            reconnecting(keeper.metrics, what, keeper.worker, exc)
             await backoff.wait()
 
 
@@ -197,17 +175,10 @@ class AckBuffer:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                if not isinstance(exc, ConnectionLost):
+                if not lost_connection(exc):
                     await self._one_by_one(live)
                     return
-                self.metrics.reconnects.labels("ack").inc()
-                logs.emit(
-                    logs.WORKER_RECONNECTING,
-                    logging.WARNING,
-                    what="ack",
-                    worker=self.keeper.worker,
-                    error=logs.short_error(exc),
-                )
+                reconnecting(self.metrics, "ack", self.keeper.worker, exc)
                 for p in live:
                     if self.keeper.expired(p.lease):
                         settle_failed(

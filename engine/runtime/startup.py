@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from engine.clock import Clock, SystemClock
 from engine.errors import X_DB_UNREACHABLE, JobsError
 from engine.runtime import logs
-from engine.runtime.settle import Backoff
+from engine.runtime.failures import Backoff
 
 FIRST_RETRY = 0.1  # seconds; doubling up to CEILING
 CEILING = 5.0

@@ -8,7 +8,7 @@
   interval passes (the fallback), whichever is first: no busy loop.
 - A database that goes away never ends the worker: every loop retries with backoff (logged and
   counted), running jobs keep running and are settled when it is back, if their lease holds. A
-  claim that fails for another reason is said as what it is (engine/runtime/claiming.py).
+  call that fails for another reason is said as what it is (engine/runtime/failures.py).
 - Drain (I14): stop claiming, give in-flight work ``grace`` seconds, release what is left (nack
   "release", and NOTIFY so another worker takes it at once), flush the acks, then await every
   background loop before the caller closes the pools.
@@ -33,8 +33,8 @@ from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.jobs import Registry, as_registry
 from engine.runtime import aio, collector, logs
 from engine.runtime.burst import Burst
-from engine.runtime.claiming import ClaimFailures
 from engine.runtime.execute import Execution, Runner
+from engine.runtime.failures import Failures
 from engine.runtime.floors import ClaimFloors
 from engine.runtime.gauges import GaugeReader
 from engine.runtime.health import Health
@@ -43,7 +43,7 @@ from engine.runtime.limits import Limits
 from engine.runtime.metrics import Metrics
 from engine.runtime.presence import Presence
 from engine.runtime.registration import Registration
-from engine.runtime.settle import AckBuffer, Backoff, Pending
+from engine.runtime.settle import AckBuffer, Pending
 from engine.runtime.startup import when_reachable
 from engine.runtime.worker_config import WorkerConfig, check_hooks, served_queues
 from engine.types import ClaimedJob, Heartbeat
@@ -90,6 +90,7 @@ class Worker:
         self.engine = engine  # makes what its runs' ctx.engine answers, on first use
         self.id = cfg.id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.queues = served_queues(cfg.queues, tuple(registry.queues()))
+        self.health = Health(self.clock, heartbeat_interval=cfg.heartbeat_interval)  # what /livez, /readyz say
         self.keeper = LeaseKeeper(
             driver,
             self.clock,
@@ -97,6 +98,7 @@ class Worker:
             lease_seconds=cfg.lease_seconds,
             interval=cfg.renew_interval or cfg.lease_seconds / 3,
             metrics=self.metrics,
+            health=self.health,
         )
         self.presence = Presence(
             driver, self.clock, worker=self.id, interval=cfg.presence_interval, metrics=self.metrics, poke=self._poke
@@ -105,7 +107,6 @@ class Worker:
         self._running: dict[str, asyncio.Task[None]] = {}  # each claimed job's task, until it settles
         self._floors = ClaimFloors()  # where the next claim starts reading each queue
         self._gauges = GaugeReader(driver, self.clock, self.metrics, worker=self.id, interval=cfg.gauges_interval)
-        self.health = Health(self.clock, heartbeat_interval=cfg.heartbeat_interval)  # what /livez, /readyz say
         self.registration = Registration(
             driver,
             self.clock,
@@ -295,7 +296,7 @@ class Worker:
 
     async def _claim_loop(self) -> None:
         cfg = self.config
-        failures = ClaimFailures(self.id, self.metrics, self.health)  # engine/runtime/claiming.py
+        failures = Failures("claim", self.id, self.metrics, self.health)  # engine/runtime/failures.py
         while not self._stopping:
             free = cfg.concurrency - len(self._running)
             if free <= 0:
@@ -319,7 +320,7 @@ class Worker:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a lost connection, a statement refused, a bug: each said as it is
-                await failures.failed(exc)
+                await failures.failed_wait(exc)
                 continue
             failures.landed()
             for cj in batch.jobs:
@@ -388,28 +389,17 @@ class Worker:
     # --- background loops ----------------------------------------------------------------------
 
     async def _listen_loop(self) -> None:
-        backoff, failing = Backoff(), False
+        failures = Failures("listen", self.id, self.metrics)  # it polls meanwhile: still ready
         while not self._closing:  # re-read: a cancellation can be swallowed by a racing wake-up
             try:
                 woke = await self.driver.queue_wait(queues=self.queues, timeout=self.config.poll_interval)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                failing = True
-                self.metrics.reconnects.labels("listen").inc()
-                logs.emit(
-                    logs.WORKER_RECONNECTING,
-                    logging.WARNING,
-                    what="listen",
-                    worker=self.id,
-                    error=logs.short_error(exc),
-                )
-                await backoff.wait()
+                await failures.failed_wait(exc)
                 continue
-            if failing:  # re-subscribed: whatever was sent meanwhile is unknown, so look now
-                failing = False
-                backoff.reset()
-                logs.emit(logs.WORKER_RECONNECTED, what="listen", worker=self.id)
+            if failures.failing:  # re-subscribed: what was sent meanwhile is unknown, so look now
+                failures.landed()
                 woke = True
             if woke:
                 self._woken.set()

@@ -27,7 +27,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.clock import Clock
 from engine.drivers.base import Driver
@@ -35,13 +35,12 @@ from engine.errors import X_INVALID_ARGUMENT, X_PERMISSION_DENIED, JobsError
 from engine.options import Options, config_or_default, finite_positive, seconds, seconds_rule
 from engine.runtime import logs
 from engine.runtime.execute import Execution
+from engine.runtime.failures import Failures
 from engine.runtime.metrics import Metrics
 from engine.runtime.worker import Worker, WorkerConfig, as_registry
 from engine.runtime.worker_config import check_leader_lease, check_reap_window
 from engine.services.buckets import Buckets
-
-if TYPE_CHECKING:  # the leader's findings, named in annotations only
-    from engine.records import IndexSize, TableRows
+from engine.services.upkeep import bloated, grown
 
 LEADER = "maintenance"
 REINDEX_MIN_BYTES = 16 * 1024 * 1024
@@ -173,16 +172,6 @@ class MaintenanceConfig(Options):
             )
 
 
-def bloated(table: TableRows, *, threshold: int, scale: float) -> bool:
-    """A table to vacuum: more dead row versions than ``threshold`` + ``scale`` x its live rows."""
-    return table.dead > threshold + scale * table.live
-
-
-def grown(size: IndexSize, *, growth: float, min_bytes: int) -> bool:
-    """An index to rebuild: past ``min_bytes`` and past ``growth`` times its baseline."""
-    return size.bytes > max(min_bytes, growth * size.baseline)
-
-
 @dataclass(frozen=True)
 class MaintenanceResult:
     leader: bool
@@ -197,8 +186,17 @@ class MaintenanceResult:
 
 
 class Maintenance:
-    def __init__(self, driver: Driver, clock: Clock, *, holder: str, config: MaintenanceConfig | None = None) -> None:
+    def __init__(
+        self,
+        driver: Driver,
+        clock: Clock,
+        *,
+        holder: str,
+        config: MaintenanceConfig | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
         self.driver, self.clock, self.holder = driver, clock, holder
+        self.failures = Failures("maintenance", holder, metrics)
         self.config = config_or_default(MaintenanceConfig, config)
         self.term: int | None = None
         self.reindex_due: datetime | None = None  # this leader's next index check; None: at once
@@ -350,12 +348,11 @@ class Maintenance:
         while True:
             try:
                 await self.run_once()
+                self.failures.landed()
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # a database blip: the next pass tries again
-                logs.emit(
-                    logs.MAINTENANCE_FAILED, logging.WARNING, holder=self.holder, error=f"{type(exc).__name__}: {exc}"
-                )
+            except Exception as exc:  # said as what it is (engine/runtime/failures.py); the next pass tries again
+                self.failures.failed(exc)
             await self.clock.sleep(self.config.interval)
 
     async def step_down(self) -> None:
@@ -427,7 +424,7 @@ def maintained_worker(
         engine=engine,
     )
     if maintenance:
-        m = Maintenance(driver, clock, holder=w.id, config=maintenance_config)
+        m = Maintenance(driver, clock, holder=w.id, config=maintenance_config, metrics=w.metrics)
         w.add_service(m.run, on_drain=m.step_down)
         w.maintenance = m
     if relay:

@@ -37,6 +37,7 @@ from engine.newjobs import CHUNK
 from engine.options import Options, config_or_default, seconds, seconds_rule
 from engine.retry import error_text
 from engine.runtime import logs
+from engine.runtime.failures import Failures
 from engine.runtime.health import RelayHealth
 from engine.runtime.metrics import Metrics
 from engine.runtime.worker_config import MIN_LEASE_SECONDS
@@ -160,6 +161,9 @@ class Relay:
         # is publishing.
         self._passing = asyncio.Lock()
         self.published_total = 0  # outbox rows this relay's passes have retired, counted as each pass ends
+        # A pass that fails is said as what it is (engine/runtime/failures.py); one refused for
+        # another reason than a lost connection makes its own probes (``health``) not ready.
+        self.failures = Failures("relay", self.id, metrics, health)
 
     # --- one pass ------------------------------------------------------------------------------
 
@@ -303,14 +307,16 @@ class Relay:
 
     async def _pass(self) -> RelayResult | None:
         try:
-            return await self.run_once()
+            res = await self.run_once()
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # a database blip: the next pass tries again
-            logs.emit(logs.OUTBOX_TICK_FAILED, logging.WARNING, relay=self.id, error=_describe(exc))
+        except Exception as exc:  # the next pass tries again
+            self.failures.failed(exc)
             if self.health is not None:
                 self.health.beat_failed(exc)
             return None
+        self.failures.landed()
+        return res
 
     async def run(self) -> None:
         """Pass after pass until ``stop()``: at once after a full batch, else after a wake-up."""

@@ -32,6 +32,7 @@ from engine.errors import X_INVALID_ARGUMENT, JobsError
 from engine.ids import IdFactory
 from engine.options import Options, config_or_default, seconds, seconds_rule
 from engine.runtime import logs
+from engine.runtime.failures import Failures
 from engine.runtime.health import SchedulerHealth
 from engine.runtime.metrics import Metrics
 from engine.runtime.worker_config import check_leader_lease
@@ -140,6 +141,9 @@ class Scheduler:
         self._seen: datetime | None = None  # when this process last stamped its tasks seen
         self._crons: dict[tuple[str, str], Cron] = {}
         self.last: SchedulerResult | None = None
+        # A tick that fails is said as what it is (engine/runtime/failures.py); one refused for
+        # another reason than a lost connection makes its own probes (``health``) not ready.
+        self.failures = Failures("scheduler", self.holder, metrics, health)
 
     def _cron(self, row: ScheduleRow) -> Cron:
         key = (row.cron, row.timezone)
@@ -270,13 +274,13 @@ class Scheduler:
                 await self.run_once()
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # a database blip: the next tick tries again
-                logs.emit(
-                    logs.SCHEDULE_FAILED, logging.WARNING, holder=self.holder, error=f"{type(exc).__name__}: {exc}"
-                )
+            except Exception as exc:  # the next tick tries again
+                self.failures.failed(exc)
                 self.last = None
                 if self.health is not None:
                     self.health.beat_failed(exc)
+            else:
+                self.failures.landed()
             await self.clock.sleep(self.next_wait())
 
     async def step_down(self) -> None:

@@ -1,7 +1,7 @@
 """A claim that fails for another reason than a lost connection (a statement the database refuses,
-a bug in the claim path) is said as what it is: `jobs.worker.claim-failed` with its code, counted
-in jobs_worker_claim_errors_total{code}, the worker not ready until a claim lands; retried with
-the same capped backoff. A lost connection keeps `jobs.worker.reconnecting`."""
+a bug in the claim path) is said as what it is: `jobs.worker.error` (what: claim) with its code,
+counted in jobs_worker_errors_total{what,code}, the worker not ready until a claim lands; retried
+with the same capped backoff. A lost connection keeps `jobs.worker.reconnecting`."""
 
 from __future__ import annotations
 
@@ -85,18 +85,18 @@ async def test_a_claim_error_that_is_not_a_lost_connection_is_logged_counted_and
     async with running(mem, clock, fast) as (w, seen):
         await claims.failed_all.wait()
         ok, why = w.health.ready()
-        assert not ok and why.startswith(f"its claims fail, retried with backoff ({code}: ")
-        failed = [f for e, f in _events(caplog) if e == "jobs.worker.claim-failed"]
-        assert [(f["code"], f["failures"]) for f in failed] == [(code, 1), (code, 2)]
+        assert not ok and why.startswith(f"its claims fail, retried ({code}: ")
+        failed = [f for e, f in _events(caplog) if e == "jobs.worker.error"]
+        assert [(f["what"], f["code"], f["failures"]) for f in failed] == [("claim", code, 1), ("claim", code, 2)]
         assert failed[0]["error"] in str(error) and failed[0].get("fix") == getattr(error, "fix", None)
-        assert w.metrics.registry.get_sample_value("jobs_worker_claim_errors_total", {"code": code}) == 2
+        assert w.metrics.registry.get_sample_value("jobs_worker_errors_total", {"what": "claim", "code": code}) == 2
         assert w.metrics.registry.get_sample_value("jobs_worker_reconnects_total", {"what": "claim"}) is None
         assert _reconnecting_claims(caplog) == 0
         claims.resume.set()  # the cause is gone (a GRANT, a migration): the next claim lands
         r = await eng.aenqueue(fast, {"n": 1})
         assert (await next_of(seen)).job_id == r.id
         assert w.health.ready() == (True, "registered and heartbeating")
-        assert ("jobs.worker.claim-recovered", {"worker": w.id, "failures": 2}) in _events(caplog)
+        assert ("jobs.worker.recovered", {"what": "claim", "worker": w.id, "failures": 2}) in _events(caplog)
 
 
 async def test_a_lost_connection_under_a_claim_still_reconnects_and_leaves_readiness_to_the_heartbeats(
@@ -109,7 +109,7 @@ async def test_a_lost_connection_under_a_claim_still_reconnects_and_leaves_readi
         await claims.failed_all.wait()
         assert w.health.ready()[0]
         events = [e for e, _ in _events(caplog)]
-        assert "jobs.worker.reconnecting" in events and "jobs.worker.claim-failed" not in events
+        assert "jobs.worker.reconnecting" in events and "jobs.worker.error" not in events
         assert w.metrics.registry.get_sample_value("jobs_worker_reconnects_total", {"what": "claim"}) == 1
         claims.resume.set()
     assert ("jobs.worker.reconnected", {"what": "claim", "worker": w.id}) in _events(caplog)
@@ -127,21 +127,23 @@ async def test_a_claim_the_schema_cannot_answer_on_postgres_is_a_claim_failure_u
         async with w:
             with psycopg.connect(pg_dsn, autocommit=True) as conn:  # the schema behind what the claim reads
                 conn.execute("alter table jobs.queue rename column paused to paused_gone")
-                failed = Logged("jobs.worker.claim-failed")
+                failed = Logged("jobs.worker.error")
                 try:
                     await failed.seen.wait()
                 finally:
                     logging.getLogger("jobs").removeHandler(failed)
                 ok, why = w.health.ready()
                 assert not ok and "UndefinedColumn" in why and "paused" in why
-                fields = next(f for e, f in _events(caplog) if e == "jobs.worker.claim-failed")
-                assert (fields["code"], fields["sqlstate"]) == ("UndefinedColumn", "42703")
+                fields = next(f for e, f in _events(caplog) if e == "jobs.worker.error")
+                assert (fields["what"], fields["code"], fields["sqlstate"]) == ("claim", "UndefinedColumn", "42703")
                 assert _reconnecting_claims(caplog) == 0
                 conn.execute("alter table jobs.queue rename column paused_gone to paused")
             r = await eng.aenqueue(fast, {"n": 7})
             assert (await asyncio.wait_for(seen.get(), timeout=30)).job_id == r.id  # a safety net
             assert w.health.ready()[0]
-            errors = w.metrics.registry.get_sample_value("jobs_worker_claim_errors_total", {"code": "UndefinedColumn"})
+            errors = w.metrics.registry.get_sample_value(
+                "jobs_worker_errors_total", {"what": "claim", "code": "UndefinedColumn"}
+            )
             assert errors is not None and errors >= 1
     finally:
         await d.close()
