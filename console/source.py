@@ -346,13 +346,18 @@ class Source:
         return await self._backfill_control(environment).retry(name, note=note)  # type: ignore[no-any-return]
 
     def _backfill_control(self, environment: str) -> Any:
-        from engine.backfills import BackfillControl
+        from engine.backfills import BackfillControl, Catalog
 
         control = self._backfill_controls.get(environment)
         if control is None:
-            catalog = self._catalog if self._catalog is not None else _no_backfills()  # X_BACKFILL_UNKNOWN
+            catalog = self._catalog if self._catalog is not None else Catalog([])  # X_BACKFILL_UNKNOWN
             control = BackfillControl(
-                self.engine, catalog, actor=self.actor, read_only=self.read_only, environment=environment
+                self.engine,
+                catalog,
+                actor=self.actor,
+                read_only=self.read_only,
+                environment=environment,
+                note_fix=NOTE_FIX,
             )
             self._backfill_controls[environment] = control
         return control
@@ -385,12 +390,6 @@ def _schedules(engine: Engine, actor: str, read_only: bool) -> Any:
 def _environments(d: Any, own: str) -> list[str]:
     """The environments a backfill is shown in: this console's first, then each it declares."""
     return list(dict.fromkeys([own, *d.environments]))
-
-
-def _no_backfills() -> Any:
-    from engine.backfills import Catalog
-
-    return Catalog([])
 
 
 def naming_given_dsn(err: JobsError, dsn: str) -> JobsError:

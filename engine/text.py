@@ -40,6 +40,14 @@ def check_text(value: Any, *, what: str, fix: str, code: str = X_INVALID_ARGUMEN
             raise JobsError(code, cause=f"{what} {shown} holds {why}, which PostgreSQL cannot store", fix=fix)
 
 
+def check_note(note: Any, *, what: str, fix: str) -> None:
+    """Refuse an action's note that is not a str (or None) or that PostgreSQL cannot store, before
+    the action changes anything; ``fix`` says how its caller gives a note."""
+    if note is not None and not isinstance(note, str):
+        raise JobsError(X_INVALID_ARGUMENT, cause=f"the {what} note={note!r} is not a str or None", fix=fix)
+    check_text(note, what=f"the {what} note", fix=fix)
+
+
 def check_texts(value: Any, *, what: str, fix: str, code: str = X_INVALID_ARGUMENT) -> None:
     """``check_text`` on every str in a JSON-like value (dict keys included)."""
     if isinstance(value, str):

@@ -12,7 +12,7 @@ from engine.errors import X_INVALID_ARGUMENT, X_READ_ONLY, JobsError
 from engine.ids import IdFactory
 from engine.introspect.base import EngineView
 from engine.options import timeout_rule, timeout_seconds
-from engine.text import check_text
+from engine.text import check_note, check_text
 
 DEFAULT_BATCH = 500
 DEFAULT_PLAN_BUDGET = 5.0  # seconds a bulk action's dry run (or a short id's lookup) may take
@@ -71,13 +71,7 @@ class OperatorBase(EngineView):
         PostgreSQL cannot store, and a flag that is not a bool. Every action hands its note and its
         flags (``children=``, ``create=``) here first, so each is refused before anything changes."""
         check_flags(**flags)
-        if note is not None and not isinstance(note, str):
-            raise JobsError(
-                X_INVALID_ARGUMENT,
-                cause=f"the {what} note={note!r} is not a str or None",
-                fix=self._note_fix,
-            )
-        check_text(note, what=f"the {what} note", fix=self._note_fix)
+        check_note(note, what=what, fix=self._note_fix)
         if self.read_only:
             raise JobsError(
                 X_READ_ONLY, cause=f"{what} was refused: this operator is read-only", fix=self._read_only_fix

@@ -41,7 +41,7 @@ from engine.introspect.base import EngineView
 from engine.newjobs import Opened
 from engine.projections import ActionResult
 from engine.records import BackfillRun, LivePass
-from engine.text import storable
+from engine.text import check_note, storable
 from engine.types import JobState
 
 HISTORY = 50
@@ -94,6 +94,7 @@ class BackfillControl(EngineView):
         read_only: bool = False,
         environment: str | None = None,
         clock: Any = None,
+        note_fix: str = "note='INC-7: rerun after the fix'",
     ) -> None:
         super().__init__(engine, clock=clock)
         self.engine = engine
@@ -101,8 +102,11 @@ class BackfillControl(EngineView):
         self.environment = resolve_environment(environment or getattr(engine, "environment", None))
         self.actor = actor.strip() if isinstance(actor, str) and actor.strip() else None
         self.read_only = read_only
+        self._note_fix = note_fix  # how the caller gives a note: a keyword here, a field in the console
 
-    def _writable(self, what: str) -> str:
+    def _writable(self, what: str, note: str | None = None) -> str:
+        """The actor of an action, once its note is one PostgreSQL stores and this control may write."""
+        check_note(note, what=what, fix=self._note_fix)
         if self.read_only:
             raise JobsError(
                 X_READ_ONLY,
@@ -370,7 +374,7 @@ class BackfillControl(EngineView):
 
     async def cancel(self, name: str, *, note: str | None = None) -> ActionResult:
         """Cancel the live pass of ``name``: its rate wait and its next batch see it; the ledger says cancelled."""
-        actor = self._writable("cancelling a backfill pass")
+        actor = self._writable("cancelling a backfill pass", note)
         d = self.catalog.get(name)
         live = await self._live([d.backfill])
         run = await self._latest(name)
@@ -397,7 +401,7 @@ class BackfillControl(EngineView):
 
     async def retry(self, name: str, *, note: str | None = None) -> ActionResult:
         """Resume the latest failed or cancelled pass of ``name`` from the batch it stopped on."""
-        actor = self._writable("retrying a backfill pass")
+        actor = self._writable("retrying a backfill pass", note)
         run = await self._latest(name)
         if run.status not in ("failed", "cancelled", "stalled", "running", "queued"):
             raise JobsError(

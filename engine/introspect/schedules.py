@@ -19,7 +19,7 @@ from engine.introspect.base import EngineView
 from engine.runtime import logs
 from engine.schedule import Cron, SchedulePause, SchedulerLeader, ScheduleRow, instant_text, trigger_key
 from engine.services.scheduler import LEADER
-from engine.text import check_text
+from engine.text import check_note
 
 
 @dataclass(frozen=True)
@@ -149,11 +149,7 @@ class Schedules(EngineView):
     def _writable(self, what: str, note: str | None) -> str:
         """Refuse an action in read-only mode, with no actor, or with a note that is not a str (or
         None) or that PostgreSQL cannot store: each before anything is written."""
-        if note is not None and not isinstance(note, str):
-            raise JobsError(
-                X_INVALID_ARGUMENT, cause=f"the {what} note={note!r} is not a str or None", fix=self._note_fix
-            )
-        check_text(note, what=f"the {what} note", fix=self._note_fix)
+        check_note(note, what=what, fix=self._note_fix)
         if self.read_only:
             raise JobsError(
                 X_READ_ONLY,

@@ -372,3 +372,28 @@ async def test_a_refused_note_says_the_fix_as_the_console_applies_it_not_a_pytho
         assert toast.message.endswith(f"\nfix: {NOTE_FIX}"), toast.message
         assert "note=" not in toast.message  # the keyword a Python caller types
         assert app.activity[-1].fix == NOTE_FIX and "note field" in NOTE_FIX  # the session's log says it too
+
+
+async def test_a_refused_backfill_note_says_the_consoles_fix_in_its_result_before_the_pass_changes() -> None:
+    from textual import events
+    from textual.widgets import Input
+
+    from console.screens.confirm import ResultScreen
+    from console.source import NOTE_FIX
+
+    app = console()
+    async with app.run_test(size=SMALL) as pilot:
+        await keys(pilot, "7", "down", "down", "c")  # the running pass of accounts_plan_tier
+        assert isinstance(app.screen, ConfirmScreen)
+        note = app.screen.query_one("#confirm-note", Input)
+        note.post_message(events.Paste("INC-7\x00 rerun"))
+        await settle(pilot)
+        await keys(pilot, "y")
+        assert isinstance(app.screen, ResultScreen) and app.screen.failed
+        shown = str(app.screen.body)
+        assert "holds a NUL character" in shown and shown.endswith(f"fix: {NOTE_FIX}"), shown
+        assert "note=" not in shown
+        await keys(pilot, "escape")
+        board = await app.source.backfills()
+        (view,) = [v for v in board.rows if (v.name, v.environment) == ("accounts_plan_tier", board.environment)]
+        assert view.status == "running"  # refused before the pass was cancelled

@@ -145,7 +145,7 @@ async def test_i22_each_gate_fires_with_its_code_and_leaves_the_ledger_as_it_was
     assert "0003_not_yet" in err.cause
     first = await ctl.start("accounts_email_lower", write=True)  # queued: no worker yet
     err = await refused("X_BACKFILL_RUNNING", ctl.start("accounts_email_lower", write=True))
-    assert first.job_id in err.cause and err.fix == f"jobsctl show {first.job_id}"
+    assert first.job_id not in err.cause and err.fix == f"jobsctl show {first.job_id}"  # the id, said once
     seen = Finished()
     async with _worker(pg_dsn, seen):
         assert await seen.until(first.job_id, "completed", "dead") == "completed"
