@@ -74,7 +74,7 @@ class MemoryTransaction:
 class _MemoryTarget:
     def __init__(self, tx: MemoryTransaction) -> None:
         self._tx = tx
-        self.in_transaction: bool = tx.open
+        self.in_transaction = True  # an ended one refuses the stage (_add), as nothing would commit it
         self.is_async: bool | None = None  # stage() and astage() alike
 
     def stage(self, *, jobs: Sequence[NewJob], now: datetime) -> None:
