@@ -55,6 +55,11 @@ class JobFilter:
     until: datetime | None = None
     stop_reason: StopReason | Null | None = None
 
+    def reads_what_changes(self) -> bool:
+        """Whether this filter reads a field a live job changes (its state, its error code, its
+        stop reason): a job that matches now may not have matched a moment ago."""
+        return self.state is not None or self.error_code is not None or self.stop_reason is not None
+
     def __post_init__(self) -> None:
         # Each field's kind, refused here rather than failing (or matching nothing) deep in a driver.
         for key in ("queue", "name", "tenant", "error_code", "search"):

@@ -174,14 +174,17 @@ select (select count(*) from batch)::int as scanned,
 
 -- name: job_bulk_cancel :one
 -- One batch of a bulk cancel: the next %(limit)s matching live rows below %(before)s, newest
--- first, created by %(upto)s (its dry run's instant) when given (a running one's worker sees the
--- cancel at its next lease renewal).
+-- first, created by %(upto)s (its dry run's instant) when given, and unchanged since
+-- %(unchanged_since)s when given (the same instant, for a filter on a field a live row changes:
+-- a row claimed, retried or parked since may match now without having been counted; a lease
+-- renewal changes no updated_at). A running one's worker sees the cancel at its next renewal.
 with batch as (
     select id, state
     from jobs.job
     where state in ('ready','delayed','running','suspended','parked')
       and (%(before)s::uuid is null or id < %(before)s::uuid)
       and (%(upto)s::timestamptz is null or created_at <= %(upto)s::timestamptz)
+      and (%(unchanged_since)s::timestamptz is null or updated_at <= %(unchanged_since)s::timestamptz)
       -- include: job_filter
     order by id desc
     limit %(limit)s

@@ -32,13 +32,15 @@ def _eligible(row: JobRow, action: BulkAction) -> bool:
     return row.state in LIVE if action == "cancel" else row.state is JobState.DEAD
 
 
-def _read_by(row: JobRow, action: BulkAction, upto: datetime | None) -> bool:
+def _read_by(row: JobRow, action: BulkAction, upto: datetime | None, where: JobFilter) -> bool:
     """Whether a dry run at ``upto`` could have counted ``row``: created by then (a cancel's live
-    row), settled by then (a retry's or a discard's dead one)."""
+    row; unchanged since, too, when ``where`` reads a field a live row changes), settled by then
+    (a retry's or a discard's dead one)."""
     if upto is None:
         return True
-    at = row.created_at if action == "cancel" else row.finished_at
-    return at is not None and at <= upto
+    if action != "cancel":
+        return row.finished_at is not None and row.finished_at <= upto
+    return row.created_at <= upto and (not where.reads_what_changes() or row.updated_at <= upto)
 
 
 def _discarded(row: JobRow, data: dict[str, object]) -> dict[str, object]:
@@ -163,7 +165,7 @@ class MemoryActions(MemoryBase):
                     for r in self.state.jobs.values()
                     if (before is None or r.id < before)
                     and _eligible(r, action)
-                    and _read_by(r, action, upto)
+                    and _read_by(r, action, upto, where)
                     and matches(r, where)
                 ),
                 key=lambda r: r.id,

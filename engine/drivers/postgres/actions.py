@@ -120,6 +120,7 @@ class PostgresActions(PostgresBase):
             "limit": limit,
             "before": before,
             "upto": upto,
+            "unchanged_since": upto if where.reads_what_changes() else None,  # read by the cancel's batch
         }
         query = _BULK[action]
         for attempt in range(_RACE_RETRIES):
