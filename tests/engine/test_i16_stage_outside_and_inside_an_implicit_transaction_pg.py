@@ -16,18 +16,12 @@ from engine.api import Engine
 from engine.drivers.postgres import PostgresDriver
 from engine.errors import JobsError
 from engine.jobs import job
+from tests.engine.test_outbox_pg import _count
 
 
 @job(name="i16_confirm", queue="orders", idempotency_key=lambda inp: f"order:{inp['order']}")
 async def i16_confirm(ctx: Any, inp: Any) -> None:
     return None
-
-
-def _count(dsn: str, sql: str, *args: Any) -> Any:
-    with psycopg.connect(dsn) as conn:
-        row = conn.execute(sql, args).fetchone()  # type: ignore[arg-type]
-        assert row is not None
-        return row[0]
 
 
 def test_i16_a_stage_as_the_first_statement_of_a_plain_connection_joins_its_transaction(pg_dsn: str) -> None:
