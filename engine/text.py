@@ -40,11 +40,21 @@ def check_text(value: Any, *, what: str, fix: str, code: str = X_INVALID_ARGUMEN
             raise JobsError(code, cause=f"{what} {shown} holds {why}, which PostgreSQL cannot store", fix=fix)
 
 
+NOTE_MAX = 500  # characters an action's note keeps in the audit trail
+
+
 def check_note(note: Any, *, what: str, fix: str) -> None:
-    """Refuse an action's note that is not a str (or None) or that PostgreSQL cannot store, before
-    the action changes anything; ``fix`` says how its caller gives a note."""
+    """Refuse an action's note that is not a str (or None), longer than NOTE_MAX characters, or
+    that PostgreSQL cannot store, before the action changes anything; ``fix`` says how its caller
+    gives a note."""
     if note is not None and not isinstance(note, str):
         raise JobsError(X_INVALID_ARGUMENT, cause=f"the {what} note={note!r} is not a str or None", fix=fix)
+    if note is not None and len(note) > NOTE_MAX:
+        raise JobsError(
+            X_INVALID_ARGUMENT,
+            cause=f"the {what} note is {len(note)} characters; the audit trail keeps a note of at most {NOTE_MAX}",
+            fix=fix,
+        )
     check_text(note, what=f"the {what} note", fix=fix)
 
 

@@ -28,6 +28,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Static
 
 from console.format import clean
 from console.screens.modal import AnswerOnce
+from engine.text import NOTE_MAX
 
 # Said when the operator leaves a confirmation unanswered. Not "Cancelled": after "Cancel job …?"
 # that word reads as the cancel having happened.
@@ -103,7 +104,7 @@ class ConfirmScreen(AnswerOnce, ModalScreen[Confirmed | None]):
                 yield Input(
                     placeholder="incident note for the audit trail (optional)",
                     id="confirm-note",
-                    max_length=500,
+                    max_length=NOTE_MAX,  # what the engine keeps: a longer note is refused
                     compact=True,
                 )
             with Horizontal(id="confirm-buttons"):
