@@ -36,6 +36,23 @@ class HistoryEntry:
 
 
 @dataclass(frozen=True)
+class AuditEntry:
+    """One row of the audit log (engine/audit.py): an operator action that changed something,
+    written in the transaction of its change. ``target`` is what it acted on (a queue, a worker id,
+    a job id, a task, a backfill, a bulk run's filter); ``tenant`` the tenant it acted within
+    (None: the whole fleet); ``id`` is given by the database (None until written)."""
+
+    at: datetime
+    actor: str | None
+    action: str
+    target: str
+    tenant: str | None = None
+    note: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+    id: int | None = None
+
+
+@dataclass(frozen=True)
 class AttemptRecord:
     """One settled claim of a job: who ran it, when, and how it ended."""
 

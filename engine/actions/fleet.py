@@ -50,16 +50,16 @@ class FleetActions(OperatorBase):
                 )
         return await self.driver.queue_pause(queue=name, paused=True, actor=self.actor, note=note, now=self.clock.now())
 
-    async def resume(self, queue: str) -> QueuePause:
+    async def resume(self, queue: str, *, note: str | None = None) -> QueuePause:
         """Resume a paused queue: its pause row goes, so a queue paused by mistake (a typo
-        paused with --create) leaves nothing behind; with it nothing would keep a note, so a
-        resume takes none. Resuming a queue not paused is a no-op."""
-        self._writable("resume")
+        paused with --create) leaves nothing behind there; the audit log keeps the resume, its
+        actor and its note. Resuming a queue not paused is a no-op, and adds no entry."""
+        self._writable("resume", note)
         self._fleet("resuming a queue")
         name = _queue_name(queue, "resume")
         await self._open()
         return await self.driver.queue_pause(
-            queue=name, paused=False, actor=self.actor, note=None, now=self.clock.now()
+            queue=name, paused=False, actor=self.actor, note=note, now=self.clock.now()
         )
 
     async def send_event(self, name: str, payload: Any = None, *, tenant: str | None = None) -> SentEvent:

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from engine.drivers.base_audit import AuditArea
 from engine.drivers.base_backfills import BackfillsArea
 from engine.drivers.base_introspect import IntrospectArea
 from engine.drivers.base_maintenance import MaintenanceArea
@@ -372,6 +373,7 @@ class Driver(
     BackfillsArea,
     OutboxArea,
     SchedulesArea,
+    AuditArea,
     Protocol,
 ):
     """Storage for jobs: every area's members. Every time-comparing call takes ``now`` from the
@@ -390,4 +392,5 @@ AREAS: dict[str, type] = {
     "backfills": BackfillsArea,
     "outbox": OutboxArea,
     "schedules": SchedulesArea,
+    "audit": AuditArea,
 }

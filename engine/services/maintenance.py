@@ -10,6 +10,7 @@
   view's sparkline (which then reads rolled minutes rather than an hour of rows every refresh);
 - the reaper deletes the registration rows of workers whose heartbeat stopped;
 - the outbox pruner deletes published outbox rows past their retention (the audit trail);
+- the audit log's entries past `audit_retention` (a year by default) are deleted, a batch a pass;
 - index upkeep rebuilds a GIN index over `input` grown past its size after its last rebuild:
   a GIN keeps a key for every value it ever indexed (vacuum empties a key, never removes it),
   so inputs holding unique values grow it for ever while the pruner keeps the rows bounded;
@@ -25,10 +26,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from engine.audit import RETENTION as AUDIT_RETENTION
 from engine.clock import Clock
 from engine.drivers.base import Driver
 from engine.errors import X_INVALID_ARGUMENT, X_PERMISSION_DENIED, JobsError
@@ -40,7 +42,7 @@ from engine.runtime.metrics import Metrics
 from engine.runtime.worker import Worker, WorkerConfig, as_registry
 from engine.runtime.worker_config import check_leader_lease, check_reap_window
 from engine.services.buckets import Buckets
-from engine.services.upkeep import bloated, grown
+from engine.services.upkeep import MaintenanceResult, bloated, grown
 
 LEADER = "maintenance"
 REINDEX_MIN_BYTES = 16 * 1024 * 1024
@@ -66,6 +68,7 @@ class MaintenanceConfig(Options):
     # queues view counts the rows of the minutes not rolled yet: at most settle + 60 s of them.
     throughput_settle: float = 30.0
     outbox_retention: float = 7 * 86400.0  # published outbox rows: the audit trail, then pruned
+    audit_retention: float = AUDIT_RETENTION  # the audit log's entries (engine/audit.py)
     # Index upkeep: every reindex_interval seconds (None: never) the leader rebuilds a GIN index of
     # the jobs tables grown past max(reindex_min_bytes, reindex_growth x its size after its last
     # rebuild), with REINDEX INDEX CONCURRENTLY (the role must own the schema).
@@ -90,6 +93,7 @@ class MaintenanceConfig(Options):
             "worker_reap_after",
             "throughput_settle",
             "outbox_retention",
+            "audit_retention",
         ):
             value = getattr(self, name)
             if not seconds(value):
@@ -172,19 +176,6 @@ class MaintenanceConfig(Options):
             )
 
 
-@dataclass(frozen=True)
-class MaintenanceResult:
-    leader: bool
-    term: int | None = None
-    rescued: tuple[str, ...] = ()
-    pruned: int = 0
-    reaped: tuple[str, ...] = field(default=())
-    rolled: int = 0  # (queue, minute) rows of completions rolled up
-    outbox_pruned: int = 0  # published outbox rows past outbox_retention
-    reindexed: tuple[str, ...] = ()  # the indexes rebuilt (schema.name)
-    vacuumed: tuple[str, ...] = ()  # the tables vacuumed (schema.name)
-
-
 class Maintenance:
     def __init__(
         self,
@@ -254,10 +245,21 @@ class Maintenance:
             before=now - timedelta(seconds=cfg.outbox_retention),
             limit=cfg.prune_batch,
         )
+        cut = now - timedelta(seconds=cfg.audit_retention)
+        audit_pruned = await self.driver.audit_prune(cutoff=cut, limit=cfg.prune_batch)
         reindexed = await self._index_upkeep(term, now)
         vacuumed = await self._table_upkeep(term, now)
         return MaintenanceResult(
-            True, term, tuple(j for j, _ in rescued), pruned, tuple(reaped), rolled, outbox_pruned, reindexed, vacuumed
+            True,
+            term,
+            tuple(j for j, _ in rescued),
+            pruned,
+            tuple(reaped),
+            rolled,
+            outbox_pruned,
+            reindexed,
+            vacuumed,
+            audit_pruned,
         )
 
     async def _table_upkeep(self, term: int, now: datetime) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ order of the bases here means nothing.
 from __future__ import annotations
 
 from engine.drivers.memory.actions import MemoryActions
+from engine.drivers.memory.audit import MemoryAudit
 from engine.drivers.memory.backfills import MemoryBackfills
 from engine.drivers.memory.introspect import MemoryIntrospect
 from engine.drivers.memory.jobs import MemoryJobs
@@ -31,6 +32,7 @@ class MemoryDriver(
     MemoryBackfills,
     MemoryOutbox,
     MemorySchedules,
+    MemoryAudit,
 ):
     kind = "memory"
 

@@ -24,7 +24,7 @@ from engine.projections import (
     JobSummary,
     QueuePause,
 )
-from engine.records import HistoryEntry
+from engine.records import AuditEntry, HistoryEntry
 from engine.types import JobRow, JobState, waited_out
 
 
@@ -100,11 +100,13 @@ class MemoryActions(MemoryBase):
                 if cur is not None:
                     return QueuePause(queue, True, cur.by, cur.at, cur.note, changed=False)
                 self.state.paused[queue] = Pause(actor, now, note)
+                self.state.add_audit(AuditEntry(now, actor, "queue.pause", queue, note=note))
                 return QueuePause(queue, True, actor, now, note)
             self.state.queues.discard(queue)  # as queue_pause_set: a resume deletes the row
             if cur is None:
                 return QueuePause(queue, False, changed=False)
             del self.state.paused[queue]
+            self.state.add_audit(AuditEntry(now, actor, "queue.resume", queue, note=note))
         self._wake([queue])  # the statement's pg_notify: a resumed queue's ready jobs wake its workers
         return QueuePause(queue, False, actor, now, note)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from engine.drivers.dedupe import DedupeKey, dedupe_key
 from engine.outbox_types import OutboxRow, RelayRecord
-from engine.records import AttemptRecord, BackfillRun, EventRecord, HistoryEntry, WorkerRecord
+from engine.records import AttemptRecord, AuditEntry, BackfillRun, EventRecord, HistoryEntry, WorkerRecord
 from engine.series import percentile_disc
 from engine.types import LIVE_STATES, Claim, GaugeCount, JobRow, JobState, StoredStep
 
@@ -185,6 +185,8 @@ class MemoryState:
     schedule_ticks: dict[str, dict[str, Any]] = field(default_factory=dict)  # jobs.schedule_leader by name
     drain_notes: dict[str, str | None] = field(default_factory=dict)  # jobs.worker's drain note by worker id
     backfills: dict[str, BackfillRun] = field(default_factory=dict)  # jobs.backfill by run id
+    audit: list[AuditEntry] = field(default_factory=list)  # jobs.audit_log, oldest first
+    audit_written: int = 0  # the identity's last value: ids go on after a prune
 
     def leads(self, leader: str, holder: str, term: int, now: datetime) -> bool:
         """Whether ``holder`` still holds ``leader``'s lease at ``term`` (every leader write's fence)."""
@@ -217,6 +219,11 @@ class MemoryState:
 
     def add_history(self, entry: HistoryEntry) -> None:
         self.history.setdefault(entry.job_id, []).append(entry)
+
+    def add_audit(self, entry: AuditEntry) -> None:
+        """Append ``entry`` under the next id (jobs.audit_log's identity), with the change it records."""
+        self.audit_written += 1
+        self.audit.append(replace(entry, id=self.audit_written))
 
     def record_attempt(self, rec: AttemptRecord) -> None:
         """Record a settled claim; one that resumed a suspended run continues its attempt (as

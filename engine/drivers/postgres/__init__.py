@@ -10,6 +10,7 @@ import asyncio
 from typing import Any
 
 from engine.drivers.postgres.actions import PostgresActions
+from engine.drivers.postgres.audit import PostgresAudit
 from engine.drivers.postgres.backfills import PostgresBackfills
 from engine.drivers.postgres.base import PostgresBase
 from engine.drivers.postgres.dsn import check_dsn, safe_dsn
@@ -71,6 +72,7 @@ class PostgresDriver(
     PostgresBackfills,
     PostgresOutbox,
     PostgresSchedules,
+    PostgresAudit,
 ):
     kind = "postgres"
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from engine.drivers.jobfilter import id_range
-from engine.drivers.postgres.base import Conn, PostgresBase
+from engine.drivers.postgres.base import Conn, PostgresBase, Row
 from engine.drivers.postgres.introspect import filter_params, pause_row, summary_row
 from engine.drivers.sqlfiles import Q
 from engine.drivers.transient import rolled_back
@@ -147,9 +147,19 @@ class PostgresActions(PostgresBase):
         self, *, queue: str, paused: bool, actor: str | None, note: str | None, now: datetime
     ) -> QueuePause:
         from engine.projections import QueuePause
+        from engine.records import AuditEntry
 
         p = {"queue": queue, "paused": paused, "actor": actor, "note": note, "now": now}
-        r = await self._budgeted(None, "pause", lambda c: self._row(Q.queue_pause_set, p, conn=c))
+
+        async def pause(c: Conn) -> Row | None:
+            r = await self._row(Q.queue_pause_set, p, conn=c)
+            if r is not None and r["changed"]:
+                await self._audit(
+                    AuditEntry(now, actor, "queue.pause" if paused else "queue.resume", queue, note=note), c
+                )
+            return r
+
+        r = await self._budgeted(None, "pause", pause)
         if r is None:
             return QueuePause(queue, False, changed=False)
         return pause_row(queue, r, changed=bool(r["changed"]))

@@ -14,7 +14,7 @@ as the engine's ConnectionLost (engine/drivers/transient.py): the runtime knows 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg.rows import tuple_row
@@ -35,6 +35,9 @@ from engine.errors import (
     JobsError,
 )
 from engine.options import LONGEST_TIMEOUT_MS
+
+if TYPE_CHECKING:  # a worker never writes one
+    from engine.records import AuditEntry
 
 T = TypeVar("T")
 Conn = psycopg.AsyncConnection[Any]
@@ -252,6 +255,11 @@ class PostgresBase:
                     sent.append(cur)
             return [await _answer(cur, query.cardinality) for cur in sent]
 
+    async def _audit(self, entry: AuditEntry, conn: Conn) -> None:
+        """Write ``entry`` on ``conn``, in the transaction of the change it records (an action's
+        ``_budgeted`` block): the change and its audit row land together or not at all."""
+        await self._exec(Q.audit_add, audit_params(entry), conn=conn)
+
     async def _budgeted(self, budget_ms: int | None, what: str, fn: Callable[[Conn], Awaitable[T]]) -> T:
         """Run ``fn`` in one transaction whose every statement is cut off past ``budget_ms``
         (SET LOCAL statement_timeout via set_config); ``what`` names the command to rerun."""
@@ -268,3 +276,18 @@ class PostgresBase:
                     fix=f"jobsctl {what} --budget {min(LONGEST_TIMEOUT_MS, max(1000, int(ms) * 4)) / 1000:g}",
                     meta={"condition": SLOW},
                 ) from None
+
+
+def audit_params(entry: AuditEntry) -> dict[str, Any]:
+    """audit_add's parameters: the entry's fields, its detail as a JSON document."""
+    import orjson
+
+    return {
+        "at": entry.at,
+        "actor": entry.actor,
+        "action": entry.action,
+        "target": entry.target,
+        "tenant": entry.tenant,
+        "note": entry.note,
+        "detail": orjson.dumps(entry.detail).decode(),
+    }
