@@ -37,6 +37,8 @@ app = typer.Typer(
 # As `jobs` reads them (engine/cli/admin.py): one setting for every process behind the pooler.
 PREPARED_ENV = "JOBS_NO_PREPARED_STATEMENTS"
 PREPARED_HELP = "prepare no statement: for a DSN that goes through PgBouncer in transaction mode"
+READ_ONLY_ENV = "JOBS_READ_ONLY"  # one `export JOBS_READ_ONLY=1` makes jobsctl and the console read-only
+READ_ONLY_HELP = f"offer no mutating action (the engine refuses them too); default ${READ_ONLY_ENV} (1, true, yes, on)"
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,23 @@ def parse_refresh(text: str) -> float:
             fix="jobs-console --refresh 2s",
         )
     return seconds
+
+
+def env_read_only(value: str | None) -> bool:
+    """$JOBS_READ_ONLY as `jobsctl` reads it (engine/cli/read_only.py, which the console may not
+    import): on (1, true, yes, on), off (0, false, no, off, empty or unset), in any case; any
+    other word is refused rather than read as one or the other."""
+    if value is None:
+        return False
+    word = value.strip().lower()
+    if word in ("1", "true", "yes", "on", "0", "false", "no", "off", ""):
+        return word in ("1", "true", "yes", "on")
+    raise JobsError(
+        X_INVALID_ARGUMENT,
+        cause=f"{READ_ONLY_ENV}={value!r} is not a switch: on is 1, true, yes or on; off is 0, false, no, off "
+        "or empty (any case)",
+        fix=f"export {READ_ONLY_ENV}=1",
+    )
 
 
 def password_of(dsn: str) -> str | None:
@@ -182,7 +201,7 @@ def _version(value: bool) -> None:
 def main_command(
     ctx: typer.Context,
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP, show_default=False),
-    read_only: bool = typer.Option(False, "--read-only", help="offer no mutating action (the engine refuses them too)"),
+    read_only: bool = typer.Option(False, "--read-only", help=READ_ONLY_HELP),
     refresh: str = typer.Option(
         "2s", "--refresh", help="refresh interval: 2s, 500ms, 1m (adjustable live with + and -)"
     ),
@@ -214,7 +233,7 @@ def main_command(
     """Open the console on a jobs database (`--dsn` or $JOBS_DSN)."""
     try:
         opts = Options(
-            read_only=read_only,
+            read_only=env_read_only(os.environ.get(READ_ONLY_ENV)) or read_only,  # a bad word refused either way
             refresh=parse_refresh(refresh),
             queue=queue,
             name=name,

@@ -1,10 +1,12 @@
 """`jobs`: the operator CLI (typer). Each command group lives in its own module and registers
 itself on `app`; this file only wires them and turns a JobsError into code, cause and fix (and a
-usage error of an invocation given --json into the same JSON error)."""
+usage error of an invocation given --json into the same JSON error). The root guards every
+command with read-only mode (engine/cli/read_only.py)."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -21,6 +23,7 @@ from engine.cli.admin import (
     no_prepared_statements_option,
     set_connections,
 )
+from engine.cli.read_only import READ_ONLY_ENV, READ_ONLY_HELP, guard_all, reset_read_only, set_read_only
 from engine.errors import (
     X_DSN_INVALID,
     X_INVALID_ARGUMENT,
@@ -32,6 +35,7 @@ from engine.errors import (
 from engine.text import printable
 
 JSON_ASKED = "jobs.json"  # ctx.meta: the invocation's words hold --json (json_asked)
+WORDS = "jobs.words"  # ctx.meta: the words after the program's name, the root's --read-only left out
 
 
 def json_asked(args: Sequence[str]) -> bool:
@@ -63,7 +67,19 @@ class Root(typer.core.TyperGroup):
     """The root command. A usage error (an unknown option or command, a missing argument, a value
     its type refuses) of an invocation whose words hold --json is a JSON error like the command's
     other refusals; without --json it is click's text. Every subcommand's parse runs inside the
-    root's invoke, so both places below see them all."""
+    root's invoke, so both places below see them all. Every command's callback is guarded by
+    read-only mode (read_only.guard_all), which repeats the words it was given in its fix."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        guard_all(self)
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        words = list(args)  # the parser consumes ``args``
+        left = super().parse_args(ctx, args)
+        rest = [*getattr(ctx, "_protected_args", []), *left]  # the command's name and its words
+        ctx.meta[WORDS] = [w for w in words[: len(words) - len(rest)] if w != "--read-only"] + rest
+        return left
 
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
         asked = json_asked(args)
@@ -126,12 +142,20 @@ def _root(
         show_default=False,
     ),
     no_prepared_statements: bool = no_prepared_statements_option(),
+    read_only: bool = typer.Option(False, "--read-only", help=READ_ONLY_HELP),
     version: bool = typer.Option(
         False, "--version", help="print the version and exit", callback=_version, is_eager=True
     ),
 ) -> None:
     """Operate a jobs deployment: install the schema, run workers, inspect and act on queues."""
+    ctx.call_on_close(reset_read_only)
     try:
+        set_read_only(
+            read_only,
+            os.environ.get(READ_ONLY_ENV),
+            ctx.meta.get(WORDS, ()),
+            as_json=bool(ctx.meta.get(JSON_ASKED)),
+        )
         set_connections(
             connect_timeout,
             statement_timeout,

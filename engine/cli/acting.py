@@ -14,6 +14,9 @@ from typing import Any, NoReturn, TypeVar
 import typer
 
 from engine.cli.admin import CONNECTIONS
+from engine.cli.read_only import STATE as READ_ONLY
+from engine.cli.read_only import fix as read_only_fix
+from engine.cli.read_only import refused_after_dry_run
 from engine.cli.reads import console, emit
 from engine.errors import X_INVALID_ARGUMENT, JobsError
 
@@ -26,11 +29,12 @@ ID_HELP = "the job's id, or a unique short id (6+ hex digits of its head or tail
 
 def operator(eng: Any, actor: str | None) -> Any:
     """The engine's Operator, audited as ``actor`` (None: $JOBS_ACTOR, else user@host), whose
-    refusal of a note names the command's --note option rather than the Python keyword."""
+    refusal of a note names the command's --note option rather than the Python keyword; read-only
+    in read-only mode, so the engine refuses a change too (the command refused it first)."""
     from engine.actions import Operator
 
     note_fix = f"jobsctl {CONNECTIONS.command or 'queues'} ... --note 'why, in plain text'"
-    return Operator(eng, actor=actor or None, note_fix=note_fix)
+    return Operator(eng, actor=actor or None, note_fix=note_fix, read_only=READ_ONLY.on, read_only_fix=read_only_fix())
 
 
 def result(res: Any, json_out: bool) -> None:
@@ -101,6 +105,20 @@ def not_confirmed(command: Sequence[str], *, as_json: bool) -> NoReturn:
     else:
         sys.stderr.write(f"error: not confirmed; nothing changed\n  fix: {fix}\n")
     raise typer.Exit(EXIT_NOOP)
+
+
+def dry_run_only(*, as_json: bool, dry_run: Any = None) -> None:
+    """Between a bulk's dry run and its question: in read-only mode its change is refused here,
+    the dry run being all it may do (``dry_run()`` prints it under --json, where nothing printed it
+    yet); else nothing, and the question is asked."""
+    refused = refused_after_dry_run()
+    if refused is None:
+        return
+    from engine.cli import fail
+
+    if as_json and dry_run is not None:
+        dry_run()
+    fail(refused, as_json=as_json)
 
 
 async def stopped_by_signal(call: Callable[[asyncio.Event], Awaitable[T]]) -> T:

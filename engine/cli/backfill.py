@@ -23,6 +23,7 @@ import typer
 from engine.cli import EXIT_DRIFT, app, error_text, fail
 from engine.cli.acting import ACTOR_HELP, EXIT_NOOP
 from engine.cli.admin import DSN_HELP, JSON_HELP, driver_options, resolve_dsn
+from engine.cli.read_only import STATE as READ_ONLY
 from engine.cli.reads import console, emit, table, to_json
 from engine.cli.waits import EXIT_UNSUCCESSFUL, EXIT_WAIT_TIMEOUT, stopped_following
 from engine.durations import duration, parse_duration
@@ -67,7 +68,9 @@ def _control(eng: Any, catalog: Any, actor: str | None) -> Any:
     from engine.actions.base import default_actor
     from engine.backfills import BackfillControl
 
-    return BackfillControl(eng, catalog, actor=actor or default_actor(), environment=eng.environment)
+    return BackfillControl(  # read-only in read-only mode: the engine refuses what the command refused first
+        eng, catalog, actor=actor or default_actor(), environment=eng.environment, read_only=READ_ONLY.on
+    )
 
 
 def _pending(catalog: Any, dsn: str | None, env: str | None, json_out: bool) -> None:

@@ -15,6 +15,7 @@ from engine.cli.acting import (
     EXIT_NOOP,
     EXIT_STOPPED,
     confirmed,
+    dry_run_only,
     not_confirmed,
     operator,
     result,
@@ -73,6 +74,7 @@ def with_children(
             f"dry run: {action} {job_id} and the {n} {which} jobs below it ({tally}); "
             f"{len(below) - n} below it {settled} and stay as they are"
         )
+    dry_run_only(as_json=json_out)  # read-only: the dry run above is all it does
     if not yes and (json_out or not confirmed(f"{action} {job_id} and {n} jobs below it?")):
         again = typed("jobsctl", action, job_id, "--children", tenant=tenant, note=note, actor=actor, dsn=dsn)
         not_confirmed(again, as_json=json_out)

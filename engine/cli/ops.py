@@ -20,6 +20,7 @@ from engine.cli.acting import (
     EXIT_STOPPED,
     ID_HELP,
     confirmed,
+    dry_run_only,
     no_id,
     not_confirmed,
     operator,
@@ -108,6 +109,7 @@ def _bulk(
         if json_out:
             emit({"plan": plan, "result": None})
         raise typer.Exit(EXIT_NOOP)
+    dry_run_only(as_json=json_out, dry_run=lambda: emit({"plan": plan, "result": None}))  # read-only: no change
     if not yes:
         # --json is for scripts: they say --yes; a person answers the question.
         below = " and the dead jobs below them" if children else ""

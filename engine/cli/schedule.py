@@ -28,6 +28,7 @@ from engine.cli.admin import (
     served_metrics,
     start_when_reachable,
 )
+from engine.cli.read_only import STATE as READ_ONLY
 from engine.cli.reads import console, emit, run
 from engine.durations import relative
 from engine.errors import X_INVALID_ARGUMENT, JobsError
@@ -45,7 +46,8 @@ def _schedules(eng: Any, actor: str | None = None, *, acting: bool = True, verb:
     from engine.introspect.schedules import Schedules
 
     note_fix = f"jobsctl schedule {verb} {shlex.quote(name)} --note 'why, in plain text'"
-    return Schedules(eng, actor=(actor or default_actor()) if acting else None, note_fix=note_fix)
+    who = (actor or default_actor()) if acting else None
+    return Schedules(eng, actor=who, note_fix=note_fix, read_only=READ_ONLY.on)  # the command refused first
 
 
 def _when(value: Any) -> str:
