@@ -93,9 +93,15 @@ upd as (
     select id, %(now)s, 'retried', %(actor)s, %(note)s, jsonb_build_object('from', (select state from old)) from upd
 )
 -- The pass made ready wakes its queue's idle workers, as an enqueue does (delivered at commit).
+-- Its ledger row (the newest naming the job) names the backfill and the pass for the audit entry.
 select old.id, old.state as previous, upd.id is not null as changed, (select id from holder) as holder_id,
-       case when upd.queue is not null then pg_notify('jobs_enqueue', upd.queue) is null end as woke
-from old left join upd on upd.id = old.id;
+       case when upd.queue is not null then pg_notify('jobs_enqueue', upd.queue) is null end as woke,
+       old.name as job_name, b.id as run_id, b.name as backfill, b.environment, b.dry_run
+from old left join upd on upd.id = old.id
+left join lateral (
+    select id, name, environment, dry_run from jobs.backfill
+    where job_id = old.id order by started_at desc, id desc limit 1
+) b on true;
 
 -- name: django_migrations_applied :many
 -- On the application's connection: every migration Django has applied (it records each one).

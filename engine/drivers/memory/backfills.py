@@ -1,19 +1,35 @@
-"""MemoryDriver's backfill ledger: the same meaning as sql/queries/backfills.sql (I22)."""
+"""MemoryDriver's backfill ledger: the same meaning as sql/queries/backfills.sql (I22), a pass's
+ledger row and its resume each with their audit entry (backfill.start, backfill.retry) under the
+lock of the change, as the Postgres driver writes them in its transaction."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 from engine.drivers.memory.state import LIVE, MemoryBase, dedupe_key, ready_again
 from engine.projections import ActionResult
-from engine.records import BackfillRun, BackfillStatus, HistoryEntry, LivePass
+from engine.records import AuditEntry, BackfillRun, BackfillStatus, HistoryEntry, LivePass
 from engine.types import Claim, JobState
 
 
 def _newest_first(run: BackfillRun) -> tuple[datetime, str]:
     return (run.started_at, run.id)
+
+
+def _started(run: BackfillRun) -> AuditEntry:
+    """The backfill.start entry of a pass whose ledger row was just written (as the Postgres
+    driver's ``_started``: whoever writes the row, the entry names the operator who started it)."""
+    detail = {
+        "pass": run.id,
+        "environment": run.environment,
+        "write": not run.dry_run,
+        "forced": run.forced,
+        "job_id": run.job_id,
+    }
+    return AuditEntry(run.started_at, run.actor, "backfill.start", run.name, detail=detail)
 
 
 class MemoryBackfills(MemoryBase):
@@ -22,6 +38,7 @@ class MemoryBackfills(MemoryBase):
             if run.id in self.state.backfills:
                 return False
             self.state.backfills[run.id] = replace(run, status="queued")
+            self.state.add_audit(_started(run))
             return True
 
     async def backfill_begin(self, *, run_id: str, planned: int | None, now: datetime) -> bool:
@@ -129,5 +146,12 @@ class MemoryBackfills(MemoryBase):
                 )
             self.state.put(ready_again(row, now))
             self.state.add_history(HistoryEntry(job_id, now, "retried", actor, note, {"from": prev.value}))
+            detail: dict[str, Any] = {"job_id": job_id, "from": prev.value}
+            ledger = [r for r in self.state.backfills.values() if r.job_id == job_id]
+            run = max(ledger, key=_newest_first) if ledger else None
+            if run is not None:  # its ledger row: the pass it continues
+                detail |= {"pass": run.id, "environment": run.environment, "write": not run.dry_run}
+            target = row.name if run is None else run.name  # no ledger row names the job: its pass job's name
+            self.state.add_audit(AuditEntry(now, actor, "backfill.retry", target, note=note, detail=detail))
         self._wake([row.queue])  # the statement's pg_notify: the pass made ready wakes its queue
         return ActionResult("retry", job_id, True, prev, JobState.READY)

@@ -10,7 +10,7 @@ from typing import Any
 from engine.codec import loads
 from engine.drivers.memory.inserts import insert_jobs
 from engine.drivers.memory.state import MemoryBase
-from engine.records import HistoryEntry
+from engine.records import AuditEntry, HistoryEntry
 from engine.schedule import Advanced, SchedulePause, SchedulerLeader, ScheduleRow, TaskDecl, Triggered
 from engine.types import NewJob
 
@@ -147,6 +147,8 @@ class MemorySchedules(MemoryBase):
                 r.update(paused=paused, paused_by=actor, paused_at=now, note=note)
                 if not paused:
                     r["watermark"] = now if r["watermark"] is None else max(r["watermark"], now)
+                action = "schedule.pause" if paused else "schedule.resume"
+                self.state.add_audit(AuditEntry(now, actor, action, task, note=note))
             return SchedulePause(task, r["paused"], r["paused_by"], r["paused_at"], r["note"], changed)
 
     async def schedule_trigger(
@@ -180,6 +182,8 @@ class MemorySchedules(MemoryBase):
             if res.deduped:
                 return Triggered(task, None, key)
             self.state.add_history(HistoryEntry(res.id, now, "triggered", actor, note, {"task": task}))
+            detail = {"job_id": res.id, "key": key}
+            self.state.add_audit(AuditEntry(now, actor, "schedule.trigger", task, note=note, detail=detail))
             return Triggered(task, res.id, key)
 
     async def schedule_leader_tick(

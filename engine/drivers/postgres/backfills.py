@@ -1,4 +1,7 @@
-"""PostgresDriver's backfill ledger: jobs.backfill through sql/queries/backfills.sql (I22)."""
+"""PostgresDriver's backfill ledger: jobs.backfill through sql/queries/backfills.sql (I22).
+
+A pass's ledger row and its resume each write their audit entry (backfill.start, backfill.retry)
+in the transaction of the change, and only when it changed something."""
 
 from __future__ import annotations
 
@@ -6,13 +9,30 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from engine.drivers.postgres.base import PostgresBase
+from engine.drivers.postgres.base import Conn, PostgresBase
 from engine.drivers.sqlfiles import Q, Query
 from engine.types import Claim, JobState
 
 if TYPE_CHECKING:  # the read models and records named in annotations only: a worker never loads them
     from engine.projections import ActionResult
-    from engine.records import BackfillRun, BackfillStatus, LivePass
+    from engine.records import AuditEntry, BackfillRun, BackfillStatus, LivePass
+
+
+def _started(run: BackfillRun) -> AuditEntry:
+    """The backfill.start entry of a pass whose ledger row was just written. Every pass is started
+    by an operator (BackfillControl.start, the one door of a pass job), and its row is written once:
+    by the starter, or by the pass itself when it begins before the starter's write lands (or after
+    the starter died); either way the entry names the operator who started it."""
+    from engine.records import AuditEntry
+
+    detail = {
+        "pass": run.id,
+        "environment": run.environment,
+        "write": not run.dry_run,
+        "forced": run.forced,
+        "job_id": run.job_id,
+    }
+    return AuditEntry(run.started_at, run.actor, "backfill.start", run.name, detail=detail)
 
 
 def _run(r: Any) -> BackfillRun:
@@ -40,28 +60,29 @@ def _run(r: Any) -> BackfillRun:
 
 
 class PostgresBackfills(PostgresBase):
-    async def _bf(self, q: Query, params: dict[str, Any]) -> list[Any]:
-        """``q``'s rows as a list, whatever its declared cardinality."""
-        answer = await self._run(q, params)
+    async def _bf(self, q: Query, params: dict[str, Any], conn: Conn | None = None) -> list[Any]:
+        """``q``'s rows as a list, whatever its declared cardinality (on ``conn`` when given)."""
+        answer = await self._run(q, params, conn=conn)
         if q.cardinality == "many":
             return list(answer)
         return [] if answer is None else [answer]
 
     async def backfill_open(self, *, run: BackfillRun) -> bool:
-        rows = await self._bf(
-            Q.backfill_open,
-            {
-                "id": run.id,
-                "name": run.name,
-                "environment": run.environment,
-                "dry_run": run.dry_run,
-                "forced": run.forced,
-                "job_id": run.job_id,
-                "app_version": run.app_version,
-                "actor": run.actor,
-                "now": run.started_at,
-            },
-        )
+        p = {
+            "id": run.id,
+            "name": run.name,
+            "environment": run.environment,
+            "dry_run": run.dry_run,
+            "forced": run.forced,
+            "job_id": run.job_id,
+            "app_version": run.app_version,
+            "actor": run.actor,
+            "now": run.started_at,
+        }
+        async with self._connection() as conn, conn.transaction():  # the row and its audit entry
+            rows = await self._bf(Q.backfill_open, p, conn)
+            if rows:
+                await self._audit(_started(run), conn)
         return bool(rows)
 
     async def backfill_begin(self, *, run_id: str, planned: int | None, now: datetime) -> bool:
@@ -105,8 +126,19 @@ class PostgresBackfills(PostgresBase):
         self, *, job_id: str, now: datetime, actor: str | None, note: str | None
     ) -> ActionResult | None:
         from engine.projections import ActionResult
+        from engine.records import AuditEntry
 
-        rows = await self._bf(Q.backfill_pass_resume, {"id": job_id, "now": now, "actor": actor, "note": note})
+        async with self._connection() as conn, conn.transaction():  # the resume and its audit entry
+            rows = await self._bf(
+                Q.backfill_pass_resume, {"id": job_id, "now": now, "actor": actor, "note": note}, conn
+            )
+            if rows and rows[0]["changed"]:
+                r = rows[0]
+                detail: dict[str, Any] = {"job_id": job_id, "from": r["previous"]}
+                if r["run_id"] is not None:  # its ledger row: the pass it continues
+                    detail |= {"pass": str(r["run_id"]), "environment": r["environment"], "write": not r["dry_run"]}
+                target = r["backfill"] or r["job_name"]  # no ledger row names the job: its pass job's name
+                await self._audit(AuditEntry(now, actor, "backfill.retry", target, note=note, detail=detail), conn)
         if not rows:
             return None
         r = rows[0]

@@ -1,5 +1,6 @@
 """PostgresDriver's scheduler tables: each method runs a named statement of
-sql/queries/schedules.sql (the fenced enqueue of an occurrence is one statement)."""
+sql/queries/schedules.sql (the fenced enqueue of an occurrence is one statement). An operator's
+pause, resume or trigger that changed something writes its audit entry in the same transaction."""
 
 from __future__ import annotations
 
@@ -108,11 +109,15 @@ class PostgresSchedules(PostgresBase):
     async def schedule_pause(
         self, *, task: str, paused: bool, actor: str | None, note: str | None, now: datetime
     ) -> SchedulePause | None:
+        from engine.records import AuditEntry
         from engine.schedule import SchedulePause
 
-        row = await self._row(
-            Q.schedule_pause_set, {"task": task, "paused": paused, "actor": actor, "note": note, "now": now}
-        )
+        p = {"task": task, "paused": paused, "actor": actor, "note": note, "now": now}
+        async with self._connection() as conn, conn.transaction():  # the change and its audit entry
+            row = await self._row(Q.schedule_pause_set, p, conn=conn)
+            if row is not None and row["changed"]:
+                action = "schedule.pause" if paused else "schedule.resume"
+                await self._audit(AuditEntry(now, actor, action, task, note=note), conn)
         if row is None:
             return None
         return SchedulePause(
@@ -130,23 +135,28 @@ class PostgresSchedules(PostgresBase):
         note: str | None,
         now: datetime,
     ) -> Triggered | None:
+        from engine.records import AuditEntry
         from engine.schedule import Triggered
 
-        row = await self._row(
-            Q.schedule_trigger,
-            {
-                "task": task,
-                "job_id": job_id,
-                "key": key,
-                "scheduled_for": scheduled_for,
-                "actor": actor,
-                "note": note,
-                "now": now,
-            },
-        )
+        p = {
+            "task": task,
+            "job_id": job_id,
+            "key": key,
+            "scheduled_for": scheduled_for,
+            "actor": actor,
+            "note": note,
+            "now": now,
+        }
+        async with self._connection() as conn, conn.transaction():  # the job and its audit entry
+            row = await self._row(Q.schedule_trigger, p, conn=conn)
+            # None: no such task, or a live job holds the key and nothing was enqueued (no entry)
+            enqueued = None if row is None or row["id"] is None else str(row["id"])
+            if enqueued is not None:
+                detail = {"job_id": enqueued, "key": key}
+                await self._audit(AuditEntry(now, actor, "schedule.trigger", task, note=note, detail=detail), conn)
         if row is None or not row["found"]:
             return None
-        return Triggered(task, None if row["id"] is None else str(row["id"]), key)
+        return Triggered(task, enqueued, key)
 
     async def schedule_leader_tick(
         self, *, leader: str, holder: str, term: int, host: str, pid: int, now: datetime
