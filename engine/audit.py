@@ -3,7 +3,8 @@ transaction of its change (sql/migrations/0022_audit_log.sql, both drivers' ``au
 newest first by ``Operator.audit``, ``jobsctl audit`` and the console's Activity screen.
 
 ``ACTIONS`` names each entry's ``action`` and what its ``target`` is; a filter naming another is
-refused with the names it may have meant."""
+refused with the names it may have meant. A backfill pass's cancel is its pass job's cancel, so it
+is a ``job.cancel`` entry, the pass's job id its target and ``backfill:NAME`` its detail's name."""
 
 from __future__ import annotations
 
@@ -25,7 +26,6 @@ ACTIONS: dict[str, str] = {
     "schedule.resume": "a cron task resumed (target: the task)",
     "schedule.trigger": "a cron task triggered now (target: the task; detail: the job)",
     "backfill.start": "a backfill pass started (target: the backfill; detail: its pass)",
-    "backfill.cancel": "a backfill pass cancelled (target: the backfill; detail: its pass)",
     "backfill.retry": "a backfill pass retried (target: the backfill; detail: its pass)",
 }
 

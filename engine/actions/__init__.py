@@ -9,8 +9,8 @@ console (console/source.py) all call this Operator, so an action means the same 
 - the fleet: ``pause``, ``resume``, ``send_event``, ``drain_worker`` (engine/actions/fleet.py);
 - ``audit``: the audit log, what every operator did, newest first (engine/actions/audit.py).
 
-Every mutation that changes something is audited (who, when, the note: one audit log entry, in
-the transaction of the change; a job's own history names it too), fenced on the state it applies to, and refused
+Every mutation that changes something is audited (who, when, the note: an audit log entry in the
+transaction of the change, one a bulk run as it ends; a job's own history names it too), fenced on the state it applies to, and refused
 with X_READ_ONLY by an operator built ``read_only=True``; ``tenant`` is a scope every action is
 held to (I25). A job is named by its id or a unique short id (engine/introspect/base.py).
 """

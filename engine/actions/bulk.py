@@ -1,6 +1,7 @@
 """Bulk retry, cancel and discard: a dry run (the plan: what would change, grouped by stop reason,
 error code and tenant) and the apply, in batches newest first, optionally paced on the clock.
-Each changed job gets its own audit entry naming the filter the action matched."""
+Each changed job's history entry names the filter the action matched; the run, once it ends, adds
+one audit log entry (engine/audit.py) saying what it changed, rather than one a job."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from engine.clock import Clock
 from engine.errors import X_INVALID_ARGUMENT, X_INVALID_STATE, JobsError
 from engine.introspect.filters import describe_filter, filter_options, scoped
 from engine.projections import BulkAction, BulkPlan, BulkResult, JobFilter
+from engine.records import AuditEntry
 from engine.runtime.aio import first
 from engine.types import LIVE_STATES, JobState
 
@@ -90,40 +92,79 @@ class BulkActions(OperatorBase):
                 fix="batch_size=500",
             )
         size = batch_size if per_second is None else max(1, min(batch_size, int(per_second)))
-        label = describe_filter(where)  # the audit entry names the filter the action matched
+        label = describe_filter(where)  # the history entries and the run's audit entry name the filter it matched
         await self._open()
         started = self.clock.now()
-        changed = skipped = 0
+        changed = skipped = batches = 0
         before: str | None = None
         stopped = False
-        while True:
-            if stop is not None and stop.is_set():
-                stopped = True
-                break
-            t0 = self.clock.monotonic()
-            limit = size if most is None else min(size, most - changed - skipped)
-            batch = await self.driver.job_bulk_apply(
-                action=action,
-                where=where,
-                now=self.clock.now(),
-                actor=self.actor,
-                note=note,
-                label=label,
-                limit=limit,
-                before=before,
-                upto=upto,
-            )
-            changed += len(batch.changed)
-            skipped += batch.skipped
-            if progress is not None:
-                progress(BulkResult(action, where, changed, skipped, started, self.clock.now(), per_second, note))
-            if batch.scanned < limit or batch.last_id is None or most is not None and changed + skipped >= most:
-                break  # no row left below it, or as many as the dry run matched
-            before = batch.last_id
-            if per_second is not None:
-                # The pace: this batch may take size / per_second seconds in all.
-                await pace(self.clock, size / per_second - (self.clock.monotonic() - t0), stop)
+        failed: BaseException | None = None
+        try:
+            while True:
+                if stop is not None and stop.is_set():
+                    stopped = True
+                    break
+                t0 = self.clock.monotonic()
+                limit = size if most is None else min(size, most - changed - skipped)
+                batch = await self.driver.job_bulk_apply(
+                    action=action,
+                    where=where,
+                    now=self.clock.now(),
+                    actor=self.actor,
+                    note=note,
+                    label=label,
+                    limit=limit,
+                    before=before,
+                    upto=upto,
+                )
+                batches += 1
+                changed += len(batch.changed)
+                skipped += batch.skipped
+                if progress is not None:
+                    progress(BulkResult(action, where, changed, skipped, started, self.clock.now(), per_second, note))
+                if batch.scanned < limit or batch.last_id is None or most is not None and changed + skipped >= most:
+                    break  # no row left below it, or as many as the dry run matched
+                before = batch.last_id
+                if per_second is not None:
+                    # The pace: this batch may take size / per_second seconds in all.
+                    await pace(self.clock, size / per_second - (self.clock.monotonic() - t0), stop)
+        except BaseException as exc:
+            failed = exc
+            raise
+        finally:  # what landed, whether it ran out of jobs, was stopped or failed midway
+            await self._summary(action, label, note, changed, failed, batches=batches, stopped=stopped, planned=most)
         return BulkResult(action, where, changed, skipped, started, self.clock.now(), per_second, note, stopped)
+
+    async def _summary(
+        self,
+        action: BulkAction,
+        label: str,
+        note: str | None,
+        changed: int,
+        failed: BaseException | None,
+        *,
+        planned: int | None,
+        **detail: object,
+    ) -> None:
+        """A bulk run's one audit log entry, written as it ends when it changed a job: its filter,
+        how many jobs changed, ``detail`` (its batches, whether it was stopped), the count of the
+        dry run it was given and, when it failed midway, what it failed on. Each batch committed on
+        its own, so this entry is a transaction of its own: one that cannot be written is raised,
+        unless the run failed already, whose error is raised with this said on it."""
+        if changed == 0:
+            return
+        said: dict[str, object] = {"changed": changed, **detail}
+        if planned is not None:
+            said["planned"] = planned
+        if failed is not None:
+            said["error"] = failed.code if isinstance(failed, JobsError) else type(failed).__name__
+        entry = AuditEntry(self.clock.now(), self.actor, f"bulk.{action}", label, self.tenant, note, said)
+        try:
+            await self.driver.audit_add(entry=entry)
+        except Exception as exc:
+            if failed is None:
+                raise
+            failed.add_note(f"the run's audit log entry was not written: {exc}")
 
 
 def not_dead_filter(action: BulkAction, where: JobFilter) -> JobsError:

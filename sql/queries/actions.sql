@@ -49,9 +49,10 @@ upd as (
 
 -- name: job_retry_dead :one
 -- Make one dead job ready again, attempts reset, unless a live row holds its dedupe key (then
--- nothing changes and that row is named). Answers the old state either way.
+-- nothing changes and that row is named). Answers the old state either way, and the job's name,
+-- queue and tenant (its audit log entry's).
 with old as (
-    select id, name, tenant, idempotency_key, state from jobs.job
+    select id, name, queue, tenant, idempotency_key, state from jobs.job
     where id = %(id)s and (%(tenant)s::text is null or tenant = %(tenant)s::text)
     for update
 ),
@@ -78,7 +79,7 @@ upd as (
     select id, %(now)s, 'retried', %(actor)s, %(note)s, jsonb_build_object('from', 'dead') from upd
 )
 -- A job made ready wakes its queue's idle workers, as an enqueue does (delivered at commit).
-select old.id, old.state as previous, upd.id is not null as changed,
+select old.id, old.state as previous, upd.id is not null as changed, old.name, old.queue, old.tenant,
        (select id from holder) as holder_id, case when upd.queue is not null then pg_notify('jobs_enqueue', upd.queue) is null end as woke
 from old left join upd on upd.id = old.id;
 
@@ -282,8 +283,8 @@ limit %(limit)s;
 -- name: job_discard :one
 -- Discard one dead letter: delete its row with its attempts and steps, and replace its history
 -- with one `discarded` entry (who, when, the note, what the job was), so the audit outlives the
--- row (the pruner would have deleted all of it). Answers the old state; `changed` is false when
--- the job is no longer dead.
+-- row (the pruner would have deleted all of it). Answers the old state and what the job was (its
+-- audit log entry's); `changed` is false when the job is no longer dead.
 with old as (
     select id, name, queue, tenant, state, error_code, stop_reason, attempt, max_attempts
     from jobs.job
@@ -307,7 +308,8 @@ with old as (
                               'attempt', old.attempt, 'max_attempts', old.max_attempts)
     from old join gone on gone.id = old.id
 )
-select old.id, old.state as previous, gone.id is not null as changed
+select old.id, old.state as previous, gone.id is not null as changed, old.name, old.queue, old.tenant,
+       old.error_code, old.stop_reason
 from old left join gone on gone.id = old.id;
 
 -- name: job_bulk_discard :one

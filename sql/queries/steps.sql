@@ -99,7 +99,7 @@ limit 1;
 
 -- name: job_lock_for_step_retry :one
 -- Lock one job for a retry from a step, for this tenant only when a tenant is given (I25).
-select id, name, tenant, idempotency_key, state from jobs.job
+select id, name, queue, tenant, idempotency_key, state from jobs.job
 where id = %(id)s and (%(tenant)s::text is null or tenant = %(tenant)s::text)
 for update;
 

@@ -58,9 +58,7 @@ async def test_the_log_filters_by_target_actor_action_and_time_and_pages_below_a
     assert [e.note for e in await ops.audit(target="b", action="queue.pause")] == ["n2", "n1"]
     assert {e.actor for e in await ops.audit(actor="ann")} == {"ann"}
     assert len(await ops.audit(actor="ann")) == 4
-    assert [e.note for e in await ops.audit(since=clock.now() - timedelta(seconds=5), action="queue.pause")] == [
-        "n3"
-    ]
+    assert [e.note for e in await ops.audit(since=clock.now() - timedelta(seconds=5), action="queue.pause")] == ["n3"]
     first = await ops.audit(limit=3)
     rest = await ops.audit(before=first[-1].id)
     assert [e.id for e in first + rest] == [e.id for e in every]

@@ -1,7 +1,9 @@
 """MemoryDriver's operator actions: the same meaning as sql/queries/actions.sql.
 
 Every change is conditional on the state the action applies to (a retry only moves a row that is
-still dead, a cancel only a live one), and each writes its audit entry in the job's history.
+still dead, a cancel only a live one), and each writes its entry in the job's history and, for a
+single job or a worker, its audit log entry, under the same lock (a bulk's batches write none: the
+Operator adds the run's one entry as it ends).
 """
 
 from __future__ import annotations
@@ -87,6 +89,8 @@ class MemoryActions(MemoryBase):
                     duplicate_of=holder,
                 )
             self._revive(row, now, actor, note, {})
+            detail = {"name": row.name, "queue": row.queue, "from": "dead"}
+            self.state.add_audit(AuditEntry(now, actor, "job.retry", job_id, row.tenant, note, detail))
         self._wake([row.queue])  # the statement's pg_notify: a job made ready wakes its queue
         return ActionResult("retry", job_id, True, JobState.DEAD, JobState.READY)
 
@@ -215,6 +219,9 @@ class MemoryActions(MemoryBase):
                     "discard", job_id, False, row.state, row.state, reason=f"the job is {row.state.value}, not dead"
                 )
             self._discard(row, now, actor, note, {})
+            detail: dict[str, object] = {"name": row.name, "queue": row.queue, "from": "dead"}
+            detail |= {"error_code": row.error_code, "stop_reason": row.stop_reason}
+            self.state.add_audit(AuditEntry(now, actor, "job.discard", job_id, row.tenant, note, detail))
             return ActionResult(
                 "discard", job_id, True, row.state, row.state, reason="deleted; a discarded entry keeps the audit"
             )
@@ -248,4 +255,5 @@ class MemoryActions(MemoryBase):
                 return DrainRequest(id, w.drain_requested_by, w.drain_requested_at, notes.get(id), changed=False)
             workers[id] = replace(w, drain_requested_by=actor, drain_requested_at=now)
             notes[id] = note
+            self.state.add_audit(AuditEntry(now, actor, "worker.drain", id, note=note))
             return DrainRequest(id, actor, now, note)

@@ -10,7 +10,7 @@ from typing import Any
 from engine.codec import check_json, dumps
 from engine.drivers.memory.inserts import insert_jobs
 from engine.drivers.memory.state import MemoryBase, ready_again
-from engine.records import EnqueuedBy, EventRecord, HistoryEntry, SentEvent, StepRecord, StepRetry
+from engine.records import AuditEntry, EnqueuedBy, EventRecord, HistoryEntry, SentEvent, StepRecord, StepRetry
 from engine.types import Claim, EnqueueResult, JobState, NewJob, StoredStep
 
 _RETRYABLE = (JobState.DEAD, JobState.COMPLETED)
@@ -143,6 +143,8 @@ class MemorySteps(MemoryBase):
                     )
                     woken.add(row.queue)
                     count += 1
+            detail = {"id": id, "woken": count}
+            self.state.add_audit(AuditEntry(now, actor, "event.send", name, tenant, None, detail))
         self._wake(woken)
         return SentEvent(id, name, tenant, now, count)
 
@@ -191,15 +193,9 @@ class MemorySteps(MemoryBase):
                 del steps[s.name]
             discarded = tuple(s.name for s in dropped)
             self.state.put(ready_again(row, now))
-            self.state.add_history(
-                HistoryEntry(
-                    job_id,
-                    now,
-                    "retried-from-step",
-                    actor,
-                    note,
-                    {"step": step_name, "from": row.state.value, "discarded": list(discarded)},
-                )
-            )
+            data = {"step": step_name, "from": row.state.value, "discarded": list(discarded)}
+            self.state.add_history(HistoryEntry(job_id, now, "retried-from-step", actor, note, data))
+            said = {"name": row.name, "queue": row.queue} | data
+            self.state.add_audit(AuditEntry(now, actor, "job.retry_from_step", job_id, row.tenant, note, said))
         self._wake([row.queue])
         return StepRetry(job_id, "retried", row.state, step_name, discarded=discarded)

@@ -1,5 +1,9 @@
 """PostgresDriver's operator actions: each runs named statements of sql/queries/actions.sql.
 
+An action on one job or a worker that changed something writes its audit log entry after its
+statement, in its transaction (``_budgeted``): both land or neither does. A bulk's batches write
+none: the Operator adds the run's one entry as it ends.
+
 A retry can race a concurrent enqueue of the same key: the partial unique index then refuses
 the update (the statement changes nothing), and the action is asked again, so it answers the
 live holder instead of an error.
@@ -46,11 +50,20 @@ class PostgresActions(PostgresBase):
         self, *, job_id: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
     ) -> ActionResult | None:
         from engine.projections import ActionResult
+        from engine.records import AuditEntry
 
         p = {"id": job_id, "tenant": tenant, "now": now, "actor": actor, "note": note}
+
+        async def retry(c: Conn) -> Row | None:
+            r = await self._row(Q.job_retry_dead, p, conn=c)
+            if r is not None and r["changed"]:
+                detail = {"name": r["name"], "queue": r["queue"], "from": "dead"}
+                await self._audit(AuditEntry(now, actor, "job.retry", job_id, r["tenant"], note, detail), c)
+            return r
+
         for _ in range(_RACE_RETRIES):
             try:
-                r = await self._budgeted(None, "retry", lambda c: self._row(Q.job_retry_dead, p, conn=c))
+                r = await self._budgeted(None, "retry", retry)
                 break
             except psycopg.errors.UniqueViolation:
                 continue  # a live holder of the key committed meanwhile: the next read names it
@@ -192,9 +205,19 @@ class PostgresActions(PostgresBase):
         self, *, job_id: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
     ) -> ActionResult | None:
         from engine.projections import ActionResult
+        from engine.records import AuditEntry
 
         p = {"id": job_id, "tenant": tenant, "now": now, "actor": actor, "note": note}
-        r = await self._budgeted(None, "discard", lambda c: self._row(Q.job_discard, p, conn=c))
+
+        async def discard(c: Conn) -> Row | None:
+            r = await self._row(Q.job_discard, p, conn=c)
+            if r is not None and r["changed"]:
+                detail = {"name": r["name"], "queue": r["queue"], "from": "dead"}
+                detail |= {"error_code": r["error_code"], "stop_reason": r["stop_reason"]}
+                await self._audit(AuditEntry(now, actor, "job.discard", job_id, r["tenant"], note, detail), c)
+            return r
+
+        r = await self._budgeted(None, "discard", discard)
         if r is None:
             return None
         prev = JobState(r["previous"])
@@ -208,9 +231,17 @@ class PostgresActions(PostgresBase):
         self, *, id: str, actor: str | None, note: str | None, now: datetime
     ) -> DrainRequest | None:
         from engine.projections import DrainRequest
+        from engine.records import AuditEntry
 
         p = {"id": id, "actor": actor, "note": note, "now": now}
-        r = await self._budgeted(None, "workers drain", lambda c: self._row(Q.worker_drain_request, p, conn=c))
+
+        async def drain(c: Conn) -> Row | None:
+            r = await self._row(Q.worker_drain_request, p, conn=c)
+            if r is not None and r["changed"]:
+                await self._audit(AuditEntry(now, actor, "worker.drain", id, note=note), c)
+            return r
+
+        r = await self._budgeted(None, "workers drain", drain)
         if r is None:
             return None
         return DrainRequest(

@@ -200,12 +200,19 @@ class PostgresJobs(PostgresBase):
     async def job_cancel(
         self, *, job_id: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
     ) -> CancelResult | None:
-        from engine.records import CancelResult
+        from engine.records import AuditEntry, CancelResult
 
-        row = await self._row(Q.job_cancel, {"id": job_id, "tenant": tenant, "now": now, "actor": actor, "note": note})
-        if row is None:
-            return None
-        prev = JobState(row["previous"])
+        async with self._connection() as conn, conn.transaction():
+            p = {"id": job_id, "tenant": tenant, "now": now, "actor": actor, "note": note}
+            row = await self._row(Q.job_cancel, p, conn=conn)
+            if row is None:
+                return None
+            prev = JobState(row["previous"])
+            if row["cancelled"]:  # its audit entry, in its transaction: the cancelled row names the job
+                job = await self._row(Q.job_get, {"id": job_id}, conn=conn)
+                assert job is not None  # cancelled a moment ago in this transaction
+                detail = {"name": job["name"], "queue": job["queue"], "from": prev.value}
+                await self._audit(AuditEntry(now, actor, "job.cancel", job_id, job["tenant"], note, detail), conn)
         return CancelResult(
             job_id, prev, bool(row["cancelled"]), was_running=bool(row["cancelled"]) and prev is JobState.RUNNING
         )

@@ -138,20 +138,14 @@ class PostgresSteps(PostgresBase):
     async def event_send(
         self, *, id: str, name: str, payload: dict[str, Any], tenant: str | None, actor: str | None, now: datetime
     ) -> SentEvent:
-        from engine.records import SentEvent
+        from engine.records import AuditEntry, SentEvent
 
-        r = await self._row(
-            Q.event_send,
-            {
-                "id": id,
-                "name": name,
-                "tenant": tenant,
-                "payload": dumps(payload, what="event payload"),
-                "actor": actor,
-                "now": now,
-            },
-        )
-        assert r is not None  # an insert's returning row
+        p = {"id": id, "name": name, "tenant": tenant, "payload": dumps(payload, what="event payload")}
+        async with self._connection() as conn, conn.transaction():  # the event and its audit entry
+            r = await self._row(Q.event_send, p | {"actor": actor, "now": now}, conn=conn)
+            assert r is not None  # an insert's returning row
+            detail = {"id": str(r["id"]), "woken": r["woken"]}
+            await self._audit(AuditEntry(now, actor, "event.send", name, tenant, None, detail), conn)
         return SentEvent(str(r["id"]), r["name"], r["tenant"], r["sent_at"], r["woken"])
 
     async def event_find(
@@ -210,7 +204,7 @@ class PostgresSteps(PostgresBase):
         actor: str | None,
         note: str | None,
     ) -> StepRetry:
-        from engine.records import StepRetry
+        from engine.records import AuditEntry, StepRetry
 
         job = await self._row(Q.job_lock_for_step_retry, {"id": job_id, "tenant": tenant}, conn=conn)
         if job is None:
@@ -235,4 +229,6 @@ class PostgresSteps(PostgresBase):
             {"id": job_id, "now": now, "actor": actor, "note": note, "data": json.dumps(data)},
             conn=conn,
         )
+        said = {"name": job["name"], "queue": job["queue"]} | data
+        await self._audit(AuditEntry(now, actor, "job.retry_from_step", job_id, job["tenant"], note, said), conn)
         return StepRetry(job_id, "retried", state, step_name, discarded=discarded)
