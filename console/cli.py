@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import typer
 
 from engine.errors import X_DSN_INVALID, X_INVALID_ARGUMENT, JobsError
+from engine.read_only_env import READ_ONLY_ENV, env_read_only  # one switch, one parser, for jobsctl too
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 REFRESH_MIN, REFRESH_MAX = 0.25, 3600.0
@@ -37,7 +38,6 @@ app = typer.Typer(
 # As `jobs` reads them (engine/cli/admin.py): one setting for every process behind the pooler.
 PREPARED_ENV = "JOBS_NO_PREPARED_STATEMENTS"
 PREPARED_HELP = "prepare no statement: for a DSN that goes through PgBouncer in transaction mode"
-READ_ONLY_ENV = "JOBS_READ_ONLY"  # one `export JOBS_READ_ONLY=1` makes jobsctl and the console read-only
 READ_ONLY_HELP = f"offer no mutating action (the engine refuses them too); default ${READ_ONLY_ENV} (1, true, yes, on)"
 
 
@@ -75,23 +75,6 @@ def parse_refresh(text: str) -> float:
             fix="jobs-console --refresh 2s",
         )
     return seconds
-
-
-def env_read_only(value: str | None) -> bool:
-    """$JOBS_READ_ONLY as `jobsctl` reads it (engine/cli/read_only.py, which the console may not
-    import): on (1, true, yes, on), off (0, false, no, off, empty or unset), in any case; any
-    other word is refused rather than read as one or the other."""
-    if value is None:
-        return False
-    word = value.strip().lower()
-    if word in ("1", "true", "yes", "on", "0", "false", "no", "off", ""):
-        return word in ("1", "true", "yes", "on")
-    raise JobsError(
-        X_INVALID_ARGUMENT,
-        cause=f"{READ_ONLY_ENV}={value!r} is not a switch: on is 1, true, yes or on; off is 0, false, no, off "
-        "or empty (any case)",
-        fix=f"export {READ_ONLY_ENV}=1",
-    )
 
 
 def password_of(dsn: str) -> str | None:

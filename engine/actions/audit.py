@@ -48,14 +48,15 @@ class AuditReads(OperatorBase):
                 cause=f"since={since!r} must be a datetime with its time zone",
                 fix="jobsctl audit --since 1h",
             )
-        for name, value in (("target", target), ("actor", actor)):
+        for name, value, fix in (
+            ("target", target, "jobsctl audit --target NAME"),
+            ("actor", actor, "jobsctl audit --actor NAME"),
+        ):
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise JobsError(
-                    X_INVALID_ARGUMENT,
-                    cause=f"{name}={value!r} must be a non-empty str (None: any {name})",
-                    fix=f"jobsctl audit --{name} NAME",
+                    X_INVALID_ARGUMENT, cause=f"{name}={value!r} must be a non-empty str (None: any {name})", fix=fix
                 )
-            check_text(value, what=name, fix=f"jobsctl audit --{name} NAME")
+            check_text(value, what=name, fix=fix)
         await self._open()
         return await self.driver.audit_list(
             limit=limit,

@@ -217,6 +217,7 @@ def fail(err: JobsError, *, as_json: bool = False) -> None:
 
 def _register() -> None:
     # Imported for their side effect: each module adds its commands to `app`.
+    import engine.cli.audit  # noqa: F401  (audit)
     import engine.cli.backfill  # noqa: F401  (backfill: pending, status, start, cancel, retry)
     import engine.cli.family  # noqa: F401  (children)
     import engine.cli.ops  # noqa: F401  (retry, cancel, discard, pause, resume, event, enqueue, workers drain)

@@ -27,14 +27,17 @@ ACTOR_HELP = "who the audit trail names (default $JOBS_ACTOR or user@host)"
 ID_HELP = "the job's id, or a unique short id (6+ hex digits of its head or tail)"
 
 
-def operator(eng: Any, actor: str | None) -> Any:
+def operator(eng: Any, actor: str | None, **scope: Any) -> Any:
     """The engine's Operator, audited as ``actor`` (None: $JOBS_ACTOR, else user@host), whose
     refusal of a note names the command's --note option rather than the Python keyword; read-only
-    in read-only mode, so the engine refuses a change too (the command refused it first)."""
+    in read-only mode, so the engine refuses a change too (the command refused it first).
+    ``scope``: its ``tenant`` and ``budget``, for a command that reads through it (`jobsctl audit`)."""
     from engine.actions import Operator
 
     note_fix = f"jobsctl {CONNECTIONS.command or 'queues'} ... --note 'why, in plain text'"
-    return Operator(eng, actor=actor or None, note_fix=note_fix, read_only=READ_ONLY.on, read_only_fix=read_only_fix())
+    return Operator(
+        eng, actor=actor or None, note_fix=note_fix, read_only=READ_ONLY.on, read_only_fix=read_only_fix(), **scope
+    )
 
 
 def result(res: Any, json_out: bool) -> None:

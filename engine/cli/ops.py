@@ -274,7 +274,7 @@ def _pause(
 ) -> None:
     async def call(e: Any) -> Any:
         o = operator(e, actor)
-        return await (o.pause(queue, note=note, create=create) if paused else o.resume(queue))
+        return await (o.pause(queue, note=note, create=create) if paused else o.resume(queue, note=note))
 
     p = run(dsn, json_out, call)
     if json_out:
@@ -303,14 +303,15 @@ def pause(
 @app.command()
 def resume(
     queue: str = typer.Argument(...),
+    note: str = typer.Option(None, "--note", help=NOTE_HELP),
     actor: str = typer.Option(None, "--actor", help=ACTOR_HELP),
     dsn: str = typer.Option(None, "--dsn", help=DSN_HELP),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Resume a paused queue; its pause row goes, so a queue paused by mistake leaves nothing behind.
 
-    The pause's note goes with its row: a resume takes none."""
-    _pause(queue, False, None, actor, dsn, json_out)
+    The audit log keeps the resume, who and when, and its --note (`jobsctl audit --target QUEUE`)."""
+    _pause(queue, False, note, actor, dsn, json_out)
 
 
 @app.command(cls=FilteredCommand)

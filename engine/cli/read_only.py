@@ -1,6 +1,6 @@
 """Read-only mode: `jobsctl --read-only COMMAND`, or $JOBS_READ_ONLY=1 (which `jobs-console` reads
-too), refuses every command that would change the database before it connects, and runs every
-read as before.
+too, with the same parser: engine/read_only_env.py), refuses every command that would change the
+database before it connects, and runs every read as before.
 
 One table, COMMANDS, says of every command (by its path: `retry`, `workers drain`) whether an
 invocation of it writes: READS, or a function of its parsed parameters answering the change it
@@ -23,32 +23,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.errors import X_INVALID_ARGUMENT, X_READ_ONLY, JobsError
+from engine.errors import X_READ_ONLY, JobsError
+from engine.read_only_env import READ_ONLY_ENV, env_read_only
 
-READ_ONLY_ENV = "JOBS_READ_ONLY"
-ON_WORDS = ("1", "true", "yes", "on")
-OFF_WORDS = ("0", "false", "no", "off", "")
 READ_ONLY_HELP = (
     "refuse every command that would change the database (the actions, enqueue, migrate, worker, relay, "
     "scheduler, starting a backfill pass) before it connects; reads and dry runs work as before. "
     f"${READ_ONLY_ENV}=1 does the same, for jobs-console too"
 )
-
-
-def env_read_only(value: str | None) -> bool:
-    """$JOBS_READ_ONLY as a switch: on (1, true, yes, on), off (0, false, no, off, empty or
-    unset), in any case; any other word is refused rather than read as one or the other."""
-    if value is None:
-        return False
-    word = value.strip().lower()
-    if word in ON_WORDS or word in OFF_WORDS:
-        return word in ON_WORDS
-    raise JobsError(
-        X_INVALID_ARGUMENT,
-        cause=f"{READ_ONLY_ENV}={value!r} is not a switch: on is 1, true, yes or on; off is 0, false, no, off "
-        "or empty (any case)",
-        fix=f"export {READ_ONLY_ENV}=1",
-    )
 
 
 @dataclass(frozen=True)
@@ -111,6 +93,7 @@ COMMANDS: dict[str, Classifier] = {
     "outbox": READS,
     "workers": READS,
     "schedule": READS,
+    "audit": READS,
     "retry": _job_action("retry"),
     "cancel": _job_action("cancel"),
     "discard": _job_action("discard"),

@@ -177,6 +177,9 @@ def worker(
     dead_retention: float = typer.Option(
         None, "--dead-retention", help="seconds dead letters are kept (30 days; not shorter than --retention)"
     ),
+    audit_retention: float = typer.Option(
+        None, "--audit-retention", help="seconds the audit log's entries are kept (a year)", show_default=False
+    ),
     reindex_interval: float = typer.Option(
         None,
         "--reindex-interval",
@@ -243,6 +246,7 @@ def worker(
             interval=maintenance_interval,
             retention=retention,
             dead_retention=dead_retention,
+            audit_retention=audit_retention,
             reindex_interval=reindex_interval,
             reindex_min_mb=reindex_min_mb,
             vacuum_threshold=vacuum_threshold,

@@ -1,6 +1,7 @@
 """`jobsctl worker`'s maintenance options, checked before the database is touched and turned into
 the MaintenanceConfig its leader runs: each positive and finite, dead letters kept at least as
-long as the rest, and none given with --no-maintenance, which never leads (refused, not dropped)."""
+long as the rest (the audit log's entries by a retention of their own), and none given with
+--no-maintenance, which never leads (refused, not dropped)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ def maintenance_config(
     reindex_interval: float | None,
     reindex_min_mb: float | None,
     vacuum_threshold: int | None,
+    audit_retention: float | None = None,
 ) -> MaintenanceConfig | None:
     """The leader's config, None with --no-maintenance (given with it, the leader's options are refused)."""
     from engine.services.maintenance import MaintenanceConfig
@@ -59,6 +61,7 @@ def maintenance_config(
         "maintenance-interval": interval,
         "retention": retention,
         "dead-retention": dead_retention,
+        "audit-retention": audit_retention,
         "reindex-interval": reindex_interval,
         "reindex-min-mb": reindex_min_mb,
         "vacuum-threshold": vacuum_threshold,
@@ -77,6 +80,7 @@ def maintenance_config(
         ("maintenance-interval", interval, "5"),
         ("retention", retention, "604800"),
         ("dead-retention", dead_retention, "2592000"),
+        ("audit-retention", audit_retention, "31536000"),
     ):
         positive(name, value, command, example, duration=True)
     positive("reindex-min-mb", reindex_min_mb, command, "16")
@@ -100,6 +104,7 @@ def maintenance_config(
         leader_lease=max(lease_seconds, every * 3),
         retention=kept_for,
         dead_retention=dead_kept,
+        audit_retention=MaintenanceConfig.audit_retention if audit_retention is None else audit_retention,
         **_upkeep(reindex_interval, reindex_min_mb, command),
         **_vacuum(vacuum_threshold),
     )

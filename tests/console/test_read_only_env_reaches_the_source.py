@@ -1,6 +1,7 @@
 """`export JOBS_READ_ONLY=1` makes `jobs-console` read-only as it makes `jobsctl` read-only: the
 variable is the default of the console's --read-only (the flag still turns it on when the variable
-says off), and a word it does not take is refused before anything opens, as jobsctl refuses it."""
+says off), and a word it does not take is refused before anything opens, as jobsctl refuses it:
+both read it with the one parser, engine/read_only_env.py."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typer.testing import CliRunner
 
 import console.cli as cli
 import console.source
-from engine.cli.read_only import env_read_only as jobsctl_reads
+from engine import read_only_env
+from engine.cli import read_only as jobsctl_read_only
 from engine.errors import JobsError
 
 
@@ -81,15 +83,28 @@ def test_a_word_the_variable_does_not_take_is_refused_before_the_console_opens(
     assert "  fix: export JOBS_READ_ONLY=1\n" in r.stderr
 
 
-@pytest.mark.parametrize("word", ["1", "true", "YES", "On", "0", "False", "no", "OFF", "", " 1 ", "maybe", "2", "y"])
-def test_the_console_and_jobsctl_read_the_variable_alike(word: str) -> None:
-    def read(parse: Any) -> Any:
-        try:
-            return parse(word)
-        except JobsError as err:
-            return (err.code, err.cause, err.fix)
+def test_the_console_and_jobsctl_read_the_variable_with_the_one_parser() -> None:
+    # One parser, so the two programs cannot come to read a word differently.
+    assert cli.env_read_only is read_only_env.env_read_only
+    assert jobsctl_read_only.env_read_only is read_only_env.env_read_only
+    assert cli.READ_ONLY_ENV == jobsctl_read_only.READ_ONLY_ENV == "JOBS_READ_ONLY"
 
-    assert read(cli.env_read_only) == read(jobsctl_reads)
+
+@pytest.mark.parametrize(
+    "word, on",
+    [("1", True), ("true", True), ("YES", True), (" On ", True), ("0", False), ("False", False), ("no", False)]
+    + [("OFF", False), ("", False), (None, False)],
+)
+def test_the_one_parser_reads_each_word_for_on_and_off_in_any_case(word: str | None, on: bool) -> None:
+    assert read_only_env.env_read_only(word) is on
+
+
+@pytest.mark.parametrize("word", ["maybe", "2", "y", "read-only"])
+def test_the_one_parser_refuses_any_other_word_with_its_fix(word: str) -> None:
+    with pytest.raises(JobsError) as refused:
+        read_only_env.env_read_only(word)
+    assert refused.value.code == "X_INVALID_ARGUMENT" and refused.value.fix == "export JOBS_READ_ONLY=1"
+    assert refused.value.cause.startswith(f"JOBS_READ_ONLY={word!r} is not a switch: on is 1, true, yes or on;")
 
 
 def test_the_consoles_help_names_the_variable() -> None:

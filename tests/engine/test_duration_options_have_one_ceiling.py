@@ -81,6 +81,7 @@ MAINTENANCE = [
     "worker_reap_after",
     "throughput_settle",
     "outbox_retention",
+    "audit_retention",
     "reindex_interval",
 ]
 
@@ -98,6 +99,7 @@ GIVEN: list[tuple[str, Callable[[float], object]]] = [
     ("step wait timeout", lambda v: check_wait_timeout("w", v, "timeout=86400")),
     ("jobsctl worker --retention", lambda v: _worker_flags(retention=v, dead_retention=v)),
     ("jobsctl worker --reindex-interval", lambda v: _worker_flags(reindex_interval=v)),
+    ("jobsctl worker --audit-retention", lambda v: _worker_flags(audit_retention=v)),
 ]
 
 

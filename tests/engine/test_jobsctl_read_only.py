@@ -130,6 +130,7 @@ def test_the_fix_run_as_printed_does_what_was_refused(switch: list[str]) -> None
         ["workers"],
         ["schedule"],
         ["outbox"],
+        ["audit", "--action", "queue.pause"],
         ["retry", "--all", "-f", "state=dead", "--yes"],  # its dry run: nothing matches here, exit 5
         ["describe", "--app", WORKER_APP],
         ["migrate", "--sql", "--since", "1", "--until", "1"],
