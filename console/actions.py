@@ -80,7 +80,7 @@ NAV: tuple[Action, ...] = (
 ACTIONS: tuple[Action, ...] = NAV + (
     Action("question_mark", "help", "Help", "this list of keys", key_display="?"),
     Action("r", "refresh_now", "Refresh", "reload the screen now", footer=False),
-    Action("a", "activity", "Activity", "what you did this session: every action, landed or refused", footer=False),
+    Action("a", "activity", "Activity", "this session's actions; the audit log: who did what, when, why", footer=False),
     Action("plus", "interval(1)", "Slower", "refresh less often (interval steps up)", key_display="+", footer=False),
     Action(
         "minus", "interval(-1)", "Faster", "refresh more often (interval steps down)", key_display="-", footer=False

@@ -149,6 +149,10 @@ class JobsConsole(App[None]):
     def _note_activity(self, ok: bool, summary: str, fix: str | None = None) -> None:
         self.activity.append(Activity(self.source.now(), ok, summary, fix))
         del self.activity[:-ACTIVITY_KEPT]
+        for screen in self.screen_stack[-1:]:  # the Activity screen, on top: redrawn
+            changed = getattr(screen, "activity_changed", None)
+            if changed is not None and screen.is_mounted:
+                changed()
 
     def on_navigate(self, message: Navigate) -> None:
         """Push the screen asked for. A screen of the same class already in the stack is popped

@@ -45,6 +45,10 @@ class BackfillsLoaded(Loaded):
     pass
 
 
+class AuditLoaded(Loaded):
+    """The audit log's latest entries (engine.records.AuditEntry), newest first: Activity."""
+
+
 class WhyLoaded(Loaded):
     pass
 

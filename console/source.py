@@ -23,7 +23,10 @@ X_READ_ONLY here, and the Operator is built read-only so the engine refuses it a
 live in the application's code, not in the database: ``open_source(..., app="myapp.backfills")``
 imports that module exactly as ``jobsctl backfill --app`` does (``jobs-console --app``, default
 $JOBS_APP). None: the Backfills screen says how to declare them. The console's environment is its
-engine's (``jobs-console --env``, else $JOBS_ENV, else development).
+engine's (``jobs-console --env``, else $JOBS_ENV, else development). ``backfill_door``
+(console/source_backfills.py) holds them and their controls; the reads and actions are here.
+
+``audit()`` reads the audit log (every operator's actions, newest first) for the Activity screen.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from console.backfills_board import BackfillsBoard
 from console.events import LogEvent
 from console.failures import NoAnswer, describe_failure
 from console.format import database_label, redact_dsn
+from console.source_backfills import SourceBackfills
 from engine.actions import Operator
 from engine.api import Engine, connect
 from engine.errors import SHUTTING_DOWN, UNREACHABLE, X_READ_ONLY, JobsError
@@ -61,14 +65,14 @@ from engine.projections import (
     WhyReport,
     WorkersView,
 )
-from engine.records import SentEvent
+from engine.records import AuditEntry, SentEvent
 from engine.series import QueueSeries
 
 T = TypeVar("T")
 DEFAULT_BUDGET = 0.5  # seconds: watching a database must never load it
 PAGE_SIZE = 50
 OUTBOX_ROWS = 20  # the Outbox screen's backlog head, and at most as many failing rows and claims
-BACKFILL_HISTORY = 20  # ledger rows kept per backfill and environment
+AUDIT_ROWS = 50  # the audit log's latest entries the Activity screen reads
 # A refused note's fix as the console's operator applies it: the note is typed in a confirmation
 # (the engine's own fix names the Python keyword, `note='...'`).
 NOTE_FIX = "press the action's key again and type the note as plain text in the confirmation's note field"
@@ -108,12 +112,14 @@ class Source:
         self._intro = Introspector(engine, budget=budget)
         self.deadline = max(1.0, budget * 6)  # set_refresh narrows it to the refresh interval
         self._ops = Operator(engine, actor=self.actor, read_only=read_only, note_fix=NOTE_FIX)
+        # The audit log's reader: a read under the console's statement budget, not an action's.
+        self._auditor = Operator(engine, actor=self.actor, read_only=True, budget=budget)
         self._schedules = _schedules(engine, self.actor, read_only)
         self._events = events
-        self.environment = resolve_environment(engine.environment)
+        catalog = None if backfills is None else Catalog.of(backfills)
+        self.backfill_door = SourceBackfills(catalog, resolve_environment(engine.environment), self._control)
+        self.environment = self.backfill_door.environment
         self.app = app
-        self._catalog = None if backfills is None else Catalog.of(backfills)
-        self._backfill_controls: dict[str, Any] = {}
 
     def set_read_only(self, why: str | None = None) -> None:
         """One way only: a console opened read-only can never become writable. ``why``: the
@@ -122,7 +128,7 @@ class Source:
         self.read_only_why = why
         self._ops = Operator(self.engine, actor=self.actor, read_only=True, note_fix=NOTE_FIX)
         self._schedules = _schedules(self.engine, self.actor, True)
-        self._backfill_controls.clear()
+        self.backfill_door.forget()
 
     # --- time ----------------------------------------------------------------------------------
 
@@ -205,26 +211,17 @@ class Source:
     async def backfills(self) -> BackfillsBoard:
         """Every declared backfill in each environment it names (and this console's): status,
         live progress, the gate a write pass meets now, and its ledger history."""
-        return await self._read(self._backfills_board)
-
-    async def _backfills_board(self) -> BackfillsBoard:
-        catalog = self._catalog
-        if catalog is None:
-            return BackfillsBoard(self.environment, self.app, 0)
-        envs = {d.backfill: _environments(d, self.environment) for d in catalog}
-        rows: dict[tuple[str, str], Any] = {}
-        history: dict[tuple[str, str], list[Any]] = {}
-        for env in dict.fromkeys(e for names in envs.values() for e in names):
-            control = self._backfill_control(env)
-            rows.update(((v.name, env), v) for v in await control.views() if env in envs[v.name])
-            for run in await control.history(limit=BACKFILL_HISTORY * len(catalog)):
-                history.setdefault((run.name, env), []).append(run)
-        ordered = [rows[(n, e)] for n in catalog.names() for e in envs[n]]
-        return BackfillsBoard(self.environment, self.app, len(catalog), ordered, history)
+        return await self._read(lambda: self.backfill_door.board(self.app))
 
     async def backfill_gate(self, name: str, environment: str, *, write: bool, force: bool = False) -> Any:
         """The gate (engine.backfills.Gate) this start would meet now, or None: a read."""
-        return await self._read(lambda: self._backfill_control(environment).gate(name, write=write, force=force))
+        return await self._read(lambda: self.backfill_door.control(environment).gate(name, write=write, force=force))
+
+    async def audit(self, *, limit: int = AUDIT_ROWS) -> list[AuditEntry]:
+        """The audit log's latest ``limit`` entries, newest first: every operator's actions that
+        changed something, whoever took them (console, jobsctl, Python), as Operator.audit reads
+        them (an operator scoped to a tenant reads that tenant's only)."""
+        return await self._read(lambda: self._auditor.audit(limit=limit))
 
     async def why_job(self, job_id: str) -> WhyReport:
         return await self._read(lambda: self._intro.why_job(job_id))
@@ -315,9 +312,10 @@ class Source:
         self._writable("pause")
         return await self._ops.pause(queue, note=note, create=create)
 
-    async def resume(self, queue: str) -> QueuePause:
+    async def resume(self, queue: str, *, note: str | None = None) -> QueuePause:
+        """The pause row goes, its note with it; the audit log keeps the resume and ``note``."""
         self._writable("resume")
-        return await self._ops.resume(queue)
+        return await self._ops.resume(queue, note=note)
 
     async def pause_task(self, name: str, *, note: str | None = None) -> Any:
         self._writable("pause")
@@ -334,33 +332,30 @@ class Source:
     async def start_backfill(self, name: str, environment: str, *, write: bool = False, force: bool = False) -> Any:
         """Enqueue a pass (a dry run unless ``write``) after every gate: engine.backfills.Started."""
         self._writable("starting a backfill pass")
-        return await self._backfill_control(environment).start(name, write=write, force=force)
+        return await self.backfill_door.control(environment).start(name, write=write, force=force)
 
     async def cancel_backfill(self, name: str, environment: str, *, note: str | None = None) -> ActionResult:
         self._writable("cancelling a backfill pass")
-        return await self._backfill_control(environment).cancel(name, note=note)  # type: ignore[no-any-return]
+        return await self.backfill_door.control(environment).cancel(name, note=note)  # type: ignore[no-any-return]
 
     async def retry_backfill(self, name: str, environment: str, *, note: str | None = None) -> ActionResult:
         """Continue the latest failed, cancelled or stalled pass from the batch it stopped on."""
         self._writable("retrying a backfill pass")
-        return await self._backfill_control(environment).retry(name, note=note)  # type: ignore[no-any-return]
+        return await self.backfill_door.control(environment).retry(name, note=note)  # type: ignore[no-any-return]
 
-    def _backfill_control(self, environment: str) -> Any:
+    def _control(self, environment: str) -> Any:
+        """An environment's BackfillControl as this source acts now (its actor, read-only or not)."""
         from engine.backfills import BackfillControl, Catalog
 
-        control = self._backfill_controls.get(environment)
-        if control is None:
-            catalog = self._catalog if self._catalog is not None else Catalog([])  # X_BACKFILL_UNKNOWN
-            control = BackfillControl(
-                self.engine,
-                catalog,
-                actor=self.actor,
-                read_only=self.read_only,
-                environment=environment,
-                note_fix=NOTE_FIX,
-            )
-            self._backfill_controls[environment] = control
-        return control
+        catalog = self.backfill_door.catalog
+        return BackfillControl(
+            self.engine,
+            catalog if catalog is not None else Catalog([]),  # X_BACKFILL_UNKNOWN
+            actor=self.actor,
+            read_only=self.read_only,
+            environment=environment,
+            note_fix=NOTE_FIX,
+        )
 
     async def send_event(self, name: str, payload: Any, *, tenant: str | None = None) -> SentEvent:
         self._writable("send event")
@@ -385,11 +380,6 @@ def _schedules(engine: Engine, actor: str, read_only: bool) -> Any:
     from engine.introspect.schedules import Schedules
 
     return Schedules(engine, actor=actor, read_only=read_only, note_fix=NOTE_FIX)
-
-
-def _environments(d: Any, own: str) -> list[str]:
-    """The environments a backfill is shown in: this console's first, then each it declares."""
-    return list(dict.fromkeys([own, *d.environments]))
 
 
 def naming_given_dsn(err: JobsError, dsn: str) -> JobsError:

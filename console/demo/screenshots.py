@@ -107,6 +107,12 @@ SHOTS: tuple[Shot, ...] = (
     ),
     Shot("help", "Help: every key of every screen, from the one action table", press=("question_mark",)),
     Shot(
+        "activity_80x24",
+        "Activity (a): this session's actions, then the audit log: who did what, when, and why",
+        press=("a",),
+        size=(80, 24),
+    ),
+    Shot(
         "read_only",
         "Read-only: no mutating action is offered (and the engine refuses them too)",
         press=("3",),

@@ -7,7 +7,9 @@ In production, the world's environment:
 - minute 15: alice dry-runs ``accounts_email_lower``: 60 batches of 500, two a second; it reads
   and counts and writes nothing, so the backfill stays pending in staging and in production.
 - minute 31: bob starts a write pass of ``accounts_plan_tier`` (half a batch a second); a minute
-  and 30 batches later he cancels it (``INC-2051: replica lag``): the ledger says cancelled.
+  and 30 batches later he cancels it (``INC-2051: replica lag``): the ledger says cancelled. He
+  then pauses the accounts queue the passes run on until the lag clears, and at minute 55 carol
+  resumes it, saying why: the audit log keeps both, though the resume leaves no pause row.
 - NOW - 60 s: carol starts it again; at NOW it is 30 batches in (6,000 of its 24,000 rows), its
   lease just renewed by w-app2: the pass running when the console opens. ``jobs-console demo``
   hands it to its live worker (``hand_over``), which replays the stored batches and reads on from
@@ -24,6 +26,9 @@ from engine.testing import Factory, PassPlayer, claim_of
 
 ENVIRONMENT = "production"
 CANCEL_NOTE = "INC-2051: replica lag"
+QUEUE = "accounts"  # the queue the app's passes run on (accounts.py)
+HOLD_NOTE = "INC-2051: replica lag; no sweeps until it clears"
+RESUME_NOTE = "INC-2051: replica lag under 1s again"
 
 
 class BackfillStory:
@@ -49,6 +54,9 @@ class BackfillStory:
         elif minute == 31:
             await self._pass("bob", "accounts_plan_tier", write=True, batches=30)
             await self.control("bob").cancel("accounts_plan_tier", note=CANCEL_NOTE)
+            await self.engine.operator(actor="bob").pause(QUEUE, note=HOLD_NOTE)
+        elif minute == 55:
+            await self.engine.operator(actor="carol").resume(QUEUE, note=RESUME_NOTE)
         elif minute == 59:
             self.running = await self._pass("carol", "accounts_plan_tier", write=True, batches=30)
         self.engine.clock.set(back)

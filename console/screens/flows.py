@@ -288,14 +288,14 @@ class Flows(BulkFlows):
         when, why, and how many of its jobs are ready to be claimed."""
 
         async def call(c: Confirmed) -> str:
-            p = await (self.source.resume(queue) if paused else self.source.pause(queue, note=c.note))
+            p = await (self.source.resume(queue, note=c.note) if paused else self.source.pause(queue, note=c.note))
             if not p.changed:
                 return f"Queue {queue} was already {'paused' if p.paused else 'running'}."
             return f"Queue {queue} {'paused' if p.paused else 'resumed'}."
 
-        if paused:  # a resume deletes the pause row, note and all: none is offered
+        if paused:  # the pause row goes, its note with it; the audit log keeps the resume's note
             body = resume_text(queue, stats, self.source.now())
-            self.confirm_and_run("Resume this queue?", body, f"Resume {clean(queue, limit=24)}", call, note=False)
+            self.confirm_and_run("Resume this queue?", body, f"Resume {clean(queue, limit=24)}", call)
         else:
             body = Text.assemble(
                 "Pause queue ",

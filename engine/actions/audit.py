@@ -27,8 +27,8 @@ class AuditReads(OperatorBase):
         action: str | None = None,
         since: datetime | None = None,
     ) -> list[AuditEntry]:
-        """Up to ``limit`` entries newest first, below the id ``before`` (the last id of the page
-        before), each filter optional: ``target`` (a queue, a job id, a worker, a task, a
+        """Up to ``limit`` entries newest first (by time, then id), older than the entry ``before``
+        (the last entry's id of the page before), each filter optional: ``target`` (a queue, a job id, a worker, a task, a
         backfill), ``actor``, ``action`` (engine.audit.ACTIONS), ``since`` (an aware datetime)."""
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= LONGEST_PAGE:
             raise JobsError(

@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from engine.audit import LONGEST_PAGE, PAGE, check_action
+from engine.audit import LONGEST_PAGE, PAGE, check_action, detail_words
 from engine.cli import app, fail
 from engine.cli.acting import operator
 from engine.cli.admin import DSN_HELP, JSON_HELP
@@ -24,21 +24,6 @@ SINCE_HELP = "only entries from then on: a duration back from now (1h, 30m, 2d) 
 TENANT_HELP = "only the entries of this tenant's jobs and events (the fleet's actions have no tenant)"
 BUDGET = 2.0  # the read's statement budget by default, as every read command's
 GAP = 2  # spaces between two columns
-
-# An entry's detail in short words (what engine/audit.py says each action's detail holds); a key
-# without words here is left to --json.
-WORDS: dict[str, Any] = {
-    "name": lambda v: str(v),
-    "changed": lambda v: f"{v:,} changed" if isinstance(v, int) else None,
-    "planned": lambda v: f"of {v:,} planned" if isinstance(v, int) else None,
-    "stopped": lambda v: "stopped before the end" if v is True else None,
-    "error": lambda v: f"failed on {v}",
-    "from": lambda v: f"was {v}",
-    "step": lambda v: f"from step {v}",
-    "job_id": lambda v: f"job {short(str(v))}",
-    "write": lambda v: "a write pass" if v is True else "a dry-run pass" if v is False else None,
-    "environment": lambda v: f"in {v}",
-}
 
 
 def short(job_id: str) -> str:
@@ -89,7 +74,7 @@ def check_budget(budget: float) -> None:
 
 def said(e: Any) -> str:
     """An entry's note and the short words of its detail, on one line."""
-    words = [w for k, v in (e.detail or {}).items() if k in WORDS and (w := WORDS[k](v))]
+    words = detail_words(e.detail, short)
     if e.tenant is not None:
         words.append(f"tenant {e.tenant}")
     return " · ".join(p for p in (e.note, ", ".join(words)) if p)

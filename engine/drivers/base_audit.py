@@ -30,7 +30,8 @@ class AuditArea(Protocol):
         scope: str | None,
         budget_ms: int | None,
     ) -> list[AuditEntry]:
-        """Up to ``limit`` entries newest first (by id), below ``before``, each filter optional;
+        """Up to ``limit`` entries newest first (by time, then id), older than the entry ``before``
+        (by id alone when it was pruned), each filter optional;
         ``scope``: only the entries of that tenant (a tenant-scoped reader never sees the fleet's)."""
         ...
 

@@ -1,5 +1,5 @@
 -- 0022: the audit log. Every operator action that changed something (a queue paused or resumed,
--- a worker asked to drain, an event sent, a job retried, cancelled or discarded, a bulk run, a
+-- a worker asked to drain, a job retried, cancelled or discarded, a bulk run, a
 -- schedule paused, resumed or triggered, a backfill pass started, cancelled or retried) adds one
 -- row, in the transaction of its change: who, when, what, on what, the note, and the tenant it
 -- acted within (null: the whole fleet). A resumed queue's pause row goes; its row here stays.
@@ -17,6 +17,7 @@ create table jobs.audit_log (
     note text,
     detail jsonb not null default '{}'::jsonb
 );
--- A target's own entries newest first (a queue's, a job's), and the pruner's cut by time.
-create index audit_log_target on jobs.audit_log (target, id desc);
-create index audit_log_at on jobs.audit_log (at);
+-- Newest first by time, then id: the log's order, the pruner's cut by time, and a target's own
+-- entries (a queue's, a job's).
+create index audit_log_at on jobs.audit_log (at, id);
+create index audit_log_target on jobs.audit_log (target, at, id);

@@ -315,7 +315,7 @@ async def test_read_only_offers_no_backfill_action_and_the_engine_refuses_them()
         assert info.value.code == "X_READ_ONLY"
     # Past the console's own check, the engine's control refuses too.
     with pytest.raises(JobsError) as info:
-        await source._backfill_control("production").start("accounts_email_lower")
+        await source.backfill_door.control("production").start("accounts_email_lower")
     assert info.value.code == "X_READ_ONLY"
     [run] = await _ledger(source, "accounts_email_lower")
     assert run.status == "failed"

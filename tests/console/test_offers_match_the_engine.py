@@ -18,7 +18,8 @@ from console.screens.job_detail import JobDetailScreen
 from console.screens.jobs import JobsScreen
 from console.widgets.filter_bar import FilterBar
 from engine.types import JobState
-from tests.console.conftest import SIZE
+from tests.console.conftest import SIZE, SMALL
+from tests.console.test_activity_shows_the_audit_log import shown
 from tests.console.test_operator_actions import console, keys
 
 
@@ -58,15 +59,23 @@ async def test_a_dead_letter_groups_jobs_keep_the_screens_since_and_until() -> N
 # --- the note: offered where the engine's call keeps it --------------------------------------------
 
 
-async def test_resuming_a_queue_offers_no_note_its_deleted_pause_row_would_drop() -> None:
+async def test_a_queue_resumes_confirm_takes_a_note_that_reaches_the_audit_log() -> None:
+    # The pause row goes at a resume, its note with it; the audit log keeps the resume's own note.
     app = console()
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SMALL) as pilot:
         await keys(pilot, "end", "p")  # webhooks, paused
         assert isinstance(app.screen, ConfirmScreen)
         assert "Resume queue webhooks" in text_of(app, "#confirm-text")
-        assert not app.screen.query(Input)  # no note field
-        await keys(pilot, "y")
+        await pilot.click("#confirm-note")
+        await pilot.press(*"INC-2041: receiver fixed")
+        await keys(pilot, "enter", "y")  # Enter leaves the note; y confirms
         assert app.activity[-1].summary == "Queue webhooks resumed."
+        (latest,) = await app.source.audit(limit=1)
+        said = (latest.actor, latest.action, latest.target, latest.note)
+        assert said == ("console:test", "queue.resume", "webhooks", "INC-2041: receiver fixed")
+        await keys(pilot, "a")
+        top = shown(app)[1:3]  # the Activity screen's audit log, newest first
+        assert top[0].endswith("console:test resumed queue webhooks") and top[1].strip() == "“INC-2041: receiver fixed”"
 
 
 async def test_sending_an_event_offers_no_note_the_engine_would_drop() -> None:

@@ -52,7 +52,7 @@ async def test_a_source_made_read_only_after_it_opened_has_the_engine_refuse_its
     for call in (
         lambda: source._ops.retry(dead),
         lambda: source._schedules.trigger("demo.heartbeat_report"),
-        lambda: source._backfill_control("production").start("accounts_email_lower"),
+        lambda: source.backfill_door.control("production").start("accounts_email_lower"),
     ):
         with pytest.raises(JobsError) as err:
             await call()

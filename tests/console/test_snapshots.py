@@ -144,6 +144,10 @@ def test_workers_empty(snap_compare, empty_app: JobsConsole) -> None:
     assert snap_compare(empty_app, terminal_size=SIZE, run_before=drive("4"))
 
 
+def test_activity_80x24(snap_compare, app: JobsConsole) -> None:
+    assert snap_compare(app, terminal_size=SMALL, run_before=drive("a"))
+
+
 def test_help(snap_compare, app: JobsConsole) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=drive("question_mark"))
 

@@ -64,6 +64,17 @@ async def test_the_log_filters_by_target_actor_action_and_time_and_pages_below_a
     assert [e.id for e in first + rest] == [e.id for e in every]
 
 
+async def test_the_log_reads_by_time_then_id_and_pages_in_that_order(driver: Driver, clock: FakeClock) -> None:
+    # Written in one order, stamped by clocks that disagree: read by when, the id breaking ties.
+    for target, offset in (("a", 30), ("b", 10), ("c", 20), ("d", 10)):
+        at = clock.now() + timedelta(seconds=offset)
+        await driver.audit_add(entry=AuditEntry(at, "ann", "queue.pause", target))
+    ops = Operator(driver, clock=clock, actor="ann")
+    assert [e.target for e in await ops.audit()] == ["a", "c", "d", "b"]
+    first = await ops.audit(limit=2)
+    assert [e.target for e in await ops.audit(before=first[-1].id)] == ["d", "b"]
+
+
 async def test_a_tenant_scoped_operator_reads_only_its_tenants_entries(driver: Driver, clock: FakeClock) -> None:
     await Operator(driver, clock=clock, actor="ann").pause("fleet-wide", create=True)
     for tenant in ("acme", "globex"):

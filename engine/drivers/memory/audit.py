@@ -28,11 +28,12 @@ class MemoryAudit(MemoryBase):
     ) -> list[AuditEntry]:
         out: list[AuditEntry] = []
         with self.state.lock:
-            for e in reversed(self.state.audit):
+            mark = next(((e.at, e.id or 0) for e in self.state.audit if e.id == before), None)
+            for e in sorted(self.state.audit, key=lambda e: (e.at, e.id or 0), reverse=True):
                 if len(out) >= limit:
                     break
                 if (
-                    (before is None or (e.id or 0) < before)
+                    (before is None or ((e.at, e.id or 0) < mark if mark else (e.id or 0) < before))
                     and (target is None or e.target == target)
                     and (actor is None or e.actor == actor)
                     and (action is None or e.action == action)

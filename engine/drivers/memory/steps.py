@@ -143,8 +143,6 @@ class MemorySteps(MemoryBase):
                     )
                     woken.add(row.queue)
                     count += 1
-            detail = {"id": id, "woken": count}
-            self.state.add_audit(AuditEntry(now, actor, "event.send", name, tenant, None, detail))
         self._wake(woken)
         return SentEvent(id, name, tenant, now, count)
 

@@ -138,14 +138,20 @@ class PostgresSteps(PostgresBase):
     async def event_send(
         self, *, id: str, name: str, payload: dict[str, Any], tenant: str | None, actor: str | None, now: datetime
     ) -> SentEvent:
-        from engine.records import AuditEntry, SentEvent
+        from engine.records import SentEvent
 
-        p = {"id": id, "name": name, "tenant": tenant, "payload": dumps(payload, what="event payload")}
-        async with self._connection() as conn, conn.transaction():  # the event and its audit entry
-            r = await self._row(Q.event_send, p | {"actor": actor, "now": now}, conn=conn)
-            assert r is not None  # an insert's returning row
-            detail = {"id": str(r["id"]), "woken": r["woken"]}
-            await self._audit(AuditEntry(now, actor, "event.send", name, tenant, None, detail), conn)
+        r = await self._row(
+            Q.event_send,
+            {
+                "id": id,
+                "name": name,
+                "tenant": tenant,
+                "payload": dumps(payload, what="event payload"),
+                "actor": actor,
+                "now": now,
+            },
+        )
+        assert r is not None  # an insert's returning row
         return SentEvent(str(r["id"]), r["name"], r["tenant"], r["sent_at"], r["woken"])
 
     async def event_find(
