@@ -228,3 +228,18 @@ class LivePass:
     job_id: str
     job_name: str
     state: JobState
+
+
+def backfill_started(run: BackfillRun) -> AuditEntry:
+    """The ``backfill.start`` audit entry of a pass whose ledger row was just written. Every pass is
+    started by an operator (BackfillControl.start, the one door of a pass job), and its row is
+    written once: by the starter, or by the pass itself when it begins before the starter's write
+    lands (or after the starter died); either way the entry names the operator who started it."""
+    detail = {
+        "pass": run.id,
+        "environment": run.environment,
+        "write": not run.dry_run,
+        "forced": run.forced,
+        "job_id": run.job_id,
+    }
+    return AuditEntry(run.started_at, run.actor, "backfill.start", run.name, detail=detail)

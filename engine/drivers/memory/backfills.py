@@ -11,25 +11,12 @@ from typing import Any
 
 from engine.drivers.memory.state import LIVE, MemoryBase, dedupe_key, ready_again
 from engine.projections import ActionResult
-from engine.records import AuditEntry, BackfillRun, BackfillStatus, HistoryEntry, LivePass
+from engine.records import AuditEntry, BackfillRun, BackfillStatus, HistoryEntry, LivePass, backfill_started
 from engine.types import Claim, JobState
 
 
 def _newest_first(run: BackfillRun) -> tuple[datetime, str]:
     return (run.started_at, run.id)
-
-
-def _started(run: BackfillRun) -> AuditEntry:
-    """The backfill.start entry of a pass whose ledger row was just written (as the Postgres
-    driver's ``_started``: whoever writes the row, the entry names the operator who started it)."""
-    detail = {
-        "pass": run.id,
-        "environment": run.environment,
-        "write": not run.dry_run,
-        "forced": run.forced,
-        "job_id": run.job_id,
-    }
-    return AuditEntry(run.started_at, run.actor, "backfill.start", run.name, detail=detail)
 
 
 class MemoryBackfills(MemoryBase):
@@ -38,7 +25,7 @@ class MemoryBackfills(MemoryBase):
             if run.id in self.state.backfills:
                 return False
             self.state.backfills[run.id] = replace(run, status="queued")
-            self.state.add_audit(_started(run))
+            self.state.add_audit(backfill_started(run))
             return True
 
     async def backfill_begin(self, *, run_id: str, planned: int | None, now: datetime) -> bool:

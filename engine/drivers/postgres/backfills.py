@@ -15,24 +15,7 @@ from engine.types import Claim, JobState
 
 if TYPE_CHECKING:  # the read models and records named in annotations only: a worker never loads them
     from engine.projections import ActionResult
-    from engine.records import AuditEntry, BackfillRun, BackfillStatus, LivePass
-
-
-def _started(run: BackfillRun) -> AuditEntry:
-    """The backfill.start entry of a pass whose ledger row was just written. Every pass is started
-    by an operator (BackfillControl.start, the one door of a pass job), and its row is written once:
-    by the starter, or by the pass itself when it begins before the starter's write lands (or after
-    the starter died); either way the entry names the operator who started it."""
-    from engine.records import AuditEntry
-
-    detail = {
-        "pass": run.id,
-        "environment": run.environment,
-        "write": not run.dry_run,
-        "forced": run.forced,
-        "job_id": run.job_id,
-    }
-    return AuditEntry(run.started_at, run.actor, "backfill.start", run.name, detail=detail)
+    from engine.records import BackfillRun, BackfillStatus, LivePass
 
 
 def _run(r: Any) -> BackfillRun:
@@ -79,10 +62,12 @@ class PostgresBackfills(PostgresBase):
             "actor": run.actor,
             "now": run.started_at,
         }
+        from engine.records import backfill_started
+
         async with self._connection() as conn, conn.transaction():  # the row and its audit entry
             rows = await self._bf(Q.backfill_open, p, conn)
             if rows:
-                await self._audit(_started(run), conn)
+                await self._audit(backfill_started(run), conn)
         return bool(rows)
 
     async def backfill_begin(self, *, run_id: str, planned: int | None, now: datetime) -> bool:
