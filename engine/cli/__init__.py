@@ -23,7 +23,14 @@ from engine.cli.admin import (
     no_prepared_statements_option,
     set_connections,
 )
-from engine.cli.read_only import READ_ONLY_ENV, READ_ONLY_HELP, guard_all, reset_read_only, set_read_only
+from engine.cli.read_only import (
+    READ_ONLY_ENV,
+    READ_ONLY_HELP,
+    guard_all,
+    reset_read_only,
+    set_read_only,
+    typed_with,
+)
 from engine.errors import (
     X_DSN_INVALID,
     X_INVALID_ARGUMENT,
@@ -32,7 +39,7 @@ from engine.errors import (
     X_UNKNOWN_JOB,
     JobsError,
 )
-from engine.text import printable
+from engine.text import TENANT_FIX, printable
 
 JSON_ASKED = "jobs.json"  # ctx.meta: the invocation's words hold --json (json_asked)
 WORDS = "jobs.words"  # ctx.meta: the words after the program's name, the root's --read-only left out
@@ -191,6 +198,8 @@ def for_this_command(err: JobsError) -> JobsError:
         fix = dsn_fix()
     elif err.code == X_STATEMENT_TIMEOUT:
         fix = "export JOBS_STATEMENT_TIMEOUT=30"
+    elif fix == TENANT_FIX:  # the Python API's keyword: the command as typed, its --tenant a valid one
+        fix = typed_with("--tenant", "acme") or fix
     fix = fix_naming_given_dsn(fix)
     if fix == err.fix:
         return err

@@ -163,6 +163,18 @@ def _shown(words: Sequence[str]) -> list[str]:
     return out
 
 
+def typed_with(flag: str, value: str) -> str | None:
+    """The command as it was typed with ``flag``'s value (``--flag V`` or ``--flag=V``) replaced
+    by ``value``, as a fix repeats it; None when the command gave no such flag."""
+    words, found = list(STATE.words), False
+    for i, w in enumerate(words):
+        if i and words[i - 1] == flag:
+            words[i], found = value, True
+        elif w.startswith(flag + "="):
+            words[i], found = f"{flag}={value}", True
+    return shlex.join(["jobsctl", *_shown(words)]) if found else None
+
+
 def fix() -> str:
     """The command as it was typed, out of read-only mode: without --read-only, and under
     JOBS_READ_ONLY=0 when the variable turned it on."""
