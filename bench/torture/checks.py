@@ -72,6 +72,8 @@ class Evidence:
     logs: dict[str, str] = field(default_factory=dict)  # log file -> text
     stalls: list[dict[str, Any]] = field(default_factory=list)
     stalled_events: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # log -> its JSON events
+    operator_changes: list[dict[str, Any]] = field(default_factory=list)  # the operator's, from histories
+    audit: list[dict[str, Any]] = field(default_factory=list)  # the audit log's entries of them
 
 
 def kind_of(key: str) -> str:

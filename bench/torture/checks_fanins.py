@@ -1,10 +1,11 @@
 """The torture run's checks of fan-ins (checks.py holds the rest and the evidence): each went on
 once its children had settled, a cancel with its children left nothing below it, and a retry with
-its children brought a dead one to completion."""
+its children brought a dead one to completion; and the audit log holds each of the operator's
+changes once."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 from bench.torture.app import FANOUT, child_keys
@@ -105,3 +106,25 @@ def revivals(ev: Evidence) -> Check:
         f"children, each enqueued once; {alone} completed without (the flaky child's first run lost to a fault)"
     )
     return Check("a fan-in retried with its children completed with them", not problems, detail, tuple(problems))
+
+
+def audited(ev: Evidence) -> Check:
+    """Each change the operator made to a job under the faults (its cancels with children, its
+    retries with children, and the waits they ran again) is one audit log entry, and each entry one
+    change: an action and its entry land in one transaction, so a fault between them leaves both
+    or neither."""
+    changes = Counter((r["target"], r["action"]) for r in ev.operator_changes)
+    entries = Counter((r["target"], r["action"]) for r in ev.audit)
+    problems = [
+        f"{a} of {t}: {n} change(s), {entries[(t, a)]} entr(ies)"
+        for (t, a), n in changes.items()
+        if entries[(t, a)] != n
+    ]
+    problems += [f"{a} of {t}: an entry with no change" for (t, a) in entries if (t, a) not in changes]
+    if not changes:
+        problems.append("the operator changed no job, so the audit log went untested")
+    kinds = Counter(a for _, a in changes.elements())
+    detail = (
+        f"{sum(changes.values())} changes ({', '.join(f'{n} {a}' for a, n in sorted(kinds.items()))}), each one entry"
+    )
+    return Check("the audit log holds each operator change once", not problems, detail, tuple(problems))

@@ -332,6 +332,8 @@ async def _gather(cluster: TortureCluster, eng: Any, producer: Producer, injecto
         logs=logs,
         stalls=injector.stalls,
         stalled_events=stalled,
+        operator_changes=await _rows(dsn, "torture_operator_changes"),
+        audit=await _rows(dsn, "torture_audit"),
     )
 
 
@@ -344,6 +346,7 @@ def _checks(ev: checks.Evidence, cfg: TortureConfig, injector: Injector, fleet: 
         checks_fanins.fan_ins(ev),
         checks_fanins.cascades(ev),
         checks_fanins.revivals(ev),
+        checks_fanins.audited(ev),
         checks.cron_once(ev),
         checks.projections(ev),
     ]

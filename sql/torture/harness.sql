@@ -87,3 +87,16 @@ select coalesce(sum(n_dead_tup), 0)::bigint as dead, coalesce(sum(n_live_tup), 0
        (pg_total_relation_size('jobs.job') + pg_total_relation_size('jobs.job_done'))::bigint as bytes,
        coalesce(sum(autovacuum_count), 0)::bigint as autovacuums
 from pg_stat_user_tables where relid in ('jobs.job'::regclass, 'jobs.job_done'::regclass);
+
+-- name: torture_operator_changes :many
+-- The operator's changes to jobs as their histories record them (the producer acts as "torture"),
+-- each named as the audit log names it.
+select job_id::text as target,
+       case kind when 'cancelled' then 'job.cancel' when 'retried' then 'job.retry'
+                 else 'job.retry_from_step' end as action
+from jobs.history
+where actor = 'torture' and kind in ('cancelled', 'retried', 'retried-from-step');
+
+-- name: torture_audit :many
+-- The audit log's entries of the operator's changes to jobs.
+select target, action from jobs.audit_log where actor = 'torture' and action like 'job.%%';

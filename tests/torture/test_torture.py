@@ -2,7 +2,8 @@
 lost, nothing rolled back runs, nothing completes twice, a step's stored result is its one
 execution, a fan-in goes on only once its children have settled and enqueued none twice, a fan-in
 cancelled with its children leaves none running, one dead of its dead child and retried with its
-children completes with them, each cron occurrence is enqueued
+children completes with them, the audit log holds each of those changes once, each cron
+occurrence is enqueued
 once, the console's counts are true, a stalled worker
 acks nothing it lost, every worker recovers from every fault on its own, and (I25) no log line
 shows the DSN's password or a job's input. The run is one session fixture: every test that reads
@@ -49,6 +50,10 @@ def test_a_fan_in_dead_of_its_dead_child_retried_with_its_children_completed_wit
     torture: TortureReport,
 ) -> None:
     check(torture, "a fan-in retried with its children completed with them")
+
+
+def test_the_audit_log_holds_each_operator_change_once_under_the_faults(torture: TortureReport) -> None:
+    check(torture, "the audit log holds each operator change once")
 
 
 def test_i21_each_cron_occurrence_was_enqueued_once(torture: TortureReport) -> None:
