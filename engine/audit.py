@@ -87,7 +87,8 @@ def detail_words(detail: dict[str, Any] | None, short: Callable[[str], str]) -> 
     console say it: a key without words of its own as "key value" (``short`` shows an id), a flag
     that is off left out."""
     words = []
-    for key, value in (detail or {}).items():
+    # The job's name first: a database's JSON document keeps its keys in an order of its own.
+    for key, value in sorted((detail or {}).items(), key=lambda kv: kv[0] != "name"):
         say = _WORDS.get(key)
         if say is not None:
             said = say(value, short)
