@@ -183,10 +183,7 @@ def audit(
         back = since_of(since)
         check_action(action)
         check_budget(budget)
-        try:
-            check_tenant(tenant)
-        except JobsError as err:  # its fix names the Python keyword
-            raise JobsError(err.code, cause=err.cause, fix="jobsctl audit --tenant acme") from None
+        check_tenant(tenant)  # its fix, as every command's, the command as typed (engine/cli for_this_command)
     except JobsError as err:
         fail(err, as_json=json_out)
 

@@ -233,7 +233,6 @@ def test_resume_keeps_its_note_in_the_audit_log(monkeypatch: pytest.MonkeyPatch)
         ),
         (["--target", " "], "target=' ' must be a non-empty str", "jobsctl audit --target NAME"),
         (["--budget", "0"], "--budget 0 must be a finite number of seconds > 0", "jobsctl audit --budget 2"),
-        (["--tenant", " acme"], "tenant=' acme' must be a non-empty string", "jobsctl audit --tenant acme"),
     ],
 )
 def test_a_bad_option_is_refused_with_code_cause_and_fix_before_the_database(
