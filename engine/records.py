@@ -230,6 +230,25 @@ class LivePass:
     state: JobState
 
 
+def job_entry(
+    at: datetime,
+    actor: str | None,
+    action: str,
+    job_id: str,
+    *,
+    name: str,
+    queue: str,
+    tenant: str | None,
+    note: str | None,
+    was: str,
+    **detail: Any,
+) -> AuditEntry:
+    """A job action's audit entry, as both drivers write it: the job's id its target, its tenant the
+    entry's, and in its detail the job's name and queue, the state it was in (``from``), and what
+    else the action says (``detail``)."""
+    return AuditEntry(at, actor, action, job_id, tenant, note, {"name": name, "queue": queue, "from": was, **detail})
+
+
 def backfill_started(run: BackfillRun) -> AuditEntry:
     """The ``backfill.start`` audit entry of a pass whose ledger row was just written. Every pass is
     started by an operator (BackfillControl.start, the one door of a pass job), and its row is

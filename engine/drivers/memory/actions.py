@@ -26,7 +26,7 @@ from engine.projections import (
     JobSummary,
     QueuePause,
 )
-from engine.records import AuditEntry, HistoryEntry
+from engine.records import AuditEntry, HistoryEntry, job_entry
 from engine.types import JobRow, JobState, waited_out
 
 
@@ -89,8 +89,12 @@ class MemoryActions(MemoryBase):
                     duplicate_of=holder,
                 )
             self._revive(row, now, actor, note, {})
-            detail = {"name": row.name, "queue": row.queue, "from": "dead"}
-            self.state.add_audit(AuditEntry(now, actor, "job.retry", job_id, row.tenant, note, detail))
+            self.state.add_audit(
+                job_entry(
+                    now, actor, "job.retry", job_id, name=row.name, queue=row.queue, tenant=row.tenant, note=note,
+                    was="dead",
+                )
+            )  # fmt: skip
         self._wake([row.queue])  # the statement's pg_notify: a job made ready wakes its queue
         return ActionResult("retry", job_id, True, JobState.DEAD, JobState.READY)
 
@@ -219,9 +223,13 @@ class MemoryActions(MemoryBase):
                     "discard", job_id, False, row.state, row.state, reason=f"the job is {row.state.value}, not dead"
                 )
             self._discard(row, now, actor, note, {})
-            detail: dict[str, object] = {"name": row.name, "queue": row.queue, "from": "dead"}
-            detail |= {"error_code": row.error_code, "stop_reason": row.stop_reason}
-            self.state.add_audit(AuditEntry(now, actor, "job.discard", job_id, row.tenant, note, detail))
+            said = {"error_code": row.error_code, "stop_reason": row.stop_reason}
+            self.state.add_audit(
+                job_entry(
+                    now, actor, "job.discard", job_id, name=row.name, queue=row.queue, tenant=row.tenant, note=note,
+                    was="dead", **said,
+                )
+            )  # fmt: skip
             return ActionResult(
                 "discard", job_id, True, row.state, row.state, reason="deleted; a discarded entry keeps the audit"
             )

@@ -10,7 +10,7 @@ from engine.codec import check_json
 from engine.drivers.memory.inserts import insert_jobs
 from engine.drivers.memory.state import LIVE, MemoryBase
 from engine.drivers.memory.steps import event_sent_for
-from engine.records import AttemptRecord, AuditEntry, CancelResult, HistoryEntry
+from engine.records import AttemptRecord, CancelResult, HistoryEntry, job_entry
 from engine.types import Ack, Claim, EnqueueResult, JobRow, JobState, Nack, NewJob, Renewal
 
 _NACK_STATE = {"dead": JobState.DEAD, "park": JobState.PARKED, "suspend": JobState.SUSPENDED}
@@ -144,8 +144,11 @@ class MemoryJobs(MemoryBase):
                 return CancelResult(job_id, row.state, False)
             self.state.put(replace(row, state=JobState.CANCELLED, finished_at=now, updated_at=now, lease_until=None))
             self.state.add_history(HistoryEntry(job_id, now, "cancelled", actor, note, {"from": row.state.value}))
-            detail = {"name": row.name, "queue": row.queue, "from": row.state.value}
-            self.state.add_audit(AuditEntry(now, actor, "job.cancel", job_id, row.tenant, note, detail))
+            said = job_entry(
+                now, actor, "job.cancel", job_id, name=row.name, queue=row.queue, tenant=row.tenant, note=note,
+                was=row.state.value,
+            )  # fmt: skip
+            self.state.add_audit(said)
             if row.state is JobState.RUNNING and row.claimed_by is not None and row.claimed_at is not None:
                 self._record(row, now, "cancelled", attempt=row.attempt)  # the claim ran: its attempt ends here
             return CancelResult(job_id, row.state, True, was_running=row.state is JobState.RUNNING)

@@ -10,7 +10,7 @@ from typing import Any
 from engine.codec import check_json, dumps
 from engine.drivers.memory.inserts import insert_jobs
 from engine.drivers.memory.state import MemoryBase, ready_again
-from engine.records import AuditEntry, EnqueuedBy, EventRecord, HistoryEntry, SentEvent, StepRecord, StepRetry
+from engine.records import EnqueuedBy, EventRecord, HistoryEntry, SentEvent, StepRecord, StepRetry, job_entry
 from engine.types import Claim, EnqueueResult, JobState, NewJob, StoredStep
 
 _RETRYABLE = (JobState.DEAD, JobState.COMPLETED)
@@ -193,7 +193,10 @@ class MemorySteps(MemoryBase):
             self.state.put(ready_again(row, now))
             data = {"step": step_name, "from": row.state.value, "discarded": list(discarded)}
             self.state.add_history(HistoryEntry(job_id, now, "retried-from-step", actor, note, data))
-            said = {"name": row.name, "queue": row.queue} | data
-            self.state.add_audit(AuditEntry(now, actor, "job.retry_from_step", job_id, row.tenant, note, said))
+            said = job_entry(
+                now, actor, "job.retry_from_step", job_id, name=row.name, queue=row.queue, tenant=row.tenant,
+                note=note, was=row.state.value, step=step_name, discarded=list(discarded),
+            )  # fmt: skip
+            self.state.add_audit(said)
         self._wake([row.queue])
         return StepRetry(job_id, "retried", row.state, step_name, discarded=discarded)

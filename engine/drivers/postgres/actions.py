@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # each action imports the read models it builds: a worker pro
         JobSummary,
         QueuePause,
     )
+    from engine.records import AuditEntry
 
 _BULK = {
     "retry": Q.job_bulk_retry,
@@ -50,20 +51,19 @@ class PostgresActions(PostgresBase):
         self, *, job_id: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
     ) -> ActionResult | None:
         from engine.projections import ActionResult
-        from engine.records import AuditEntry
+        from engine.records import job_entry
 
         p = {"id": job_id, "tenant": tenant, "now": now, "actor": actor, "note": note}
 
-        async def retry(c: Conn) -> Row | None:
-            r = await self._row(Q.job_retry_dead, p, conn=c)
-            if r is not None and r["changed"]:
-                detail = {"name": r["name"], "queue": r["queue"], "from": "dead"}
-                await self._audit(AuditEntry(now, actor, "job.retry", job_id, r["tenant"], note, detail), c)
-            return r
+        def entry(r: Row) -> AuditEntry:
+            return job_entry(
+                now, actor, "job.retry", job_id, name=r["name"], queue=r["queue"], tenant=r["tenant"], note=note,
+                was="dead",
+            )  # fmt: skip
 
         for _ in range(_RACE_RETRIES):
             try:
-                r = await self._budgeted(None, "retry", retry)
+                r = await self._budgeted(None, "retry", lambda c: self._audited(c, Q.job_retry_dead, p, entry))
                 break
             except psycopg.errors.UniqueViolation:
                 continue  # a live holder of the key committed meanwhile: the next read names it
@@ -163,16 +163,8 @@ class PostgresActions(PostgresBase):
         from engine.records import AuditEntry
 
         p = {"queue": queue, "paused": paused, "actor": actor, "note": note, "now": now}
-
-        async def pause(c: Conn) -> Row | None:
-            r = await self._row(Q.queue_pause_set, p, conn=c)
-            if r is not None and r["changed"]:
-                await self._audit(
-                    AuditEntry(now, actor, "queue.pause" if paused else "queue.resume", queue, note=note), c
-                )
-            return r
-
-        r = await self._budgeted(None, "pause", pause)
+        said = AuditEntry(now, actor, "queue.pause" if paused else "queue.resume", queue, note=note)
+        r = await self._budgeted(None, "pause", lambda c: self._audited(c, Q.queue_pause_set, p, lambda _: said))
         if r is None:
             return QueuePause(queue, False, changed=False)
         return pause_row(queue, r, changed=bool(r["changed"]))
@@ -205,19 +197,17 @@ class PostgresActions(PostgresBase):
         self, *, job_id: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
     ) -> ActionResult | None:
         from engine.projections import ActionResult
-        from engine.records import AuditEntry
+        from engine.records import job_entry
 
         p = {"id": job_id, "tenant": tenant, "now": now, "actor": actor, "note": note}
 
-        async def discard(c: Conn) -> Row | None:
-            r = await self._row(Q.job_discard, p, conn=c)
-            if r is not None and r["changed"]:
-                detail = {"name": r["name"], "queue": r["queue"], "from": "dead"}
-                detail |= {"error_code": r["error_code"], "stop_reason": r["stop_reason"]}
-                await self._audit(AuditEntry(now, actor, "job.discard", job_id, r["tenant"], note, detail), c)
-            return r
+        def entry(r: Row) -> AuditEntry:
+            return job_entry(
+                now, actor, "job.discard", job_id, name=r["name"], queue=r["queue"], tenant=r["tenant"], note=note,
+                was="dead", error_code=r["error_code"], stop_reason=r["stop_reason"],
+            )  # fmt: skip
 
-        r = await self._budgeted(None, "discard", discard)
+        r = await self._budgeted(None, "discard", lambda c: self._audited(c, Q.job_discard, p, entry))
         if r is None:
             return None
         prev = JobState(r["previous"])
@@ -234,14 +224,10 @@ class PostgresActions(PostgresBase):
         from engine.records import AuditEntry
 
         p = {"id": id, "actor": actor, "note": note, "now": now}
-
-        async def drain(c: Conn) -> Row | None:
-            r = await self._row(Q.worker_drain_request, p, conn=c)
-            if r is not None and r["changed"]:
-                await self._audit(AuditEntry(now, actor, "worker.drain", id, note=note), c)
-            return r
-
-        r = await self._budgeted(None, "workers drain", drain)
+        said = AuditEntry(now, actor, "worker.drain", id, note=note)
+        r = await self._budgeted(
+            None, "workers drain", lambda c: self._audited(c, Q.worker_drain_request, p, lambda _: said)
+        )
         if r is None:
             return None
         return DrainRequest(

@@ -260,6 +260,16 @@ class PostgresBase:
         ``_budgeted`` block): the change and its audit row land together or not at all."""
         await self._exec(Q.audit_add, audit_params(entry), conn=conn)
 
+    async def _audited(
+        self, conn: Conn, query: Query, params: Params, entry: Callable[[Row], AuditEntry]
+    ) -> Row | None:
+        """``query``'s row on ``conn`` and, when the row says it ``changed``, the audit entry
+        ``entry`` builds from it, in the same transaction (the caller's ``_budgeted`` block)."""
+        r = await self._row(query, params, conn=conn)
+        if r is not None and r["changed"]:
+            await self._audit(entry(r), conn)
+        return r
+
     async def _budgeted(self, budget_ms: int | None, what: str, fn: Callable[[Conn], Awaitable[T]]) -> T:
         """Run ``fn`` in one transaction whose every statement is cut off past ``budget_ms``
         (SET LOCAL statement_timeout via set_config); ``what`` names the command to rerun."""

@@ -200,7 +200,7 @@ class PostgresJobs(PostgresBase):
     async def job_cancel(
         self, *, job_id: str, tenant: str | None, now: datetime, actor: str | None, note: str | None = None
     ) -> CancelResult | None:
-        from engine.records import AuditEntry, CancelResult
+        from engine.records import CancelResult, job_entry
 
         async with self._connection() as conn, conn.transaction():
             p = {"id": job_id, "tenant": tenant, "now": now, "actor": actor, "note": note}
@@ -211,8 +211,11 @@ class PostgresJobs(PostgresBase):
             if row["cancelled"]:  # its audit entry, in its transaction: the cancelled row names the job
                 job = await self._row(Q.job_get, {"id": job_id}, conn=conn)
                 assert job is not None  # cancelled a moment ago in this transaction
-                detail = {"name": job["name"], "queue": job["queue"], "from": prev.value}
-                await self._audit(AuditEntry(now, actor, "job.cancel", job_id, job["tenant"], note, detail), conn)
+                said = job_entry(
+                    now, actor, "job.cancel", job_id, name=job["name"], queue=job["queue"], tenant=job["tenant"],
+                    note=note, was=prev.value,
+                )  # fmt: skip
+                await self._audit(said, conn)
         return CancelResult(
             job_id, prev, bool(row["cancelled"]), was_running=bool(row["cancelled"]) and prev is JobState.RUNNING
         )

@@ -210,7 +210,7 @@ class PostgresSteps(PostgresBase):
         actor: str | None,
         note: str | None,
     ) -> StepRetry:
-        from engine.records import AuditEntry, StepRetry
+        from engine.records import StepRetry, job_entry
 
         job = await self._row(Q.job_lock_for_step_retry, {"id": job_id, "tenant": tenant}, conn=conn)
         if job is None:
@@ -235,6 +235,9 @@ class PostgresSteps(PostgresBase):
             {"id": job_id, "now": now, "actor": actor, "note": note, "data": json.dumps(data)},
             conn=conn,
         )
-        said = {"name": job["name"], "queue": job["queue"]} | data
-        await self._audit(AuditEntry(now, actor, "job.retry_from_step", job_id, job["tenant"], note, said), conn)
+        said = job_entry(
+            now, actor, "job.retry_from_step", job_id, name=job["name"], queue=job["queue"], tenant=job["tenant"],
+            note=note, was=data["from"], step=step_name, discarded=data["discarded"],
+        )  # fmt: skip
+        await self._audit(said, conn)
         return StepRetry(job_id, "retried", state, step_name, discarded=discarded)
