@@ -63,7 +63,7 @@ def activity_text(entries: list, now) -> RenderableType:  # type: ignore[no-unty
     grid.add_column(width=6, no_wrap=True)
     grid.add_column(ratio=1)
     for e in reversed(entries):
-        said = Text(clean(e.summary, limit=300))
+        said = Text(clean(e.summary, limit=300, multiline=True))  # a note said on a line of its own
         if e.fix:
             said.append(f"\nfix: {clean(e.fix, limit=200)}", style="italic")
         outcome = Text("ok", style="bold") if e.ok else Text("FAILED", style="bold reverse")
